@@ -1,0 +1,67 @@
+"""The ``prefix-exec`` command line: ``main(argv) -> int``, one thin module per subcommand.
+
+Exit codes: 0 success, 1 a check the user asked for failed (for example the demo's calibration), 2 bad
+input or usage. A user's mistake is reported in one paragraph, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from prefix_exec.errors import InputError
+
+#: ``score`` subcommands, one module each under ``prefix_exec.cli``: (name, module).
+SCORE_COMMANDS: tuple[tuple[str, str], ...] = (
+    ("custom", "prefix_exec.cli.score_custom"),
+)
+#: Top-level subcommands other than ``score``.
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ("metrics", "prefix_exec.cli.metrics"),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="prefix-exec",
+        description=(
+            "Score tool-using agents by prefix executability. Replays each predicted tool-call sequence "
+            "prefix by prefix against the benchmark's environment, and reports PEC, FED, TER, AUC-PEC and "
+            "RR with task-level bootstrap confidence intervals."
+        ),
+        epilog="Run 'prefix-exec COMMAND --help' for the options of one command.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    score = commands.add_parser(
+        "score",
+        help="replay rollouts against a benchmark and write one scored record per rollout (JSONL)",
+        description="Replay rollouts prefix by prefix and write scored records (JSONL), one per rollout.",
+    )
+    benchmarks = score.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
+    for name, module in SCORE_COMMANDS:
+        importlib.import_module(module).register(benchmarks, name)
+    for name, module in COMMANDS:
+        importlib.import_module(module).register(commands, name)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code instead of exiting, for tests and embedding."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except InputError as exc:
+        print(f"prefix-exec: error: {exc.describe()}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("prefix-exec: interrupted; records written so far are kept (use --resume)", file=sys.stderr)
+        return 130
+    return code
+
+
+def console() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

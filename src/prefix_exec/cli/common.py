@@ -1,0 +1,34 @@
+"""Options shared by the ``score`` subcommands, and how they report a scoring run."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from prefix_exec.scoring import ScoreReport
+
+
+def add_output_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--out", required=True, metavar="RECORDS.jsonl", help="where to write the scored records (JSONL)"
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep records already in --out and score only the missing rollouts (after a crash or kill)",
+    )
+    parser.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="report a rollout that cannot be scored and go on with the rest (exit code 2 at the end)",
+    )
+
+
+def add_identity_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", help="model name for the records (default: from the input)")
+    parser.add_argument("--method", help="method (agent variant) name for the records (default: from the input)")
+
+
+def finish(report: ScoreReport, out: str) -> int:
+    print(f"prefix-exec: {report.summary()} -> {out}", file=sys.stderr)
+    return 2 if report.skipped else 0

@@ -1,0 +1,38 @@
+"""Errors for broken input: they name the file, line and field, and say what to do.
+
+The CLI turns an :class:`InputError` into a one-paragraph message and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class InputError(Exception):
+    """Input the user can fix: a malformed file, a missing field, an unknown name."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.message = message
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.field = field
+        self.hint = hint
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = self.path + (f":{self.line}" if self.line is not None else "") + ": "
+        what = f"field '{self.field}': " if self.field else ""
+        text = f"{where}{what}{self.message}"
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text

@@ -1,0 +1,435 @@
+"""Canonical JSONL: one rollout or one scored record per line, each carrying a schema version.
+
+Readers validate every field at this edge and raise :class:`~prefix_exec.errors.InputError` naming the
+file, the 1-based line and the field. Writers append one line per record and flush it, so a killed run keeps
+every line it finished; :func:`completed_keys` lets a resumed run skip them, and a torn last line from a
+crash is ignored and overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, NoReturn
+
+from prefix_exec.errors import InputError
+from prefix_exec.trajectory import (
+    CallCost,
+    FailureLabel,
+    Observation,
+    PrefixRecord,
+    Rollout,
+    ToolCall,
+    Verdict,
+)
+
+SCHEMA_VERSION = 1
+ROLLOUT_KIND = "rollout"
+RECORD_KIND = "record"
+#: Fields ``prefix-exec metrics`` needs in any JSONL row.
+METRIC_FIELDS = ("dataset", "task_id", "model", "method", "T", "fed", "success")
+
+
+# ---------------------------------------------------------------------------------------------- encoding
+
+
+def call_to_json(call: ToolCall) -> dict[str, Any]:
+    row: dict[str, Any] = {"name": call.name, "arguments": dict(call.arguments), "turn": call.turn}
+    if call.call_id is not None:
+        row["call_id"] = call.call_id
+    if call.observation is not None:
+        row["observation"] = {"content": call.observation.content, "error": call.observation.error}
+    if call.raw is not None:
+        row["raw"] = call.raw
+    if call.parse_error is not None:
+        row["parse_error"] = call.parse_error
+    return row
+
+
+def cost_to_json(cost: CallCost) -> dict[str, Any]:
+    return {
+        "role": cost.role,
+        "prompt_tokens": cost.prompt_tokens,
+        "completion_tokens": cost.completion_tokens,
+        "reasoning_tokens": cost.reasoning_tokens,
+        "latency_s": cost.latency_s,
+        "model": cost.model,
+    }
+
+
+def rollout_to_json(rollout: Rollout) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "kind": ROLLOUT_KIND,
+        "schema_version": SCHEMA_VERSION,
+        "dataset": rollout.dataset,
+        "task_id": rollout.task_id,
+        "model": rollout.model,
+        "method": rollout.method,
+        "trial": rollout.trial,
+        "success": rollout.success,
+        "actions": [call_to_json(a) for a in rollout.actions],
+    }
+    if rollout.transcript is not None:
+        row["transcript"] = [dict(m) for m in rollout.transcript]
+    if rollout.cost:
+        row["cost"] = [cost_to_json(c) for c in rollout.cost]
+    if rollout.metadata:
+        row["metadata"] = dict(rollout.metadata)
+    return row
+
+
+def verdict_to_json(step: int, call: ToolCall | None, verdict: Verdict) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "step": step,
+        "tool": call.name if call is not None else None,
+        "accepted": verdict.accepted,
+        "label": verdict.label.value if verdict.label else None,
+        "causes": [c.value for c in verdict.causes],
+        "reason": verdict.reason,
+    }
+    if verdict.result is not None:
+        row["result"] = verdict.result
+    if verdict.notes:
+        row["notes"] = list(verdict.notes)
+    return row
+
+
+def record_to_json(record: PrefixRecord) -> dict[str, Any]:
+    label = record.label
+    calls: list[ToolCall | None] = list(record.actions) or [None]
+    row: dict[str, Any] = {
+        "kind": RECORD_KIND,
+        "schema_version": SCHEMA_VERSION,
+        "dataset": record.dataset,
+        "task_id": record.task_id,
+        "model": record.model,
+        "method": record.method,
+        "trial": record.trial,
+        "T": record.T,
+        "fed": record.fed,
+        "success": record.success,
+        "executable": record.executable,
+        "label": label.value if label else None,
+        "reason": record.reason,
+        "no_tool": record.no_tool,
+        "verdicts": [verdict_to_json(i + 1, calls[i], v) for i, v in enumerate(record.verdicts)],
+        "actions": [call_to_json(a) for a in record.actions],
+    }
+    if record.cost:
+        row["cost"] = [cost_to_json(c) for c in record.cost]
+    if record.metadata:
+        row["metadata"] = dict(record.metadata)
+    return row
+
+
+def dumps(row: Mapping[str, Any]) -> str:
+    """One JSONL line. Values JSON cannot hold (sets, objects from a backend) become their ``repr``."""
+    return json.dumps(row, ensure_ascii=False, default=_fallback)
+
+
+def _fallback(value: Any) -> Any:
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    return repr(value)
+
+
+# ---------------------------------------------------------------------------------------------- decoding
+
+
+class _Fields:
+    """Typed access to one JSON object, raising InputError with the file, line and field path."""
+
+    def __init__(self, data: Any, path: str | None, line: int | None, prefix: str = "") -> None:
+        self.path, self.line, self.prefix = path, line, prefix
+        if not isinstance(data, dict):
+            self.fail("", f"expected a JSON object, got {type(data).__name__}")
+        self.data: dict[str, Any] = data
+
+    def fail(self, name: str, message: str, hint: str | None = None) -> NoReturn:
+        raise InputError(message, path=self.path, line=self.line, field=self.prefix + name or None, hint=hint)
+
+    def sub(self, value: Any, name: str) -> _Fields:
+        return _Fields(value, self.path, self.line, self.prefix + name + ".")
+
+    def get(self, name: str, kind: type | tuple[type, ...], *, required: bool = True, default: Any = None) -> Any:
+        if name not in self.data or self.data[name] is None:
+            if required:
+                self.fail(name, "missing", hint=f"every row needs '{self.prefix}{name}'")
+            return default
+        value = self.data[name]
+        # bool is an int in Python; a JSON true is never a valid count or depth.
+        if not isinstance(value, kind) or (kind in (int, (int, float)) and isinstance(value, bool)):
+            names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+            self.fail(name, f"expected {names}, got {type(value).__name__} {value!r:.60}")
+        return value
+
+    def text(self, name: str, *, required: bool = True) -> Any:
+        value = self.get(name, (str, int), required=required)
+        return None if value is None else str(value)
+
+
+def call_from_json(f: _Fields) -> ToolCall:
+    obs = None
+    if f.data.get("observation") is not None:
+        o = f.sub(f.data["observation"], "observation")
+        obs = Observation(content=o.data.get("content"), error=o.get("error", bool, required=False))
+    return ToolCall(
+        name=f.get("name", str),
+        arguments=f.get("arguments", dict, required=False, default={}),
+        call_id=f.text("call_id", required=False),
+        turn=f.get("turn", int, required=False, default=0),
+        observation=obs,
+        raw=f.get("raw", str, required=False),
+        parse_error=f.get("parse_error", str, required=False),
+    )
+
+
+def cost_from_json(f: _Fields) -> CallCost:
+    return CallCost(
+        role=f.get("role", str),
+        prompt_tokens=f.get("prompt_tokens", int, required=False, default=0),
+        completion_tokens=f.get("completion_tokens", int, required=False, default=0),
+        reasoning_tokens=f.get("reasoning_tokens", int, required=False, default=0),
+        latency_s=float(f.get("latency_s", (int, float), required=False, default=0.0)),
+        model=f.get("model", str, required=False),
+    )
+
+
+def _list(f: _Fields, name: str) -> list[Any]:
+    return list(f.get(name, list, required=False, default=[]))
+
+
+def _success(f: _Fields, *, required: bool) -> int | None:
+    value = f.get("success", (int, float, bool), required=required)
+    if value is None:
+        return None
+    if value not in (0, 1):
+        f.fail("success", f"must be 0 or 1, got {value!r}")
+    return int(value)
+
+
+def _check_version(f: _Fields, kind: str) -> None:
+    version = f.data.get("schema_version", SCHEMA_VERSION)
+    if version != SCHEMA_VERSION:
+        f.fail(
+            "schema_version",
+            f"unsupported version {version!r}; this prefix-exec reads version {SCHEMA_VERSION}",
+            hint="upgrade prefix-exec, or re-export the file with this version",
+        )
+    found = f.data.get("kind", kind)
+    if found != kind:
+        f.fail("kind", f"expected a {kind} row, got {found!r}")
+
+
+def rollout_from_json(data: Any, *, path: str | None = None, line: int | None = None) -> Rollout:
+    f = _Fields(data, path, line)
+    _check_version(f, ROLLOUT_KIND)
+    actions = tuple(call_from_json(f.sub(a, f"actions[{i}]")) for i, a in enumerate(_list(f, "actions")))
+    transcript = f.get("transcript", list, required=False)
+    return Rollout(
+        dataset=f.text("dataset"),
+        task_id=f.text("task_id"),
+        model=f.text("model"),
+        method=f.text("method"),
+        trial=f.get("trial", int, required=False, default=0),
+        actions=actions,
+        success=_success(f, required=False),
+        transcript=tuple(transcript) if transcript is not None else None,
+        cost=tuple(cost_from_json(f.sub(c, f"cost[{i}]")) for i, c in enumerate(_list(f, "cost"))),
+        metadata=f.get("metadata", dict, required=False, default={}),
+    )
+
+
+def verdict_from_json(f: _Fields) -> Verdict:
+    causes = [FailureLabel.parse(c) for c in f.get("causes", list, required=False, default=[])]
+    label = f.get("label", str, required=False)
+    if label is not None and not causes:
+        causes = [FailureLabel.parse(label)]
+    accepted = f.get("accepted", bool)
+    if not accepted and not causes:
+        f.fail("label", "a rejected verdict needs a label")
+    return Verdict(
+        accepted=accepted,
+        reason=f.get("reason", str, required=False, default=""),
+        causes=tuple(sorted(set(causes))),
+        result=f.data.get("result"),
+        notes=tuple(f.get("notes", list, required=False, default=[])),
+    )
+
+
+def record_from_json(data: Any, *, path: str | None = None, line: int | None = None) -> PrefixRecord:
+    f = _Fields(data, path, line)
+    _check_version(f, RECORD_KIND)
+    try:
+        return PrefixRecord(
+            dataset=f.text("dataset"),
+            task_id=f.text("task_id"),
+            model=f.text("model"),
+            method=f.text("method"),
+            trial=f.get("trial", int, required=False, default=0),
+            T=f.get("T", int),
+            fed=f.get("fed", int),
+            success=int(_success(f, required=True) or 0),
+            verdicts=tuple(verdict_from_json(f.sub(v, f"verdicts[{i}]")) for i, v in enumerate(_list(f, "verdicts"))),
+            actions=tuple(call_from_json(f.sub(a, f"actions[{i}]")) for i, a in enumerate(_list(f, "actions"))),
+            no_tool=f.get("no_tool", bool, required=False, default=False),
+            cost=tuple(cost_from_json(f.sub(c, f"cost[{i}]")) for i, c in enumerate(_list(f, "cost"))),
+            metadata=f.get("metadata", dict, required=False, default={}),
+        )
+    except ValueError as exc:
+        raise InputError(str(exc), path=path, line=line) from None
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """The minimal fields metrics need; any JSONL with them can be summarized."""
+
+    dataset: str
+    task_id: str
+    model: str
+    method: str
+    trial: int
+    T: int
+    fed: int
+    success: int
+    label: str | None = None
+
+
+def metric_row_from_json(data: Any, *, path: str | None = None, line: int | None = None) -> MetricRow:
+    f = _Fields(data, path, line)
+    T = f.get("T", int)
+    fed = f.get("fed", int)
+    if T < 1:
+        f.fail("T", f"must be >= 1 (an empty rollout counts as T = 1), got {T}")
+    if not 1 <= fed <= T + 1:
+        f.fail("fed", f"must lie in 1..T+1 = 1..{T + 1}, got {fed}")
+    return MetricRow(
+        dataset=f.text("dataset"),
+        task_id=f.text("task_id"),
+        model=f.text("model"),
+        method=f.text("method"),
+        trial=f.get("trial", int, required=False, default=0),
+        T=T,
+        fed=fed,
+        success=int(_success(f, required=True) or 0),
+        label=f.get("label", str, required=False),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- files
+
+
+def iter_json_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """``(line_number, parsed_json)`` for every non-blank line; a line that is not JSON is an InputError."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("no such file", path=p, hint="check the path")
+    if p.is_dir():
+        raise InputError("is a directory, expected a JSONL file", path=p)
+    with p.open(encoding="utf-8") as fh:
+        for number, text in enumerate(fh, start=1):
+            if not text.strip():
+                continue
+            try:
+                yield number, json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise InputError(
+                    f"not valid JSON ({exc.msg} at column {exc.colno})",
+                    path=p,
+                    line=number,
+                    hint="each line must be one complete JSON object (JSON Lines)",
+                ) from None
+
+
+def read_rollouts(path: str | Path) -> Iterator[Rollout]:
+    for number, data in iter_json_lines(path):
+        yield rollout_from_json(data, path=str(path), line=number)
+
+
+def read_records(path: str | Path) -> Iterator[PrefixRecord]:
+    for number, data in iter_json_lines(path):
+        yield record_from_json(data, path=str(path), line=number)
+
+
+def read_metric_rows(paths: Iterable[str | Path]) -> list[MetricRow]:
+    rows: list[MetricRow] = []
+    for path in paths:
+        rows.extend(metric_row_from_json(d, path=str(path), line=n) for n, d in iter_json_lines(path))
+    return rows
+
+
+def write_rollouts(path: str | Path, rollouts: Iterable[Rollout]) -> int:
+    with JsonlWriter(path, append=False) as out:
+        return sum(out.write(rollout_to_json(r)) for r in rollouts)
+
+
+def write_records(path: str | Path, records: Iterable[PrefixRecord]) -> int:
+    with JsonlWriter(path, append=False) as out:
+        return sum(out.write(record_to_json(r)) for r in records)
+
+
+class JsonlWriter:
+    """Append-only JSONL that survives a kill: every line is flushed and fsynced as it is written.
+
+    Opened with ``append=True`` it first cuts a torn trailing line (no final newline) left by a crash, so
+    the file stays valid JSONL.
+    """
+
+    def __init__(self, path: str | Path, *, append: bool) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if append:
+            _truncate_torn_tail(self.path)
+        self._fh: IO[str] = self.path.open("a" if append else "w", encoding="utf-8")
+
+    def write(self, row: Mapping[str, Any]) -> int:
+        self._fh.write(dumps(row) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        return 1
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __enter__(self) -> JsonlWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _truncate_torn_tail(path: Path) -> None:
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with path.open("rb+") as fh:
+        data = fh.read()
+        if data.endswith(b"\n"):
+            return
+        fh.truncate(data.rfind(b"\n") + 1)
+
+
+def completed_keys(path: str | Path) -> set[tuple[str, str, str, str, int]]:
+    """Unit keys ``(dataset, task_id, model, method, trial)`` already written to ``path`` (for ``--resume``).
+
+    A torn last line from a crash is not counted: it will be cut and redone.
+    """
+    p = Path(path)
+    if not p.exists():
+        return set()
+    keys: set[tuple[str, str, str, str, int]] = set()
+    with p.open(encoding="utf-8") as fh:
+        for text in fh:
+            if not text.endswith("\n"):
+                break
+            try:
+                row = json.loads(text)
+                keys.add((str(row["dataset"]), str(row["task_id"]), str(row["model"]), str(row["method"]),
+                          int(row.get("trial", 0))))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                raise InputError(
+                    "cannot resume: this line is not a record", path=p, hint="pass a fresh --out file"
+                ) from None
+    return keys

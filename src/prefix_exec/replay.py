@@ -1,0 +1,120 @@
+"""Prefix replay: walk a rollout against an environment once and fix its first-error depth.
+
+Replay is incremental. The session's state after a_1..a_k is the state before a_{k+1}, so checking every
+prefix costs one pass over the actions, never a restart per depth k. Accepted actions advance the state;
+the first rejection fixes FED and replay stops there, because by definition no longer prefix is executable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
+
+from prefix_exec.envs.base import Environment, Session
+from prefix_exec.trajectory import FailureLabel, PrefixRecord, Rollout, ToolCall, Verdict
+
+
+class ReplayError(Exception):
+    """A rollout that cannot be scored at all (unknown task, missing final success)."""
+
+
+def check_action(session: Session, call: ToolCall) -> Verdict:
+    """One action's verdict. Calls an importer could not decode are schema failures and never execute."""
+    if call.parse_error is not None:
+        return Verdict.reject(FailureLabel.SCHEMA, f"the call could not be parsed: {call.parse_error}")
+    return session.step(call)
+
+
+def replay_session(rollout: Rollout, session: Session) -> PrefixRecord:
+    """Score ``rollout`` on an already started ``session`` (which it advances).
+
+    Returns the record with ``T = max(len(actions), 1)`` and FED per the protocol: the 1-based depth of the
+    first rejected action, or ``T + 1`` when every action is accepted. A rollout with no actions is scored as
+    one terminal no-tool action, executable only when ``session.finish_without_tools()`` accepts it.
+    """
+    if rollout.success not in (0, 1):
+        raise ReplayError(
+            f"{_where(rollout)}: final success must be 0 or 1 before scoring, got {rollout.success!r}"
+        )
+    verdicts: list[Verdict] = []
+    if not rollout.actions:
+        verdict = session.finish_without_tools()
+        verdicts.append(verdict)
+        fed = 2 if verdict.accepted else 1
+        T = 1
+    else:
+        T = len(rollout.actions)
+        fed = T + 1
+        for depth, call in enumerate(rollout.actions, start=1):
+            verdict = check_action(session, call)
+            verdicts.append(verdict)
+            if not verdict.accepted:
+                fed = depth
+                break
+    return PrefixRecord(
+        dataset=rollout.dataset,
+        task_id=rollout.task_id,
+        model=rollout.model,
+        method=rollout.method,
+        trial=rollout.trial,
+        T=T,
+        fed=fed,
+        success=int(rollout.success),
+        verdicts=tuple(verdicts),
+        actions=rollout.actions,
+        no_tool=not rollout.actions,
+        cost=rollout.cost,
+        metadata=rollout.metadata,
+    )
+
+
+def replay(rollout: Rollout, env: Environment) -> PrefixRecord:
+    """Score one rollout from the task's initial state. See :func:`replay_session`."""
+    try:
+        session = env.start(rollout.task_id)
+    except KeyError as exc:
+        raise ReplayError(f"{_where(rollout)}: environment {env.name!r} has no task {exc}") from None
+    return replay_session(rollout, session)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An input unit that could not be scored, and why. Reported, never silently dropped.
+
+    ``where`` names the unit (a file and line, or a rollout's identity) so the user can find it.
+    """
+
+    where: str
+    error: str
+
+
+def replay_many(
+    rollouts: Iterable[Rollout],
+    env_for: Callable[[Rollout], Environment],
+    *,
+    keep_going: bool = False,
+) -> Iterator[PrefixRecord | Skipped]:
+    """Score rollouts one by one, yielding each record as soon as it is done.
+
+    With ``keep_going`` a rollout that raises :class:`ReplayError` is yielded as :class:`Skipped` and the
+    rest go on; otherwise the error propagates.
+    """
+    for rollout in rollouts:
+        try:
+            yield replay(rollout, env_for(rollout))
+        except ReplayError as exc:
+            if not keep_going:
+                raise
+            yield Skipped(_where(rollout), str(exc))
+
+
+def with_success(rollout: Rollout, success: int) -> Rollout:
+    """A copy of ``rollout`` with its final success set (for benchmarks whose Y is computed at scoring)."""
+    return replace(rollout, success=int(success))
+
+
+def _where(rollout: Rollout) -> str:
+    return (
+        f"rollout dataset={rollout.dataset} task={rollout.task_id} model={rollout.model} "
+        f"method={rollout.method} trial={rollout.trial}"
+    )
