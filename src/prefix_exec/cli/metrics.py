@@ -1,0 +1,63 @@
+"""``prefix-exec metrics``: intervals for every condition in one or more records files."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from prefix_exec.errors import InputError
+from prefix_exec.io import METRIC_FIELDS, read_metric_rows
+from prefix_exec.stats import DEFAULT_RESAMPLES
+from prefix_exec.summary import DEFAULT_CI_DEPTH, summarize
+from prefix_exec.tables import RENDERERS
+
+
+def register(commands: Any, name: str) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name,
+        help="TER, mean FED, AUC-PEC, RR and success with 95%% CIs, plus PEC curves, per condition",
+        description=(
+            "Summarize scored records per (dataset, model, method): TER, mean FED, AUC-PEC and final success "
+            "with task-level percentile-bootstrap CIs (one draw of task ids per dataset, shared by every "
+            "condition), RR with a Wilson CI on RR-Eligible (undefined when nothing failed), and PEC, "
+            f"PEC_elig and n_k curves. Any JSONL whose rows carry {', '.join(METRIC_FIELDS)} is accepted."
+        ),
+    )
+    parser.add_argument("records", nargs="+", metavar="RECORDS.jsonl", help="scored records (JSONL)")
+    parser.add_argument(
+        "--resamples", type=_positive, default=DEFAULT_RESAMPLES, help="bootstrap resamples (default: %(default)s)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
+    parser.add_argument(
+        "--ci-depth",
+        type=_positive,
+        default=DEFAULT_CI_DEPTH,
+        help="bootstrap PEC(k) for k = 1..N (default: %(default)s)",
+    )
+    parser.add_argument("--format", choices=sorted(RENDERERS), default="md", help="output format (default: md)")
+    parser.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")
+    parser.set_defaults(run=run)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    rows = read_metric_rows(args.records)
+    if not rows:
+        raise InputError("no records found", path=", ".join(args.records), hint="score some rollouts first")
+    summary = summarize(rows, resamples=args.resamples, seed=args.seed, ci_depth=args.ci_depth)
+    text = RENDERERS[args.format](summary)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"prefix-exec: wrote metrics for {len(summary.conditions)} conditions to {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0

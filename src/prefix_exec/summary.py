@@ -1,0 +1,234 @@
+"""Per-condition results with intervals: the numbers behind Table 2, Figure 1 and Table G.1.
+
+A *condition* is one (dataset, model, method). Rows of all conditions of a dataset share one task-level
+resample-count matrix, so every interval and every paired difference within a dataset uses the same draws.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from prefix_exec import metrics
+from prefix_exec.io import MetricRow
+from prefix_exec.stats import (
+    DEFAULT_LEVEL,
+    DEFAULT_RESAMPLES,
+    Estimate,
+    bootstrap_ratios,
+    dataset_rng,
+    estimates,
+    paired_difference,
+    resample_counts,
+    wilson_interval,
+)
+
+Condition = tuple[str, str, str]
+#: Scalar statistics bootstrapped for every condition, in column order.
+SCALARS = ("TER", "AUC_PEC", "mean_FED", "success")
+#: Depths k = 1..DEFAULT_CI_DEPTH get a bootstrap interval for PEC(k) (the paper's checkpoints).
+DEFAULT_CI_DEPTH = 10
+
+
+@dataclass(frozen=True)
+class ConditionSummary:
+    """Every reported quantity of one condition. Curves are lists indexed from k = 1.
+
+    ``RR`` is ``None`` when ``RR_eligible`` is 0: recovery is undefined, not zero. ``PEC_elig`` holds
+    ``None`` where ``n_k`` is 0. ``PEC_CI`` covers k = 1..min(ci_depth, len(PEC)).
+    """
+
+    dataset: str
+    model: str
+    method: str
+    N: int
+    n_tasks: int
+    TER: Estimate
+    AUC_PEC: Estimate
+    mean_FED: Estimate
+    success: Estimate
+    RR: Estimate | None
+    RR_eligible: int
+    RR_successes: int
+    mean_T: float
+    PEC: tuple[float, ...]
+    PEC_CI: tuple[Estimate, ...]
+    PEC_elig: tuple[float | None, ...]
+    n_k: tuple[int, ...]
+    decomposition: metrics.Decomposition
+    labels: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def condition(self) -> Condition:
+        return (self.dataset, self.model, self.method)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = self.decomposition
+        return {
+            "dataset": self.dataset,
+            "model": self.model,
+            "method": self.method,
+            "N": self.N,
+            "n_tasks": self.n_tasks,
+            "TER": self.TER.as_dict(),
+            "AUC_PEC": self.AUC_PEC.as_dict(),
+            "mean_FED": self.mean_FED.as_dict(),
+            "mean_T": self.mean_T,
+            "success": self.success.as_dict(),
+            "RR": self.RR.as_dict() if self.RR else None,
+            "RR_eligible": self.RR_eligible,
+            "RR_successes": self.RR_successes,
+            "PEC": list(self.PEC),
+            "PEC_CI": [e.as_dict() for e in self.PEC_CI],
+            "PEC_elig": list(self.PEC_elig),
+            "n_k": list(self.n_k),
+            "decomposition": {"q": d.q, "s": d.s, "r": d.r, "success": d.success},
+            "labels": dict(self.labels),
+        }
+
+
+@dataclass(frozen=True)
+class Summary:
+    """All conditions, plus the bootstrap replicates needed for paired differences.
+
+    ``replicates[condition]`` maps a statistic name (``TER``, ``AUC_PEC``, ``mean_FED``, ``success``,
+    ``PEC@k``) to its (resamples,) replicate vector.
+    """
+
+    conditions: tuple[ConditionSummary, ...]
+    resamples: int
+    seed: int
+    level: float
+    replicates: dict[Condition, dict[str, np.ndarray]] = field(repr=False)
+
+    def get(self, dataset: str, model: str, method: str) -> ConditionSummary:
+        for c in self.conditions:
+            if c.condition == (dataset, model, method):
+                return c
+        raise KeyError(f"no condition dataset={dataset} model={model} method={method}")
+
+    def paired(self, a: Condition, b: Condition, statistic: str) -> Estimate:
+        """Paired difference a - b of one statistic, from the shared task draws of their dataset."""
+        if a[0] != b[0]:
+            raise ValueError(f"paired differences need one dataset, got {a[0]!r} and {b[0]!r}")
+        ra, rb = self.replicates[a], self.replicates[b]
+        if statistic not in ra or statistic not in rb:
+            raise KeyError(f"statistic {statistic!r} is not bootstrapped; choose from {sorted(ra)}")
+        pa = _point(self.get(*a), statistic)
+        pb = _point(self.get(*b), statistic)
+        return paired_difference(pa, ra[statistic], pb, rb[statistic], self.level)
+
+
+def _point(c: ConditionSummary, statistic: str) -> float:
+    if statistic.startswith("PEC@"):
+        return c.PEC[int(statistic[4:]) - 1]
+    value: Estimate = getattr(c, statistic)
+    return value.point
+
+
+def summarize(
+    rows: Iterable[MetricRow],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = DEFAULT_LEVEL,
+    ci_depth: int = DEFAULT_CI_DEPTH,
+) -> Summary:
+    """Point estimates and intervals for every (dataset, model, method) in ``rows``.
+
+    Bootstrapped (task-level percentile, ``resamples`` draws, seeded per dataset): TER, AUC-PEC, mean FED,
+    final success and PEC(k) for k <= ``ci_depth``. RR gets a Wilson interval on its RR-Eligible count.
+    Curves run to the largest T in the dataset so conditions of one dataset align.
+    """
+    by_dataset: dict[str, list[MetricRow]] = defaultdict(list)
+    for row in rows:
+        by_dataset[row.dataset].append(row)
+    if not by_dataset:
+        raise ValueError("no rows to summarize")
+    out: list[ConditionSummary] = []
+    replicates: dict[Condition, dict[str, np.ndarray]] = {}
+    for dataset in sorted(by_dataset):
+        summaries, reps = _summarize_dataset(
+            dataset, by_dataset[dataset], resamples, dataset_rng(seed, dataset), level, ci_depth
+        )
+        out.extend(summaries)
+        replicates.update(reps)
+    return Summary(tuple(out), resamples, seed, level, replicates)
+
+
+def _summarize_dataset(
+    dataset: str,
+    rows: Sequence[MetricRow],
+    resamples: int,
+    rng: np.random.Generator,
+    level: float,
+    ci_depth: int,
+) -> tuple[list[ConditionSummary], dict[Condition, dict[str, np.ndarray]]]:
+    tasks = sorted({r.task_id for r in rows})
+    task_index = {t: j for j, t in enumerate(tasks)}
+    groups: dict[Condition, list[MetricRow]] = defaultdict(list)
+    for r in rows:
+        groups[(r.dataset, r.model, r.method)].append(r)
+    conditions = sorted(groups)
+    max_t = max(r.T for r in rows)
+    depth = min(ci_depth, max_t)
+    names = [*SCALARS, *(f"PEC@{k}" for k in range(1, depth + 1))]
+    width = len(names)
+
+    # Per-task sums of each statistic (numerators) and per-task rollout counts (denominators).
+    num = np.zeros((len(tasks), width * len(conditions)))
+    den = np.zeros_like(num)
+    arrays: dict[Condition, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    for c_i, cond in enumerate(conditions):
+        group = groups[cond]
+        fed, T, y = metrics.as_arrays([r.fed for r in group], [r.T for r in group], [r.success for r in group])
+        arrays[cond] = (fed, T, y)
+        values = np.column_stack(
+            [fed == T + 1, (fed - 1) / T, fed, y, metrics.survival_matrix(fed, depth)]
+        ).astype(np.float64)
+        ti = np.array([task_index[r.task_id] for r in group])
+        cols = slice(c_i * width, (c_i + 1) * width)
+        np.add.at(num[:, cols], ti, values)
+        np.add.at(den[:, cols], ti, 1.0)
+
+    counts = resample_counts(len(tasks), resamples, rng)
+    point, reps = bootstrap_ratios(counts, num, den)
+    est = estimates(point, reps, level)
+
+    summaries: list[ConditionSummary] = []
+    rep_map: dict[Condition, dict[str, np.ndarray]] = {}
+    for c_i, cond in enumerate(conditions):
+        fed, T, y = arrays[cond]
+        block = est[c_i * width : (c_i + 1) * width]
+        rep_map[cond] = {name: reps[:, c_i * width + j] for j, name in enumerate(names)}
+        rec = metrics.recovery(fed, T, y)
+        wilson = wilson_interval(rec.successes, rec.eligible, level)
+        elig = metrics.pec_elig(fed, T, max_t)
+        summaries.append(
+            ConditionSummary(
+                dataset=dataset,
+                model=cond[1],
+                method=cond[2],
+                N=len(fed),
+                n_tasks=len({r.task_id for r in groups[cond]}),
+                TER=block[0],
+                AUC_PEC=block[1],
+                mean_FED=block[2],
+                success=block[3],
+                RR=Estimate(rec.rate, *wilson) if rec.rate is not None and wilson else None,
+                RR_eligible=rec.eligible,
+                RR_successes=rec.successes,
+                mean_T=float(T.mean()),
+                PEC=tuple(float(v) for v in metrics.pec(fed, T, max_t)),
+                PEC_CI=tuple(block[len(SCALARS) :]),
+                PEC_elig=tuple(None if np.isnan(v) else float(v) for v in elig),
+                n_k=tuple(int(v) for v in metrics.n_k(T, max_t)),
+                decomposition=metrics.decompose(fed, T, y),
+                labels=dict(Counter(r.label for r in groups[cond] if r.label)),
+            )
+        )
+    return summaries, rep_map
