@@ -27,12 +27,16 @@ class InputError(Exception):
         self.hint = hint
         super().__init__(self.describe())
 
+    def detail(self) -> str:
+        """The field and message, without the location: ``field 'x': expected int``."""
+        return (f"field '{self.field}': " if self.field else "") + self.message
+
     def describe(self) -> str:
+        """Location, field, message and hint, as the CLI prints it."""
         where = ""
         if self.path is not None:
             where = self.path + (f":{self.line}" if self.line is not None else "") + ": "
-        what = f"field '{self.field}': " if self.field else ""
-        text = f"{where}{what}{self.message}"
+        text = where + self.detail()
         if self.hint:
             text += f"\n  hint: {self.hint}"
         return text

@@ -322,8 +322,12 @@ def metric_row_from_json(data: Any, *, path: str | None = None, line: int | None
 # ---------------------------------------------------------------------------------------------- files
 
 
-def iter_json_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
-    """``(line_number, parsed_json)`` for every non-blank line; a line that is not JSON is an InputError."""
+def iter_json_lines(path: str | Path, *, tolerant: bool = False) -> Iterator[tuple[int, Any]]:
+    """``(line_number, parsed_json)`` for every non-blank line.
+
+    A line that is not JSON raises :class:`InputError`; with ``tolerant`` it is yielded as
+    ``(line_number, InputError)`` instead, so the caller can report it and read on.
+    """
     p = Path(path)
     if not p.exists():
         raise InputError("no such file", path=p, hint="check the path")
@@ -336,12 +340,15 @@ def iter_json_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
             try:
                 yield number, json.loads(text)
             except json.JSONDecodeError as exc:
-                raise InputError(
+                error = InputError(
                     f"not valid JSON ({exc.msg} at column {exc.colno})",
                     path=p,
                     line=number,
                     hint="each line must be one complete JSON object (JSON Lines)",
-                ) from None
+                )
+                if not tolerant:
+                    raise error from None
+                yield number, error
 
 
 def read_rollouts(path: str | Path) -> Iterator[Rollout]:

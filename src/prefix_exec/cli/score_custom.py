@@ -38,13 +38,15 @@ def read_units(
 ) -> Iterator[Rollout | Skipped]:
     """Rollouts from canonical JSONL; with ``keep_going`` a malformed row becomes a ``Skipped``."""
     for path in paths:
-        for number, data in iter_json_lines(path):
+        for number, data in iter_json_lines(path, tolerant=keep_going):
             try:
+                if isinstance(data, InputError):
+                    raise data
                 rollout = rollout_from_json(data, path=path, line=number)
             except InputError as exc:
                 if not keep_going:
                     raise
-                yield Skipped(f"{path}:{number}", exc.describe())
+                yield Skipped(f"{path}:{number}", exc.detail())
                 continue
             if model or method:
                 rollout = replace(rollout, model=model or rollout.model, method=method or rollout.method)

@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from prefix_exec.cli import build_parser, main
+
+
+def score_example(ticketing, out, *extra):
+    return main(["score", "custom", "--tools", str(ticketing / "tools.yaml"),
+                 str(ticketing / "rollouts.jsonl"), "--out", str(out), *extra])
+
+
+def test_score_then_metrics_json(ticketing, tmp_path, capsys):
+    records = tmp_path / "rec.jsonl"
+    assert score_example(ticketing, records) == 0
+    assert len(records.read_text().splitlines()) == 12
+    assert main(["metrics", str(records), "--resamples", "500", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    by_method = {c["method"]: c for c in doc["conditions"]}
+    react, plan = by_method["react"], by_method["plan-conditioned"]
+    assert react["N"] == 6 and react["TER"]["point"] == 1.0 and react["RR"] is None
+    assert plan["TER"]["point"] == 0.0 and plan["RR_eligible"] == 6
+    assert plan["RR"]["point"] == pytest.approx(4 / 6)
+    assert plan["labels"] == {"dependency": 1, "schema": 1, "precondition": 1, "information": 1,
+                              "state_consistency": 2}
+    assert react["PEC"][0] == 1.0 and react["n_k"][0] == 6
+
+
+@pytest.mark.parametrize("fmt", ["md", "csv"])
+def test_metrics_other_formats_to_file(ticketing, tmp_path, fmt):
+    records = tmp_path / "rec.jsonl"
+    score_example(ticketing, records)
+    out = tmp_path / f"m.{fmt}"
+    assert main(["metrics", str(records), "--resamples", "200", "--format", fmt, "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "plan-conditioned" in text
+    if fmt == "md":
+        assert "undefined" in text  # react never failed: RR is undefined, not 0
+
+
+def test_bad_input_exits_2_without_traceback(ticketing, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"dataset": "ticketing", "task_id": "new-laptop", "model": "m", "method": "x", "success": 1,'
+                   ' "actions": [{"arguments": {}}]}\n')
+    proc = subprocess.run(
+        [sys.executable, "-m", "prefix_exec.cli", "score", "custom", "--tools", str(ticketing / "tools.yaml"),
+         str(bad), "--out", str(tmp_path / "o.jsonl")],
+        capture_output=True, text=True, check=False,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert f"{bad}:1: field 'actions[0].name': missing" in proc.stderr
+
+
+def test_keep_going_scores_the_rest_and_reports_the_bad_row(ticketing, tmp_path, capsys):
+    rollouts = tmp_path / "mixed.jsonl"
+    lines = (ticketing / "rollouts.jsonl").read_text().splitlines()
+    rollouts.write_text("\n".join([lines[0], '{"dataset": 1}', lines[1], "{oops"]) + "\n")
+    out = tmp_path / "o.jsonl"
+    code = main(["score", "custom", "--tools", str(ticketing / "tools.yaml"), str(rollouts), "--out", str(out),
+                 "--keep-going"])
+    assert code == 2
+    assert len(out.read_text().splitlines()) == 2
+    err = capsys.readouterr().err
+    assert f"skipped {rollouts}:2: field 'task_id': missing" in err
+    assert f"skipped {rollouts}:4: not valid JSON" in err
+    assert "2 could not be scored" in err
+
+
+def test_resume_skips_finished_rollouts(ticketing, tmp_path, capsys):
+    out = tmp_path / "o.jsonl"
+    score_example(ticketing, out)
+    lines = out.read_text().splitlines()
+    out.write_text("\n".join(lines[:5]) + "\n" + lines[5][:40])  # a kill mid-write
+    assert score_example(ticketing, out, "--resume") == 0
+    final = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(final) == 12
+    assert len({(r["task_id"], r["method"]) for r in final}) == 12
+    assert "5 already in the output were kept" in capsys.readouterr().err
+
+
+def test_metrics_rejects_rows_without_required_fields(tmp_path, capsys):
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"dataset": "d", "task_id": "t", "model": "m", "method": "x", "T": 1}\n')
+    assert main(["metrics", str(path)]) == 2
+    assert "field 'fed': missing" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [[], ["score"], ["score", "custom"], ["metrics"]])
+def test_help_for_every_command(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        build_parser().parse_args([*argv, "--help"])
+    assert info.value.code == 0
+    assert "usage: prefix-exec" in capsys.readouterr().out

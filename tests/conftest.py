@@ -1,0 +1,23 @@
+"""Shared fixtures: the real benchmark logs in ../shared/data and the example tool set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+TICKETING = REPO / "examples" / "ticketing"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.fail(f"the shared fixtures are missing: expected {SHARED_DATA} beside the repository")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def ticketing() -> Path:
+    return TICKETING

@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy import stats as sps
+
+from prefix_exec.stats import (
+    bootstrap_ratios,
+    dataset_rng,
+    paired_difference,
+    percentile_interval,
+    resample_counts,
+    wilson_interval,
+)
+
+
+@pytest.mark.parametrize(("k", "n"), [(138, 190), (0, 12), (12, 12), (1, 7), (61, 200)])
+def test_wilson_matches_scipy(k, n):
+    expected = sps.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    low, high = wilson_interval(k, n)
+    assert low == pytest.approx(expected.low, abs=1e-12)
+    assert high == pytest.approx(expected.high, abs=1e-12)
+
+
+def test_wilson_by_hand_formula():
+    # p = 0.5, n = 4, z = 1.959964: centre 0.5, half = z*sqrt(1/16 + z^2/64) / (1 + z^2/4)
+    z = 1.959963984540054
+    half = z * np.sqrt(0.25 / 4 + z * z / 64) / (1 + z * z / 4)
+    assert wilson_interval(2, 4) == pytest.approx((0.5 - half, 0.5 + half))
+
+
+def test_wilson_undefined_without_trials():
+    assert wilson_interval(0, 0) is None
+
+
+@given(st.integers(1, 60), st.integers(1, 50), st.integers(0, 2**32 - 1))
+def test_counts_are_multiplicities_of_a_resample(n, b, seed):
+    counts = resample_counts(n, b, np.random.default_rng(seed))
+    assert counts.shape == (b, n)
+    assert (counts.sum(axis=1) == n).all() and (counts >= 0).all()
+
+
+def test_same_seed_same_draw_and_datasets_draw_independently():
+    a = resample_counts(30, 100, dataset_rng(7, "bfcl"))
+    b = resample_counts(30, 100, dataset_rng(7, "bfcl"))
+    c = resample_counts(30, 100, dataset_rng(7, "tau"))
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
+def test_matrix_replicates_equal_an_explicit_resampling_loop():
+    rng = np.random.default_rng(3)
+    n_tasks, trials = 25, 2
+    values = rng.random((n_tasks, trials))  # two rollouts per task
+    num = values.sum(axis=1, keepdims=True)
+    den = np.full((n_tasks, 1), float(trials))
+    counts = resample_counts(n_tasks, 40, np.random.default_rng(11))
+    point, reps = bootstrap_ratios(counts, num, den)
+    assert point[0] == pytest.approx(values.mean())
+    for b in range(40):
+        drawn = np.repeat(np.arange(n_tasks), counts[b])
+        assert reps[b, 0] == pytest.approx(values[drawn].mean())
+
+
+def test_percentile_interval_agrees_with_scipy_bootstrap():
+    rng = np.random.default_rng(0)
+    x = (rng.random(200) < 0.3).astype(float)
+    counts = resample_counts(200, 10_000, np.random.default_rng(1))
+    _, reps = bootstrap_ratios(counts, x[:, None], np.ones((200, 1)))
+    low, high = percentile_interval(reps)
+    ref = sps.bootstrap((x,), np.mean, n_resamples=10_000, method="percentile", rng=np.random.default_rng(2))
+    assert low[0] == pytest.approx(ref.confidence_interval.low, abs=0.01)
+    assert high[0] == pytest.approx(ref.confidence_interval.high, abs=0.01)
+
+
+def test_paired_difference_uses_shared_draws():
+    reps_a = np.array([0.5, 0.6, 0.7, 0.8])
+    diff = paired_difference(0.65, reps_a, 0.55, reps_a - 0.1)
+    # Identical draws shifted by 0.1: the paired interval collapses onto 0.1.
+    assert (diff.point, diff.low, diff.high) == pytest.approx((0.1, 0.1, 0.1))

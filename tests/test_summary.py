@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from prefix_exec.io import MetricRow
+from prefix_exec.summary import summarize
+from prefix_exec.tables import to_csv, to_json, to_markdown
+
+
+def rows_for(dataset, model, method, feds, Ts, ys, tasks=None):
+    tasks = tasks or [f"t{i}" for i in range(len(feds))]
+    return [
+        MetricRow(dataset, t, model, method, 0, T, f, y)
+        for t, f, T, y in zip(tasks, feds, Ts, ys, strict=True)
+    ]
+
+
+def test_point_estimates_match_the_metrics_and_rr_is_undefined_when_nothing_failed():
+    rows = rows_for("d", "m", "a", [4, 1, 3, 2], [3, 2, 4, 1], [1, 1, 0, 0])
+    rows += rows_for("d", "m", "b", [4, 3, 5, 2], [3, 2, 4, 1], [1, 0, 1, 1])
+    s = summarize(rows, resamples=500, seed=1)
+    a, b = s.get("d", "m", "a"), s.get("d", "m", "b")
+    assert (a.N, a.TER.point, a.mean_FED.point, a.success.point) == (4, 0.5, 2.5, 0.5)
+    assert a.RR_eligible == 2 and a.RR.point == 0.5
+    assert a.PEC == pytest.approx((0.75, 0.5, 0.25, 0.0))
+    assert a.n_k == (4, 3, 2, 1)
+    assert b.RR is None and b.RR_eligible == 0 and b.TER.point == 1.0
+    for e in (a.TER, a.AUC_PEC, a.mean_FED, a.success):
+        assert e.low <= e.point <= e.high
+
+
+def test_same_seed_gives_identical_intervals_and_other_seeds_differ():
+    rng = np.random.default_rng(0)
+    T = rng.integers(1, 8, 60)
+    fed = np.array([rng.integers(1, t + 2) for t in T])
+    y = rng.integers(0, 2, 60)
+    rows = rows_for("d", "m", "a", fed, T, y)
+    one = to_json(summarize(rows, resamples=2000, seed=5))
+    assert one == to_json(summarize(rows, resamples=2000, seed=5))
+    assert one != to_json(summarize(rows, resamples=2000, seed=6))
+
+
+def test_a_dataset_keeps_its_intervals_when_another_dataset_joins():
+    a = rows_for("bfcl", "m", "a", [2, 1, 3, 3], [2, 2, 2, 3], [1, 0, 1, 1])
+    b = rows_for("tau", "m", "a", [1, 2], [1, 1], [0, 1])
+    alone = summarize(a, resamples=300, seed=9).get("bfcl", "m", "a")
+    together = summarize(a + b, resamples=300, seed=9).get("bfcl", "m", "a")
+    assert alone == together
+
+
+def test_paired_difference_of_identical_conditions_is_exactly_zero():
+    feds, Ts, ys = [2, 4, 1, 3], [3, 3, 2, 2], [1, 1, 0, 1]
+    rows = rows_for("d", "m", "a", feds, Ts, ys) + rows_for("d", "m", "b", feds, Ts, ys)
+    s = summarize(rows, resamples=400, seed=0)
+    diff = s.paired(("d", "m", "a"), ("d", "m", "b"), "TER")
+    assert (diff.point, diff.low, diff.high) == (0.0, 0.0, 0.0)
+    with pytest.raises(ValueError):
+        s.paired(("d", "m", "a"), ("e", "m", "b"), "TER")
+
+
+def test_json_has_the_documented_shape():
+    rows = rows_for("d", "m", "a", [4, 1, 3, 2], [3, 2, 4, 1], [1, 1, 0, 0])
+    doc = json.loads(to_json(summarize(rows, resamples=100, seed=0)))
+    cond = doc["conditions"][0]
+    for key in ("TER", "AUC_PEC", "mean_FED", "success", "RR"):
+        assert set(cond[key]) == {"point", "low", "high"}
+    assert cond["N"] == 4 and cond["RR_eligible"] == 2
+    assert len(cond["PEC"]) == len(cond["PEC_elig"]) == len(cond["n_k"]) == 4
+    assert "undefined" not in to_markdown(summarize(rows, resamples=100, seed=0))
+    assert to_csv(summarize(rows, resamples=100, seed=0)).splitlines()[0].startswith("dataset,model,method,N,TER")
+
+
+def test_conditions_with_multiple_trials_resample_whole_tasks():
+    rows = [MetricRow("d", f"t{i}", "m", "a", trial, 1, 2 if (i + trial) % 2 else 1, 1)
+            for i in range(10) for trial in range(3)]
+    s = summarize(rows, resamples=200, seed=0).get("d", "m", "a")
+    assert s.N == 30 and s.n_tasks == 10
+    assert s.TER.point == pytest.approx(15 / 30)
