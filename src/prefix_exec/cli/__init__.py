@@ -16,10 +16,12 @@ from prefix_exec.errors import InputError
 #: ``score`` subcommands, one module each under ``prefix_exec.cli``: (name, module).
 SCORE_COMMANDS: tuple[tuple[str, str], ...] = (
     ("custom", "prefix_exec.cli.score_custom"),
+    ("toolsandbox", "prefix_exec.cli.score_toolsandbox"),
 )
 #: Top-level subcommands other than ``score``.
 COMMANDS: tuple[tuple[str, str], ...] = (
     ("metrics", "prefix_exec.cli.metrics"),
+    ("sample", "prefix_exec.cli.sample"),
 )
 
 

@@ -1,0 +1,1 @@
+"""Importers: benchmark logs in their own formats -> canonical rollouts."""
