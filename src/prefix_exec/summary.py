@@ -123,6 +123,38 @@ class Summary:
         return paired_difference(pa, ra[statistic], pb, rb[statistic], self.level)
 
 
+    def compare(self, method_a: str, method_b: str, statistics: Sequence[str] = SCALARS) -> list[PairedComparison]:
+        """Paired differences ``method_a - method_b`` in every (dataset, model) block that has both methods."""
+        present = {c.condition for c in self.conditions}
+        out = []
+        for dataset, model in sorted({(c.dataset, c.model) for c in self.conditions}):
+            a, b = (dataset, model, method_a), (dataset, model, method_b)
+            if a in present and b in present:
+                diffs = {name: self.paired(a, b, name) for name in statistics}
+                out.append(PairedComparison(dataset, model, method_a, method_b, diffs))
+        return out
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """Differences A - B of one (dataset, model) block, each with a CI from the shared task draws."""
+
+    dataset: str
+    model: str
+    method_a: str
+    method_b: str
+    differences: dict[str, Estimate]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "model": self.model,
+            "a": self.method_a,
+            "b": self.method_b,
+            "differences": {k: v.as_dict() for k, v in self.differences.items()},
+        }
+
+
 def _point(c: ConditionSummary, statistic: str) -> float:
     if statistic.startswith("PEC@"):
         return c.PEC[int(statistic[4:]) - 1]

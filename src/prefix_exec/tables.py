@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from prefix_exec.stats import Estimate
-from prefix_exec.summary import ConditionSummary, Summary
+from prefix_exec.summary import ConditionSummary, PairedComparison, Summary
 
 CSV_COLUMNS = (
     "dataset", "model", "method", "N", "TER", "TER_low", "TER_high", "mean_FED", "mean_FED_low",
@@ -23,13 +23,15 @@ CSV_COLUMNS = (
 )
 
 
-def to_json(summary: Summary) -> str:
+def to_json(summary: Summary, comparisons: list[PairedComparison] | None = None) -> str:
     doc: dict[str, Any] = {
         "resamples": summary.resamples,
         "seed": summary.seed,
         "level": summary.level,
         "conditions": [c.as_dict() for c in summary.conditions],
     }
+    if comparisons is not None:
+        doc["paired"] = [p.as_dict() for p in comparisons]
     return json.dumps(doc, indent=2)
 
 
@@ -37,7 +39,7 @@ def _triple(e: Estimate | None) -> list[Any]:
     return ["", "", ""] if e is None else [e.point, e.low, e.high]
 
 
-def to_csv(summary: Summary) -> str:
+def to_csv(summary: Summary, comparisons: list[PairedComparison] | None = None) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
@@ -46,6 +48,12 @@ def to_csv(summary: Summary) -> str:
             [c.dataset, c.model, c.method, c.N, *_triple(c.TER), *_triple(c.mean_FED), c.mean_T,
              *_triple(c.AUC_PEC), c.RR_eligible, *_triple(c.RR), *_triple(c.success)]
         )
+    if comparisons:
+        writer.writerow([])
+        writer.writerow(["dataset", "model", "a", "b", "statistic", "difference", "low", "high"])
+        for p in comparisons:
+            for name, e in p.differences.items():
+                writer.writerow([p.dataset, p.model, p.method_a, p.method_b, name, e.point, e.low, e.high])
     return buf.getvalue()
 
 
@@ -56,7 +64,7 @@ def format_estimate(e: Estimate | None, digits: int = 2) -> str:
     return f"{e.point:.{digits}f} [{e.low:.{digits}f}, {e.high:.{digits}f}]"
 
 
-def to_markdown(summary: Summary) -> str:
+def to_markdown(summary: Summary, comparisons: list[PairedComparison] | None = None) -> str:
     header = "| dataset | model | method | N | TER | mean FED (mean T) | AUC-PEC | RR-Eligible | RR | success |"
     lines = [
         f"Intervals: 95% task-level percentile bootstrap ({summary.resamples} resamples, seed {summary.seed});"
@@ -67,6 +75,14 @@ def to_markdown(summary: Summary) -> str:
     ]
     for c in summary.conditions:
         lines.append(_markdown_row(c))
+    if comparisons:
+        names = list(comparisons[0].differences)
+        lines += ["", "Paired differences A - B (same task draws):", "",
+                  "| dataset | model | A | B | " + " | ".join(names) + " |", "|---" * (4 + len(names)) + "|"]
+        for p in comparisons:
+            diffs = (format_estimate(e, 3) for e in p.differences.values())
+            cells = [p.dataset, p.model, p.method_a, p.method_b, *diffs]
+            lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

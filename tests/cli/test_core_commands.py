@@ -96,3 +96,19 @@ def test_help_for_every_command(argv, capsys):
         build_parser().parse_args([*argv, "--help"])
     assert info.value.code == 0
     assert "usage: prefix-exec" in capsys.readouterr().out
+
+
+def test_metrics_compare_gives_paired_differences(ticketing, tmp_path, capsys):
+    records = tmp_path / "rec.jsonl"
+    score_example(ticketing, records)
+    capsys.readouterr()
+    assert main(["metrics", str(records), "--resamples", "300", "--format", "json",
+                 "--compare", "plan-conditioned:react"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (pair,) = doc["paired"]
+    assert (pair["a"], pair["b"]) == ("plan-conditioned", "react")
+    # Every plan-conditioned rollout failed and every react one was executable, on the same tasks.
+    assert pair["differences"]["TER"] == {"point": -1.0, "low": -1.0, "high": -1.0}
+    assert main(["metrics", str(records), "--compare", "react"]) == 2
+    assert main(["metrics", str(records), "--compare", "react:nope"]) == 2
+    assert "no records for method nope" in capsys.readouterr().err

@@ -37,6 +37,14 @@ def register(commands: Any, name: str) -> None:
         help="bootstrap PEC(k) for k = 1..N (default: %(default)s)",
     )
     parser.add_argument("--format", choices=sorted(RENDERERS), default="md", help="output format (default: md)")
+    parser.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        metavar="A:B",
+        help="paired differences A - B of two methods in every (dataset, model) block that has both, with CIs "
+        "from the shared task draws (repeatable)",
+    )
     parser.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")
     parser.set_defaults(run=run)
 
@@ -48,12 +56,32 @@ def _positive(text: str) -> int:
     return value
 
 
+def _pair(text: str) -> tuple[str, str]:
+    a, sep, b = text.partition(":")
+    if not sep or not a or not b:
+        raise InputError(f"--compare expects METHOD_A:METHOD_B, got {text!r}")
+    return a, b
+
+
 def run(args: argparse.Namespace) -> int:
     rows = read_metric_rows(args.records)
     if not rows:
         raise InputError("no records found", path=", ".join(args.records), hint="score some rollouts first")
+    pairs = [_pair(text) for text in args.compare]
     summary = summarize(rows, resamples=args.resamples, seed=args.seed, ci_depth=args.ci_depth)
-    text = RENDERERS[args.format](summary)
+    comparisons = None
+    if pairs:
+        methods = {c.method for c in summary.conditions}
+        comparisons = []
+        for a, b in pairs:
+            missing = sorted({a, b} - methods)
+            if missing:
+                raise InputError(
+                    f"--compare {a}:{b}: no records for method {', '.join(missing)}",
+                    hint=f"methods in the records: {', '.join(sorted(methods))}",
+                )
+            comparisons += summary.compare(a, b)
+    text = RENDERERS[args.format](summary, comparisons)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text, encoding="utf-8")
