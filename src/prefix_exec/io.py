@@ -163,7 +163,11 @@ class _Fields:
         # bool is an int in Python; a JSON true is never a valid count or depth.
         if not isinstance(value, kind) or (kind in (int, (int, float)) and isinstance(value, bool)):
             names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-            self.fail(name, f"expected {names}, got {type(value).__name__} {value!r:.60}")
+            self.fail(
+                name,
+                f"expected {names}, got {type(value).__name__} {value!r:.60}",
+                hint="the canonical row format is described under 'Formats' in README.md",
+            )
         return value
 
     def text(self, name: str, *, required: bool = True) -> Any:
