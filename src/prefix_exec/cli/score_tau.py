@@ -1,0 +1,114 @@
+"""``prefix-exec score tau``: replay tau2-bench (tau3-bench airline/retail) results files on the tau2 environment.
+
+Writes one record per simulation to ``--out``, the consistency report (calls where our replay and the recorded
+run disagree) to ``--consistency`` (default ``<out>.consistency.json``), and prints the task-set check against
+the paper's selection, the disagreements, and with ``--regrade`` the recomputed DB checks that differ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from prefix_exec.cli.common import add_identity_options, add_output_options, finish
+from prefix_exec.envs.tau import TauEnvironment, load_domain
+from prefix_exec.envs.tau.consistency import Disagreement, disagreements, summarize
+from prefix_exec.envs.tau.regrade import regrade_db
+from prefix_exec.envs.tau.tasks import check_embedded
+from prefix_exec.importers.tau import TauResults, read_results
+from prefix_exec.replay import Skipped
+from prefix_exec.scoring import score_to_file
+from prefix_exec.trajectory import PrefixRecord, Rollout
+
+
+def register(benchmarks: Any, name: str) -> None:
+    parser: argparse.ArgumentParser = benchmarks.add_parser(
+        name,
+        help="tau2-bench / tau3-bench airline and retail results files, replayed on the tau2 environment",
+        description=(
+            "Replay every simulation of tau2 results files (airline, retail) prefix by prefix on the installed "
+            "tau2 package's environment, and write one scored record per simulation. Y is the recorded reward. "
+            "See docs/tau.md."
+        ),
+    )
+    parser.add_argument("results", nargs="+", metavar="RESULTS.json", help="tau2 results files")
+    add_identity_options(parser)
+    add_output_options(parser)
+    parser.add_argument(
+        "--regrade",
+        action="store_true",
+        help="recompute the DB part of each reward with the installed tau2 and report disagreements",
+    )
+    parser.add_argument(
+        "--consistency",
+        metavar="PATH.json",
+        help="where to write the consistency report (default: <out>.consistency.json)",
+    )
+    parser.add_argument(
+        "--tau2-data",
+        metavar="DIR",
+        help="tau2 data folder holding tau2/domains/<domain>/db.json (default: TAU2_DATA_DIR, then the package's)",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    files = [read_results(path, model=args.model, method=args.method) for path in args.results]
+    envs: dict[str, TauEnvironment] = {}
+    units: list[Rollout | Skipped] = []
+    for results in files:
+        env = _environment(results, args.tau2_data)
+        envs[results.path] = env
+        print(f"prefix-exec: {results.path}: {check_embedded(env.domain, results.tasks).describe()}", file=sys.stderr)
+        units.extend(results.units)
+    by_rollout = {id(r): envs[f.path] for f in files for r in f.rollouts}
+    found: list[Disagreement] = []
+
+    def on_record(record: PrefixRecord) -> None:
+        found.extend(disagreements(record))
+
+    report = score_to_file(
+        units,
+        lambda rollout: by_rollout[id(rollout)].bind(rollout),
+        args.out,
+        resume=args.resume,
+        keep_going=args.keep_going,
+        total=len(units),
+        desc="scoring tau",
+        on_record=on_record,
+    )
+    _write_consistency(args.consistency or f"{args.out}.consistency.json", found)
+    if args.regrade:
+        _regrade(files, envs)
+    return finish(report, args.out)
+
+
+def _environment(results: TauResults, data: str | None) -> TauEnvironment:
+    return TauEnvironment(load_domain(results.domain, data), results.tasks)
+
+
+def _write_consistency(path: str, found: list[Disagreement]) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps([d.to_json() for d in found], indent=1, default=str) + "\n", encoding="utf-8")
+    if not found:
+        print(f"prefix-exec: consistency: replay agrees with every recorded error flag -> {path}", file=sys.stderr)
+        return
+    counts = ", ".join(f"{n} {kind}" for kind, n in sorted(summarize(found).items()))
+    print(f"prefix-exec: consistency: {len(found)} disagreement(s) ({counts}) -> {path}", file=sys.stderr)
+    for entry in found:
+        print(f"  {entry.describe()}", file=sys.stderr)
+
+
+def _regrade(files: list[TauResults], envs: dict[str, TauEnvironment]) -> None:
+    checked = differing = 0
+    for results in files:
+        for simulation in results.simulations:
+            result = regrade_db(envs[results.path], simulation)
+            checked += 1
+            if not result.agrees:
+                differing += 1
+                print(f"  regrade: {results.path}: {result.describe()}", file=sys.stderr)
+    print(f"prefix-exec: regrade: {checked - differing}/{checked} recorded DB checks reproduced", file=sys.stderr)

@@ -1,0 +1,86 @@
+"""Schema binding of a tau2 tool call, checked before anything executes; and tau2's calculator without eval.
+
+A call binds when its name is an exposed tool, every required parameter is present, no unknown parameter is
+passed, and each value validates against the parameter's annotation in pydantic's *strict* mode (the model
+tau2 itself builds from the signature, ``Tool.params``). Strict because tau2 passes the raw JSON values to the
+Python function: ``"2"`` for an ``int`` would not be converted there, so lax coercion here would accept calls
+the benchmark fails on. Nested objects given as JSON objects (``flights: [{"flight_number": ..}]``) are fine:
+tau2's own annotations accept ``dict`` for them.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from prefix_exec.envs.tau.backend import ToolSpec
+
+
+def binding_error(spec: ToolSpec, arguments: Any) -> str | None:
+    """Why ``arguments`` do not bind to ``spec``, or ``None`` when they do."""
+    if not isinstance(arguments, Mapping):
+        return f"{spec.name}: arguments must be a JSON object, got {type(arguments).__name__}"
+    problems: list[str] = []
+    unknown = sorted(set(arguments) - spec.accepted)
+    if unknown:
+        problems.append(f"unknown argument(s) {', '.join(unknown)}")
+    missing = sorted(spec.required - set(arguments))
+    if missing:
+        problems.append(f"missing required argument(s) {', '.join(missing)}")
+    if not problems:
+        try:
+            spec.params.model_validate(dict(arguments), strict=True)
+        except ValueError as exc:  # pydantic.ValidationError subclasses ValueError
+            problems.append(_summarize(exc))
+    if problems:
+        return f"{spec.name}: " + "; ".join(problems)
+    return None
+
+
+def _summarize(exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return str(exc).splitlines()[0]
+    parts = []
+    for error in errors()[:3]:
+        where = ".".join(str(p) for p in error.get("loc", ()))
+        parts.append(f"{where}: {error.get('msg', 'invalid')}")
+    return "argument types do not bind: " + "; ".join(parts)
+
+
+_ALLOWED = set("0123456789+-*/(). ")
+_BINARY: Mapping[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+}
+
+
+def calculate(expression: str) -> str:
+    """tau2's ``calculate`` tool, evaluated from the syntax tree instead of ``eval``.
+
+    Same character whitelist, same message (``"Invalid characters in expression"``) and same result format
+    (``str(round(float(value), 2))``). Powers are bounded (|exponent| <= 64) so ``9**9**9`` cannot hang replay.
+    """
+    if not all(char in _ALLOWED for char in expression):
+        raise ValueError("Invalid characters in expression")
+    tree = ast.parse(expression.strip(), mode="eval")
+    return str(round(float(_evaluate(tree.body)), 2))
+
+
+def _evaluate(node: ast.AST) -> Any:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
+        value = _evaluate(node.operand)
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left, right = _evaluate(node.left), _evaluate(node.right)
+        if isinstance(node.op, ast.Pow) and abs(right) > 64:
+            raise ValueError("exponent too large")
+        return _BINARY[type(node.op)](left, right)
+    raise ValueError("Invalid expression")

@@ -1,0 +1,93 @@
+"""Consistency report: where our replay and the recorded run disagree on whether a call failed.
+
+For every replayed action (depths 1..min(FED, T)) the record holds our verdict and the recorded tool message's
+``error`` flag. A disagreement (we reject what the run accepted, or accept what it rejected) means version
+skew between the tau2 that produced the file and the one installed, nondeterminism, or a check of ours the
+benchmark does not make (schema binding, information availability). It is listed, never hidden; the entry
+says which by its ``kind``:
+
+- ``env-skew``: the toolkit itself disagrees with the recorded error flag (version skew or nondeterminism);
+- ``extra-check``: the toolkit agrees with the run (it accepted), but one of our checks the benchmark does not
+  make rejected the call (schema binding or information availability).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from prefix_exec.trajectory import PrefixRecord
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """One call whose replayed outcome differs from the recorded one. ``depth`` is 1-based."""
+
+    dataset: str
+    task_id: str
+    trial: int
+    depth: int
+    tool: str
+    arguments: dict[str, Any]
+    recorded_error: bool
+    recorded_content: Any
+    replay_accepted: bool
+    replay_label: str | None
+    replay_reason: str
+    kind: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def describe(self) -> str:
+        ours = "accepted" if self.replay_accepted else f"rejected ({self.replay_label}: {self.replay_reason})"
+        theirs = f"error: {self.recorded_content}" if self.recorded_error else "accepted"
+        return (
+            f"{self.dataset} task {self.task_id} trial {self.trial} call {self.depth} {self.tool}: "
+            f"recorded {theirs}; replay {ours} [{self.kind}]"
+        )
+
+
+def disagreements(record: PrefixRecord) -> list[Disagreement]:
+    """The replayed calls of ``record`` whose verdict contradicts the recorded error flag.
+
+    Calls without a recorded observation (or whose log has no error flag) are not compared.
+    """
+    found: list[Disagreement] = []
+    if record.no_tool:
+        return found
+    for depth, (call, verdict) in enumerate(zip(record.actions, record.verdicts, strict=False), start=1):
+        observation = call.observation
+        if observation is None or observation.error is None:
+            continue
+        recorded_error = bool(observation.error)
+        if recorded_error != verdict.accepted:
+            continue
+        # Our toolkit rejections carry tau2's "Error: ..." text; anything else is a check tau2 does not make.
+        extra = not verdict.accepted and not verdict.reason.startswith("Error:")
+        found.append(
+            Disagreement(
+                dataset=record.dataset,
+                task_id=record.task_id,
+                trial=record.trial,
+                depth=depth,
+                tool=call.name,
+                arguments=dict(call.arguments),
+                recorded_error=recorded_error,
+                recorded_content=observation.content,
+                replay_accepted=verdict.accepted,
+                replay_label=verdict.label.value if verdict.label else None,
+                replay_reason=verdict.reason,
+                kind="extra-check" if extra else "env-skew",
+            )
+        )
+    return found
+
+
+def summarize(entries: Iterable[Disagreement]) -> dict[str, int]:
+    """Counts by kind, for the command's summary line."""
+    counts: dict[str, int] = {}
+    for entry in entries:
+        counts[entry.kind] = counts.get(entry.kind, 0) + 1
+    return counts

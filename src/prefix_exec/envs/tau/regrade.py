@@ -1,0 +1,92 @@
+"""Optional re-grade: the DB part of a tau2 reward, recomputed on the installed environment.
+
+tau2's environment evaluator compares two end states by hash: the *predicted* one (the task's initial state,
+then every recorded tool call of the simulation, failing ones included, since a failing call changes
+nothing) and the *gold* one (the initial state, then the task's expected actions, errors ignored). Equal
+hashes give ``db_match``. :func:`regrade_db` does the same with the installed tau2 toolkit (without tau2's
+evaluator module, which would pull pandas and litellm) and reports simulations where it disagrees with the
+recorded ``reward_info.db_check.db_match``. The other reward parts (communicate, NL assertions, action checks)
+are not recomputed: the recorded reward stays Y.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from prefix_exec.envs.tau.backend import import_tau2
+from prefix_exec.envs.tau.binding import calculate
+from prefix_exec.envs.tau.session import TauEnvironment
+from prefix_exec.envs.tau.state import lazy_db
+
+
+@dataclass(frozen=True)
+class Regrade:
+    """One simulation's recomputed DB check. ``recorded`` is ``None`` when the file has no db_check."""
+
+    task_id: str
+    trial: int
+    simulation_id: str | None
+    recorded: bool | None
+    recomputed: bool
+    reward: float | None
+
+    @property
+    def agrees(self) -> bool:
+        return self.recorded is None or self.recorded == self.recomputed
+
+    def describe(self) -> str:
+        return (
+            f"task {self.task_id} trial {self.trial}: recorded db_match={self.recorded}, "
+            f"recomputed db_match={self.recomputed} (recorded reward {self.reward})"
+        )
+
+
+def db_hash(env: TauEnvironment, task_id: str, calls: Iterable[tuple[str, Mapping[str, Any]]]) -> str:
+    """The tau2 DB hash after running ``calls`` (name, arguments) from the task's initial state."""
+    db, flag = lazy_db(env.initial_db(task_id))
+    toolkit = env.domain.make_toolkit(db)
+    for name, arguments in calls:
+        spec = env.domain.tools.get(name)
+        flag.writing = spec is None or not spec.read_only
+        try:
+            args = copy.deepcopy(dict(arguments))
+            if name == "calculate":
+                calculate(**args)
+            else:
+                getattr(toolkit, name)(**args)
+        except Exception:  # a failing call leaves the DB as tau2 leaves it; the evaluator ignores the error
+            pass
+        finally:
+            flag.writing = False
+    digest: str = import_tau2("tau2.utils.utils").get_dict_hash(toolkit.db.model_dump())
+    return digest
+
+
+def regrade_db(env: TauEnvironment, simulation: Mapping[str, Any]) -> Regrade:
+    """Recompute ``db_match`` for one simulation of a results file."""
+    task_id = str(simulation["task_id"])
+    task = env.task(task_id)
+    predicted = [
+        (str(call["name"]), call.get("arguments") or {})
+        for message in simulation.get("messages") or []
+        if message.get("role") in ("assistant", "user")
+        for call in message.get("tool_calls") or []
+    ]
+    expected = [
+        (str(action["name"]), action.get("arguments") or {})
+        for action in (task.get("evaluation_criteria") or {}).get("actions") or []
+    ]
+    match = db_hash(env, task_id, predicted) == db_hash(env, task_id, expected)
+    reward_info = simulation.get("reward_info") or {}
+    recorded = (reward_info.get("db_check") or {}).get("db_match")
+    return Regrade(
+        task_id=task_id,
+        trial=int(simulation.get("trial") or 0),
+        simulation_id=simulation.get("id"),
+        recorded=None if recorded is None else bool(recorded),
+        recomputed=match,
+        reward=reward_info.get("reward"),
+    )

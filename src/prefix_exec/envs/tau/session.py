@@ -1,0 +1,264 @@
+"""The tau environment: live prefix replay of airline/retail calls on tau2's real toolkit.
+
+:class:`TauEnvironment` holds one parsed domain (shared by every rollout) and the task definitions (the
+results file's embedded tasks first, the package's ``tasks.json`` as fallback). ``start(task_id)`` gives a
+:class:`TauSession` in the task's initial state, on a copy-on-access DB (:mod:`.state`) that costs
+microseconds instead of re-parsing the 7 MB ``db.json``.
+
+Per action, :meth:`TauSession.step` checks, in order:
+
+1. the tool is one of the domain's agent tools, and the arguments bind to its signature (``schema``; nothing
+   executes);
+2. information availability (:mod:`.information`): every identifier argument appeared earlier in a user
+   message, a tool result or the policy. Only checked when the session has the conversation (a bound
+   rollout with a transcript); otherwise the verdict notes ``information-unchecked``;
+3. the call on the real toolkit. A raised error is labelled by :mod:`.labels`; a ``precondition`` error whose
+   call the task's initial state would have accepted becomes ``state_consistency`` (stale state).
+
+Read-only tools run on the live DB. State-changing tools, and any call already failing the information check,
+run on a fork that is adopted only when the call is accepted, so a rejected action never changes the state.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from prefix_exec.envs.tau.backend import Domain, import_tau2, to_json_text
+from prefix_exec.envs.tau.binding import binding_error, calculate
+from prefix_exec.envs.tau.information import Evidence, unseen
+from prefix_exec.envs.tau.labels import label_error
+from prefix_exec.envs.tau.state import WriteFlag, fork_db, lazy_db
+from prefix_exec.trajectory import FailureLabel, Rollout, ToolCall, Verdict
+
+#: Tool results longer than this are cut in the verdict (the record keeps the reason, not the whole DB).
+RESULT_LIMIT = 2000
+_SCHEMA_EXCEPTIONS = ("TypeError", "KeyError", "AttributeError", "ValidationError", "IndexError")
+
+
+class TauEnvironment:
+    """One tau2 domain with its tasks. ``name`` is the dataset name, ``tau3-<domain>``.
+
+    ``tasks`` maps task id to a raw tau2 task dict (as embedded in a results file); ids not in it fall back to
+    the package's ``tasks.json``. Initial states are built once per task and shared, like the base DB.
+    """
+
+    def __init__(self, domain: Domain, tasks: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        self.domain = domain
+        self.name = f"tau3-{domain.name}"
+        self.tasks: dict[str, Mapping[str, Any]] = dict(domain.tasks)
+        self.tasks.update(tasks or {})
+        self._initial: dict[str, Any] = {}
+
+    def task(self, task_id: str) -> Mapping[str, Any]:
+        """The raw task definition. Raises ``KeyError`` for an unknown id."""
+        return self.tasks[str(task_id)]
+
+    def initial_db(self, task_id: str) -> Any:
+        """The task's initial DB (shared: never mutate it; sessions work on lazy copies)."""
+        task_id = str(task_id)
+        if task_id not in self._initial:
+            self._initial[task_id] = _apply_initial_state(self.domain, self.task(task_id))
+        return self._initial[task_id]
+
+    def start(self, task_id: str, evidence: Sequence[Any] | None = None) -> TauSession:
+        """A session in the task's initial state.
+
+        ``evidence`` turns the information check on, seeded with those texts (user messages, system context);
+        ``None`` leaves it off. The policy text is always part of the evidence when the check is on.
+        """
+        base = self.initial_db(task_id)
+        seen: Evidence | None = None
+        if evidence is not None:
+            seen = Evidence()
+            seen.add(self.domain.policy)
+            seen.extend(evidence)
+        return TauSession(self, str(task_id), base, seen)
+
+    def bind(self, rollout: Rollout) -> RolloutEnvironment:
+        """This environment seen by one rollout: its sessions know the conversation before each call."""
+        return RolloutEnvironment(self, rollout)
+
+
+class RolloutEnvironment:
+    """A :class:`TauEnvironment` bound to one rollout's transcript (what ``score_to_file``'s ``env_for`` returns).
+
+    Before the k-th action, the session's evidence holds every user, system and tool message that precedes the
+    assistant message issuing that action (calls of one message share the texts before it).
+    """
+
+    def __init__(self, env: TauEnvironment, rollout: Rollout) -> None:
+        self.env = env
+        self.name = env.name
+        self.timeline = conversation_timeline(rollout.transcript) if rollout.transcript is not None else None
+
+    def start(self, task_id: str) -> TauSession:
+        if self.timeline is None:
+            return self.env.start(task_id)
+        session = self.env.start(task_id, evidence=())
+        session.timeline = self.timeline
+        return session
+
+
+def conversation_timeline(transcript: Sequence[Mapping[str, Any]]) -> tuple[tuple[int, str], ...]:
+    """``(calls_before, text)`` for every non-assistant message text, in order.
+
+    ``calls_before`` counts the assistant tool calls in messages *strictly before* the message holding the
+    text's first following call; a text is visible to call k (0-based) when ``calls_before <= k``.
+    """
+    timeline: list[tuple[int, str]] = []
+    calls = 0
+    for message in transcript:
+        role = message.get("role")
+        if role == "assistant":
+            calls += len(message.get("tool_calls") or ())
+            continue
+        content = message.get("content")
+        if content:
+            timeline.append((calls, content if isinstance(content, str) else json.dumps(content)))
+    return tuple(timeline)
+
+
+class TauSession:
+    """The live state of one tau2 task. See the module docstring for the order of checks."""
+
+    def __init__(self, env: TauEnvironment, task_id: str, base: Any, evidence: Evidence | None) -> None:
+        self.env = env
+        self.task_id = task_id
+        self.db, self.flag = lazy_db(base)
+        self.evidence = evidence
+        self.timeline: tuple[tuple[int, str], ...] = ()
+        self.steps = 0
+        self._seen_upto = 0
+
+    def fork(self) -> TauSession:
+        twin = TauSession.__new__(TauSession)
+        twin.env, twin.task_id = self.env, self.task_id
+        twin.db, twin.flag = fork_db(self.db)
+        twin.evidence = self.evidence.copy() if self.evidence is not None else None
+        twin.timeline, twin.steps, twin._seen_upto = self.timeline, self.steps, self._seen_upto
+        return twin
+
+    def finish_without_tools(self) -> Verdict:
+        """Accepted when the task's expected actions are empty (the task can be done by talking alone)."""
+        criteria = self.env.task(self.task_id).get("evaluation_criteria") or {}
+        expected = criteria.get("actions") or []
+        if not expected:
+            return Verdict.accept(notes=("no-tool-finish-allowed",))
+        names = ", ".join(str(a.get("name")) for a in expected)
+        return Verdict.reject(
+            FailureLabel.PRECONDITION,
+            f"the agent used no tool, but the task needs tool actions ({names})",
+        )
+
+    def step(self, call: ToolCall) -> Verdict:
+        self._catch_up()
+        self.steps += 1
+        spec = self.env.domain.tools.get(call.name)
+        if spec is None:
+            known = ", ".join(sorted(self.env.domain.tools))
+            return Verdict.reject(FailureLabel.SCHEMA, f"unknown tool {call.name!r}; {self.env.name} has: {known}")
+        problem = binding_error(spec, call.arguments)
+        if problem is not None:
+            return Verdict.reject(FailureLabel.SCHEMA, problem)
+        notes: list[str] = []
+        missing: list[tuple[str, str]] = []
+        if self.evidence is None:
+            notes.append("information-unchecked")
+        else:
+            missing = unseen(call.arguments, self.evidence)
+        isolated = not spec.read_only or bool(missing)
+        db, flag = fork_db(self.db) if isolated else (self.db, self.flag)
+        ok, output = self._execute(db, flag, call, writing=not spec.read_only)
+        if ok:
+            text = to_json_text(output)
+            if missing:
+                return Verdict.reject(FailureLabel.INFORMATION, _unseen_reason(missing), notes=notes)
+            if isolated:
+                self.db, self.flag = db, flag
+            if self.evidence is not None:
+                self.evidence.add(text)
+            return Verdict.accept(result=_clip(text), notes=notes)
+        message = str(output)
+        causes = [FailureLabel.INFORMATION] if missing else []
+        if type(output).__name__ in _SCHEMA_EXCEPTIONS:
+            causes.append(FailureLabel.SCHEMA)
+            notes.append(f"exception:{type(output).__name__}")
+        else:
+            labelled = label_error(message)
+            label = labelled.label
+            if not labelled.listed:
+                notes.append("unlisted-error")
+            if label is FailureLabel.PRECONDITION and self._accepted_initially(call):
+                label = FailureLabel.STATE_CONSISTENCY
+                notes.append("stale-state: the initial state accepts this call")
+            causes.append(label)
+        reason = f"Error: {message}"
+        if missing:
+            reason += f" (also: {_unseen_reason(missing)})"
+        return Verdict.reject(causes, reason, notes=notes)
+
+    def observe(self, text: Any) -> None:
+        """Add a text the agent has now seen (a user turn, for online use) to the information evidence."""
+        if self.evidence is not None:
+            self.evidence.add(text)
+
+    def _catch_up(self) -> None:
+        """Feed the evidence every transcript text visible to the call about to be checked."""
+        if self.evidence is None:
+            return
+        while self._seen_upto < len(self.timeline) and self.timeline[self._seen_upto][0] <= self.steps:
+            self.evidence.add(self.timeline[self._seen_upto][1])
+            self._seen_upto += 1
+
+    def _execute(self, db: Any, flag: WriteFlag, call: ToolCall, *, writing: bool) -> tuple[bool, Any]:
+        """Run ``call`` on a toolkit over ``db``. Returns ``(True, value)`` or ``(False, exception)``."""
+        arguments = copy.deepcopy(dict(call.arguments))
+        toolkit = self.env.domain.make_toolkit(db)
+        flag.writing = writing
+        try:
+            if call.name == "calculate":
+                return True, calculate(**arguments)
+            return True, getattr(toolkit, call.name)(**arguments)
+        except Exception as exc:  # tau2 reports every tool exception as an error message; so do we
+            return False, exc
+        finally:
+            flag.writing = False
+
+    def _accepted_initially(self, call: ToolCall) -> bool:
+        db, flag = lazy_db(self.env.initial_db(self.task_id))
+        spec = self.env.domain.tools[call.name]
+        ok, _ = self._execute(db, flag, call, writing=not spec.read_only)
+        return ok
+
+
+def _unseen_reason(missing: list[tuple[str, str]]) -> str:
+    shown = ", ".join(f"{path}={value!r}" for path, value in missing[:4])
+    return f"identifier never seen in the conversation, a tool result or the policy: {shown}"
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= RESULT_LIMIT else text[:RESULT_LIMIT] + f"... [{len(text)} chars]"
+
+
+def _apply_initial_state(domain: Domain, task: Mapping[str, Any]) -> Any:
+    """The DB after the task's ``initial_state`` (initialization data, then initialization actions)."""
+    state = task.get("initial_state") or {}
+    data = (state.get("initialization_data") or {}).get("agent_data")
+    actions = state.get("initialization_actions") or []
+    if not data and not actions:
+        return domain.base_db
+    db = domain.base_db
+    if data:
+        update = import_tau2("tau2.utils.pydantic_utils").update_pydantic_model_with_dict
+        db = update(db, data)
+    else:
+        db = db.model_copy(deep=True)
+    toolkit = domain.make_toolkit(db)
+    for action in actions:
+        if action.get("env_type", "assistant") != "assistant":
+            raise ValueError(f"task {task.get('id')}: user-side initialization actions are not supported")
+        getattr(toolkit, action["func_name"])(**(action.get("arguments") or {}))
+    return toolkit.db

@@ -1,0 +1,136 @@
+"""Cheap independent copies of a tau2 domain DB: copy-on-access tables over one shared parsed DB.
+
+A tau2 domain DB (airline ``FlightDB``: flights, users, reservations; retail ``RetailDB``: products, users,
+orders) is a pydantic model whose fields are ``dict[str, Record]``. Parsing and validating ``db.json`` costs
+~0.25 s (airline); a deep copy of the parsed model costs about the same, so neither is cheap per rollout.
+
+Instead each rollout gets a model whose tables are :class:`CopyOnAccess` dicts: a shallow copy of the shared
+table (microseconds) that deep-copies a record the first time it is fetched by key (``d[k]``, ``d.get(k)``,
+``d.pop(k)``). tau2's tools mutate only records they fetched by key (``self.db.users[user_id]`` and the
+objects reached from it); the only iterations over a whole table are in read-only tools (flight search,
+user lookup by email or name, product listing). Iteration (``values()``, ``items()``) therefore hands out
+the shared records as they are, *except* while a state-changing tool runs (``writing`` set by the session),
+when it first copies every record it has not copied yet, so even a future write tool that iterates and
+mutates stays isolated.
+
+:func:`fork_db` gives two independent DBs from one: both sides forget which records they own, so each copies
+again on its next access and neither can see the other's later writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import ItemsView, ValuesView
+from typing import Any
+
+
+class WriteFlag:
+    """A mutable flag shared by the tables of one DB: ``True`` while a state-changing tool runs."""
+
+    __slots__ = ("writing",)
+
+    def __init__(self) -> None:
+        self.writing = False
+
+
+class CopyOnAccess(dict[str, Any]):
+    """A dict whose values are shared until fetched by key, then replaced by a private deep copy.
+
+    The stored values are always the current state (shared or owned), so C-level readers that bypass the
+    overrides (pydantic serialisation, ``json.dumps``) see exactly the table's content.
+    """
+
+    __slots__ = ("_flag", "_owned")
+
+    def __init__(self, shared: dict[str, Any], flag: WriteFlag) -> None:
+        # dict's C fast path copies the raw storage: no record is fetched (or copied) here.
+        super().__init__(shared)
+        self._owned: set[str] = set()
+        self._flag = flag
+
+    def _own(self, key: str) -> Any:
+        value = dict.__getitem__(self, key)
+        if key not in self._owned:
+            value = _deep_copy(value)
+            dict.__setitem__(self, key, value)
+            self._owned.add(key)
+        return value
+
+    def __getitem__(self, key: str) -> Any:
+        return self._own(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._own(key) if dict.__contains__(self, key) else default
+
+    def pop(self, key: str, *default: Any) -> Any:
+        if dict.__contains__(self, key):
+            value = self._own(key)
+            dict.__delitem__(self, key)
+            self._owned.discard(key)
+            return value
+        return dict.pop(self, key, *default)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        dict.__setitem__(self, key, value)
+        self._owned.add(key)
+
+    def __delitem__(self, key: str) -> None:
+        dict.__delitem__(self, key)
+        self._owned.discard(key)
+
+    def own_all(self) -> None:
+        """Copy every record not yet owned (before a writer iterates the table)."""
+        for key in list(dict.keys(self)):
+            self._own(key)
+
+    def values(self) -> ValuesView[Any]:  # type: ignore[override]
+        if self._flag.writing:
+            self.own_all()
+        return dict.values(self)
+
+    def items(self) -> ItemsView[str, Any]:  # type: ignore[override]
+        if self._flag.writing:
+            self.own_all()
+        return dict.items(self)
+
+    def disown(self) -> None:
+        """Treat every stored record as shared again (after a fork made another table point at them)."""
+        self._owned.clear()
+
+
+
+def _deep_copy(value: Any) -> Any:
+    copier = getattr(value, "model_copy", None)
+    if copier is not None:
+        return copier(deep=True)
+    import copy
+
+    return copy.deepcopy(value)
+
+
+def table_fields(db: Any) -> tuple[str, ...]:
+    """The names of ``db``'s dict-valued fields (its tables)."""
+    return tuple(name for name in type(db).model_fields if isinstance(getattr(db, name), dict))
+
+
+def lazy_db(shared: Any) -> tuple[Any, WriteFlag]:
+    """A DB equal to ``shared`` whose tables copy records on first access; ``shared`` is never mutated.
+
+    Returns the DB and the flag its tables read; the session sets ``flag.writing`` around state-changing
+    tool calls. Non-table fields are deep-copied (the tau2 airline and retail DBs have none).
+    """
+    flag = WriteFlag()
+    values: dict[str, Any] = {}
+    for name in type(shared).model_fields:
+        value = getattr(shared, name)
+        values[name] = CopyOnAccess(value, flag) if isinstance(value, dict) else _deep_copy(value)
+    db = type(shared).model_construct(**values)
+    return db, flag
+
+
+def fork_db(db: Any) -> tuple[Any, WriteFlag]:
+    """An independent DB with ``db``'s current content. ``db`` stays valid and independent too."""
+    for name in table_fields(db):
+        table = getattr(db, name)
+        if isinstance(table, CopyOnAccess):
+            table.disown()
+    return lazy_db(db)

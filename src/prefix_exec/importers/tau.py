@@ -1,0 +1,177 @@
+"""tau2-bench results files (tau3-bench airline/retail) -> rollouts.
+
+A results file is one JSON object ``{timestamp, info, tasks[...], simulations[...]}``. Each simulation becomes
+exactly one :class:`~prefix_exec.trajectory.Rollout`:
+
+- ``actions``: the assistant's tool calls in message order (calls of one message in their listed order),
+  each with the recorded tool message (matched by id) as its observation: ``content`` and the ``error`` flag;
+- ``success``: 1 when ``reward_info.reward`` is 1.0 (within 1e-9), else 0;
+- ``model``: ``info.agent_info.llm`` unless overridden; ``method``: ``info.agent_info.implementation``
+  (``llm_agent``) unless overridden;
+- ``dataset``: ``tau3-<domain>`` from ``info.environment_info.domain_name``;
+- ``transcript``: the messages (role, content, tool calls, ids, error flags), which the environment uses
+  for the information-availability check;
+- ``metadata``: the simulation id, termination reason, recorded reward and the 1-based depth of the first
+  recorded ``error=True`` call (``None`` when there is none).
+
+User-side tool calls (``requestor: user``, telecom only) are not agent actions and are not imported. The file's
+embedded ``tasks`` are returned alongside, so no tasks.json is needed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prefix_exec.errors import InputError
+from prefix_exec.replay import Skipped
+from prefix_exec.trajectory import Observation, Rollout, ToolCall
+
+REWARD_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class TauResults:
+    """One parsed results file: its domain, embedded tasks, rollouts, and simulations it could not read."""
+
+    path: str
+    domain: str
+    info: Mapping[str, Any]
+    tasks: Mapping[str, Mapping[str, Any]]
+    rollouts: tuple[Rollout, ...]
+    skipped: tuple[Skipped, ...] = ()
+    simulations: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)
+
+    @property
+    def units(self) -> list[Rollout | Skipped]:
+        """Rollouts and unreadable simulations, in file order, for ``score_to_file``."""
+        return [*self.rollouts, *self.skipped]
+
+
+def read_results(path: str | Path, *, model: str | None = None, method: str | None = None) -> TauResults:
+    """Parse a tau2 results file. Broken structure raises :class:`InputError`; a broken simulation is skipped."""
+    text_path = str(path)
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read the results file: {exc.strerror or exc}", path=text_path) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON ({exc.msg})", path=text_path, line=exc.lineno) from None
+    if not isinstance(data, Mapping) or not isinstance(data.get("simulations"), list):
+        raise InputError(
+            "not a tau2 results file: expected an object with 'info', 'tasks' and 'simulations'",
+            path=text_path,
+            hint="pass the JSON file tau2 writes with --save-to (data/simulations/<name>.json)",
+        )
+    raw_info = data.get("info")
+    info: Mapping[str, Any] = raw_info if isinstance(raw_info, Mapping) else {}
+    domain = str((info.get("environment_info") or {}).get("domain_name") or "")
+    if not domain:
+        raise InputError("the file does not say its domain", path=text_path, field="info.environment_info.domain_name")
+    agent = info.get("agent_info") or {}
+    model = model or agent.get("llm")
+    if not model:
+        raise InputError(
+            "the file does not name the agent model", path=text_path, field="info.agent_info.llm",
+            hint="pass --model NAME",
+        )
+    method = method or str(agent.get("implementation") or "llm_agent")
+    tasks = {str(t["id"]): t for t in data.get("tasks") or [] if isinstance(t, Mapping) and "id" in t}
+    rollouts: list[Rollout] = []
+    skipped: list[Skipped] = []
+    for index, simulation in enumerate(data["simulations"]):
+        where = f"{text_path}: simulations[{index}]"
+        try:
+            rollouts.append(rollout_of(simulation, domain=domain, model=str(model), method=method, source=text_path))
+        except (KeyError, TypeError, ValueError) as exc:
+            skipped.append(Skipped(where, f"unreadable simulation: {exc!r}"))
+    return TauResults(
+        path=text_path,
+        domain=domain,
+        info=info,
+        tasks=tasks,
+        rollouts=tuple(rollouts),
+        skipped=tuple(skipped),
+        simulations=tuple(data["simulations"]),
+    )
+
+
+def rollout_of(simulation: Mapping[str, Any], *, domain: str, model: str, method: str, source: str = "") -> Rollout:
+    """One simulation as a rollout (see the module docstring). Raises ``KeyError``/``ValueError`` when broken."""
+    messages = simulation["messages"]
+    if not isinstance(messages, list):
+        raise ValueError("'messages' is not a list")
+    results = {m.get("id"): m for m in messages if isinstance(m, Mapping) and m.get("role") == "tool"}
+    actions: list[ToolCall] = []
+    transcript: list[dict[str, Any]] = []
+    users = 0
+    first_error: int | None = None
+    for message in messages:
+        role = message.get("role")
+        transcript.append(_transcript_entry(message))
+        if role == "user":
+            users += 1
+        if role != "assistant":
+            continue
+        for call in message.get("tool_calls") or ():
+            if call.get("requestor", "assistant") != "assistant":
+                continue
+            recorded = results.get(call.get("id"))
+            observation = None
+            if recorded is not None:
+                observation = Observation(content=recorded.get("content"), error=recorded.get("error"))
+            arguments = call.get("arguments")
+            parse_error = None
+            if isinstance(arguments, str):  # some writers keep the raw JSON string
+                try:
+                    arguments = json.loads(arguments)
+                except json.JSONDecodeError as exc:
+                    parse_error, arguments = f"arguments are not JSON: {exc.msg}", {}
+            if not isinstance(arguments, Mapping):
+                parse_error = parse_error or f"arguments must be an object, got {type(arguments).__name__}"
+                arguments = {}
+            actions.append(
+                ToolCall(
+                    name=str(call["name"]),
+                    arguments=dict(arguments),
+                    call_id=call.get("id"),
+                    turn=max(users - 1, 0),
+                    observation=observation,
+                    parse_error=parse_error,
+                )
+            )
+            if first_error is None and observation is not None and observation.error:
+                first_error = len(actions)
+    reward = float((simulation.get("reward_info") or {})["reward"])
+    return Rollout(
+        dataset=f"tau3-{domain}",
+        task_id=str(simulation["task_id"]),
+        model=model,
+        method=method,
+        actions=tuple(actions),
+        success=int(abs(reward - 1.0) <= REWARD_TOLERANCE),
+        trial=int(simulation.get("trial") or 0),
+        transcript=tuple(transcript),
+        metadata={
+            "simulation_id": simulation.get("id"),
+            "termination_reason": simulation.get("termination_reason"),
+            "reward": reward,
+            "first_recorded_error": first_error,
+            "source": Path(source).name if source else None,
+        },
+    )
+
+
+def _transcript_entry(message: Mapping[str, Any]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"role": message.get("role"), "content": message.get("content")}
+    if message.get("tool_calls"):
+        entry["tool_calls"] = [
+            {"id": c.get("id"), "name": c.get("name"), "arguments": c.get("arguments")} for c in message["tool_calls"]
+        ]
+    if message.get("role") == "tool":
+        entry["id"] = message.get("id")
+        entry["error"] = message.get("error")
+    return entry

