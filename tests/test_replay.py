@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from prefix_exec.replay import ReplayError, replay, replay_many
 from prefix_exec.trajectory import FailureLabel, Rollout, ToolCall, Verdict
@@ -112,3 +114,18 @@ def test_replay_many_keeps_going_past_a_bad_rollout():
     assert "missing" in out[1].where
     with pytest.raises(ReplayError):
         list(replay_many(units, lambda _r: env))
+
+
+ACTIONS = st.sampled_from([("inc", {}), ("need", {"n": 1}), ("need", {"n": 2}), ("bogus", {})])
+
+
+@given(st.lists(ACTIONS, max_size=12))
+def test_fed_matches_from_scratch_prefix_executability_eq2(items):
+    """FED_i > k  <=>  prefix k is executable, checking each prefix from scratch as the oracle."""
+    full = rollout(*items)
+    rec = replay(full, CounterEnv(allow_no_tool=True))
+    for k in range(1, len(items) + 1):
+        prefix = replay(rollout(*items[:k]), CounterEnv())
+        assert (rec.fed > k) == prefix.executable
+    # Exactly one label per first failure, none for an executable rollout.
+    assert (rec.label is None) == rec.executable
