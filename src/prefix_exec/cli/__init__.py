@@ -17,6 +17,7 @@ from prefix_exec.errors import InputError
 SCORE_COMMANDS: tuple[tuple[str, str], ...] = (
     ("custom", "prefix_exec.cli.score_custom"),
     ("toolsandbox", "prefix_exec.cli.score_toolsandbox"),
+    ("bfcl", "prefix_exec.cli.score_bfcl"),
     ("tau", "prefix_exec.cli.score_tau"),
 )
 #: Top-level subcommands other than ``score``.

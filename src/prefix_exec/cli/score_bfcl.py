@@ -1,0 +1,99 @@
+"""``prefix-exec score bfcl``: replay BFCL v3 multi-turn result files (or BFCL's own answers) safely."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from typing import Any
+
+from prefix_exec.cli.common import add_identity_options, add_output_options, finish
+from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
+from prefix_exec.envs.bfcl.tasks import INSTALL_HINT, load_task
+from prefix_exec.errors import InputError
+from prefix_exec.replay import Skipped, with_success
+from prefix_exec.scoring import score_to_file
+from prefix_exec.trajectory import Rollout
+
+
+def register(benchmarks: Any, name: str) -> None:
+    parser: argparse.ArgumentParser = benchmarks.add_parser(
+        name,
+        help="BFCL v3 multi-turn result files, replayed on BFCL's backend classes (see docs/bfcl.md)",
+        description=(
+            "Replay BFCL multi-turn result files (BFCL_v4_multi_turn_<category>_result.json, FC or prompting "
+            "format) prefix by prefix on BFCL's own backend classes, without ever eval-ing model output, and "
+            "compute final success by BFCL's multi-turn rule. The category comes from the file name; model "
+            "and method from --model/--method or the folder name. See docs/bfcl.md."
+        ),
+    )
+    parser.add_argument("results", nargs="*", metavar="RESULT_FILE_OR_DIR", help="result files or folders of them")
+    parser.add_argument(
+        "--ground-truth",
+        action="store_true",
+        help="score BFCL's own ground-truth answers instead of result files (a self-check: all TER 1, Y 1)",
+    )
+    parser.add_argument(
+        "--sample",
+        choices=("paper",),
+        help="score only the paper's deterministic 4 x 50 stratified sample of task ids",
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="wall-clock bound per backend call (default: %(default)s)",
+    )
+    add_identity_options(parser)
+    add_output_options(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if bool(args.results) == bool(args.ground_truth):
+        raise InputError("give result files or folders, or --ground-truth (not both)")
+    try:
+        env = BfclEnvironment(time_limit=args.time_limit)
+        from prefix_exec.envs.bfcl.sample import paper_sample
+        from prefix_exec.importers.bfcl import ground_truth_rollouts, read_results
+
+        only = frozenset(paper_sample()) if args.sample == "paper" else None
+        units: Iterable[Rollout | Skipped]
+        if args.ground_truth:
+            units = ground_truth_rollouts(only)
+            total: int | None = len(only) if only is not None else 800
+        else:
+            units = read_results(args.results, model=args.model, method=args.method, only=only)
+            total = None
+        checker = FinalSuccess(env.templates)
+        report = score_to_file(
+            _with_success(units, checker),
+            lambda rollout: env,
+            args.out,
+            resume=args.resume,
+            keep_going=args.keep_going,
+            total=total,
+            desc="bfcl",
+        )
+    except ImportError as exc:
+        raise InputError(str(exc), hint=INSTALL_HINT) from None
+    return finish(report, args.out)
+
+
+def _with_success(units: Iterable[Rollout | Skipped], checker: FinalSuccess) -> Iterator[Rollout | Skipped]:
+    """Set each rollout's Y by BFCL's multi-turn rule, and keep BFCL's reason for a failure."""
+    for unit in units:
+        if isinstance(unit, Skipped):
+            yield unit
+            continue
+        try:
+            task = load_task(unit.task_id)
+        except KeyError:
+            yield Skipped(f"task {unit.task_id} ({unit.metadata.get('source', 'input')})", "BFCL has no such task")
+            continue
+        check = checker.check_rollout(task, unit)
+        metadata = dict(unit.metadata)
+        if check.reason:
+            metadata["bfcl_check"] = check.reason
+        yield with_success(replace(unit, metadata=metadata), check.success)

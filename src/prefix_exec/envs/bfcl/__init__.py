@@ -1,0 +1,19 @@
+"""BFCL v3 multi-turn: a safe prefix-replay environment on BFCL's own backend classes.
+
+- :mod:`.tasks` reads the tasks, ground truth and function docs shipped in ``bfcl-eval``;
+- :mod:`.calls` decodes call strings with ``ast`` (literal arguments only, never ``eval``);
+- :mod:`.backend` builds fresh, isolated backend instances per rollout;
+- :mod:`.executor` runs one call under a static cost guard and a wall-clock bound;
+- :mod:`.errors` maps backend errors to failure labels;
+- :mod:`.environment` is the :class:`~prefix_exec.envs.base.Environment` (per-action checks);
+- :mod:`.checker` is BFCL's final-success rule on the safe executor;
+- :mod:`.sample` is the paper's deterministic 4 x 50 stratified sample.
+
+``bfcl_eval`` is imported only when a task or backend class is first needed.
+"""
+
+from prefix_exec.envs.bfcl.checker import Check, FinalSuccess
+from prefix_exec.envs.bfcl.environment import BfclEnvironment, BfclSession
+from prefix_exec.envs.bfcl.tasks import CATEGORIES, BfclTask, load_task
+
+__all__ = ["CATEGORIES", "BfclEnvironment", "BfclSession", "BfclTask", "Check", "FinalSuccess", "load_task"]

@@ -1,0 +1,145 @@
+"""BFCL's backend classes, loaded into fresh private instances per rollout.
+
+BFCL's own executor keeps instances in module globals keyed by model and task, so state leaks between
+runs in one process; and its long_context padding (``func_source_code/long_context.py``) is a set of
+module-level objects that the loaded instances share by reference (TravelAPI's extra credit cards, for
+example, whose balances a booking then changes). Here:
+
+- each task's initial instances are built once, with ``_load_scenario(config, long_context=...)`` exactly
+  as BFCL's executor calls it, and deep-copied right away into a private *template* that shares nothing
+  with BFCL's modules;
+- before a long_context template is built, the long_context constants are checked against a pristine copy
+  of that module (loaded from its file into a module object that is never registered) and restored in
+  place if anything (BFCL's own executor, say) changed them;
+- every session gets a deep copy of the template. Deep copies keep each instance's seeded
+  ``random.Random`` state, so forks and rebuilds replay deterministically.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import importlib
+import importlib.util
+import inspect
+from collections.abc import Mapping
+from types import ModuleType
+from typing import Any
+
+from prefix_exec.envs.bfcl.tasks import DOC_FILES, BfclTask, bfcl_module
+
+_BACKEND = "eval_checker.multi_turn_eval.func_source_code"
+_MODULES: Mapping[str, str] = {
+    "GorillaFileSystem": "gorilla_file_system",
+    "MathAPI": "math_api",
+    "MessageAPI": "message_api",
+    "TwitterAPI": "posting_api",
+    "TicketAPI": "ticket_api",
+    "TradingBot": "trading_bot",
+    "TravelAPI": "travel_booking",
+    "VehicleControlAPI": "vehicle_control",
+}
+#: Classes BFCL builds without loading a scenario (its ``STATELESS_CLASSES``).
+STATELESS: frozenset[str] = frozenset({"MathAPI"})
+
+Instances = dict[str, Any]
+
+
+@functools.cache
+def backend_class(class_name: str) -> type:
+    """BFCL's backend class ``class_name`` (one of the eight multi-turn classes)."""
+    if class_name not in _MODULES:
+        raise KeyError(f"unknown BFCL backend class {class_name!r}")
+    module = bfcl_module(f"{_BACKEND}.{_MODULES[class_name]}")
+    cls: type = getattr(module, class_name)
+    return cls
+
+
+@functools.cache
+def public_methods(class_name: str) -> Mapping[str, inspect.Signature]:
+    """The public tool methods of a class (what BFCL's executor maps), with their signatures minus ``self``."""
+    cls = backend_class(class_name)
+    methods: dict[str, inspect.Signature] = {}
+    for name, function in inspect.getmembers(cls, inspect.isfunction):
+        if name.startswith("_"):
+            continue
+        signature = inspect.signature(function)
+        methods[name] = signature.replace(parameters=list(signature.parameters.values())[1:])
+    return methods
+
+
+@functools.cache
+def method_owners() -> Mapping[str, str]:
+    """Every multi-turn tool name -> the class that defines it (names are unique across the classes)."""
+    return {name: cls for cls in DOC_FILES for name in public_methods(cls)}
+
+
+def positional_names(function: str) -> tuple[str, ...] | None:
+    """Parameter names of a BFCL tool in signature order (how a positional argument binds), else ``None``."""
+    owner = method_owners().get(function)
+    if owner is None:
+        return None
+    return tuple(public_methods(owner)[function].parameters)
+
+
+@functools.cache
+def _pristine_long_context() -> Mapping[str, Any]:
+    """The long_context constants as shipped: the module file executed into a fresh, unregistered module."""
+    live = bfcl_module(f"{_BACKEND}.long_context")
+    spec = importlib.util.spec_from_file_location("_prefix_exec_pristine_long_context", live.__file__)
+    if spec is None or spec.loader is None:  # pragma: no cover - a broken installation
+        raise ImportError(f"cannot reload {live.__file__}")
+    fresh: ModuleType = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fresh)
+    return {name: value for name, value in vars(fresh).items() if name.isupper()}
+
+
+def restore_long_context() -> list[str]:
+    """Put BFCL's long_context constants back to their shipped values, in place. Returns the names fixed."""
+    live = bfcl_module(f"{_BACKEND}.long_context")
+    fixed: list[str] = []
+    for name, pristine in _pristine_long_context().items():
+        current = getattr(live, name)
+        if current == pristine:
+            continue
+        if isinstance(current, dict):
+            current.clear()
+            current.update(copy.deepcopy(pristine))
+        elif isinstance(current, list):
+            current[:] = copy.deepcopy(pristine)
+        else:
+            setattr(live, name, copy.deepcopy(pristine))
+        fixed.append(name)
+    return fixed
+
+
+def build_instances(task: BfclTask) -> Instances:
+    """Fresh instances of the task's classes in its initial state, sharing nothing with BFCL's modules."""
+    if task.long_context:
+        restore_long_context()
+    instances: Instances = {}
+    for class_name in task.involved_classes:
+        instance = backend_class(class_name)()
+        if class_name not in STATELESS:
+            config = copy.deepcopy(dict(task.initial_config.get(class_name, {})))
+            instance._load_scenario(config, long_context=task.long_context)
+        instances[class_name] = instance
+    return copy.deepcopy(instances)
+
+
+class Templates:
+    """Initial instances per task, built once; :meth:`fresh` hands out private deep copies."""
+
+    def __init__(self) -> None:
+        self._templates: dict[str, Instances] = {}
+
+    def fresh(self, task: BfclTask) -> Instances:
+        template = self._templates.get(task.id)
+        if template is None:
+            template = self._templates[task.id] = build_instances(task)
+        return copy.deepcopy(template)
+
+
+def public_state(instance: Any) -> dict[str, Any]:
+    """The attributes BFCL's state checker compares: ``vars(instance)`` without ``_``-prefixed names."""
+    return {name: value for name, value in vars(instance).items() if not name.startswith("_")}

@@ -1,0 +1,169 @@
+"""Final success Y by BFCL's multi-turn rule, re-implemented on the safe executor.
+
+BFCL's rule (``multi_turn_checker`` and its caller in ``eval_runner``), which this follows step by step:
+
+- a rollout whose number of turns differs from the ground truth's was force-terminated: Y = 0;
+- the model's calls of every turn are executed, in order, on the model's instances, *whether or not they
+  fail* (a failing call still yields its error text); steps BFCL could not decode are skipped;
+- the ground truth's calls of the turn are executed on separate ground-truth instances;
+- a turn whose ground truth is empty is skipped (no check);
+- otherwise the model must have made at least one call in the turn, every involved instance's public
+  attributes must equal the ground truth's, and the ground truth's result texts must be a multiset subset
+  of every result text the model produced so far (all turns).
+
+Differences from BFCL by design: nothing is ``eval``-ed. A call that is not a plain public method of an
+involved class (BFCL would ``eval`` it) yields an error text and changes nothing; a call over the static
+cost guard yields an error text instead of hanging. Held-back miss_func tools and wrongly typed arguments
+*are* executed here, as BFCL executes them: Y is BFCL's outcome, not prefix validity.
+
+Ground-truth executions are deterministic, so they are cached per task.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from prefix_exec.envs.bfcl import backend, executor
+from prefix_exec.envs.bfcl.calls import bind_positional, check_name, parse_call
+from prefix_exec.envs.bfcl.tasks import BfclTask
+from prefix_exec.trajectory import Rollout, ToolCall
+
+#: How importers name a call: turn, step within the turn, index within the step.
+CALL_ID = re.compile(r"^t(\d+)\.s(\d+)\.c(\d+)$")
+
+
+@dataclass(frozen=True)
+class Check:
+    """Y and, when 0, why (BFCL's error type in brackets) and at which 0-based turn."""
+
+    success: int
+    reason: str = ""
+    turn: int | None = None
+
+
+@dataclass(frozen=True)
+class TurnTruth:
+    """The ground truth after one turn: its result texts and a snapshot of its instances."""
+
+    calls: int
+    results: tuple[str, ...]
+    instances: backend.Instances
+
+
+def run_lenient(
+    instances: backend.Instances, owners: Mapping[str, str], name: str, arguments: Mapping[str, Any]
+) -> str:
+    """Execute as BFCL's executor would (any public method of an involved class), returning the result text."""
+    if not isinstance(name, str) or check_name(name) or name not in owners:
+        return executor.error_text(f"name {name!r} is not defined")
+    method = getattr(instances[owners[name]], name)
+    return executor.run(method, name, arguments).text
+
+
+def ground_truth_calls(task: BfclTask) -> list[list[tuple[str, dict[str, Any]]]]:
+    """The task's ground-truth calls per turn as ``(name, arguments)``, positional arguments named."""
+    turns = []
+    for turn in task.ground_truth:
+        calls = []
+        for source in turn:
+            parsed = parse_call(source)
+            calls.append((parsed.name, bind_positional(parsed, backend.positional_names)))
+        turns.append(calls)
+    return turns
+
+
+class FinalSuccess:
+    """BFCL's final-success check with a per-task cache of the ground truth's executions."""
+
+    def __init__(self, templates: backend.Templates | None = None) -> None:
+        self.templates = templates if templates is not None else backend.Templates()
+        self._truth: dict[str, list[TurnTruth]] = {}
+
+    def truth(self, task: BfclTask) -> list[TurnTruth]:
+        cached = self._truth.get(task.id)
+        if cached is not None:
+            return cached
+        instances = self.templates.fresh(task)
+        owners = _owners(task)
+        turns = []
+        for calls in ground_truth_calls(task):
+            results = tuple(run_lenient(instances, owners, name, arguments) for name, arguments in calls)
+            snapshot = copy.deepcopy(instances) if calls else {}
+            turns.append(TurnTruth(len(calls), results, snapshot))
+        self._truth[task.id] = turns
+        return turns
+
+    def check(self, task: BfclTask, actions: Sequence[ToolCall], turns: int | None = None) -> Check:
+        """Y for a rollout with ``actions`` over ``turns`` turns (``None``: assume the ground truth's count)."""
+        truth = self.truth(task)
+        if turns is not None and turns != len(truth):
+            return Check(0, f"[force_terminated] the rollout has {turns} turns, the ground truth {len(truth)}")
+        per_turn = _decoded_turns(actions, len(truth))
+        instances = self.templates.fresh(task)
+        owners = _owners(task)
+        produced: list[str] = []
+        for index, (calls, expected) in enumerate(zip(per_turn, truth, strict=True)):
+            produced += [run_lenient(instances, owners, call.name, call.arguments) for call in calls]
+            if expected.calls == 0:
+                continue
+            if not calls:
+                return Check(0, f"[empty_turn_model_response] no call in turn {index}", index)
+            for class_name, reference in expected.instances.items():
+                differences = [
+                    attr
+                    for attr, value in backend.public_state(reference).items()
+                    if getattr(instances[class_name], attr, _MISSING) != value
+                ]
+                if differences:
+                    return Check(
+                        0,
+                        f"[instance_state_mismatch] {class_name} differs after turn {index} "
+                        f"in {', '.join(differences)}",
+                        index,
+                    )
+            missing = Counter(expected.results) - Counter(produced)
+            if missing:
+                shown = "; ".join(sorted(missing))[:300]
+                return Check(
+                    0, f"[execution_response_mismatch] turn {index} lacks ground-truth results: {shown}", index
+                )
+        return Check(1)
+
+    def check_rollout(self, task: BfclTask, rollout: Rollout) -> Check:
+        """Y for a rollout; its turn count comes from ``metadata["turns"]`` when the importer recorded it."""
+        turns = rollout.metadata.get("turns")
+        return self.check(task, rollout.actions, int(turns) if turns is not None else None)
+
+
+_MISSING = object()
+
+
+def _owners(task: BfclTask) -> dict[str, str]:
+    return {name: c for c in task.involved_classes for name in backend.public_methods(c)}
+
+
+def _decoded_turns(actions: Sequence[ToolCall], turns: int) -> list[list[ToolCall]]:
+    """Calls per turn that BFCL would execute: a step with any undecodable call is dropped whole."""
+    bad_steps = set()
+    for call in actions:
+        if call.parse_error is not None:
+            bad_steps.add(_step_of(call))
+    per_turn: list[list[ToolCall]] = [[] for _ in range(turns)]
+    for call in actions:
+        if call.parse_error is not None or _step_of(call) in bad_steps:
+            continue
+        if 0 <= call.turn < turns:
+            per_turn[call.turn].append(call)
+    return per_turn
+
+
+def _step_of(call: ToolCall) -> tuple[int, int] | str:
+    match = CALL_ID.match(call.call_id or "")
+    if match is None:
+        return f"call:{id(call)}"
+    return (int(match.group(1)), int(match.group(2)))

@@ -1,0 +1,163 @@
+"""Run one decoded call on a backend instance: a static cost guard, a wall-clock bound, BFCL's result text.
+
+Time bound. A call runs in the caller's thread, and a Python thread cannot be killed, so the bound has two
+layers:
+
+1. **A static guard** (:func:`guard`) refuses, before anything runs, the argument values whose cost grows
+   without bound inside a single C-level operation that no signal can interrupt: ``power`` with an integer
+   result of more than :data:`MAX_RESULT_BITS` bits (``power(base=10, exponent=1000000000)``), a
+   ``logarithm``/``square_root`` precision above :data:`MAX_PRECISION` digits, and ``round_number`` with
+   more than :data:`MAX_PRECISION` decimal places. Every other BFCL method is linear in the size of its
+   literal arguments and the task state.
+2. **A wall-clock alarm** of ``time_limit`` seconds (``signal.setitimer``) when the call runs on the main
+   thread, which is where ``prefix-exec score`` replays. It interrupts any pure-Python loop. Off the main
+   thread (a library caller's worker) only the static guard applies.
+
+A call that trips either is refused and never half-runs past the bound. Global numeric settings BFCL's
+MathAPI changes (``mpmath.mp.dps``, the decimal context precision) are restored after each call, so one
+call cannot slow down or change the next.
+"""
+
+from __future__ import annotations
+
+import decimal
+import json
+import math
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from prefix_exec.envs.bfcl.errors import error_of
+
+#: Largest integer result ``power`` may compute, in bits (about 315,000 decimal digits).
+MAX_RESULT_BITS = 1 << 20
+#: Largest precision (digits) for ``logarithm``/``square_root`` and decimal places for ``round_number``.
+MAX_PRECISION = 10_000
+#: Default per-call wall-clock bound, seconds.
+TIME_LIMIT = 2.0
+
+
+class CallTimeout(BaseException):
+    """Raised inside a call by the alarm. A BaseException so BFCL's ``except Exception`` cannot swallow it."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one call did.
+
+    ``text`` is the result as BFCL's executor records it (a str as is, a dict as JSON, anything else via
+    ``str``; a raised exception as ``"Error during execution: <message>"``), which the final-success check
+    compares. ``error`` is the backend's error message (an error result or a raised exception),
+    ``exception`` the raised type's name, ``refused`` the reason a guard or the alarm stopped the call.
+    """
+
+    text: str
+    result: Any = None
+    error: str | None = None
+    exception: str | None = None
+    refused: str | None = None
+    timed_out: bool = False
+
+    @property
+    def ran_clean(self) -> bool:
+        return self.error is None and self.refused is None
+
+
+def guard(name: str, arguments: Mapping[str, Any]) -> str | None:
+    """Why the call's arguments exceed the static cost bound, or ``None`` when they are within it."""
+    if name == "power":
+        base, exponent = arguments.get("base"), arguments.get("exponent")
+        if isinstance(base, int) and isinstance(exponent, int) and exponent > 0 and abs(base) > 1:
+            bits = exponent * math.log2(abs(base))
+            if bits > MAX_RESULT_BITS:
+                return f"power: the result would have about {bits:.3g} bits, above the bound of {MAX_RESULT_BITS}"
+    elif name in ("logarithm", "square_root"):
+        precision = arguments.get("precision")
+        if isinstance(precision, int | float) and abs(precision) > MAX_PRECISION:
+            return f"{name}: precision {precision} is above the bound of {MAX_PRECISION} digits"
+    elif name == "round_number":
+        places = arguments.get("decimal_places")
+        if isinstance(places, int | float) and abs(places) > MAX_PRECISION:
+            return f"round_number: {places} decimal places is above the bound of {MAX_PRECISION}"
+    return None
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise CallTimeout
+
+
+@contextmanager
+def _alarm(seconds: float) -> Iterator[None]:
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@contextmanager
+def _numeric_settings() -> Iterator[None]:
+    mpmath = sys.modules.get("mpmath")
+    dps = mpmath.mp.dps if mpmath is not None else None
+    context = decimal.getcontext()
+    prec = context.prec
+    try:
+        yield
+    finally:
+        context.prec = prec
+        if mpmath is not None and dps is not None:
+            mpmath.mp.dps = dps
+
+
+def result_text(result: Any) -> str:
+    """BFCL's string form of a result: str as is, dict as JSON (``str`` if not serialisable), else ``str``."""
+    if type(result) is str:
+        return result
+    if type(result) is dict:
+        try:
+            return json.dumps(result)
+        except Exception:
+            return str(result)
+    return str(result)
+
+
+def error_text(message: str) -> str:
+    return f"Error during execution: {message}"
+
+
+def run(
+    method: Callable[..., Any], name: str, arguments: Mapping[str, Any], *, time_limit: float = TIME_LIMIT
+) -> Outcome:
+    """Call ``method(**arguments)`` under the guard and the alarm; never raises for a failing call."""
+    refused = guard(name, arguments)
+    if refused is not None:
+        return Outcome(text=error_text(refused), refused=refused)
+    try:
+        with _numeric_settings():
+            try:
+                with _alarm(time_limit):
+                    result = method(**arguments)
+                # Serialised while the call's numeric precision is still in force, and before a later call
+                # can mutate a returned module-level object (VehicleControlAPI returns one).
+                text = result_text(result)
+            except CallTimeout:
+                reason = f"{name}: exceeded the per-call time bound of {time_limit:g} s"
+                return Outcome(text=error_text(reason), refused=reason, timed_out=True)
+            except Exception as exc:
+                message = str(exc)
+                return Outcome(
+                    text=error_text(message), error=message or type(exc).__name__, exception=type(exc).__name__
+                )
+    except CallTimeout:  # pragma: no cover - the alarm fired between the call and the timer reset
+        reason = f"{name}: exceeded the per-call time bound of {time_limit:g} s"
+        return Outcome(text=error_text(reason), refused=reason, timed_out=True)
+    return Outcome(text=text, result=result, error=error_of(result))

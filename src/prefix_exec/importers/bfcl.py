@@ -1,0 +1,232 @@
+"""Read BFCL multi-turn result files into rollouts, and build rollouts from BFCL's own ground truth.
+
+A result file (``BFCL_v4_multi_turn_<category>_result.json``) has one JSON object per line:
+``{"id": "multi_turn_base_0", "result": [...one entry per user turn...], ...}``. A turn entry is
+
+- FC format: a list of steps, each a list of ``{"<function>": "<JSON arguments>"}`` dicts (a dict with
+  several keys is several calls, as BFCL reads it; arguments may also be a dict already);
+- prompting format: one raw model string for the turn, or a list of strings, one per step.
+
+Every call becomes a :class:`~prefix_exec.trajectory.ToolCall` with ``turn`` set and ``call_id``
+``t<turn>.s<step>.c<index>``. A call that cannot be decoded (bad JSON, a string that is not a plain call
+with literal arguments) becomes a call with ``parse_error`` at that position: a schema failure, never a
+crash. A prompting string that does not even try to call (prose such as "No function matches the user's
+request.") is a text reply, not an action: it must start with ``[`` or ``name(`` to count as an attempt.
+
+The category comes from the file name, the model from ``--model`` or the folder name, and the method
+from ``--method``, or the folder name's ``-FC``/``-prompt`` suffix (BFCL's naming), or else the file's
+format (``FC`` or ``prompting``). ``metadata["turns"]`` records the number of turns the model produced,
+which BFCL's final-success rule compares with the ground truth's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Iterator
+from pathlib import Path
+from typing import Any
+
+from prefix_exec.envs.bfcl import backend
+from prefix_exec.envs.bfcl.calls import CallSyntaxError, bind_positional, parse_call, parse_call_list
+from prefix_exec.envs.bfcl.tasks import CATEGORIES, BfclTask, all_tasks
+from prefix_exec.errors import InputError
+from prefix_exec.replay import Skipped
+from prefix_exec.trajectory import Rollout, ToolCall
+
+DATASET = "bfcl"
+UNPARSED = "<unparsed>"
+_FILE = re.compile(r"multi_turn_(" + "|".join(CATEGORIES) + r")(?:_result)?\.jsonl?$")
+_ATTEMPT = re.compile(r"^\s*(\[|[A-Za-z_][\w.]*\s*\()")
+_METHOD_SUFFIX = re.compile(r"^(?P<model>.+)-(?P<method>FC|prompt|Prompt|prompting)$")
+
+
+def category_of_file(path: Path) -> str:
+    """The category a result file holds, from its name; :class:`InputError` when the name does not say."""
+    match = _FILE.search(path.name)
+    if match is None:
+        raise InputError(
+            "cannot tell the BFCL category from the file name",
+            path=path,
+            hint="BFCL names result files BFCL_v4_multi_turn_<base|miss_func|miss_param|long_context>_result.json",
+        )
+    return match.group(1)
+
+
+def result_files(paths: Collection[str | Path]) -> list[Path]:
+    """The multi-turn result files among ``paths``; folders are searched (not recursively)."""
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if _FILE.search(p.name))
+            if not found:
+                raise InputError("no BFCL multi-turn result files in this folder", path=path)
+            files += found
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise InputError("no such file or folder", path=path)
+    return files
+
+
+def identity(path: Path, model: str | None, method: str | None, fmt: str) -> tuple[str, str]:
+    """(model, method) for a file: flags first, then the folder name, then the file's format."""
+    folder = path.resolve().parent.name
+    suffix = _METHOD_SUFFIX.match(folder)
+    folder_model = suffix.group("model") if suffix else folder
+    folder_method = suffix.group("method") if suffix else None
+    return model or folder_model, method or folder_method or fmt
+
+
+def _fc_calls(step: Any, turn: int, step_index: int) -> list[ToolCall]:
+    entries = step if isinstance(step, list) else [step]
+    calls: list[ToolCall] = []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            calls.append(
+                _unparsed(
+                    f"expected a {{function: arguments}} object, got {type(entry).__name__}",
+                    entry,
+                    turn,
+                    step_index,
+                    len(calls),
+                )
+            )
+            continue
+        for name, raw in entry.items():
+            call_id = f"t{turn}.s{step_index}.c{len(calls)}"
+            text = raw if isinstance(raw, str) else json.dumps(raw)
+            try:
+                arguments = json.loads(raw) if isinstance(raw, str) else raw
+            except json.JSONDecodeError as exc:
+                calls.append(
+                    ToolCall(str(name), {}, call_id, turn, raw=text, parse_error=f"arguments are not JSON: {exc}")
+                )
+                continue
+            if not isinstance(arguments, dict):
+                error = f"arguments must be a JSON object, got {type(arguments).__name__}"
+                calls.append(ToolCall(str(name), {}, call_id, turn, raw=text, parse_error=error))
+                continue
+            calls.append(ToolCall(str(name), arguments, call_id, turn, raw=text))
+    return calls
+
+
+def _prompt_calls(text: str, turn: int, step_index: int) -> list[ToolCall]:
+    if not _ATTEMPT.match(text.strip("`\n ").strip("'")):
+        return []
+    try:
+        parsed = parse_call_list(text)
+    except CallSyntaxError as exc:
+        return [_unparsed(str(exc), text, turn, step_index, 0)]
+    calls = []
+    for index, call in enumerate(parsed):
+        call_id = f"t{turn}.s{step_index}.c{index}"
+        try:
+            arguments = bind_positional(call, backend.positional_names)
+        except CallSyntaxError as exc:
+            calls.append(ToolCall(call.name, {}, call_id, turn, raw=text, parse_error=str(exc)))
+            continue
+        calls.append(ToolCall(call.name, arguments, call_id, turn, raw=text))
+    return calls
+
+
+def _unparsed(error: str, raw: Any, turn: int, step: int, index: int) -> ToolCall:
+    text = raw if isinstance(raw, str) else json.dumps(raw, default=str)
+    return ToolCall(UNPARSED, {}, f"t{turn}.s{step}.c{index}", turn, raw=text, parse_error=error)
+
+
+def decode_result(result: Any) -> tuple[list[ToolCall], str]:
+    """The calls of one task's ``result`` (all turns, in order) and the format seen (``FC``/``prompting``)."""
+    calls: list[ToolCall] = []
+    prompting = False
+    for turn, entry in enumerate(result):
+        steps = entry if isinstance(entry, list) else [entry]
+        for step_index, step in enumerate(steps):
+            if isinstance(step, str):
+                prompting = True
+                calls += _prompt_calls(step, turn, step_index)
+            else:
+                calls += _fc_calls(step, turn, step_index)
+    return calls, "prompting" if prompting else "FC"
+
+
+def read_result_file(
+    path: Path, *, model: str | None = None, method: str | None = None, only: Collection[str] | None = None
+) -> Iterator[Rollout | Skipped]:
+    """Rollouts of one result file (``only``: keep these task ids). Bad lines come out as ``Skipped``."""
+    category = category_of_file(path)
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{number}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield Skipped(where, f"not JSON: {exc}")
+                continue
+            if not isinstance(row, dict) or not isinstance(row.get("id"), str) or "result" not in row:
+                yield Skipped(where, "expected an object with 'id' and 'result'")
+                continue
+            task_id = row["id"]
+            if only is not None and task_id not in only:
+                continue
+            if not task_id.startswith(f"multi_turn_{category}_"):
+                yield Skipped(where, f"task {task_id} is not in category {category} named by the file")
+                continue
+            result = row["result"]
+            if isinstance(result, list):
+                actions, fmt = decode_result(result)
+                turns = len(result)
+                notes: dict[str, Any] = {}
+            else:
+                # BFCL's "inference_error": the model produced no list of turns. It fails BFCL's check.
+                actions, fmt, turns = [], "FC", 0
+                notes = {"inference_error": str(result)[:500]}
+            row_model, row_method = identity(path, model, method, fmt)
+            yield Rollout(
+                dataset=DATASET,
+                task_id=task_id,
+                model=row_model,
+                method=row_method,
+                actions=tuple(actions),
+                metadata={"category": category, "turns": turns, "source": where, **notes},
+            )
+
+
+def read_results(
+    paths: Collection[str | Path],
+    *,
+    model: str | None = None,
+    method: str | None = None,
+    only: Collection[str] | None = None,
+) -> Iterator[Rollout | Skipped]:
+    """Rollouts of every result file in ``paths`` (files or folders)."""
+    for path in result_files(paths):
+        yield from read_result_file(path, model=model, method=method, only=only)
+
+
+def ground_truth_rollout(task: BfclTask) -> Rollout:
+    """BFCL's own answer for ``task`` as a rollout (model ``ground_truth``, method ``bfcl``)."""
+    actions = []
+    for turn, sources in enumerate(task.ground_truth):
+        for index, source in enumerate(sources):
+            parsed = parse_call(source)
+            arguments = bind_positional(parsed, backend.positional_names)
+            actions.append(ToolCall(parsed.name, arguments, f"t{turn}.s0.c{index}", turn, raw=source))
+    return Rollout(
+        dataset=DATASET,
+        task_id=task.id,
+        model="ground_truth",
+        method="bfcl",
+        actions=tuple(actions),
+        metadata={"category": task.category, "turns": task.turns},
+    )
+
+
+def ground_truth_rollouts(only: Collection[str] | None = None) -> Iterator[Rollout]:
+    """Ground-truth rollouts of all 800 tasks (or of ``only``), category by category."""
+    for task in all_tasks():
+        if only is None or task.id in only:
+            yield ground_truth_rollout(task)

@@ -1,0 +1,120 @@
+"""Adversarial calls: nothing a model writes is ever run as code, and each such action is a schema failure.
+
+Every crafted call would create ``pwned`` in the working directory if it were evaluated (as BFCL's own
+executor would evaluate it). Two valid calls come first, so the failure must sit at depth 3.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("bfcl_eval")
+
+from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess, load_task
+from prefix_exec.envs.bfcl.executor import run
+from prefix_exec.importers.bfcl import decode_result
+from prefix_exec.replay import replay
+from prefix_exec.trajectory import FailureLabel, Rollout, ToolCall
+
+TOUCH = "open('pwned', 'w').write('x')"
+PROMPTING_ATTACKS = [
+    f"[ls(a={TOUCH})]",  # nested call in an argument
+    "[cd(folder=__import__('os').system('touch pwned'))]",  # dunder + attribute + call
+    "[os.system('touch pwned')]",  # attribute access as the function
+    "[__import__('os').system('touch pwned')]",
+    f"[(lambda: {TOUCH})()]",  # lambda as the function
+    f"[ls(a=(lambda: {TOUCH}))]",  # lambda as an argument
+    f"[ls(a=[{TOUCH} for _ in range(1)])]",  # comprehension
+    f'[eval("{TOUCH}")]',  # a name that is not a tool
+    f'[exec("{TOUCH}")]',
+    f"[cd(folder='a' + {TOUCH})]",  # operator expression
+    f"[ls(a=f'{{{TOUCH}}}')]",  # f-string
+    f"[ls(**{{'a': {TOUCH}}})]",  # ** expansion
+    "[__builtins__(x=1)]",  # dunder name
+    "[ls(a=True).__class__()]",  # attribute on a call result
+]
+FC_ATTACKS = [
+    {"eval": f'{{"source": "{TOUCH}"}}'},
+    {"__import__": '{"name": "os"}'},
+    {"os.system": '{"command": "touch pwned"}'},
+    {"ls; import os": '{"a": true}'},
+    {"_load_scenario": '{"scenario": {}}'},  # a private backend method
+    {"cd": f'{{"folder": "{TOUCH}"}}'},  # code as a string literal: harmless data, folder does not exist
+]
+GOOD = [[{"cd": '{"folder": "document"}'}], [{"ls": "{}"}]]
+
+
+@pytest.fixture(autouse=True)
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def score(actions: tuple[ToolCall, ...]) -> tuple[int, FailureLabel | None]:
+    env = BfclEnvironment()
+    record = replay(Rollout("bfcl", "multi_turn_base_0", "m", "x", actions, success=0), env)
+    FinalSuccess(env.templates).check(load_task("multi_turn_base_0"), actions)  # Y's execution path too
+    return record.fed, record.label
+
+
+@pytest.mark.parametrize("attack", PROMPTING_ATTACKS)
+def test_prompting_attack_is_a_schema_failure_and_runs_nothing(attack: str, in_tmp: Path) -> None:
+    actions, _ = decode_result(["[cd(folder='document')]", "[ls()]", attack])
+    assert len(actions) == 3
+    assert score(actions) == (3, FailureLabel.SCHEMA)
+    assert not (in_tmp / "pwned").exists()
+
+
+@pytest.mark.parametrize("attack", FC_ATTACKS)
+def test_fc_attack_is_rejected_and_runs_nothing(attack: dict[str, str], in_tmp: Path) -> None:
+    actions, _ = decode_result([*GOOD, [[attack]]])
+    fed, label = score(actions)
+    assert fed == 3
+    # a code string passed as a plain string argument is only data: the folder simply does not exist
+    assert label is (FailureLabel.DEPENDENCY if "cd" in attack else FailureLabel.SCHEMA)
+    assert not (in_tmp / "pwned").exists()
+    assert not list(in_tmp.iterdir())
+
+
+def test_huge_power_does_not_hang() -> None:
+    started = time.perf_counter()
+    env = BfclEnvironment()
+    # multi_turn_base_100+ tasks with MathAPI: find one
+    task = next(t for t in (load_task(f"multi_turn_base_{i}") for i in range(200)) if "MathAPI" in t.involved_classes)
+    session = env.start(task.id)
+    verdict = session.step(ToolCall("power", {"base": 10, "exponent": 1000000000}))
+    assert verdict.label is FailureLabel.SCHEMA and "bound" in verdict.reason
+    assert session.step(ToolCall("power", {"base": 2, "exponent": 10})).result == '{"result": 1024}'
+    for name, arguments in (
+        ("logarithm", {"value": 10, "base": 2, "precision": 10**9}),
+        ("square_root", {"number": 2, "precision": 10**9}),
+        ("round_number", {"number": 5, "decimal_places": -(10**9)}),
+    ):
+        assert session.step(ToolCall(name, arguments)).label is FailureLabel.SCHEMA
+    assert time.perf_counter() - started < 5
+
+
+def test_the_wall_clock_bound_interrupts_a_python_loop() -> None:
+    def spin() -> None:
+        while True:
+            pass
+
+    started = time.perf_counter()
+    outcome = run(spin, "spin", {}, time_limit=0.2)
+    assert outcome.timed_out and outcome.refused and "time bound" in outcome.refused
+    assert time.perf_counter() - started < 2
+
+
+def test_numeric_precision_set_by_a_call_does_not_leak() -> None:
+    import decimal
+
+    before = decimal.getcontext().prec
+    env = BfclEnvironment()
+    task = next(t for t in (load_task(f"multi_turn_base_{i}") for i in range(200)) if "MathAPI" in t.involved_classes)
+    assert env.start(task.id).step(ToolCall("square_root", {"number": 2, "precision": 50})).accepted
+    assert decimal.getcontext().prec == before
+    assert os.getcwd()  # still in the sandbox cwd
