@@ -45,6 +45,11 @@ ERROR_TABLE: tuple[ErrorRule, ...] = (
     # Argument validators: the values do not pass the tool's own checks on its arguments.
     ErrorRule(r"^Tool '.*' not found", SCHEMA, "the tool is not exposed"),
     ErrorRule(r"Invalid characters in expression", SCHEMA, "calculate: the expression fails its validator"),
+    ErrorRule(
+        r"division by zero|invalid syntax|^Invalid expression$|exponent too large|never closed|unexpected EOF",
+        SCHEMA,
+        "calculate: the expression does not evaluate",
+    ),
     ErrorRule(r"^Invalid reason$", SCHEMA, "cancel_pending_order: reason outside its allowed values"),
     ErrorRule(
         r"number of items to be exchanged should match",

@@ -402,3 +402,4 @@ def test_calculate_without_eval(airline: TauEnvironment, expression: str, accept
     verdict = airline.start("0").step(ToolCall("calculate", {"expression": expression}))
     assert verdict.accepted is accepted
     assert result in (verdict.result if accepted else verdict.reason)
+    assert verdict.label is (None if accepted else FailureLabel.SCHEMA)
