@@ -1,0 +1,89 @@
+"""Tool calling for servers without native support: tools described in the prompt, calls parsed from text.
+
+The model writes each call as ``<tool_call>{"name": "...", "arguments": {...}}</tool_call>``; tool results
+come back as user messages. Decoding never evaluates model text: it is parsed as JSON or recorded as a
+parse error (a schema failure at replay).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from prefix_exec.llm.types import Message, ToolSchema
+from prefix_exec.trajectory import ToolCall
+
+_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
+_NAME = re.compile(r'"name"\s*:\s*"([^"]+)"')
+
+
+def tools_prompt(tools: Sequence[ToolSchema]) -> str:
+    """A system-prompt section that lists the tools and the call format."""
+    listing = "\n".join(
+        json.dumps({"name": t.name, "description": t.description, "parameters": t.parameters}, sort_keys=True)
+        for t in tools
+    )
+    return (
+        "You can call these tools (one JSON object per tool):\n"
+        f"{listing}\n"
+        "To call a tool, write exactly <tool_call>{\"name\": \"TOOL\", \"arguments\": {...}}</tool_call>; "
+        "write several blocks to call several tools. Write no block when you answer without a tool."
+    )
+
+
+def with_tools_prompt(messages: Sequence[Message], tools: Sequence[ToolSchema]) -> list[Message]:
+    """``messages`` with the tools section added to the first system message (or a new one)."""
+    section = tools_prompt(tools)
+    out = [dict(m) for m in messages]
+    if out and out[0].get("role") == "system":
+        out[0]["content"] = f"{out[0].get('content') or ''}\n\n{section}"
+    else:
+        out.insert(0, {"role": "system", "content": section})
+    return out
+
+
+def parse_text_calls(text: str | None) -> tuple[str | None, tuple[ToolCall, ...]]:
+    """Split an answer into its prose (blocks removed, ``None`` when empty) and the calls it makes."""
+    if not text:
+        return text, ()
+    calls: list[ToolCall] = []
+    for index, match in enumerate(_BLOCK.finditer(text)):
+        body = match.group(1).strip()
+        call_id = f"text-{index}"
+        try:
+            data: Any = json.loads(body)
+        except json.JSONDecodeError as exc:
+            name = _NAME.search(body)
+            calls.append(ToolCall(name=name.group(1) if name else "", call_id=call_id, raw=body,
+                                  parse_error=f"tool call is not valid JSON ({exc.msg})"))
+            continue
+        if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+            calls.append(ToolCall(name="", call_id=call_id, raw=body,
+                                  parse_error="tool call must be an object with a string 'name'"))
+            continue
+        arguments = data.get("arguments", {})
+        if isinstance(arguments, str):
+            # Some models double-encode the arguments object.
+            with contextlib.suppress(json.JSONDecodeError):
+                arguments = json.loads(arguments)
+        if not isinstance(arguments, dict):
+            calls.append(ToolCall(name=data["name"], call_id=call_id, raw=body,
+                                  parse_error="tool call 'arguments' must be a JSON object"))
+            continue
+        calls.append(ToolCall(name=data["name"], arguments=arguments, call_id=call_id, raw=body))
+    prose = _BLOCK.sub("", text).strip() or None
+    return prose, tuple(calls)
+
+
+def decode_arguments(name: str, call_id: str | None, raw: str) -> ToolCall:
+    """A native tool call from its arguments string; malformed JSON becomes a call with ``parse_error``."""
+    try:
+        arguments = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError as exc:
+        return ToolCall(name=name, call_id=call_id, raw=raw, parse_error=f"arguments are not valid JSON ({exc.msg})")
+    if not isinstance(arguments, dict):
+        return ToolCall(name=name, call_id=call_id, raw=raw, parse_error="arguments must be a JSON object")
+    return ToolCall(name=name, arguments=arguments, call_id=call_id, raw=raw)

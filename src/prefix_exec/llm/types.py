@@ -1,0 +1,74 @@
+"""Records of the LLM backend: tool schemas, one completion, retry events and the backend error.
+
+Messages are plain OpenAI chat-completions dicts (``{"role": ..., "content": ...}``); the backend owns how a
+tool call and its result are written into them, because that differs between native and text tool calling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from prefix_exec.trajectory import CallCost, ToolCall
+
+Message = dict[str, Any]
+
+#: Roles an agent's calls are attributed to; other roles (a user simulator, a judge) are never agent cost.
+AGENT_ROLES = ("planner", "verifier", "executor")
+
+
+@dataclass(frozen=True)
+class ToolSchema:
+    """One tool the model may call: its name, description and JSON Schema of the arguments object."""
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": dict(self.parameters)},
+        }
+
+
+@dataclass(frozen=True)
+class RetryEvent:
+    """One failed attempt that was retried: ``kind`` is ``rate_limit``, ``server``, ``timeout`` or ``connection``.
+
+    ``delay_s`` is the backoff slept before the next attempt (seconds).
+    """
+
+    attempt: int
+    kind: str
+    status: int | None
+    delay_s: float
+    message: str
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One model answer.
+
+    ``calls`` are the tool calls it asked for, in order; a call whose arguments were not valid JSON has
+    ``parse_error`` set and ``raw`` holding the text (replay scores it as a schema failure). ``message`` is
+    the assistant message to append to the conversation. ``cost.latency_s`` is the wall time of the request
+    that produced the answer, including retries; a cache hit reports the latency stored with the answer, so a
+    resumed run reports the same cost. ``retries`` lists every retried failure.
+    """
+
+    content: str | None
+    calls: tuple[ToolCall, ...]
+    message: Message
+    cost: CallCost
+    cached: bool = False
+    retries: tuple[RetryEvent, ...] = ()
+
+
+class BackendError(Exception):
+    """The endpoint could not answer: retries exhausted, or a non-retryable error (bad key, unknown model)."""
+
+    def __init__(self, message: str, retries: tuple[RetryEvent, ...] = ()) -> None:
+        super().__init__(message)
+        self.retries = retries

@@ -1,0 +1,1 @@
+"""Test doubles that speak real protocols (an OpenAI chat-completions server on loopback)."""

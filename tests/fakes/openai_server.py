@@ -1,0 +1,150 @@
+"""A real HTTP server on loopback that speaks the OpenAI chat-completions protocol with scripted answers.
+
+``respond(request) -> message`` decides each answer from the request body (so the answer does not depend
+on arrival order under concurrency); faults queued in :attr:`ScriptedServer.faults` are served first, one
+per request: ``"429"`` and ``"500"`` (an error status), ``"hang"`` (sleep ``hang_s`` then answer, past the
+client's timeout), ``"no-tools"`` (400 for a request carrying ``tools``). The server counts its own time
+per request in :attr:`busy_s`, so a benchmark can subtract it from wall time.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Responder = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def text_message(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": text}
+
+
+def tool_message(calls: Sequence[tuple[str, Mapping[str, Any] | str]], content: str | None = None) -> dict[str, Any]:
+    """An assistant message with tool calls; a ``str`` arguments value is sent verbatim (malformed JSON)."""
+    return {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": [
+            {
+                "id": f"call_{i}_{name}",
+                "type": "function",
+                "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)},
+            }
+            for i, (name, args) in enumerate(calls)
+        ],
+    }
+
+
+def usage_of(request: Mapping[str, Any], message: Mapping[str, Any]) -> dict[str, Any]:
+    """Deterministic token counts: characters / 4 of the request and the answer; reasoning is 1/4 of output."""
+    prompt = len(json.dumps(request.get("messages", []))) // 4
+    completion = max(1, len(json.dumps(message)) // 4)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "completion_tokens_details": {"reasoning_tokens": completion // 4},
+    }
+
+
+class ScriptedServer:
+    """Serve ``respond`` at ``http://127.0.0.1:PORT/v1``; use as a context manager."""
+
+    def __init__(self, respond: Responder, *, latency_s: float = 0.0, hang_s: float = 5.0) -> None:
+        self.respond = respond
+        self.latency_s = latency_s
+        self.hang_s = hang_s
+        self.faults: deque[str] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self.statuses: list[int] = []
+        self.busy_s = 0.0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> ScriptedServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def _next_fault(self) -> str | None:
+        with self._lock:
+            return self.faults.popleft() if self.faults else None
+
+    def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
+        """Status, JSON body and extra headers for one request (faults first)."""
+        fault = self._next_fault()
+        if fault == "429":
+            return 429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {"retry-after": "0"}
+        if fault == "500":
+            return 500, {"error": {"message": "internal error", "type": "server_error"}}, {}
+        if fault == "no-tools" and body.get("tools"):
+            return 400, {"error": {"message": "this server does not support tools", "type": "invalid"}}, {}
+        if fault == "hang":
+            time.sleep(self.hang_s)
+        if self.latency_s:
+            time.sleep(self.latency_s)
+        message = self.respond(body)
+        finish = "tool_calls" if message.get("tool_calls") else "stop"
+        return 200, {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", "scripted"),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": usage_of(body, message),
+        }, {}
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                started = time.perf_counter()
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with server._lock:
+                    server.requests.append(body)
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                if not self.path.endswith("/chat/completions"):
+                    status, payload, headers = 404, {"error": {"message": "not found"}}, {}
+                else:
+                    status, payload, headers = server.answer(body)
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    for key, value in headers.items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client timed out and went away: that is the point of a hang
+                with server._lock:
+                    server.in_flight -= 1
+                    server.statuses.append(status)
+                    server.busy_s += time.perf_counter() - started
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        return Handler

@@ -1,0 +1,160 @@
+"""The backend through the official client against a real loopback server: decoding, faults, cap, cache."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from typing import Any
+
+import pytest
+
+from fakes.openai_server import ScriptedServer, text_message, tool_message, usage_of
+from prefix_exec.llm import BackendError, ChatBackend, EndpointConfig, ResponseCache, ToolSchema
+
+TOOLS = (ToolSchema("login", "log in", {"type": "object", "properties": {"username": {"type": "string"}}}),)
+MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "log in as sam"}]
+
+
+def config(server: ScriptedServer, **kw: Any) -> EndpointConfig:
+    base: dict[str, Any] = {"model": "m", "base_url": server.base_url, "api_key_env": "", "timeout_s": 5.0,
+                            "max_retries": 4, "backoff_base_s": 0.01, "backoff_max_s": 0.05}
+    return EndpointConfig(**{**base, **kw})
+
+
+def login(_: dict[str, Any]) -> dict[str, Any]:
+    return tool_message([("login", {"username": "sam"})])
+
+
+def test_native_tool_call_and_usage_are_decoded() -> None:
+    with ScriptedServer(login) as server:
+        done = ChatBackend(config(server)).complete(MESSAGES, TOOLS, role="planner")
+        request = server.requests[0]
+    assert [(c.name, dict(c.arguments)) for c in done.calls] == [("login", {"username": "sam"})]
+    assert request["tools"][0]["function"]["name"] == "login" and request["temperature"] == 0.0
+    expected = usage_of(request, login(request))
+    assert done.cost.role == "planner" and done.cost.model == "m"
+    reasoning = expected["completion_tokens_details"]["reasoning_tokens"]
+    assert (done.cost.prompt_tokens, done.cost.completion_tokens, done.cost.reasoning_tokens) == (
+        expected["prompt_tokens"], expected["completion_tokens"], reasoning)
+    assert done.message["tool_calls"][0]["function"]["arguments"] == '{"username": "sam"}'
+
+
+def test_seed_and_reasoning_effort_are_passed_through() -> None:
+    with ScriptedServer(login) as server:
+        ChatBackend(config(server, seed=7, reasoning_effort="low", temperature=0.5)).complete(MESSAGES, TOOLS)
+        request = server.requests[0]
+    assert (request["seed"], request["reasoning_effort"], request["temperature"]) == (7, "low", 0.5)
+
+
+def test_malformed_tool_call_json_becomes_a_parse_error() -> None:
+    with ScriptedServer(lambda _: tool_message([("login", '{"username": "sam"')])) as server:
+        done = ChatBackend(config(server)).complete(MESSAGES, TOOLS)
+    (call,) = done.calls
+    assert call.name == "login" and call.parse_error and call.raw == '{"username": "sam"' and not call.arguments
+
+
+def test_429_storm_is_retried_with_bounded_jittered_backoff_and_reported() -> None:
+    slept: list[float] = []
+    seen: list[str] = []
+    with ScriptedServer(login) as server:
+        server.faults.extend(["429"] * 3 + ["500"])
+        backend = ChatBackend(config(server, backoff_max_s=0.02), sleep=slept.append,
+                              on_retry=lambda e: seen.append(e.kind), rng=random.Random(0))
+        done = backend.complete(MESSAGES, TOOLS)
+        statuses = list(server.statuses)
+    assert statuses == [429, 429, 429, 500, 200]
+    assert [e.kind for e in done.retries] == seen == ["rate_limit"] * 3 + ["server"]
+    assert [e.attempt for e in done.retries] == [1, 2, 3, 4]
+    caps = [min(0.02, 0.01 * 2 ** i) for i in range(4)]
+    assert all(0 <= d <= cap for d, cap in zip(slept, caps, strict=True))
+    assert done.calls[0].name == "login"
+
+
+def test_retries_are_bounded() -> None:
+    with ScriptedServer(login) as server:
+        server.faults.extend(["429"] * 10)
+        with pytest.raises(BackendError, match="gave up after 3 attempts") as info:
+            ChatBackend(config(server, max_retries=2), sleep=lambda _: None).complete(MESSAGES, TOOLS)
+        assert len(server.requests) == 3
+    assert [e.kind for e in info.value.retries] == ["rate_limit", "rate_limit"]
+
+
+def test_hang_past_the_timeout_is_retried() -> None:
+    with ScriptedServer(login, hang_s=1.5) as server:
+        server.faults.append("hang")
+        done = ChatBackend(config(server, timeout_s=0.3)).complete(MESSAGES, TOOLS)
+    assert [e.kind for e in done.retries] == ["timeout"]
+    assert done.calls[0].name == "login"
+
+
+def test_connection_errors_are_retried_then_reported() -> None:
+    with ScriptedServer(login) as server:
+        url = server.base_url
+    cfg = EndpointConfig(model="m", base_url=url, api_key_env="", max_retries=2, timeout_s=1.0)
+    with pytest.raises(BackendError) as info:
+        ChatBackend(cfg, sleep=lambda _: None).complete(MESSAGES, TOOLS)
+    assert [e.kind for e in info.value.retries] == ["connection", "connection"]
+
+
+def test_client_errors_are_not_retried() -> None:
+    with ScriptedServer(login) as server:
+        server.faults.append("no-tools")
+        with pytest.raises(BackendError, match="bad request"):
+            ChatBackend(config(server)).complete(MESSAGES, TOOLS)
+        assert len(server.requests) == 1
+
+
+def test_text_fallback_when_the_server_refuses_tools() -> None:
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        return text_message('Sure. <tool_call>{"name": "login", "arguments": {"username": "sam"}}</tool_call>')
+
+    with ScriptedServer(respond) as server:
+        server.faults.append("no-tools")
+        backend = ChatBackend(config(server, tool_mode="auto"))
+        done = backend.complete(MESSAGES, TOOLS)
+        second = server.requests[1]
+    assert backend.text_mode and "tools" not in second
+    assert '"name": "login"' in second["messages"][0]["content"] and "<tool_call>" in second["messages"][0]["content"]
+    assert [(c.name, dict(c.arguments)) for c in done.calls] == [("login", {"username": "sam"})]
+    assert backend.tool_result_message(done.calls[0], "ok")["role"] == "user"
+
+
+def test_text_mode_parses_broken_blocks_as_parse_errors() -> None:
+    with ScriptedServer(lambda _: text_message('<tool_call>{"name": "login", "arguments": {</tool_call>')) as server:
+        done = ChatBackend(config(server, tool_mode="text")).complete(MESSAGES, TOOLS)
+    assert done.calls[0].name == "login" and done.calls[0].parse_error
+
+
+def test_cache_answers_repeated_requests_without_the_server(tmp_path: Any) -> None:
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    with ScriptedServer(login) as server:
+        first = ChatBackend(config(server, seed=1), cache=cache).complete(MESSAGES, TOOLS)
+        again = ChatBackend(config(server, seed=1), cache=ResponseCache(tmp_path / "cache.sqlite")).complete(
+            MESSAGES, TOOLS)
+        other_seed = ChatBackend(config(server, seed=2), cache=cache).complete(MESSAGES, TOOLS)
+        n = len(server.requests)
+    assert n == 2 and len(cache) == 2
+    assert again.cached and not first.cached and not other_seed.cached
+    assert again.calls == first.calls and again.cost == first.cost
+
+
+def test_per_endpoint_concurrency_cap() -> None:
+    with ScriptedServer(login, latency_s=0.15) as server:
+        backends = [ChatBackend(config(server, max_concurrency=2)) for _ in range(2)]
+        threads = [threading.Thread(target=backends[i % 2].complete, args=(MESSAGES, TOOLS)) for i in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(server.requests) == 6
+        assert server.max_in_flight == 2
+
+
+def test_missing_api_key_is_an_input_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefix_exec.errors import InputError
+
+    monkeypatch.delenv("PREFIX_EXEC_TEST_KEY", raising=False)
+    with pytest.raises(InputError, match="PREFIX_EXEC_TEST_KEY"):
+        EndpointConfig(model="m", api_key_env="PREFIX_EXEC_TEST_KEY").api_key()
+    assert json.dumps(EndpointConfig(model="m").__dict__)  # plain data, picklable for Ray
