@@ -266,3 +266,20 @@ def test_bad_inputs_raise_input_errors(tmp_path: Path) -> None:
     (tmp_path / "result_summary.json").write_text('{"per_scenario_results": []}')
     (unit,) = read_toolsandbox([tmp_path])
     assert isinstance(unit, Skipped) and "_dbs.SANDBOX" in unit.error
+
+
+def test_repeated_runs_of_one_agent_become_trials(shared_data: Path) -> None:
+    run = shared_data / "toolsandbox/run_public"
+    units = list(read_toolsandbox([run, run], ImportOptions(scenarios=frozenset({"get_wifi"}))))
+    assert [(u.task_id, u.trial) for u in units if isinstance(u, Rollout)] == [("get_wifi", 0), ("get_wifi", 1)]
+
+
+def test_listed_scenarios_found_nowhere_are_reported(shared_data: Path) -> None:
+    units = list(
+        read_toolsandbox(
+            [shared_data / "toolsandbox/run_public"], ImportOptions(scenarios=frozenset({"get_wifi", "nope"}))
+        )
+    )
+    assert [u.task_id for u in units if isinstance(u, Rollout)] == ["get_wifi"]
+    (missing,) = [u for u in units if isinstance(u, Skipped)]
+    assert missing.where == "scenario nope" and "found in none" in missing.error

@@ -43,7 +43,7 @@ import json
 import re
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -86,13 +86,14 @@ class ImportOptions:
     scenarios: frozenset[str] | None = None
 
 
-@dataclass
-class _Calls:
-    """Agent calls of one scenario, with the SANDBOX row index of each (``None`` in the fallback)."""
+@dataclass(frozen=True)
+class RecordedCalls:
+    """A scenario's agent calls, the SANDBOX row index of each (``None`` in the conversation fallback), and
+    the ``(depth, minefield index, similarity)`` of minefield hits found alongside them."""
 
-    calls: list[ToolCall] = field(default_factory=list)
-    rows: list[int | None] = field(default_factory=list)
-    minefields: list[tuple[int, int, float]] = field(default_factory=list)
+    calls: tuple[ToolCall, ...] = ()
+    rows: tuple[int | None, ...] = ()
+    minefields: tuple[tuple[int, int, float], ...] = ()
 
 
 def read_result_summary(path: str | Path) -> dict[str, ScenarioResult]:
@@ -144,8 +145,15 @@ def scenario_dirs(path: str | Path) -> tuple[list[Path], Path | None]:
 
 
 def read_toolsandbox(paths: Iterable[str | Path], options: ImportOptions | None = None) -> Iterator[Rollout | Skipped]:
-    """Rollouts, one per scenario folder under ``paths``; a scenario that cannot be read is a ``Skipped``."""
+    """Rollouts, one per scenario folder under ``paths``; a scenario that cannot be read is a ``Skipped``.
+
+    A scenario met again under the same model and method (another run folder of the same agent) gets the next
+    ``trial`` number, in the order the paths are given. Names of ``options.scenarios`` found nowhere are
+    reported as ``Skipped`` at the end, never dropped silently.
+    """
     options = options or ImportOptions()
+    trials: dict[tuple[str, str, str], int] = {}
+    found: set[str] = set()
     for path in paths:
         dirs, summary_path = scenario_dirs(path)
         results = read_result_summary(summary_path) if summary_path else {}
@@ -153,16 +161,24 @@ def read_toolsandbox(paths: Iterable[str | Path], options: ImportOptions | None 
         for folder in dirs:
             if options.scenarios is not None and folder.name not in options.scenarios:
                 continue
+            found.add(folder.name)
             try:
-                yield scenario_rollout(folder, results.get(folder.name), options, model=model)
+                unit = scenario_rollout(folder, results.get(folder.name), options, model=model)
             except InputError as exc:
-                yield Skipped(str(folder), exc.describe())
+                unit = Skipped(str(folder), exc.describe())
+            if isinstance(unit, Rollout):
+                key = (unit.task_id, unit.model, unit.method)
+                trials[key] = trials.get(key, -1) + 1
+                unit = replace(unit, trial=trials[key])
+            yield unit
         if summary_path is None or _is_scenario(Path(path)):
             continue
-        found = {folder.name for folder in dirs}
-        for name in sorted(set(results) - found):
+        for name in sorted(set(results) - {folder.name for folder in dirs}):
             if options.scenarios is None or name in options.scenarios:
+                found.add(name)
                 yield Skipped(f"{summary_path}: {name}", "listed in the summary but has no trajectories/ folder")
+    for name in sorted((options.scenarios or frozenset()) - found):
+        yield Skipped(f"scenario {name}", "named in the scenario list but found in none of the run folders")
 
 
 def scenario_rollout(
@@ -174,16 +190,19 @@ def scenario_rollout(
     if context.is_file():
         recorded = calls_from_execution_context(context)
         metadata["source"] = "execution_context"
-        if result is None and conversation.is_file():
-            recorded.minefields = minefields_from_conversation(conversation)
-        elif result is not None:
-            recorded.minefields = _locate_minefields(result, recorded.rows)
+        if result is not None:
+            minefields = _locate_minefields(result, recorded.rows)
+        elif conversation.is_file():
+            minefields = minefields_from_conversation(conversation)
+        else:
+            minefields = []
     elif conversation.is_file():
         recorded = calls_from_conversation(conversation)
         metadata["source"] = "conversation"
+        minefields = list(recorded.minefields)
     else:
         return Skipped(str(folder), f"neither {CONTEXT} nor {CONVERSATION} is present")
-    calls = recorded.calls
+    calls = list(recorded.calls)
     aborted = result.exception_type if result else None
     if result is None and not conversation.is_file():
         return Skipped(
@@ -204,7 +223,7 @@ def scenario_rollout(
             metadata["environment_faults"].append({"depth": depth, "error": str(observation.content)})
     metadata["minefield_hits"] = [
         {"depth": depth, "minefield": index, "similarity": similarity}
-        for depth, index, similarity in recorded.minefields
+        for depth, index, similarity in minefields
     ]
     if result is not None:
         metadata["categories"] = list(result.categories)
@@ -230,7 +249,7 @@ def scenario_rollout(
     )
 
 
-def calls_from_execution_context(path: Path) -> _Calls:
+def calls_from_execution_context(path: Path) -> RecordedCalls:
     """The agent's calls from the SANDBOX rows, each with its recorded reply paired by call id."""
     data = _load_json(path)
     try:
@@ -241,7 +260,9 @@ def calls_from_execution_context(path: Path) -> _Calls:
     for row in rows:
         if row.get("sender") == "EXECUTION_ENVIRONMENT" and row.get("recipient") == "AGENT":
             replies[row.get("openai_tool_call_id")].append(row)
-    out, turn = _Calls(), -1
+    calls: list[ToolCall] = []
+    indices: list[int | None] = []
+    turn = -1
     for row in rows:
         sender, recipient = row.get("sender"), row.get("recipient")
         if sender == "USER" and recipient == "AGENT" and _agent_sees(row):
@@ -252,7 +273,7 @@ def calls_from_execution_context(path: Path) -> _Calls:
         call_id = row.get("openai_tool_call_id")
         queue = replies.get(call_id)
         reply = queue.popleft() if queue else None
-        out.calls.append(
+        calls.append(
             ToolCall(
                 name=_real_name(code, reply, row.get("openai_function_name")),
                 arguments=_arguments(code, reply),
@@ -262,17 +283,18 @@ def calls_from_execution_context(path: Path) -> _Calls:
                 raw=code,
             )
         )
-        out.rows.append(row.get("sandbox_message_index"))
-    return out
+        indices.append(row.get("sandbox_message_index"))
+    return RecordedCalls(tuple(calls), tuple(indices))
 
 
-def calls_from_conversation(path: Path) -> _Calls:
+def calls_from_conversation(path: Path) -> RecordedCalls:
     """Heuristic fallback: calls from OpenAI-style messages; rejections from exception-like tool text."""
     messages = _load_json(path)
     if not isinstance(messages, list):
         raise InputError("expected a list of messages", path=path)
     replies = {m.get("tool_call_id"): m for m in messages if isinstance(m, dict) and m.get("role") == "tool"}
-    out, turn = _Calls(), -1
+    calls: list[ToolCall] = []
+    turn = -1
     for message in messages:
         if not isinstance(message, dict):
             continue
@@ -288,7 +310,7 @@ def calls_from_conversation(path: Path) -> _Calls:
             reply = replies.get(call.get("id"))
             content = None if reply is None else reply.get("content")
             error = None if reply is None else bool(_ERROR_TEXT.match(str(content or "")))
-            out.calls.append(
+            calls.append(
                 ToolCall(
                     name=str(function.get("name") or ""),
                     arguments=arguments if isinstance(arguments, dict) else {},
@@ -299,9 +321,8 @@ def calls_from_conversation(path: Path) -> _Calls:
                     parse_error=problem,
                 )
             )
-            out.rows.append(None)
-    out.minefields = minefields_from_conversation(path, messages)
-    return out
+    hits = tuple(minefields_from_conversation(path, messages))
+    return RecordedCalls(tuple(calls), (None,) * len(calls), hits)
 
 
 def minefields_from_conversation(path: Path, messages: list[Any] | None = None) -> list[tuple[int, int, float]]:
