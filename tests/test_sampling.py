@@ -129,6 +129,11 @@ def test_written_list_round_trips(tmp_path: Path) -> None:
     for name in ("chosen.txt", "chosen.json"):
         write_sample(["a", "b c"], tmp_path / name)
         assert read_names(tmp_path / name) == ["a", "b c"]
+    (tmp_path / "broken.json").write_text("[")
+    with pytest.raises(InputError, match="not valid JSON"):
+        read_names(tmp_path / "broken.json")
+    with pytest.raises(InputError, match="cannot read"):
+        read_names(tmp_path / "missing.txt")
 
 
 def test_sample_command_writes_the_chosen_list(tmp_path: Path, shared_data: Path) -> None:

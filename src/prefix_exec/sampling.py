@@ -183,7 +183,10 @@ def read_names(path: str | Path) -> list[str]:
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=path) from None
     if path.suffix.lower() == ".json":
-        data = json.loads(text)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON: {exc}", path=path) from None
         if not isinstance(data, list):
             raise InputError("expected a JSON list of names", path=path)
         return [str(name) for name in data]

@@ -74,3 +74,12 @@ def test_scenario_list_and_unscorable_folders(
     # an abort without a summary cannot be explained: exit 2 with the reason, never a traceback
     assert main(["score", "toolsandbox", str(shared_data / "toolsandbox/unknown_tool"), "--out", str(out)]) == 2
     assert "aborted" in capsys.readouterr().err
+
+
+def test_resume_keeps_finished_records(shared_data: Path, tmp_path: Path) -> None:
+    out = tmp_path / "records.jsonl"
+    run = str(shared_data / "toolsandbox/run_public")
+    assert main(["score", "toolsandbox", run, "--out", str(out)]) == 0
+    first = out.read_text()
+    assert main(["score", "toolsandbox", run, "--out", str(out), "--resume"]) == 0
+    assert out.read_text() == first and len(first.splitlines()) == 20
