@@ -283,3 +283,10 @@ def test_listed_scenarios_found_nowhere_are_reported(shared_data: Path) -> None:
     assert [u.task_id for u in units if isinstance(u, Rollout)] == ["get_wifi"]
     (missing,) = [u for u in units if isinstance(u, Skipped)]
     assert missing.where == "scenario nope" and "found in none" in missing.error
+
+
+def test_minefield_source_is_recorded(shared_data: Path) -> None:
+    (summary,) = _rollouts([shared_data / "toolsandbox/run_public/trajectories/get_wifi"]).values()
+    (fallback,) = _rollouts([shared_data / "toolsandbox/insufficient"], success_if_unknown=0).values()
+    assert summary.metadata["minefield_source"] == "result_summary.json"
+    assert fallback.metadata["minefield_source"] == "conversation.json"

@@ -32,7 +32,8 @@ Per scenario:
   them, on any other message the last call before it.
 
 ``Rollout.metadata`` keeps ``categories``, ``similarity``, ``source`` (``execution_context`` or
-``conversation``), ``minefield_hits``, ``environment_faults``, ``aborted_with`` and ``scenario_dir``. See
+``conversation``), ``minefield_hits`` and ``minefield_source`` (the file they were read from, ``None`` when
+neither exists), ``environment_faults``, ``aborted_with`` and ``scenario_dir``. See
 :mod:`prefix_exec.envs.toolsandbox` for the labelling table and docs/toolsandbox.md for the whole story.
 """
 
@@ -191,15 +192,15 @@ def scenario_rollout(
         recorded = calls_from_execution_context(context)
         metadata["source"] = "execution_context"
         if result is not None:
-            minefields = _locate_minefields(result, recorded.rows)
+            minefields, metadata["minefield_source"] = _locate_minefields(result, recorded.rows), SUMMARY
         elif conversation.is_file():
-            minefields = minefields_from_conversation(conversation)
+            minefields, metadata["minefield_source"] = minefields_from_conversation(conversation), CONVERSATION
         else:
-            minefields = []
+            minefields, metadata["minefield_source"] = [], None
     elif conversation.is_file():
         recorded = calls_from_conversation(conversation)
         metadata["source"] = "conversation"
-        minefields = list(recorded.minefields)
+        minefields, metadata["minefield_source"] = list(recorded.minefields), CONVERSATION
     else:
         return Skipped(str(folder), f"neither {CONTEXT} nor {CONVERSATION} is present")
     calls = list(recorded.calls)
