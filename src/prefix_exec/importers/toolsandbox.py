@@ -254,7 +254,7 @@ def calls_from_execution_context(path: Path) -> RecordedCalls:
     """The agent's calls from the SANDBOX rows, each with its recorded reply paired by call id."""
     data = _load_json(path)
     try:
-        rows: list[dict[str, Any]] = list(data["_dbs"]["SANDBOX"])
+        rows: list[dict[str, Any]] = [row for row in data["_dbs"]["SANDBOX"] if isinstance(row, dict)]
     except (KeyError, TypeError):
         raise InputError("expected _dbs.SANDBOX rows", path=path) from None
     replies: dict[str | None, deque[dict[str, Any]]] = defaultdict(deque)
@@ -302,6 +302,8 @@ def calls_from_conversation(path: Path) -> RecordedCalls:
         if message.get("role") == "user":
             turn += 1
         for call in message.get("tool_calls") or ():
+            if not isinstance(call, dict):
+                continue
             function = call.get("function") or {}
             text = function.get("arguments") or "{}"
             try:
