@@ -18,10 +18,10 @@ sample size ``n``; the target count of label ``l`` is ``t_l = n * c_l / P``:
    ``(max_l |s_l - t_l|, sum_l (s_l - t_l)^2)`` (lexicographically), apply the best such swap (first in
    tie-break order on ties). Each swap strictly lowers that pair, so this terminates.
 
-The result is a sample in which every label count is within one task of its proportional target whenever a
-single-swap-improvable path reaches such a sample; with disjoint labels that is always the case (and the
-greedy fill alone already achieves it). It is not guaranteed to be the global optimum for arbitrary
-multi-label pools, where ±1 may even be infeasible. :func:`label_deviation` reports how far a sample is.
+With disjoint labels (one per task) a sample within one task of every target always exists, and the sampler
+finds one. With overlapping labels ±1 may be infeasible; the tests check by brute force over small pools that
+the sampler reaches ±1 whenever some sample does, but that is not a proof of global optimality.
+:func:`label_deviation` reports how far a sample is from the proportional targets.
 """
 
 from __future__ import annotations
