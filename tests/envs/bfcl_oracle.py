@@ -11,6 +11,7 @@ import itertools
 import json
 from typing import Any
 
+from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.posting_api import TwitterAPI
 from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
 
 from prefix_exec.envs.bfcl.tasks import load_task
@@ -51,6 +52,8 @@ def bfcl_success(task_id: str, result: list[Any]) -> bool:
         "initial_config": json.loads(json.dumps(task.initial_config)),
         "involved_classes": list(task.involved_classes),
     }
+    # BFCL's verdict as in a fresh process: post_tweet's default lists leak between BFCL's own runs.
+    TwitterAPI.post_tweet.__defaults__ = ([], [])
     # A fresh model name per run: BFCL caches instances in module globals keyed by it.
     verdict = multi_turn_checker(decoded, truth, entry, task_id.rsplit("_", 1)[0], f"oracle_{next(_RUN)}")
     return bool(verdict["valid"])

@@ -195,3 +195,15 @@ def test_soft_result_is_accepted_with_a_note(env: BfclEnvironment) -> None:
 def test_no_tool_rollout_is_rejected_as_precondition(env: BfclEnvironment) -> None:
     record = replay(Rollout("bfcl", "multi_turn_miss_param_0", "m", "x", (), success=0), env)
     assert (record.T, record.fed, record.label) == (1, 1, FailureLabel.PRECONDITION)
+
+
+def test_mutable_default_arguments_do_not_leak_between_rollouts(env: BfclEnvironment) -> None:
+    # post_tweet(tags=[], mentions=[]) stores its default lists in the tweet; `mention` extends them.
+    login = ToolCall("authenticate_twitter", {"username": "analyst_pro", "password": "Kj8#mP9$vL2"})
+    first = env.start(BASE_0)
+    assert first.step(login).accepted
+    posted = first.step(ToolCall("post_tweet", {"content": "one"}))
+    assert first.step(ToolCall("mention", {"tweet_id": 3, "mentioned_usernames": ["@leak"]})).accepted, posted
+    second = env.start(BASE_0)
+    second.step(login)
+    assert '"mentions": []' in second.step(ToolCall("post_tweet", {"content": "two"})).result

@@ -82,16 +82,47 @@ def positional_names(function: str) -> tuple[str, ...] | None:
     return tuple(public_methods(owner)[function].parameters)
 
 
-@functools.cache
-def _pristine_long_context() -> Mapping[str, Any]:
-    """The long_context constants as shipped: the module file executed into a fresh, unregistered module."""
-    live = bfcl_module(f"{_BACKEND}.long_context")
-    spec = importlib.util.spec_from_file_location("_prefix_exec_pristine_long_context", live.__file__)
+def _fresh_module(live: ModuleType) -> ModuleType:
+    """A second copy of an installed module, loaded from its file and never registered in ``sys.modules``."""
+    spec = importlib.util.spec_from_file_location(f"_prefix_exec_pristine_{live.__name__}", live.__file__)
     if spec is None or spec.loader is None:  # pragma: no cover - a broken installation
         raise ImportError(f"cannot reload {live.__file__}")
     fresh: ModuleType = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(fresh)
+    return fresh
+
+
+@functools.cache
+def _pristine_long_context() -> Mapping[str, Any]:
+    """The long_context constants as shipped."""
+    fresh = _fresh_module(bfcl_module(f"{_BACKEND}.long_context"))
     return {name: value for name, value in vars(fresh).items() if name.isupper()}
+
+
+@functools.cache
+def _mutable_defaults(class_name: str) -> Mapping[str, Mapping[str, Any]]:
+    """Method -> {parameter: default} for list/dict/set defaults, as shipped (from a fresh module copy)."""
+    fresh = _fresh_module(bfcl_module(f"{_BACKEND}.{_MODULES[class_name]}"))
+    cls = getattr(fresh, class_name)
+    found: dict[str, dict[str, Any]] = {}
+    for name in public_methods(class_name):
+        for parameter in inspect.signature(getattr(cls, name)).parameters.values():
+            if isinstance(parameter.default, list | dict | set):
+                found.setdefault(name, {})[parameter.name] = parameter.default
+    return found
+
+
+def with_fresh_defaults(class_name: str, method: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """``arguments`` plus a private copy of every omitted mutable default.
+
+    TwitterAPI's ``post_tweet(tags=[], mentions=[])`` stores its default lists inside the new tweet, and a
+    later ``mention`` extends them: without a private copy, one rollout's mentions would appear in every
+    later tweet posted without mentions, in any rollout of the process (BFCL's own executor has this leak).
+    """
+    defaults = _mutable_defaults(class_name).get(method)
+    if not defaults:
+        return dict(arguments)
+    return {**{k: copy.deepcopy(v) for k, v in defaults.items() if k not in arguments}, **arguments}
 
 
 def restore_long_context() -> list[str]:

@@ -61,8 +61,9 @@ def run_lenient(
     """Execute as BFCL's executor would (any public method of an involved class), returning the result text."""
     if not isinstance(name, str) or check_name(name) or name not in owners:
         return executor.error_text(f"name {name!r} is not defined")
-    method = getattr(instances[owners[name]], name)
-    return executor.run(method, name, arguments).text
+    owner = owners[name]
+    method = getattr(instances[owner], name)
+    return executor.run(method, name, backend.with_fresh_defaults(owner, name, arguments)).text
 
 
 def ground_truth_calls(task: BfclTask) -> list[list[tuple[str, dict[str, Any]]]]:

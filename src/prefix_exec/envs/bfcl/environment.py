@@ -138,7 +138,7 @@ class BfclSession:
         problems = binding_problems(name, arguments, function_docs(owner)[name])
         if problems:
             return Verdict.reject(FailureLabel.SCHEMA, "; ".join(problems))
-        outcome = executor.run(getattr(self.instances[owner], name), name, arguments, time_limit=self._time_limit)
+        outcome = self._run(owner, name, arguments)
         if outcome.refused is not None:
             if outcome.timed_out:
                 self._rebuild()
@@ -175,8 +175,12 @@ class BfclSession:
         """Back to the state after the accepted calls: a failing backend call may have half-applied."""
         self.instances = self._templates.fresh(self.task)
         for name, arguments in self.accepted:
-            owner = self.exposure.owners[name]
-            executor.run(getattr(self.instances[owner], name), name, arguments, time_limit=self._time_limit)
+            self._run(self.exposure.owners[name], name, arguments)
+
+    def _run(self, owner: str, name: str, arguments: dict[str, Any]) -> executor.Outcome:
+        method = getattr(self.instances[owner], name)
+        call = backend.with_fresh_defaults(owner, name, arguments)
+        return executor.run(method, name, call, time_limit=self._time_limit)
 
 
 def _clip(text: str) -> str:

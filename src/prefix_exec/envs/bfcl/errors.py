@@ -47,7 +47,7 @@ ERROR_TABLE: tuple[tuple[str, FailureLabel, str], ...] = (
         D,
         "referenced path does not exist",
     ),
-    (r"not found|card not registered|credit card not registered", D, "referenced id does not exist"),
+    (r"not found|card not registered|credit card not registered|keyerror", D, "referenced id does not exist"),
     (r"invalid (stock symbol|departure airport code|destination airport code)", D, "referenced id does not exist"),
     (r"no available (route|exchange rate)", D, "referenced route or rate does not exist"),
     # precondition: the state does not allow the action yet

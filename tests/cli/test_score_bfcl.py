@@ -1,0 +1,43 @@
+"""``prefix-exec score bfcl``: result files, --ground-truth, --sample paper, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("bfcl_eval")
+
+from prefix_exec.cli import main
+from prefix_exec.envs.bfcl.sample import paper_sample
+
+
+def rows(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_ground_truth_on_the_paper_sample(tmp_path: Path) -> None:
+    out = tmp_path / "gt.jsonl"
+    assert main(["score", "bfcl", "--ground-truth", "--sample", "paper", "--out", str(out)]) == 0
+    records = rows(out)
+    assert sorted(r["task_id"] for r in records) == sorted(paper_sample())
+    assert all(r["success"] == 1 and r["fed"] == r["T"] + 1 for r in records)
+
+
+def test_result_file_with_flags(shared_data: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    source = shared_data / "bfcl" / "glyphh-ada-1.1" / "BFCL_v4_multi_turn_miss_func_result.json"
+    assert main(["score", "bfcl", str(source), "--out", str(out), "--model", "M", "--method", "X"]) == 0
+    records = rows(out)
+    assert len(records) == 200 and {(r["model"], r["method"]) for r in records} == {("M", "X")}
+    assert any(r["success"] == 0 for r in records) and any(r["success"] == 1 for r in records)
+
+
+def test_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = str(tmp_path / "x.jsonl")
+    assert main(["score", "bfcl", "--out", out]) == 2
+    bad = tmp_path / "results.json"
+    bad.write_text("{}\n")
+    assert main(["score", "bfcl", str(bad), "--out", out]) == 2
+    assert "category" in capsys.readouterr().err

@@ -1,0 +1,92 @@
+"""Final success Y: BFCL's own answers all pass, and Y agrees task by task with BFCL's own checker."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("bfcl_eval")
+
+from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess, load_task
+from prefix_exec.importers.bfcl import decode_result, ground_truth_rollout, ground_truth_rollouts, read_results
+from prefix_exec.replay import replay, with_success
+from prefix_exec.trajectory import ToolCall
+
+
+@pytest.fixture(scope="module")
+def env() -> BfclEnvironment:
+    return BfclEnvironment()
+
+
+@pytest.fixture(scope="module")
+def checker(env: BfclEnvironment) -> FinalSuccess:
+    return FinalSuccess(env.templates)
+
+
+def test_ground_truth_all_800_have_ter_1_and_y_1(env: BfclEnvironment, checker: FinalSuccess) -> None:
+    failures = []
+    count = 0
+    for rollout in ground_truth_rollouts():
+        count += 1
+        check = checker.check_rollout(load_task(rollout.task_id), rollout)
+        record = replay(with_success(rollout, check.success), env)
+        if not (record.executable and record.success == 1):
+            failures.append((rollout.task_id, check.reason, record.reason))
+    assert count == 800
+    assert failures == []
+
+
+def test_y_agrees_with_bfcl_checker_on_glyphh(shared_data: Path, checker: FinalSuccess) -> None:
+    from bfcl_oracle import bfcl_success
+
+    folder = shared_data / "bfcl" / "glyphh-ada-1.1"
+    raw = {}
+    for path in folder.iterdir():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            raw[row["id"]] = row["result"]
+    ours = {r.task_id: checker.check_rollout(load_task(r.task_id), r).success for r in read_results([folder])}
+    assert len(ours) == len(raw) == 800
+    theirs = {task_id: int(bfcl_success(task_id, result)) for task_id, result in raw.items()}
+    disagreements = {t: (ours[t], theirs[t]) for t in raw if ours[t] != theirs[t]}
+    assert disagreements == {}
+    assert 0 < sum(ours.values()) < 800  # both outcomes occur, so agreement is not trivial
+
+
+def test_rule_details(checker: FinalSuccess) -> None:
+    task = load_task("multi_turn_miss_param_0")  # 5 turns; turn 3 is the clarification turn (empty truth)
+    truth = ground_truth_rollout(task)
+    assert checker.check(task, truth.actions, task.turns).success == 1
+    # a wrong turn count is force-terminated
+    assert "force_terminated" in checker.check(task, truth.actions, task.turns + 1).reason
+    # a call in the empty ground-truth turn is executed but not checked there
+    extra = (*truth.actions, ToolCall("pwd", {}, turn=3))
+    assert checker.check(task, extra, task.turns).success == 1
+    # dropping a turn's calls fails that turn
+    missing = tuple(c for c in truth.actions if c.turn != 1)
+    check = checker.check(task, missing, task.turns)
+    assert (check.success, check.turn) == (0, 1) and "empty_turn_model_response" in check.reason
+    # the same state but without a ground-truth result (grep's lines) fails the response check
+    no_grep = tuple(c for c in truth.actions if c.name != "grep")
+    check = checker.check(task, (*no_grep, ToolCall("ls", {}, turn=1)), task.turns)
+    assert check.success == 0 and "execution_response_mismatch" in check.reason
+    # a different end state fails the state check
+    wrong = (*truth.actions[:1], ToolCall("mkdir", {"dir_name": "other"}, turn=0), *truth.actions[1:])
+    assert "instance_state_mismatch" in checker.check(task, wrong, task.turns).reason
+
+
+def test_undecodable_step_is_skipped_whole_as_bfcl_does(checker: FinalSuccess) -> None:
+    task = load_task("multi_turn_base_1")  # turn 0: ls(a=True)
+    result = [
+        [[{"ls": '{"a": true}'}, {"pwd": "{not json"}]],  # one bad call: BFCL drops the whole step
+        [[{"cd": '{"folder": "workspace"}'}, {"mv": '{"source": "log.txt", "destination": "archive"}'}]],
+        [[{"cd": '{"folder": "archive"}'}, {"grep": '{"file_name": "log.txt", "pattern": "Error"}'}]],
+        [[{"tail": '{"file_name": "log.txt", "lines": 20}'}]],
+    ]
+    actions, _ = decode_result(result)
+    assert checker.check(task, actions, 4).reason.startswith("[empty_turn_model_response] no call in turn 0")
+    result[0] = [[{"pwd": "{not json"}], [{"ls": '{"a": true}'}]]  # the bad call in its own step
+    actions, _ = decode_result(result)
+    assert checker.check(task, actions, 4).success == 1
