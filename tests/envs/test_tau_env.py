@@ -232,6 +232,44 @@ def test_acting_on_stale_state_is_state_consistency(retail: TauEnvironment) -> N
     assert any(note.startswith("stale-state") for note in record.verdicts[1].notes)
 
 
+def test_stale_status_masking_an_unknown_id_is_dependency(retail: TauEnvironment) -> None:
+    """After the exchange the order refuses returns (status), which hides that the payment method does not
+    exist; the initial state reveals it, and dependency wins the fixed order."""
+    record = run(
+        retail,
+        [
+            (
+                "user",
+                f"order {DELIVERED}: swap 8118291112 for 8277474082 with paypal_3024827; "
+                "refund 5753502325 to gift_card_9999999",
+            ),
+            (
+                "call",
+                "exchange_delivered_order_items",
+                {
+                    "order_id": DELIVERED,
+                    "item_ids": ["8118291112"],
+                    "new_item_ids": ["8277474082"],
+                    "payment_method_id": "paypal_3024827",
+                },
+            ),
+            (
+                "call",
+                "return_delivered_order_items",
+                {
+                    "order_id": DELIVERED,
+                    "item_ids": ["5753502325"],
+                    "payment_method_id": "gift_card_9999999",
+                },
+            ),
+        ],
+    )
+    verdict = record.failing_verdict
+    assert verdict is not None and record.fed == 2
+    assert verdict.causes == (FailureLabel.DEPENDENCY, FailureLabel.PRECONDITION)
+    assert "masked-error" in verdict.notes[0]
+
+
 def test_changing_a_payment_twice_is_state_consistency(retail: TauEnvironment) -> None:
     record = run(
         retail,

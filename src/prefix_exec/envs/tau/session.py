@@ -34,7 +34,7 @@ from prefix_exec.envs.tau.state import WriteFlag, fork_db, lazy_db
 from prefix_exec.trajectory import FailureLabel, Rollout, ToolCall, Verdict
 
 #: Tool results longer than this are cut in the verdict (the record keeps the reason, not the whole DB).
-RESULT_LIMIT = 2000
+RESULT_LIMIT = 500
 _SCHEMA_EXCEPTIONS = ("TypeError", "KeyError", "AttributeError", "ValidationError", "IndexError")
 
 
@@ -182,6 +182,7 @@ class TauSession:
                 self.evidence.add(text)
             return Verdict.accept(result=_clip(text), notes=notes)
         message = str(output)
+        masked = ""
         causes = [FailureLabel.INFORMATION] if missing else []
         if type(output).__name__ in _SCHEMA_EXCEPTIONS:
             causes.append(FailureLabel.SCHEMA)
@@ -191,11 +192,12 @@ class TauSession:
             label = labelled.label
             if not labelled.listed:
                 notes.append("unlisted-error")
-            if label is FailureLabel.PRECONDITION and self._accepted_initially(call):
-                label = FailureLabel.STATE_CONSISTENCY
-                notes.append("stale-state: the initial state accepts this call")
             causes.append(label)
+            if label is FailureLabel.PRECONDITION:
+                causes, masked = self._stale_state(call, message, causes, notes)
         reason = f"Error: {message}"
+        if masked:
+            reason += f" (in the initial state: {masked})"
         if missing:
             reason += f" (also: {_unseen_reason(missing)})"
         return Verdict.reject(causes, reason, notes=notes)
@@ -227,11 +229,29 @@ class TauSession:
         finally:
             flag.writing = False
 
-    def _accepted_initially(self, call: ToolCall) -> bool:
+    def _stale_state(
+        self, call: ToolCall, message: str, causes: list[FailureLabel], notes: list[str]
+    ) -> tuple[list[FailureLabel], str]:
+        """Re-run a call refused on a precondition against the task's initial state.
+
+        Accepted there: the rollout's own earlier writes broke the precondition, so ``precondition`` becomes
+        ``state_consistency``. Refused there for another reason: the current state masked a second defect of
+        the call (a made-up id behind a status check), whose label joins the causes. Returns the causes and the
+        masked error message ("" when none).
+        """
         db, flag = lazy_db(self.env.initial_db(self.task_id))
         spec = self.env.domain.tools[call.name]
-        ok, _ = self._execute(db, flag, call, writing=not spec.read_only)
-        return ok
+        ok, output = self._execute(db, flag, call, writing=not spec.read_only)
+        if ok:
+            notes.append("stale-state: the initial state accepts this call")
+            return [FailureLabel.STATE_CONSISTENCY if c is FailureLabel.PRECONDITION else c for c in causes], ""
+        initial = str(output)
+        if initial == message:
+            return causes, ""
+        notes.append("masked-error: the initial state refuses this call for another reason")
+        if type(output).__name__ in _SCHEMA_EXCEPTIONS:
+            return [*causes, FailureLabel.SCHEMA], initial
+        return [*causes, label_error(initial).label], initial
 
 
 def _unseen_reason(missing: list[tuple[str, str]]) -> str:
