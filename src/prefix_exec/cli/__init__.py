@@ -24,6 +24,7 @@ SCORE_COMMANDS: tuple[tuple[str, str], ...] = (
 COMMANDS: tuple[tuple[str, str], ...] = (
     ("metrics", "prefix_exec.cli.metrics"),
     ("sample", "prefix_exec.cli.sample"),
+    ("report", "prefix_exec.cli.report"),
 )
 
 

@@ -1,0 +1,85 @@
+"""``prefix-exec report``: Table 2, Figure 1, PEC@k checkpoints, labels, decomposition, ranking divergence,
+paired differences, cost tables and a self-contained report.html."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from prefix_exec.report import Options, load, write_report
+from prefix_exec.report.build import FORMATS
+from prefix_exec.report.tables import DEFAULT_CHECKPOINTS
+from prefix_exec.stats import DEFAULT_RESAMPLES
+
+
+def register(commands: Any, name: str) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name,
+        help="write the paper's tables and figure, cost tables and a self-contained report.html",
+        description=(
+            "Summarize scored records and write the report into --out: Table 2 (Markdown, CSV, LaTeX; block "
+            "maxima in bold, ties included), Figure 1 PEC curves and their eligible-depth view (PNG, SVG), "
+            "PEC@k checkpoints, first-failure label counts, the q/s/r decomposition, ranking divergence, paired "
+            "differences, cost tables when records carry telemetry, and report.html (offline, sortable, every "
+            "cell links to its rollouts). Inputs are records files or run directories (folders holding "
+            "records*.jsonl files at any depth)."
+        ),
+    )
+    parser.add_argument("inputs", nargs="+", metavar="RECORDS_OR_RUN_DIR", help="records JSONL files or run dirs")
+    parser.add_argument("--out", required=True, metavar="DIR", help="folder to write the report into")
+    parser.add_argument("--resamples", type=_positive, default=DEFAULT_RESAMPLES,
+                        help="bootstrap resamples (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
+    parser.add_argument("--format", default=",".join(FORMATS), type=_formats,
+                        help="table formats, comma-separated from md, csv, tex (default: %(default)s)")
+    parser.add_argument("--pair", action="append", type=_pair, metavar="A:B",
+                        help="paired difference A - B of two methods (repeatable; default: every pair)")
+    parser.add_argument("--checkpoints", type=_depths, default=DEFAULT_CHECKPOINTS, metavar="K,K,...",
+                        help=f"PEC@k checkpoint depths (default: {','.join(map(str, DEFAULT_CHECKPOINTS))})")
+    parser.add_argument("--title", default="prefix-exec report", help="title of report.html")
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG/SVG plots (no matplotlib needed)")
+    parser.set_defaults(run=run)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _formats(text: str) -> tuple[str, ...]:
+    chosen = tuple(f.strip() for f in text.split(",") if f.strip())
+    unknown = [f for f in chosen if f not in FORMATS]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"choose from {', '.join(FORMATS)}; got {text!r}")
+    return chosen
+
+
+def _pair(text: str) -> tuple[str, str]:
+    a, sep, b = text.partition(":")
+    if not sep or not a or not b:
+        raise argparse.ArgumentTypeError(f"expected METHOD_A:METHOD_B, got {text!r}")
+    return (a, b)
+
+
+def _depths(text: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(int(k) for k in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated depths, got {text!r}") from None
+    if not ks or min(ks) < 1:
+        raise argparse.ArgumentTypeError(f"depths must be >= 1, got {text!r}")
+    return ks
+
+
+def run(args: argparse.Namespace) -> int:
+    records = load(args.inputs)
+    options = Options(resamples=args.resamples, seed=args.seed, formats=args.format,
+                      pairs=tuple(args.pair) if args.pair else None, checkpoints=args.checkpoints,
+                      title=args.title, plots=not args.no_plots)
+    report = write_report(records, args.out, options)
+    print(f"prefix-exec: report on {len(records)} rollouts in {len(report.summary.conditions)} conditions -> "
+          f"{args.out}/report.html ({len(report.files)} files)", file=sys.stderr)
+    return 0

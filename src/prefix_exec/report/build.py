@@ -1,0 +1,118 @@
+"""Write every report file for a set of records: tables (md, csv, tex), plots (png, svg), report.html."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from prefix_exec import tables as plain
+from prefix_exec.report import plots
+from prefix_exec.report.cost import cost_tables
+from prefix_exec.report.html import Section, render
+from prefix_exec.report.inputs import is_synthetic, metric_rows
+from prefix_exec.report.layout import Anchors
+from prefix_exec.report.table import RENDERERS, Table
+from prefix_exec.report.tables import (
+    DEFAULT_CHECKPOINTS,
+    checkpoints,
+    decomposition,
+    label_counts,
+    paired_differences,
+    ranking,
+    ranking_agreement,
+    table2,
+)
+from prefix_exec.stats import DEFAULT_RESAMPLES
+from prefix_exec.summary import DEFAULT_CI_DEPTH, Summary, summarize
+from prefix_exec.trajectory import PrefixRecord
+
+FORMATS = tuple(RENDERERS)
+
+
+@dataclass(frozen=True)
+class Options:
+    resamples: int = DEFAULT_RESAMPLES
+    seed: int = 0
+    formats: tuple[str, ...] = FORMATS
+    pairs: tuple[tuple[str, str], ...] | None = None
+    checkpoints: tuple[int, ...] = DEFAULT_CHECKPOINTS
+    title: str = "prefix-exec report"
+    plots: bool = True
+
+
+@dataclass(frozen=True)
+class Report:
+    summary: Summary
+    tables: tuple[Table, ...]
+    files: tuple[Path, ...]
+    synthetic: bool
+
+
+def build_tables(summary: Summary, records: Sequence[PrefixRecord], options: Options) -> list[Section]:
+    anchors = Anchors.of(summary)
+    costs = cost_tables(summary, records, anchors)
+    sections = [
+        Section("table2", "Table 2", [table2(summary, anchors)]),
+        Section("ranking", "Ranking divergence", [ranking_agreement(summary), ranking(summary, anchors)],
+                lead="Outcome-only evaluation ranks methods by final success; prefix-level evaluation by how long "
+                     "their rollouts stay executable. Where the two disagree, a method that reaches the goal "
+                     "often does so only after invalid calls."),
+        Section("figure1", "Figure 1: PEC curves"),
+        Section("checkpoints", "PEC@k checkpoints (Table G.1)", [checkpoints(summary, anchors, options.checkpoints)]),
+        Section("labels", "First-failure labels", [label_counts(summary, anchors)]),
+        Section("decomposition", "Decomposition q, s, r", [decomposition(summary, anchors)]),
+        Section("paired", "Paired differences", [paired_differences(summary, options.pairs)]),
+    ]
+    if costs:
+        sections.append(Section("cost", "Cost", costs))
+    return sections
+
+
+def write_report(records: Sequence[PrefixRecord], out: str | Path, options: Options = Options()) -> Report:
+    """Summarize ``records`` and write every file into ``out`` (created). Returns what was written."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    ci_depth = max(DEFAULT_CI_DEPTH, *options.checkpoints)
+    summary = summarize(metric_rows(records), resamples=options.resamples, seed=options.seed, ci_depth=ci_depth)
+    synthetic = is_synthetic(records)
+    sections = build_tables(summary, records, options)
+    files: list[Path] = []
+    all_tables = [t for s in sections for t in s.tables]
+    mark = f"<!-- {plots.SYNTHETIC_MARK} -->\n" if synthetic else ""
+    for table in all_tables:
+        for fmt in options.formats:
+            path = out / f"{table.name}.{fmt}"
+            text = RENDERERS[fmt](table)
+            if synthetic and fmt == "md":
+                text = f"> **{plots.SYNTHETIC_MARK}**\n\n{text}"
+            elif synthetic and fmt == "tex":
+                text = f"% {plots.SYNTHETIC_MARK}\n{text}"
+            path.write_text(text, encoding="utf-8")
+            files.append(path)
+    (out / "summary.json").write_text(plain.to_json(summary), encoding="utf-8")
+    files.append(out / "summary.json")
+    md = [f"# {options.title}\n", mark and f"> **{plots.SYNTHETIC_MARK}**\n"]
+    md += [RENDERERS["md"](t) for t in all_tables]
+    (out / "report.md").write_text("\n".join(md), encoding="utf-8")
+    files.append(out / "report.md")
+    figures: list[Path] = []
+    ranking_plots: list[Path] = []
+    if options.plots:
+        figures = plots.figure1(summary, out, synthetic=synthetic)
+        ranking_plots = plots.ranking_chart(summary, out, synthetic=synthetic)
+        files += figures + ranking_plots
+    svg = [p for p in figures if p.suffix == ".svg"]
+    sections = [
+        Section(s.id, s.title, s.tables, svg if s.id == "figure1" else
+                [p for p in ranking_plots if p.suffix == ".svg"] if s.id == "ranking" else (), s.lead)
+        for s in sections
+    ]
+    subtitle = (f"{len(records)} rollouts, {len(summary.conditions)} conditions; 95% task-level percentile bootstrap "
+                f"({summary.resamples} resamples, seed {summary.seed}).")
+    page = render(summary, records, sections, title=options.title, subtitle=subtitle, synthetic=synthetic)
+    (out / "report.html").write_text(page, encoding="utf-8")
+    files.append(out / "report.html")
+    (out / "files.json").write_text(json.dumps([p.name for p in files], indent=1), encoding="utf-8")
+    return Report(summary, tuple(all_tables), tuple(files), synthetic)

@@ -1,0 +1,94 @@
+"""How a report is laid out: blocks (dataset x model), method order, and the HTML anchors of conditions.
+
+Every table and the HTML page use these, so a Table 2 cell and the rollouts it links to agree on one id.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from prefix_exec.summary import Condition, ConditionSummary, Summary
+
+#: The paper's method order; a method is matched by :func:`method_key`. Others follow, alphabetically.
+METHOD_ORDER = ("react", "prompt_planning", "plan_conditioned", "dual_loop")
+#: Largest depth drawn for BFCL datasets in Figure 1 (the paper's panels show k <= 10).
+BFCL_MAX_DEPTH = 10
+
+
+def method_key(name: str) -> str:
+    """``Plan-Cond. ReAct`` -> ``plan_cond_react``: lower case, runs of other characters become ``_``."""
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def is_plan_conditioned(name: str) -> bool:
+    return method_key(name).startswith("plan_cond")
+
+
+def is_dual_loop(name: str) -> bool:
+    return method_key(name).startswith("dual_loop")
+
+
+def method_rank(name: str) -> tuple[int, str]:
+    key = method_key(name)
+    for i, known in enumerate(METHOD_ORDER):
+        if key.startswith(known) or (known == "plan_conditioned" and key.startswith("plan_cond")):
+            return (i, key)
+    return (len(METHOD_ORDER), key)
+
+
+@dataclass(frozen=True)
+class Block:
+    """One dataset x model block of Table 2; ``rows`` are its conditions in method order."""
+
+    dataset: str
+    model: str
+    rows: tuple[ConditionSummary, ...]
+
+    @property
+    def label(self) -> str:
+        return f"{self.dataset} / {self.model}"
+
+
+def blocks_of(summary: Summary) -> list[Block]:
+    """Blocks sorted by dataset then model; methods within a block in :data:`METHOD_ORDER`."""
+    keys = sorted({(c.dataset, c.model) for c in summary.conditions})
+    out = []
+    for dataset, model in keys:
+        rows = [c for c in summary.conditions if (c.dataset, c.model) == (dataset, model)]
+        out.append(Block(dataset, model, tuple(sorted(rows, key=lambda c: method_rank(c.method)))))
+    return out
+
+
+def ordered_conditions(summary: Summary) -> list[ConditionSummary]:
+    return [c for block in blocks_of(summary) for c in block.rows]
+
+
+class Anchors:
+    """Stable HTML ids: ``c<i>`` for the i-th condition in report order, ``c<i>-<label>`` for its rollouts
+    whose first failure has that label (``c<i>-executable`` for fully executable ones)."""
+
+    def __init__(self, conditions: Iterable[Condition]) -> None:
+        self._ids = {cond: f"c{i}" for i, cond in enumerate(conditions)}
+
+    @classmethod
+    def of(cls, summary: Summary) -> Anchors:
+        return cls(c.condition for c in ordered_conditions(summary))
+
+    def condition(self, cond: Condition) -> str:
+        return self._ids[cond]
+
+    def label(self, cond: Condition, label: str | None) -> str:
+        return f"{self._ids[cond]}-{label or 'executable'}"
+
+    def rollout(self, cond: Condition, index: int) -> str:
+        return f"{self._ids[cond]}-r{index}"
+
+
+def is_bfcl(dataset: str) -> bool:
+    return dataset.lower().startswith("bfcl")
+
+
+def max_depth(dataset: str, pec: Sequence[float]) -> int:
+    return min(len(pec), BFCL_MAX_DEPTH) if is_bfcl(dataset) else len(pec)

@@ -1,0 +1,36 @@
+"""``prefix-exec report`` on files and run directories, and its input errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from records import crafted
+
+from prefix_exec.cli import main
+from prefix_exec.io import write_records
+
+
+def test_report_from_run_dir_and_file(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    rows = crafted()
+    run = tmp_path / "run" / "grid"
+    write_records(run / "records-a.jsonl", rows[:10])
+    write_records(tmp_path / "other.jsonl", rows[10:])
+    code = main(["report", str(tmp_path / "run"), str(tmp_path / "other.jsonl"), "--out", str(tmp_path / "out"),
+                 "--resamples", "100", "--format", "md,csv", "--pair", "dual-loop:react", "--no-plots"])
+    assert code == 0
+    assert "report on 20 rollouts in 5 conditions" in capsys.readouterr().err
+    written = set(json.loads((tmp_path / "out" / "files.json").read_text()))
+    assert {"table2.md", "table2.csv", "report.html", "summary.json"} <= written
+    assert "table2.tex" not in written
+    paired = (tmp_path / "out" / "paired.csv").read_text().splitlines()
+    assert len(paired) == 3  # header + the chosen pair in each of the two blocks
+
+
+def test_empty_run_dir_and_duplicates_are_input_errors(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "empty").mkdir()
+    assert main(["report", str(tmp_path / "empty"), "--out", str(tmp_path / "o")]) == 2
+    assert "no records*.jsonl files" in capsys.readouterr().err
+    write_records(tmp_path / "r.jsonl", crafted())
+    assert main(["report", str(tmp_path / "r.jsonl"), str(tmp_path / "r.jsonl"), "--out", str(tmp_path / "o")]) == 2
+    assert "appears twice" in capsys.readouterr().err

@@ -1,0 +1,104 @@
+"""report.html is one self-contained file whose links all land, with the first failing call highlighted."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from records import crafted, record
+
+from prefix_exec.report.build import Options, write_report
+from prefix_exec.trajectory import FailureLabel, PrefixRecord, ToolCall, Verdict
+
+
+class Page(HTMLParser):
+    """Collects ids, hrefs, srcs, external references and the rows of every rollout's action table."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+        self.hrefs: list[str] = []
+        self.srcs: list[str] = []
+        self.tags: list[str] = []
+        self.rows: list[tuple[str, str]] = []  # (rollout id, tr class)
+        self._rollout = ""
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        self.tags.append(tag)
+        if a.get("id"):
+            self.ids.add(a["id"] or "")
+        if tag == "a" and a.get("href"):
+            self.hrefs.append(a["href"] or "")
+        if a.get("src"):
+            self.srcs.append(a["src"] or "")
+        if tag == "details":
+            self._rollout = a.get("id") or ""
+        if tag == "tr" and self._rollout and a.get("class"):
+            self.rows.append((self._rollout, a["class"] or ""))
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Page, str, Path]:
+    out = tmp_path_factory.mktemp("report")
+    rows = crafted()
+    # a rollout that fails at step 2 of 4 and then recovers, with a parse error shown as raw text at step 3
+    actions = (ToolCall("cd", {"folder": "docs"}), ToolCall("mv", {"source": "a"}),
+               ToolCall("mv", {}, raw="mv(source=", parse_error="unterminated call"), ToolCall("ls", {}))
+    rows.append(PrefixRecord("bfcl_demo", "t9", "m1", "react", 0, 4, 2, 1,
+                             (Verdict.accept("ok"), Verdict.reject(FailureLabel.SCHEMA, "missing 'destination'")),
+                             actions))
+    write_report(rows, out, Options(resamples=100, plots=False))
+    text = (out / "report.html").read_text(encoding="utf-8")
+    parser = Page()
+    parser.feed(text)
+    return parser, text, out
+
+
+def test_self_contained(page: tuple[Page, str, Path]) -> None:
+    parser, text, _ = page
+    assert "link" not in parser.tags  # no stylesheet links
+    assert all(src.startswith("data:") for src in parser.srcs)
+    assert "http://" not in text and "https://" not in text
+    assert "<script>" in text and "<style>" in text
+
+
+def test_every_internal_link_lands(page: tuple[Page, str, Path]) -> None:
+    parser, _, _ = page
+    internal = [h[1:] for h in parser.hrefs if h.startswith("#")]
+    assert internal and len(internal) == len(parser.hrefs)
+    assert set(internal) <= parser.ids
+
+
+def test_first_failing_call_is_highlighted_and_later_steps_shown(page: tuple[Page, str, Path]) -> None:
+    parser, text, _ = page
+    by_rollout: dict[str, list[str]] = {}
+    for rid, css in parser.rows:
+        by_rollout.setdefault(rid, []).append(css)
+    classes = list(by_rollout.values())
+    # the t9 rollout: ok, fail, (divider), after, after
+    assert ["ok", "fail", "divider", "after", "after"] in classes
+    assert "missing &#x27;destination&#x27;" in text and "parse error: unterminated call" in text
+    assert "recovered" in text
+    # every failing rollout has exactly one highlighted call; executable ones none
+    for css in classes:
+        assert css.count("fail") <= 1
+
+
+def test_synthetic_records_are_labelled(tmp_path: Path) -> None:
+    rows = [record("react", t, T=2, fed=3, success=1, metadata={"synthetic": True}) for t in ("a", "b")]
+    report = write_report(rows, tmp_path, Options(resamples=50, plots=False))
+    assert report.synthetic
+    assert "SYNTHETIC" in (tmp_path / "report.html").read_text()
+    assert "SYNTHETIC" in (tmp_path / "table2.md").read_text()
+    assert "SYNTHETIC" in (tmp_path / "table2.tex").read_text()
+
+
+def test_plots_are_written_and_embedded(tmp_path: Path) -> None:
+    report = write_report(crafted(), tmp_path, Options(resamples=50))
+    names = {p.name for p in report.files}
+    assert {"figure1-m1.png", "figure1-m1.svg", "figure1-elig-m1.png", "figure1-elig-m2.svg", "ranking.png"} <= names
+    assert (tmp_path / "figure1-m1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    html = (tmp_path / "report.html").read_text()
+    assert html.count("data:image/svg+xml;base64,") == 5  # 2 models x 2 views + the ranking chart
