@@ -115,6 +115,7 @@ class ScriptedServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out in two writes; no 40 ms delayed-ACK stall
 
             def do_POST(self) -> None:
                 started = time.perf_counter()

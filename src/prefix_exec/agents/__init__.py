@@ -1,0 +1,7 @@
+"""Agent variants sharing one executor: react, prompt-planning, plan-conditioned, dual-loop, guarded-react."""
+
+from prefix_exec.agents.episode import Episode
+from prefix_exec.agents.executor import Executor, TurnResult
+from prefix_exec.agents.variants import METHODS, Agent, AgentSettings
+
+__all__ = ["METHODS", "Agent", "AgentSettings", "Episode", "Executor", "TurnResult"]

@@ -1,0 +1,59 @@
+"""One rollout in progress: the executor's conversation, the actions taken, their cost and the transcript.
+
+The executor's ``messages`` are what the executor model sees. The ``transcript`` is everything that
+happened, in order: the executor's messages plus the planner's and verifier's exchanges (tagged with
+``agent_role``) and guard verdicts. Only the executor's tool calls become ``actions``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from prefix_exec.llm.types import Completion, Message, ToolSchema
+from prefix_exec.trajectory import CallCost, ToolCall
+
+
+@dataclass
+class Episode:
+    """Mutable state of one agent run. ``tools`` may grow between turns (BFCL's held-back functions)."""
+
+    system: str
+    tools: list[ToolSchema]
+    messages: list[Message] = field(default_factory=list)
+    actions: list[ToolCall] = field(default_factory=list)
+    cost: list[CallCost] = field(default_factory=list)
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.messages:
+            self.say({"role": "system", "content": self.system})
+
+    def say(self, message: Message) -> None:
+        """Append ``message`` to the executor's conversation and the transcript."""
+        self.messages.append(message)
+        self.transcript.append(dict(message))
+
+    def note(self, agent_role: str, entry: Mapping[str, Any]) -> None:
+        """Record a planner/verifier/guard event in the transcript only (the executor does not see it)."""
+        self.transcript.append({"agent_role": agent_role, **entry})
+
+    def charge(self, completion: Completion) -> None:
+        self.cost.append(completion.cost)
+        if completion.retries:
+            self.metadata["retries"] = int(self.metadata.get("retries", 0)) + len(completion.retries)
+        if completion.cached:
+            self.metadata["cached_calls"] = int(self.metadata.get("cached_calls", 0)) + 1
+
+    def tokens(self) -> int:
+        return sum(c.prompt_tokens + c.completion_tokens for c in self.cost)
+
+
+def render(value: Any) -> str:
+    """A tool result as the text handed back to the model."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=repr)

@@ -1,0 +1,67 @@
+"""The one executor every variant shares: it asks the model for tool calls and runs them on the session.
+
+Per user turn the executor loops: one model call (a step), then every tool call of the answer in order,
+each result handed back to the model. The turn ends when the model answers without a tool call, or after
+``max_steps`` model calls (the horizon cap). A call whose arguments could not be parsed is an action (a
+schema failure at replay) and never reaches the environment. With a guard, each candidate call is first
+checked on a fork of the live session; a rejected call does not execute and is not an action, and the
+model gets the verdict back instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from prefix_exec.agents.episode import Episode, render
+from prefix_exec.envs.base import Session
+from prefix_exec.guard import check
+from prefix_exec.llm.backend import ChatBackend
+from prefix_exec.replay import check_action
+from prefix_exec.trajectory import Observation, ToolCall
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """How a turn ended: the final answer text (``None`` when capped), model calls used, and the cap flag."""
+
+    answer: str | None
+    steps: int
+    capped: bool
+
+
+class Executor:
+    """Runs turns for one model. ``guarded`` turns on the runtime guard (the ``guarded-react`` variant)."""
+
+    def __init__(self, backend: ChatBackend, *, max_steps: int = 20, guarded: bool = False) -> None:
+        if max_steps < 1:
+            raise ValueError("max_steps must be >= 1")
+        self.backend = backend
+        self.max_steps = max_steps
+        self.guarded = guarded
+
+    def run_turn(self, episode: Episode, session: Session, turn: int) -> TurnResult:
+        for step in range(1, self.max_steps + 1):
+            done = self.backend.complete(episode.messages, episode.tools, role="executor")
+            episode.charge(done)
+            episode.say(done.message)
+            if not done.calls:
+                return TurnResult(answer=done.content, steps=step, capped=False)
+            for call in done.calls:
+                self._act(episode, session, replace(call, turn=turn))
+        episode.metadata["capped_turns"] = int(episode.metadata.get("capped_turns", 0)) + 1
+        return TurnResult(answer=None, steps=self.max_steps, capped=True)
+
+    def _act(self, episode: Episode, session: Session, call: ToolCall) -> None:
+        if self.guarded:
+            verdict = check(session, call)
+            if not verdict.accepted:
+                label = verdict.label.value if verdict.label else "rejected"
+                episode.note("guard", {"tool": call.name, "accepted": False, "label": label, "reason": verdict.reason})
+                episode.metadata["guard_rejections"] = int(episode.metadata.get("guard_rejections", 0)) + 1
+                text = f"Not executed: a pre-execution check rejected this call ({label}): {verdict.reason}"
+                episode.say(self.backend.tool_result_message(call, text))
+                return
+        verdict = check_action(session, call)
+        content = verdict.result if verdict.accepted else {"error": verdict.reason}
+        episode.actions.append(replace(call, observation=Observation(content=content, error=not verdict.accepted)))
+        episode.say(self.backend.tool_result_message(call, render(content)))

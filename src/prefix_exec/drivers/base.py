@@ -1,0 +1,56 @@
+"""What the runner needs from a benchmark driver: its tasks, its environment, and one agent run per task."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from prefix_exec.agents.episode import Episode
+from prefix_exec.agents.variants import Agent
+from prefix_exec.envs.base import Environment
+from prefix_exec.trajectory import Rollout
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One finished agent run: the episode, the benchmark's final success Y (0/1) and driver notes."""
+
+    episode: Episode
+    success: int
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Driver(Protocol):
+    """Runs an agent on a benchmark's tasks. One driver (and its environment) per worker thread or process."""
+
+    dataset: str
+
+    def task_ids(self) -> list[str]:
+        """Every task the driver can run, in a stable order."""
+        ...
+
+    def environment(self) -> Environment:
+        """The environment that scores the rollouts (the same one the agent acted on)."""
+        ...
+
+    def run(self, agent: Agent, task_id: str) -> Outcome:
+        """Run ``agent`` on one task from its initial state."""
+        ...
+
+
+def to_rollout(outcome: Outcome, *, dataset: str, task_id: str, model: str, method: str, trial: int) -> Rollout:
+    """The canonical rollout of a run: actions, Y, the full transcript, agent cost and metadata."""
+    episode = outcome.episode
+    return Rollout(
+        dataset=dataset,
+        task_id=task_id,
+        model=model,
+        method=method,
+        actions=tuple(episode.actions),
+        success=outcome.success,
+        trial=trial,
+        transcript=tuple(episode.transcript),
+        cost=tuple(episode.cost),
+        metadata={**episode.metadata, **outcome.metadata},
+    )
