@@ -80,3 +80,15 @@ def test_score_tau_bad_input_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFix
     )
     assert main(["score", "tau", str(path), "--out", str(tmp_path / "r.jsonl")]) == 2
     assert "not supported" in capsys.readouterr().err
+
+
+def test_keep_going_skips_an_unreadable_file(
+    shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    out = tmp_path / "r.jsonl"
+    airline = files(shared_data)[0]
+    assert main(["score", "tau", str(broken), airline, "--out", str(out), "--keep-going"]) == 2
+    assert len(list(read_records(out))) == 20
+    assert "skipped" in capsys.readouterr().err

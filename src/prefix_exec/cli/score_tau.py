@@ -18,6 +18,7 @@ from prefix_exec.envs.tau import TauEnvironment, load_domain
 from prefix_exec.envs.tau.consistency import Disagreement, disagreements, summarize
 from prefix_exec.envs.tau.regrade import regrade_db
 from prefix_exec.envs.tau.tasks import check_embedded
+from prefix_exec.errors import InputError
 from prefix_exec.importers.tau import TauResults, read_results
 from prefix_exec.replay import Skipped
 from prefix_exec.scoring import score_to_file
@@ -56,9 +57,16 @@ def register(benchmarks: Any, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    files = [read_results(path, model=args.model, method=args.method) for path in args.results]
-    envs: dict[str, TauEnvironment] = {}
+    files: list[TauResults] = []
     units: list[Rollout | Skipped] = []
+    for path in args.results:
+        try:
+            files.append(read_results(path, model=args.model, method=args.method))
+        except InputError as exc:
+            if not args.keep_going:
+                raise
+            units.append(Skipped(path, exc.describe()))  # reported by score_to_file, never dropped
+    envs: dict[str, TauEnvironment] = {}
     for results in files:
         env = _environment(results, args.tau2_data)
         envs[results.path] = env
