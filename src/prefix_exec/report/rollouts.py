@@ -83,7 +83,7 @@ def rollout_html(record: PrefixRecord, anchor: str) -> str:
         recovery = " · recovered" if record.success else " · not recovered"
     summary = (f"<summary><code>{e(record.task_id)}</code> trial {record.trial} · FED {record.fed} / T {record.T}"
                f' · <span class="label">{e(label)}</span> · final {outcome}{recovery}</summary>')
-    parts = [f'<details class="rollout" id="{e(anchor)}">', summary]
+    parts = [f'<details class="rollout" id="{e(anchor)}" data-task="{e(record.task_id)}">', summary]
     if failed:
         parts.append(f'<p class="reason">First failing call: step {record.fed} '
                      f"({e(label)}): {e(_clip(record.reason or ''))}</p>")

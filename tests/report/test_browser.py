@@ -1,0 +1,96 @@
+"""Open report.html in real headless Chromium, click from a Table 2 cell to a rollout, and screenshot it.
+
+Chromium is Debian's package; the fixture installs it with apt-get when it is missing (as root). Set
+PREFIX_EXEC_SCREENSHOTS=DIR to keep the screenshots.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from browser import Browser, ensure_chromium
+from records import crafted
+
+from prefix_exec.report.build import Options, write_report
+from prefix_exec.trajectory import FailureLabel, PrefixRecord, ToolCall, Verdict
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Path:
+    try:
+        return ensure_chromium()
+    except Exception as exc:  # an install failure must fail the test loudly, not skip it
+        pytest.fail(f"cannot get headless chromium: {exc}")
+
+
+@pytest.fixture
+def browser(chromium: Path, tmp_path: Path) -> Iterator[Browser]:
+    b = Browser(tmp_path / "profile")
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+def _report(out: Path) -> Path:
+    rows = [r for r in crafted() if not (r.method == "dual-loop" and r.model == "m1" and r.task_id == "t4")]
+    actions = (ToolCall("cd", {"folder": "documents"}), ToolCall("mv", {"source": "report.txt"}),
+               ToolCall("mv", {"source": "report.txt", "destination": "archive"}), ToolCall("ls", {}))
+    rows.append(PrefixRecord("bfcl_demo", "t4", "m1", "dual-loop", 0, 4, 2, 1,
+                             (Verdict.accept("None"),
+                              Verdict.reject(FailureLabel.SCHEMA, "mv() missing required argument 'destination'")),
+                             actions))
+    write_report(rows, out, Options(resamples=200))
+    return out / "report.html"
+
+
+def _keep(path: Path) -> None:
+    keep = os.environ.get("PREFIX_EXEC_SCREENSHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        (Path(keep) / path.name).write_bytes(path.read_bytes())
+
+
+def test_click_table2_cell_to_rollout(browser: Browser, tmp_path: Path) -> None:
+    page = _report(tmp_path / "report")
+    browser.open(page.as_uri())
+    # nothing from the rollouts is shown before a click
+    assert browser.evaluate("document.querySelectorAll('.cond.shown').length") == 0
+    assert browser.evaluate("document.querySelector('#c2').offsetParent === null")
+    first = browser.screenshot(tmp_path / "report-top.png")
+    _keep(first)
+
+    # Table 2, block m1, row dual-loop (the third row), TER cell -> that condition's rollouts
+    cell = "#t-table2 tbody tr:nth-child(3) td:nth-child(5) a"
+    assert browser.evaluate(f"document.querySelector('{cell}').getAttribute('href')") == "#c2"
+    browser.click(cell)
+    browser.wait_for("location.hash === '#c2'")
+    browser.wait_for("document.querySelector('#c2').offsetParent !== null")
+    assert "dual-loop" in browser.evaluate("document.querySelector('#c2 h3').textContent")
+
+    # open the recovered rollout t4 and check its highlighted first failure and the steps after it
+    assert browser.evaluate("document.querySelectorAll('#c2 details.rollout[open]').length") == 0
+    browser.click('#c2 details.rollout[data-task="t4"] summary')
+    browser.wait_for("document.querySelector('#c2 details.rollout[open] tr.fail') !== null")
+    fail_text = browser.evaluate("document.querySelector('#c2 details.rollout[open] tr.fail').textContent")
+    assert "mv" in fail_text and "missing required argument" in fail_text and "schema" in fail_text
+    assert browser.evaluate("document.querySelectorAll('#c2 details.rollout[open] tr.after').length") == 2
+    browser.evaluate("document.querySelector('#c2 details.rollout[open]').scrollIntoView()")
+    shot = browser.screenshot(tmp_path / "report-rollout.png")
+    _keep(shot)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+def test_sorting_a_column(browser: Browser, tmp_path: Path) -> None:
+    page = _report(tmp_path / "report")
+    browser.open(page.as_uri())
+    col = "Array.from(document.querySelectorAll('#t-table2 tbody tr td:nth-child(7)')).map(td => td.dataset.v)"
+    browser.click("#t-table2 thead th:nth-child(7)")  # AUC-PEC ascending
+    values = [float(v) for v in browser.evaluate(col)]
+    assert values == sorted(values)
+    browser.click("#t-table2 thead th:nth-child(7)")
+    values = [float(v) for v in browser.evaluate(col)]
+    assert values == sorted(values, reverse=True)
