@@ -207,3 +207,13 @@ def test_mutable_default_arguments_do_not_leak_between_rollouts(env: BfclEnviron
     second = env.start(BASE_0)
     second.step(login)
     assert '"mentions": []' in second.step(ToolCall("post_tweet", {"content": "two"})).result
+
+
+def test_backend_never_mutates_the_rollouts_arguments(env: BfclEnvironment) -> None:
+    mentions: list[str] = []
+    post = ToolCall("post_tweet", {"content": "x", "mentions": mentions})
+    session = env.start(BASE_0)
+    session.step(ToolCall("authenticate_twitter", {"username": "analyst_pro", "password": "Kj8#mP9$vL2"}))
+    assert session.step(post).accepted
+    assert session.step(ToolCall("mention", {"tweet_id": 3, "mentioned_usernames": ["@a"]})).accepted
+    assert mentions == [] and post.arguments["mentions"] == []

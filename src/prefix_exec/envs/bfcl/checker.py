@@ -21,7 +21,6 @@ Ground-truth executions are deterministic, so they are cached per task.
 
 from __future__ import annotations
 
-import copy
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -63,7 +62,7 @@ def run_lenient(
         return executor.error_text(f"name {name!r} is not defined")
     owner = owners[name]
     method = getattr(instances[owner], name)
-    return executor.run(method, name, backend.with_fresh_defaults(owner, name, arguments)).text
+    return executor.run(method, name, backend.call_arguments(owner, name, arguments)).text
 
 
 def ground_truth_calls(task: BfclTask) -> list[list[tuple[str, dict[str, Any]]]]:
@@ -94,7 +93,7 @@ class FinalSuccess:
         turns = []
         for calls in ground_truth_calls(task):
             results = tuple(run_lenient(instances, owners, name, arguments) for name, arguments in calls)
-            snapshot = copy.deepcopy(instances) if calls else {}
+            snapshot = backend.clone(instances) if calls else {}
             turns.append(TurnTruth(len(calls), results, snapshot))
         self._truth[task.id] = turns
         return turns

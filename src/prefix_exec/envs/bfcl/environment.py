@@ -18,7 +18,6 @@ instances from the task's template by re-running the accepted calls (determinist
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -167,7 +166,7 @@ class BfclSession:
         )
 
     def fork(self) -> BfclSession:
-        twin = BfclSession(self.task, copy.deepcopy(self.instances), self._templates, self._time_limit)
+        twin = BfclSession(self.task, backend.clone(self.instances), self._templates, self._time_limit)
         twin.accepted = list(self.accepted)
         return twin
 
@@ -179,7 +178,7 @@ class BfclSession:
 
     def _run(self, owner: str, name: str, arguments: dict[str, Any]) -> executor.Outcome:
         method = getattr(self.instances[owner], name)
-        call = backend.with_fresh_defaults(owner, name, arguments)
+        call = backend.call_arguments(owner, name, arguments)
         return executor.run(method, name, call, time_limit=self._time_limit)
 
 

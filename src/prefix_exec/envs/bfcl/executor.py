@@ -26,8 +26,7 @@ import math
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,32 +89,21 @@ def _on_alarm(signum: int, frame: Any) -> None:
     raise CallTimeout
 
 
-@contextmanager
-def _alarm(seconds: float) -> Iterator[None]:
-    if seconds <= 0 or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-        yield
-        return
-    previous = signal.signal(signal.SIGALRM, _on_alarm)
+_handler_installed = False
+
+
+def _arm(seconds: float) -> bool:
+    """Start the alarm for one call when it can run here (main thread, a platform with setitimer)."""
+    global _handler_installed
+    if seconds <= 0 or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        return False
+    # The handler is installed once, on first use, and stays: installing it per call costs more than most
+    # calls. It only raises while an alarm set here is running (setitimer is reset after every call).
+    if not _handler_installed:
+        signal.signal(signal.SIGALRM, _on_alarm)
+        _handler_installed = True
     signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-@contextmanager
-def _numeric_settings() -> Iterator[None]:
-    mpmath = sys.modules.get("mpmath")
-    dps = mpmath.mp.dps if mpmath is not None else None
-    context = decimal.getcontext()
-    prec = context.prec
-    try:
-        yield
-    finally:
-        context.prec = prec
-        if mpmath is not None and dps is not None:
-            mpmath.mp.dps = dps
+    return True
 
 
 def result_text(result: Any) -> str:
@@ -141,23 +129,38 @@ def run(
     refused = guard(name, arguments)
     if refused is not None:
         return Outcome(text=error_text(refused), refused=refused)
+    mpmath = sys.modules.get("mpmath")
+    dps = mpmath.mp.dps if mpmath is not None else None
+    context = decimal.getcontext()
+    prec = context.prec
+    armed = False
     try:
-        with _numeric_settings():
-            try:
-                with _alarm(time_limit):
-                    result = method(**arguments)
-                # Serialised while the call's numeric precision is still in force, and before a later call
-                # can mutate a returned module-level object (VehicleControlAPI returns one).
-                text = result_text(result)
-            except CallTimeout:
-                reason = f"{name}: exceeded the per-call time bound of {time_limit:g} s"
-                return Outcome(text=error_text(reason), refused=reason, timed_out=True)
-            except Exception as exc:
-                message = str(exc)
-                return Outcome(
-                    text=error_text(message), error=message or type(exc).__name__, exception=type(exc).__name__
-                )
-    except CallTimeout:  # pragma: no cover - the alarm fired between the call and the timer reset
-        reason = f"{name}: exceeded the per-call time bound of {time_limit:g} s"
-        return Outcome(text=error_text(reason), refused=reason, timed_out=True)
+        try:
+            armed = _arm(time_limit)
+            result = method(**arguments)
+            if armed:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                armed = False
+            # Serialised while the call's numeric precision is still in force, and before a later call
+            # can mutate a returned module-level object (VehicleControlAPI returns one).
+            text = result_text(result)
+        except CallTimeout:
+            armed = False
+            return _timed_out(name, time_limit)
+        except Exception as exc:
+            message = str(exc)
+            return Outcome(text=error_text(message), error=message or type(exc).__name__, exception=type(exc).__name__)
+        finally:
+            if armed:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            context.prec = prec
+            if mpmath is not None and dps is not None:
+                mpmath.mp.dps = dps
+    except CallTimeout:  # pragma: no cover - the alarm fired between the call's end and the timer reset
+        return _timed_out(name, time_limit)
     return Outcome(text=text, result=result, error=error_of(result))
+
+
+def _timed_out(name: str, time_limit: float) -> Outcome:
+    reason = f"{name}: exceeded the per-call time bound of {time_limit:g} s"
+    return Outcome(text=error_text(reason), refused=reason, timed_out=True)

@@ -1,0 +1,141 @@
+"""Time prefix-exec's safe BFCL scoring against BFCL's own executor and checker on the same trusted inputs.
+
+Inputs: BFCL's 800 ground-truth answers plus the 800 glyphh-ada-1.1 FC rollouts (../shared/data/bfcl).
+
+- prefix-exec: decode each rollout (the importer), compute Y by BFCL's rule on the safe executor
+  (``FinalSuccess``), then replay it prefix by prefix (``replay`` on ``BfclEnvironment``): the full work of
+  ``prefix-exec score bfcl`` minus writing the records file. A fresh environment and checker per repeat, so
+  the task templates and ground-truth caches are built inside the timed region.
+- BFCL: decode with BFCL's FC conversion, then BFCL's ``multi_turn_checker`` (its executor ``eval``s every
+  call string; acceptable here only because both inputs are trusted). A fresh model name per rollout keeps
+  BFCL's module-global instance cache from carrying state between rollouts.
+
+Both sides must agree on Y for every rollout (checked). Imports and task files are loaded before timing.
+Prints the timings (median of repeats) and, last, the ratio prefix-exec / BFCL (target: at most 1.5).
+Run: .venv/bin/python benchmarks/bfcl.py [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.posting_api import TwitterAPI
+from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
+
+from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
+from prefix_exec.envs.bfcl.tasks import all_tasks, load_task
+from prefix_exec.importers.bfcl import ground_truth_rollouts, read_results
+from prefix_exec.replay import replay, with_success
+from prefix_exec.trajectory import Rollout
+
+GLYPHH = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "bfcl" / "glyphh-ada-1.1"
+_RUN = itertools.count()
+
+
+def glyphh_results() -> dict[str, list[Any]]:
+    results: dict[str, list[Any]] = {}
+    for path in sorted(GLYPHH.iterdir()):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            results[row["id"]] = row["result"]
+    return results
+
+
+def prefix_exec_side() -> dict[tuple[str, str], int]:
+    env = BfclEnvironment()
+    checker = FinalSuccess(env.templates)
+    ys: dict[tuple[str, str], int] = {}
+    units: list[Rollout] = list(ground_truth_rollouts())
+    units += [u for u in read_results([GLYPHH]) if isinstance(u, Rollout)]
+    for rollout in units:
+        check = checker.check_rollout(load_task(rollout.task_id), rollout)
+        replay(with_success(rollout, check.success), env)
+        ys[(rollout.model, rollout.task_id)] = check.success
+    return ys
+
+
+def fc_to_strings(step: Any) -> list[str]:
+    """BFCL's ``convert_to_function_call`` (its module imports tree_sitter, which setup does not install)."""
+    calls = []
+    for entry in [step] if isinstance(step, dict) else step:
+        for name, value in entry.items():
+            arguments = json.loads(value) if isinstance(value, str) else value
+            calls.append(f"{name}({','.join(f'{k}={v!r}' for k, v in arguments.items())})")
+    return calls
+
+
+def bfcl_check(task_id: str, decoded: list[list[list[str]]], turns: int) -> int:
+    task = load_task(task_id)
+    truth = [list(turn) for turn in task.ground_truth]
+    if turns != len(truth):
+        return 0
+    entry = {
+        "id": task_id,
+        "initial_config": json.loads(json.dumps(task.initial_config)),
+        "involved_classes": list(task.involved_classes),
+    }
+    TwitterAPI.post_tweet.__defaults__ = ([], [])  # BFCL's default lists leak between its runs
+    verdict = multi_turn_checker(decoded, truth, entry, task_id.rsplit("_", 1)[0], f"bench_{next(_RUN)}")
+    return int(verdict["valid"])
+
+
+def bfcl_side(glyphh: dict[str, list[Any]]) -> dict[tuple[str, str], int]:
+    ys: dict[tuple[str, str], int] = {}
+    for task in all_tasks():
+        decoded = [[list(turn)] if turn else [] for turn in task.ground_truth]
+        ys[("ground_truth", task.id)] = bfcl_check(task.id, decoded, task.turns)
+    for task_id, result in glyphh.items():
+        decoded = []
+        for turn in result:
+            steps = []
+            for step in turn:
+                try:
+                    calls = fc_to_strings(step)
+                except (json.JSONDecodeError, TypeError, AttributeError):
+                    continue
+                if calls:
+                    steps.append(calls)
+            decoded.append(steps)
+        ys[("glyphh-ada-1.1", task_id)] = bfcl_check(task_id, decoded, len(result))
+    return ys
+
+
+def timed(function: Any, *args: Any) -> tuple[float, Any]:
+    started = time.perf_counter()
+    value = function(*args)
+    return time.perf_counter() - started, value
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    glyphh = glyphh_results()
+    all_tasks()  # task files read before timing, for both sides
+    ours_times, theirs_times = [], []
+    for _ in range(args.repeats):
+        ours_time, ours = timed(prefix_exec_side)
+        theirs_time, theirs = timed(bfcl_side, glyphh)
+        ours_times.append(ours_time)
+        theirs_times.append(theirs_time)
+        disagreements = [key for key in theirs if ours[key] != theirs[key]]
+        if disagreements:
+            raise SystemExit(f"Y disagrees with BFCL on {len(disagreements)} rollouts, e.g. {disagreements[:3]}")
+    ours_median, theirs_median = statistics.median(ours_times), statistics.median(theirs_times)
+    n = len(ours)
+    print(f"rollouts: {n} (800 ground truth + {n - 800} glyphh-ada-1.1), Y identical on all")
+    print(f"prefix-exec (decode + Y + prefix replay): {ours_median:.2f} s  ({ours_median / n * 1e3:.2f} ms/rollout)")
+    print(
+        f"BFCL (decode + executor + checker):       {theirs_median:.2f} s  ({theirs_median / n * 1e3:.2f} ms/rollout)"
+    )
+    print(f"ratio prefix-exec / BFCL: {ours_median / theirs_median:.2f} (target <= 1.5)")
+
+
+if __name__ == "__main__":
+    main()
