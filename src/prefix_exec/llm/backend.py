@@ -16,6 +16,7 @@ The client's own retries are off (``max_retries=0``) so that every retry is ours
 from __future__ import annotations
 
 import contextlib
+import copy
 import random
 import threading
 import time
@@ -74,6 +75,18 @@ class ChatBackend:
         self._slots = endpoint_slots(config.base_url, config.max_concurrency)
         # ``auto`` mode learns once per backend whether the server takes the ``tools`` field.
         self.text_mode = config.tool_mode == "text"
+        self.scope = ""
+
+    def scoped(self, scope: str) -> ChatBackend:
+        """A view sharing this backend's client whose cache entries are kept apart under ``scope``.
+
+        The runner scopes by work unit, so two units that happen to send the same request (react and
+        guarded-react start alike) do not share an answer, and a unit's result never depends on which other
+        unit ran first.
+        """
+        view = copy.copy(self)
+        view.scope = scope
+        return view
 
     # ----------------------------------------------------------------------------------------- messages
 
@@ -119,7 +132,7 @@ class ChatBackend:
 
     def _complete(self, messages: Sequence[Message], tools: Sequence[ToolSchema], role: str) -> Completion:
         request = self._request(messages, tools)
-        cache_key = {"base_url": self.config.base_url, "text_mode": self.text_mode, **request}
+        cache_key = {"base_url": self.config.base_url, "text_mode": self.text_mode, "scope": self.scope, **request}
         hit = self.cache.get(cache_key) if self.cache is not None else None
         if hit is not None:
             response, latency = hit

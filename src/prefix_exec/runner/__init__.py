@@ -1,0 +1,6 @@
+"""The grid runner: expand a grid into units and run them locally or on Ray, resumably."""
+
+from prefix_exec.runner.grid import Grid, Unit, load_grid
+from prefix_exec.runner.run import RunReport, run_grid
+
+__all__ = ["Grid", "RunReport", "Unit", "load_grid", "run_grid"]

@@ -1,0 +1,184 @@
+"""The experiment grid: datasets and their task samples, models with endpoints, methods, trials and seed.
+
+A grid is a TOML file (``docs/runner.md`` documents it; ``examples/paper-grid.toml`` is the paper's grid).
+A work unit is ``(dataset, task, model, method, trial)``. Paths in the grid are relative to the grid file.
+Trial ``t`` of a model sends ``seed + t`` as the sampling seed, so trials differ and each one is
+reproducible (and cached apart).
+"""
+
+from __future__ import annotations
+
+import random
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prefix_exec.agents.variants import METHODS, AgentSettings
+from prefix_exec.errors import InputError
+from prefix_exec.llm.config import EndpointConfig
+
+TOP_KEYS = {"seed", "trials", "methods", "agent", "datasets", "models", "run"}
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One rollout to produce. ``key`` matches :attr:`prefix_exec.trajectory.Rollout.key`."""
+
+    dataset: str
+    task_id: str
+    model: str
+    method: str
+    trial: int
+
+    @property
+    def key(self) -> tuple[str, str, str, str, int]:
+        return (self.dataset, self.task_id, self.model, self.method, self.trial)
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """``kind`` selects the driver (``custom``, ``bfcl``, ``tau``); ``options`` are the driver's settings."""
+
+    name: str
+    kind: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    tasks: tuple[str, ...] | None = None
+    sample: int | None = None
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """``name`` labels the records; ``endpoint.model`` is the name the server knows. Prices are USD per 1M tokens.
+
+    ``condition`` false keeps the model out of the units (a verifier-only model).
+    """
+
+    name: str
+    endpoint: EndpointConfig
+    usd_per_mtok_prompt: float = 0.0
+    usd_per_mtok_completion: float = 0.0
+    condition: bool = True
+
+
+@dataclass(frozen=True)
+class Grid:
+    datasets: tuple[DatasetSpec, ...]
+    models: tuple[ModelSpec, ...]
+    methods: tuple[str, ...]
+    trials: int = 1
+    seed: int | None = 0
+    agent: AgentSettings = field(default_factory=AgentSettings)
+    verifier_model: str | None = None
+    cache: bool = True
+    base_dir: Path = Path(".")
+
+    def model(self, name: str) -> ModelSpec:
+        return next(m for m in self.models if m.name == name)
+
+    def endpoint(self, name: str, trial: int) -> EndpointConfig:
+        """The endpoint of model ``name`` with trial ``trial``'s seed."""
+        config = self.model(name).endpoint
+        return config.with_seed(None if self.seed is None else self.seed + trial)
+
+    def resolve(self, path: str) -> Path:
+        p = Path(path)
+        return p if p.is_absolute() else self.base_dir / p
+
+
+def load_grid(path: str | Path) -> Grid:
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("no such grid file", path=p)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML: {exc}", path=p) from None
+    try:
+        return parse_grid(data, base_dir=p.resolve().parent)
+    except InputError as exc:
+        raise InputError(exc.message, path=p, field=exc.field, hint=exc.hint) from None
+
+
+def parse_grid(data: Mapping[str, Any], *, base_dir: Path) -> Grid:
+    unknown = sorted(set(data) - TOP_KEYS)
+    if unknown:
+        raise InputError(f"unknown key {unknown[0]!r}", field=unknown[0], hint="known: " + ", ".join(sorted(TOP_KEYS)))
+    methods = tuple(_list(data, "methods", str))
+    for i, method in enumerate(methods):
+        if method not in METHODS:
+            raise InputError(f"unknown method {method!r}", field=f"methods[{i}]", hint="known: " + ", ".join(METHODS))
+    models = tuple(_model(m, i) for i, m in enumerate(_list(data, "models", dict)))
+    if len({m.name for m in models}) != len(models):
+        raise InputError("two models share a name", field="models")
+    agent = dict(data.get("agent", {}))
+    verifier = agent.pop("verifier_model", None)
+    if verifier is not None and verifier not in {m.name for m in models}:
+        raise InputError(f"verifier_model {verifier!r} is not a model of the grid", field="agent.verifier_model")
+    try:
+        settings = AgentSettings(**agent)
+    except TypeError as exc:
+        raise InputError(str(exc), field="agent", hint="known: max_steps, k_val, verifier_model") from None
+    datasets = tuple(_dataset(d, i) for i, d in enumerate(_list(data, "datasets", dict)))
+    run = dict(data.get("run", {}))
+    trials = data.get("trials", 1)
+    if not isinstance(trials, int) or trials < 1:
+        raise InputError("must be an integer >= 1", field="trials")
+    return Grid(
+        datasets=datasets, models=models, methods=methods, trials=trials, seed=data.get("seed", 0),
+        agent=settings, verifier_model=verifier, cache=bool(run.get("cache", True)), base_dir=base_dir,
+    )
+
+
+def _list(data: Mapping[str, Any], key: str, kind: type) -> list[Any]:
+    value = data.get(key)
+    if not isinstance(value, list) or not value or not all(isinstance(v, kind) for v in value):
+        raise InputError(f"must be a non-empty list of {'tables' if kind is dict else kind.__name__}", field=key)
+    return value
+
+
+def _model(raw: Mapping[str, Any], i: int) -> ModelSpec:
+    raw = dict(raw)
+    name = str(raw.pop("name", raw.get("model", "")))
+    prices = {k: float(raw.pop(k)) for k in ("usd_per_mtok_prompt", "usd_per_mtok_completion") if k in raw}
+    condition = raw.pop("condition", True)
+    if not isinstance(condition, bool):
+        raise InputError("must be true or false", field=f"models[{i}].condition")
+    endpoint = EndpointConfig.from_mapping(raw, where=f"models[{i}]")
+    return ModelSpec(name=name or endpoint.model, endpoint=endpoint, condition=condition, **prices)
+
+
+def _dataset(raw: Mapping[str, Any], i: int) -> DatasetSpec:
+    options = dict(raw)
+    for key in ("name", "kind"):
+        if not isinstance(options.get(key), str):
+            raise InputError("missing or not a string", field=f"datasets[{i}].{key}")
+    tasks = options.pop("tasks", None)
+    sample = options.pop("sample", None)
+    if sample is not None and (not isinstance(sample, int) or sample < 1):
+        raise InputError("must be an integer >= 1", field=f"datasets[{i}].sample")
+    return DatasetSpec(name=options.pop("name"), kind=options.pop("kind"), options=options,
+                       tasks=tuple(str(t) for t in tasks) if tasks is not None else None, sample=sample)
+
+
+def select_tasks(spec: DatasetSpec, available: list[str], seed: int | None) -> list[str]:
+    """The dataset's tasks: the listed ones, else a seeded sample of ``sample``, else all; in a stable order."""
+    if spec.tasks is not None:
+        missing = [t for t in spec.tasks if t not in set(available)]
+        if missing:
+            raise InputError(f"dataset {spec.name!r} has no task {missing[0]!r}", field="datasets.tasks")
+        return list(spec.tasks)
+    if spec.sample is not None and spec.sample < len(available):
+        return sorted(random.Random(f"{seed}:{spec.name}").sample(sorted(available), spec.sample))
+    return list(available)
+
+
+def expand(grid: Grid, tasks: Mapping[str, list[str]]) -> list[Unit]:
+    """Every unit, dataset by dataset, task, model (the grid's conditions), method and trial."""
+    return [
+        Unit(d.name, t, m.name, method, trial)
+        for d in grid.datasets for t in tasks[d.name] for m in grid.models if m.condition for method in grid.methods
+        for trial in range(grid.trials)
+    ]
+

@@ -1,0 +1,74 @@
+"""Runs work units: one worker per thread (local) or per process (Ray), each with its own environments.
+
+A worker builds each dataset's driver and each (model, trial) backend once and reuses them. ``run`` returns
+plain JSON-able rows so results cross process boundaries unchanged: the canonical rollout and the record
+replay gives it, or the error that stopped the unit (a failed unit is retried by ``--resume``).
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prefix_exec.agents.variants import Agent
+from prefix_exec.drivers.base import Driver, to_rollout
+from prefix_exec.io import record_to_json, rollout_to_json
+from prefix_exec.llm.backend import ChatBackend
+from prefix_exec.llm.cache import ResponseCache
+from prefix_exec.replay import replay
+from prefix_exec.runner.datasets import make_driver
+from prefix_exec.runner.grid import Grid, Unit
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    """``rollout``/``record`` are canonical JSON rows; ``error`` is set instead when the unit failed."""
+
+    unit: Unit
+    rollout: dict[str, Any] | None = None
+    record: dict[str, Any] | None = None
+    error: str | None = None
+    seconds: float = 0.0
+
+
+class UnitWorker:
+    def __init__(self, grid: Grid, cache_path: Path | None) -> None:
+        self.grid = grid
+        self.cache = ResponseCache(cache_path) if cache_path is not None else None
+        self._drivers: dict[str, Driver] = {}
+        self._backends: dict[tuple[str, int], ChatBackend] = {}
+
+    def driver(self, dataset: str) -> Driver:
+        if dataset not in self._drivers:
+            spec = next(d for d in self.grid.datasets if d.name == dataset)
+            self._drivers[dataset] = make_driver(spec, self.grid)
+        return self._drivers[dataset]
+
+    def backend(self, model: str, trial: int) -> ChatBackend:
+        if (model, trial) not in self._backends:
+            self._backends[(model, trial)] = ChatBackend(self.grid.endpoint(model, trial), cache=self.cache)
+        return self._backends[(model, trial)]
+
+    def agent(self, unit: Unit) -> Agent:
+        scope = "\x1f".join(map(str, unit.key))
+        executor = self.backend(unit.model, unit.trial).scoped(scope)
+        verifier = self.backend(self.grid.verifier_model, unit.trial).scoped(scope) if self.grid.verifier_model \
+            else None
+        return Agent(unit.method, executor, verifier=verifier, settings=self.grid.agent)
+
+    def run(self, unit: Unit) -> UnitResult:
+        started = time.perf_counter()
+        try:
+            driver = self.driver(unit.dataset)
+            outcome = driver.run(self.agent(unit), unit.task_id)
+            rollout = to_rollout(outcome, dataset=unit.dataset, task_id=unit.task_id, model=unit.model,
+                                 method=unit.method, trial=unit.trial)
+            record = replay(rollout, driver.environment())
+        except Exception as exc:  # the unit boundary: any failure is reported and the grid goes on
+            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            return UnitResult(unit, error=detail, seconds=time.perf_counter() - started)
+        return UnitResult(unit, rollout_to_json(rollout), record_to_json(record),
+                          seconds=time.perf_counter() - started)

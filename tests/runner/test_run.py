@@ -1,0 +1,216 @@
+"""The grid runner end to end against the loopback server: output, resume, faults, kill -9, Ray = local."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fakes import ticketing_agent
+from fakes.openai_server import ScriptedServer
+from prefix_exec.cli import main
+from prefix_exec.errors import InputError
+from prefix_exec.io import read_records, read_rollouts
+from prefix_exec.replay import replay
+from prefix_exec.runner import load_grid
+from prefix_exec.runner.run import plan_units, run_grid
+
+REPO = Path(__file__).resolve().parents[2]
+METHODS = ["react", "prompt-planning", "plan-conditioned", "dual-loop", "guarded-react"]
+
+
+def write_grid(tmp: Path, base_url: str, *, trials: int = 1, methods: list[str] = METHODS, extra: str = "") -> Path:
+    grid = tmp / "grid.toml"
+    grid.write_text(f"""
+seed = 3
+trials = {trials}
+methods = {json.dumps(methods)}
+[agent]
+k_val = 2
+verifier_model = "judge"
+[[datasets]]
+name = "ticketing"
+kind = "custom"
+spec = "{REPO / 'examples' / 'ticketing' / 'tools.yaml'}"
+[[models]]
+name = "m1"
+model = "exec-model"
+base_url = "{base_url}"
+api_key_env = ""
+max_retries = 1
+backoff_base_s = 0.01
+usd_per_mtok_prompt = 1.0
+usd_per_mtok_completion = 2.0
+{extra}
+[[models]]
+name = "judge"
+condition = false
+model = "judge-model"
+base_url = "{base_url}"
+api_key_env = ""
+""")
+    return grid
+
+
+def rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def strip_latency(row: dict[str, Any]) -> dict[str, Any]:
+    """The row without wall-clock latencies and the count of answers served from the cache."""
+    row = dict(row)
+    row["cost"] = [{k: v for k, v in c.items() if k != "latency_s"} for c in row.get("cost", [])]
+    row["metadata"] = {k: v for k, v in row.get("metadata", {}).items() if k != "cached_calls"}
+    return row
+
+
+@pytest.fixture()
+def server() -> Any:
+    with ScriptedServer(ticketing_agent.respond) as s:
+        yield s
+
+
+def test_grid_runs_every_unit_once_and_records_are_replays(server: ScriptedServer, tmp_path: Path) -> None:
+    grid = write_grid(tmp_path, server.base_url, trials=2)
+    out = tmp_path / "run"
+    assert main(["run", str(grid), "--out", str(out), "--max-concurrency", "3"]) == 0
+    units = {u.key for u in plan_units(load_grid(grid))}
+    assert len(units) == 6 * 1 * 5 * 2  # tasks x models (the judge is no condition) x methods x trials
+    rollouts = list(read_rollouts(out / "rollouts.jsonl"))
+    records = list(read_records(out / "records.jsonl"))
+    assert sorted(r.key for r in rollouts) == sorted(units) == sorted(r.key for r in records)
+    env = load_grid(grid)
+    from prefix_exec.drivers.custom import CustomDriver
+
+    environment = CustomDriver(REPO / "examples" / "ticketing" / "tools.yaml").environment()
+    by_key = {r.key: r for r in records}
+    for rollout in rollouts:
+        assert rollout.transcript and rollout.cost
+        again = replay(rollout, environment)
+        assert (again.T, again.fed, again.label) == (by_key[rollout.key].T, by_key[rollout.key].fed,
+                                                   by_key[rollout.key].label)
+    # Trials send different seeds; the verifier is the judge model.
+    seeds = Counter(b.get("seed") for b in server.requests)
+    assert set(seeds) == {3, 4}
+    assert {c.model for r in rollouts if r.method == "dual-loop" for c in r.cost if c.role == "verifier"} == {
+        "judge-model"}
+    assert env.verifier_model == "judge"
+    assert (out / "grid.toml").read_text() == grid.read_text()
+
+
+def test_resume_of_a_finished_run_sends_no_request(server: ScriptedServer, tmp_path: Path) -> None:
+    grid = write_grid(tmp_path, server.base_url, methods=["react"])
+    out = tmp_path / "run"
+    first = run_grid(grid, out)
+    sent = len(server.requests)
+    again = run_grid(grid, out, resume=True)
+    assert (first.written, again.written, again.resumed, len(server.requests)) == (6, 0, 6, sent)
+    with pytest.raises(InputError, match="already has rollouts"):
+        run_grid(grid, out)
+
+
+def test_tokens_and_cost_add_up(server: ScriptedServer, tmp_path: Path) -> None:
+    grid = write_grid(tmp_path, server.base_url, methods=["dual-loop"])
+    report = run_grid(grid, tmp_path / "run")
+    costs = [c for r in rows(tmp_path / "run" / "rollouts.jsonl") for c in r["cost"]]
+    assert report.tokens == sum(c["prompt_tokens"] + c["completion_tokens"] for c in costs)
+    m1 = [c for c in costs if c["model"] == "exec-model"]
+    judge = [c for c in costs if c["model"] == "judge-model"]
+    assert {c["role"] for c in judge} == {"verifier"} and {c["role"] for c in m1} == {"planner", "executor"}
+    # The judge's calls are charged to the unit, at the unit model's price.
+    expected = sum(c["prompt_tokens"] * 1.0 + c["completion_tokens"] * 2.0 for c in costs) / 1e6
+    assert report.usd == pytest.approx(expected)
+
+
+def test_failed_units_are_reported_and_retried_on_resume(server: ScriptedServer, tmp_path: Path) -> None:
+    grid = write_grid(tmp_path, server.base_url, methods=["react"])
+    out = tmp_path / "run"
+    server.faults.extend(["500"] * 4)  # max_retries = 1: two units fail, each after one retry
+    code = main(["run", str(grid), "--out", str(out), "--max-concurrency", "1"])
+    failures = rows(out / "failures.jsonl")
+    assert code == 1 and len(failures) == 2 and all("gave up after 2 attempts" in f["error"] for f in failures)
+    assert len(rows(out / "rollouts.jsonl")) == 4
+    assert main(["run", str(grid), "--out", str(out), "--resume"]) == 0
+    keys = [(r["task_id"], r["trial"]) for r in rows(out / "rollouts.jsonl")]
+    assert len(keys) == len(set(keys)) == 6
+
+
+def test_orphan_rollout_and_torn_line_are_repaired_on_resume(server: ScriptedServer, tmp_path: Path) -> None:
+    grid = write_grid(tmp_path, server.base_url, methods=["react", "guarded-react"])
+    out = tmp_path / "run"
+    run_grid(grid, out)
+    complete = {json.dumps(strip_latency(r), sort_keys=True) for r in rows(out / "records.jsonl")}
+    records = (out / "records.jsonl").read_text().splitlines(keepends=True)
+    rollouts = (out / "rollouts.jsonl").read_text().splitlines(keepends=True)
+    # Lines are written in pairs (rollout, record). Unit -2: killed between its two lines (an orphan rollout);
+    # unit -1: killed mid-way through its rollout line (a torn tail).
+    (out / "records.jsonl").write_text("".join(records[:-2]))
+    (out / "rollouts.jsonl").write_text("".join(rollouts[:-1]) + rollouts[-1][:50])
+    report = run_grid(grid, out, resume=True)
+    assert (report.rescored, report.written) == (1, 1)
+    repaired = rows(out / "records.jsonl")
+    keys = [(r["task_id"], r["method"]) for r in repaired]
+    assert len(keys) == len(set(keys)) == 12 and len(rows(out / "rollouts.jsonl")) == 12
+    assert {json.dumps(strip_latency(r), sort_keys=True) for r in repaired} == complete
+    assert repaired[-1]["metadata"]["cached_calls"] >= 1  # the redone unit's answers came from the cache
+
+
+def test_kill_9_mid_grid_then_resume_is_complete_and_duplicate_free(tmp_path: Path) -> None:
+    with ScriptedServer(ticketing_agent.respond, latency_s=0.03) as server:
+        grid = write_grid(tmp_path, server.base_url, trials=2, methods=["react", "dual-loop", "guarded-react"])
+        out = tmp_path / "run"
+        cmd = [sys.executable, "-m", "prefix_exec", "run", str(grid), "--out", str(out), "--max-concurrency", "2"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            path = out / "rollouts.jsonl"
+            if path.exists() and path.read_text().count("\n") >= 8:
+                break
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        before = (out / "rollouts.jsonl").read_text().count("\n")
+        assert 8 <= before < 36, "the kill must land mid-grid"  # 6 tasks x 3 methods x 2 trials
+        done = subprocess.run([*cmd, "--resume"], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    units = {u.key for u in plan_units(load_grid(grid))}
+    for name in ("rollouts.jsonl", "records.jsonl"):
+        keys = [(r["dataset"], r["task_id"], r["model"], r["method"], r["trial"]) for r in rows(out / name)]
+        assert len(keys) == len(set(keys)) and set(keys) == units
+
+
+def test_ray_and_local_executors_write_identical_records(server: ScriptedServer, tmp_path: Path) -> None:
+    ray = pytest.importorskip("ray")
+    grid = write_grid(tmp_path, server.base_url, methods=METHODS)
+    run_grid(grid, tmp_path / "local", max_concurrency=2)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        report = run_grid(grid, tmp_path / "ray", executor="ray", max_concurrency=2)
+    finally:
+        ray.shutdown()
+    assert report.written == 30 and report.failed == 0
+    for name in ("records.jsonl", "rollouts.jsonl"):
+        local = {json.dumps(strip_latency(r), sort_keys=True) for r in rows(tmp_path / "local" / name)}
+        remote = {json.dumps(strip_latency(r), sort_keys=True) for r in rows(tmp_path / "ray" / name)}
+        assert local == remote and len(local) == 30
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("methods = ['nope']", "unknown method"),
+    ("colour = 1", "unknown key"),
+])
+def test_bad_grids_are_input_errors(tmp_path: Path, text: str, message: str) -> None:
+    grid = write_grid(tmp_path, "http://127.0.0.1:9/v1")
+    body = grid.read_text()
+    body = body.replace(f"methods = {json.dumps(METHODS)}", text) if "methods" in text else text + "\n" + body
+    grid.write_text(body)
+    with pytest.raises(InputError, match=message):
+        load_grid(grid)
