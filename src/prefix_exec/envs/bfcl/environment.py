@@ -133,6 +133,8 @@ class BfclSession:
         if problem is not None:
             return Verdict.reject(FailureLabel.SCHEMA, problem)
         owner = self.exposure.owners[name]
+        if not isinstance(call.arguments, Mapping):
+            return Verdict.reject(FailureLabel.SCHEMA, f"{name}: arguments must be an object of named values")
         arguments = dict(call.arguments)
         problems = binding_problems(name, arguments, function_docs(owner)[name])
         if problems:
