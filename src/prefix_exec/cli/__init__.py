@@ -25,6 +25,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("metrics", "prefix_exec.cli.metrics"),
     ("sample", "prefix_exec.cli.sample"),
     ("report", "prefix_exec.cli.report"),
+    ("demo", "prefix_exec.cli.demo"),
     ("run", "prefix_exec.cli.run"),
 )
 

@@ -55,7 +55,7 @@ def _curve_panel(ax: Any, conditions: Sequence[ConditionSummary], dataset: str, 
                             color=line.get_color(), alpha=0.15, linewidth=0)
     ax.set_title(dataset + (" (k ≤ 10)" if depth_capped(dataset, conditions) else ""))
     ax.set_xlabel("depth k")
-    ax.set_ylabel("PEC_elig(k)" if elig else "PEC(k)")
+    ax.set_ylabel("PEC_elig(k) = #{T ≥ k, FED > k} / n_k" if elig else "PEC(k) = #{FED > k} / N")
     ax.set_ylim(-0.02, 1.02)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower left")
@@ -74,11 +74,11 @@ def figure1(summary: Summary, out: Path, *, synthetic: bool = False) -> list[Pat
     for model in models:
         blocks = [b for b in blocks_of(summary) if b.model == model]
         for elig in (False, True):
-            fig, axes = plt.subplots(1, len(blocks), figsize=(4.6 * len(blocks), 3.8), squeeze=False)
+            fig, axes = plt.subplots(1, len(blocks), figsize=(max(6.4, 4.6 * len(blocks)), 4.0), squeeze=False)
             for ax, block in zip(axes[0], blocks, strict=True):
                 _curve_panel(ax, block.rows, block.dataset, elig)
-            view = "eligible-depth PEC_elig(k) = #{T ≥ k, FED > k} / n_k" if elig else "fixed-cohort PEC(k), 95% bands"
-            title = f"Figure 1 — {model}: {view}"
+            view = "eligible-depth view" if elig else "fixed-cohort PEC(k), 95% bands"
+            title = f"Figure 1 ({view}): {model}"
             fig.suptitle(title + (f"\n{SYNTHETIC_MARK}" if synthetic else ""), fontsize=10,
                          color="firebrick" if synthetic else "black")
             fig.tight_layout()
@@ -93,17 +93,17 @@ def _bump_panel(ax: Any, block: Block) -> None:
     prefix = competition_ranks([c.AUC_PEC.point for c in cs])
     for c, a, b in zip(cs, outcome, prefix, strict=True):
         line = ax.plot([0, 1], [a, b], marker="o", linewidth=2.5 if a != b else 1.2)[0]
-        ax.annotate(f"{c.method} ({c.success.point:.2f})", (0, a), xytext=(-6, 0), textcoords="offset points",
-                    ha="right", va="center", fontsize=8, color=line.get_color())
-        ax.annotate(f"({c.AUC_PEC.point:.2f}) {c.method}", (1, b), xytext=(6, 0), textcoords="offset points",
-                    ha="left", va="center", fontsize=8, color=line.get_color())
-    ax.set_xlim(-0.9, 1.9)
+        ax.annotate(f"#{a} {c.method}\nsuccess {c.success.point:.2f}", (0, a), xytext=(-8, 0),
+                    textcoords="offset points", ha="right", va="center", fontsize=8, color=line.get_color())
+        ax.annotate(f"#{b} {c.method}\nAUC-PEC {c.AUC_PEC.point:.2f}", (1, b), xytext=(8, 0),
+                    textcoords="offset points", ha="left", va="center", fontsize=8, color=line.get_color())
+    ax.set_xlim(-1.5, 2.5)
     ax.set_ylim(len(cs) + 0.5, 0.5)
     ax.set_xticks([0, 1], ["rank by\nfinal success", "rank by\nAUC-PEC"])
-    ax.set_yticks(range(1, len(cs) + 1))
-    ax.set_ylabel("rank (1 = best)")
+    ax.set_yticks([])
+    for side in ("left", "right", "top"):
+        ax.spines[side].set_visible(False)
     ax.set_title(block.label, fontsize=9)
-    ax.grid(axis="y", alpha=0.3)
 
 
 def ranking_chart(summary: Summary, out: Path, *, synthetic: bool = False) -> list[Path]:
@@ -113,8 +113,8 @@ def ranking_chart(summary: Summary, out: Path, *, synthetic: bool = False) -> li
     blocks = blocks_of(summary)
     cols = min(3, len(blocks))
     rows = -(-len(blocks) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 0.9 + 0.55 * rows * max(
-        4, max(len(b.rows) for b in blocks))), squeeze=False)
+    height = 1.4 + 0.75 * rows * max(3, max(len(b.rows) for b in blocks))
+    fig, axes = plt.subplots(rows, cols, figsize=(7.0 * cols, height), squeeze=False)
     for ax in axes.flat[len(blocks):]:
         ax.set_visible(False)
     for ax, block in zip(axes.flat, blocks, strict=False):

@@ -1,0 +1,8 @@
+"""The no-key, no-network demo: fault-injected BFCL ground truth scored by the real BFCL environment.
+
+- :mod:`.mutations`: the documented fault-injection operators, one or more per failure label;
+- :mod:`.agents`: synthetic "agents" (seeded operator mixes) standing in for methods;
+- :mod:`.bfcl`: ground truth, docs, the raw-backend witness and BFCL's final success;
+- :mod:`.calibration`: injected against detected label and depth;
+- :mod:`.run`: the pipeline behind ``prefix-exec demo``.
+"""

@@ -1,0 +1,62 @@
+"""The demo's link to the BFCL environment: ground truth as tool calls, function docs, the witness run on
+BFCL's raw backend classes, and BFCL's final-success rule.
+
+Everything here reads ``bfcl_eval``'s packaged data and classes (no network, no key).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from prefix_exec.envs.bfcl import backend, executor
+from prefix_exec.envs.bfcl.checker import FinalSuccess, ground_truth_calls
+from prefix_exec.envs.bfcl.tasks import BfclTask, function_docs, load_category
+from prefix_exec.trajectory import ToolCall
+
+
+def tasks(category: str, count: int) -> list[BfclTask]:
+    """The first ``count`` tasks of a BFCL multi-turn category, in file order."""
+    return list(load_category(category).values())[:count]
+
+
+def truth_calls(task: BfclTask) -> tuple[ToolCall, ...]:
+    """The task's ground truth as one flat rollout, each call tagged with its 0-based user turn."""
+    return tuple(
+        ToolCall(name, arguments, turn=turn)
+        for turn, calls in enumerate(ground_truth_calls(task))
+        for name, arguments in calls
+    )
+
+
+def docs(task: BfclTask) -> dict[str, Mapping[str, Any]]:
+    """Every function doc of the task's classes, by tool name."""
+    return {name: doc for c in task.involved_classes for name, doc in function_docs(c).items()}
+
+
+class Witness:
+    """Runs calls on fresh raw backend instances of one task, with none of prefix-exec's per-action checks,
+    and reports the 1-based depth of the first call the backend itself refuses (error result, raised
+    exception, unknown method), or ``None``."""
+
+    def __init__(self, task: BfclTask, templates: backend.Templates) -> None:
+        self.task = task
+        self.templates = templates
+        self.owners = {name: c for c in task.involved_classes for name in backend.public_methods(c)}
+
+    def __call__(self, calls: Sequence[ToolCall]) -> int | None:
+        instances = self.templates.fresh(self.task)
+        for depth, call in enumerate(calls, start=1):
+            owner = self.owners.get(call.name)
+            if owner is None:
+                return depth
+            method = getattr(instances[owner], call.name)
+            outcome = executor.run(method, call.name, backend.call_arguments(owner, call.name, call.arguments))
+            if not outcome.ran_clean:
+                return depth
+        return None
+
+
+def success(checker: FinalSuccess, task: BfclTask, calls: Sequence[ToolCall]) -> int:
+    """BFCL's final success Y for a rollout that kept the task's turn structure."""
+    return checker.check(task, calls, task.turns).success

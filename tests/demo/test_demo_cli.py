@@ -1,0 +1,42 @@
+"""``prefix-exec demo`` end to end (a short run), and its loud failure when calibration breaks."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from prefix_exec.cli import main
+from prefix_exec.demo import mutations
+from prefix_exec.trajectory import FailureLabel
+
+
+def test_demo_runs_and_writes_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--out", str(tmp_path), "--tasks", "40", "--resamples", "200"]) == 0
+    captured = capsys.readouterr()
+    assert "Calibration: injected" in captured.out and "all on the diagonal" in captured.out
+    assert "SYNTHETIC rollouts" in captured.err
+    for name in ("report.html", "table2.md", "table2.tex", "table2.csv", "figure1-synthetic-agents.png",
+                 "ranking.png", "cost.md", "records.jsonl", "rollouts.jsonl", "calibration.txt"):
+        assert (tmp_path / name).is_file(), name
+    assert "SYNTHETIC" in (tmp_path / "report.html").read_text()
+    assert "SYNTHETIC" in (tmp_path / "table2.md").read_text()
+    assert (tmp_path / "records.jsonl").read_text().count('"synthetic": true') == 120
+
+
+def test_demo_fails_loudly_on_a_mislabel(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # Claim that invented ids are caught as `information`: the BFCL scorer says `dependency`, so the
+    # calibration must fail and the demo must exit 1 naming the rollouts.
+    wrong = dataclasses.replace(mutations.BY_NAME["invent_id"])
+    original = wrong.propose
+
+    def propose(*args: object) -> mutations.Mutation | None:
+        m = original(*args)  # type: ignore[arg-type]
+        return None if m is None else dataclasses.replace(m, expected=FailureLabel.INFORMATION)
+
+    monkeypatch.setitem(mutations.BY_NAME, "invent_id", dataclasses.replace(wrong, propose=propose))  # type: ignore[arg-type]
+    assert main(["demo", "--out", str(tmp_path), "--tasks", "40", "--resamples", "100"]) == 1
+    err = capsys.readouterr().err
+    assert "CALIBRATION FAILED" in err and "expected information" in err and "got dependency" in err
