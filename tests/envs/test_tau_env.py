@@ -13,6 +13,7 @@ pytest.importorskip("tau2", reason="tau2 is installed by 'make setup' (nvidia-ta
 from prefix_exec.envs.base import Environment, Session
 from prefix_exec.envs.tau import TauEnvironment, load_domain
 from prefix_exec.envs.tau.state import CopyOnAccess
+from prefix_exec.errors import InputError
 from prefix_exec.replay import replay
 from prefix_exec.trajectory import FailureLabel, PrefixRecord, Rollout, ToolCall
 
@@ -409,6 +410,41 @@ def test_task_initial_state_is_applied(retail: TauEnvironment) -> None:
     assert env.start("init").db.orders[PENDING].status == "delivered"
     assert env.start("0").db.orders[PENDING].status == "pending"
     assert retail.domain.base_db.orders[PENDING].status == "pending"
+
+
+def test_initialization_actions_and_history_calls_run_in_order(retail: TauEnvironment) -> None:
+    task = dict(retail.task("0"))
+    task["id"] = "acts"
+    address = {"address1": "1 A St", "address2": "", "city": "Y", "state": "CA", "country": "USA", "zip": "1"}
+    task["initial_state"] = {
+        "initialization_actions": [
+            {
+                "env_type": "assistant",
+                "func_name": "modify_pending_order_address",
+                "arguments": {"order_id": PENDING, **address},
+            },
+        ],
+        "message_history": [
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "id": "h1",
+                        "name": "cancel_pending_order",
+                        "requestor": "assistant",
+                        "arguments": {"order_id": PENDING, "reason": "ordered by mistake"},
+                    }
+                ],
+            },
+            {"role": "tool", "id": "h1", "content": "..."},
+        ],
+    }
+    order = TauEnvironment(retail.domain, {"acts": task}).start("acts").db.orders[PENDING]
+    assert (order.address.city, order.status, order.cancel_reason) == ("Y", "cancelled", "ordered by mistake")
+    assert retail.domain.base_db.orders[PENDING].status == "pending"
+    task["initial_state"]["initialization_actions"][0]["arguments"]["order_id"] = "#W0"
+    with pytest.raises(InputError, match="initialization action modify_pending_order_address fails"):
+        TauEnvironment(retail.domain, {"acts": task}).start("acts")
 
 
 def test_unknown_task_is_a_key_error(retail: TauEnvironment) -> None:

@@ -75,7 +75,9 @@ def read_results(path: str | Path, *, model: str | None = None, method: str | No
     model = model or agent.get("llm")
     if not model:
         raise InputError(
-            "the file does not name the agent model", path=text_path, field="info.agent_info.llm",
+            "the file does not name the agent model",
+            path=text_path,
+            field="info.agent_info.llm",
             hint="pass --model NAME",
         )
     method = method or str(agent.get("implementation") or "llm_agent")

@@ -31,6 +31,7 @@ from prefix_exec.envs.tau.binding import binding_error, calculate
 from prefix_exec.envs.tau.information import Evidence, unseen
 from prefix_exec.envs.tau.labels import label_error
 from prefix_exec.envs.tau.state import WriteFlag, fork_db, lazy_db
+from prefix_exec.errors import InputError
 from prefix_exec.trajectory import FailureLabel, Rollout, ToolCall, Verdict
 
 #: Tool results longer than this are cut in the verdict (the record keeps the reason, not the whole DB).
@@ -264,10 +265,19 @@ def _clip(text: str) -> str:
 
 
 def _apply_initial_state(domain: Domain, task: Mapping[str, Any]) -> Any:
-    """The DB after the task's ``initial_state`` (initialization data, then initialization actions)."""
+    """The DB after the task's ``initial_state``, in tau2's order (``Environment.set_state``): initialization
+    data, then initialization actions, then the assistant tool calls of the initial message history."""
     state = task.get("initial_state") or {}
     data = (state.get("initialization_data") or {}).get("agent_data")
-    actions = state.get("initialization_actions") or []
+    actions = [
+        {"func_name": a["func_name"], "arguments": a.get("arguments"), "env_type": a.get("env_type", "assistant")}
+        for a in state.get("initialization_actions") or []
+    ]
+    actions += [
+        {"func_name": c["name"], "arguments": c.get("arguments"), "env_type": c.get("requestor", "assistant")}
+        for message in state.get("message_history") or []
+        for c in message.get("tool_calls") or []
+    ]
     if not data and not actions:
         return domain.base_db
     db = domain.base_db
@@ -277,8 +287,15 @@ def _apply_initial_state(domain: Domain, task: Mapping[str, Any]) -> Any:
     else:
         db = db.model_copy(deep=True)
     toolkit = domain.make_toolkit(db)
-    for action in actions:
-        if action.get("env_type", "assistant") != "assistant":
-            raise ValueError(f"task {task.get('id')}: user-side initialization actions are not supported")
-        getattr(toolkit, action["func_name"])(**(action.get("arguments") or {}))
+    required = len(state.get("initialization_actions") or [])
+    for index, action in enumerate(actions):
+        name = action["func_name"]
+        if action["env_type"] != "assistant":
+            raise InputError(f"task {task.get('id')}: user-side initial action {name} (airline/retail have none)")
+        try:
+            getattr(toolkit, name)(**(action["arguments"] or {}))
+        except Exception as exc:
+            if index < required:
+                raise InputError(f"task {task.get('id')}: initialization action {name} fails: {exc}") from None
+            # a failing call of the initial message history changed nothing in tau2 either
     return toolkit.db

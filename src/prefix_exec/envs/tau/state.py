@@ -97,7 +97,6 @@ class CopyOnAccess(dict[str, Any]):
         self._owned.clear()
 
 
-
 def _deep_copy(value: Any) -> Any:
     copier = getattr(value, "model_copy", None)
     if copier is not None:

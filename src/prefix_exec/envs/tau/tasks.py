@@ -59,8 +59,7 @@ class TaskSetCheck:
 
     def describe(self) -> str:
         text = (
-            f"{self.domain}: {self.covered}/{self.selected} of the paper's tasks in this file "
-            f"(paper: {self.expected})"
+            f"{self.domain}: {self.covered}/{self.selected} of the paper's tasks in this file (paper: {self.expected})"
         )
         if self.outside:
             text += f"; outside the paper's set: {', '.join(self.outside)}"
