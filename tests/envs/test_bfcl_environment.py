@@ -217,3 +217,36 @@ def test_backend_never_mutates_the_rollouts_arguments(env: BfclEnvironment) -> N
     assert session.step(post).accepted
     assert session.step(ToolCall("mention", {"tweet_id": 3, "mentioned_usernames": ["@a"]})).accepted
     assert mentions == [] and post.arguments["mentions"] == []
+
+
+def test_a_failing_call_that_half_applied_is_rolled_back(env: BfclEnvironment) -> None:
+    session = env.start(BASE_0)
+    assert session.step(ToolCall("cd", {"folder": "document"})).accepted
+    files = session.instances["GorillaFileSystem"]
+
+    def half_applied_touch(file_name: str) -> None:
+        files._current_dir._add_file(file_name)  # the state changes ...
+        raise RuntimeError("disk full")  # ... and then the call fails
+
+    files.touch = half_applied_touch
+    verdict = session.step(ToolCall("touch", {"file_name": "ghost.txt"}))
+    assert verdict.label is FailureLabel.SCHEMA and "raised RuntimeError" in verdict.reason
+    listing = session.step(ToolCall("ls", {})).result
+    assert "ghost.txt" not in listing and "final_report.pdf" in listing  # rebuilt: still in document/
+
+
+def test_a_call_over_the_time_bound_is_refused_and_rolled_back() -> None:
+    env = BfclEnvironment(time_limit=0.2)
+    session = env.start(BASE_0)
+    assert session.step(ToolCall("cd", {"folder": "document"})).accepted
+    files = session.instances["GorillaFileSystem"]
+
+    def endless(a: bool = False) -> None:
+        files._current_dir._add_file("ghost.txt")
+        while True:
+            pass
+
+    files.ls = endless
+    verdict = session.step(ToolCall("ls", {}))
+    assert verdict.label is FailureLabel.SCHEMA and "time bound" in verdict.reason
+    assert "ghost.txt" not in session.step(ToolCall("ls", {})).result
