@@ -61,7 +61,10 @@ def run(args: argparse.Namespace) -> int:
         only = frozenset(paper_sample()) if args.sample == "paper" else None
         units: Iterable[Rollout | Skipped]
         if args.ground_truth:
-            units = ground_truth_rollouts(only)
+            units = (
+                replace(r, model=args.model or r.model, method=args.method or r.method)
+                for r in ground_truth_rollouts(only)
+            )
             total: int | None = len(only) if only is not None else 800
         else:
             units = read_results(args.results, model=args.model, method=args.method, only=only)
