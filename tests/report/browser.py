@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -34,14 +35,22 @@ def ensure_chromium() -> Path:
     return CHROMIUM
 
 
+def _high(fd: int) -> int:
+    """``fd`` moved to a descriptor >= 10, so that wiring the child's fds 3 and 4 never clobbers one with
+    the other, and dup2 never degenerates to a no-op that would leave close-on-exec set."""
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    os.close(fd)
+    return moved
+
+
 class Browser:
     """One headless browser with one page. ``call`` sends a command and waits for its answer."""
 
     def __init__(self, user_data_dir: Path, width: int = 1280, height: int = 900) -> None:
-        cmd_r, self._cmd = os.pipe()
-        self._resp, resp_w = os.pipe()
+        cmd_r, self._cmd = (_high(fd) for fd in os.pipe())
+        self._resp, resp_w = (_high(fd) for fd in os.pipe())
 
-        def wire() -> None:  # in the child: the protocol's fixed descriptors
+        def wire() -> None:  # in the child: the protocol's fixed descriptors (dup2 makes them inheritable)
             os.dup2(cmd_r, 3)
             os.dup2(resp_w, 4)
 

@@ -102,3 +102,10 @@ def test_plots_are_written_and_embedded(tmp_path: Path) -> None:
     assert (tmp_path / "figure1-m1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     html = (tmp_path / "report.html").read_text()
     assert html.count("data:image/svg+xml;base64,") == 5  # 2 models x 2 views + the ranking chart
+
+
+def test_rollouts_sort_task_ids_naturally() -> None:
+    from prefix_exec.report.rollouts import natural
+
+    ids = ["multi_turn_base_110", "multi_turn_base_14", "multi_turn_base_2"]
+    assert sorted(ids, key=natural) == ["multi_turn_base_2", "multi_turn_base_14", "multi_turn_base_110"]

@@ -28,7 +28,7 @@ h1{font-size:22px;margin:18px 0 4px}h2{margin-top:34px;border-bottom:1px solid #
 .synthetic{background:#b3261e;color:#fff;padding:8px 12px;font-weight:600;border-radius:4px;
 position:sticky;top:0;z-index:5}
 .muted{color:#66707a}.note{color:#4a535c;font-size:13px;max-width:1100px}
-nav a{margin-right:12px}
+nav a{margin-right:12px}[id]{scroll-margin-top:48px}
 table{border-collapse:collapse;margin:8px 0 4px;font-size:13px}
 th,td{border:1px solid #d6dae0;padding:3px 7px;text-align:left;vertical-align:top}
 th{background:#eef1f5;cursor:pointer;user-select:none;white-space:nowrap}
@@ -42,6 +42,7 @@ img.plot{max-width:100%;border:1px solid #e2e5ea;margin:6px 0}
 details.rollout{margin:6px 0;border-left:3px solid #c8d1dc;padding-left:8px}
 details.rollout[open]{border-left-color:#3d6fd8}summary{cursor:pointer}
 table.actions td{font-size:12px}table.actions code{white-space:pre-wrap;word-break:break-word}
+table.actions td:nth-child(3) code{white-space:nowrap;word-break:normal}
 tr.fail{background:#ffd9d6;outline:2px solid #c62828}tr.after{background:#f2f2f2;color:#555}
 tr.divider td{background:#fff;border:none;font-style:italic;color:#7a4b00;padding-top:6px}
 .label{font-weight:600;color:#9c1c13}.reason{font-family:ui-monospace,monospace;font-size:12px;white-space:pre-wrap}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -33,14 +34,19 @@ def _json(value: Any) -> str:
         return repr(value)
 
 
+def natural(text: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key that orders ``task_9`` before ``task_10``."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text) if part)
+
+
 def group_records(records: Iterable[PrefixRecord]) -> dict[Condition, list[PrefixRecord]]:
     """Records per condition, ordered by label group (labels in tie-break order, executable last), then
-    task id and trial. The position in this list is the rollout's anchor index."""
+    task id (numbers in numeric order) and trial. The position in this list is the rollout's anchor index."""
     groups: dict[Condition, list[PrefixRecord]] = defaultdict(list)
     for r in records:
         groups[(r.dataset, r.model, r.method)].append(r)
     for rows in groups.values():
-        rows.sort(key=lambda r: (GROUP_ORDER.index(r.label.value if r.label else None), r.task_id, r.trial))
+        rows.sort(key=lambda r: (GROUP_ORDER.index(r.label.value if r.label else None), natural(r.task_id), r.trial))
     return groups
 
 
@@ -84,6 +90,9 @@ def rollout_html(record: PrefixRecord, anchor: str) -> str:
     summary = (f"<summary><code>{e(record.task_id)}</code> trial {record.trial} · FED {record.fed} / T {record.T}"
                f' · <span class="label">{e(label)}</span> · final {outcome}{recovery}</summary>')
     parts = [f'<details class="rollout" id="{e(anchor)}" data-task="{e(record.task_id)}">', summary]
+    if record.metadata:
+        meta = "; ".join(f"{k}={_json(v)}" for k, v in record.metadata.items())
+        parts.append(f'<p class="muted meta">metadata: {e(_clip(meta))}</p>')
     if failed:
         parts.append(f'<p class="reason">First failing call: step {record.fed} '
                      f"({e(label)}): {e(_clip(record.reason or ''))}</p>")
