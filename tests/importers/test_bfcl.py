@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("bfcl_eval")
 
@@ -124,3 +126,25 @@ def test_ground_truth_rollout_binds_positional_arguments() -> None:
     sort = next(c for c in rollout.actions if c.name == "sort")
     assert dict(sort.arguments) == {"file_name": "final_report.pdf"} and sort.turn == 2
     assert rollout.metadata["turns"] == 4 and rollout.model == "ground_truth"
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=15,
+)
+call_texts = st.sampled_from(["ls", "cd", "mkdir", "power", "_x", "os.system", "[", "(", ")", "'", "a=", "1", ","])
+
+
+strings = st.text(max_size=40) | st.lists(call_texts, max_size=6).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(json_values | st.lists(strings), max_size=5))
+def test_any_result_shape_decodes_and_scores_without_crash(result: list[object]) -> None:
+    actions, _ = decode_result(result)
+    rollout = Rollout("bfcl", "multi_turn_base_0", "m", "x", tuple(actions), metadata={"turns": len(result)})
+    env = BfclEnvironment(time_limit=1.0)
+    y = FinalSuccess(env.templates).check_rollout(load_task("multi_turn_base_0"), rollout).success
+    record = replay(with_success(rollout, y), env)
+    assert 1 <= record.fed <= record.T + 1
