@@ -15,7 +15,8 @@ from prefix_exec.trajectory import FailureLabel
 def test_demo_runs_and_writes_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--out", str(tmp_path), "--tasks", "40", "--resamples", "200"]) == 0
     captured = capsys.readouterr()
-    assert "Calibration: injected" in captured.out and "all on the diagonal" in captured.out
+    assert "Calibration: injected" in captured.out and "every fault caught" in captured.out
+    assert "Off the diagonal by design" in captured.out and "invent_id" in captured.out
     assert "SYNTHETIC rollouts" in captured.err
     for name in ("report.html", "table2.md", "table2.tex", "table2.csv", "figure1-synthetic-agents.png",
                  "ranking.png", "cost.md", "records.jsonl", "rollouts.jsonl", "calibration.txt"):

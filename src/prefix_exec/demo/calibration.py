@@ -97,6 +97,12 @@ def render(cal: Calibration) -> str:
         counts = [cal.depths.get((d, f), 0) for f in depth_cols]
         if any(counts):
             lines.append(f"{d:>8}  " + "".join(f"{c or '.':>6}" for c in counts))
-    verdict = ("all on the diagonal" if cal.ok else f"{len(cal.misses)} MISSED OR MISLABELLED")
+    verdict = ("every fault caught with its expected label at its injected depth, no false alarm" if cal.ok
+               else f"{len(cal.misses)} MISSED OR MISLABELLED")
     lines += ["", f"{cal.total} rollouts: {verdict}."]
+    by_design = [row for row in cal.rows if "->" in row and row.split(": ", 1)[1].split(" -> ")[0]
+                 != row.split(" -> ")[1]]
+    if by_design:
+        lines.append("Off the diagonal by design (the scorer cannot tell these apart; see docs/demo.md): "
+                     + ", ".join(row.split(":")[0] for row in by_design) + ".")
     return "\n".join(lines) + "\n"
