@@ -158,3 +158,14 @@ def test_missing_api_key_is_an_input_error(monkeypatch: pytest.MonkeyPatch) -> N
     with pytest.raises(InputError, match="PREFIX_EXEC_TEST_KEY"):
         EndpointConfig(model="m", api_key_env="PREFIX_EXEC_TEST_KEY").api_key()
     assert json.dumps(EndpointConfig(model="m").__dict__)  # plain data, picklable for Ray
+
+
+def test_scoped_views_keep_their_cache_entries_apart(tmp_path: Any) -> None:
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    with ScriptedServer(login) as server:
+        backend = ChatBackend(config(server), cache=cache)
+        backend.scoped("unit-a").complete(MESSAGES, TOOLS)
+        hit = backend.scoped("unit-a").complete(MESSAGES, TOOLS)
+        miss = backend.scoped("unit-b").complete(MESSAGES, TOOLS)
+        assert len(server.requests) == 2
+    assert hit.cached and not miss.cached and backend.scope == ""

@@ -72,6 +72,7 @@ class ChatBackend:
         self._client = self._openai.OpenAI(
             base_url=config.base_url, api_key=config.api_key(), timeout=config.timeout_s, max_retries=0
         )
+        self._completion_type = self._openai.types.chat.ChatCompletion
         self._slots = endpoint_slots(config.base_url, config.max_concurrency)
         # ``auto`` mode learns once per backend whether the server takes the ``tools`` field.
         self.text_mode = config.tool_mode == "text"
@@ -142,7 +143,10 @@ class ChatBackend:
         for attempt in range(1, self.config.max_retries + 2):
             try:
                 with self._slots:
-                    raw = self._client.chat.completions.create(**request)
+                    # The client's typed ``chat.completions.create`` deep-copies every message through its
+                    # type transform (milliseconds per call on long conversations); ``post`` sends the same
+                    # body through the same client (auth, HTTP, errors) without it.
+                    raw = self._client.post("/chat/completions", body=request, cast_to=self._completion_type)
                 response = raw.model_dump(mode="json")
                 break
             except self._openai.BadRequestError:

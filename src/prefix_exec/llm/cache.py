@@ -40,6 +40,9 @@ class ResponseCache:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
         if db is None:
             db = sqlite3.connect(self.path, timeout=30.0)
+            # WAL with synchronous=NORMAL skips the fsync per commit; after a crash the file is still
+            # consistent and at worst the last answers are missing, which only costs a re-request.
+            db.execute("PRAGMA synchronous=NORMAL")
             self._local.db = db
         return db
 
