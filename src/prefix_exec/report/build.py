@@ -63,7 +63,7 @@ def build_tables(summary: Summary, records: Sequence[PrefixRecord], options: Opt
         Section("checkpoints", "PEC@k checkpoints (Table G.1)", [checkpoints(summary, anchors, options.checkpoints)]),
         Section("labels", "First-failure labels", [label_counts(summary, anchors)]),
         Section("decomposition", "Decomposition q, s, r", [decomposition(summary, anchors)]),
-        Section("paired", "Paired differences", [paired_differences(summary, options.pairs)]),
+        Section("paired", "Paired differences", [paired_differences(summary, options.pairs, anchors)]),
     ]
     if costs:
         sections.append(Section("cost", "Cost", costs))

@@ -61,8 +61,9 @@ def cost_table(summary: Summary, costs: Mapping[Condition, ConditionCost], ancho
                 continue
             link = anchors.condition(c.condition)
             rows.append((text_cell(c.dataset), text_cell(c.model), text_cell(c.method), number_cell(cost.n, link=link),
-                         number_cell(cost.tokens, digits=0), number_cell(cost.latency_s, digits=1),
-                         number_cell(cost.calls, digits=1)))
+                         number_cell(cost.tokens, digits=0, link=link),
+                         number_cell(cost.latency_s, digits=1, link=link),
+                         number_cell(cost.calls, digits=1, link=link)))
             tags.append(block.label)
     note = ("Agent calls only (planner, verifier, executor); tokens = prompt + completion; latency = sum of agent "
             "call latencies per rollout.")

@@ -186,10 +186,10 @@ def ranking(summary: Summary, anchors: Anchors) -> Table:
         for i, c in enumerate(cs):
             link = anchors.condition(c.condition)
             shift = (outcome[i] or 0) - (prefix[i] or 0)
-            rows.append((*_ident(c), number_cell(c.success.point, link=link), number_cell(outcome[i]),
-                         number_cell(c.AUC_PEC.point, link=link), number_cell(prefix[i]),
-                         number_cell(c.TER.point, link=link), number_cell(ter[i]),
-                         Cell(f"{shift:+d}", float(shift), bold=shift != 0, csv=(str(shift),))))
+            rows.append((*_ident(c), number_cell(c.success.point, link=link), number_cell(outcome[i], link=link),
+                         number_cell(c.AUC_PEC.point, link=link), number_cell(prefix[i], link=link),
+                         number_cell(c.TER.point, link=link), number_cell(ter[i], link=link),
+                         Cell(f"{shift:+d}", float(shift), bold=shift != 0, link=link, csv=(str(shift),))))
             tags.append(block.label)
     note = ("Ranks at the shown precision (ties share the better rank). rank shift = outcome rank − prefix rank: "
             "positive means the method looks worse by final success than by prefix reliability.")
@@ -226,11 +226,13 @@ def default_pairs(block: Block) -> list[tuple[str, str]]:
     return [(names[j], names[i]) for i in range(len(names)) for j in range(i + 1, len(names))]
 
 
-def paired_differences(summary: Summary, pairs: Sequence[tuple[str, str]] | None = None) -> Table:
+def paired_differences(
+    summary: Summary, pairs: Sequence[tuple[str, str]] | None = None, anchors: Anchors | None = None
+) -> Table:
     """Paired A − B differences with percentile CIs from the dataset's shared task draws.
 
     ``pairs`` are (A, B) method names; a pair is shown in every block that has both methods. ``None`` means
-    :func:`default_pairs`."""
+    :func:`default_pairs`. With ``anchors``, the A and B cells link to the two conditions' rollouts."""
     columns = ("dataset", "model", "A", "B", *(heading for _, heading in PAIRED_STATISTICS))
     csv_cols = (("dataset",), ("model",), ("A",), ("B",),
                 *((f"d_{s}", f"d_{s}_low", f"d_{s}_high") for s, _ in PAIRED_STATISTICS))
@@ -242,7 +244,10 @@ def paired_differences(summary: Summary, pairs: Sequence[tuple[str, str]] | None
         for a, b in chosen:
             ca, cb = (block.dataset, block.model, a), (block.dataset, block.model, b)
             cells = [estimate_cell(summary.paired(ca, cb, s)) for s, _ in PAIRED_STATISTICS]
-            rows.append((text_cell(block.dataset), text_cell(block.model), text_cell(a), text_cell(b), *cells))
+            link_a = anchors.condition(ca) if anchors else None
+            link_b = anchors.condition(cb) if anchors else None
+            rows.append((text_cell(block.dataset), text_cell(block.model), text_cell(a, link_a),
+                         text_cell(b, link_b), *cells))
             tags.append(block.label)
     note = "A − B on the same bootstrap task draws (paired); an interval that excludes 0 separates the two."
     return Table("paired", "Paired differences", columns, tuple(rows), tuple(tags), note, csv_cols)
