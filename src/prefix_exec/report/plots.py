@@ -40,15 +40,25 @@ def slug(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-." else "-" for ch in text).strip("-") or "x"
 
 
-def _curve_panel(ax: Any, conditions: Sequence[ConditionSummary], dataset: str, elig: bool) -> None:
+def method_colors(summary: Summary) -> dict[str, str]:
+    """One colour per method across every panel and figure (matplotlib's default cycle, in report order)."""
+    methods = list(dict.fromkeys(c.method for b in blocks_of(summary) for c in b.rows))
+    return {m: f"C{i % 10}" for i, m in enumerate(methods)}
+
+
+def _curve_panel(ax: Any, conditions: Sequence[ConditionSummary], dataset: str, elig: bool,
+                 colors: dict[str, str]) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     for c in conditions:
         depth = max_depth(dataset, c.PEC)
         ks = list(range(1, depth + 1))
         if elig:
             ys = [float("nan") if v is None else v for v in c.PEC_elig[:depth]]
-            ax.plot(ks, ys, marker="o", markersize=3, label=c.method)
+            ax.plot(ks, ys, marker="o", markersize=3, label=c.method, color=colors[c.method])
             continue
-        line = ax.plot(ks, c.PEC[:depth], marker="o", markersize=3, label=c.method)[0]
+        line = ax.plot(ks, c.PEC[:depth], marker="o", markersize=3, label=c.method, color=colors[c.method])[0]
         band = c.PEC_CI[: min(depth, len(c.PEC_CI))]
         if band:
             ax.fill_between(range(1, len(band) + 1), [e.low for e in band], [e.high for e in band],
@@ -69,6 +79,7 @@ def figure1(summary: Summary, out: Path, *, synthetic: bool = False) -> list[Pat
     """Per model: ``figure1-<model>`` (fixed-cohort PEC with 95% bands) and ``figure1-elig-<model>``
     (eligible-depth PEC_elig); one panel per dataset, one line per method."""
     plt = _pyplot()
+    colors = method_colors(summary)
     written: list[Path] = []
     models = sorted({c.model for c in summary.conditions})
     for model in models:
@@ -76,7 +87,7 @@ def figure1(summary: Summary, out: Path, *, synthetic: bool = False) -> list[Pat
         for elig in (False, True):
             fig, axes = plt.subplots(1, len(blocks), figsize=(max(6.4, 4.6 * len(blocks)), 4.0), squeeze=False)
             for ax, block in zip(axes[0], blocks, strict=True):
-                _curve_panel(ax, block.rows, block.dataset, elig)
+                _curve_panel(ax, block.rows, block.dataset, elig, colors)
             view = "eligible-depth view" if elig else "fixed-cohort PEC(k), 95% bands"
             title = f"Figure 1 ({view}): {model}"
             fig.suptitle(title + (f"\n{SYNTHETIC_MARK}" if synthetic else ""), fontsize=10,
@@ -87,12 +98,12 @@ def figure1(summary: Summary, out: Path, *, synthetic: bool = False) -> list[Pat
     return written
 
 
-def _bump_panel(ax: Any, block: Block) -> None:
+def _bump_panel(ax: Any, block: Block, colors: dict[str, str]) -> None:
     cs = block.rows
     outcome = competition_ranks([c.success.point for c in cs])
     prefix = competition_ranks([c.AUC_PEC.point for c in cs])
     for c, a, b in zip(cs, outcome, prefix, strict=True):
-        line = ax.plot([0, 1], [a, b], marker="o", linewidth=2.5 if a != b else 1.2)[0]
+        line = ax.plot([0, 1], [a, b], marker="o", linewidth=2.5 if a != b else 1.2, color=colors[c.method])[0]
         ax.annotate(f"#{a} {c.method}\nsuccess {c.success.point:.2f}", (0, a), xytext=(-8, 0),
                     textcoords="offset points", ha="right", va="center", fontsize=8, color=line.get_color())
         ax.annotate(f"#{b} {c.method}\nAUC-PEC {c.AUC_PEC.point:.2f}", (1, b), xytext=(8, 0),
@@ -110,6 +121,7 @@ def ranking_chart(summary: Summary, out: Path, *, synthetic: bool = False) -> li
     """``ranking``: one panel per block; a line joins a method's outcome-only rank to its prefix-level rank
     (thick when they differ)."""
     plt = _pyplot()
+    colors = method_colors(summary)
     blocks = blocks_of(summary)
     cols = min(3, len(blocks))
     rows = -(-len(blocks) // cols)
@@ -118,7 +130,7 @@ def ranking_chart(summary: Summary, out: Path, *, synthetic: bool = False) -> li
     for ax in axes.flat[len(blocks):]:
         ax.set_visible(False)
     for ax, block in zip(axes.flat, blocks, strict=False):
-        _bump_panel(ax, block)
+        _bump_panel(ax, block, colors)
     title = "Ranking divergence: outcome-only rank vs prefix-level rank"
     fig.suptitle(title + (f"\n{SYNTHETIC_MARK}" if synthetic else ""), fontsize=10,
                  color="firebrick" if synthetic else "black")
