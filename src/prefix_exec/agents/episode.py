@@ -29,7 +29,8 @@ class Episode:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not self.messages:
+        # An empty system prompt sends none (BFCL's function-calling runs have no system message).
+        if not self.messages and self.system:
             self.say({"role": "system", "content": self.system})
 
     def say(self, message: Message) -> None:

@@ -3,7 +3,9 @@
 Per user turn the executor loops: one model call (a step), then every tool call of the answer in order,
 each result handed back to the model. The turn ends when the model answers without a tool call, or after
 ``max_steps`` model calls (the horizon cap). A call whose arguments could not be parsed is an action (a
-schema failure at replay) and never reaches the environment. With a guard, each candidate call is first
+schema failure at replay) and never reaches the environment. Recorded actions are named
+``t<turn>.s<step>.c<index>`` (0-based), as the importers name them; the model's own call id stays in the
+transcript. With a guard, each candidate call is first
 checked on a fork of the live session; a rejected call does not execute and is not an action, and the
 model gets the verdict back instead.
 """
@@ -46,12 +48,13 @@ class Executor:
             episode.say(done.message)
             if not done.calls:
                 return TurnResult(answer=done.content, steps=step, capped=False)
-            for call in done.calls:
-                self._act(episode, session, replace(call, turn=turn))
+            for index, call in enumerate(done.calls):
+                self._act(episode, session, call, replace(call, turn=turn, call_id=f"t{turn}.s{step - 1}.c{index}"))
         episode.metadata["capped_turns"] = int(episode.metadata.get("capped_turns", 0)) + 1
         return TurnResult(answer=None, steps=self.max_steps, capped=True)
 
-    def _act(self, episode: Episode, session: Session, call: ToolCall) -> None:
+    def _act(self, episode: Episode, session: Session, asked: ToolCall, call: ToolCall) -> None:
+        """Run ``call`` (the action as recorded); ``asked`` carries the model's own id for the reply message."""
         if self.guarded:
             verdict = check(session, call)
             if not verdict.accepted:
@@ -59,9 +62,9 @@ class Executor:
                 episode.note("guard", {"tool": call.name, "accepted": False, "label": label, "reason": verdict.reason})
                 episode.metadata["guard_rejections"] = int(episode.metadata.get("guard_rejections", 0)) + 1
                 text = f"Not executed: a pre-execution check rejected this call ({label}): {verdict.reason}"
-                episode.say(self.backend.tool_result_message(call, text))
+                episode.say(self.backend.tool_result_message(asked, text))
                 return
         verdict = check_action(session, call)
         content = verdict.result if verdict.accepted else {"error": verdict.reason}
         episode.actions.append(replace(call, observation=Observation(content=content, error=not verdict.accepted)))
-        episode.say(self.backend.tool_result_message(call, render(content)))
+        episode.say(self.backend.tool_result_message(asked, render(content)))

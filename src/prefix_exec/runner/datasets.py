@@ -23,7 +23,22 @@ def _custom(spec: DatasetSpec, grid: Grid) -> Driver:
     return CustomDriver(grid.resolve(str(spec.options["spec"])), dataset=spec.name)
 
 
-DRIVERS: dict[str, DriverFactory] = {"custom": _custom}
+def _bfcl(spec: DatasetSpec, grid: Grid) -> Driver:
+    from prefix_exec.drivers.bfcl import BfclDriver
+    from prefix_exec.envs.bfcl.tasks import CATEGORIES
+
+    unknown = sorted(set(spec.options) - {"categories", "subset"})
+    if unknown:
+        raise InputError(f"unknown BFCL option {unknown[0]!r}", field=f"datasets.{spec.name}.{unknown[0]}",
+                         hint="BFCL options: categories (list), subset = \"paper\"")
+    try:
+        return BfclDriver(dataset=spec.name, categories=tuple(option(spec, "categories", CATEGORIES)),
+                          subset=option(spec, "subset"))
+    except KeyError as exc:
+        raise InputError(str(exc.args[0]), field=f"datasets.{spec.name}") from None
+
+
+DRIVERS: dict[str, DriverFactory] = {"custom": _custom, "bfcl": _bfcl}
 
 
 def make_driver(spec: DatasetSpec, grid: Grid) -> Driver:
