@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from records import crafted
+from report_records import crafted
 
 from prefix_exec.cli import main
 from prefix_exec.io import write_records

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from records import record
+from report_records import record
 
 from prefix_exec.report.inputs import metric_rows
 from prefix_exec.report.layout import Anchors

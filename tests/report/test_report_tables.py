@@ -1,11 +1,11 @@
-"""Golden tests of the report tables on crafted records (tests/report/records.py): every number below was
+"""Golden tests of the report tables on crafted records (tests/report/report_records.py): every number below was
 checked by hand; bold marks block maxima per column with ties included."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from records import crafted, record
+from report_records import crafted, record
 
 from prefix_exec.report.build import Options, build_tables
 from prefix_exec.report.inputs import metric_rows

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser import Browser, ensure_chromium
-from records import crafted
+from report_browser import Browser, ensure_chromium
+from report_records import crafted
 
 from prefix_exec.report.build import Options, write_report
 from prefix_exec.trajectory import FailureLabel, PrefixRecord, ToolCall, Verdict

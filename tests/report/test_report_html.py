@@ -6,7 +6,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from records import crafted, record
+from report_records import crafted, record
 
 from prefix_exec.report.build import Options, write_report
 from prefix_exec.trajectory import FailureLabel, PrefixRecord, ToolCall, Verdict

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from records import TASKS, record
+from report_records import TASKS, record
 
 from prefix_exec.report.cost import condition_costs, cost_tables
 from prefix_exec.report.inputs import metric_rows
