@@ -27,7 +27,7 @@ margin:0 auto;max-width:1400px;padding:0 18px 60px;color:#1d2329}
 h1{font-size:22px;margin:18px 0 4px}h2{margin-top:34px;border-bottom:1px solid #ccd;padding-bottom:3px}
 .synthetic{background:#b3261e;color:#fff;padding:8px 12px;font-weight:600;border-radius:4px;
 position:sticky;top:0;z-index:5}
-.muted{color:#66707a}.note{color:#4a535c;font-size:13px;max-width:1100px}
+.muted{color:#66707a}.caption{font-weight:600;margin:6px 0 0}.note{color:#4a535c;font-size:13px;max-width:1100px}
 nav a{margin-right:12px}[id]{scroll-margin-top:48px}
 table{border-collapse:collapse;margin:8px 0 4px;font-size:13px}
 th,td{border:1px solid #d6dae0;padding:3px 7px;text-align:left;vertical-align:top}
@@ -97,8 +97,10 @@ def _section(section: Section) -> str:
     if section.lead:
         parts.append(f'<p class="note">{e(section.lead)}</p>')
     for table in section.tables:
-        if len(section.tables) > 1 or table.title != section.title:
+        if len(section.tables) > 1:
             parts.append(f"<h3>{e(table.title)}</h3>")
+        elif table.title != section.title:
+            parts.append(f'<p class="caption">{e(table.title)}</p>')
         parts.append(to_html(table))
         if table.note:
             parts.append(f'<p class="note">{e(table.note)}</p>')
