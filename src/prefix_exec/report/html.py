@@ -33,7 +33,8 @@ table{border-collapse:collapse;margin:8px 0 4px;font-size:13px}
 th,td{border:1px solid #d6dae0;padding:3px 7px;text-align:left;vertical-align:top}
 th{background:#eef1f5;cursor:pointer;user-select:none;white-space:nowrap}
 th.asc:after{content:" ▲"}th.desc:after{content:" ▼"}
-td.max{background:#fff6d6}td a{color:inherit;text-decoration:none;border-bottom:1px dotted #7a8599}
+td.max{background:#fff6d6}td[data-v]{white-space:nowrap}
+td a{color:inherit;text-decoration:none;border-bottom:1px dotted #7a8599}
 td a:hover{background:#dde8ff}
 tr[data-block]{border-top:1px solid #d6dae0}
 img.plot{max-width:100%;border:1px solid #e2e5ea;margin:6px 0}
