@@ -41,3 +41,10 @@ def test_demo_fails_loudly_on_a_mislabel(tmp_path: Path, capsys: pytest.CaptureF
     assert main(["demo", "--out", str(tmp_path), "--tasks", "40", "--resamples", "100"]) == 1
     err = capsys.readouterr().err
     assert "CALIBRATION FAILED" in err and "expected information" in err and "got dependency" in err
+
+
+def test_demo_rejects_a_nonpositive_task_count(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["demo", "--tasks", "0"])
+    assert exit_info.value.code == 2
+    assert "must be >= 1" in capsys.readouterr().err

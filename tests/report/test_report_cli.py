@@ -34,3 +34,13 @@ def test_empty_run_dir_and_duplicates_are_input_errors(tmp_path: Path, capsys) -
     write_records(tmp_path / "r.jsonl", crafted())
     assert main(["report", str(tmp_path / "r.jsonl"), str(tmp_path / "r.jsonl"), "--out", str(tmp_path / "o")]) == 2
     assert "appears twice" in capsys.readouterr().err
+
+
+def test_bad_options_are_usage_errors(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+
+    for bad in (["--pair", "dual-loop"], ["--format", "docx"], ["--checkpoints", "0,2"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["report", str(tmp_path), "--out", str(tmp_path / "o"), *bad])
+        assert exit_info.value.code == 2
+    assert "expected METHOD_A:METHOD_B" in capsys.readouterr().err
