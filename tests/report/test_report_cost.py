@@ -66,3 +66,23 @@ def test_single_verifier_setting_gives_no_sensitivity_table() -> None:
     rows = [r for r in _grid() if r.method != "dual-loop-small"]
     s = summarize(metric_rows(rows), resamples=50, seed=0)
     assert "verifier_sensitivity" not in {t.name for t in cost_tables(s, rows, Anchors.of(s))}
+
+
+def test_one_method_name_with_two_verifier_settings_is_split(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from prefix_exec.io import write_records
+    from prefix_exec.report.inputs import load
+
+    rows = [record("plan-conditioned", t, T=3, fed=2, success=1, cost=_calls(1000, 2.0)) for t in TASKS]
+    for model, k in (("v-large", 5), ("v-small", 1)):
+        # two sensitivity runs under the same method name: same rollout keys, different verifier settings
+        rows_k = [record("dual-loop", t, T=3, fed=4, success=1, cost=_calls(1200, 3.0),
+                         metadata={"verifier_model": model, "k_val": k}) for t in TASKS]
+        write_records(tmp_path / f"records-{model}.jsonl", rows_k)
+    write_records(tmp_path / "records-plan.jsonl", rows)
+    loaded = load([tmp_path])
+    methods = {r.method for r in loaded}
+    assert methods == {"plan-conditioned", "dual-loop [verifier=v-large, K_val=5]",
+                       "dual-loop [verifier=v-small, K_val=1]"}
+    s = summarize(metric_rows(loaded), resamples=50, seed=0)
+    tables = {t.name: t for t in cost_tables(s, loaded, Anchors.of(s))}
+    assert len(tables["verifier_sensitivity"].rows) == 2

@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from prefix_exec.report.inputs import verifier_setting
 from prefix_exec.report.layout import Anchors, blocks_of, is_dual_loop, is_plan_conditioned
 from prefix_exec.report.table import Cell, Table, estimate_cell, number_cell, text_cell
 from prefix_exec.summary import Condition, Summary
@@ -101,10 +102,9 @@ def verifier_settings(records: Iterable[PrefixRecord]) -> dict[Condition, tuple[
     """(verifier model, K_val) per condition, as text; conditions without either key are absent."""
     found: dict[Condition, set[tuple[str, str]]] = defaultdict(set)
     for r in records:
-        model = r.metadata.get("verifier_model")
-        k_val = r.metadata.get("k_val", r.metadata.get("K_val"))
-        if model is not None or k_val is not None:
-            found[(r.dataset, r.model, r.method)].add((str(model or ""), str(k_val if k_val is not None else "")))
+        setting = verifier_setting(r)
+        if setting is not None:
+            found[(r.dataset, r.model, r.method)].add(setting)
     return {cond: sorted(values)[0] if len(values) == 1 else ("mixed", "mixed") for cond, values in found.items()}
 
 

@@ -3,11 +3,13 @@
 A *run directory* is a folder holding scored records as ``records*.jsonl`` files, at any depth below it (the
 ``score`` commands' ``--out`` files and a grid run's per-condition files both qualify). Files are read in
 sorted path order. The same rollout (dataset, task_id, model, method, trial) may appear only once over all
-inputs: two copies would be counted twice, so that is an input error.
+inputs: two copies would be counted twice, so that is an input error. A method whose records carry several
+verifier settings (``metadata.verifier_model`` / ``k_val``) is split into one method per setting first.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -37,18 +39,51 @@ def expand(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def load(paths: Sequence[str | Path]) -> list[PrefixRecord]:
-    records: list[PrefixRecord] = []
-    seen: dict[tuple[str, str, str, str, int], Path] = {}
+    """Every record of ``paths``, with verifier variants split into their own methods (see
+    :func:`split_verifier_variants`); a rollout key seen twice is an :class:`InputError`."""
+    found: list[tuple[PrefixRecord, Path]] = []
     for path in expand(paths):
-        for record in read_records(path):
-            if record.key in seen:
-                raise InputError(f"rollout {record.key} appears twice (first in {seen[record.key]})", path=path,
-                                 hint="pass each records file once; split or deduplicate merged files")
-            seen[record.key] = path
-            records.append(record)
-    if not records:
+        found += [(record, path) for record in read_records(path)]
+    if not found:
         raise InputError("no records found", path=", ".join(str(p) for p in paths), hint="score some rollouts first")
+    records = split_verifier_variants([r for r, _ in found])
+    seen: dict[tuple[str, str, str, str, int], Path] = {}
+    for record, (_, path) in zip(records, found, strict=True):
+        if record.key in seen:
+            raise InputError(f"rollout {record.key} appears twice (first in {seen[record.key]})", path=path,
+                             hint="pass each records file once; split or deduplicate merged files")
+        seen[record.key] = path
     return records
+
+
+def verifier_setting(record: PrefixRecord) -> tuple[str, str] | None:
+    """``(verifier model, K_val)`` from ``metadata.verifier_model`` and ``metadata.k_val`` (or ``K_val``)."""
+    model = record.metadata.get("verifier_model")
+    k_val = record.metadata.get("k_val", record.metadata.get("K_val"))
+    if model is None and k_val is None:
+        return None
+    return (str(model or ""), str(k_val if k_val is not None else ""))
+
+
+def split_verifier_variants(records: Sequence[PrefixRecord]) -> list[PrefixRecord]:
+    """A method whose records carry two or more verifier settings (a sensitivity grid run under one method
+    name) becomes one method per setting, named ``dual-loop [verifier=M, K_val=K]``, so that each setting
+    is its own condition. Records of a method with a single setting are returned unchanged."""
+    settings: dict[tuple[str, str, str], set[tuple[str, str]]] = {}
+    for r in records:
+        setting = verifier_setting(r)
+        if setting is not None:
+            settings.setdefault((r.dataset, r.model, r.method), set()).add(setting)
+    varied = {cond for cond, values in settings.items() if len(values) > 1}
+    if not varied:
+        return list(records)
+    out = []
+    for r in records:
+        setting = verifier_setting(r)
+        if (r.dataset, r.model, r.method) in varied and setting is not None:
+            r = dataclasses.replace(r, method=f"{r.method} [verifier={setting[0]}, K_val={setting[1]}]")
+        out.append(r)
+    return out
 
 
 def metric_rows(records: Iterable[PrefixRecord]) -> list[MetricRow]:
