@@ -118,3 +118,16 @@ def test_numeric_precision_set_by_a_call_does_not_leak() -> None:
     assert env.start(task.id).step(ToolCall("square_root", {"number": 2, "precision": 50})).accepted
     assert decimal.getcontext().prec == before
     assert os.getcwd()  # still in the sandbox cwd
+
+
+def test_deeply_nested_arguments_are_refused_not_a_crash() -> None:
+    deep: object = "x"
+    for _ in range(900):
+        deep = {"k": deep}
+    task = next(t for t in (load_task(f"multi_turn_base_{i}") for i in range(200)) if "TicketAPI" in t.involved_classes)
+    # edit_ticket's `updates` is the one doc parameter typed `dict`, so binding lets any content through
+    call = ToolCall("edit_ticket", {"ticket_id": 1, "updates": deep})
+    env = BfclEnvironment()
+    verdict = env.start(task.id).step(call)
+    assert verdict.label is FailureLabel.SCHEMA and "nest 900 levels deep" in verdict.reason
+    FinalSuccess(env.templates).check(task, (call,))  # Y's lenient path refuses it too

@@ -148,3 +148,13 @@ def test_any_result_shape_decodes_and_scores_without_crash(result: list[object])
     y = FinalSuccess(env.templates).check_rollout(load_task("multi_turn_base_0"), rollout).success
     record = replay(with_success(rollout, y), env)
     assert 1 <= record.fed <= record.T + 1
+
+
+def test_pathological_json_is_a_parse_error_not_a_crash(tmp_path: Path) -> None:
+    huge = "9" * 5000
+    calls, _ = decode_result([[[{"ls": f'{{"a": {huge}}}'}, {"cd": "[" * 100000 + "]" * 100000}]]])
+    assert [c.parse_error is not None for c in calls] == [True, True]
+    path = tmp_path / "BFCL_v4_multi_turn_base_result.json"
+    path.write_text(f'{{"id": "multi_turn_base_0", "result": {huge}}}\n', encoding="utf-8")
+    (unit,) = read_result_file(path)
+    assert isinstance(unit, Skipped) and "not JSON" in unit.error

@@ -99,7 +99,7 @@ def _fc_calls(step: Any, turn: int, step_index: int) -> list[ToolCall]:
             text = raw if isinstance(raw, str) else json.dumps(raw)
             try:
                 arguments = json.loads(raw) if isinstance(raw, str) else raw
-            except json.JSONDecodeError as exc:
+            except (ValueError, RecursionError) as exc:  # bad JSON, an over-long integer, deep nesting
                 calls.append(
                     ToolCall(str(name), {}, call_id, turn, raw=text, parse_error=f"arguments are not JSON: {exc}")
                 )
@@ -163,7 +163,7 @@ def read_result_file(
             where = f"{path}:{number}"
             try:
                 row = json.loads(line)
-            except json.JSONDecodeError as exc:
+            except (ValueError, RecursionError) as exc:
                 yield Skipped(where, f"not JSON: {exc}")
                 continue
             if not isinstance(row, dict) or not isinstance(row.get("id"), str) or "result" not in row:

@@ -60,6 +60,9 @@ def run_lenient(
     """Execute as BFCL's executor would (any public method of an involved class), returning the result text."""
     if not isinstance(name, str) or check_name(name) or name not in owners:
         return executor.error_text(f"name {name!r} is not defined")
+    refused = executor.guard(name, arguments)  # before the arguments are copied (deep values)
+    if refused is not None:
+        return executor.error_text(refused)
     owner = owners[name]
     method = getattr(instances[owner], name)
     return executor.run(method, name, backend.call_arguments(owner, name, arguments)).text

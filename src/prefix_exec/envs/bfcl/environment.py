@@ -179,6 +179,9 @@ class BfclSession:
             self._run(self.exposure.owners[name], name, arguments)
 
     def _run(self, owner: str, name: str, arguments: dict[str, Any]) -> executor.Outcome:
+        refused = executor.guard(name, arguments)  # before the arguments are copied (deep values)
+        if refused is not None:
+            return executor.Outcome(text=executor.error_text(refused), refused=refused)
         method = getattr(self.instances[owner], name)
         call = backend.call_arguments(owner, name, arguments)
         return executor.run(method, name, call, time_limit=self._time_limit)

@@ -36,6 +36,8 @@ from prefix_exec.envs.bfcl.errors import error_of
 MAX_RESULT_BITS = 1 << 20
 #: Largest precision (digits) for ``logarithm``/``square_root`` and decimal places for ``round_number``.
 MAX_PRECISION = 10_000
+#: Deepest nesting of lists/dicts allowed in an argument value.
+MAX_NESTING = 32
 #: Default per-call wall-clock bound, seconds.
 TIME_LIMIT = 2.0
 
@@ -66,8 +68,30 @@ class Outcome:
         return self.error is None and self.refused is None
 
 
+def nesting_depth(value: Any) -> int:
+    """How deeply lists and dicts nest inside ``value`` (0 for a scalar), walked without recursion."""
+    deepest = 0
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, list | tuple):
+            children: Any = item
+        elif isinstance(item, dict):
+            children = item.values()
+        else:
+            deepest = max(deepest, depth)
+            continue
+        deepest = max(deepest, depth + 1)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 def guard(name: str, arguments: Mapping[str, Any]) -> str | None:
     """Why the call's arguments exceed the static cost bound, or ``None`` when they are within it."""
+    depth = nesting_depth(list(arguments.values()))
+    if depth > MAX_NESTING + 1:
+        # Copying, pickling or comparing such a value would exhaust the interpreter's stack.
+        return f"{name}: arguments nest {depth - 1} levels deep, above the bound of {MAX_NESTING}"
     if name == "power":
         base, exponent = arguments.get("base"), arguments.get("exponent")
         if isinstance(base, int) and isinstance(exponent, int) and exponent > 0 and abs(base) > 1:
