@@ -60,6 +60,8 @@ def run_lenient(
     """Execute as BFCL's executor would (any public method of an involved class), returning the result text."""
     if not isinstance(name, str) or check_name(name) or name not in owners:
         return executor.error_text(f"name {name!r} is not defined")
+    if not isinstance(arguments, Mapping):
+        return executor.error_text(f"{name}: arguments are not named values")
     refused = executor.guard(name, arguments)  # before the arguments are copied (deep values)
     if refused is not None:
         return executor.error_text(refused)
