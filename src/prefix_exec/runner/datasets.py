@@ -38,7 +38,31 @@ def _bfcl(spec: DatasetSpec, grid: Grid) -> Driver:
         raise InputError(str(exc.args[0]), field=f"datasets.{spec.name}") from None
 
 
-DRIVERS: dict[str, DriverFactory] = {"custom": _custom, "bfcl": _bfcl}
+def _tau(spec: DatasetSpec, grid: Grid) -> Driver:
+    from prefix_exec.drivers.tau import TauDriver
+
+    known = {"domain", "user_model", "judge_model", "max_turns", "tau2_data"}
+    unknown = sorted(set(spec.options) - known)
+    if unknown:
+        raise InputError(f"unknown tau option {unknown[0]!r}", field=f"datasets.{spec.name}.{unknown[0]}",
+                         hint="tau options: " + ", ".join(sorted(known)))
+    names = {m.name for m in grid.models}
+    for key in ("domain", "user_model"):
+        if key not in spec.options:
+            raise InputError("missing", field=f"datasets.{spec.name}.{key}")
+    for key in ("user_model", "judge_model"):
+        if key in spec.options and spec.options[key] not in names:
+            raise InputError(f"{spec.options[key]!r} is not a model of the grid", field=f"datasets.{spec.name}.{key}",
+                             hint="declare it under [[models]] (with condition = false to keep it out of the units)")
+    judge = option(spec, "judge_model")
+    return TauDriver(
+        str(spec.options["domain"]), user=grid.endpoint(str(spec.options["user_model"]), 0),
+        judge=grid.endpoint(str(judge), 0) if judge else None, dataset=spec.name,
+        max_turns=int(option(spec, "max_turns", 30)), data=option(spec, "tau2_data"),
+    )
+
+
+DRIVERS: dict[str, DriverFactory] = {"custom": _custom, "bfcl": _bfcl, "tau": _tau}
 
 
 def make_driver(spec: DatasetSpec, grid: Grid) -> Driver:

@@ -1,0 +1,60 @@
+"""A scripted tau2 conversation: the user simulator states the case, the agent plays the gold actions.
+
+Requests are told apart by their system prompt: the user simulator's holds ``<scenario>``, the agent's holds
+``<policy>``, the NL-assertion judge's asks for ``expectedOutcome``. The user's first message names the case
+(``[case ID]``) and every identifier of the gold actions, so the information check sees them; after the
+agent's first answer the user stops. The agent plays the gold actions one per step, then answers with the
+task's communicate info.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from fakes.openai_server import text_message, tool_message
+from prefix_exec.envs.tau.backend import import_tau2
+from prefix_exec.envs.tau.information import identifier_arguments
+
+
+class TauScript:
+    def __init__(self, env: Any, task_ids: list[str]) -> None:
+        Task = import_tau2("tau2.data_model.tasks").Task
+        self.scenarios: dict[str, str] = {}
+        self.gold: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        self.info: dict[str, list[str]] = {}
+        for task_id in task_ids:
+            raw = env.task(task_id)
+            self.scenarios[task_id] = str(Task.model_validate(raw).user_scenario)
+            criteria = raw.get("evaluation_criteria") or {}
+            self.gold[task_id] = [(a["name"], a.get("arguments") or {}) for a in criteria.get("actions") or []]
+            self.info[task_id] = [str(i) for i in criteria.get("communicate_info") or []]
+        self.judged = 0
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        messages: list[dict[str, Any]] = body["messages"]
+        system = str(messages[0].get("content") or "")
+        if "<scenario>" in system:
+            task_id = next(t for t, s in self.scenarios.items() if s in system)
+            if sum(1 for m in messages if m["role"] == "user") >= 2:  # the agent answered (roles are flipped)
+                return text_message("Thanks, that is all. ###STOP###")
+            ids = sorted({v for _, args in self.gold[task_id] for _, v in identifier_arguments(args)})
+            return text_message(f"Hello, [case {task_id}]. My references: {', '.join(ids) or 'none'}.")
+        if "expectedOutcome" in system:
+            self.judged += 1
+            return text_message(json.dumps({"results": []}))
+        if system.startswith("You are the PLANNER"):
+            return text_message(json.dumps({"steps": []}))
+        if system.startswith("You are the VERIFIER"):
+            return text_message(json.dumps({"approved": True, "issues": []}))
+        if str(messages[-1].get("content", "")).startswith("Before acting"):
+            return text_message("1. look up the case")
+        first = next(str(m["content"]) for m in messages if m["role"] == "user")
+        match = re.search(r"\[case ([^\]]+)\]", first)
+        assert match is not None, first
+        task_id = match.group(1)
+        step = sum(1 for m in messages if m["role"] == "assistant" and m.get("tool_calls"))
+        if step < len(self.gold[task_id]):
+            return tool_message([self.gold[task_id][step]])
+        return text_message("Done. " + " ".join(self.info[task_id]))
