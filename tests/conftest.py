@@ -21,3 +21,17 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def ticketing() -> Path:
     return TICKETING
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The benchmark packages are part of the setup: a missing one must fail the run, never skip tests."""
+    import importlib
+
+    missing = []
+    for module in ("bfcl_eval", "tau2"):
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            missing.append(f"{module} ({exc})")
+    if missing:
+        raise pytest.UsageError(f"not installed: {', '.join(missing)}; run 'make setup' first")
