@@ -7,8 +7,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("bfcl_eval")
-
 from fakes.bfcl_agent import BfclScript
 from fakes.openai_server import ScriptedServer, tool_message
 from prefix_exec.agents import METHODS, Agent

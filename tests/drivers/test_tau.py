@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("tau2")
+# The simulator and evaluator need tau2's LLM dependencies, beyond the replay set (see docs/runner.md).
 pytest.importorskip("litellm")
 pytest.importorskip("pandas")
 

@@ -14,6 +14,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
+from prefix_exec.errors import InputError
 from prefix_exec.runner.grid import Grid, Unit
 from prefix_exec.runner.worker import UnitResult, UnitWorker
 
@@ -52,7 +53,8 @@ def run_ray(grid: Grid, cache: Path | None, units: Sequence[Unit], concurrency: 
         import ray
         from ray.util import ActorPool
     except ImportError:
-        raise ImportError("--executor ray needs Ray: pip install 'prefix-exec[ray]' (or pip install ray)") from None
+        hint = "pip install 'prefix-exec[ray]' (or pip install ray)"
+        raise InputError("--executor ray needs Ray", hint=hint) from None
     if not ray.is_initialized():
         ray.init(address=os.environ.get("RAY_ADDRESS"), log_to_driver=False)
     # Actors wait on the network, not the CPU; a fractional CPU lets --max-concurrency exceed the core count.

@@ -1,0 +1,25 @@
+"""examples/paper-grid.toml parses and expands to the paper's grid."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from prefix_exec.runner import load_grid
+
+GRID = Path(__file__).resolve().parents[2] / "examples" / "paper-grid.toml"
+
+
+def test_the_paper_grid_has_the_papers_units(monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefix_exec.runner.run import plan_units
+
+    monkeypatch.setenv("OPENAI_API_KEY", "placeholder")
+    grid = load_grid(GRID)
+    assert [m.name for m in grid.models if m.condition] == ["MODEL_A", "MODEL_B", "MODEL_C"]
+    assert len(grid.methods) == 4 and grid.agent.k_val == 3 and grid.agent.max_steps == 20
+    units = plan_units(grid)
+    tasks = Counter(u.dataset for u in units if u.model == "MODEL_A" and u.method == "react")
+    assert tasks == Counter({"bfcl": 200, "tau3-airline": 50, "tau3-retail": 114})
+    assert len(units) == (200 + 50 + 114) * 3 * 4
