@@ -214,3 +214,15 @@ def test_bad_grids_are_input_errors(tmp_path: Path, text: str, message: str) -> 
     grid.write_text(body)
     with pytest.raises(InputError, match=message):
         load_grid(grid)
+
+
+def test_429_storm_hang_and_500_mid_grid_are_retried_and_counted(server: ScriptedServer, tmp_path: Path) -> None:
+    extra = "timeout_s = 0.5\nmax_retries = 6\nbackoff_max_s = 0.02"
+    grid = write_grid(tmp_path, server.base_url, methods=["react"], extra=extra)
+    grid.write_text(grid.read_text().replace("max_retries = 1\n", ""))
+    server.hang_s = 1.5
+    server.faults.extend(["429"] * 4 + ["hang", "500"])
+    report = run_grid(grid, tmp_path / "run", max_concurrency=1)
+    rollouts = rows(tmp_path / "run" / "rollouts.jsonl")
+    assert (report.written, report.failed) == (6, 0)
+    assert report.retries == 6 == sum(r["metadata"].get("retries", 0) for r in rollouts)

@@ -43,12 +43,15 @@ class RunReport:
     rescored: int = 0
     tokens: int = 0
     usd: float = 0.0
+    retries: int = 0
     seconds: float = 0.0
 
     def summary(self) -> str:
         text = f"{self.written} of {self.planned} units written in {self.seconds:.1f} s, {self.tokens} agent tokens"
         if self.usd:
             text += f", ${self.usd:.2f}"
+        if self.retries:
+            text += f", {self.retries} LLM requests retried (429/5xx/timeouts/connection)"
         if self.resumed:
             text += f"; {self.resumed} already done (--resume)"
         if self.rescored:
@@ -97,7 +100,8 @@ def run_grid(
             for result in execute(executor, grid, cache, todo, max_concurrency):
                 _write(result, rollouts, records, failures, report, prices)
                 bar.update(1)
-                bar.set_postfix(failed=report.failed, tokens=report.tokens, usd=f"{report.usd:.2f}", refresh=False)
+                bar.set_postfix(failed=report.failed, tokens=report.tokens, usd=f"{report.usd:.2f}",
+                                retries=report.retries, refresh=False)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -113,6 +117,7 @@ def _write(result: UnitResult, rollouts: JsonlWriter, records: JsonlWriter, fail
     rollouts.write(result.rollout)
     records.write(result.record)
     report.written += 1
+    report.retries += int(result.rollout.get("metadata", {}).get("retries", 0))
     price_in, price_out = prices.get(u.model, (0.0, 0.0))
     for cost in result.rollout.get("cost", []):
         report.tokens += int(cost["prompt_tokens"]) + int(cost["completion_tokens"])
