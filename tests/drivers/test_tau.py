@@ -74,6 +74,7 @@ def test_grid_with_a_tau_dataset(tmp_path: Any) -> None:
     with ScriptedServer(script) as server:
         grid = tmp_path / "grid.toml"
         grid.write_text(f"""
+trials = 2
 methods = ["react", "guarded-react"]
 [[datasets]]
 name = "tau3-airline"
@@ -92,9 +93,11 @@ base_url = "{server.base_url}"
 api_key_env = ""
 """.replace("'", '"'))
         report = run_grid(grid, tmp_path / "run", max_concurrency=2)
+        user_seeds = {b.get("seed") for b in server.requests if b["model"] == "user-sim"}
     records = list(read_records(tmp_path / "run" / "records.jsonl"))
     rollouts = list(read_rollouts(tmp_path / "run" / "rollouts.jsonl"))
-    assert report.written == 4 and report.failed == 0
+    assert report.written == 8 and report.failed == 0
+    assert user_seeds == {0, 1} == {r.metadata["user_seed"] for r in rollouts}  # the grid seed + trial
     assert all(r.executable and r.success == 1 for r in records)
     assert all(c.role == "executor" for r in rollouts for c in r.cost)  # simulator tokens are kept apart
     assert all(r.metadata["simulator"]["calls"] == 2 for r in rollouts)

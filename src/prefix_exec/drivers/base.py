@@ -34,8 +34,8 @@ class Driver(Protocol):
         """The environment that scores the rollouts (the same one the agent acted on)."""
         ...
 
-    def run(self, agent: Agent, task_id: str) -> Outcome:
-        """Run ``agent`` on one task from its initial state."""
+    def run(self, agent: Agent, task_id: str, trial: int = 0) -> Outcome:
+        """Run ``agent`` on one task from its initial state. ``trial`` seeds a driver's own LLMs (a user simulator)."""
         ...
 
 

@@ -118,7 +118,7 @@ class BfclDriver:
     def environment(self) -> BfclEnvironment:
         return self._env
 
-    def run(self, agent: Agent, task_id: str) -> Outcome:
+    def run(self, agent: Agent, task_id: str, trial: int = 0) -> Outcome:
         task = self._env.task(task_id)
         turns, held = questions(task.category)[task_id]
         held_names = {name for names in held.values() for name in names}

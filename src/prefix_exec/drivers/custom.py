@@ -48,7 +48,7 @@ class CustomDriver:
     def environment(self) -> CustomEnvironment:
         return self._env
 
-    def run(self, agent: Agent, task_id: str) -> Outcome:
+    def run(self, agent: Agent, task_id: str, trial: int = 0) -> Outcome:
         session: CustomSession = self._env.start(task_id)
         state = json.dumps(session.state, sort_keys=True)[: self.state_chars]
         episode = agent.start(SYSTEM.format(name=self._env.name), self.tools)

@@ -108,12 +108,14 @@ class TauDriver:
     def environment(self) -> TauEnvironment:
         return self._env
 
-    def run(self, agent: Agent, task_id: str) -> Outcome:
+    def run(self, agent: Agent, task_id: str, trial: int = 0) -> Outcome:
         tau = _tau2()
         msg = tau["message"]
         task = tau["tasks"].Task.model_validate(self._env.task(task_id))
-        user = tau["user"].UserSimulator(instructions=str(task.user_scenario), llm=self.user.model,
-                                         llm_args=dict(self.user.args))
+        args = dict(self.user.args)
+        if "seed" in args:
+            args["seed"] = int(args["seed"]) + trial  # trials differ in the simulated user too
+        user = tau["user"].UserSimulator(instructions=str(task.user_scenario), llm=self.user.model, llm_args=args)
         user_state = user.get_init_state()
         session = self._env.start(task_id, evidence=())
         episode = agent.start(system_prompt(self._env.domain.policy), self.tools)
@@ -148,6 +150,7 @@ class TauDriver:
             trajectory.append(outgoing)
         reward, notes = self._evaluate(tau, task, task_id, trajectory, termination, started, usage)
         notes.update({"termination": termination, "simulator": usage, "user_model": self.user.model})
+        notes["user_seed"] = args.get("seed")
         return Outcome(episode, int(reward >= 1.0 - 1e-6), notes)
 
     def _evaluate(self, tau: dict[str, Any], task: Any, task_id: str, trajectory: list[Any], termination: str,

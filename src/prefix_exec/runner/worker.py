@@ -63,7 +63,7 @@ class UnitWorker:
         started = time.perf_counter()
         try:
             driver = self.driver(unit.dataset)
-            outcome = driver.run(self.agent(unit), unit.task_id)
+            outcome = driver.run(self.agent(unit), unit.task_id, unit.trial)
             rollout = to_rollout(outcome, dataset=unit.dataset, task_id=unit.task_id, model=unit.model,
                                  method=unit.method, trial=unit.trial)
             record = replay(rollout, driver.environment())
