@@ -109,6 +109,8 @@ def test_metrics_compare_gives_paired_differences(ticketing, tmp_path, capsys):
     assert (pair["a"], pair["b"]) == ("plan-conditioned", "react")
     # Every plan-conditioned rollout failed and every react one was executable, on the same tasks.
     assert pair["differences"]["TER"] == {"point": -1.0, "low": -1.0, "high": -1.0}
-    assert main(["metrics", str(records), "--compare", "react"]) == 2
+    with pytest.raises(SystemExit) as info:  # a malformed pair is a usage error
+        main(["metrics", str(records), "--compare", "react"])
+    assert info.value.code == 2
     assert main(["metrics", str(records), "--compare", "react:nope"]) == 2
     assert "no records for method nope" in capsys.readouterr().err

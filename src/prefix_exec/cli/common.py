@@ -32,3 +32,22 @@ def add_identity_options(parser: argparse.ArgumentParser) -> None:
 def finish(report: ScoreReport, out: str) -> int:
     print(f"prefix-exec: {report.summary()} -> {out}", file=sys.stderr)
     return 2 if report.skipped else 0
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def method_pair(text: str) -> tuple[str, str]:
+    """argparse type: ``METHOD_A:METHOD_B``."""
+    a, sep, b = text.partition(":")
+    if not sep or not a or not b:
+        raise argparse.ArgumentTypeError(f"expected METHOD_A:METHOD_B, got {text!r}")
+    return (a, b)

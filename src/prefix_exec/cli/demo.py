@@ -7,6 +7,8 @@ import argparse
 import sys
 from typing import Any
 
+from prefix_exec.cli.common import positive_int
+
 
 def register(commands: Any, name: str) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
@@ -21,19 +23,13 @@ def register(commands: Any, name: str) -> None:
         ),
     )
     parser.add_argument("--out", default="out/demo", metavar="DIR", help="output folder (default: %(default)s)")
-    parser.add_argument("--tasks", type=_positive, default=200,
+    parser.add_argument("--tasks", type=positive_int, default=200,
                         help="first N of BFCL's 200 base tasks (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the agents and the bootstrap")
-    parser.add_argument("--resamples", type=_positive, default=10_000,
+    parser.add_argument("--resamples", type=positive_int, default=10_000,
                         help="bootstrap resamples (default: %(default)s)")
     parser.set_defaults(run=run)
 
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from prefix_exec.cli.common import method_pair, positive_int
 from prefix_exec.errors import InputError
 from prefix_exec.io import METRIC_FIELDS, read_metric_rows
 from prefix_exec.stats import DEFAULT_RESAMPLES
@@ -27,12 +28,12 @@ def register(commands: Any, name: str) -> None:
     )
     parser.add_argument("records", nargs="+", metavar="RECORDS.jsonl", help="scored records (JSONL)")
     parser.add_argument(
-        "--resamples", type=_positive, default=DEFAULT_RESAMPLES, help="bootstrap resamples (default: %(default)s)"
+        "--resamples", type=positive_int, default=DEFAULT_RESAMPLES, help="bootstrap resamples (default: %(default)s)"
     )
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
     parser.add_argument(
         "--ci-depth",
-        type=_positive,
+        type=positive_int,
         default=DEFAULT_CI_DEPTH,
         help="bootstrap PEC(k) for k = 1..N (default: %(default)s)",
     )
@@ -41,6 +42,7 @@ def register(commands: Any, name: str) -> None:
         "--compare",
         action="append",
         default=[],
+        type=method_pair,
         metavar="A:B",
         help="paired differences A - B of two methods in every (dataset, model) block that has both, with CIs "
         "from the shared task draws (repeatable)",
@@ -49,25 +51,12 @@ def register(commands: Any, name: str) -> None:
     parser.set_defaults(run=run)
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _pair(text: str) -> tuple[str, str]:
-    a, sep, b = text.partition(":")
-    if not sep or not a or not b:
-        raise InputError(f"--compare expects METHOD_A:METHOD_B, got {text!r}")
-    return a, b
-
 
 def run(args: argparse.Namespace) -> int:
     rows = read_metric_rows(args.records)
     if not rows:
         raise InputError("no records found", path=", ".join(args.records), hint="score some rollouts first")
-    pairs = [_pair(text) for text in args.compare]
+    pairs = args.compare
     summary = summarize(rows, resamples=args.resamples, seed=args.seed, ci_depth=args.ci_depth)
     comparisons = None
     if pairs:

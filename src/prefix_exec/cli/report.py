@@ -7,6 +7,7 @@ import argparse
 import sys
 from typing import Any
 
+from prefix_exec.cli.common import method_pair, positive_int
 from prefix_exec.report import Options, load, write_report
 from prefix_exec.report.build import FORMATS
 from prefix_exec.report.tables import DEFAULT_CHECKPOINTS
@@ -28,12 +29,12 @@ def register(commands: Any, name: str) -> None:
     )
     parser.add_argument("inputs", nargs="+", metavar="RECORDS_OR_RUN_DIR", help="records JSONL files or run dirs")
     parser.add_argument("--out", required=True, metavar="DIR", help="folder to write the report into")
-    parser.add_argument("--resamples", type=_positive, default=DEFAULT_RESAMPLES,
+    parser.add_argument("--resamples", type=positive_int, default=DEFAULT_RESAMPLES,
                         help="bootstrap resamples (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
     parser.add_argument("--format", default=",".join(FORMATS), type=_formats,
                         help="table formats, comma-separated from md, csv, tex (default: %(default)s)")
-    parser.add_argument("--pair", action="append", type=_pair, metavar="A:B",
+    parser.add_argument("--pair", action="append", type=method_pair, metavar="A:B",
                         help="paired difference A - B of two methods (repeatable; default: every pair)")
     parser.add_argument("--checkpoints", type=_depths, default=DEFAULT_CHECKPOINTS, metavar="K,K,...",
                         help=f"PEC@k checkpoint depths (default: {','.join(map(str, DEFAULT_CHECKPOINTS))})")
@@ -42,12 +43,6 @@ def register(commands: Any, name: str) -> None:
     parser.set_defaults(run=run)
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
 
 def _formats(text: str) -> tuple[str, ...]:
     chosen = tuple(f.strip() for f in text.split(",") if f.strip())
@@ -55,13 +50,6 @@ def _formats(text: str) -> tuple[str, ...]:
     if unknown or not chosen:
         raise argparse.ArgumentTypeError(f"choose from {', '.join(FORMATS)}; got {text!r}")
     return chosen
-
-
-def _pair(text: str) -> tuple[str, str]:
-    a, sep, b = text.partition(":")
-    if not sep or not a or not b:
-        raise argparse.ArgumentTypeError(f"expected METHOD_A:METHOD_B, got {text!r}")
-    return (a, b)
 
 
 def _depths(text: str) -> tuple[int, ...]:
