@@ -18,6 +18,7 @@ from prefix_exec.drivers.base import to_rollout
 from prefix_exec.drivers.tau import TauDriver
 from prefix_exec.llm import ChatBackend, EndpointConfig
 from prefix_exec.replay import replay
+from prefix_exec.trajectory import FailureLabel
 
 AIRLINE = ["3", "9", "11"]
 RETAIL = ["108"]
@@ -27,10 +28,11 @@ def endpoint(server: ScriptedServer, model: str) -> EndpointConfig:
     return EndpointConfig(model=model, base_url=server.base_url, api_key_env="", max_retries=0)
 
 
-def play(domain: str, tasks: list[str], methods: tuple[str, ...], judge: bool = False) -> list[Any]:
+def play(domain: str, tasks: list[str], methods: tuple[str, ...], judge: bool = False,
+         reveal_ids: bool = True) -> list[Any]:
     from prefix_exec.envs.tau import TauEnvironment, load_domain
 
-    script = TauScript(TauEnvironment(load_domain(domain)), tasks)
+    script = TauScript(TauEnvironment(load_domain(domain)), tasks, reveal_ids=reveal_ids)
     out = []
     with ScriptedServer(script) as server:
         driver = TauDriver(domain, user=endpoint(server, "user-sim"),
@@ -40,8 +42,7 @@ def play(domain: str, tasks: list[str], methods: tuple[str, ...], judge: bool = 
                 agent = Agent(method, ChatBackend(endpoint(server, "agent")))
                 rollout = to_rollout(driver.run(agent, task_id), dataset=driver.dataset, task_id=task_id,
                                      model="agent", method=method, trial=0)
-                env = driver.environment().bind(rollout)
-                out.append((rollout, replay(rollout, env)))
+                out.append((rollout, replay(rollout, driver.env_for(rollout))))
         models = Counter(body["model"] for body in server.requests)
     return [out, models, script]
 
@@ -56,6 +57,16 @@ def test_gold_play_succeeds_by_tau2s_evaluator_for_every_variant() -> None:
         assert {c.role for c in rollout.cost} <= {"planner", "verifier", "executor"}
         assert rollout.metadata["simulator"]["calls"] == 2  # the case, then the stop
     assert models["user-sim"] == 2 * len(results)
+
+
+def test_an_identifier_the_user_never_gave_is_an_information_failure_live_and_in_the_record() -> None:
+    results, _, _ = play("airline", ["6"], ("react", "guarded-react"), reveal_ids=False)
+    (react, record), (guarded, guarded_record) = results
+    first = react.actions[0]
+    assert first.name == "get_reservation_details" and first.observation is not None and first.observation.error
+    assert "never seen" in str(first.observation.content)
+    assert (record.fed, record.label) == (1, FailureLabel.INFORMATION)
+    assert not guarded.actions and guarded.metadata["guard_rejections"] == 1 and guarded_record.no_tool
 
 
 def test_retail_with_a_judge_is_marked_nondeterministic() -> None:

@@ -2,7 +2,8 @@
 
 Requests are told apart by their system prompt: the user simulator's holds ``<scenario>``, the agent's holds
 ``<policy>``, the NL-assertion judge's asks for ``expectedOutcome``. The user's first message names the case
-(``[case ID]``) and every identifier of the gold actions, so the information check sees them; after the
+(``[case ID]``) and every identifier of the gold actions, so the information check sees them (unless
+``reveal_ids`` is false); after the
 agent's first answer the user stops. The agent plays the gold actions one per step, then answers with the
 task's communicate info.
 """
@@ -19,7 +20,8 @@ from prefix_exec.envs.tau.information import identifier_arguments
 
 
 class TauScript:
-    def __init__(self, env: Any, task_ids: list[str]) -> None:
+    def __init__(self, env: Any, task_ids: list[str], *, reveal_ids: bool = True) -> None:
+        self.reveal_ids = reveal_ids
         Task = import_tau2("tau2.data_model.tasks").Task
         self.scenarios: dict[str, str] = {}
         self.gold: dict[str, list[tuple[str, dict[str, Any]]]] = {}
@@ -40,6 +42,8 @@ class TauScript:
             if sum(1 for m in messages if m["role"] == "user") >= 2:  # the agent answered (roles are flipped)
                 return text_message("Thanks, that is all. ###STOP###")
             ids = sorted({v for _, args in self.gold[task_id] for _, v in identifier_arguments(args)})
+            if not self.reveal_ids:
+                ids = []
             return text_message(f"Hello, [case {task_id}]. My references: {', '.join(ids) or 'none'}.")
         if "expectedOutcome" in system:
             self.judged += 1

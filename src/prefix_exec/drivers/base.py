@@ -31,7 +31,11 @@ class Driver(Protocol):
         ...
 
     def environment(self) -> Environment:
-        """The environment that scores the rollouts (the same one the agent acted on)."""
+        """The environment the agent acts on."""
+        ...
+
+    def env_for(self, rollout: Rollout) -> Environment:
+        """The environment that scores ``rollout``: the same one, seeing what the agent saw."""
         ...
 
     def run(self, agent: Agent, task_id: str, trial: int = 0) -> Outcome:

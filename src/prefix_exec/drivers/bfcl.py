@@ -29,10 +29,12 @@ from typing import Any
 
 from prefix_exec.agents.variants import Agent
 from prefix_exec.drivers.base import Outcome
+from prefix_exec.envs.base import Environment
 from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
 from prefix_exec.envs.bfcl import environment as bfcl_environment
 from prefix_exec.envs.bfcl.tasks import CATEGORIES, bfcl_module, data_dir, function_docs, load_category
 from prefix_exec.llm.types import ToolSchema
+from prefix_exec.trajectory import Rollout
 
 # The session cuts result texts to 1,000 characters for records; an agent must see them whole (long_context's
 # padding is the point of that category), so a process that runs BFCL agents keeps them whole.
@@ -116,6 +118,9 @@ class BfclDriver:
         return [task for c in self.categories for task in load_category(c)]
 
     def environment(self) -> BfclEnvironment:
+        return self._env
+
+    def env_for(self, rollout: Rollout) -> Environment:
         return self._env
 
     def run(self, agent: Agent, task_id: str, trial: int = 0) -> Outcome:

@@ -16,8 +16,10 @@ import yaml
 
 from prefix_exec.agents.variants import Agent
 from prefix_exec.drivers.base import Outcome
+from prefix_exec.envs.base import Environment
 from prefix_exec.envs.custom import CustomEnvironment, CustomSession, load_spec
 from prefix_exec.llm.types import ToolSchema
+from prefix_exec.trajectory import Rollout
 
 SUCCESS_RULE = "heuristic: answered within the cap, every action accepted, a tool used unless allow_no_tool"
 SYSTEM = (
@@ -46,6 +48,9 @@ class CustomDriver:
         return list(self.descriptions)
 
     def environment(self) -> CustomEnvironment:
+        return self._env
+
+    def env_for(self, rollout: Rollout) -> Environment:
         return self._env
 
     def run(self, agent: Agent, task_id: str, trial: int = 0) -> Outcome:

@@ -27,17 +27,18 @@ import os
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from prefix_exec.agents.variants import Agent
 from prefix_exec.drivers.base import Outcome
-from prefix_exec.envs.tau import TauEnvironment, load_domain
+from prefix_exec.envs.tau import RolloutEnvironment, TauEnvironment, load_domain
 from prefix_exec.envs.tau import session as tau_session
 from prefix_exec.envs.tau.backend import import_tau2
 from prefix_exec.envs.tau.tasks import paper_task_ids
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.llm.types import ToolSchema
+from prefix_exec.trajectory import Rollout
 
 # The session cuts tool results to a few hundred characters for records; an agent must see them whole (and
 # tau2's evaluator compares them with its own replay), so a process that runs tau agents keeps them whole.
@@ -108,6 +109,20 @@ class TauDriver:
     def environment(self) -> TauEnvironment:
         return self._env
 
+    def env_for(self, rollout: Rollout) -> RolloutEnvironment:
+        """The environment bound to what the agent saw before each action, so replay's information check
+        matches the live one: the user's messages and the results of accepted calls (plans, guard feedback
+        and error texts are not evidence), one action per assistant message."""
+        users = list(rollout.metadata.get("user_messages", []))
+        view: list[dict[str, Any]] = []
+        for turn, text in enumerate(users):
+            view.append({"role": "user", "content": text})
+            for action in (a for a in rollout.actions if a.turn == turn):
+                view.append({"role": "assistant", "tool_calls": [{"id": action.call_id, "name": action.name}]})
+                if action.observation is not None and not action.observation.error:
+                    view.append({"role": "tool", "content": action.observation.content})
+        return self._env.bind(replace(rollout, transcript=tuple(view)))
+
     def run(self, agent: Agent, task_id: str, trial: int = 0) -> Outcome:
         tau = _tau2()
         msg = tau["message"]
@@ -123,6 +138,7 @@ class TauDriver:
         outgoing = msg.AssistantMessage(role="assistant", content=FIRST_AGENT_MESSAGE)
         trajectory: list[Any] = [outgoing]
         usage = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        users: list[str] = []
         started = time.time()
         termination = "max_steps"
         for turn in range(self.max_turns):
@@ -133,6 +149,7 @@ class TauDriver:
                 termination = "user_stop"
                 break
             session.observe(reply.content)
+            users.append(str(reply.content))
             before = len(episode.actions)
             result = agent.user_turn(episode, session, str(reply.content), turn, plan=turn == 0)
             for action in episode.actions[before:]:
@@ -151,6 +168,7 @@ class TauDriver:
         reward, notes = self._evaluate(tau, task, task_id, trajectory, termination, started, usage)
         notes.update({"termination": termination, "simulator": usage, "user_model": self.user.model})
         notes["user_seed"] = args.get("seed")
+        notes["user_messages"] = users
         return Outcome(episode, int(reward >= 1.0 - 1e-6), notes)
 
     def _evaluate(self, tau: dict[str, Any], task: Any, task_id: str, trajectory: list[Any], termination: str,

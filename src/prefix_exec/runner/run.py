@@ -129,11 +129,11 @@ def _score_orphans(grid: Grid, path: Path, keys: Iterable[tuple[str, str, str, s
     wanted = set(keys)
     if not wanted:
         return 0
-    envs = {d.name: make_driver(d, grid).environment() for d in grid.datasets}
+    drivers = {d.name: make_driver(d, grid) for d in grid.datasets}
     count = 0
     for rollout in read_rollouts(path):
         if rollout.key in wanted:
-            records.write(record_to_json(replay(rollout, envs[rollout.dataset])))
+            records.write(record_to_json(replay(rollout, drivers[rollout.dataset].env_for(rollout))))
             wanted.discard(rollout.key)
             count += 1
     return count

@@ -66,7 +66,7 @@ class UnitWorker:
             outcome = driver.run(self.agent(unit), unit.task_id, unit.trial)
             rollout = to_rollout(outcome, dataset=unit.dataset, task_id=unit.task_id, model=unit.model,
                                  method=unit.method, trial=unit.trial)
-            record = replay(rollout, driver.environment())
+            record = replay(rollout, driver.env_for(rollout))
         except Exception as exc:  # the unit boundary: any failure is reported and the grid goes on
             detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             return UnitResult(unit, error=detail, seconds=time.perf_counter() - started)
