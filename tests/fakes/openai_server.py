@@ -130,6 +130,9 @@ class ScriptedServer:
                 else:
                     status, payload, headers = server.answer(body)
                 data = json.dumps(payload).encode()
+                with server._lock:  # before the answer leaves, so a client that got it sees it counted
+                    server.statuses.append(status)
+                    server.in_flight -= 1
                 try:
                     self.send_response(status)
                     self.send_header("content-type", "application/json")
@@ -141,8 +144,6 @@ class ScriptedServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client timed out and went away: that is the point of a hang
                 with server._lock:
-                    server.in_flight -= 1
-                    server.statuses.append(status)
                     server.busy_s += time.perf_counter() - started
 
             def log_message(self, format: str, *args: Any) -> None:

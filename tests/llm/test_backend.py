@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import random
 import threading
 from typing import Any
@@ -169,3 +171,30 @@ def test_scoped_views_keep_their_cache_entries_apart(tmp_path: Any) -> None:
         miss = backend.scoped("unit-b").complete(MESSAGES, TOOLS)
         assert len(server.requests) == 2
     assert hit.cached and not miss.cached and backend.scope == ""
+
+
+def _open_and_write(path: Any, barrier: Any, results: Any) -> None:
+    barrier.wait()
+    try:
+        cache = ResponseCache(path)
+        for i in range(20):
+            cache.put({"pid": os.getpid(), "i": i}, {"ok": i}, 0.0)
+        results.put("ok")
+    except Exception as exc:
+        results.put(repr(exc))
+
+
+def test_many_processes_can_open_one_new_cache(tmp_path: Any) -> None:
+    # Ray actors open the run's cache at the same moment; a fresh file's switch to WAL used to fail
+    # ("database is locked") in about 1 of 15 such starts of 12 processes.
+    context = multiprocessing.get_context("fork")
+    for trial in range(10):
+        path = tmp_path / f"cache{trial}.sqlite"
+        barrier, results = context.Barrier(12), context.Queue()
+        workers = [context.Process(target=_open_and_write, args=(path, barrier, results)) for _ in range(12)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        assert [results.get() for _ in workers] == ["ok"] * 12
+        assert len(ResponseCache(path)) == 12 * 20

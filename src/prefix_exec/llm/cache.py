@@ -12,6 +12,7 @@ import hashlib
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,12 +30,25 @@ class ResponseCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        with self._connect() as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, response TEXT NOT NULL, "
-                "latency_s REAL NOT NULL)"
-            )
+        self._setup()
+
+    def _setup(self) -> None:
+        # Switching a fresh file to WAL fails at once ("database is locked") instead of waiting when another
+        # worker is doing the same, so several workers opening one new cache retry here.
+        for attempt in range(1, 41):
+            try:
+                with self._connect() as db:
+                    if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                        db.execute("PRAGMA journal_mode=WAL")
+                    db.execute(
+                        "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, response TEXT NOT NULL, "
+                        "latency_s REAL NOT NULL)"
+                    )
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == 40:
+                    raise
+                time.sleep(0.025 * attempt)
 
     def _connect(self) -> sqlite3.Connection:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)

@@ -24,6 +24,7 @@ from tqdm import tqdm
 
 from prefix_exec.errors import InputError
 from prefix_exec.io import JsonlWriter, completed_keys, read_rollouts, record_to_json
+from prefix_exec.llm.cache import ResponseCache
 from prefix_exec.replay import replay
 from prefix_exec.runner.datasets import make_driver
 from prefix_exec.runner.executors import execute
@@ -95,6 +96,8 @@ def run_grid(
         todo = [u for u in units if u.key not in done]
         report.resumed = len(units) - len(todo)
         cache = out / CACHE if grid.cache else None
+        if cache is not None:
+            ResponseCache(cache)  # create it here, once, before workers open it concurrently
         prices = {m.name: (m.usd_per_mtok_prompt, m.usd_per_mtok_completion) for m in grid.models}
         with tqdm(total=len(todo), desc="units", unit="unit", disable=None, file=log, smoothing=0.1) as bar:
             for result in execute(executor, grid, cache, todo, max_concurrency):
