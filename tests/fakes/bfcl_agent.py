@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from fakes.openai_server import text_message, tool_message
+from prefix_exec.agents.planning import PROMPT_PLAN_PROCEED
 from prefix_exec.drivers.bfcl import questions
 from prefix_exec.envs.bfcl.checker import ground_truth_calls
 from prefix_exec.envs.bfcl.tasks import load_task
@@ -40,11 +41,13 @@ class BfclScript:
             return text_message(json.dumps({"steps": steps}))
         if first.startswith("You are the VERIFIER"):
             return text_message(json.dumps({"approved": True, "issues": []}))
-        if str(messages[-1].get("content", "")).startswith("Before acting"):
+        if not body.get("tools") and "Before acting" in str(messages[-1].get("content")):
             return text_message("1. call the tools the request needs")
+        # A turn's user message may carry a plan after the request; prompt-planning adds "Now carry out ...".
         users = [i for i, m in enumerate(messages)
-                 if m["role"] == "user" and not str(m["content"]).startswith("Before acting")]
-        task_id = self.by_first[str(messages[users[0]]["content"])]
+                 if m["role"] == "user" and m["content"] != PROMPT_PLAN_PROCEED]
+        first = str(messages[users[0]]["content"])
+        task_id = self.by_first[max((k for k in self.by_first if first.startswith(k)), key=len)]
         turn = len(users) - 1
         step = sum(1 for m in messages[users[-1]:] if m["role"] == "assistant" and m.get("tool_calls"))
         calls = self.truth[task_id][turn]

@@ -52,7 +52,7 @@ class TauScript:
             return text_message(json.dumps({"steps": []}))
         if system.startswith("You are the VERIFIER"):
             return text_message(json.dumps({"approved": True, "issues": []}))
-        if str(messages[-1].get("content", "")).startswith("Before acting"):
+        if not body.get("tools") and "Before acting" in str(messages[-1].get("content")):
             return text_message("1. look up the case")
         first = next(str(m["content"]) for m in messages if m["role"] == "user")
         match = re.search(r"\[case ([^\]]+)\]", first)

@@ -77,7 +77,7 @@ def respond(body: dict[str, Any]) -> dict[str, Any]:
             issue = {"step": 1, "check": "precondition", "message": "close_ticket needs a logged-in agent"}
             return text_message(json.dumps({"approved": False, "issues": [issue]}))
         return text_message(json.dumps({"approved": True, "issues": []}))
-    if str(messages[-1].get("content", "")).startswith("Before acting, write a short numbered plan"):
+    if not body.get("tools") and "Before acting, write a short numbered plan" in str(messages[-1].get("content")):
         return text_message("1. log in\n2. do the task\n3. confirm")
     goal = _goal(messages)
     script = _script(goal)

@@ -37,6 +37,7 @@ PROMPT_PLAN_REQUEST = (
     "Before acting, write a short numbered plan of the tool calls you will make. Do not call any tool in "
     "this message."
 )
+PROMPT_PLAN_PROCEED = "Now carry out your plan."
 
 
 @dataclass(frozen=True)
@@ -137,12 +138,12 @@ def verifier_messages(goal: str, tools: Sequence[ToolSchema], state: str, plan: 
     ]
 
 
-def plan_control_message(plan: Plan, verdict: PlanVerdict | None) -> Message:
-    """The system message that hands a plan to the executor as its control signal."""
+def plan_control_text(plan: Plan, verdict: PlanVerdict | None) -> str:
+    """The text that hands a plan to the executor as its control signal (appended to the user's message)."""
     text = (
         "PLAN (control signal): execute these steps in order with tool calls, taking bound arguments from the "
         f"named earlier results; deviate only when a result makes a step impossible.\n{plan.to_text()}"
     )
     if verdict is not None and not verdict.approved:
         text += f"\nThe plan was not approved by the verifier; its last findings:\n{verdict.feedback()}"
-    return {"role": "system", "content": text}
+    return text

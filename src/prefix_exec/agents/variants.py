@@ -23,12 +23,13 @@ from dataclasses import dataclass
 from prefix_exec.agents.episode import Episode
 from prefix_exec.agents.executor import Executor, TurnResult
 from prefix_exec.agents.planning import (
+    PROMPT_PLAN_PROCEED,
     PROMPT_PLAN_REQUEST,
     Plan,
     PlanVerdict,
     parse_plan,
     parse_verdict,
-    plan_control_message,
+    plan_control_text,
     planner_messages,
     revision_messages,
     verifier_messages,
@@ -81,25 +82,27 @@ class Agent:
     def user_turn(
         self, episode: Episode, session: Session, content: str, turn: int, *, plan: bool = True, state: str = ""
     ) -> TurnResult:
-        """Hand the user's message to the agent and run the turn; ``plan`` False skips planning this turn."""
-        episode.say({"role": "user", "content": content})
-        if plan:
-            self._prepare(episode, content, state)
-        return self.executor.run_turn(episode, session, turn)
+        """Hand the user's message to the agent and run the turn; ``plan`` False skips planning this turn.
 
-    def _prepare(self, episode: Episode, goal: str, state: str) -> None:
-        if self.method == "prompt-planning":
-            ask = {"role": "user", "content": PROMPT_PLAN_REQUEST}
-            done = self.executor.backend.complete([*episode.messages, ask], (), role="planner")
+        Plans and plan requests ride in the user's message (and prompt-planning's plan is followed by a short
+        user message), so the conversation keeps one system message and alternating roles, which strict chat
+        templates of local servers require.
+        """
+        if plan and self.method == "prompt-planning":
+            episode.say({"role": "user", "content": f"{content}\n\n{PROMPT_PLAN_REQUEST}"})
+            done = self.executor.backend.complete(episode.messages, (), role="planner")
             episode.charge(done)
-            episode.say(ask)
             episode.say({"role": "assistant", "content": done.content or ""})
-        elif self.method == "plan-conditioned":
-            plan = self._propose(episode, planner_messages(goal, episode.tools, state))
-            episode.say(plan_control_message(plan, None))
-        elif self.method == "dual-loop":
-            plan, verdict = self._dual_loop(episode, goal, state)
-            episode.say(plan_control_message(plan, verdict))
+            episode.say({"role": "user", "content": PROMPT_PLAN_PROCEED})
+        elif plan and self.method == "plan-conditioned":
+            control = plan_control_text(self._propose(episode, planner_messages(content, episode.tools, state)), None)
+            episode.say({"role": "user", "content": f"{content}\n\n{control}"})
+        elif plan and self.method == "dual-loop":
+            control = plan_control_text(*self._dual_loop(episode, content, state))
+            episode.say({"role": "user", "content": f"{content}\n\n{control}"})
+        else:
+            episode.say({"role": "user", "content": content})
+        return self.executor.run_turn(episode, session, turn)
 
     def _propose(self, episode: Episode, messages: list[dict[str, object]]) -> Plan:
         done = self.planner.complete(messages, (), role="planner")
