@@ -212,11 +212,17 @@ def test_ray_and_local_executors_write_identical_records(server: ScriptedServer,
 @pytest.mark.parametrize(("text", "message"), [
     ("methods = ['nope']", "unknown method"),
     ("colour = 1", "unknown key"),
+    ("[[models]]\nmodel = 'x'\nseed = 4", "cannot set the seed"),
 ])
 def test_bad_grids_are_input_errors(tmp_path: Path, text: str, message: str) -> None:
     grid = write_grid(tmp_path, "http://127.0.0.1:9/v1")
     body = grid.read_text()
-    body = body.replace(f"methods = {json.dumps(METHODS)}", text) if "methods" in text else text + "\n" + body
+    if "methods" in text:
+        body = body.replace(f"methods = {json.dumps(METHODS)}", text)
+    elif "models" in text:
+        body += text
+    else:
+        body = text + "\n" + body
     grid.write_text(body)
     with pytest.raises(InputError, match=message):
         load_grid(grid)

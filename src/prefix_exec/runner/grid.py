@@ -142,6 +142,9 @@ def _model(raw: Mapping[str, Any], i: int) -> ModelSpec:
     raw = dict(raw)
     name = str(raw.pop("name", raw.get("model", "")))
     prices = {k: float(raw.pop(k)) for k in ("usd_per_mtok_prompt", "usd_per_mtok_completion") if k in raw}
+    if "seed" in raw:
+        raise InputError("a model table cannot set the seed", field=f"models[{i}].seed",
+                         hint="the grid's top-level seed is sent, plus the trial number")
     condition = raw.pop("condition", True)
     if not isinstance(condition, bool):
         raise InputError("must be true or false", field=f"models[{i}].condition")
