@@ -123,10 +123,15 @@ def test_only_the_executor_sees_tools_and_cost_adds_up_per_role(server: Scripted
     assert sum(len(r.cost) for r in rollouts) == len(requests)
 
 
+@pytest.mark.parametrize("tool_mode", ["native", "text"])
 @pytest.mark.parametrize("method", METHODS)
-def test_roles_alternate_with_one_leading_system_message(server: ScriptedServer, ticketing: Path, method: str) -> None:
+def test_roles_alternate_with_one_leading_system_message(
+    server: ScriptedServer, ticketing: Path, method: str, tool_mode: str
+) -> None:
     before = len(server.requests)
-    run(server, ticketing, method, "close-printer")
+    driver = CustomDriver(ticketing / "tools.yaml")
+    for task in ("close-printer", "triage-vpn"):  # triage-vpn calls two tools in one step
+        driver.run(Agent(method, backend(server, tool_mode=tool_mode)), task)
     for body in server.requests[before:]:
         roles = [m["role"] for m in body["messages"]]
         assert "system" not in roles[1:]

@@ -18,6 +18,7 @@ from prefix_exec.agents.episode import Episode, render
 from prefix_exec.envs.base import Session
 from prefix_exec.guard import check
 from prefix_exec.llm.backend import ChatBackend
+from prefix_exec.llm.types import Message
 from prefix_exec.replay import check_action
 from prefix_exec.trajectory import Observation, ToolCall
 
@@ -48,13 +49,21 @@ class Executor:
             episode.say(done.message)
             if not done.calls:
                 return TurnResult(answer=done.content, steps=step, capped=False)
-            for index, call in enumerate(done.calls):
+            replies = [
                 self._act(episode, session, call, replace(call, turn=turn, call_id=f"t{turn}.s{step - 1}.c{index}"))
+                for index, call in enumerate(done.calls)
+            ]
+            if all(r["role"] == "user" for r in replies):
+                # Text-mode results are user messages: one per step keeps the roles alternating.
+                replies = [{"role": "user", "content": "\n\n".join(str(r["content"]) for r in replies)}]
+            for reply in replies:
+                episode.say(reply)
         episode.metadata["capped_turns"] = int(episode.metadata.get("capped_turns", 0)) + 1
         return TurnResult(answer=None, steps=self.max_steps, capped=True)
 
-    def _act(self, episode: Episode, session: Session, asked: ToolCall, call: ToolCall) -> None:
-        """Run ``call`` (the action as recorded); ``asked`` carries the model's own id for the reply message."""
+    def _act(self, episode: Episode, session: Session, asked: ToolCall, call: ToolCall) -> Message:
+        """Run ``call`` (the action as recorded) and return the reply message for the model; ``asked`` carries
+        the model's own id for that message."""
         if self.guarded:
             verdict = check(session, call)
             if not verdict.accepted:
@@ -62,9 +71,8 @@ class Executor:
                 episode.note("guard", {"tool": call.name, "accepted": False, "label": label, "reason": verdict.reason})
                 episode.metadata["guard_rejections"] = int(episode.metadata.get("guard_rejections", 0)) + 1
                 text = f"Not executed: a pre-execution check rejected this call ({label}): {verdict.reason}"
-                episode.say(self.backend.tool_result_message(asked, text))
-                return
+                return self.backend.tool_result_message(asked, text)
         verdict = check_action(session, call)
         content = verdict.result if verdict.accepted else {"error": verdict.reason}
         episode.actions.append(replace(call, observation=Observation(content=content, error=not verdict.accepted)))
-        episode.say(self.backend.tool_result_message(asked, render(content)))
+        return self.backend.tool_result_message(asked, render(content))
