@@ -56,6 +56,7 @@ def test_gold_play_succeeds_by_tau2s_evaluator_for_every_variant() -> None:
         assert record.executable, record.reason
         assert {c.role for c in rollout.cost} <= {"planner", "verifier", "executor"}
         assert rollout.metadata["simulator"]["calls"] == 2  # the case, then the stop
+        assert "###STOP###" in str((rollout.transcript or ())[-1].get("content"))
     assert models["user-sim"] == 2 * len(results)
 
 

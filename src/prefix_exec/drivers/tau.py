@@ -147,6 +147,7 @@ class TauDriver:
             trajectory.append(reply)
             if user.is_stop(reply):
                 termination = "user_stop"
+                episode.transcript.append({"role": "user", "content": reply.content})  # the agent never answers it
                 break
             session.observe(reply.content)
             users.append(str(reply.content))
