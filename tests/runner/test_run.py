@@ -238,3 +238,17 @@ def test_429_storm_hang_and_500_mid_grid_are_retried_and_counted(server: Scripte
     rollouts = rows(tmp_path / "run" / "rollouts.jsonl")
     assert (report.written, report.failed) == (6, 0)
     assert report.retries == 6 == sum(r["metadata"].get("retries", 0) for r in rollouts)
+
+
+def test_sample_draws_a_seeded_subset_and_tasks_must_exist(tmp_path: Path) -> None:
+    grid = write_grid(tmp_path, "http://127.0.0.1:9/v1")
+    grid.write_text(grid.read_text().replace('kind = "custom"\n', 'kind = "custom"\nsample = 3\n'))
+    first = plan_units(load_grid(grid))
+    again = plan_units(load_grid(grid))
+    tasks = {u.task_id for u in first}
+    assert len(tasks) == 3 and first == again
+    assert tasks < {"open-vpn-followup", "new-laptop", "close-printer", "triage-vpn", "cleanup-duplicate",
+                    "what-can-you-do"}
+    grid.write_text(grid.read_text().replace("sample = 3\n", 'tasks = ["no-such-task"]\n'))
+    with pytest.raises(InputError, match="no task 'no-such-task'"):
+        plan_units(load_grid(grid))
