@@ -27,6 +27,9 @@ from prefix_exec.trajectory import (
 )
 
 SCHEMA_VERSION = 1
+#: Longest verdict result kept in a record, in characters. Sessions hand agents whole results; records keep
+#: a bounded excerpt so a long_context listing or a big DB row does not swell every line.
+RESULT_CHARS = 1000
 ROLLOUT_KIND = "rollout"
 RECORD_KIND = "record"
 #: Fields ``prefix-exec metrics`` needs in any JSONL row.
@@ -91,10 +94,18 @@ def verdict_to_json(step: int, call: ToolCall | None, verdict: Verdict) -> dict[
         "reason": verdict.reason,
     }
     if verdict.result is not None:
-        row["result"] = verdict.result
+        row["result"] = _excerpt(verdict.result)
     if verdict.notes:
         row["notes"] = list(verdict.notes)
     return row
+
+
+def _excerpt(result: Any) -> Any:
+    """``result`` as stored: unchanged when short, else its text cut to RESULT_CHARS with the full length."""
+    text = result if isinstance(result, str) else dumps(result)
+    if len(text) <= RESULT_CHARS:
+        return result
+    return text[:RESULT_CHARS] + f"... ({len(text)} characters)"
 
 
 def record_to_json(record: PrefixRecord) -> dict[str, Any]:

@@ -31,14 +31,9 @@ from prefix_exec.agents.variants import Agent
 from prefix_exec.drivers.base import Outcome
 from prefix_exec.envs.base import Environment
 from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
-from prefix_exec.envs.bfcl import environment as bfcl_environment
 from prefix_exec.envs.bfcl.tasks import CATEGORIES, bfcl_module, data_dir, function_docs, load_category
 from prefix_exec.llm.types import ToolSchema
 from prefix_exec.trajectory import Rollout
-
-# The session cuts result texts to 1,000 characters for records; an agent must see them whole (long_context's
-# padding is the point of that category), so a process that runs BFCL agents keeps them whole.
-bfcl_environment.RESULT_CHARS = 2**62
 
 #: BFCL's type names -> JSON Schema types, as BFCL maps them for OpenAI-style tools (unknown -> string).
 OPENAI_TYPES: Mapping[str, str] = {

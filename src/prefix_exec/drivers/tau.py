@@ -33,16 +33,11 @@ from typing import Any
 from prefix_exec.agents.variants import Agent
 from prefix_exec.drivers.base import Outcome
 from prefix_exec.envs.tau import RolloutEnvironment, TauEnvironment, load_domain
-from prefix_exec.envs.tau import session as tau_session
 from prefix_exec.envs.tau.backend import import_tau2
 from prefix_exec.envs.tau.tasks import paper_task_ids
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.llm.types import ToolSchema
 from prefix_exec.trajectory import Rollout
-
-# The session cuts tool results to a few hundred characters for records; an agent must see them whole (and
-# tau2's evaluator compares them with its own replay), so a process that runs tau agents keeps them whole.
-tau_session.RESULT_LIMIT = 2**62
 
 FIRST_AGENT_MESSAGE = "Hi! How can I help you today?"
 AGENT_INSTRUCTION = (

@@ -29,7 +29,6 @@ from prefix_exec.envs.bfcl.tasks import BfclTask, function_docs, load_task
 from prefix_exec.trajectory import FailureLabel, ToolCall, Verdict
 
 #: Verdict results keep at most this many characters of BFCL's result text (long_context results are huge).
-RESULT_CHARS = 1000
 
 _TYPES: Mapping[str, tuple[type, ...]] = {
     "string": (str,),
@@ -150,10 +149,10 @@ class BfclSession:
             kind = f"raised {outcome.exception}" if outcome.exception else "returned an error"
             notes = () if classified else ("unclassified backend error",)
             return Verdict.reject(
-                label, f"{name} {kind}: {outcome.error} ({why})", result=_clip(outcome.text), notes=notes
+                label, f"{name} {kind}: {outcome.error} ({why})", result=outcome.text, notes=notes
             )
         self.accepted.append((name, arguments))
-        return Verdict.accept(result=_clip(outcome.text), notes=soft_signals(outcome.result))
+        return Verdict.accept(result=outcome.text, notes=soft_signals(outcome.result))
 
     def finish_without_tools(self) -> Verdict:
         # Every BFCL multi-turn task has tool calls in its ground truth: even miss_param, whose
@@ -186,11 +185,6 @@ class BfclSession:
         call = backend.call_arguments(owner, name, arguments)
         return executor.run(method, name, call, time_limit=self._time_limit)
 
-
-def _clip(text: str) -> str:
-    if len(text) <= RESULT_CHARS:
-        return text
-    return text[:RESULT_CHARS] + f"... ({len(text)} characters)"
 
 
 class BfclEnvironment:

@@ -35,7 +35,6 @@ from prefix_exec.errors import InputError
 from prefix_exec.trajectory import FailureLabel, Rollout, ToolCall, Verdict
 
 #: Tool results longer than this are cut in the verdict (the record keeps the reason, not the whole DB).
-RESULT_LIMIT = 500
 _SCHEMA_EXCEPTIONS = ("TypeError", "KeyError", "AttributeError", "ValidationError", "IndexError")
 
 
@@ -181,7 +180,7 @@ class TauSession:
                 self.db, self.flag = db, flag
             if self.evidence is not None:
                 self.evidence.add(text)
-            return Verdict.accept(result=_clip(text), notes=notes)
+            return Verdict.accept(result=text, notes=notes)
         message = str(output)
         masked = ""
         causes = [FailureLabel.INFORMATION] if missing else []
@@ -259,9 +258,6 @@ def _unseen_reason(missing: list[tuple[str, str]]) -> str:
     shown = ", ".join(f"{path}={value!r}" for path, value in missing[:4])
     return f"identifier never seen in the conversation, a tool result or the policy: {shown}"
 
-
-def _clip(text: str) -> str:
-    return text if len(text) <= RESULT_LIMIT else text[:RESULT_LIMIT] + f"... [{len(text)} chars]"
 
 
 def _apply_initial_state(domain: Domain, task: Mapping[str, Any]) -> Any:
