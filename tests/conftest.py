@@ -24,11 +24,11 @@ def ticketing() -> Path:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """The benchmark packages are part of the setup: a missing one must fail the run, never skip tests."""
+    """Everything 'make setup' installs is required: a missing package fails the run, it never skips tests."""
     import importlib
 
     missing = []
-    for module in ("bfcl_eval", "tau2"):
+    for module in ("bfcl_eval", "tau2", "ray", "litellm", "matplotlib", "openai"):
         try:
             importlib.import_module(module)
         except ImportError as exc:
