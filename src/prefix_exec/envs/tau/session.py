@@ -34,7 +34,6 @@ from prefix_exec.envs.tau.state import WriteFlag, fork_db, lazy_db
 from prefix_exec.errors import InputError
 from prefix_exec.trajectory import FailureLabel, Rollout, ToolCall, Verdict
 
-#: Tool results longer than this are cut in the verdict (the record keeps the reason, not the whole DB).
 _SCHEMA_EXCEPTIONS = ("TypeError", "KeyError", "AttributeError", "ValidationError", "IndexError")
 
 
@@ -257,7 +256,6 @@ class TauSession:
 def _unseen_reason(missing: list[tuple[str, str]]) -> str:
     shown = ", ".join(f"{path}={value!r}" for path, value in missing[:4])
     return f"identifier never seen in the conversation, a tool result or the policy: {shown}"
-
 
 
 def _apply_initial_state(domain: Domain, task: Mapping[str, Any]) -> Any:
