@@ -14,6 +14,7 @@ from prefix_exec.envs.base import Environment, Session
 from prefix_exec.envs.tau import TauEnvironment, load_domain
 from prefix_exec.envs.tau.state import CopyOnAccess
 from prefix_exec.errors import InputError
+from prefix_exec.importers.tau import rollout_of
 from prefix_exec.replay import replay
 from prefix_exec.trajectory import FailureLabel, PrefixRecord, Rollout, ToolCall
 
@@ -305,6 +306,53 @@ def test_ids_seen_from_user_and_tool_results_are_available(retail: TauEnvironmen
         ],
     )
     assert record.executable, record.reason
+
+
+def _parallel_simulation(*, separate: bool) -> dict[str, Any]:
+    """Airline task 13: the user gives their id; the agent fetches the user and, in the same assistant message
+    (or, with ``separate``, in the next one), a reservation whose id only the first call's result holds."""
+    calls = [
+        {"id": "c1", "name": "get_user_details", "arguments": {"user_id": "james_lee_6136"}},
+        {"id": "c2", "name": "get_reservation_details", "arguments": {"reservation_id": "75JYBV"}},
+    ]
+    results = [
+        {"role": "tool", "id": "c1", "content": "(user details)", "error": False},
+        {"role": "tool", "id": "c2", "content": "(reservation details)", "error": False},
+    ]
+    turns = (
+        [{"role": "assistant", "tool_calls": calls[:1]}, results[0], {"role": "assistant", "tool_calls": calls[1:]}]
+        if separate
+        else [{"role": "assistant", "tool_calls": calls}, results[0]]
+    )
+    return {
+        "id": "sim",
+        "task_id": "13",
+        "messages": [
+            {"role": "assistant", "content": "Hi! How can I help you today?"},
+            {"role": "user", "content": "my user id is james_lee_6136"},
+            *turns,
+            results[1],
+        ],
+        "reward_info": {"reward": 0.0},
+    }
+
+
+@pytest.mark.parametrize(("separate", "fed"), [(False, 2), (True, 3)])  # 3 = T + 1: fully executable
+def test_a_parallel_call_cannot_use_its_sibling_result(airline: TauEnvironment, separate: bool, fed: int) -> None:
+    """docs/tau.md: for parallel calls, the second one cannot use the first one's (replayed) result."""
+    rollout = rollout_of(_parallel_simulation(separate=separate), domain="airline", model="m", method="x")
+    assert "75JYBV" in str(airline.start("13").step(rollout.actions[0]).result)  # only the first result has it
+    record = replay(rollout, airline.bind(rollout))
+    assert record.fed == fed, record.reason
+    if not separate:
+        assert record.label is FailureLabel.INFORMATION and "75JYBV" in (record.reason or "")
+
+
+def test_without_message_boundaries_a_result_is_seen_at_once(airline: TauEnvironment) -> None:
+    """Online use (evidence given, no transcript): every call is its own turn."""
+    session = airline.start("13", evidence=["my user id is james_lee_6136"])
+    assert session.step(ToolCall("get_user_details", {"user_id": "james_lee_6136"})).accepted
+    assert session.step(ToolCall("get_reservation_details", {"reservation_id": "75JYBV"})).accepted
 
 
 def test_information_failure_leaves_state_unchanged(retail: TauEnvironment) -> None:

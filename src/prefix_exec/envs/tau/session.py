@@ -85,19 +85,24 @@ class RolloutEnvironment:
     """A :class:`TauEnvironment` bound to one rollout's transcript (what ``score_to_file``'s ``env_for`` returns).
 
     Before the k-th action, the session's evidence holds every user, system and tool message that precedes the
-    assistant message issuing that action (calls of one message share the texts before it).
+    assistant message issuing that action (calls of one message share the texts before it), and the replayed
+    results of the calls of earlier assistant messages: a call never sees the result of a call issued in the
+    same message (parallel calls).
     """
 
     def __init__(self, env: TauEnvironment, rollout: Rollout) -> None:
         self.env = env
         self.name = env.name
-        self.timeline = conversation_timeline(rollout.transcript) if rollout.transcript is not None else None
+        transcript = rollout.transcript
+        self.timeline = conversation_timeline(transcript) if transcript is not None else None
+        self.messages = call_messages(transcript) if transcript is not None else ()
 
     def start(self, task_id: str) -> TauSession:
         if self.timeline is None:
             return self.env.start(task_id)
         session = self.env.start(task_id, evidence=())
         session.timeline = self.timeline
+        session.messages = self.messages
         return session
 
 
@@ -120,6 +125,17 @@ def conversation_timeline(transcript: Sequence[Mapping[str, Any]]) -> tuple[tupl
     return tuple(timeline)
 
 
+def call_messages(transcript: Sequence[Mapping[str, Any]]) -> tuple[int, ...]:
+    """For every assistant tool call (0-based, counted like :func:`conversation_timeline`), the 0-based index
+    in ``transcript`` of the assistant message issuing it. Calls sharing an index are parallel calls."""
+    return tuple(
+        index
+        for index, message in enumerate(transcript)
+        if message.get("role") == "assistant"
+        for _ in message.get("tool_calls") or ()
+    )
+
+
 class TauSession:
     """The live state of one tau2 task. See the module docstring for the order of checks."""
 
@@ -129,15 +145,18 @@ class TauSession:
         self.db, self.flag = lazy_db(base)
         self.evidence = evidence
         self.timeline: tuple[tuple[int, str], ...] = ()
+        self.messages: tuple[int, ...] = ()
         self.steps = 0
         self._seen_upto = 0
+        self._pending: list[str] = []
 
     def fork(self) -> TauSession:
         twin = TauSession.__new__(TauSession)
         twin.env, twin.task_id = self.env, self.task_id
         twin.db, twin.flag = fork_db(self.db)
         twin.evidence = self.evidence.copy() if self.evidence is not None else None
-        twin.timeline, twin.steps, twin._seen_upto = self.timeline, self.steps, self._seen_upto
+        twin.timeline, twin.messages = self.timeline, self.messages
+        twin.steps, twin._seen_upto, twin._pending = self.steps, self._seen_upto, list(self._pending)
         return twin
 
     def finish_without_tools(self) -> Verdict:
@@ -178,7 +197,8 @@ class TauSession:
             if isolated:
                 self.db, self.flag = db, flag
             if self.evidence is not None:
-                self.evidence.add(text)
+                self._pending.append(text)  # seen by the calls of later assistant messages only
+                self._release_if_last_of_message()
             return Verdict.accept(result=text, notes=notes)
         message = str(output)
         masked = ""
@@ -207,12 +227,31 @@ class TauSession:
             self.evidence.add(text)
 
     def _catch_up(self) -> None:
-        """Feed the evidence every transcript text visible to the call about to be checked."""
+        """Feed the evidence every transcript text visible to the call about to be checked, and the replayed
+        results of accepted calls of earlier assistant messages."""
         if self.evidence is None:
             return
+        if self._pending and self._new_message(self.steps):
+            self.evidence.extend(self._pending)
+            self._pending.clear()
         while self._seen_upto < len(self.timeline) and self.timeline[self._seen_upto][0] <= self.steps:
             self.evidence.add(self.timeline[self._seen_upto][1])
             self._seen_upto += 1
+
+    def _new_message(self, index: int) -> bool:
+        """Whether call ``index`` (0-based) opens an assistant message, so earlier calls' results are visible.
+
+        Without message boundaries (a session driven online, one call at a time) every call is its own message.
+        """
+        if index == 0 or index >= len(self.messages):
+            return True
+        return self.messages[index] != self.messages[index - 1]
+
+    def _release_if_last_of_message(self) -> None:
+        """Without a transcript, release a replayed result at once (online use: each call is its own turn)."""
+        if self.evidence is not None and not self.messages:
+            self.evidence.extend(self._pending)
+            self._pending.clear()
 
     def _execute(self, db: Any, flag: WriteFlag, call: ToolCall, *, writing: bool) -> tuple[bool, Any]:
         """Run ``call`` on a toolkit over ``db``. Returns ``(True, value)`` or ``(False, exception)``."""
