@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from prefix_exec.errors import InputError
 from prefix_exec.llm.config import EndpointConfig
 
 TOP_KEYS = {"seed", "trials", "methods", "agent", "datasets", "models", "run"}
+AGENT_KEYS = ("max_steps", "k_val")
 
 
 @dataclass(frozen=True)
@@ -109,26 +110,58 @@ def parse_grid(data: Mapping[str, Any], *, base_dir: Path) -> Grid:
     for i, method in enumerate(methods):
         if method not in METHODS:
             raise InputError(f"unknown method {method!r}", field=f"methods[{i}]", hint="known: " + ", ".join(METHODS))
+    _unique(methods, "methods")
     models = tuple(_model(m, i) for i, m in enumerate(_list(data, "models", dict)))
-    if len({m.name for m in models}) != len(models):
-        raise InputError("two models share a name", field="models")
-    agent = dict(data.get("agent", {}))
+    _unique([m.name for m in models], "models", what="model name")
+    if not any(m.condition for m in models):
+        raise InputError("the grid selects no unit: every model has condition = false", field="models",
+                         hint="set condition = true (the default) on the models to run")
+    agent = dict(_table(data, "agent"))
     verifier = agent.pop("verifier_model", None)
     if verifier is not None and verifier not in {m.name for m in models}:
         raise InputError(f"verifier_model {verifier!r} is not a model of the grid", field="agent.verifier_model")
-    try:
-        settings = AgentSettings(**agent)
-    except TypeError as exc:
-        raise InputError(str(exc), field="agent", hint="known: max_steps, k_val, verifier_model") from None
+    unknown = sorted(set(agent) - set(AGENT_KEYS))
+    if unknown:
+        raise InputError(f"unknown key {unknown[0]!r}", field=f"agent.{unknown[0]}",
+                         hint="known: max_steps, k_val, verifier_model")
+    settings = AgentSettings(**{k: _int(agent[k], f"agent.{k}", minimum=1) for k in AGENT_KEYS if k in agent})
     datasets = tuple(_dataset(d, i) for i, d in enumerate(_list(data, "datasets", dict)))
-    run = dict(data.get("run", {}))
-    trials = data.get("trials", 1)
-    if not isinstance(trials, int) or trials < 1:
-        raise InputError("must be an integer >= 1", field="trials")
+    _unique([d.name for d in datasets], "datasets", what="dataset name")
+    run = _table(data, "run")
+    unknown = sorted(set(run) - {"cache"})
+    if unknown:
+        raise InputError(f"unknown key {unknown[0]!r}", field=f"run.{unknown[0]}", hint="known: cache")
+    cache = run.get("cache", True)
+    if not isinstance(cache, bool):
+        raise InputError("must be true or false", field="run.cache")
+    trials = _int(data.get("trials", 1), "trials", minimum=1)
+    seed = _int(data.get("seed", 0), "seed", minimum=0)
     return Grid(
-        datasets=datasets, models=models, methods=methods, trials=trials, seed=data.get("seed", 0),
-        agent=settings, verifier_model=verifier, cache=bool(run.get("cache", True)), base_dir=base_dir,
+        datasets=datasets, models=models, methods=methods, trials=trials, seed=seed,
+        agent=settings, verifier_model=verifier, cache=cache, base_dir=base_dir,
     )
+
+
+def _int(value: Any, where: str, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InputError(f"must be an integer >= {minimum}, got {value!r}", field=where)
+    return value
+
+
+def _table(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, Mapping):
+        raise InputError(f"must be a table ([{key}]), got {value!r}", field=key)
+    return value
+
+
+def _unique(values: Sequence[str], where: str, *, what: str = "entry") -> None:
+    seen: set[str] = set()
+    for i, value in enumerate(values):
+        if value in seen:
+            raise InputError(f"duplicate {what} {value!r}", field=f"{where}[{i}]",
+                             hint="each must appear once, or the grid runs the same units twice")
+        seen.add(value)
 
 
 def _list(data: Mapping[str, Any], key: str, kind: type) -> list[Any]:
@@ -138,10 +171,17 @@ def _list(data: Mapping[str, Any], key: str, kind: type) -> list[Any]:
     return value
 
 
+def _price(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise InputError(f"must be a number >= 0 (USD per 1M tokens), got {value!r}", field=where)
+    return float(value)
+
+
 def _model(raw: Mapping[str, Any], i: int) -> ModelSpec:
     raw = dict(raw)
     name = str(raw.pop("name", raw.get("model", "")))
-    prices = {k: float(raw.pop(k)) for k in ("usd_per_mtok_prompt", "usd_per_mtok_completion") if k in raw}
+    prices = {k: _price(raw.pop(k), f"models[{i}].{k}")
+              for k in ("usd_per_mtok_prompt", "usd_per_mtok_completion") if k in raw}
     if "seed" in raw:
         raise InputError("a model table cannot set the seed", field=f"models[{i}].seed",
                          hint="the grid's top-level seed is sent, plus the trial number")
@@ -158,11 +198,18 @@ def _dataset(raw: Mapping[str, Any], i: int) -> DatasetSpec:
         if not isinstance(options.get(key), str):
             raise InputError("missing or not a string", field=f"datasets[{i}].{key}")
     tasks = options.pop("tasks", None)
+    if tasks is not None:
+        if not isinstance(tasks, list) or not tasks or \
+                not all(isinstance(t, str | int) and not isinstance(t, bool) for t in tasks):
+            raise InputError(f"must be a non-empty list of task ids, got {tasks!r}", field=f"datasets[{i}].tasks",
+                             hint='for example tasks = ["a", "b"]')
+        tasks = [str(t) for t in tasks]
+        _unique(tasks, f"datasets[{i}].tasks", what="task")
     sample = options.pop("sample", None)
-    if sample is not None and (not isinstance(sample, int) or sample < 1):
-        raise InputError("must be an integer >= 1", field=f"datasets[{i}].sample")
+    if sample is not None:
+        sample = _int(sample, f"datasets[{i}].sample", minimum=1)
     return DatasetSpec(name=options.pop("name"), kind=options.pop("kind"), options=options,
-                       tasks=tuple(str(t) for t in tasks) if tasks is not None else None, sample=sample)
+                       tasks=tuple(tasks) if tasks is not None else None, sample=sample)
 
 
 def select_tasks(spec: DatasetSpec, available: list[str], seed: int | None) -> list[str]:
