@@ -349,7 +349,7 @@ def iter_json_lines(path: str | Path, *, tolerant: bool = False) -> Iterator[tup
     if p.is_dir():
         raise InputError("is a directory, expected a JSONL file", path=p)
     with p.open(encoding="utf-8") as fh:
-        for number, text in enumerate(fh, start=1):
+        for number, text in enumerate(_utf8_lines(fh, p), start=1):
             if not text.strip():
                 continue
             try:
@@ -366,6 +366,19 @@ def iter_json_lines(path: str | Path, *, tolerant: bool = False) -> Iterator[tup
                 yield number, error
 
 
+def _utf8_lines(fh: IO[str], path: Path) -> Iterator[str]:
+    number = 0
+    try:
+        for number, text in enumerate(fh, start=1):  # noqa: B007 - read in the error message
+            yield text
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"not UTF-8 text ({exc.reason} at byte {exc.start} of the chunk after line {number})",
+            path=path,
+            hint="is this a binary file? JSONL files are UTF-8 text",
+        ) from None
+
+
 def read_rollouts(path: str | Path) -> Iterator[Rollout]:
     for number, data in iter_json_lines(path):
         yield rollout_from_json(data, path=str(path), line=number)
@@ -377,9 +390,24 @@ def read_records(path: str | Path) -> Iterator[PrefixRecord]:
 
 
 def read_metric_rows(paths: Iterable[str | Path]) -> list[MetricRow]:
+    """Rows from every file; a unit (dataset, task, model, method, trial) seen twice is an InputError,
+    since counting one rollout twice would narrow every interval."""
     rows: list[MetricRow] = []
+    first: dict[tuple[str, str, str, str, int], str] = {}
     for path in paths:
-        rows.extend(metric_row_from_json(d, path=str(path), line=n) for n, d in iter_json_lines(path))
+        for number, data in iter_json_lines(path):
+            row = metric_row_from_json(data, path=str(path), line=number)
+            key = (row.dataset, row.task_id, row.model, row.method, row.trial)
+            if key in first:
+                raise InputError(
+                    f"this rollout (dataset {row.dataset}, task {row.task_id}, model {row.model}, method "
+                    f"{row.method}, trial {row.trial}) is already at {first[key]}",
+                    path=path,
+                    line=number,
+                    hint="pass each records file once; give repeated runs distinct trial numbers",
+                )
+            first[key] = f"{path}:{number}"
+            rows.append(row)
     return rows
 
 

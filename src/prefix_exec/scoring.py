@@ -47,6 +47,7 @@ def score_to_file(
     out: str | Path,
     *,
     resume: bool = False,
+    overwrite: bool = False,
     keep_going: bool = False,
     total: int | None = None,
     desc: str = "scoring",
@@ -57,9 +58,21 @@ def score_to_file(
 
     Without ``keep_going`` the first unit that cannot be scored raises :class:`InputError` (records written
     before it stay on disk). With it, each such unit is reported on ``log`` and in the returned report.
+    A rollout whose key (dataset, task, model, method, trial) already came earlier in the input is such a
+    unit: two rollouts of one unit would count one task twice. An existing non-empty ``out`` is continued
+    with ``resume``, replaced with ``overwrite``, and otherwise refused, so a forgotten flag never erases
+    finished work.
     """
     log = log if log is not None else sys.stderr
+    path = Path(out)
+    if not resume and not overwrite and path.is_file() and path.stat().st_size > 0:
+        raise InputError(
+            "the output file already holds records",
+            path=path,
+            hint="pass --resume to continue it, --overwrite to replace it, or choose another --out",
+        )
     done = completed_keys(out) if resume else set()
+    seen: set[tuple[str, str, str, str, int]] = set()
     report = ScoreReport()
     with JsonlWriter(out, append=resume) as writer, tqdm(
         total=total, desc=desc, unit="rollout", disable=None, file=sys.stderr
@@ -69,6 +82,11 @@ def score_to_file(
             if isinstance(unit, Skipped):
                 _skip(report, unit, keep_going, log)
                 continue
+            if unit.key in seen:
+                where = f"task {unit.task_id} (model {unit.model}, method {unit.method}, trial {unit.trial})"
+                _skip(report, Skipped(where, "duplicate: the input holds this rollout twice"), keep_going, log)
+                continue
+            seen.add(unit.key)
             if unit.key in done:
                 report.resumed += 1
                 continue
@@ -79,7 +97,6 @@ def score_to_file(
                 _skip(report, Skipped(where, str(exc)), keep_going, log)
                 continue
             writer.write(record_to_json(record))
-            done.add(unit.key)
             report.written += 1
             report.executable += int(record.executable)
             if on_record is not None:

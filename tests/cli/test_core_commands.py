@@ -114,3 +114,47 @@ def test_metrics_compare_gives_paired_differences(ticketing, tmp_path, capsys):
     assert info.value.code == 2
     assert main(["metrics", str(records), "--compare", "react:nope"]) == 2
     assert "no records for method nope" in capsys.readouterr().err
+
+
+def test_duplicate_input_rollouts_are_reported_not_silently_merged(ticketing, tmp_path, capsys):
+    rollouts = str(ticketing / "rollouts.jsonl")
+    out = tmp_path / "o.jsonl"
+    code = main(["score", "custom", "--tools", str(ticketing / "tools.yaml"), rollouts, rollouts,
+                 "--out", str(out), "--keep-going"])
+    assert code == 2
+    assert len(out.read_text().splitlines()) == 12
+    err = capsys.readouterr().err
+    assert "duplicate: the input holds this rollout twice" in err and "12 could not be scored" in err
+    assert "--resume" not in err
+
+
+def test_existing_output_is_never_erased_without_a_flag(ticketing, tmp_path, capsys):
+    out = tmp_path / "o.jsonl"
+    assert score_example(ticketing, out) == 0
+    before = out.read_text()
+    assert score_example(ticketing, out) == 2
+    assert out.read_text() == before
+    assert "--resume to continue it, --overwrite to replace it" in capsys.readouterr().err
+    assert score_example(ticketing, out, "--overwrite") == 0
+    assert len(out.read_text().splitlines()) == 12
+
+
+def test_metrics_refuses_a_rollout_counted_twice(ticketing, tmp_path, capsys):
+    records = tmp_path / "rec.jsonl"
+    score_example(ticketing, records)
+    assert main(["metrics", str(records), str(records)]) == 2
+    assert f"is already at {records}:1" in capsys.readouterr().err
+
+
+def test_binary_input_is_a_clear_error(tmp_path, capsys):
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b'{"a": 1}\n\x80\x81\xfe binary')
+    assert main(["metrics", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "not UTF-8 text" in err and "Traceback" not in err
+
+
+def test_negative_seed_is_a_usage_error(ticketing, tmp_path):
+    with pytest.raises(SystemExit) as info:
+        main(["metrics", str(tmp_path / "any.jsonl"), "--seed", "-1"])
+    assert info.value.code == 2

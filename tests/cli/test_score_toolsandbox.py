@@ -54,6 +54,7 @@ def test_environment_faults_are_counted_or_skipped(
             "--environment-faults",
             "skip",
             "--keep-going",
+            "--overwrite",
             "--out",
             str(out),
         ]
@@ -72,7 +73,8 @@ def test_scenario_list_and_unscorable_folders(
     assert main(["score", "toolsandbox", run, "--scenarios", str(chosen), "--out", str(out)]) == 0
     assert sorted(_records(out)) == ["cellular_off", "get_wifi"]
     # an abort without a summary cannot be explained: exit 2 with the reason, never a traceback
-    assert main(["score", "toolsandbox", str(shared_data / "toolsandbox/unknown_tool"), "--out", str(out)]) == 2
+    unknown = str(shared_data / "toolsandbox/unknown_tool")
+    assert main(["score", "toolsandbox", unknown, "--overwrite", "--out", str(out)]) == 2
     assert "aborted" in capsys.readouterr().err
 
 

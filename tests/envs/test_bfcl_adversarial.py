@@ -6,6 +6,7 @@ executor would evaluate it). Two valid calls come first, so the failure must sit
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -131,3 +132,18 @@ def test_deeply_nested_arguments_are_refused_not_a_crash() -> None:
     verdict = env.start(task.id).step(call)
     assert verdict.label is FailureLabel.SCHEMA and "nest 900 levels deep" in verdict.reason
     FinalSuccess(env.templates).check(task, (call,))  # Y's lenient path refuses it too
+
+
+def test_huge_integer_literals_are_schema_failures_and_records_still_write(tmp_path: Path) -> None:
+    # 0x + 5,000 f's: past Python's 4,300-digit int/str limit, so a record holding it could not be written.
+    from prefix_exec.cli import main
+
+    line = {"id": "multi_turn_base_0", "result": ["[cd(folder='document')]", "[cd(folder=0x" + "f" * 5000 + ")]"]}
+    results = tmp_path / "BFCL_v4_multi_turn_base_result.json"
+    results.write_text(json.dumps(line) + "\n")
+    out = tmp_path / "records.jsonl"
+    assert main(["score", "bfcl", str(results), "--model", "m", "--method", "x", "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert (record["fed"], record["label"]) == (2, "schema")
+    assert "integer literal" in record["reason"]
+    assert score(decode_result(["[logarithm(value=7.0, base=3.0, precision=10000)]"])[0]) == (1, FailureLabel.SCHEMA)

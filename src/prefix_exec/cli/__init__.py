@@ -63,6 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"prefix-exec: error: {exc.describe()}", file=sys.stderr)
         return 2
+    except UnicodeDecodeError as exc:
+        print(f"prefix-exec: error: an input file is not UTF-8 text ({exc.reason} at byte {exc.start})",
+              file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("prefix-exec: interrupted; records written so far are kept (use --resume)", file=sys.stderr)
         return 130

@@ -18,6 +18,9 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
         help="keep records already in --out and score only the missing rollouts (after a crash or kill)",
     )
     parser.add_argument(
+        "--overwrite", action="store_true", help="replace an existing --out file (default: refuse to touch it)"
+    )
+    parser.add_argument(
         "--keep-going",
         action="store_true",
         help="report a rollout that cannot be scored and go on with the rest (exit code 2 at the end)",
@@ -51,3 +54,14 @@ def method_pair(text: str) -> tuple[str, str]:
     if not sep or not a or not b:
         raise argparse.ArgumentTypeError(f"expected METHOD_A:METHOD_B, got {text!r}")
     return (a, b)
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0 (seeds)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value

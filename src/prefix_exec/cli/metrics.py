@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from prefix_exec.cli.common import method_pair, positive_int
+from prefix_exec.cli.common import method_pair, non_negative_int, positive_int
 from prefix_exec.errors import InputError
 from prefix_exec.io import METRIC_FIELDS, read_metric_rows
 from prefix_exec.stats import DEFAULT_RESAMPLES
@@ -30,7 +30,7 @@ def register(commands: Any, name: str) -> None:
     parser.add_argument(
         "--resamples", type=positive_int, default=DEFAULT_RESAMPLES, help="bootstrap resamples (default: %(default)s)"
     )
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed (default: %(default)s)")
     parser.add_argument(
         "--ci-depth",
         type=positive_int,

@@ -40,7 +40,7 @@ def register(benchmarks: Any, name: str) -> None:
     )
     parser.add_argument(
         "--time-limit",
-        type=float,
+        type=seconds,
         default=2.0,
         metavar="SECONDS",
         help="wall-clock bound per backend call (default: %(default)s)",
@@ -48,6 +48,17 @@ def register(benchmarks: Any, name: str) -> None:
     add_identity_options(parser)
     add_output_options(parser)
     parser.set_defaults(run=run)
+
+
+def seconds(text: str) -> float:
+    """argparse type: a positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0.0 < value < float("inf"):  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
             lambda rollout: env,
             args.out,
             resume=args.resume,
+        overwrite=args.overwrite,
             keep_going=args.keep_going,
             total=total,
             desc="bfcl",

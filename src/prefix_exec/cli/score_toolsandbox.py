@@ -35,7 +35,7 @@ def register(benchmarks: Any, name: str) -> None:
     )
     parser.add_argument(
         "--success-threshold",
-        type=float,
+        type=unit_interval,
         default=1.0,
         metavar="S",
         help="final success Y = 1 when the scenario's similarity >= S (default: %(default)s)",
@@ -60,6 +60,17 @@ def register(benchmarks: Any, name: str) -> None:
     parser.set_defaults(run=run)
 
 
+def unit_interval(text: str) -> float:
+    """argparse type: a similarity threshold in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must lie in [0, 1], got {text}")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     options = ImportOptions(
         model=args.model,
@@ -82,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
         recorded_environment,
         args.out,
         resume=args.resume,
+        overwrite=args.overwrite,
         keep_going=args.keep_going,
         desc="scoring toolsandbox",
         on_record=note_faults,

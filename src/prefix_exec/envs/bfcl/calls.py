@@ -55,10 +55,17 @@ class ParsedCall:
     kwargs: dict[str, Any] = field(default_factory=dict)
 
 
+#: Largest integer literal accepted, in bits. Python cannot even print an integer of over 4,300 digits by
+#: default (so no record could hold it), and no BFCL argument needs more than a few dozen bits.
+MAX_INT_BITS = 256
+
+
 def literal(node: ast.expr) -> Any:
     """The Python value of a literal node; raises :class:`CallSyntaxError` naming what else it found."""
     if isinstance(node, ast.Constant):
         constant = node.value
+        if isinstance(constant, int) and not isinstance(constant, bool) and constant.bit_length() > MAX_INT_BITS:
+            raise CallSyntaxError(f"an integer literal of {constant.bit_length()} bits (the bound is {MAX_INT_BITS})")
         if constant is None or isinstance(constant, bool | int | float | str):
             return constant
         raise CallSyntaxError(f"unsupported constant {type(constant).__name__}")

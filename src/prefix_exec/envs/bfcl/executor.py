@@ -35,7 +35,7 @@ from prefix_exec.envs.bfcl.errors import error_of
 #: Largest integer result ``power`` may compute, in bits (about 315,000 decimal digits).
 MAX_RESULT_BITS = 1 << 20
 #: Largest precision (digits) for ``logarithm``/``square_root`` and decimal places for ``round_number``.
-MAX_PRECISION = 10_000
+MAX_PRECISION = 100
 #: Deepest nesting of lists/dicts allowed in an argument value.
 MAX_NESTING = 32
 #: Default per-call wall-clock bound, seconds.
