@@ -21,7 +21,7 @@ from prefix_exec.errors import InputError
 from prefix_exec.io import read_records, read_rollouts
 from prefix_exec.replay import replay
 from prefix_exec.runner import load_grid
-from prefix_exec.runner.run import plan_units, run_grid
+from prefix_exec.runner.run import call_prices, plan_units, run_grid
 
 REPO = Path(__file__).resolve().parents[2]
 METHODS = ["react", "prompt-planning", "plan-conditioned", "dual-loop", "guarded-react"]
@@ -123,15 +123,29 @@ def test_resume_of_a_finished_run_sends_no_request(server: ScriptedServer, tmp_p
 
 def test_tokens_and_cost_add_up(server: ScriptedServer, tmp_path: Path) -> None:
     grid = write_grid(tmp_path, server.base_url, methods=["dual-loop"])
+    grid.write_text(grid.read_text() + "usd_per_mtok_prompt = 10.0\nusd_per_mtok_completion = 30.0\n")
     report = run_grid(grid, tmp_path / "run")
     costs = [c for r in rows(tmp_path / "run" / "rollouts.jsonl") for c in r["cost"]]
     assert report.tokens == sum(c["prompt_tokens"] + c["completion_tokens"] for c in costs)
     m1 = [c for c in costs if c["model"] == "exec-model"]
     judge = [c for c in costs if c["model"] == "judge-model"]
     assert {c["role"] for c in judge} == {"verifier"} and {c["role"] for c in m1} == {"planner", "executor"}
-    # The judge's calls are charged to the unit, at the unit model's price.
-    expected = sum(c["prompt_tokens"] * 1.0 + c["completion_tokens"] * 2.0 for c in costs) / 1e6
+    assert m1 and judge and len(m1) + len(judge) == len(costs)
+    # The judge's calls are charged to the unit, each call at the price of the model that made it.
+    expected = (sum(c["prompt_tokens"] * 1.0 + c["completion_tokens"] * 2.0 for c in m1)
+                + sum(c["prompt_tokens"] * 10.0 + c["completion_tokens"] * 30.0 for c in judge)) / 1e6
     assert report.usd == pytest.approx(expected)
+    assert report.usd != pytest.approx(sum(c["prompt_tokens"] * 1.0 + c["completion_tokens"] * 2.0
+                                           for c in costs) / 1e6)
+
+
+def test_a_call_is_priced_by_the_grid_model_that_made_it(tmp_path: Path) -> None:
+    grid = write_grid(tmp_path, "http://127.0.0.1:9/v1", extra="")
+    grid.write_text(grid.read_text() + "usd_per_mtok_prompt = 10.0\nusd_per_mtok_completion = 30.0\n")
+    loaded = load_grid(grid)
+    assert call_prices(loaded, "m1", "exec-model") == call_prices(loaded, "m1", "m1") == (1.0, 2.0)
+    assert call_prices(loaded, "m1", "judge-model") == call_prices(loaded, "m1", "judge") == (10.0, 30.0)
+    assert call_prices(loaded, "m1", "someone-else") == call_prices(loaded, "m1", None) == (1.0, 2.0)
 
 
 def test_failed_units_are_reported_and_retried_on_resume(server: ScriptedServer, tmp_path: Path) -> None:

@@ -98,10 +98,9 @@ def run_grid(
         cache = out / CACHE if grid.cache else None
         if cache is not None:
             ResponseCache(cache)  # create it here, once, before workers open it concurrently
-        prices = {m.name: (m.usd_per_mtok_prompt, m.usd_per_mtok_completion) for m in grid.models}
         with tqdm(total=len(todo), desc="units", unit="unit", disable=None, file=log, smoothing=0.1) as bar:
             for result in execute(executor, grid, cache, todo, max_concurrency):
-                _write(result, rollouts, records, failures, report, prices)
+                _write(result, rollouts, records, failures, report, grid)
                 bar.update(1)
                 bar.set_postfix(failed=report.failed, tokens=report.tokens, usd=f"{report.usd:.2f}",
                                 retries=report.retries, refresh=False)
@@ -110,7 +109,7 @@ def run_grid(
 
 
 def _write(result: UnitResult, rollouts: JsonlWriter, records: JsonlWriter, failures: JsonlWriter,
-           report: RunReport, prices: dict[str, tuple[float, float]]) -> None:
+           report: RunReport, grid: Grid) -> None:
     u = result.unit
     key = {"dataset": u.dataset, "task_id": u.task_id, "model": u.model, "method": u.method, "trial": u.trial}
     if result.error is not None or result.rollout is None or result.record is None:
@@ -121,10 +120,26 @@ def _write(result: UnitResult, rollouts: JsonlWriter, records: JsonlWriter, fail
     records.write(result.record)
     report.written += 1
     report.retries += int(result.rollout.get("metadata", {}).get("retries", 0))
-    price_in, price_out = prices.get(u.model, (0.0, 0.0))
     for cost in result.rollout.get("cost", []):
+        price_in, price_out = call_prices(grid, u.model, cost.get("model"))
         report.tokens += int(cost["prompt_tokens"]) + int(cost["completion_tokens"])
         report.usd += (cost["prompt_tokens"] * price_in + cost["completion_tokens"] * price_out) / 1e6
+
+
+def call_prices(grid: Grid, unit_model: str, call_model: str | None) -> tuple[float, float]:
+    """USD per 1M prompt and completion tokens for one LLM call of a unit of ``unit_model``.
+
+    A call is priced by the grid model that made it: ``CallCost.model`` is the served id (``endpoint.model``)
+    or a grid name. The unit's own model is tried first, then the verifier model, then the others in grid
+    order; a call no grid model matches is charged at the unit model's price.
+    """
+    unit = grid.model(unit_model)
+    candidates = [unit]
+    if grid.verifier_model is not None:
+        candidates.append(grid.model(grid.verifier_model))
+    candidates += [m for m in grid.models if m not in candidates]
+    spec = next((m for m in candidates if call_model in (m.name, m.endpoint.model)), unit)
+    return spec.usd_per_mtok_prompt, spec.usd_per_mtok_completion
 
 
 def _score_orphans(grid: Grid, path: Path, keys: Iterable[tuple[str, str, str, str, int]],
