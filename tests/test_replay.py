@@ -129,3 +129,16 @@ def test_fed_matches_from_scratch_prefix_executability_eq2(items):
         assert (rec.fed > k) == prefix.executable
     # Exactly one label per first failure, none for an executable rollout.
     assert (rec.label is None) == rec.executable
+
+
+def test_records_keep_a_bounded_excerpt_of_each_result():
+    class Loud(CounterSession):
+        def step(self, call: ToolCall) -> Verdict:
+            return Verdict.accept("x" * 50_000)
+
+    class LoudEnv(CounterEnv):
+        def start(self, task_id: str) -> Loud:
+            return Loud(self, 0)
+
+    rec = replay(rollout(("inc", {}), ("inc", {})), LoudEnv())
+    assert all(len(v.result) < 1100 and v.result.endswith("(50000 characters)") for v in rec.verdicts)

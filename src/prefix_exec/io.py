@@ -94,13 +94,13 @@ def verdict_to_json(step: int, call: ToolCall | None, verdict: Verdict) -> dict[
         "reason": verdict.reason,
     }
     if verdict.result is not None:
-        row["result"] = _excerpt(verdict.result)
+        row["result"] = excerpt(verdict.result)
     if verdict.notes:
         row["notes"] = list(verdict.notes)
     return row
 
 
-def _excerpt(result: Any) -> Any:
+def excerpt(result: Any) -> Any:
     """``result`` as stored: unchanged when short, else its text cut to RESULT_CHARS with the full length."""
     text = result if isinstance(result, str) else dumps(result)
     if len(text) <= RESULT_CHARS:

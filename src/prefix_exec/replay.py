@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from prefix_exec.envs.base import Environment, Session
+from prefix_exec.io import excerpt
 from prefix_exec.trajectory import FailureLabel, PrefixRecord, Rollout, ToolCall, Verdict
 
 
@@ -47,7 +48,8 @@ def replay_session(rollout: Rollout, session: Session) -> PrefixRecord:
         fed = T + 1
         for depth, call in enumerate(rollout.actions, start=1):
             verdict = check_action(session, call)
-            verdicts.append(verdict)
+            # The record keeps a bounded excerpt: a hostile rollout of many huge results must not hold them all.
+            verdicts.append(replace(verdict, result=excerpt(verdict.result)) if verdict.result is not None else verdict)
             if not verdict.accepted:
                 fed = depth
                 break
