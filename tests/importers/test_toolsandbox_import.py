@@ -13,6 +13,7 @@ from prefix_exec.envs.toolsandbox import HEURISTIC_NOTE, recorded_environment
 from prefix_exec.errors import InputError
 from prefix_exec.importers.toolsandbox import (
     ImportOptions,
+    calls_from_conversation,
     calls_from_execution_context,
     read_result_summary,
     read_toolsandbox,
@@ -290,3 +291,14 @@ def test_minefield_source_is_recorded(shared_data: Path) -> None:
     (fallback,) = _rollouts([shared_data / "toolsandbox/insufficient"], success_if_unknown=0).values()
     assert summary.metadata["minefield_source"] == "result_summary.json"
     assert fallback.metadata["minefield_source"] == "conversation.json"
+
+
+@pytest.mark.parametrize("function", ["x", {"name": "get_wifi_status", "arguments": {"a": 1}}])
+def test_malformed_conversation_tool_calls_are_input_errors(tmp_path: Path, function: Any) -> None:
+    folder = tmp_path / "scenario"
+    folder.mkdir()
+    messages = [{"role": "user", "content": "hi"},
+                {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": function}]}]
+    (folder / "conversation.json").write_text(json.dumps(messages))
+    with pytest.raises(InputError, match="tool call 'c1'"):
+        calls_from_conversation(folder / "conversation.json")

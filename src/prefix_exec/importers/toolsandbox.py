@@ -304,8 +304,19 @@ def calls_from_conversation(path: Path) -> RecordedCalls:
         for call in message.get("tool_calls") or ():
             if not isinstance(call, dict):
                 continue
-            function = call.get("function") or {}
+            function = call.get("function")
+            if not isinstance(function, dict):
+                raise InputError(
+                    f"tool call {call.get('id')!r}: 'function' must be an object, got {type(function).__name__}",
+                    path=path,
+                )
             text = function.get("arguments") or "{}"
+            if not isinstance(text, str):
+                raise InputError(
+                    f"tool call {call.get('id')!r}: 'function.arguments' must be a JSON string, got "
+                    f"{type(text).__name__}",
+                    path=path,
+                )
             try:
                 arguments, problem = json.loads(text), None
             except json.JSONDecodeError as exc:
@@ -447,5 +458,7 @@ def _load_json(path: Path) -> Any:
             return json.load(handle)
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON: {exc}", path=path) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path) from None
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=path) from None
