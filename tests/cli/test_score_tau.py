@@ -55,6 +55,58 @@ def test_score_tau_reports_disagreements(shared_data: Path, tmp_path: Path, caps
     assert "1 disagreement(s)" in capsys.readouterr().err
 
 
+def _skewed(shared_data: Path, tmp_path: Path) -> Path:
+    """Airline task 25 and 13, with task 25's failing booking recorded as accepted (one env-skew entry)."""
+    data = json.loads((shared_data / "tau" / "gpt-4.1_airline_1trial.json").read_text())
+    simulations = [s for s in data["simulations"] if s["task_id"] in ("25", "13")]
+    skewed = next(s for s in simulations if s["task_id"] == "25")
+    tool = next(m for m in skewed["messages"] if m["role"] == "tool" and m["error"])
+    tool["error"] = False
+    data["simulations"] = simulations
+    path = tmp_path / "skewed.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_resume_keeps_the_disagreements_of_kept_records(
+    shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _skewed(shared_data, tmp_path)
+    out, consistency = tmp_path / "r.jsonl", tmp_path / "c.json"
+    command = ["score", "tau", str(path), "--out", str(out), "--consistency", str(consistency)]
+    assert main(command) == 0
+    first = json.loads(consistency.read_text())
+    assert [e["task_id"] for e in first] == ["25"]
+    capsys.readouterr()
+
+    # nothing left to score: the kept records are compared again, not forgotten
+    assert main([*command, "--resume"]) == 0
+    assert json.loads(consistency.read_text()) == first
+    err = capsys.readouterr().err
+    assert "1 disagreement(s)" in err and "agrees" not in err
+
+    # one record missing (a killed run): the report covers the kept record and the newly scored one
+    lines = out.read_text().splitlines(keepends=True)
+    out.write_text("".join(line for line in lines if '"task_id": "25"' not in line))
+    assert main([*command, "--resume"]) == 0
+    assert json.loads(consistency.read_text()) == first
+    assert len(list(read_records(out))) == 2
+
+
+def test_nothing_compared_is_not_agreement(
+    shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = json.loads((shared_data / "tau" / "gpt-4.1_airline_1trial.json").read_text())
+    data["simulations"] = data["simulations"][:1]
+    for message in data["simulations"][0]["messages"]:
+        message.pop("error", None)  # a writer that records no error flags
+    path = tmp_path / "noflags.json"
+    path.write_text(json.dumps(data))
+    assert main(["score", "tau", str(path), "--out", str(tmp_path / "r.jsonl")]) == 0
+    err = capsys.readouterr().err
+    assert "no call with a recorded error flag to compare" in err and "agrees" not in err
+
+
 def test_score_tau_regrade(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = json.loads((shared_data / "tau" / "gpt-4.1_airline_1trial.json").read_text())
     data["simulations"] = data["simulations"][:3]

@@ -15,11 +15,12 @@ from typing import Any
 
 from prefix_exec.cli.common import add_identity_options, add_output_options, finish
 from prefix_exec.envs.tau import TauEnvironment, load_domain
-from prefix_exec.envs.tau.consistency import Disagreement, disagreements, summarize
+from prefix_exec.envs.tau.consistency import Disagreement, compared, disagreements, summarize
 from prefix_exec.envs.tau.regrade import regrade_db
 from prefix_exec.envs.tau.tasks import check_embedded
 from prefix_exec.errors import InputError
 from prefix_exec.importers.tau import TauResults, read_results
+from prefix_exec.io import read_records
 from prefix_exec.replay import Skipped
 from prefix_exec.scoring import score_to_file
 from prefix_exec.trajectory import PrefixRecord, Rollout
@@ -74,21 +75,30 @@ def run(args: argparse.Namespace) -> int:
         units.extend(results.units)
     by_rollout = {id(r): envs[f.path] for f in files for r in f.rollouts}
     found: list[Disagreement] = []
+    calls = 0
 
     def on_record(record: PrefixRecord) -> None:
+        nonlocal calls
         found.extend(disagreements(record))
+        calls += compared(record)
 
     report = score_to_file(
         units,
         lambda rollout: by_rollout[id(rollout)].bind(rollout),
         args.out,
         resume=args.resume,
+        overwrite=args.overwrite,
         keep_going=args.keep_going,
         total=len(units),
         desc="scoring tau",
         on_record=on_record,
     )
-    _write_consistency(args.consistency or f"{args.out}.consistency.json", found)
+    if args.resume:  # the kept records were scored by an earlier run: compare every record of the output again
+        found.clear()
+        calls = 0
+        for record in read_records(args.out):
+            on_record(record)
+    _write_consistency(args.consistency or f"{args.out}.consistency.json", found, calls)
     if args.regrade:
         _regrade(files, envs)
     return finish(report, args.out)
@@ -98,14 +108,24 @@ def _environment(results: TauResults, data: str | None) -> TauEnvironment:
     return TauEnvironment(load_domain(results.domain, data), results.tasks)
 
 
-def _write_consistency(path: str, found: list[Disagreement]) -> None:
+def _write_consistency(path: str, found: list[Disagreement], calls: int) -> None:
+    """Write the report; ``calls`` is how many replayed calls had a recorded error flag to compare."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps([d.to_json() for d in found], indent=1, default=str) + "\n", encoding="utf-8")
+    if not calls:
+        print(f"prefix-exec: consistency: no call with a recorded error flag to compare -> {path}", file=sys.stderr)
+        return
     if not found:
-        print(f"prefix-exec: consistency: replay agrees with every recorded error flag -> {path}", file=sys.stderr)
+        print(
+            f"prefix-exec: consistency: replay agrees with every recorded error flag ({calls} calls) -> {path}",
+            file=sys.stderr,
+        )
         return
     counts = ", ".join(f"{n} {kind}" for kind, n in sorted(summarize(found).items()))
-    print(f"prefix-exec: consistency: {len(found)} disagreement(s) ({counts}) -> {path}", file=sys.stderr)
+    print(
+        f"prefix-exec: consistency: {len(found)} disagreement(s) ({counts}) in {calls} calls compared -> {path}",
+        file=sys.stderr,
+    )
     for entry in found:
         print(f"  {entry.describe()}", file=sys.stderr)
 

@@ -85,6 +85,17 @@ def disagreements(record: PrefixRecord) -> list[Disagreement]:
     return found
 
 
+def compared(record: PrefixRecord) -> int:
+    """How many replayed calls of ``record`` :func:`disagreements` compares (those with a recorded error flag)."""
+    if record.no_tool:
+        return 0
+    return sum(
+        1
+        for call, _ in zip(record.actions, record.verdicts, strict=False)
+        if call.observation is not None and call.observation.error is not None
+    )
+
+
 def summarize(entries: Iterable[Disagreement]) -> dict[str, int]:
     """Counts by kind, for the command's summary line."""
     counts: dict[str, int] = {}
