@@ -349,7 +349,7 @@ def iter_json_lines(path: str | Path, *, tolerant: bool = False) -> Iterator[tup
     if p.is_dir():
         raise InputError("is a directory, expected a JSONL file", path=p)
     with p.open(encoding="utf-8") as fh:
-        for number, text in enumerate(_utf8_lines(fh, p), start=1):
+        for number, text in enumerate(utf8_lines(fh, p), start=1):
             if not text.strip():
                 continue
             try:
@@ -366,7 +366,8 @@ def iter_json_lines(path: str | Path, *, tolerant: bool = False) -> Iterator[tup
                 yield number, error
 
 
-def _utf8_lines(fh: IO[str], path: Path) -> Iterator[str]:
+def utf8_lines(fh: IO[str], path: Path) -> Iterator[str]:
+    """The lines of a text file opened as UTF-8; a decoding failure is an InputError naming the file."""
     number = 0
     try:
         for number, text in enumerate(fh, start=1):  # noqa: B007 - read in the error message

@@ -128,7 +128,7 @@ def load_spec(path: str | Path) -> CustomEnvironment:
     try:
         text = p.read_text(encoding="utf-8")
         data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+    except (json.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot parse the tool spec: {exc}", path=p) from None
     errors = sorted(jsonschema.Draft202012Validator(SPEC_SCHEMA).iter_errors(data), key=lambda e: list(e.path))
     if errors:

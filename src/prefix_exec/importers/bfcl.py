@@ -31,6 +31,7 @@ from prefix_exec.envs.bfcl import backend
 from prefix_exec.envs.bfcl.calls import CallSyntaxError, bind_positional, parse_call, parse_call_list
 from prefix_exec.envs.bfcl.tasks import CATEGORIES, BfclTask, all_tasks
 from prefix_exec.errors import InputError
+from prefix_exec.io import utf8_lines
 from prefix_exec.replay import Skipped
 from prefix_exec.trajectory import Rollout, ToolCall
 
@@ -157,7 +158,7 @@ def read_result_file(
     """Rollouts of one result file (``only``: keep these task ids). Bad lines come out as ``Skipped``."""
     category = category_of_file(path)
     with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+        for number, line in enumerate(utf8_lines(handle, path), start=1):
             if not line.strip():
                 continue
             where = f"{path}:{number}"
