@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from report_records import crafted
+from report_records import crafted, record
 
 from prefix_exec.cli import main
 from prefix_exec.io import write_records
@@ -44,3 +44,45 @@ def test_bad_options_are_usage_errors(tmp_path: Path, capsys) -> None:  # type: 
             main(["report", str(tmp_path), "--out", str(tmp_path / "o"), *bad])
         assert exit_info.value.code == 2
     assert "expected METHOD_A:METHOD_B" in capsys.readouterr().err
+
+
+def test_pairs_of_unknown_or_identical_methods_are_input_errors(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    rows = crafted() + [record("solo", "t1", T=1, fed=2, success=1, model="m3")]
+    write_records(tmp_path / "r.jsonl", rows)
+    base = ["report", str(tmp_path / "r.jsonl"), "--resamples", "50", "--no-plots"]
+    cases = [
+        ("nope:react", "--pair nope:react: no records for method nope"),
+        ("nope:gone", "no records for method nope, gone"),
+        ("react:react", "--pair react:react pairs a method with itself"),
+        ("solo:react", "--pair solo:react: no (dataset, model) block has records of both methods"),
+    ]
+    for i, (pair, message) in enumerate(cases):
+        out = tmp_path / f"o{i}"
+        assert main([*base, "--out", str(out), "--pair", "dual-loop:react", "--pair", pair]) == 2, pair
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err, err
+        if pair != "solo:react":
+            assert "methods in the records: dual-loop, plan-conditioned, react, solo" in err
+        assert not out.exists()  # refused before anything was written
+
+
+def test_an_out_that_is_a_file_is_an_input_error(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    write_records(tmp_path / "r.jsonl", crafted())
+    afile = tmp_path / "afile"
+    afile.write_text("keep me")
+    for out in (afile, afile / "sub"):
+        assert main(["report", str(tmp_path / "r.jsonl"), "--out", str(out), "--no-plots"]) == 2
+        err = capsys.readouterr().err
+        assert str(afile) in err and "Traceback" not in err, err
+    assert afile.read_text() == "keep me"
+
+
+def test_a_negative_seed_is_a_usage_error(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+
+    write_records(tmp_path / "r.jsonl", crafted())
+    with pytest.raises(SystemExit) as exit_info:
+        main(["report", str(tmp_path / "r.jsonl"), "--out", str(tmp_path / "o"), "--seed", "-1"])
+    assert exit_info.value.code == 2
+    assert "must be >= 0, got -1" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

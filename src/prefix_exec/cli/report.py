@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from prefix_exec.cli.common import method_pair, positive_int
+from prefix_exec.cli.common import method_pair, non_negative_int, positive_int
 from prefix_exec.report import Options, load, write_report
 from prefix_exec.report.build import FORMATS
 from prefix_exec.report.tables import DEFAULT_CHECKPOINTS
@@ -31,7 +31,7 @@ def register(commands: Any, name: str) -> None:
     parser.add_argument("--out", required=True, metavar="DIR", help="folder to write the report into")
     parser.add_argument("--resamples", type=positive_int, default=DEFAULT_RESAMPLES,
                         help="bootstrap resamples (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed, >= 0 (default: %(default)s)")
     parser.add_argument("--format", default=",".join(FORMATS), type=_formats,
                         help="table formats, comma-separated from md, csv, tex (default: %(default)s)")
     parser.add_argument("--pair", action="append", type=method_pair, metavar="A:B",
@@ -41,7 +41,6 @@ def register(commands: Any, name: str) -> None:
     parser.add_argument("--title", default="prefix-exec report", help="title of report.html")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG/SVG plots (no matplotlib needed)")
     parser.set_defaults(run=run)
-
 
 
 def _formats(text: str) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prefix_exec import tables as plain
+from prefix_exec.errors import InputError
 from prefix_exec.report import plots
 from prefix_exec.report.cost import cost_tables
 from prefix_exec.report.html import Section, render
@@ -70,10 +71,46 @@ def build_tables(summary: Summary, records: Sequence[PrefixRecord], options: Opt
     return sections
 
 
+def prepare_out(out: str | Path, *, option: str = "--out") -> Path:
+    """``out`` as a folder, created with its parents; an existing file in the way is an :class:`InputError`."""
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{option} must be a folder, and this is an existing file", path=path,
+                         hint=f"pass a new or existing folder as {option}")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the {option} folder: {exc.strerror or exc}", path=path) from None
+    return path
+
+
+def check_pairs(records: Sequence[PrefixRecord], pairs: Sequence[tuple[str, str]] | None) -> None:
+    """Each chosen pair names two different methods that have records and share a (dataset, model) block."""
+    if pairs is None:
+        return
+    methods = {r.method for r in records}
+    blocks: dict[tuple[str, str], set[str]] = {}
+    for r in records:
+        blocks.setdefault((r.dataset, r.model), set()).add(r.method)
+    known = "methods in the records: " + ", ".join(sorted(methods))
+    for a, b in pairs:
+        if a == b:
+            raise InputError(f"--pair {a}:{b} pairs a method with itself", hint=known)
+        missing = [m for m in (a, b) if m not in methods]
+        if missing:
+            raise InputError(f"--pair {a}:{b}: no records for method {', '.join(missing)}", hint=known)
+        if not any({a, b} <= present for present in blocks.values()):
+            raise InputError(f"--pair {a}:{b}: no (dataset, model) block has records of both methods",
+                             hint="a paired difference needs both methods on the same dataset and model")
+
+
 def write_report(records: Sequence[PrefixRecord], out: str | Path, options: Options = Options()) -> Report:
-    """Summarize ``records`` and write every file into ``out`` (created). Returns what was written."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    """Summarize ``records`` and write every file into ``out`` (created). Returns what was written.
+
+    An ``options.pairs`` method with no records, a method paired with itself, or an ``out`` that is not a
+    folder is an :class:`InputError`, raised before anything is written."""
+    check_pairs(records, options.pairs)
+    out = prepare_out(out)
     ci_depth = max(DEFAULT_CI_DEPTH, *options.checkpoints)
     summary = summarize(metric_rows(records), resamples=options.resamples, seed=options.seed, ci_depth=ci_depth)
     synthetic = is_synthetic(records)
