@@ -48,3 +48,28 @@ def test_demo_rejects_a_nonpositive_task_count(capsys: pytest.CaptureFixture[str
         main(["demo", "--tasks", "0"])
     assert exit_info.value.code == 2
     assert "must be >= 1" in capsys.readouterr().err
+
+
+def test_demo_rejects_more_tasks_than_bfcl_has(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), "--tasks", "5000", "--resamples", "50"]) == 2
+    err = capsys.readouterr().err
+    assert "--tasks 5000: BFCL's base category has 200 tasks" in err and "Traceback" not in err
+    assert not out.exists()  # refused before anything was written
+
+
+def test_demo_out_that_is_a_file_is_an_input_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("keep me")
+    assert main(["demo", "--out", str(afile), "--tasks", "2", "--resamples", "50"]) == 2
+    err = capsys.readouterr().err
+    assert f"{afile}: --out must be a folder" in err and "Traceback" not in err
+    assert afile.read_text() == "keep me"
+
+
+def test_demo_rejects_a_negative_seed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["demo", "--out", str(tmp_path / "demo"), "--tasks", "2", "--seed", "-1"])
+    assert exit_info.value.code == 2
+    assert "must be >= 0, got -1" in capsys.readouterr().err
+    assert not (tmp_path / "demo").exists()

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from prefix_exec.cli.common import positive_int
+from prefix_exec.cli.common import non_negative_int, positive_int
 
 
 def register(commands: Any, name: str) -> None:
@@ -25,11 +25,11 @@ def register(commands: Any, name: str) -> None:
     parser.add_argument("--out", default="out/demo", metavar="DIR", help="output folder (default: %(default)s)")
     parser.add_argument("--tasks", type=positive_int, default=200,
                         help="first N of BFCL's 200 base tasks (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the agents and the bootstrap")
+    parser.add_argument("--seed", type=non_negative_int, default=0,
+                        help="seed of the agents and the bootstrap, >= 0 (default: %(default)s)")
     parser.add_argument("--resamples", type=positive_int, default=10_000,
                         help="bootstrap resamples (default: %(default)s)")
     parser.set_defaults(run=run)
-
 
 
 def run(args: argparse.Namespace) -> int:

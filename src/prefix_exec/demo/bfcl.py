@@ -15,6 +15,11 @@ from prefix_exec.envs.bfcl.tasks import BfclTask, function_docs, load_category
 from prefix_exec.trajectory import ToolCall
 
 
+def task_count(category: str) -> int:
+    """How many tasks a BFCL multi-turn category has."""
+    return len(load_category(category))
+
+
 def tasks(category: str, count: int) -> list[BfclTask]:
     """The first ``count`` tasks of a BFCL multi-turn category, in file order."""
     return list(load_category(category).values())[:count]

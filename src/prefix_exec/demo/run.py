@@ -18,9 +18,11 @@ from prefix_exec.demo import bfcl
 from prefix_exec.demo.agents import AGENTS, MODEL, plan, telemetry
 from prefix_exec.demo.calibration import Calibration, calibrate, render
 from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
+from prefix_exec.errors import InputError
 from prefix_exec.io import write_records, write_rollouts
 from prefix_exec.replay import replay
 from prefix_exec.report import Options, Report, write_report
+from prefix_exec.report.build import prepare_out
 from prefix_exec.trajectory import PrefixRecord, Rollout
 
 DATASET = "bfcl (synthetic)"
@@ -61,10 +63,18 @@ def synthesize(tasks: int, seed: int) -> list[Rollout]:
 
 def run(out: str | Path, *, tasks: int = 200, seed: int = 0, resamples: int = 10_000,
         echo: Callable[[str], None] = print) -> DemoResult:
-    """Synthesize, score with the real BFCL environment, calibrate, and write the report into ``out``."""
+    """Synthesize, score with the real BFCL environment, calibrate, and write the report into ``out``.
+
+    ``tasks`` above the number of BFCL base tasks, a negative ``seed`` or an ``out`` that is an existing file
+    is an :class:`InputError`, raised before anything is written."""
     start = time.monotonic()
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    available = bfcl.task_count(CATEGORY)
+    if tasks < 1 or tasks > available:
+        raise InputError(f"--tasks {tasks}: BFCL's {CATEGORY} category has {available} tasks",
+                         hint=f"pass --tasks between 1 and {available}")
+    if seed < 0:
+        raise InputError(f"--seed {seed}: a seed must be >= 0")
+    out = prepare_out(out)
     rollouts = synthesize(tasks, seed)
     write_rollouts(out / "rollouts.jsonl", rollouts)
     env = BfclEnvironment()
