@@ -47,7 +47,7 @@ def test_bad_options_are_usage_errors(tmp_path: Path, capsys) -> None:  # type: 
 
 
 def test_pairs_of_unknown_or_identical_methods_are_input_errors(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    rows = crafted() + [record("solo", "t1", T=1, fed=2, success=1, model="m3")]
+    rows = [*crafted(), record("solo", "t1", T=1, fed=2, success=1, model="m3")]
     write_records(tmp_path / "r.jsonl", rows)
     base = ["report", str(tmp_path / "r.jsonl"), "--resamples", "50", "--no-plots"]
     cases = [
