@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -117,6 +118,56 @@ def test_score_tau_regrade(shared_data: Path, tmp_path: Path, capsys: pytest.Cap
     err = capsys.readouterr().err
     assert "regrade: 2/3 recorded DB checks reproduced" in err
     assert "recorded db_match=False, recomputed db_match=True" in err
+
+
+def _two(shared_data: Path, tmp_path: Path, break_second: Any) -> Path:
+    """The first two airline simulations, the second one broken by ``break_second(data, simulation)``."""
+    data = json.loads((shared_data / "tau" / "gpt-4.1_airline_1trial.json").read_text())
+    data["simulations"] = data["simulations"][:2]
+    break_second(data, data["simulations"][1])
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _first_calls(simulation: dict[str, Any]) -> dict[str, Any]:
+    return next(m for m in simulation["messages"] if m["role"] == "assistant" and m.get("tool_calls"))
+
+
+BREAKS: dict[str, Any] = {
+    "messages": lambda data, sim: sim.update(messages=["hello", 3]),
+    "tool_calls": lambda data, sim: _first_calls(sim).update(tool_calls="zzz"),
+    "initial_state": lambda data, sim: next(t for t in data["tasks"] if t["id"] == sim["task_id"]).update(
+        initial_state="bad"
+    ),
+    "unknown task": lambda data, sim: sim.update(task_id="9999"),
+}
+
+
+@pytest.mark.parametrize("broken", BREAKS)
+def test_a_malformed_simulation_is_exit_2_and_skipped_with_keep_going(
+    shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], broken: str
+) -> None:
+    path = _two(shared_data, tmp_path, BREAKS[broken])
+    out = tmp_path / "r.jsonl"
+    assert main(["score", "tau", str(path), "--out", str(out), "--regrade"]) == 2
+    err = capsys.readouterr().err
+    assert "prefix-exec: error:" in err and "Traceback" not in err
+
+    assert main(["score", "tau", str(path), "--out", str(out), "--overwrite", "--regrade", "--keep-going"]) == 2
+    err = capsys.readouterr().err
+    assert len(list(read_records(out))) == 1
+    assert "prefix-exec: skipped" in err
+    assert "regrade: 1/1 recorded DB checks reproduced" in err  # the skipped simulation is not regraded
+
+
+def test_regrade_does_not_count_a_missing_db_check_as_reproduced(
+    shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _two(shared_data, tmp_path, lambda data, sim: sim["reward_info"].pop("db_check"))
+    assert main(["score", "tau", str(path), "--out", str(tmp_path / "r.jsonl"), "--regrade"]) == 0
+    err = capsys.readouterr().err
+    assert "regrade: 1/1 recorded DB checks reproduced; 1 simulation(s) record no db_check, not compared" in err
 
 
 def test_score_tau_bad_input_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

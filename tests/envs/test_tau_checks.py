@@ -213,6 +213,17 @@ def test_regrade_reproduces_the_recorded_db_checks(shared_data: Path) -> None:
     assert not regrade_db(env, broken).agrees
 
 
+def test_regrade_without_a_recorded_db_check_reproduces_nothing(shared_data: Path) -> None:
+    results = read_results(shared_data / "tau" / "gpt-4.1_airline_1trial.json")
+    env = TauEnvironment(load_domain("airline"), results.tasks)
+    unrecorded = dict(results.simulations[0])
+    unrecorded["reward_info"] = {"reward": 1.0}
+    grade = regrade_db(env, unrecorded)
+    assert (grade.recorded, grade.compared, grade.agrees) == (None, False, False)
+    with pytest.raises(InputError, match="no task '9999'"):
+        regrade_db(env, {**unrecorded, "task_id": "9999"})
+
+
 def test_data_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real = data_dir()
     assert (real / "tau2" / "domains" / "airline" / "db.json").is_file()

