@@ -1,21 +1,23 @@
 """Canonical JSONL: one rollout or one scored record per line, each carrying a schema version.
 
 Readers validate every field at this edge and raise :class:`~prefix_exec.errors.InputError` naming the
-file, the 1-based line and the field. Writers append one line per record and flush it, so a killed run keeps
-every line it finished; :func:`completed_keys` lets a resumed run skip them, and a torn last line from a
-crash is ignored and overwritten.
+file, the 1-based line and the field. The file mechanics (clear errors for broken lines, crash-safe appends,
+resume keys) live in :mod:`prefix_exec.jsonl` and are re-exported here.
 """
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import Any, NoReturn
 
 from prefix_exec.errors import InputError
+from prefix_exec.jsonl import JsonlWriter as JsonlWriter
+from prefix_exec.jsonl import completed_keys as completed_keys
+from prefix_exec.jsonl import dumps as dumps
+from prefix_exec.jsonl import iter_json_lines as iter_json_lines
+from prefix_exec.jsonl import utf8_lines as utf8_lines
 from prefix_exec.trajectory import (
     CallCost,
     FailureLabel,
@@ -134,17 +136,6 @@ def record_to_json(record: PrefixRecord) -> dict[str, Any]:
     if record.metadata:
         row["metadata"] = dict(record.metadata)
     return row
-
-
-def dumps(row: Mapping[str, Any]) -> str:
-    """One JSONL line. Values JSON cannot hold (sets, objects from a backend) become their ``repr``."""
-    return json.dumps(row, ensure_ascii=False, default=_fallback)
-
-
-def _fallback(value: Any) -> Any:
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    return repr(value)
 
 
 # ---------------------------------------------------------------------------------------------- decoding
@@ -337,49 +328,6 @@ def metric_row_from_json(data: Any, *, path: str | None = None, line: int | None
 # ---------------------------------------------------------------------------------------------- files
 
 
-def iter_json_lines(path: str | Path, *, tolerant: bool = False) -> Iterator[tuple[int, Any]]:
-    """``(line_number, parsed_json)`` for every non-blank line.
-
-    A line that is not JSON raises :class:`InputError`; with ``tolerant`` it is yielded as
-    ``(line_number, InputError)`` instead, so the caller can report it and read on.
-    """
-    p = Path(path)
-    if not p.exists():
-        raise InputError("no such file", path=p, hint="check the path")
-    if p.is_dir():
-        raise InputError("is a directory, expected a JSONL file", path=p)
-    with p.open(encoding="utf-8") as fh:
-        for number, text in enumerate(utf8_lines(fh, p), start=1):
-            if not text.strip():
-                continue
-            try:
-                yield number, json.loads(text)
-            except json.JSONDecodeError as exc:
-                error = InputError(
-                    f"not valid JSON ({exc.msg} at column {exc.colno})",
-                    path=p,
-                    line=number,
-                    hint="each line must be one complete JSON object (JSON Lines)",
-                )
-                if not tolerant:
-                    raise error from None
-                yield number, error
-
-
-def utf8_lines(fh: IO[str], path: Path) -> Iterator[str]:
-    """The lines of a text file opened as UTF-8; a decoding failure is an InputError naming the file."""
-    number = 0
-    try:
-        for number, text in enumerate(fh, start=1):  # noqa: B007 - read in the error message
-            yield text
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"not UTF-8 text ({exc.reason} at byte {exc.start} of the chunk after line {number})",
-            path=path,
-            hint="is this a binary file? JSONL files are UTF-8 text",
-        ) from None
-
-
 def read_rollouts(path: str | Path) -> Iterator[Rollout]:
     for number, data in iter_json_lines(path):
         yield rollout_from_json(data, path=str(path), line=number)
@@ -422,65 +370,3 @@ def write_records(path: str | Path, records: Iterable[PrefixRecord]) -> int:
         return sum(out.write(record_to_json(r)) for r in records)
 
 
-class JsonlWriter:
-    """Append-only JSONL that survives a kill: every line is flushed and fsynced as it is written.
-
-    Opened with ``append=True`` it first cuts a torn trailing line (no final newline) left by a crash, so
-    the file stays valid JSONL.
-    """
-
-    def __init__(self, path: str | Path, *, append: bool) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        if append:
-            _truncate_torn_tail(self.path)
-        self._fh: IO[str] = self.path.open("a" if append else "w", encoding="utf-8")
-
-    def write(self, row: Mapping[str, Any]) -> int:
-        self._fh.write(dumps(row) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-        return 1
-
-    def close(self) -> None:
-        self._fh.close()
-
-    def __enter__(self) -> JsonlWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _truncate_torn_tail(path: Path) -> None:
-    if not path.exists() or path.stat().st_size == 0:
-        return
-    with path.open("rb+") as fh:
-        data = fh.read()
-        if data.endswith(b"\n"):
-            return
-        fh.truncate(data.rfind(b"\n") + 1)
-
-
-def completed_keys(path: str | Path) -> set[tuple[str, str, str, str, int]]:
-    """Unit keys ``(dataset, task_id, model, method, trial)`` already written to ``path`` (for ``--resume``).
-
-    A torn last line from a crash is not counted: it will be cut and redone.
-    """
-    p = Path(path)
-    if not p.exists():
-        return set()
-    keys: set[tuple[str, str, str, str, int]] = set()
-    with p.open(encoding="utf-8") as fh:
-        for text in fh:
-            if not text.endswith("\n"):
-                break
-            try:
-                row = json.loads(text)
-                keys.add((str(row["dataset"]), str(row["task_id"]), str(row["model"]), str(row["method"]),
-                          int(row.get("trial", 0))))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                raise InputError(
-                    "cannot resume: this line is not a record", path=p, hint="pass a fresh --out file"
-                ) from None
-    return keys

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 from prefix_exec.scoring import ScoreReport
 
@@ -37,15 +38,24 @@ def finish(report: ScoreReport, out: str) -> int:
     return 2 if report.skipped else 0
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+def int_at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type accepting integers >= ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+#: argparse types for counts (>= 1) and seeds (>= 0).
+positive_int = int_at_least(1)
+non_negative_int = int_at_least(0)
 
 
 def method_pair(text: str) -> tuple[str, str]:
@@ -55,13 +65,3 @@ def method_pair(text: str) -> tuple[str, str]:
         raise argparse.ArgumentTypeError(f"expected METHOD_A:METHOD_B, got {text!r}")
     return (a, b)
 
-
-def non_negative_int(text: str) -> int:
-    """argparse type: an integer >= 0 (seeds)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
