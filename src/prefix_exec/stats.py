@@ -61,20 +61,26 @@ def resample_counts(n_tasks: int, resamples: int, rng: np.random.Generator) -> N
 
 
 def bootstrap_ratios(
-    counts: NDArray[np.int64], numerators: ArrayLike, denominators: ArrayLike
+    counts: NDArray[np.int64],
+    numerators: ArrayLike,
+    denominators: ArrayLike,
+    groups: ArrayLike | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     """Point estimates and bootstrap replicates of ratio statistics sum(num) / sum(den) over tasks.
 
-    ``numerators`` and ``denominators`` have shape (tasks, m): column j holds statistic j's per-task sum and
-    per-task rollout count. Returns ``point`` of shape (m,) and ``replicates`` of shape (resamples, m).
-    A replicate whose resample drew no rollout of a statistic's condition is NaN.
+    ``numerators`` has shape (tasks, m): column j holds statistic j's per-task sum. ``denominators`` has
+    shape (tasks, g) of per-task rollout counts, and ``groups`` (m,) names the denominator column of each
+    statistic (default: column j for statistic j, with g = m); statistics of one condition share one count
+    column, which halves the matrix work. Returns ``point`` of shape (m,) and ``replicates`` of shape
+    (resamples, m). A replicate whose resample drew no rollout of a statistic's condition is NaN.
     """
     num = np.asarray(numerators, dtype=np.float64)
     den = np.asarray(denominators, dtype=np.float64)
+    index = np.arange(num.shape[1]) if groups is None else np.asarray(groups, dtype=np.int64)
     c = counts.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        point = num.sum(axis=0) / den.sum(axis=0)
-        replicates = (c @ num) / (c @ den)
+        point = num.sum(axis=0) / den.sum(axis=0)[index]
+        replicates = (c @ num) / (c @ den)[:, index]
     return point, replicates
 
 

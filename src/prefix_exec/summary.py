@@ -213,7 +213,7 @@ def _summarize_dataset(
 
     # Per-task sums of each statistic (numerators) and per-task rollout counts (denominators).
     num = np.zeros((len(tasks), width * len(conditions)))
-    den = np.zeros_like(num)
+    den = np.zeros((len(tasks), len(conditions)))
     arrays: dict[Condition, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for c_i, cond in enumerate(conditions):
         group = groups[cond]
@@ -225,10 +225,10 @@ def _summarize_dataset(
         ti = np.array([task_index[r.task_id] for r in group])
         cols = slice(c_i * width, (c_i + 1) * width)
         np.add.at(num[:, cols], ti, values)
-        np.add.at(den[:, cols], ti, 1.0)
+        np.add.at(den[:, c_i], ti, 1.0)
 
     counts = resample_counts(len(tasks), resamples, rng)
-    point, reps = bootstrap_ratios(counts, num, den)
+    point, reps = bootstrap_ratios(counts, num, den, groups=np.repeat(np.arange(len(conditions)), width))
     est = estimates(point, reps, level)
 
     summaries: list[ConditionSummary] = []
