@@ -158,3 +158,21 @@ def test_negative_seed_is_a_usage_error(ticketing, tmp_path):
     with pytest.raises(SystemExit) as info:
         main(["metrics", str(tmp_path / "any.jsonl"), "--seed", "-1"])
     assert info.value.code == 2
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["score", "bfcl", "--ground-truth", "--time-limit", "nan", "--out", "x"],
+        ["score", "bfcl", "--ground-truth", "--time-limit", "0", "--out", "x"],
+        ["score", "toolsandbox", "runs", "--success-threshold", "1.5", "--out", "x"],
+        ["score", "toolsandbox", "runs", "--success-threshold", "nan", "--out", "x"],
+        ["metrics", "r.jsonl", "--resamples", "0"],
+    ],
+)
+def test_out_of_range_options_are_usage_errors(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "must lie in" in err or "must be >= 1" in err

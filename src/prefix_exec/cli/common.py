@@ -58,6 +58,23 @@ positive_int = int_at_least(1)
 non_negative_int = int_at_least(0)
 
 
+def float_between(low: float, high: float, *, include_low: bool = True) -> Callable[[str], float]:
+    """An argparse type accepting numbers in [low, high] (or (low, high] without ``include_low``); never nan."""
+    bounds = f"{'[' if include_low else '('}{low:g}, {high:g}]"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        inside = (low <= value if include_low else low < value) and value <= high  # False for nan
+        if not inside:
+            raise argparse.ArgumentTypeError(f"must lie in {bounds}, got {text}")
+        return value
+
+    return parse
+
+
 def method_pair(text: str) -> tuple[str, str]:
     """argparse type: ``METHOD_A:METHOD_B``."""
     a, sep, b = text.partition(":")

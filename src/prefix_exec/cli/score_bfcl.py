@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from prefix_exec.cli.common import add_identity_options, add_output_options, finish
+from prefix_exec.cli.common import add_identity_options, add_output_options, finish, float_between
 from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
 from prefix_exec.envs.bfcl.tasks import INSTALL_HINT, load_task
 from prefix_exec.errors import InputError
@@ -40,7 +40,7 @@ def register(benchmarks: Any, name: str) -> None:
     )
     parser.add_argument(
         "--time-limit",
-        type=seconds,
+        type=float_between(0.0, 3600.0, include_low=False),
         default=2.0,
         metavar="SECONDS",
         help="wall-clock bound per backend call (default: %(default)s)",
@@ -48,17 +48,6 @@ def register(benchmarks: Any, name: str) -> None:
     add_identity_options(parser)
     add_output_options(parser)
     parser.set_defaults(run=run)
-
-
-def seconds(text: str) -> float:
-    """argparse type: a positive, finite number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not 0.0 < value < float("inf"):  # also refuses nan
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

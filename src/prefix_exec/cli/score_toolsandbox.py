@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from prefix_exec.cli.common import add_identity_options, add_output_options, finish
+from prefix_exec.cli.common import add_identity_options, add_output_options, finish, float_between
 from prefix_exec.envs.toolsandbox import recorded_environment
 from prefix_exec.importers.toolsandbox import ImportOptions, read_toolsandbox
 from prefix_exec.replay import Skipped
@@ -35,7 +35,7 @@ def register(benchmarks: Any, name: str) -> None:
     )
     parser.add_argument(
         "--success-threshold",
-        type=unit_interval,
+        type=float_between(0.0, 1.0),
         default=1.0,
         metavar="S",
         help="final success Y = 1 when the scenario's similarity >= S (default: %(default)s)",
@@ -58,17 +58,6 @@ def register(benchmarks: Any, name: str) -> None:
     add_identity_options(parser)
     add_output_options(parser)
     parser.set_defaults(run=run)
-
-
-def unit_interval(text: str) -> float:
-    """argparse type: a similarity threshold in [0, 1]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0.0 <= value <= 1.0:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"must lie in [0, 1], got {text}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:
