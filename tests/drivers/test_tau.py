@@ -60,12 +60,13 @@ def test_gold_play_succeeds_by_tau2s_evaluator_for_every_variant() -> None:
     assert models["user-sim"] == 2 * len(results)
 
 
-def test_an_identifier_the_user_never_gave_is_an_information_failure_live_and_in_the_record() -> None:
+def test_an_identifier_the_user_never_gave_is_scored_as_information_and_only_the_guard_stops_it() -> None:
     results, _, _ = play("airline", ["6"], ("react", "guarded-react"), reveal_ids=False)
     (react, record), (guarded, guarded_record) = results
     first = react.actions[0]
-    assert first.name == "get_reservation_details" and first.observation is not None and first.observation.error
-    assert "never seen" in str(first.observation.content)
+    # Live, react gets tau2's answer (the reservation exists); only the scored record flags the unseen id.
+    assert first.name == "get_reservation_details" and first.observation is not None and not first.observation.error
+    assert "never seen" not in str(first.observation.content)
     assert (record.fed, record.label) == (1, FailureLabel.INFORMATION)
     assert not guarded.actions and guarded.metadata["guard_rejections"] == 1 and guarded_record.no_tool
 

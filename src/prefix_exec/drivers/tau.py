@@ -127,7 +127,11 @@ class TauDriver:
             args["seed"] = int(args["seed"]) + trial  # trials differ in the simulated user too
         user = tau["user"].UserSimulator(instructions=str(task.user_scenario), llm=self.user.model, llm_args=args)
         user_state = user.get_init_state()
-        session = self._env.start(task_id, evidence=())
+        # The live session follows tau2: a call tau2 would execute is executed, even when it uses an id the agent
+        # never saw. Our information check applies when the rollout is scored (env_for), and live only for the
+        # guarded variant, whose guard is the point of the comparison.
+        guarded = agent.method == "guarded-react"
+        session = self._env.start(task_id, evidence=() if guarded else None)
         episode = agent.start(system_prompt(self._env.domain.policy), self.tools)
         episode.say({"role": "assistant", "content": FIRST_AGENT_MESSAGE})
         outgoing = msg.AssistantMessage(role="assistant", content=FIRST_AGENT_MESSAGE)
