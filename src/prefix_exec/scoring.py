@@ -83,8 +83,7 @@ def score_to_file(
                 _skip(report, unit, keep_going, log)
                 continue
             if unit.key in seen:
-                where = f"task {unit.task_id} (model {unit.model}, method {unit.method}, trial {unit.trial})"
-                _skip(report, Skipped(where, "duplicate: the input holds this rollout twice"), keep_going, log)
+                _skip(report, Skipped(_name(unit), "duplicate: the input holds this rollout twice"), keep_going, log)
                 continue
             seen.add(unit.key)
             if unit.key in done:
@@ -93,8 +92,7 @@ def score_to_file(
             try:
                 record = replay(unit, env_for(unit))
             except (ReplayError, InputError) as exc:
-                where = f"task {unit.task_id} (model {unit.model}, method {unit.method}, trial {unit.trial})"
-                _skip(report, Skipped(where, str(exc)), keep_going, log)
+                _skip(report, Skipped(_name(unit), str(exc)), keep_going, log)
                 continue
             writer.write(record_to_json(record))
             report.written += 1
@@ -102,6 +100,10 @@ def score_to_file(
             if on_record is not None:
                 on_record(record)
     return report
+
+
+def _name(unit: Rollout) -> str:
+    return f"task {unit.task_id} (model {unit.model}, method {unit.method}, trial {unit.trial})"
 
 
 def _skip(report: ScoreReport, unit: Skipped, keep_going: bool, log: TextIO) -> None:
