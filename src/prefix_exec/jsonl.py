@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -131,3 +131,29 @@ def completed_keys(path: str | Path) -> set[tuple[str, str, str, str, int]]:
                     "cannot resume: this line is not a record", path=p, hint="pass a fresh --out file"
                 ) from None
     return keys
+
+
+def expand_inputs(
+    paths: Iterable[str | Path],
+    find: Callable[[Path], Iterable[Path]],
+    *,
+    none_found: str,
+    hint: str | None = None,
+) -> list[Path]:
+    """Input files: a file as given, a folder as the sorted files ``find`` picks in it.
+
+    A folder where ``find`` picks nothing, or a path that does not exist, is an :class:`InputError`.
+    """
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(find(path))
+            if not found:
+                raise InputError(none_found, path=path, hint=hint)
+            files += found
+        elif path.exists():
+            files.append(path)
+        else:
+            raise InputError("no such file or folder", path=path)
+    return files

@@ -32,6 +32,7 @@ from prefix_exec.envs.bfcl.calls import CallSyntaxError, bind_positional, parse_
 from prefix_exec.envs.bfcl.tasks import CATEGORIES, BfclTask, all_tasks
 from prefix_exec.errors import InputError
 from prefix_exec.io import utf8_lines
+from prefix_exec.jsonl import expand_inputs
 from prefix_exec.replay import Skipped
 from prefix_exec.trajectory import Rollout, ToolCall
 
@@ -56,19 +57,11 @@ def category_of_file(path: Path) -> str:
 
 def result_files(paths: Collection[str | Path]) -> list[Path]:
     """The multi-turn result files among ``paths``; folders are searched (not recursively)."""
-    files: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            found = sorted(p for p in path.iterdir() if _FILE.search(p.name))
-            if not found:
-                raise InputError("no BFCL multi-turn result files in this folder", path=path)
-            files += found
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise InputError("no such file or folder", path=path)
-    return files
+    return expand_inputs(
+        paths,
+        lambda folder: (p for p in folder.iterdir() if _FILE.search(p.name)),
+        none_found="no BFCL multi-turn result files in this folder",
+    )
 
 
 def identity(path: Path, model: str | None, method: str | None, fmt: str) -> tuple[str, str]:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from prefix_exec.errors import InputError
 from prefix_exec.io import MetricRow, read_records
+from prefix_exec.jsonl import expand_inputs
 from prefix_exec.trajectory import PrefixRecord
 
 RUN_DIR_PATTERN = "records*.jsonl"
@@ -22,20 +23,12 @@ RUN_DIR_PATTERN = "records*.jsonl"
 
 def expand(paths: Iterable[str | Path]) -> list[Path]:
     """Files to read: a file as given, a directory as its ``records*.jsonl`` files (recursively)."""
-    files: list[Path] = []
-    for raw in paths:
-        p = Path(raw)
-        if p.is_dir():
-            found = sorted(p.rglob(RUN_DIR_PATTERN))
-            if not found:
-                raise InputError(f"no {RUN_DIR_PATTERN} files in this run directory", path=p,
-                                 hint="pass records files, or a folder that holds records*.jsonl")
-            files += found
-        elif p.exists():
-            files.append(p)
-        else:
-            raise InputError("no such file or directory", path=p)
-    return files
+    return expand_inputs(
+        paths,
+        lambda folder: folder.rglob(RUN_DIR_PATTERN),
+        none_found=f"no {RUN_DIR_PATTERN} files in this run directory",
+        hint="pass records files, or a folder that holds records*.jsonl",
+    )
 
 
 def load(paths: Sequence[str | Path]) -> list[PrefixRecord]:
