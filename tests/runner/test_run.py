@@ -223,6 +223,24 @@ def test_ray_and_local_executors_write_identical_records(server: ScriptedServer,
             assert remote[key] == row, key
 
 
+@pytest.mark.parametrize("executor", ["local", "ray"])
+def test_an_endpoint_cap_holds_across_all_workers(executor: str, tmp_path: Path) -> None:
+    # m1 and the judge share one server; the smaller cap (1) holds for every worker thread or Ray actor.
+    with ScriptedServer(ticketing_agent.respond, latency_s=0.02) as server:
+        grid = write_grid(tmp_path, server.base_url, methods=["react", "dual-loop"], extra="max_concurrency = 1")
+        assert load_grid(grid).endpoint_caps() == {server.base_url: 1}
+        if executor == "ray":
+            ray = pytest.importorskip("ray")
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        try:
+            report = run_grid(grid, tmp_path / "run", executor=executor, max_concurrency=3)
+        finally:
+            if executor == "ray":
+                ray.shutdown()
+        assert (report.written, report.failed) == (12, 0)
+        assert server.max_in_flight == 1
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("methods = ['nope']", "unknown method"),
     ("colour = 1", "unknown key"),

@@ -6,7 +6,8 @@ leaves to the caller:
 
 - bounded retries on 429, 5xx, timeouts and connection errors, with exponential backoff and full jitter
   (``Retry-After`` is honoured up to the cap); each retry is reported to ``on_retry`` and in the completion;
-- a per-endpoint cap on requests in flight, shared by every backend in the process that uses the same URL;
+- a per-endpoint cap on requests in flight, shared by every backend in the process that uses the same URL
+  (or any gate the caller passes as ``slots``: the Ray runner passes one shared by all its workers);
 - an optional SQLite response cache keyed by the request;
 - native tool calling, or the text protocol of :mod:`prefix_exec.llm.textcalls`, or native with a fallback.
 
@@ -21,6 +22,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from prefix_exec.llm.cache import ResponseCache
@@ -52,7 +54,11 @@ def _import_openai() -> Any:
 
 
 class ChatBackend:
-    """One model on one endpoint. Thread-safe: the client, the semaphore and the cache are shared safely."""
+    """One model on one endpoint. Thread-safe: the client, the semaphore and the cache are shared safely.
+
+    ``slots`` is the gate every request holds while in flight; by default the process-wide semaphore of the
+    endpoint URL, sized by the first backend that asks.
+    """
 
     def __init__(
         self,
@@ -62,6 +68,7 @@ class ChatBackend:
         on_retry: Callable[[RetryEvent], None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
+        slots: AbstractContextManager[Any] | None = None,
     ) -> None:
         self.config = config
         self.cache = cache
@@ -73,7 +80,7 @@ class ChatBackend:
             base_url=config.base_url, api_key=config.api_key(), timeout=config.timeout_s, max_retries=0
         )
         self._completion_type = self._openai.types.chat.ChatCompletion
-        self._slots = endpoint_slots(config.base_url, config.max_concurrency)
+        self._slots = slots if slots is not None else endpoint_slots(config.base_url, config.max_concurrency)
         # ``auto`` mode learns once per backend whether the server takes the ``tools`` field.
         self.text_mode = config.tool_mode == "text"
         self.scope = ""

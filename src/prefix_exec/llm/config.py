@@ -23,7 +23,8 @@ class EndpointConfig:
     parses ``<tool_call>`` blocks from the answer (for servers without tool calling); ``auto`` starts native
     and falls back to text when the server rejects the ``tools`` field. ``reasoning_effort`` is sent only
     when set (``low``/``medium``/``high`` on models that support it). ``max_concurrency`` caps requests in
-    flight to ``base_url`` from this process, shared by every backend using the same URL. Times are seconds.
+    flight to ``base_url``: per process by default; the runner holds it for the whole run (all workers,
+    all Ray nodes), with the smallest cap of the models sharing a URL. Times are seconds.
     """
 
     model: str

@@ -83,6 +83,15 @@ class Grid:
         config = self.model(name).endpoint
         return config.with_seed(None if self.seed is None else self.seed + trial)
 
+    def endpoint_caps(self) -> dict[str, int]:
+        """Requests allowed in flight per endpoint URL for the whole run: the smallest ``max_concurrency`` of
+        the grid models on that URL (models sharing a server share its cap)."""
+        caps: dict[str, int] = {}
+        for m in self.models:
+            url, cap = m.endpoint.base_url, m.endpoint.max_concurrency
+            caps[url] = min(cap, caps.get(url, cap))
+        return caps
+
     def resolve(self, path: str) -> Path:
         p = Path(path)
         return p if p.is_absolute() else self.base_dir / p

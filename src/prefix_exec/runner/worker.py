@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,8 +37,13 @@ class UnitResult:
 
 
 class UnitWorker:
-    def __init__(self, grid: Grid, cache_path: Path | None) -> None:
+    """``gates`` maps an endpoint URL to the gate its requests hold in flight, shared by every worker of a run
+    so that a model's ``max_concurrency`` caps the whole run, not each worker."""
+
+    def __init__(self, grid: Grid, cache_path: Path | None,
+                 gates: Mapping[str, AbstractContextManager[Any]] | None = None) -> None:
         self.grid = grid
+        self.gates = dict(gates or {})
         self.cache = ResponseCache(cache_path) if cache_path is not None else None
         self._drivers: dict[str, Driver] = {}
         self._backends: dict[tuple[str, int], ChatBackend] = {}
@@ -49,7 +56,9 @@ class UnitWorker:
 
     def backend(self, model: str, trial: int) -> ChatBackend:
         if (model, trial) not in self._backends:
-            self._backends[(model, trial)] = ChatBackend(self.grid.endpoint(model, trial), cache=self.cache)
+            config = self.grid.endpoint(model, trial)
+            self._backends[(model, trial)] = ChatBackend(config, cache=self.cache,
+                                                         slots=self.gates.get(config.base_url))
         return self._backends[(model, trial)]
 
     def agent(self, unit: Unit) -> Agent:
