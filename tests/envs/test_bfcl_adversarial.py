@@ -147,3 +147,27 @@ def test_huge_integer_literals_are_schema_failures_and_records_still_write(tmp_p
     assert (record["fed"], record["label"]) == (2, "schema")
     assert "integer literal" in record["reason"]
     assert score(decode_result(["[logarithm(value=7.0, base=3.0, precision=10000)]"])[0]) == (1, FailureLabel.SCHEMA)
+
+
+def test_threads_never_see_each_others_math_precision() -> None:
+    # mpmath's precision is process-global; without one-call-at-a-time, a logarithm at 5 digits running
+    # beside one at 60 digits returns a result computed at the other's precision.
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.math_api import MathAPI
+
+    def log_text(precision: int) -> str:
+        return run(MathAPI().logarithm, "logarithm", {"value": 7, "base": 3, "precision": precision}).text
+
+    alone = {p: log_text(p) for p in (5, 60)}
+    assert alone[5] != alone[60]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    try:
+        precisions = [5, 60] * 2000
+        with ThreadPoolExecutor(4) as pool:
+            texts = list(pool.map(log_text, precisions))
+    finally:
+        sys.setswitchinterval(interval)
+    assert all(text == alone[p] for p, text in zip(precisions, texts, strict=True))

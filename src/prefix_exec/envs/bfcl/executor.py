@@ -15,7 +15,9 @@ layers:
 
 A call that trips either is refused and never half-runs past the bound. Global numeric settings BFCL's
 MathAPI changes (``mpmath.mp.dps``, the decimal context precision) are restored after each call, so one
-call cannot slow down or change the next.
+call cannot slow down or change the next. Calls of one process run one at a time (a lock), because
+``mpmath.mp.dps`` is process-global: two threads' ``logarithm`` calls would otherwise see each other's
+precision. BFCL calls take microseconds, so the lock costs nothing next to a model's latency.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ MAX_PRECISION = 100
 MAX_NESTING = 32
 #: Default per-call wall-clock bound, seconds.
 TIME_LIMIT = 2.0
+#: Held by every call: BFCL's process-global numeric state is set and restored inside it.
+_ONE_CALL_AT_A_TIME = threading.Lock()
 
 
 class CallTimeout(BaseException):
@@ -153,6 +157,11 @@ def run(
     refused = guard(name, arguments)
     if refused is not None:
         return Outcome(text=error_text(refused), refused=refused)
+    with _ONE_CALL_AT_A_TIME:
+        return _run_alone(method, name, arguments, time_limit)
+
+
+def _run_alone(method: Callable[..., Any], name: str, arguments: Mapping[str, Any], time_limit: float) -> Outcome:
     mpmath = sys.modules.get("mpmath")
     dps = mpmath.mp.dps if mpmath is not None else None
     context = decimal.getcontext()
