@@ -73,6 +73,8 @@ class Executor:
                 text = f"Not executed: a pre-execution check rejected this call ({label}): {verdict.reason}"
                 return self.backend.tool_result_message(asked, text)
         verdict = check_action(session, call)
-        content = verdict.result if verdict.accepted else {"error": verdict.reason}
+        # The agent sees the benchmark's own answer (a rejected verdict's ``result``, when the environment knows
+        # it); our diagnosis (``reason``) is for the record, and reaches the agent only when nothing else exists.
+        content = verdict.result if verdict.accepted or verdict.result is not None else {"error": verdict.reason}
         episode.actions.append(replace(call, observation=Observation(content=content, error=not verdict.accepted)))
         return self.backend.tool_result_message(asked, render(content))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,8 @@ from prefix_exec.errors import InputError
 from prefix_exec.llm.config import EndpointConfig
 
 TOP_KEYS = {"seed", "trials", "methods", "agent", "datasets", "models", "run"}
-AGENT_KEYS = ("max_steps", "k_val")
+#: Every ``[agent]`` setting is an integer field of :class:`AgentSettings`.
+AGENT_KEYS = tuple(f.name for f in fields(AgentSettings))
 
 
 @dataclass(frozen=True)
