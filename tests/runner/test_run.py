@@ -107,7 +107,11 @@ def test_grid_runs_every_unit_once_and_records_are_replays(server: ScriptedServe
     assert {c.model for r in rollouts if r.method == "dual-loop" for c in r.cost if c.role == "verifier"} == {
         "judge-model"}
     assert env.verifier_model == "judge"
-    assert (out / "grid.toml").read_text() == grid.read_text()
+    # The copy pins base_dir, so it plans the same units with the same settings from inside the run directory.
+    copy = out / "grid.toml"
+    assert copy.read_text().endswith(grid.read_text()) and copy.read_text().startswith("base_dir = ")
+    assert load_grid(copy).unit_settings() == env.unit_settings()
+    assert {u.key for u in plan_units(load_grid(copy))} == units
 
 
 def test_resume_of_a_finished_run_sends_no_request(server: ScriptedServer, tmp_path: Path) -> None:

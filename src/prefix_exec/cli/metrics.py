@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec.cli.common import method_pair, non_negative_int, positive_int
+from prefix_exec.coverage import coverage_warnings
 from prefix_exec.errors import InputError
 from prefix_exec.io import METRIC_FIELDS, read_metric_rows
 from prefix_exec.stats import DEFAULT_RESAMPLES
@@ -56,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
     rows = read_metric_rows(args.records)
     if not rows:
         raise InputError("no records found", path=", ".join(args.records), hint="score some rollouts first")
+    for warning in coverage_warnings(args.records, rows):
+        print(f"prefix-exec: warning: {warning}", file=sys.stderr)
     pairs = args.compare
     summary = summarize(rows, resamples=args.resamples, seed=args.seed, ci_depth=args.ci_depth)
     comparisons = None

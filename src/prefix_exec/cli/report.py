@@ -8,8 +8,10 @@ import sys
 from typing import Any
 
 from prefix_exec.cli.common import method_pair, non_negative_int, positive_int
+from prefix_exec.coverage import coverage_warnings
 from prefix_exec.report import Options, load, write_report
 from prefix_exec.report.build import FORMATS
+from prefix_exec.report.inputs import expand
 from prefix_exec.report.tables import DEFAULT_CHECKPOINTS
 from prefix_exec.stats import DEFAULT_RESAMPLES
 
@@ -63,6 +65,8 @@ def _depths(text: str) -> tuple[int, ...]:
 
 def run(args: argparse.Namespace) -> int:
     records = load(args.inputs)
+    for warning in coverage_warnings(expand(args.inputs), records):
+        print(f"prefix-exec: warning: {warning}", file=sys.stderr)
     options = Options(resamples=args.resamples, seed=args.seed, formats=args.format,
                       pairs=tuple(args.pair) if args.pair else None, checkpoints=args.checkpoints,
                       title=args.title, plots=not args.no_plots)

@@ -3,10 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
+from prefix_exec.cli.common import non_negative_int, positive_int
 from prefix_exec.runner.executors import EXECUTORS
+
+EPILOG = """\
+RUN_DIR gets:
+  rollouts.jsonl   canonical rollouts: actions, Y, full transcript, per-call cost, decoding settings
+  records.jsonl    the same rollouts scored by prefix replay (input of 'metrics' and 'report')
+  failures.jsonl   units that raised, with the error; --resume retries them
+  cache.sqlite     LLM answers by request (reruns and resumes send nothing twice)
+  grid.toml        a copy of the grid; settings.json: what --resume checks the grid against
+
+exit status: 0 every unit written; 1 some units failed or the run stopped early (see failures.jsonl,
+then --resume); 2 bad input (grid, missing API key, busy or unusable RUN_DIR); 130 interrupted (Ctrl-C:
+finished units are kept, --resume continues).
+
+The grid format is documented in docs/runner.md of the source repository; examples/paper-grid.toml is the
+paper's grid.
+"""
 
 
 def register(subparsers: Any, name: str) -> None:
@@ -14,10 +32,12 @@ def register(subparsers: Any, name: str) -> None:
         name,
         help="run agents on a grid of datasets x models x methods x trials and score the rollouts",
         description=(
-            "Run every work unit (dataset, task, model, method, trial) of a grid file against its LLM endpoint "
-            "and benchmark environment; write canonical rollouts and their scored records to RUN_DIR. "
-            "See docs/runner.md for the grid format."
+            "Run every work unit (dataset, task, model, method, trial) of a grid file against its LLM\n"
+            "endpoint and benchmark environment; write canonical rollouts and their scored records to\n"
+            "RUN_DIR. Safe to kill at any time: --resume continues where it stopped."
         ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("grid", metavar="GRID.toml", help="the grid file")
     parser.add_argument("--out", required=True, metavar="RUN_DIR", help="run directory (created if missing)")
@@ -25,18 +45,27 @@ def register(subparsers: Any, name: str) -> None:
                         help="continue RUN_DIR: skip finished units, retry failed ones, score orphan rollouts")
     parser.add_argument("--executor", choices=EXECUTORS, default="local",
                         help="local threads (default) or Ray actors (pip install 'prefix-exec[ray]')")
-    parser.add_argument("--max-concurrency", type=int, default=4, metavar="N",
-                        help="units in flight at once (default 4)")
+    parser.add_argument("--max-concurrency", type=positive_int, default=4, metavar="N",
+                        help="units in flight at once (default 4); each model's max_concurrency still caps the "
+                             "requests to its endpoint")
+    parser.add_argument("--max-consecutive-failures", type=non_negative_int, default=20, metavar="N",
+                        help="stop after N failed units in a row, e.g. a dead endpoint (default 20; 0 = never)")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from prefix_exec.errors import InputError
     from prefix_exec.runner.run import run_grid
 
-    if args.max_concurrency < 1:
-        raise InputError("--max-concurrency must be >= 1")
-    report = run_grid(args.grid, args.out, resume=args.resume, executor=args.executor,
-                      max_concurrency=args.max_concurrency)
+    try:
+        report = run_grid(args.grid, args.out, resume=args.resume, executor=args.executor,
+                          max_concurrency=args.max_concurrency,
+                          max_consecutive_failures=args.max_consecutive_failures)
+    except KeyboardInterrupt:
+        # Every finished unit is already fsynced; units in flight are lost as with a kill, which --resume
+        # handles. Exiting at once spares the wait for in-flight LLM calls (threads cannot be stopped).
+        print(f"\nprefix-exec: interrupted; finished units are kept in {args.out}; --resume continues",
+              file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(130)
     print(f"prefix-exec: {report.summary()} -> {args.out}", file=sys.stderr)
-    return 1 if report.failed else 0
+    return 1 if report.failed or report.aborted else 0

@@ -58,7 +58,8 @@ def _tau(spec: DatasetSpec, grid: Grid) -> Driver:
     return TauDriver(
         str(spec.options["domain"]), user=grid.endpoint(str(spec.options["user_model"]), 0),
         judge=grid.endpoint(str(judge), 0) if judge else None, dataset=spec.name,
-        max_turns=int(option(spec, "max_turns", 30)), data=option(spec, "tau2_data"),
+        max_turns=int(option(spec, "max_turns", 30)),
+        data=str(grid.resolve(str(option(spec, "tau2_data")))) if option(spec, "tau2_data") else None,
     )
 
 

@@ -1,7 +1,9 @@
 """The experiment grid: datasets and their task samples, models with endpoints, methods, trials and seed.
 
 A grid is a TOML file (``docs/runner.md`` documents it; ``examples/paper-grid.toml`` is the paper's grid).
-A work unit is ``(dataset, task, model, method, trial)``. Paths in the grid are relative to the grid file.
+A work unit is ``(dataset, task, model, method, trial)``. Paths in the grid are relative to the grid file,
+or to the top-level ``base_dir`` when set (the run directory's copy of a grid sets it, so the copy resolves
+paths as the original did).
 Trial ``t`` of a model sends ``seed + t`` as the sampling seed, so trials differ and each one is
 reproducible (and cached apart).
 """
@@ -19,7 +21,7 @@ from prefix_exec.agents.variants import METHODS, AgentSettings
 from prefix_exec.errors import InputError
 from prefix_exec.llm.config import EndpointConfig
 
-TOP_KEYS = {"seed", "trials", "methods", "agent", "datasets", "models", "run"}
+TOP_KEYS = {"seed", "trials", "methods", "agent", "datasets", "models", "run", "base_dir"}
 #: Every ``[agent]`` setting is an integer field of :class:`AgentSettings`.
 AGENT_KEYS = tuple(f.name for f in fields(AgentSettings))
 
@@ -93,9 +95,40 @@ class Grid:
             caps[url] = min(cap, caps.get(url, cap))
         return caps
 
+    def unit_settings(self) -> dict[str, Any]:
+        """Everything that shapes a unit's rollout, as JSON: the seed, agent settings, each dataset and each
+        model's decoding settings. Keys, timeouts, retries, caps and prices are left out: they change how a
+        unit runs, not what it produces. ``--resume`` refuses a grid whose settings differ from the run's."""
+        return {
+            "seed": self.seed,
+            "agent": {**{k: getattr(self.agent, k) for k in AGENT_KEYS}, "verifier_model": self.verifier_model},
+            "datasets": {d.name: {"kind": d.kind, "options": _resolved(self, d.options), "tasks": d.tasks,
+                                  "sample": d.sample} for d in self.datasets},
+            "models": {m.name: decoding(m.endpoint) for m in self.models},
+        }
+
     def resolve(self, path: str) -> Path:
         p = Path(path)
         return p if p.is_absolute() else self.base_dir / p
+
+
+def _resolved(grid: Grid, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Dataset options with file options as absolute paths, so two copies of one grid compare equal."""
+    return {k: str(grid.resolve(v)) if k in PATH_OPTIONS and isinstance(v, str) else v for k, v in options.items()}
+
+
+#: Endpoint settings that shape a model's answers (the seed is the grid's, plus the trial).
+DECODING_KEYS = ("model", "base_url", "temperature", "reasoning_effort", "max_tokens", "max_completion_tokens",
+                 "tool_mode")
+
+
+def decoding(endpoint: EndpointConfig) -> dict[str, Any]:
+    """The decoding settings of ``endpoint`` as JSON (settings this version does not have are left out)."""
+    return {k: getattr(endpoint, k) for k in DECODING_KEYS if hasattr(endpoint, k)}
+
+
+#: Dataset options that name files or folders, resolved against the grid's folder.
+PATH_OPTIONS = ("spec", "tau2_data")
 
 
 def load_grid(path: str | Path) -> Grid:
@@ -107,7 +140,10 @@ def load_grid(path: str | Path) -> Grid:
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML: {exc}", path=p) from None
     try:
-        return parse_grid(data, base_dir=p.resolve().parent)
+        base = data.get("base_dir", str(p.resolve().parent))
+        if not isinstance(base, str) or not Path(base).is_absolute():
+            raise InputError(f"must be an absolute path, got {base!r}", field="base_dir")
+        return parse_grid(data, base_dir=Path(base))
     except InputError as exc:
         raise InputError(exc.message, path=p, field=exc.field, hint=exc.hint) from None
 

@@ -2,37 +2,44 @@
 
 ``RUN_DIR`` holds ``rollouts.jsonl`` (canonical rollouts with transcript and cost), ``records.jsonl`` (the
 same rollouts scored by :func:`prefix_exec.replay.replay`), ``failures.jsonl`` (units that raised, with
-the error; ``--resume`` retries them), ``cache.sqlite`` (LLM responses) and ``grid.toml`` (a copy).
+the error; ``--resume`` retries them, and the file keeps only units that still fail), ``cache.sqlite`` (LLM
+responses), ``grid.toml`` (a copy that resolves paths as the original) and ``settings.json`` (what shapes
+the rollouts: ``--resume`` refuses a grid whose settings differ).
 
-Only this process writes, one fsynced line per finished unit: the rollout first, then its record. A kill -9
-loses the units in flight and nothing else. On ``resume``: units with a rollout are skipped; a rollout
-whose record was not written yet (killed between the two lines) is scored from the file; a torn last line
-is cut and its unit redone. So the finished directory has each unit exactly once.
+Only this process writes, one fsynced line per finished unit: the rollout first, then its record. A lock
+keeps a second run out of the directory. A kill -9 loses the units in flight and nothing else. On
+``resume``: units with a rollout are skipped; a rollout whose record was not written yet (killed between the
+two lines) is scored from the file; a torn last line is cut and its unit redone. So the finished directory
+has each unit exactly once.
 """
 
 from __future__ import annotations
 
-import shutil
+import contextlib
+import fcntl
+import json
+import os
+import sqlite3
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
-
-from tqdm import tqdm
+from typing import Any, TextIO
 
 from prefix_exec.errors import InputError
-from prefix_exec.io import JsonlWriter, completed_keys, read_rollouts, record_to_json
+from prefix_exec.io import JsonlWriter, completed_keys, cost_to_json, read_rollouts, record_to_json
 from prefix_exec.llm.cache import ResponseCache
 from prefix_exec.replay import replay
 from prefix_exec.runner.datasets import make_driver
 from prefix_exec.runner.executors import execute
 from prefix_exec.runner.grid import Grid, Unit, expand, load_grid, select_tasks
+from prefix_exec.runner.progress import Progress
 from prefix_exec.runner.worker import UnitResult
 
 ROLLOUTS, RECORDS, FAILURES, CACHE, GRID_COPY = "rollouts.jsonl", "records.jsonl", "failures.jsonl", "cache.sqlite", \
     "grid.toml"
+SETTINGS, LOCK = "settings.json", ".lock"
 
 
 @dataclass
@@ -46,6 +53,7 @@ class RunReport:
     usd: float = 0.0
     retries: int = 0
     seconds: float = 0.0
+    aborted: str = ""
 
     def summary(self) -> str:
         text = f"{self.written} of {self.planned} units written in {self.seconds:.1f} s, {self.tokens} agent tokens"
@@ -59,6 +67,8 @@ class RunReport:
             text += f"; {self.rescored} rollouts scored from the file"
         if self.failed:
             text += f"; {self.failed} failed (see {FAILURES}; --resume retries them)"
+        if self.aborted:
+            text += f"; stopped early: {self.aborted}"
         return text
 
 
@@ -74,38 +84,154 @@ def run_grid(
     resume: bool = False,
     executor: str = "local",
     max_concurrency: int = 4,
+    max_consecutive_failures: int = 20,
     log: TextIO | None = None,
 ) -> RunReport:
+    """Run every unit of the grid at ``grid_path`` not yet in ``out``; see the module docstring for the files.
+
+    ``max_consecutive_failures`` stops the run after that many failed units in a row (a dead endpoint, an
+    exhausted quota), so a broken setup fails in minutes, not after every unit; 0 never stops.
+    Raises :class:`InputError` for a bad grid, a missing API key, a busy or unusable ``out``, or a grid whose
+    settings differ from those the run directory was made with.
+    """
     log = log if log is not None else sys.stderr
     started = time.perf_counter()
     grid = load_grid(grid_path)
+    check_api_keys(grid)
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InputError("--out must be a directory, and this is a file", path=out, hint="pass a new folder name")
     rollouts_path, records_path = out / ROLLOUTS, out / RECORDS
-    if not resume and rollouts_path.exists() and rollouts_path.stat().st_size:
-        raise InputError("the run directory already has rollouts", path=out,
-                         hint="pass --resume to continue it, or a fresh --out")
     out.mkdir(parents=True, exist_ok=True)
-    if not (out / GRID_COPY).exists():
-        shutil.copyfile(grid_path, out / GRID_COPY)
-    units = plan_units(grid)
-    report = RunReport(planned=len(units))
-    with JsonlWriter(rollouts_path, append=True) as rollouts, JsonlWriter(records_path, append=True) as records, \
-            JsonlWriter(out / FAILURES, append=True) as failures:
-        done = completed_keys(rollouts_path)
-        report.rescored = _score_orphans(grid, rollouts_path, done - completed_keys(records_path), records)
-        todo = [u for u in units if u.key not in done]
-        report.resumed = len(units) - len(todo)
+    with run_lock(out):
+        if not resume and rollouts_path.exists() and rollouts_path.stat().st_size:
+            raise InputError("the run directory already has rollouts", path=out,
+                             hint="pass --resume to continue it, or a fresh --out")
+        check_settings(grid, out)
+        if not (out / GRID_COPY).exists():
+            copy_grid(Path(grid_path), grid, out / GRID_COPY)
+        units = plan_units(grid)
+        report = RunReport(planned=len(units))
         cache = out / CACHE if grid.cache else None
         if cache is not None:
-            ResponseCache(cache)  # create it here, once, before workers open it concurrently
-        with tqdm(total=len(todo), desc="units", unit="unit", disable=None, file=log, smoothing=0.1) as bar:
-            for result in execute(executor, grid, cache, todo, max_concurrency):
-                _write(result, rollouts, records, failures, report, grid)
-                bar.update(1)
-                bar.set_postfix(failed=report.failed, tokens=report.tokens, usd=f"{report.usd:.2f}",
-                                retries=report.retries, refresh=False)
+            open_cache(cache)  # create it here, once, before workers open it concurrently
+        with JsonlWriter(rollouts_path, append=True) as rollouts, JsonlWriter(records_path, append=True) as records, \
+                JsonlWriter(out / FAILURES, append=True) as failures:
+            done = completed_keys(rollouts_path)
+            report.rescored = _score_orphans(grid, rollouts_path, done - completed_keys(records_path), records)
+            todo = [u for u in units if u.key not in done]
+            report.resumed = len(units) - len(todo)
+            _count_existing(grid, rollouts_path, {u.key for u in units} & done, report)
+            progress = Progress(len(units), report.resumed, log)
+            in_a_row = 0
+            try:
+                for result in execute(executor, grid, cache, todo, max_concurrency):
+                    _write(result, rollouts, records, failures, report, grid)
+                    progress.update(report)
+                    in_a_row = in_a_row + 1 if result.error is not None else 0
+                    if max_consecutive_failures and in_a_row >= max_consecutive_failures:
+                        report.aborted = (f"{in_a_row} units failed in a row; the last error: {result.error} "
+                                          f"(fix the cause, then --resume)")
+                        break
+            finally:
+                progress.close()
+        compact_failures(out / FAILURES, completed_keys(rollouts_path))
     report.seconds = time.perf_counter() - started
     return report
+
+
+def check_api_keys(grid: Grid) -> None:
+    """Every grid model's key is set, so a missing key is one clear error before anything runs, not one failed
+    unit per unit."""
+    for model in grid.models:
+        model.endpoint.api_key()
+
+
+@contextlib.contextmanager
+def run_lock(out: Path) -> Iterator[None]:
+    """Hold ``out/.lock`` for the run: two processes appending to one directory would duplicate units."""
+    with (out / LOCK).open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError("another prefix-exec run is using this run directory", path=out,
+                             hint="wait for it to finish (or stop it), then --resume") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def check_settings(grid: Grid, out: Path) -> None:
+    """Record the grid's unit settings in ``out/settings.json``, or check them against the recorded ones.
+
+    A resumed grid may add datasets and models (their units are new); a dataset, model, seed or agent setting
+    that both know must be unchanged, or the directory would mix rollouts made under different settings.
+    """
+    path = out / SETTINGS
+    now = grid.unit_settings()
+    if path.exists():
+        try:
+            before = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            raise InputError("not valid JSON", path=path, hint="restore it, or start a fresh --out") from None
+        changed = [name for name in ("seed", "agent") if before.get(name) != now[name]]
+        for group in ("datasets", "models"):
+            changed += [f"{group}.{k}" for k, v in now[group].items() if k in before.get(group, {}) and
+                        before[group][k] != v]
+        if changed:
+            raise InputError(
+                f"the grid's settings differ from those this run was made with: {', '.join(changed)}", path=out,
+                hint=f"resume with the grid the run was started with ({out / GRID_COPY}), or use a fresh --out",
+            )
+        now = {**now, **{g: {**before.get(g, {}), **now[g]} for g in ("datasets", "models")}}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(now, indent=2, sort_keys=True, default=list) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def copy_grid(source: Path, grid: Grid, target: Path) -> None:
+    """Copy the grid file, pinning ``base_dir`` so the copy resolves relative paths as the original does."""
+    text = source.read_text(encoding="utf-8")
+    if not any(line.strip().startswith("base_dir") for line in text.splitlines()):
+        text = f"base_dir = {json.dumps(str(grid.base_dir))}  # added by prefix-exec run: paths resolve here\n{text}"
+    target.write_text(text, encoding="utf-8")
+
+
+def open_cache(path: Path) -> None:
+    try:
+        ResponseCache(path)
+    except sqlite3.DatabaseError as exc:
+        raise InputError(f"the response cache cannot be opened: {exc}", path=path,
+                         hint="delete it (answers are requested again), or set cache = false under [run]") from None
+
+
+def compact_failures(path: Path, done: set[tuple[str, str, str, str, int]]) -> None:
+    """Keep in ``failures.jsonl`` only the units that still have no rollout, each with its latest error."""
+    if not path.exists():
+        return
+    latest: dict[tuple[Any, ...], str] = {}
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            with contextlib.suppress(json.JSONDecodeError, KeyError):
+                row = json.loads(line)
+                key = (row["dataset"], row["task_id"], row["model"], row["method"], row["trial"])
+                if key not in done:
+                    latest.pop(key, None)
+                    latest[key] = line if line.endswith("\n") else line + "\n"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(latest.values()), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _count_existing(grid: Grid, path: Path, keys: set[tuple[str, str, str, str, int]], report: RunReport) -> None:
+    """Add the tokens, cost and retries of rollouts a resumed run already holds, so totals cover the run."""
+    if not keys:
+        return
+    for rollout in read_rollouts(path):
+        if rollout.key in keys:
+            _charge(report, grid, rollout.model, [cost_to_json(c) for c in rollout.cost],
+                    int(rollout.metadata.get("retries", 0)))
 
 
 def _write(result: UnitResult, rollouts: JsonlWriter, records: JsonlWriter, failures: JsonlWriter,
@@ -113,15 +239,21 @@ def _write(result: UnitResult, rollouts: JsonlWriter, records: JsonlWriter, fail
     u = result.unit
     key = {"dataset": u.dataset, "task_id": u.task_id, "model": u.model, "method": u.method, "trial": u.trial}
     if result.error is not None or result.rollout is None or result.record is None:
-        failures.write({**key, "error": result.error, "seconds": result.seconds})
+        failures.write({**key, "error": result.error, "seconds": result.seconds, "retries": result.retries})
         report.failed += 1
+        report.retries += result.retries
         return
     rollouts.write(result.rollout)
     records.write(result.record)
     report.written += 1
-    report.retries += int(result.rollout.get("metadata", {}).get("retries", 0))
-    for cost in result.rollout.get("cost", []):
-        price_in, price_out = call_prices(grid, u.model, cost.get("model"))
+    _charge(report, grid, u.model, result.rollout.get("cost", []),
+            int(result.rollout.get("metadata", {}).get("retries", 0)))
+
+
+def _charge(report: RunReport, grid: Grid, unit_model: str, costs: Iterable[dict[str, Any]], retries: int) -> None:
+    report.retries += retries
+    for cost in costs:
+        price_in, price_out = call_prices(grid, unit_model, cost.get("model"))
         report.tokens += int(cost["prompt_tokens"]) + int(cost["completion_tokens"])
         report.usd += (cost["prompt_tokens"] * price_in + cost["completion_tokens"] * price_out) / 1e6
 

@@ -11,7 +11,7 @@ import time
 import traceback
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from prefix_exec.llm.backend import ChatBackend
 from prefix_exec.llm.cache import ResponseCache
 from prefix_exec.replay import replay
 from prefix_exec.runner.datasets import make_driver
-from prefix_exec.runner.grid import Grid, Unit
+from prefix_exec.runner.grid import Grid, Unit, decoding
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,7 @@ class UnitResult:
     record: dict[str, Any] | None = None
     error: str | None = None
     seconds: float = 0.0
+    retries: int = 0
 
 
 class UnitWorker:
@@ -75,9 +76,13 @@ class UnitWorker:
             outcome = driver.run(self.agent(unit), unit.task_id, unit.trial)
             rollout = to_rollout(outcome, dataset=unit.dataset, task_id=unit.task_id, model=unit.model,
                                  method=unit.method, trial=unit.trial)
+            config = self.grid.endpoint(unit.model, unit.trial)
+            rollout = replace(rollout, metadata={**rollout.metadata, "decoding": {**decoding(config),
+                                                                                  "seed": config.seed}})
             record = replay(rollout, driver.env_for(rollout))
         except Exception as exc:  # the unit boundary: any failure is reported and the grid goes on
             detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            return UnitResult(unit, error=detail, seconds=time.perf_counter() - started)
+            retries = len(getattr(exc, "retries", ()))  # a BackendError lists the retries it made
+            return UnitResult(unit, error=detail, seconds=time.perf_counter() - started, retries=retries)
         return UnitResult(unit, rollout_to_json(rollout), record_to_json(record),
                           seconds=time.perf_counter() - started)

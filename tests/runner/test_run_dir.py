@@ -1,0 +1,171 @@
+"""The run directory's guards: lock, settings on resume, failures kept current, early stop, progress, dead workers."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fakes import ticketing_agent
+from fakes.openai_server import ScriptedServer
+from prefix_exec.cli import main
+from prefix_exec.errors import InputError
+from prefix_exec.runner.progress import Progress
+from prefix_exec.runner.run import RunReport, run_grid, run_lock
+from runner.test_run import REPO, rows, write_grid
+
+
+@pytest.fixture()
+def server() -> Any:
+    with ScriptedServer(ticketing_agent.respond) as s:
+        yield s
+
+
+def test_a_second_run_on_a_busy_directory_is_refused(server: ScriptedServer, tmp_path: Path) -> None:
+    grid = write_grid(tmp_path, server.base_url, methods=["react"])
+    out = tmp_path / "run"
+    out.mkdir()
+    with run_lock(out), pytest.raises(InputError, match="another prefix-exec run is using"):
+        run_grid(grid, out, resume=True)
+    assert not (out / "rollouts.jsonl").exists()
+    assert run_grid(grid, out, resume=True).written == 6  # the lock is gone with its holder
+
+
+def test_resume_refuses_changed_settings_but_accepts_a_new_model(server: ScriptedServer, tmp_path: Path) -> None:
+    grid = write_grid(tmp_path, server.base_url, methods=["react"])
+    out = tmp_path / "run"
+    run_grid(grid, out)
+    original = grid.read_text()
+    for change, field in [("seed = 3", "seed"), ("k_val = 2", "agent")]:
+        grid.write_text(original.replace(change, change[:-1] + "9"))
+        with pytest.raises(InputError, match=f"settings differ .*{field}"):
+            run_grid(grid, out, resume=True)
+    grid.write_text(original.replace('model = "exec-model"', 'model = "exec-model"\ntemperature = 0.7'))
+    with pytest.raises(InputError, match=r"models\.m1"):
+        run_grid(grid, out, resume=True)
+    # A new condition model extends the run; its rollouts say how they were decoded.
+    extra = f'[[models]]\nname = "m2"\nmodel = "other"\nbase_url = "{server.base_url}"\napi_key_env = ""\n'
+    grid.write_text(original + extra)
+    report = run_grid(grid, out, resume=True)
+    assert (report.written, report.resumed) == (6, 6)
+    decoding = {r["model"]: r["metadata"]["decoding"] for r in rows(out / "rollouts.jsonl")}
+    assert decoding["m2"]["model"] == "other" and decoding["m1"]["temperature"] == 0.0
+    assert decoding["m1"]["seed"] == 3
+    # The run's own copy of the grid resumes it too.
+    assert run_grid(out / "grid.toml", out, resume=True).resumed == 6
+
+
+def test_user_mistakes_are_input_errors_before_anything_runs(server: ScriptedServer, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    grid = write_grid(tmp_path, server.base_url, methods=["react"])
+    (tmp_path / "afile").write_text("x")
+    assert main(["run", str(grid), "--out", str(tmp_path / "afile")]) == 2
+    assert "must be a directory" in capsys.readouterr().err
+    keyed = tmp_path / "keyed.toml"
+    keyed.write_text(grid.read_text().replace('api_key_env = ""', 'api_key_env = "PREFIX_EXEC_TEST_NO_SUCH_KEY"', 1))
+    assert main(["run", str(keyed), "--out", str(tmp_path / "k")]) == 2
+    assert "PREFIX_EXEC_TEST_NO_SUCH_KEY" in capsys.readouterr().err and not server.requests
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "cache.sqlite").write_bytes(b"this is not a database" * 100)
+    assert main(["run", str(grid), "--out", str(broken)]) == 2
+    assert "cache" in capsys.readouterr().err and not server.requests
+
+
+def test_failures_file_keeps_only_units_that_still_fail(server: ScriptedServer, tmp_path: Path) -> None:
+    grid = write_grid(tmp_path, server.base_url, methods=["react"])
+    out = tmp_path / "run"
+    server.faults.extend(["500"] * 4)  # max_retries = 1: two units fail, each after one retry
+    first = run_grid(grid, out, max_concurrency=1)
+    assert (first.failed, first.retries) == (2, 2)  # a failed unit's retries are counted too
+    assert [f["retries"] for f in rows(out / "failures.jsonl")] == [1, 1]
+    second = run_grid(grid, out, resume=True)
+    assert second.written == 2 and (out / "failures.jsonl").read_text() == ""
+    # Totals of a resumed run include what the directory already held.
+    assert second.tokens == sum(c["prompt_tokens"] + c["completion_tokens"]
+                                for r in rows(out / "rollouts.jsonl") for c in r["cost"])
+
+
+def test_a_run_stops_after_too_many_failures_in_a_row(tmp_path: Path) -> None:
+    grid = write_grid(tmp_path, "http://127.0.0.1:9/v1", methods=["react", "guarded-react"], trials=2)
+    grid.write_text(grid.read_text().replace("max_retries = 1", "max_retries = 0"))
+    report = run_grid(grid, tmp_path / "run", max_concurrency=1, max_consecutive_failures=3)
+    assert report.failed == 3 and report.written == 0 and "3 units failed in a row" in report.aborted
+    assert len(rows(tmp_path / "run" / "failures.jsonl")) == 3
+
+
+def test_progress_prints_status_lines_when_not_on_a_terminal() -> None:
+    log = io.StringIO()
+    progress = Progress(total=10, initial=4, log=log, interval_s=0.0)
+    progress.update(RunReport(written=2, failed=1, tokens=500, usd=0.25, retries=3))
+    progress.close()
+    line = log.getvalue().strip()
+    assert line.startswith("prefix-exec run: 6/10 units done, 1 failed, 500 tokens, $0.25, 3 retries")
+    assert "ETA" in line and "\r" not in log.getvalue()
+
+
+DIE_ONCE = '''
+import os as _os
+
+
+def _die_once() -> None:
+    marker = _os.environ.get("PREFIX_EXEC_TEST_DIE_ONCE")
+    if marker and not _os.path.exists(marker):
+        open(marker, "w").close()
+        _os._exit(1)
+
+
+_login = login
+
+
+def login(state, args):
+    _die_once()
+    return _login(state, args)
+'''
+
+
+def test_a_ray_worker_that_dies_fails_only_its_unit(server: ScriptedServer, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    ray = pytest.importorskip("ray")
+    tools = tmp_path / "ticketing"
+    shutil.copytree(REPO / "examples" / "ticketing", tools)
+    with (tools / "hooks.py").open("a") as hooks:
+        hooks.write(DIE_ONCE)
+    grid = write_grid(tmp_path, server.base_url, methods=["react", "guarded-react"], extra="max_concurrency = 1")
+    grid.write_text(grid.read_text().replace(str(REPO / "examples" / "ticketing"), str(tools)))
+    monkeypatch.setenv("PREFIX_EXEC_TEST_DIE_ONCE", str(tmp_path / "died"))
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PREFIX_EXEC_TEST_DIE_ONCE": str(tmp_path / "died")}})
+    try:
+        report = run_grid(grid, tmp_path / "run", executor="ray", max_concurrency=2)
+    finally:
+        ray.shutdown()
+    assert (tmp_path / "died").exists()
+    failures = rows(tmp_path / "run" / "failures.jsonl")
+    assert (report.written, report.failed) == (11, 1) and "Ray worker died" in failures[0]["error"]
+    assert os.environ["PREFIX_EXEC_TEST_DIE_ONCE"]
+    assert json.loads((tmp_path / "run" / "settings.json").read_text())["seed"] == 3
+
+
+def test_metrics_and_report_warn_about_failed_units_and_unequal_blocks(
+        server: ScriptedServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    grid = write_grid(tmp_path, server.base_url, methods=["react", "guarded-react"])
+    out = tmp_path / "run"
+    server.faults.extend(["500"] * 2)  # max_retries = 1: the first unit fails
+    run_grid(grid, out, max_concurrency=1)
+    capsys.readouterr()
+    assert main(["metrics", str(out / "records.jsonl"), "--resamples", "50"]) == 0
+    err = capsys.readouterr().err
+    assert "1 units of" in err and "failures.jsonl" in err
+    assert "ticketing / m1: methods have different numbers of rollouts (guarded-react 6, react 5)" in err
+    assert main(["report", str(out), "--out", str(tmp_path / "rep"), "--resamples", "50", "--no-plots"]) == 0
+    assert "1 units of" in capsys.readouterr().err
+    run_grid(grid, out, resume=True)
+    capsys.readouterr()
+    assert main(["metrics", str(out / "records.jsonl"), "--resamples", "50"]) == 0
+    assert "warning" not in capsys.readouterr().err
