@@ -75,7 +75,7 @@ def test_guarded_react_never_executes_the_rejected_call(server: ScriptedServer, 
 def test_dual_loop_revises_until_the_verifier_approves(server: ScriptedServer, ticketing: Path) -> None:
     rollout, _ = run(server, ticketing, "dual-loop", "close-printer")
     assert roles(rollout) == Counter({"planner": 2, "verifier": 2, "executor": 4})
-    assert rollout.metadata["plan_approved"] is True and rollout.metadata["verifier_rounds"] == 2
+    assert rollout.metadata["plan_approved"] == [True] and rollout.metadata["verification_rounds"] == [2]
     assert [a.name for a in rollout.actions] == ["close_ticket", "login", "close_ticket"]  # the executor's choice
 
 
@@ -85,7 +85,7 @@ def test_dual_loop_with_one_round_keeps_the_rejected_plan_and_its_verdict(
     rollout, _ = run(server, ticketing, "dual-loop", "close-printer", k_val=1, verifier=backend(server, "judge"))
     assert roles(rollout) == Counter({"planner": 1, "verifier": 1, "executor": 4})
     assert {c.model for c in rollout.cost if c.role == "verifier"} == {"judge"}
-    assert rollout.metadata["plan_approved"] is False and rollout.metadata["verifier_model"] == "judge"
+    assert rollout.metadata["plan_approved"] == [False] and rollout.metadata["verifier_model"] == "judge"
     control = [m for m in rollout.transcript or () if "PLAN (control signal)" in str(m.get("content"))]
     assert len(control) == 1 and "not approved" in control[0]["content"] and control[0]["role"] == "user"
 

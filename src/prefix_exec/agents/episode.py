@@ -2,7 +2,8 @@
 
 The executor's ``messages`` are what the executor model sees. The ``transcript`` is everything that
 happened, in order: the executor's messages plus the planner's and verifier's exchanges (tagged with
-``agent_role``) and guard verdicts. Only the executor's tool calls become ``actions``.
+``agent_role``) and guard verdicts. Only the executor's tool calls become ``actions``. ``history`` keeps
+each finished turn's user message and the agent's final answer, which planners and verifiers get as context.
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ class Episode:
     cost: list[CallCost] = field(default_factory=list)
     transcript: list[dict[str, Any]] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: One ``(user message, final answer)`` per finished turn; the answer is ``None`` when the turn was capped.
+    history: list[tuple[str, str | None]] = field(default_factory=list)
+    #: The tools prompt-planning last listed in this conversation (``None``: never), so it lists them again only
+    #: when they changed.
+    tools_listed: list[ToolSchema] | None = None
 
     def __post_init__(self) -> None:
         # An empty system prompt sends none (BFCL's function-calling runs have no system message).
@@ -48,6 +54,14 @@ class Episode:
             self.metadata["retries"] = int(self.metadata.get("retries", 0)) + len(completion.retries)
         if completion.cached:
             self.metadata["cached_calls"] = int(self.metadata.get("cached_calls", 0)) + 1
+
+    def count(self, key: str, n: int = 1) -> None:
+        """Add ``n`` to the integer ``metadata[key]`` (missing counts as 0)."""
+        self.metadata[key] = int(self.metadata.get(key, 0)) + n
+
+    def record(self, key: str, value: Any) -> None:
+        """Append ``value`` to the list ``metadata[key]`` (one entry per planned turn)."""
+        self.metadata.setdefault(key, []).append(value)
 
     def tokens(self) -> int:
         return sum(c.prompt_tokens + c.completion_tokens for c in self.cost)

@@ -8,6 +8,11 @@ schema failure at replay) and never reaches the environment. Recorded actions ar
 transcript. With a guard, each candidate call is first
 checked on a fork of the live session; a rejected call does not execute and is not an action, and the
 model gets the verdict back instead.
+
+At most ``max_calls_per_step`` calls of one answer run (the first ones, in order). Each call beyond that
+limit is not executed and is not an action: the model gets a tool reply saying so, and
+``metadata["dropped_calls"]`` counts them. A runaway answer (thousands of parallel calls) thus makes at
+most that many actions; every call still gets its reply, as the chat protocol wants one per call id.
 """
 
 from __future__ import annotations
@@ -35,12 +40,17 @@ class TurnResult:
 class Executor:
     """Runs turns for one model. ``guarded`` turns on the runtime guard (the ``guarded-react`` variant)."""
 
-    def __init__(self, backend: ChatBackend, *, max_steps: int = 20, guarded: bool = False) -> None:
+    def __init__(
+        self, backend: ChatBackend, *, max_steps: int = 20, guarded: bool = False, max_calls_per_step: int = 64
+    ) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be >= 1")
+        if max_calls_per_step < 1:
+            raise ValueError("max_calls_per_step must be >= 1")
         self.backend = backend
         self.max_steps = max_steps
         self.guarded = guarded
+        self.max_calls_per_step = max_calls_per_step
 
     def run_turn(self, episode: Episode, session: Session, turn: int) -> TurnResult:
         for step in range(1, self.max_steps + 1):
@@ -49,16 +59,24 @@ class Executor:
             episode.say(done.message)
             if not done.calls:
                 return TurnResult(answer=done.content, steps=step, capped=False)
+            run, dropped = done.calls[: self.max_calls_per_step], done.calls[self.max_calls_per_step :]
             replies = [
                 self._act(episode, session, call, replace(call, turn=turn, call_id=f"t{turn}.s{step - 1}.c{index}"))
-                for index, call in enumerate(done.calls)
+                for index, call in enumerate(run)
             ]
+            if dropped:
+                episode.count("dropped_calls", len(dropped))
+                text = (
+                    f"Not executed: this answer asked for {len(done.calls)} tool calls and at most "
+                    f"{self.max_calls_per_step} run per step. Call it again in a later step if it is still needed."
+                )
+                replies += [self.backend.tool_result_message(call, text) for call in dropped]
             if all(r["role"] == "user" for r in replies):
                 # Text-mode results are user messages: one per step keeps the roles alternating.
                 replies = [{"role": "user", "content": "\n\n".join(str(r["content"]) for r in replies)}]
             for reply in replies:
                 episode.say(reply)
-        episode.metadata["capped_turns"] = int(episode.metadata.get("capped_turns", 0)) + 1
+        episode.count("capped_turns")
         return TurnResult(answer=None, steps=self.max_steps, capped=True)
 
     def _act(self, episode: Episode, session: Session, asked: ToolCall, call: ToolCall) -> Message:
@@ -69,7 +87,7 @@ class Executor:
             if not verdict.accepted:
                 label = verdict.label.value if verdict.label else "rejected"
                 episode.note("guard", {"tool": call.name, "accepted": False, "label": label, "reason": verdict.reason})
-                episode.metadata["guard_rejections"] = int(episode.metadata.get("guard_rejections", 0)) + 1
+                episode.count("guard_rejections")
                 text = f"Not executed: a pre-execution check rejected this call ({label}): {verdict.reason}"
                 return self.backend.tool_result_message(asked, text)
         verdict = check_action(session, call)

@@ -1,10 +1,17 @@
 """Structured plans: the planner's and verifier's prompts, and decoding their JSON answers.
 
 A plan is ``{"steps": [{"tool": NAME, "arguments": {...}, "bindings": {ARG: "step N.PATH"}}]}``: each
-step names one tool and its arguments; ``bindings`` say which argument takes a value from an earlier step's
-output (1-based step number and a dotted path into that output). A verdict is ``{"approved": bool,
-"issues": [{"step": N, "check": CHECK, "message": TEXT}]}`` with ``CHECK`` one of :data:`CHECKS`. Model text
-is only ever parsed as JSON; an answer that is not a JSON object is kept as text with a parse error.
+step names one tool (a non-empty string) and its arguments (an object; absent means ``{}``); ``bindings``
+(an object; absent means ``{}``) say which argument takes a value from an earlier step's output, as
+``"step N"`` (that step's whole output) or ``"step N.PATH"`` (a dotted path into it), with ``N`` the 1-based
+number of an earlier step. Anything else is a structure error: the plan keeps its raw text, no steps and
+the error (:attr:`Plan.parse_error`). Whether a tool exists and its arguments fit its schema is the
+verifier's check, not the parser's.
+
+A verdict is ``{"approved": bool, "issues": [{"step": N, "check": CHECK, "message": TEXT}]}`` with ``CHECK``
+one of :data:`CHECKS`; :attr:`PlanVerdict.source` says whether a verifier gave it, or it stands for a plan that
+failed the structure check (no verifier call) or a verifier answer that could not be read. Model text is only
+ever parsed as JSON.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ from typing import Any
 from prefix_exec.llm.types import Message, ToolSchema
 
 CHECKS = ("tool_existence", "schema", "precondition", "binding")
+#: :attr:`PlanVerdict.source` values: a verifier's verdict, a plan failing the structure check, an unreadable verifier.
+VERIFIER, PLAN_FORMAT, VERIFIER_FORMAT = "verifier", "plan_format", "verifier_format"
 
 PLANNER_SYSTEM = (
     "You are the PLANNER of a tool-using agent. Write a plan for the user's goal as one JSON object and "
@@ -39,14 +48,33 @@ PROMPT_PLAN_REQUEST = (
 )
 PROMPT_PLAN_PROCEED = "Now carry out your plan."
 
+#: Bounds (characters) on what planning puts in prompts and transcript notes besides the tool listing.
+NOTE_CHARS = 2000
+PLAN_TEXT_CHARS = 8000
+HISTORY_USER_CHARS = 1500
+HISTORY_ANSWER_CHARS = 400
+HISTORY_CHARS = 6000
+
+_BINDING = re.compile(r"step ([0-9]+)((?:\.[^.]+)*)")
+
+
+def clip(text: str | None, limit: int = NOTE_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was cut; ``None`` is ``""``."""
+    text = text or ""
+    return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit} more characters]"
+
 
 @dataclass(frozen=True)
 class Plan:
-    """A decoded plan; ``parse_error`` is set (and ``steps`` empty) when the answer was not a plan object."""
+    """A decoded plan; ``parse_error`` is set (and ``steps`` empty) when the answer was not a valid plan.
+
+    ``issues`` are the structure errors in the verdict issue shape (``check`` = ``"format"``).
+    """
 
     steps: tuple[Mapping[str, Any], ...]
     raw: str
     parse_error: str | None = None
+    issues: tuple[Mapping[str, Any], ...] = ()
 
     def to_text(self) -> str:
         if self.parse_error is not None:
@@ -56,11 +84,13 @@ class Plan:
 
 @dataclass(frozen=True)
 class PlanVerdict:
-    """The verifier's answer; an undecodable answer counts as not approved, with the error as its issue."""
+    """The verdict on a plan. ``source`` is :data:`VERIFIER`, :data:`PLAN_FORMAT` or :data:`VERIFIER_FORMAT`;
+    the last two are never approved and carry a ``format`` issue."""
 
     approved: bool
     issues: tuple[Mapping[str, Any], ...]
     raw: str
+    source: str = VERIFIER
 
     def feedback(self) -> str:
         return json.dumps({"approved": self.approved, "issues": [dict(i) for i in self.issues]}, ensure_ascii=False)
@@ -81,27 +111,66 @@ def first_json_object(text: str | None) -> Any:
     raise ValueError("no JSON object in the answer")
 
 
+def _step_errors(number: int, step: Any) -> list[str]:
+    """What is wrong with plan step ``number`` (1-based); empty when it is well formed."""
+    if not isinstance(step, dict):
+        return ["a step must be an object"]
+    errors = []
+    if not isinstance(step.get("tool"), str) or not step["tool"]:
+        errors.append("'tool' must be a non-empty string")
+    if not isinstance(step.get("arguments", {}), dict):
+        errors.append("'arguments' must be an object")
+    bindings = step.get("bindings", {})
+    if not isinstance(bindings, dict):
+        return [*errors, "'bindings' must be an object"]
+    for arg, source in bindings.items():
+        match = _BINDING.fullmatch(source) if isinstance(source, str) else None
+        if match is None:
+            errors.append(f"binding {arg!r} must be a string 'step N' or 'step N.PATH', got {source!r}")
+        elif not 1 <= int(match.group(1)) < number:
+            earlier = f"1..{number - 1}" if number > 1 else "none: step 1 has no earlier step"
+            errors.append(f"binding {arg!r} names step {match.group(1)}; it must name an earlier step ({earlier})")
+    return errors
+
+
 def parse_plan(text: str | None) -> Plan:
+    """Decode and structure-check a planner's answer (see the module docstring for the shape)."""
     try:
         data = first_json_object(text)
     except ValueError as exc:
-        return Plan((), text or "", parse_error=str(exc))
+        issue = {"step": None, "check": "format", "message": str(exc)}
+        return Plan((), text or "", parse_error=str(exc), issues=(issue,))
     steps = data.get("steps") if isinstance(data, dict) else None
-    if not isinstance(steps, list) or not all(isinstance(s, dict) and isinstance(s.get("tool"), str) for s in steps):
-        return Plan((), text or "", parse_error="'steps' must be a list of objects with a string 'tool'")
+    if not isinstance(steps, list):
+        message = "the plan must be an object with a 'steps' list"
+        issue = {"step": None, "check": "format", "message": message}
+        return Plan((), text or "", parse_error=message, issues=(issue,))
+    issues = tuple(
+        {"step": n, "check": "format", "message": e} for n, step in enumerate(steps, 1) for e in _step_errors(n, step)
+    )
+    if issues:
+        error = "; ".join(f"step {i['step']}: {i['message']}" for i in issues)
+        return Plan((), text or "", parse_error=error, issues=issues)
     return Plan(tuple(steps), text or "")
 
 
 def parse_verdict(text: str | None) -> PlanVerdict:
+    """Decode a verifier's answer; one that is not a verdict object has source :data:`VERIFIER_FORMAT`."""
     try:
         data = first_json_object(text)
     except ValueError as exc:
-        return PlanVerdict(False, ({"step": None, "check": "format", "message": str(exc)},), text or "")
+        issue = {"step": None, "check": "format", "message": str(exc)}
+        return PlanVerdict(False, (issue,), text or "", VERIFIER_FORMAT)
     if not isinstance(data, dict) or not isinstance(data.get("approved"), bool):
         issue = {"step": None, "check": "format", "message": "'approved' must be true or false"}
-        return PlanVerdict(False, (issue,), text or "")
+        return PlanVerdict(False, (issue,), text or "", VERIFIER_FORMAT)
     issues = tuple(i for i in data.get("issues") or [] if isinstance(i, dict))
     return PlanVerdict(bool(data["approved"]), issues, text or "")
+
+
+def format_verdict(plan: Plan) -> PlanVerdict:
+    """The failed verification round a plan with a structure error stands for (no verifier is asked)."""
+    return PlanVerdict(False, plan.issues, plan.raw, PLAN_FORMAT)
 
 
 def tools_listing(tools: Sequence[ToolSchema]) -> str:
@@ -112,38 +181,104 @@ def tools_listing(tools: Sequence[ToolSchema]) -> str:
     )
 
 
-def planner_messages(goal: str, tools: Sequence[ToolSchema], state: str) -> list[Message]:
-    return [
-        {"role": "system", "content": PLANNER_SYSTEM},
-        {"role": "user", "content": f"Goal:\n{goal}\n\nTools:\n{tools_listing(tools)}\n\nState:\n{state or '(none)'}"},
+def history_text(turns: Sequence[tuple[str, str | None]]) -> str:
+    """Earlier turns, oldest first, compactly: each user message and the agent's final answer (``None``: the
+    turn hit the step cap), clipped, keeping the most recent turns within :data:`HISTORY_CHARS`; ``""`` for none.
+    """
+    blocks = [
+        f"User: {clip(user, HISTORY_USER_CHARS)}\nAgent: "
+        + (clip(answer, HISTORY_ANSWER_CHARS) if answer is not None else "(no answer: the turn hit the step cap)")
+        for user, answer in turns
     ]
+    kept: list[str] = []
+    for block in reversed(blocks):
+        if kept and sum(len(b) for b in kept) + len(block) > HISTORY_CHARS:
+            break
+        kept.insert(0, block)
+    omitted = len(blocks) - len(kept)
+    return (f"({omitted} earlier turns omitted)\n\n" if omitted else "") + "\n\n".join(kept)
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """What the planner and verifier are told: the user's latest message (the goal), the tools, the driver's
+    state summary and the earlier turns (:func:`history_text`, ``""`` for none)."""
+
+    goal: str
+    tools: Sequence[ToolSchema]
+    state: str = ""
+    history: str = ""
+
+    def text(self) -> str:
+        earlier = f"Earlier in this conversation (oldest first):\n{self.history}\n\n" if self.history else ""
+        return (
+            f"{earlier}Goal:\n{self.goal}\n\nTools:\n{tools_listing(self.tools)}\n\nState:\n{self.state or '(none)'}"
+        )
+
+
+def planner_messages(request: PlanRequest) -> list[Message]:
+    return [{"role": "system", "content": PLANNER_SYSTEM}, {"role": "user", "content": request.text()}]
 
 
 def revision_messages(base: list[Message], plan: Plan, verdict: PlanVerdict) -> list[Message]:
-    return [
-        *base,
-        {"role": "assistant", "content": plan.raw},
-        {"role": "user", "content": f"The verifier found problems:\n{verdict.feedback()}\nRevise the plan."},
-    ]
+    """``base`` plus the plan and the feedback on it, asking for a revision (roles keep alternating)."""
+    if verdict.source == PLAN_FORMAT:
+        ask = (
+            f"Your plan is not in the required format:\n{verdict.feedback()}\n"
+            "Write the whole plan again as one JSON object in the required format."
+        )
+    else:
+        ask = f"The verifier found problems:\n{verdict.feedback()}\nRevise the plan."
+    return [*base, {"role": "assistant", "content": plan.raw}, {"role": "user", "content": ask}]
 
 
-def verifier_messages(goal: str, tools: Sequence[ToolSchema], state: str, plan: Plan) -> list[Message]:
+def verifier_messages(request: PlanRequest, plan: Plan) -> list[Message]:
     return [
         {"role": "system", "content": VERIFIER_SYSTEM},
-        {
-            "role": "user",
-            "content": f"Goal:\n{goal}\n\nTools:\n{tools_listing(tools)}\n\nState:\n{state or '(none)'}\n\n"
-            f"Plan:\n{plan.to_text()}",
-        },
+        {"role": "user", "content": f"{request.text()}\n\nPlan:\n{plan.to_text()}"},
     ]
+
+
+def verifier_retry_messages(asked: list[Message], answer: str | None, verdict: PlanVerdict) -> list[Message]:
+    """``asked`` plus the verifier's unreadable ``answer`` and a request to answer again in the verdict format."""
+    problem = "; ".join(str(i.get("message")) for i in verdict.issues)
+    ask = (
+        f"Your answer could not be read as a verdict ({problem}). Answer again with one JSON object and "
+        'nothing else: {"approved": true|false, "issues": [{"step": N, "check": CHECK, "message": TEXT}]}.'
+    )
+    return [*asked, {"role": "assistant", "content": answer or ""}, {"role": "user", "content": ask}]
 
 
 def plan_control_text(plan: Plan, verdict: PlanVerdict | None) -> str:
-    """The text that hands a plan to the executor as its control signal (appended to the user's message)."""
-    text = (
-        "PLAN (control signal): execute these steps in order with tool calls, taking bound arguments from the "
-        f"named earlier results; deviate only when a result makes a step impossible.\n{plan.to_text()}"
+    """The text that hands a plan to the executor as its control signal (appended to the user's message).
+
+    A plan with a structure error is handed over as the planner's raw text (clipped to
+    :data:`PLAN_TEXT_CHARS`), labelled as unstructured and with the error, for the executor to use or ignore.
+    """
+    if plan.parse_error is None:
+        text = (
+            "PLAN (control signal): execute these steps in order with tool calls, taking bound arguments from the "
+            f"named earlier results; deviate only when a result makes a step impossible.\n{plan.to_text()}"
+        )
+    else:
+        text = (
+            "PLAN (control signal): the planner's answer is not a valid structured plan "
+            f"({clip(plan.parse_error, 500)}). Its text follows for reference; use it only where it fits the "
+            f"request.\n{clip(plan.raw, PLAN_TEXT_CHARS) or '(empty answer)'}"
+        )
+    if verdict is None or verdict.approved:
+        return text
+    if verdict.source == PLAN_FORMAT:
+        return text + "\nThe plan was not verified: it failed the structure check."
+    if verdict.source == VERIFIER_FORMAT:
+        return text + "\nThe plan could not be verified: the verifier's answers could not be read."
+    return text + f"\nThe plan was not approved by the verifier; its last findings:\n{verdict.feedback()}"
+
+
+def prompt_plan_request(content: str, tools: Sequence[ToolSchema] | None) -> str:
+    """prompt-planning's user message: the request, the plan request and the tool listing (``None``: the tools
+    are unchanged since they were last listed in this conversation, so they are not listed again)."""
+    listing = "The tools are the ones listed earlier in this conversation." if tools is None else (
+        f"Tools:\n{tools_listing(tools)}"
     )
-    if verdict is not None and not verdict.approved:
-        text += f"\nThe plan was not approved by the verifier; its last findings:\n{verdict.feedback()}"
-    return text
+    return f"{content}\n\n{PROMPT_PLAN_REQUEST}\n\n{listing}"
