@@ -169,7 +169,7 @@ def parse_grid(data: Mapping[str, Any], *, base_dir: Path) -> Grid:
     unknown = sorted(set(agent) - set(AGENT_KEYS))
     if unknown:
         raise InputError(f"unknown key {unknown[0]!r}", field=f"agent.{unknown[0]}",
-                         hint="known: max_steps, k_val, verifier_model")
+                         hint="known: " + ", ".join((*AGENT_KEYS, "verifier_model")))
     settings = AgentSettings(**{k: _int(agent[k], f"agent.{k}", minimum=1) for k in AGENT_KEYS if k in agent})
     datasets = tuple(_dataset(d, i) for i, d in enumerate(_list(data, "datasets", dict)))
     _unique([d.name for d in datasets], "datasets", what="dataset name")
