@@ -2,9 +2,21 @@
 
 ``respond(request) -> message`` decides each answer from the request body (so the answer does not depend
 on arrival order under concurrency); faults queued in :attr:`ScriptedServer.faults` are served first, one
-per request: ``"429"`` and ``"500"`` (an error status), ``"hang"`` (sleep ``hang_s`` then answer, past the
-client's timeout), ``"no-tools"`` (400 for a request carrying ``tools``). The server counts its own time
-per request in :attr:`busy_s`, so a benchmark can subtract it from wall time.
+per request:
+
+- ``"429"`` (with ``retry-after: 0``), ``"500"``, or any other status as ``"<code>"`` or ``"<code>:<message>"``
+  (``"408"``, ``"409"``, ``"401"``, ``"404"``, ``"400:messages[1] has role 'tool' without tool_calls"``...);
+- ``"retry-after:<value>"`` and ``"retry-after-ms:<value>"``: a 429 carrying that header;
+- ``"quota"``: a 429 whose error code is ``insufficient_quota``;
+- ``"hang"`` (sleep ``hang_s`` then answer, past the client's timeout), ``"no-tools"`` (400 for a request
+  carrying ``tools``, as servers without tool calling answer);
+- bad 200 answers: ``"empty-choices"`` (``choices: []``), ``"truncated"`` (the JSON cut in half, still sent
+  as JSON), ``"html"`` (a web page, as when ``base_url`` points at a web UI), ``"object-arguments"`` (the
+  responder's tool-call arguments sent as JSON objects instead of strings).
+
+A responder that raises is answered with a 500 naming the exception (kept in :attr:`errors`), and the
+server goes on. The server counts its own time per request in :attr:`busy_s`, so a benchmark can subtract
+it from wall time.
 """
 
 from __future__ import annotations
@@ -18,6 +30,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
+
+# A header :meth:`ScriptedServer.answer` sets to have the handler send a broken body; never sent itself.
+_BODY = "x-scripted-body"
 
 
 def text_message(text: str) -> dict[str, Any]:
@@ -64,6 +79,7 @@ class ScriptedServer:
         self.statuses: list[int] = []
         self.busy_s = 0.0
         self.in_flight = 0
+        self.errors: list[str] = []
         self.max_in_flight = 0
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -88,11 +104,19 @@ class ScriptedServer:
 
     def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
         """Status, JSON body and extra headers for one request (faults first)."""
-        fault = self._next_fault()
+        fault = self._next_fault() or ""
+        name, _, arg = fault.partition(":")
         if fault == "429":
             return 429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {"retry-after": "0"}
+        if name in ("retry-after", "retry-after-ms"):
+            return 429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {name: arg}
+        if fault == "quota":
+            return 429, {"error": {"message": "You exceeded your current quota, please check your plan.",
+                                   "type": "insufficient_quota", "code": "insufficient_quota"}}, {}
         if fault == "500":
             return 500, {"error": {"message": "internal error", "type": "server_error"}}, {}
+        if name.isdigit():
+            return int(name), {"error": {"message": arg or f"scripted {name}", "type": "scripted"}}, {}
         if fault == "no-tools" and body.get("tools"):
             return 400, {"error": {"message": "this server does not support tools", "type": "invalid"}}, {}
         if fault == "hang":
@@ -101,14 +125,21 @@ class ScriptedServer:
             time.sleep(self.latency_s)
         message = self.respond(body)
         finish = "tool_calls" if message.get("tool_calls") else "stop"
-        return 200, {
+        if fault == "object-arguments":
+            message = {**message, "tool_calls": [
+                {**tc, "function": {**tc["function"], "arguments": json.loads(tc["function"]["arguments"])}}
+                for tc in message.get("tool_calls") or []]}
+        payload = {
             "id": f"chatcmpl-{len(self.requests)}",
             "object": "chat.completion",
             "created": 0,
             "model": body.get("model", "scripted"),
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": usage_of(body, message),
-        }, {}
+        }
+        if fault == "empty-choices":
+            payload["choices"] = []
+        return 200, payload, {_BODY: fault} if fault in ("truncated", "html") else {}
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -125,17 +156,24 @@ class ScriptedServer:
                     server.requests.append(body)
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                if not self.path.endswith("/chat/completions"):
-                    status, payload, headers = 404, {"error": {"message": "not found"}}, {}
-                else:
-                    status, payload, headers = server.answer(body)
-                data = json.dumps(payload).encode()
-                with server._lock:  # before the answer leaves, so a client that got it sees it counted
+                try:
+                    if not self.path.endswith("/chat/completions"):
+                        status, payload, headers = 404, {"error": {"message": "not found"}}, {}
+                    else:
+                        status, payload, headers = server.answer(body)
+                except Exception as exc:  # a broken responder is a 500 the test can see, not a dropped socket
+                    with server._lock:
+                        server.errors.append(repr(exc))
+                    status, payload, headers = 500, {"error": {"message": f"responder raised {exc!r}"}}, {}
+                finally:
+                    with server._lock:  # before the answer leaves, so a client that got it sees it counted
+                        server.in_flight -= 1
+                data, content_type = _render(payload, headers)
+                with server._lock:
                     server.statuses.append(status)
-                    server.in_flight -= 1
                 try:
                     self.send_response(status)
-                    self.send_header("content-type", "application/json")
+                    self.send_header("content-type", content_type)
                     self.send_header("content-length", str(len(data)))
                     for key, value in headers.items():
                         self.send_header(key, value)
@@ -150,3 +188,14 @@ class ScriptedServer:
                 pass
 
         return Handler
+
+
+def _render(payload: dict[str, Any], headers: dict[str, str]) -> tuple[bytes, str]:
+    """The bytes and content type of a body; a ``_BODY`` header (removed here) asks for a broken one."""
+    data = json.dumps(payload).encode()
+    broken = headers.pop(_BODY, None)
+    if broken == "truncated":
+        return data[: len(data) // 2], "application/json"
+    if broken == "html":
+        return b"<!doctype html><html><body>Welcome to the chat web UI</body></html>", "text/html; charset=utf-8"
+    return data, "application/json"

@@ -4,43 +4,83 @@
 :class:`~prefix_exec.llm.types.Completion` with decoded tool calls and its cost. It adds what the client
 leaves to the caller:
 
-- bounded retries on 429, 5xx, timeouts and connection errors, with exponential backoff and full jitter
-  (``Retry-After`` is honoured up to the cap); each retry is reported to ``on_retry`` and in the completion;
+- bounded retries on 408, 409, 429, 5xx, timeouts, connection errors and 200s whose body is not a usable
+  chat completion, with exponential backoff and full jitter; ``retry-after-ms``/``Retry-After`` are honoured
+  up to ``retry_after_max_s`` (a longer wait fails at once, as does a 429 saying the quota is used up); each
+  retry is reported to ``on_retry`` and in the completion;
 - a per-endpoint cap on requests in flight, shared by every backend in the process that uses the same URL
   (or any gate the caller passes as ``slots``: the Ray runner passes one shared by all its workers);
-- an optional SQLite response cache keyed by the request;
-- native tool calling, or the text protocol of :mod:`prefix_exec.llm.textcalls`, or native with a fallback.
+- an optional SQLite response cache keyed by the request; only checked answers are stored;
+- native tool calling, or the text protocol of :mod:`prefix_exec.llm.textcalls`, or native with a fallback
+  learned once per endpoint and model in the process.
 
 The client's own retries are off (``max_retries=0``) so that every retry is ours and counted.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
+import email.utils
+import json
+import math
 import random
+import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
 from prefix_exec.llm.cache import ResponseCache
 from prefix_exec.llm.config import EndpointConfig
-from prefix_exec.llm.textcalls import decode_arguments, parse_text_calls, with_tools_prompt
+from prefix_exec.llm.decode import decode_answer, response_problem
+from prefix_exec.llm.textcalls import with_tools_prompt
 from prefix_exec.llm.types import BackendError, Completion, Message, RetryEvent, ToolSchema
-from prefix_exec.trajectory import CallCost, ToolCall
+from prefix_exec.trajectory import ToolCall
 
 _SEMAPHORES: dict[str, threading.BoundedSemaphore] = {}
-_SEMAPHORES_LOCK = threading.Lock()
+_TOOL_SUPPORT: dict[tuple[str, str], ToolSupport] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+# A 400 that says the server cannot take ``tools`` at all (Ollama, llama.cpp without --jinja, vLLM without
+# --enable-auto-tool-choice, Azure's "unrecognized argument"), as opposed to a 400 about one tool message
+# or one schema, which text mode would not fix.
+_REFUSES_TOOLS = re.compile(
+    r"(does not|doesn't|do not|don't|cannot|can't) (support|accept) (function calling|tool calling|tool use|tools)\b"
+    r"|\b(tools|tool calling|function calling|tool use) (is |are )?(not supported|unsupported|not enabled|disabled)"
+    r"|(unrecognized|unknown|unexpected|extra) [^.]{0,60}\btools\b"
+    r"|enable-auto-tool-choice|tools param requires --jinja",
+    re.IGNORECASE,
+)
 
 
 def endpoint_slots(base_url: str, cap: int) -> threading.BoundedSemaphore:
     """The process-wide semaphore of ``base_url``; the first backend to ask sets its size."""
-    with _SEMAPHORES_LOCK:
+    with _REGISTRY_LOCK:
         if base_url not in _SEMAPHORES:
             _SEMAPHORES[base_url] = threading.BoundedSemaphore(cap)
         return _SEMAPHORES[base_url]
+
+
+class ToolSupport:
+    """What ``tool_mode = "auto"`` learned about one model on one endpoint, shared process-wide.
+
+    ``refusal`` is the server's message that rejected the ``tools`` field, or ``None`` while native calls work.
+    """
+
+    def __init__(self) -> None:
+        self.refusal: str | None = None
+
+
+def tool_support(base_url: str, model: str) -> ToolSupport:
+    """The process-wide :class:`ToolSupport` of ``model`` at ``base_url``."""
+    with _REGISTRY_LOCK:
+        return _TOOL_SUPPORT.setdefault((base_url, model), ToolSupport())
+
+
+def refuses_tools(message: str) -> bool:
+    """Whether a 400's message says the server does not take the ``tools`` field at all."""
+    return _REFUSES_TOOLS.search(message) is not None
 
 
 def _import_openai() -> Any:
@@ -51,6 +91,14 @@ def _import_openai() -> Any:
             "running agents needs the openai client: pip install 'prefix-exec[llm]' (or pip install openai)"
         ) from None
     return openai
+
+
+class _BadAnswer(Exception):
+    """A 2xx whose body is no chat completion; ``retryable`` unless it is not JSON at all (not the API)."""
+
+    def __init__(self, message: str, *, retryable: bool) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 class ChatBackend:
@@ -79,11 +127,21 @@ class ChatBackend:
         self._client = self._openai.OpenAI(
             base_url=config.base_url, api_key=config.api_key(), timeout=config.timeout_s, max_retries=0
         )
-        self._completion_type = self._openai.types.chat.ChatCompletion
         self._slots = slots if slots is not None else endpoint_slots(config.base_url, config.max_concurrency)
-        # ``auto`` mode learns once per backend whether the server takes the ``tools`` field.
-        self.text_mode = config.tool_mode == "text"
+        # Shared by every backend and scoped view of this model and URL, so ``auto`` learns once per process.
+        self._tools = tool_support(config.base_url, config.model)
         self.scope = ""
+
+    @property
+    def text_mode(self) -> bool:
+        """Whether tools go in the prompt: ``tool_mode = "text"``, or ``auto`` after the server refused them."""
+        mode = self.config.tool_mode
+        return mode == "text" or (mode == "auto" and self._tools.refusal is not None)
+
+    @property
+    def text_fallback(self) -> str | None:
+        """In ``auto`` mode, the server's refusal of ``tools`` that switched this model to text; else ``None``."""
+        return self._tools.refusal if self.config.tool_mode == "auto" else None
 
     def scoped(self, scope: str) -> ChatBackend:
         """A view sharing this backend's client whose cache entries are kept apart under ``scope``.
@@ -116,20 +174,29 @@ class ChatBackend:
         try:
             return self._complete(messages, tools, role)
         except self._openai.BadRequestError as exc:
-            if self.config.tool_mode == "auto" and tools and not self.text_mode and "tool" in str(exc).lower():
-                self.text_mode = True
+            body = getattr(exc, "body", None)  # the error object, when the server sent JSON
+            message = body["message"] if isinstance(body, dict) and isinstance(body.get("message"), str) else str(exc)
+            if self.config.tool_mode == "auto" and tools and not self.text_mode and refuses_tools(message):
+                self._tools.refusal = message[:300]
                 return self._complete(messages, tools, role)
-            raise BackendError(f"{self.config.model} at {self.config.base_url}: bad request: {exc}") from None
+            raise BackendError(f"{self._where()}: bad request: {exc}") from None
+
+    def _where(self) -> str:
+        return f"{self.config.model} at {self.config.base_url}"
 
     def _request(self, messages: Sequence[Message], tools: Sequence[ToolSchema]) -> dict[str, Any]:
         cfg = self.config
-        request: dict[str, Any] = {"model": cfg.model, "temperature": cfg.temperature}
+        request: dict[str, Any] = {"model": cfg.model}
+        if cfg.temperature is not None:
+            request["temperature"] = cfg.temperature
         if cfg.seed is not None:
             request["seed"] = cfg.seed
         if cfg.reasoning_effort is not None:
             request["reasoning_effort"] = cfg.reasoning_effort
         if cfg.max_tokens is not None:
             request["max_tokens"] = cfg.max_tokens
+        if cfg.max_completion_tokens is not None:
+            request["max_completion_tokens"] = cfg.max_completion_tokens
         if tools and self.text_mode:
             request["messages"] = with_tools_prompt(messages, tools)
         else:
@@ -139,33 +206,35 @@ class ChatBackend:
         return request
 
     def _complete(self, messages: Sequence[Message], tools: Sequence[ToolSchema], role: str) -> Completion:
+        text_mode = self.text_mode
         request = self._request(messages, tools)
-        cache_key = {"base_url": self.config.base_url, "text_mode": self.text_mode, "scope": self.scope, **request}
+        cache_key = {"base_url": self.config.base_url, "text_mode": text_mode, "scope": self.scope, **request}
         hit = self.cache.get(cache_key) if self.cache is not None else None
-        if hit is not None:
-            response, latency = hit
-            return self._decode(response, role, latency, cached=True, retries=())
+        # An entry that fails the check (stored by a version that cached before checking) is asked again.
+        if hit is not None and response_problem(hit[0]) is None:
+            return self._completion(hit[0], role, hit[1], text_mode, cached=True)
         retries: list[RetryEvent] = []
-        started = time.perf_counter()
+        queue_s = backoff_s = 0.0
         for attempt in range(1, self.config.max_retries + 2):
+            asked = time.perf_counter()
+            started: float | None = None
             try:
                 with self._slots:
-                    # The client's typed ``chat.completions.create`` deep-copies every message through its
-                    # type transform (milliseconds per call on long conversations); ``post`` sends the same
-                    # body through the same client (auth, HTTP, errors) without it.
-                    raw = self._client.post("/chat/completions", body=request, cast_to=self._completion_type)
-                response = raw.model_dump(mode="json")
+                    started = time.perf_counter()
+                    queue_s += started - asked
+                    response = self._post(request)
+                    latency = time.perf_counter() - started
                 break
             except self._openai.BadRequestError:
                 raise
-            except self._openai.APIError as exc:
-                event = self._retryable(exc, attempt)
-                if event is None:
-                    where = f"{self.config.model} at {self.config.base_url}"
-                    raise BackendError(f"{where}: {exc}", tuple(retries)) from None
+            except (self._openai.APIError, _BadAnswer) as exc:
+                elapsed = time.perf_counter() - started if started is not None else 0.0
+                event = self._retryable(exc, attempt, elapsed)
+                if isinstance(event, str):
+                    raise BackendError(f"{self._where()}: {event}", tuple(retries)) from None
                 if attempt > self.config.max_retries:
                     raise BackendError(
-                        f"{self.config.model} at {self.config.base_url}: gave up after {attempt} attempts "
+                        f"{self._where()}: gave up after {attempt} attempts "
                         f"({len(retries)} retries); last error: {event.kind} {event.message}",
                         tuple(retries),
                     ) from None
@@ -173,71 +242,107 @@ class ChatBackend:
                 if self.on_retry is not None:
                     self.on_retry(event)
                 self._sleep(event.delay_s)
-        latency = time.perf_counter() - started
+                backoff_s += event.delay_s
         if self.cache is not None:
             self.cache.put(cache_key, response, latency)
-        return self._decode(response, role, latency, cached=False, retries=tuple(retries))
+        return self._completion(response, role, latency, text_mode, cached=False, retries=tuple(retries),
+                                queue_s=queue_s, backoff_s=backoff_s)
 
-    def _retryable(self, exc: Exception, attempt: int) -> RetryEvent | None:
-        """The retry event for a transient error, or ``None`` when retrying cannot help."""
+    def _post(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The checked body of one request; raises ``APIError`` for an error status, ``_BadAnswer`` for a bad body.
+
+        The client's typed ``chat.completions.create`` deep-copies every message through its type transform
+        (milliseconds per call on long conversations); ``post`` sends the same body through the same client
+        (auth, HTTP, errors) without it. ``cast_to=object`` hands back the decoded JSON as plain data, or the
+        text when the server did not say JSON.
+        """
+        try:
+            body: Any = self._client.post("/chat/completions", body=request, cast_to=object)
+        except json.JSONDecodeError as exc:  # said JSON, sent something else: truncated, cut by a proxy
+            raise _BadAnswer(f"the body is not valid JSON ({exc.msg})", retryable=True) from None
+        if isinstance(body, str):
+            try:
+                body = json.loads(body)
+            except json.JSONDecodeError:
+                raise _BadAnswer(
+                    f"the server answered {body[:80]!r}..., not JSON: is base_url the API root "
+                    "(e.g. http://host:8000/v1), not a web page?", retryable=False) from None
+        problem = response_problem(body)
+        if problem is not None:
+            raise _BadAnswer(problem, retryable=True)
+        return dict(body)
+
+    def _retryable(self, exc: Exception, attempt: int, elapsed: float) -> RetryEvent | str:
+        """The retry event for a transient error, or why retrying cannot help."""
         openai = self._openai
         status: int | None = getattr(exc, "status_code", None)
-        if isinstance(exc, openai.APITimeoutError):
+        if isinstance(exc, _BadAnswer):
+            if not exc.retryable:
+                return str(exc)
+            kind = "bad_response"
+        elif isinstance(exc, openai.APITimeoutError) or status == 408:
             kind = "timeout"
         elif isinstance(exc, openai.APIConnectionError):
             kind = "connection"
+        elif status == 409:
+            kind = "conflict"
         elif status == 429:
+            if "insufficient_quota" in (getattr(exc, "code", None), getattr(exc, "type", None)):
+                return f"no quota left (429 insufficient_quota), retrying cannot help: {exc}"
             kind = "rate_limit"
         elif status is not None and status >= 500:
             kind = "server"
         else:
-            return None
+            return _fatal_message(exc, status, self.config)
         cap = min(self.config.backoff_max_s, self.config.backoff_base_s * 2 ** (attempt - 1))
         delay = self._rng.uniform(0.0, cap)
         response = getattr(exc, "response", None)
-        retry_after = response.headers.get("retry-after") if response is not None else None
-        if retry_after is not None:
-            with contextlib.suppress(ValueError):
-                delay = max(delay, min(float(retry_after), self.config.backoff_max_s))
-        return RetryEvent(attempt=attempt, kind=kind, status=status, delay_s=delay, message=str(exc)[:200])
+        wanted = server_delay(response.headers) if response is not None else None
+        if wanted is not None:
+            if wanted > self.config.retry_after_max_s:
+                return (f"the server asks to wait {wanted:g} s before retrying, more than retry_after_max_s = "
+                        f"{self.config.retry_after_max_s:g}: {exc}")
+            delay = max(delay, wanted)
+        return RetryEvent(attempt=attempt, kind=kind, status=status, delay_s=delay, message=str(exc)[:200],
+                          elapsed_s=elapsed)
 
     # ----------------------------------------------------------------------------------------- decoding
 
-    def _decode(
-        self, response: dict[str, Any], role: str, latency: float, *, cached: bool, retries: tuple[RetryEvent, ...]
-    ) -> Completion:
-        choices = response.get("choices") or []
-        if not choices:
-            raise BackendError(f"{self.config.model}: the response has no choices", retries)
-        message = choices[0].get("message") or {}
-        content: str | None = message.get("content")
-        calls: tuple[ToolCall, ...]
-        if self.text_mode:
-            _, calls = parse_text_calls(content)
-            out: Message = {"role": "assistant", "content": content or ""}
-        else:
-            calls = tuple(
-                decode_arguments(
-                    (tc.get("function") or {}).get("name") or "",
-                    tc.get("id"),
-                    (tc.get("function") or {}).get("arguments") or "",
-                )
-                for tc in message.get("tool_calls") or []
-            )
-            out = {"role": "assistant", "content": content}
-            if message.get("tool_calls"):
-                out["tool_calls"] = [
-                    {"id": tc.get("id"), "type": "function", "function": tc.get("function")}
-                    for tc in message["tool_calls"]
-                ]
-        usage = response.get("usage") or {}
-        details = usage.get("completion_tokens_details") or {}
-        cost = CallCost(
-            role=role,
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-            reasoning_tokens=int(details.get("reasoning_tokens") or 0),
-            latency_s=latency,
-            model=self.config.model,
-        )
-        return Completion(content=content, calls=calls, message=out, cost=cost, cached=cached, retries=retries)
+    def _completion(self, response: dict[str, Any], role: str, latency: float, text_mode: bool, *,
+                    cached: bool, retries: tuple[RetryEvent, ...] = (), queue_s: float = 0.0,
+                    backoff_s: float = 0.0) -> Completion:
+        content, calls, message, cost = decode_answer(response, text_mode=text_mode, role=role,
+                                                      model=self.config.model, latency_s=latency)
+        return Completion(content=content, calls=calls, message=message, cost=cost, cached=cached,
+                          retries=retries, queue_s=queue_s, backoff_s=backoff_s)
+
+
+def server_delay(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asks to wait: ``retry-after-ms``, else ``Retry-After`` (seconds or an HTTP date)."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            parsed = email.utils.parsedate_tz(value) if name == "retry-after" else None
+            if parsed is None:
+                continue
+            seconds = email.utils.mktime_tz(parsed) - time.time()
+        if math.isnan(seconds):
+            continue
+        return max(0.0, seconds)
+    return None
+
+
+def _fatal_message(exc: Exception, status: int | None, config: EndpointConfig) -> str:
+    """The error text of a non-retryable status, with what to check."""
+    if status == 401:
+        source = f"the key in ${config.api_key_env}" if config.api_key_env else "no key (api_key_env is empty)"
+        return f"the server refused {source} (401): {exc}"
+    if status == 403:
+        return f"the key may not use {config.model!r} (403): {exc}"
+    if status == 404:
+        return f"not found (404): check that base_url ends at the API root (often /v1) and the model id: {exc}"
+    return str(exc)

@@ -1,18 +1,24 @@
 """Settings of one OpenAI-compatible endpoint and model, as read from a grid file.
 
-The API key is never stored in a grid: ``api_key_env`` names the environment variable holding it.
+The API key is never stored in a grid: ``api_key_env`` names the environment variable holding it. Every
+setting is type-checked, so a grid's ``max_concurrency = "8"`` is an :class:`InputError` naming the field, not a
+traceback (and ``max_retries = 2.5`` does not slip through).
 """
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from prefix_exec.errors import InputError
 
 TOOL_MODES = ("native", "text", "auto")
+
+#: The grid spelling of ``temperature = None`` (TOML has no null): the request carries no temperature.
+OMIT = "omit"
 
 
 @dataclass(frozen=True)
@@ -21,31 +27,37 @@ class EndpointConfig:
 
     ``tool_mode``: ``native`` sends OpenAI ``tools``; ``text`` describes the tools in the system prompt and
     parses ``<tool_call>`` blocks from the answer (for servers without tool calling); ``auto`` starts native
-    and falls back to text when the server rejects the ``tools`` field. ``reasoning_effort`` is sent only
-    when set (``low``/``medium``/``high`` on models that support it). ``max_concurrency`` caps requests in
-    flight to ``base_url``: per process by default; the runner holds it for the whole run (all workers,
-    all Ray nodes), with the smallest cap of the models sharing a URL. Times are seconds.
+    and falls back to text when the server rejects the ``tools`` field. ``temperature`` ``None`` (``"omit"``
+    in a grid) sends none, for reasoning models that refuse it; the default 0.0 keeps runs reproducible.
+    ``reasoning_effort``, ``max_tokens`` and ``max_completion_tokens`` are sent only when set (at most one of
+    the two token caps; reasoning models take ``max_completion_tokens``). ``max_concurrency`` caps requests in
+    flight to ``base_url``: per process by default; the runner holds it for the whole run (all workers, all
+    Ray nodes), with the smallest cap of the models sharing a URL. Times are seconds. A server's
+    ``Retry-After`` is honoured up to ``retry_after_max_s``; a longer one fails the request at once.
     """
 
     model: str
     base_url: str = "https://api.openai.com/v1"
     api_key_env: str | None = "OPENAI_API_KEY"
-    temperature: float = 0.0
+    temperature: float | None = 0.0
     seed: int | None = None
     reasoning_effort: str | None = None
     max_tokens: int | None = None
+    max_completion_tokens: int | None = None
     tool_mode: str = "native"
     timeout_s: float = 60.0
     max_retries: int = 6
     backoff_base_s: float = 1.0
     backoff_max_s: float = 60.0
+    retry_after_max_s: float = 120.0
     max_concurrency: int = 8
 
     def __post_init__(self) -> None:
-        if self.tool_mode not in TOOL_MODES:
-            raise InputError(f"tool_mode must be one of {', '.join(TOOL_MODES)}, got {self.tool_mode!r}")
-        if self.max_concurrency < 1 or self.max_retries < 0 or self.timeout_s <= 0:
-            raise InputError("max_concurrency must be >= 1, max_retries >= 0 and timeout_s > 0")
+        for f in fields(self):
+            _check(f.name, getattr(self, f.name), f.name)
+        if self.max_tokens is not None and self.max_completion_tokens is not None:
+            raise InputError("set max_tokens or max_completion_tokens, not both", field="max_completion_tokens",
+                             hint="reasoning models take max_completion_tokens; older servers take max_tokens")
 
     def api_key(self) -> str:
         """The key from ``api_key_env``; local servers that need none use ``api_key_env = ""`` in the grid."""
@@ -63,13 +75,95 @@ class EndpointConfig:
         return replace(self, seed=seed)
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], *, where: str = "model") -> EndpointConfig:
-        """Build from a grid table; unknown keys are an error naming the key."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise InputError(f"unknown setting {unknown[0]!r}", field=f"{where}.{unknown[0]}",
-                             hint="known settings: " + ", ".join(sorted(known)))
-        if "model" not in data:
-            raise InputError("missing", field=f"{where}.model")
-        return cls(**dict(data))
+    def from_mapping(
+        cls,
+        data: Mapping[str, Any],
+        *,
+        where: str = "model",
+        caller_keys: Collection[str] = (),
+        refused_keys: Collection[str] = (),
+    ) -> EndpointConfig:
+        """Build from a grid table; an unknown key or a wrong type is an error naming ``<where>.<key>``.
+
+        ``caller_keys`` are keys of the same table the caller reads itself (a grid's ``name``, prices): they are
+        ignored here but listed as known in the hint. ``refused_keys`` are settings the caller owns (a grid sets
+        ``seed`` per trial): setting one is an error and the hint leaves them out.
+        """
+        own = {f.name for f in fields(cls)} - set(refused_keys)
+        known = ", ".join(sorted(own | set(caller_keys)))
+        settings = {k: v for k, v in data.items() if k not in caller_keys}
+        for key in sorted(settings):
+            if key in refused_keys:
+                raise InputError("cannot be set here", field=f"{where}.{key}", hint="known settings: " + known)
+            if key not in own:
+                raise InputError(f"unknown setting {key!r}", field=f"{where}.{key}", hint="known settings: " + known)
+        if "model" not in settings:
+            raise InputError("missing", field=f"{where}.model",
+                             hint='the id the endpoint serves, e.g. model = "gpt-4o"')
+        if settings.get("temperature") == OMIT:
+            settings["temperature"] = None
+        elif settings.get("temperature", 0.0) is None:  # only "omit" spells it in a grid
+            raise InputError("must be a number >= 0 or \"omit\"", field=f"{where}.temperature")
+        for key, value in settings.items():
+            _check(key, value, f"{where}.{key}")
+        try:
+            return cls(**settings)
+        except InputError as exc:  # a rule across fields: name it under ``where`` too
+            raise InputError(exc.message, field=f"{where}.{exc.field}", hint=exc.hint) from None
+
+
+# ------------------------------------------------------------------------------------------- type checks
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return (_is_int(value) or isinstance(value, float)) and math.isfinite(value)
+
+
+def _integer(minimum: int, example: str) -> tuple[Any, str, str]:
+    return (lambda v: _is_int(v) and v >= minimum, f"must be an integer >= {minimum}", f"for example {example}")
+
+
+def _seconds(positive: bool, example: str) -> tuple[Any, str, str]:
+    if positive:
+        return (lambda v: _is_number(v) and v > 0, "must be a number of seconds > 0", f"for example {example}")
+    return (lambda v: _is_number(v) and v >= 0, "must be a number of seconds >= 0", f"for example {example}")
+
+
+def _text(example: str) -> tuple[Any, str, str]:
+    return (lambda v: isinstance(v, str) and v != "", "must be a non-empty string", f"for example {example}")
+
+
+# name -> (accepts the value, what it must be, hint); ``None`` is accepted where the default is ``None``.
+_RULES: dict[str, tuple[Any, str, str]] = {
+    "model": _text('model = "gpt-4o"'),
+    "base_url": (lambda v: isinstance(v, str) and v.startswith(("http://", "https://")),
+                 "must be an http:// or https:// URL", 'for example base_url = "http://localhost:8000/v1"'),
+    "api_key_env": (lambda v: isinstance(v, str), "must be a string (an environment variable name)",
+                    'api_key_env = "" for a server that needs no key'),
+    "temperature": (lambda v: _is_number(v) and v >= 0, 'must be a number >= 0 or "omit"',
+                    'for example temperature = 0.0; temperature = "omit" sends none (reasoning models)'),
+    "seed": (_is_int, "must be an integer", "for example seed = 1"),
+    "reasoning_effort": _text('reasoning_effort = "low"'),
+    "max_tokens": _integer(1, "max_tokens = 4096"),
+    "max_completion_tokens": _integer(1, "max_completion_tokens = 16384"),
+    "tool_mode": (lambda v: v in TOOL_MODES, "must be one of " + ", ".join(TOOL_MODES),
+                  'tool_mode = "auto" starts native and falls back to text'),
+    "timeout_s": _seconds(True, "timeout_s = 60"),
+    "max_retries": _integer(0, "max_retries = 6"),
+    "backoff_base_s": _seconds(False, "backoff_base_s = 1.0"),
+    "backoff_max_s": _seconds(False, "backoff_max_s = 60"),
+    "retry_after_max_s": _seconds(False, "retry_after_max_s = 120"),
+    "max_concurrency": _integer(1, "max_concurrency = 8"),
+}
+_OPTIONAL = {"api_key_env", "temperature", "seed", "reasoning_effort", "max_tokens", "max_completion_tokens"}
+
+
+def _check(name: str, value: Any, field: str) -> None:
+    if value is None and name in _OPTIONAL:
+        return
+    accepts, must, hint = _RULES[name]
+    if not accepts(value):
+        raise InputError(f"{must}, got {value!r}", field=field, hint=hint)

@@ -78,8 +78,19 @@ def parse_text_calls(text: str | None) -> tuple[str | None, tuple[ToolCall, ...]
     return prose, tuple(calls)
 
 
-def decode_arguments(name: str, call_id: str | None, raw: str) -> ToolCall:
-    """A native tool call from its arguments string; malformed JSON becomes a call with ``parse_error``."""
+def decode_arguments(name: str, call_id: str | None, raw: Any) -> ToolCall:
+    """A native tool call from its ``arguments``: a JSON string, or an object some servers send already parsed.
+
+    Malformed JSON, or JSON that is not an object, becomes a call with ``parse_error``; ``raw`` is always the
+    arguments as text (an object is serialised). ``None`` or an empty string means no arguments.
+    """
+    if isinstance(raw, dict):
+        return ToolCall(name=name, arguments=raw, call_id=call_id, raw=json.dumps(raw, ensure_ascii=False))
+    if raw is None:
+        raw = ""
+    if not isinstance(raw, str):
+        return ToolCall(name=name, call_id=call_id, raw=json.dumps(raw, ensure_ascii=False),
+                        parse_error="arguments must be a JSON object")
     try:
         arguments = json.loads(raw) if raw.strip() else {}
     except json.JSONDecodeError as exc:

@@ -35,9 +35,12 @@ class ToolSchema:
 
 @dataclass(frozen=True)
 class RetryEvent:
-    """One failed attempt that was retried: ``kind`` is ``rate_limit``, ``server``, ``timeout`` or ``connection``.
+    """One failed attempt that was retried.
 
-    ``delay_s`` is the backoff slept before the next attempt (seconds).
+    ``kind`` is ``rate_limit`` (429), ``server`` (5xx), ``timeout`` (the client's timeout or a 408),
+    ``conflict`` (409), ``connection``, or ``bad_response`` (a 200 whose body is not a usable chat completion:
+    no choices, invalid or truncated JSON). ``delay_s`` is the backoff slept before the next attempt and
+    ``elapsed_s`` the time the failed attempt took, from holding a concurrency slot to its error (seconds).
     """
 
     attempt: int
@@ -45,6 +48,7 @@ class RetryEvent:
     status: int | None
     delay_s: float
     message: str
+    elapsed_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -53,9 +57,12 @@ class Completion:
 
     ``calls`` are the tool calls it asked for, in order; a call whose arguments were not valid JSON has
     ``parse_error`` set and ``raw`` holding the text (replay scores it as a schema failure). ``message`` is
-    the assistant message to append to the conversation. ``cost.latency_s`` is the wall time of the request
-    that produced the answer, including retries; a cache hit reports the latency stored with the answer, so a
-    resumed run reports the same cost. ``retries`` lists every retried failure.
+    the assistant message to append to the conversation. ``cost.latency_s`` is the wall time of the attempt
+    that produced the answer, timed while it held its concurrency slot: neither the wait for a slot nor
+    failed attempts and backoff count. Those are ``queue_s`` (waiting for a slot, summed over attempts) and
+    ``backoff_s`` (sleeping between attempts); failed attempts' own times are in ``retries``. A cache hit
+    reports the latency stored with the answer and zero waits, so a resumed run reports the same cost.
+    ``retries`` lists every retried failure.
     """
 
     content: str | None
@@ -64,10 +71,13 @@ class Completion:
     cost: CallCost
     cached: bool = False
     retries: tuple[RetryEvent, ...] = ()
+    queue_s: float = 0.0
+    backoff_s: float = 0.0
 
 
 class BackendError(Exception):
-    """The endpoint could not answer: retries exhausted, or a non-retryable error (bad key, unknown model)."""
+    """The endpoint could not answer: retries exhausted, or a non-retryable error (bad key, unknown model,
+    no quota left, a body that is not the chat-completions API). ``retries`` lists the retried failures."""
 
     def __init__(self, message: str, retries: tuple[RetryEvent, ...] = ()) -> None:
         super().__init__(message)

@@ -1,0 +1,235 @@
+"""Bad answers, server-directed waits and timing, through the official client against the loopback server."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from fakes.openai_server import ScriptedServer, text_message, tool_message
+from prefix_exec.llm import BackendError, ChatBackend, EndpointConfig, ResponseCache, ToolSchema
+from prefix_exec.llm.backend import refuses_tools
+
+TOOLS = (ToolSchema("login", "log in", {"type": "object", "properties": {"username": {"type": "string"}}}),)
+MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "log in as sam"}]
+_models = itertools.count()
+
+
+def config(server: ScriptedServer, **kw: Any) -> EndpointConfig:
+    # A fresh model id per backend: ``auto`` mode's learning is shared per (URL, model) in the process.
+    base: dict[str, Any] = {"model": f"m{next(_models)}", "base_url": server.base_url, "api_key_env": "",
+                            "timeout_s": 5.0, "max_retries": 4, "backoff_base_s": 0.01, "backoff_max_s": 0.05}
+    return EndpointConfig(**{**base, **kw})
+
+
+def login(_: dict[str, Any]) -> dict[str, Any]:
+    return tool_message([("login", {"username": "sam"})])
+
+
+# ------------------------------------------------------------------------------------------- bad 200 answers
+
+def test_an_empty_answer_is_retried_and_never_cached(tmp_path: Any) -> None:
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    with ScriptedServer(login) as server:
+        server.faults.append("empty-choices")
+        cfg = config(server)
+        done = ChatBackend(cfg, cache=cache).complete(MESSAGES, TOOLS)
+        again = ChatBackend(cfg, cache=ResponseCache(tmp_path / "cache.sqlite")).complete(MESSAGES, TOOLS)
+        assert len(server.requests) == 2
+    assert [(e.kind, e.status) for e in done.retries] == [("bad_response", None)]
+    assert "no choices" in done.retries[0].message
+    assert again.cached and again.calls == done.calls and again.calls[0].name == "login"
+
+
+def test_a_poisoned_cache_entry_is_asked_again(tmp_path: Any) -> None:
+    # An entry a version that cached before checking stored: the unit must not fail on every --resume.
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    with ScriptedServer(login) as server:
+        server.faults.append("empty-choices")
+        backend = ChatBackend(config(server, max_retries=0), cache=cache)
+        with pytest.raises(BackendError, match="no choices"):
+            backend.complete(MESSAGES, TOOLS)
+        assert len(cache) == 0
+        request = backend._request(MESSAGES, TOOLS)
+        key = {"base_url": server.base_url, "text_mode": False, "scope": "", **request}
+        cache.put(key, {"choices": []}, 0.1)
+        done = backend.complete(MESSAGES, TOOLS)
+        assert len(server.requests) == 2
+    assert not done.cached and done.calls[0].name == "login"
+    assert backend.complete(MESSAGES, TOOLS).cached
+
+
+def test_truncated_json_is_retried_as_a_bad_response() -> None:
+    with ScriptedServer(login) as server:
+        server.faults.extend(["truncated", "truncated"])
+        done = ChatBackend(config(server)).complete(MESSAGES, TOOLS)
+    assert [e.kind for e in done.retries] == ["bad_response"] * 2
+    assert "not valid JSON" in done.retries[0].message and done.calls[0].name == "login"
+
+
+def test_truncated_json_every_time_is_a_backend_error() -> None:
+    with ScriptedServer(login) as server:
+        server.faults.extend(["truncated"] * 3)
+        with pytest.raises(BackendError, match=r"gave up after 3 attempts.*bad_response") as info:
+            ChatBackend(config(server, max_retries=2), sleep=lambda _: None).complete(MESSAGES, TOOLS)
+    assert [e.kind for e in info.value.retries] == ["bad_response"] * 2
+
+
+def test_an_html_page_is_a_backend_error_at_once() -> None:
+    with ScriptedServer(login) as server:
+        server.faults.append("html")
+        with pytest.raises(BackendError, match="not JSON: is base_url the API root"):
+            ChatBackend(config(server)).complete(MESSAGES, TOOLS)
+        assert len(server.requests) == 1
+
+
+def test_tool_arguments_sent_as_an_object_are_taken_as_they_are() -> None:
+    with ScriptedServer(login) as server:
+        server.faults.append("object-arguments")
+        done = ChatBackend(config(server)).complete(MESSAGES, TOOLS)
+    (call,) = done.calls
+    assert (call.name, dict(call.arguments), call.parse_error) == ("login", {"username": "sam"}, None)
+    # Sent back in the conversation as a string, the form every server accepts.
+    assert done.message["tool_calls"][0]["function"] == {"name": "login", "arguments": '{"username": "sam"}'}
+
+
+def test_a_tool_call_without_a_function_is_a_parse_error() -> None:
+    no_function = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function"}]}
+    with ScriptedServer(lambda _: no_function) as server:
+        (call,) = ChatBackend(config(server)).complete(MESSAGES, TOOLS).calls
+    assert call.call_id == "c1" and call.parse_error == "the tool call has no function object"
+
+
+# ------------------------------------------------------------------------------------------- status codes
+
+@pytest.mark.parametrize(("fault", "kind"), [("408", "timeout"), ("409", "conflict"), ("503", "server")])
+def test_408_409_and_5xx_are_retried(fault: str, kind: str) -> None:
+    with ScriptedServer(login) as server:
+        server.faults.append(fault)
+        done = ChatBackend(config(server)).complete(MESSAGES, TOOLS)
+    assert [(e.kind, e.status) for e in done.retries] == [(kind, int(fault))]
+
+
+@pytest.mark.parametrize(("fault", "says"), [
+    ("quota", "no quota left"), ("401", "refused no key"), ("403", "may not use"), ("404", "API root")])
+def test_fatal_answers_fail_at_once_with_what_to_check(fault: str, says: str) -> None:
+    slept: list[float] = []
+    with ScriptedServer(login) as server:
+        server.faults.append(fault)
+        with pytest.raises(BackendError, match=says) as info:
+            ChatBackend(config(server), sleep=slept.append).complete(MESSAGES, TOOLS)
+        assert len(server.requests) == 1
+    assert info.value.retries == () and slept == []
+
+
+@pytest.mark.parametrize(("fault", "at_least"), [("retry-after:0.5", 0.5), ("retry-after-ms:700", 0.7),
+                                                 ("retry-after:90", 90.0)])
+def test_server_directed_waits_are_honoured_above_the_backoff_cap(fault: str, at_least: float) -> None:
+    slept: list[float] = []
+    with ScriptedServer(login) as server:
+        server.faults.append(fault)
+        done = ChatBackend(config(server, backoff_max_s=0.05), sleep=slept.append).complete(MESSAGES, TOOLS)
+    assert slept == [pytest.approx(at_least)] and done.backoff_s == pytest.approx(at_least)
+
+
+def test_a_wait_beyond_retry_after_max_s_fails_at_once() -> None:
+    slept: list[float] = []
+    with ScriptedServer(login) as server:
+        server.faults.append("retry-after:121")
+        with pytest.raises(BackendError, match=r"wait 121 s.*retry_after_max_s = 120"):
+            ChatBackend(config(server), sleep=slept.append).complete(MESSAGES, TOOLS)
+        server.faults.append("retry-after:121")
+        ChatBackend(config(server, retry_after_max_s=200), sleep=slept.append).complete(MESSAGES, TOOLS)
+    assert slept == [121.0]
+
+
+# ------------------------------------------------------------------------------------------- timing
+
+def test_latency_is_the_answering_attempt_only() -> None:
+    # Cap 1, four callers of a 0.2 s server: each reports about 0.2 s, and the rest is queue time.
+    with ScriptedServer(login, latency_s=0.2) as server:
+        backend = ChatBackend(config(server), slots=threading.BoundedSemaphore(1))
+        done: list[Any] = []
+        threads = [threading.Thread(target=lambda: done.append(backend.complete(MESSAGES, TOOLS)))
+                   for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert len(done) == 4 and all(0.19 < d.cost.latency_s < 0.35 for d in done)
+    assert max(d.queue_s for d in done) > 0.5 and min(d.queue_s for d in done) < 0.1
+
+
+def test_backoff_sleeps_are_not_latency() -> None:
+    with ScriptedServer(login) as server:
+        server.faults.extend(["retry-after:0.3", "500"])
+        started = time.perf_counter()
+        done = ChatBackend(config(server, backoff_base_s=0.0)).complete(MESSAGES, TOOLS)
+        wall = time.perf_counter() - started
+    assert wall >= 0.3 and done.backoff_s == pytest.approx(0.3) and done.cost.latency_s < 0.15
+    assert [e.kind for e in done.retries] == ["rate_limit", "server"] and all(e.elapsed_s < 0.15 for e in done.retries)
+
+
+# ------------------------------------------------------------------------------------------- auto tool mode
+
+def text_login(_: dict[str, Any]) -> dict[str, Any]:
+    return text_message('<tool_call>{"name": "login", "arguments": {"username": "sam"}}</tool_call>')
+
+
+def test_auto_mode_learns_once_for_every_view_and_backend_of_the_model() -> None:
+    with ScriptedServer(text_login) as server:
+        server.faults.extend(["no-tools"] * 5)
+        cfg = config(server, tool_mode="auto")
+        backend = ChatBackend(cfg)
+        units = [backend.scoped(f"unit-{i}") for i in range(3)] + [ChatBackend(cfg.with_seed(2)).scoped("t2")]
+        calls = [unit.complete(MESSAGES, TOOLS).calls for unit in units]
+        statuses = list(server.statuses)
+    assert statuses.count(400) == 1 and len(statuses) == 5
+    assert all(c[0].name == "login" for c in calls)
+    assert backend.text_mode and units[-1].text_fallback == "this server does not support tools"
+    assert ChatBackend(config(server, tool_mode="native")).text_fallback is None
+
+
+def test_auto_mode_keeps_native_calls_on_a_400_that_is_not_about_tool_support() -> None:
+    with ScriptedServer(login) as server:
+        server.faults.append("400:Invalid 'messages[2]': messages with role 'tool' must follow tool_calls")
+        backend = ChatBackend(config(server, tool_mode="auto"))
+        with pytest.raises(BackendError, match="bad request"):
+            backend.complete(MESSAGES, TOOLS)
+        assert len(server.requests) == 1 and not backend.text_mode and backend.text_fallback is None
+        assert "tools" in server.requests[0]
+
+
+@pytest.mark.parametrize(("message", "refuses"), [
+    ("registry.ollama.ai/library/gemma:2b does not support tools", True),
+    ('"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set', True),
+    ("tools param requires --jinja flag", True),
+    ("Unrecognized request argument supplied: tools", True),
+    ("tool calling is not supported for this model", True),
+    ("Invalid 'tools[0].function.name': string does not match pattern", False),
+    ("messages with role 'tool' must be a response to a preceding message with 'tool_calls'", False),
+    ("This model's maximum context length is 8192 tokens", False),
+])
+def test_only_a_refusal_of_tools_switches_to_text(message: str, refuses: bool) -> None:
+    assert refuses_tools(message) is refuses
+
+
+# ------------------------------------------------------------------------------------------- the test server
+
+def test_a_responder_that_raises_is_a_500_and_the_server_goes_on() -> None:
+    answers = iter([KeyError("no script for this"), login({})])
+
+    def respond(_: dict[str, Any]) -> dict[str, Any]:
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    with ScriptedServer(respond) as server:
+        done = ChatBackend(config(server)).complete(MESSAGES, TOOLS)
+        assert server.statuses == [500, 200] and server.in_flight == 0
+        assert server.errors == ["KeyError('no script for this')"]
+    assert [e.kind for e in done.retries] == ["server"] and "responder raised" in done.retries[0].message
