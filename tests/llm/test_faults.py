@@ -217,6 +217,24 @@ def test_only_a_refusal_of_tools_switches_to_text(message: str, refuses: bool) -
     assert refuses_tools(message) is refuses
 
 
+@pytest.mark.parametrize(("answer", "calls", "prose"), [
+    ('<tool_call>\n```json\n{"name": "login", "arguments": {"username": "sam"}}\n```\n</tool_call>',
+     [("login", {"username": "sam"}, None)], None),
+    ("I will use the <tool_call> format. Done.", [], "I will use the <tool_call> format. Done."),
+    ('Logging in. <tool_call>{"name": "login", "arguments": {"user', [("login", {}, "not valid JSON")], "Logging in."),
+])
+def test_text_mode_reads_fenced_blocks_and_ignores_the_tag_in_prose(answer: str, calls: list[Any],
+                                                                   prose: str | None) -> None:
+    from prefix_exec.llm.textcalls import parse_text_calls
+
+    with ScriptedServer(lambda _: text_message(answer)) as server:
+        done = ChatBackend(config(server, tool_mode="text")).complete(MESSAGES, TOOLS)
+    assert [(c.name, dict(c.arguments)) for c in done.calls] == [(name, args) for name, args, _ in calls]
+    for call, (_, _, error) in zip(done.calls, calls, strict=True):
+        assert (call.parse_error is None) if error is None else (error in (call.parse_error or ""))
+    assert parse_text_calls(answer)[0] == prose
+
+
 # ------------------------------------------------------------------------------------------- the test server
 
 def test_a_responder_that_raises_is_a_500_and_the_server_goes_on() -> None:

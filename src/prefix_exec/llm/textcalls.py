@@ -16,7 +16,8 @@ from typing import Any
 from prefix_exec.llm.types import Message, ToolSchema
 from prefix_exec.trajectory import ToolCall
 
-_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
+_BLOCK = re.compile(r"<tool_call>(.*?)(</tool_call>|\Z)", re.DOTALL)
+_FENCE = re.compile(r"\A```[\w-]*\s*\n(.*?)\n?```\Z", re.DOTALL)
 _NAME = re.compile(r'"name"\s*:\s*"([^"]+)"')
 
 
@@ -46,12 +47,18 @@ def with_tools_prompt(messages: Sequence[Message], tools: Sequence[ToolSchema]) 
 
 
 def parse_text_calls(text: str | None) -> tuple[str | None, tuple[ToolCall, ...]]:
-    """Split an answer into its prose (blocks removed, ``None`` when empty) and the calls it makes."""
+    """Split an answer into its prose (blocks removed, ``None`` when empty) and the calls it makes.
+
+    A block's JSON may sit in a Markdown code fence. A block cut off by the end of the answer (a length
+    limit) still counts when its body starts like a call (``{``); an unclosed ``<tool_call>`` followed by
+    prose is the tag being mentioned, not a call.
+    """
     if not text:
         return text, ()
     calls: list[ToolCall] = []
-    for index, match in enumerate(_BLOCK.finditer(text)):
-        body = match.group(1).strip()
+    blocks = [m for m in _BLOCK.finditer(text) if m.group(2) or _unfenced(m.group(1).strip()).startswith("{")]
+    for index, match in enumerate(blocks):
+        body = _unfenced(match.group(1).strip())
         call_id = f"text-{index}"
         try:
             data: Any = json.loads(body)
@@ -74,8 +81,15 @@ def parse_text_calls(text: str | None) -> tuple[str | None, tuple[ToolCall, ...]
                                   parse_error="tool call 'arguments' must be a JSON object"))
             continue
         calls.append(ToolCall(name=data["name"], arguments=arguments, call_id=call_id, raw=body))
-    prose = _BLOCK.sub("", text).strip() or None
-    return prose, tuple(calls)
+    for match in reversed(blocks):
+        text = text[: match.start()] + text[match.end():]
+    return text.strip() or None, tuple(calls)
+
+
+def _unfenced(body: str) -> str:
+    """``body`` without a Markdown code fence around it (```` ```json ... ``` ````)."""
+    fenced = _FENCE.match(body)
+    return fenced.group(1).strip() if fenced else body
 
 
 def decode_arguments(name: str, call_id: str | None, raw: Any) -> ToolCall:
