@@ -38,8 +38,11 @@ def test_a_second_run_on_a_busy_directory_is_refused(server: ScriptedServer, tmp
 
 def test_resume_refuses_changed_settings_but_accepts_a_new_model(server: ScriptedServer, tmp_path: Path) -> None:
     grid = write_grid(tmp_path, server.base_url, methods=["react"])
+    listed = '"cleanup-duplicate", "close-printer", "new-laptop", "open-vpn-followup", "triage-vpn", "what-can-you-do"'
+    grid.write_text(grid.read_text().replace('kind = "custom"\n', f'kind = "custom"\ntasks = [{listed}]\n'))
     out = tmp_path / "run"
     run_grid(grid, out)
+    assert run_grid(grid, out, resume=True).resumed == 6  # the same grid resumes (listed tasks included)
     original = grid.read_text()
     for change, field in [("seed = 3", "seed"), ("k_val = 2", "agent")]:
         grid.write_text(original.replace(change, change[:-1] + "9"))

@@ -123,8 +123,8 @@ DECODING_KEYS = ("model", "base_url", "temperature", "reasoning_effort", "max_to
 
 
 def decoding(endpoint: EndpointConfig) -> dict[str, Any]:
-    """The decoding settings of ``endpoint`` as JSON (settings this version does not have are left out)."""
-    return {k: getattr(endpoint, k) for k in DECODING_KEYS if hasattr(endpoint, k)}
+    """The decoding settings of ``endpoint`` as JSON; unset ones (``None``: not sent) are left out."""
+    return {k: getattr(endpoint, k) for k in DECODING_KEYS if getattr(endpoint, k, None) is not None}
 
 
 #: Dataset options that name files or folders, resolved against the grid's folder.
@@ -234,7 +234,9 @@ def _model(raw: Mapping[str, Any], i: int) -> ModelSpec:
     condition = raw.pop("condition", True)
     if not isinstance(condition, bool):
         raise InputError("must be true or false", field=f"models[{i}].condition")
-    endpoint = EndpointConfig.from_mapping(raw, where=f"models[{i}]")
+    endpoint = EndpointConfig.from_mapping(
+        raw, where=f"models[{i}]", caller_keys=("name", "condition", "usd_per_mtok_prompt", "usd_per_mtok_completion"),
+        refused_keys=("seed",))
     return ModelSpec(name=name or endpoint.model, endpoint=endpoint, condition=condition, **prices)
 
 

@@ -60,7 +60,7 @@ class RunReport:
         if self.usd:
             text += f", ${self.usd:.2f}"
         if self.retries:
-            text += f", {self.retries} LLM requests retried (429/5xx/timeouts/connection)"
+            text += f", {self.retries} LLM requests retried (429/5xx/408/409/timeouts/connection/bad answers)"
         if self.resumed:
             text += f"; {self.resumed} already done (--resume)"
         if self.rescored:
@@ -169,7 +169,7 @@ def check_settings(grid: Grid, out: Path) -> None:
     that both know must be unchanged, or the directory would mix rollouts made under different settings.
     """
     path = out / SETTINGS
-    now = grid.unit_settings()
+    now = json.loads(json.dumps(grid.unit_settings(), default=list))  # as read back: tuples become lists
     if path.exists():
         try:
             before = json.loads(path.read_text(encoding="utf-8"))
@@ -186,7 +186,7 @@ def check_settings(grid: Grid, out: Path) -> None:
             )
         now = {**now, **{g: {**before.get(g, {}), **now[g]} for g in ("datasets", "models")}}
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(now, indent=2, sort_keys=True, default=list) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(now, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 

@@ -77,8 +77,11 @@ class UnitWorker:
             rollout = to_rollout(outcome, dataset=unit.dataset, task_id=unit.task_id, model=unit.model,
                                  method=unit.method, trial=unit.trial)
             config = self.grid.endpoint(unit.model, unit.trial)
-            rollout = replace(rollout, metadata={**rollout.metadata, "decoding": {**decoding(config),
-                                                                                  "seed": config.seed}})
+            notes: dict[str, Any] = {"decoding": {**decoding(config), "seed": config.seed}}
+            fallback = self.backend(unit.model, unit.trial).text_fallback
+            if fallback is not None:  # tool_mode auto: the server refused native tools, calls went as text
+                notes["text_fallback"] = fallback
+            rollout = replace(rollout, metadata={**rollout.metadata, **notes})
             record = replay(rollout, driver.env_for(rollout))
         except Exception as exc:  # the unit boundary: any failure is reported and the grid goes on
             detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
