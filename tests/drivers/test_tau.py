@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +18,8 @@ from fakes.tau_agent import TauScript
 from prefix_exec.agents import METHODS, Agent
 from prefix_exec.drivers.base import to_rollout
 from prefix_exec.drivers.tau import TauDriver
+from prefix_exec.envs.tau import load_domain
+from prefix_exec.errors import InputError
 from prefix_exec.llm import ChatBackend, EndpointConfig
 from prefix_exec.replay import replay
 from prefix_exec.trajectory import FailureLabel
@@ -71,11 +75,139 @@ def test_an_identifier_the_user_never_gave_is_scored_as_information_and_only_the
     assert not guarded.actions and guarded.metadata["guard_rejections"] == 1 and guarded_record.no_tool
 
 
-def test_retail_with_a_judge_is_marked_nondeterministic() -> None:
+def test_the_judge_is_called_only_when_the_reward_basis_holds_nl_assertions() -> None:
     results, models, script = play("retail", RETAIL, ("react",), judge=True)
     ((rollout, record),) = results
     assert rollout.success == 1 and record.executable
-    assert "judge" in rollout.metadata["nondeterministic"] and script.judged == 1 and models["judge"] == 1
+    assert script.judged == 0 and models["judge"] == 0
+    assert "nondeterministic" not in rollout.metadata and "judge" not in rollout.metadata
+
+
+def nl_data(tmp_path: Path, task_id: str) -> Path:
+    """A tau2 data folder whose retail task ``task_id`` is graded on NL assertions too (tau2's own DB)."""
+    from prefix_exec.envs.tau import load_domain
+
+    source = load_domain("retail").data_dir / "tau2" / "domains" / "retail"
+    folder = tmp_path / "tau2" / "domains" / "retail"
+    folder.mkdir(parents=True)
+    for name in ("db.json", "policy.md", "split_tasks.json"):
+        (folder / name).symlink_to(source / name)
+    tasks = json.loads((source / "tasks.json").read_text(encoding="utf-8"))
+    for task in tasks:
+        if task["id"] == task_id:
+            task["evaluation_criteria"]["reward_basis"] = ["DB", "COMMUNICATE", "NL_ASSERTION"]
+            task["evaluation_criteria"]["nl_assertions"] = ["The agent confirms the order."]
+    (folder / "tasks.json").write_text(json.dumps(tasks), encoding="utf-8")
+    return tmp_path
+
+
+def test_an_nl_assertion_task_is_judged_nondeterministic_and_its_judge_tokens_are_kept_apart(tmp_path: Path) -> None:
+    from prefix_exec.envs.tau import TauEnvironment, load_domain
+
+    data = nl_data(tmp_path, RETAIL[0])
+    script = TauScript(TauEnvironment(load_domain("retail", data)), RETAIL, harsh_judge=True)
+    with ScriptedServer(script) as server:
+        driver = TauDriver("retail", user=endpoint(server, "user-sim"), judge=endpoint(server, "judge"),
+                           data=str(data))
+        out = driver.run(Agent("react", ChatBackend(endpoint(server, "agent"))), RETAIL[0])
+        judge_requests = [b for b in server.requests if b["model"] == "judge"]
+    assert script.judged == 1 and len(judge_requests) == 1
+    assert out.success == 0 and out.metadata["reward_breakdown"]["NL_ASSERTION"] == 0.0  # the judge decided Y
+    assert "judge" in out.metadata["nondeterministic"]
+    judge = out.metadata["judge"]
+    prompt = len(json.dumps(judge_requests[0]["messages"])) // 4  # the loopback server's deterministic count
+    assert (judge["calls"], judge["prompt_tokens"], judge["model"]) == (1, prompt, "openai/judge")
+    assert judge["completion_tokens"] > 0
+    assert out.metadata["simulator"]["calls"] == 2 and {c.role for c in out.episode.cost} == {"executor"}
+    with ScriptedServer(script) as server:  # such a task without a judge cannot be scored
+        driver = TauDriver("retail", user=endpoint(server, "user-sim"), data=str(data))
+        with pytest.raises(InputError, match="NL_ASSERTION"):
+            driver.run(Agent("react", ChatBackend(endpoint(server, "agent"))), RETAIL[0])
+
+
+# --- against tau2's own orchestrator ---------------------------------------------------------------------
+
+BAD = ("get_reservation_details", {"reservation_id": "ZZZZZZ"})
+READ = ("list_all_airports", {})
+# Calls tau2 executes that our strict checks reject (an int date; an unknown argument; an unknown tool).
+LOOSE = [("search_direct_flight", {"origin": "JFK", "destination": "SEA", "date": 20240520}),
+         ("get_user_details", {"user_id": "mia_li_3668", "verbose": True}), ("refund_everything", {})]
+
+
+def against_tau2(prefix: list[list[tuple[str, dict[str, Any]]]], *, max_steps: int = 200,
+                 max_errors: int = 10) -> tuple[Any, Any, Any, Any, list[Any], list[Any]]:
+    """Airline task 3 with ``prefix`` before the gold play, through tau2's ``Orchestrator`` + ``LLMAgent`` and
+    through our driver, on one scripted server. Returns tau2's simulation, reward info and orchestrator, our
+    rollout, and the contents of the tool messages in each agent's last request."""
+    from tau2.agent.llm_agent import LLMAgent
+    from tau2.orchestrator.orchestrator import Orchestrator
+    from tau2.registry import registry
+
+    from prefix_exec.envs.tau import TauEnvironment
+    from prefix_exec.envs.tau.backend import import_tau2
+
+    env = TauEnvironment(load_domain("airline"))
+    script = TauScript(env, ["3"], prefix=prefix)
+    task = import_tau2("tau2.data_model.tasks").Task.model_validate(env.task("3"))
+    evaluator = import_tau2("tau2.evaluator.evaluator")
+    with ScriptedServer(script) as server:
+        args = {"api_base": server.base_url, "api_key": "x", "temperature": 0.0, "num_retries": 0}
+        environment = registry.get_env_constructor("airline")()
+        agent = LLMAgent(tools=environment.get_tools(), domain_policy=environment.get_policy(),
+                         llm="openai/upstream", llm_args=dict(args))
+        user = import_tau2("tau2.user.user_simulator").UserSimulator(
+            instructions=str(task.user_scenario), llm="openai/user-sim", llm_args=dict(args))
+        orchestrator = Orchestrator("airline", agent=agent, user=user, environment=environment, task=task,
+                                    max_steps=max_steps, max_errors=max_errors)
+        simulation = orchestrator.run()
+        info = evaluator.evaluate_simulation(simulation=simulation, task=task, solo_mode=False, domain="airline",
+                                             evaluation_type=evaluator.EvaluationType.ALL)
+        driver = TauDriver("airline", user=endpoint(server, "user-sim"), max_steps=max_steps, max_errors=max_errors)
+        out = driver.run(Agent("react", ChatBackend(endpoint(server, "agent"))), "3")
+        rollout = to_rollout(out, dataset=driver.dataset, task_id="3", model="agent", method="react", trial=0)
+        seen = {model: [m["content"] for m in body["messages"] if m["role"] == "tool"]
+                for body in server.requests for model in [body["model"]]}
+    return simulation, info, orchestrator, rollout, seen["upstream"], seen["agent"]
+
+
+@pytest.mark.parametrize(
+    ("prefix", "limits", "termination", "reward"),
+    [
+        ([[BAD]] * 10, {}, "too_many_errors", 0.0),  # tau2's max_errors
+        ([[BAD, BAD]] * 5, {}, "too_many_errors", 0.0),  # parallel calls: all counted, then checked
+        ([[READ]] * 25, {}, "user_stop", 1.0),  # 25 calls in one turn: within tau2's 200 steps
+        ([[READ]] * 20, {"max_steps": 30}, "max_steps", 0.0),
+        ([[READ]], {"max_steps": 9}, "max_steps", 0.0),  # the user's stop is step 9: tau2's limit wins
+        ([[BAD]] * 3, {"max_errors": 3}, "too_many_errors", 0.0),
+        ([[call] for call in LOOSE], {}, "user_stop", 1.0),  # tau2 runs them; each gets tau2's own answer
+    ],
+)
+def test_the_conversation_ends_and_scores_as_under_tau2s_orchestrator(
+    prefix: list[list[tuple[str, dict[str, Any]]]], limits: dict[str, int], termination: str, reward: float
+) -> None:
+    simulation, info, orchestrator, rollout, upstream_saw, agent_saw = against_tau2(prefix, **limits)
+    assert (simulation.termination_reason.value, info.reward) == (termination, reward)
+    assert (rollout.metadata["termination"], rollout.metadata["reward"]) == (termination, reward)
+    assert rollout.success == int(reward)
+    assert (rollout.metadata["tau2_steps"], rollout.metadata["tau2_errors"], rollout.metadata["tau2_messages"]) == (
+        orchestrator.step_count, orchestrator.num_errors, len(simulation.messages))
+    assert agent_saw == upstream_saw  # the same tool answers, word for word
+    if termination != "max_steps":  # AgentSettings' 20-call cap never bites; only tau2's budget caps a turn
+        assert rollout.metadata.get("capped_turns") is None
+
+
+def test_calls_tau2_runs_are_run_live_and_still_fail_the_scored_record() -> None:
+    _, _, _, rollout, _, _ = against_tau2([[call] for call in LOOSE])
+    first = rollout.actions[0].observation
+    assert first is not None and (first.content, first.error) == ("[]", False)
+    record = replay(rollout, TauDriver("airline", user=EndpointConfig(model="u", api_key_env="")).env_for(rollout))
+    assert (record.fed, record.label) == (1, FailureLabel.SCHEMA)
+
+
+@pytest.mark.parametrize("limits", [{"max_steps": 0}, {"max_errors": 0}, {"max_turns": 0}])
+def test_horizon_settings_are_checked(limits: dict[str, int]) -> None:
+    with pytest.raises(ValueError, match=">= 1"):
+        TauDriver("airline", user=EndpointConfig(model="u", api_key_env=""), **limits)
 
 
 def test_grid_with_a_tau_dataset(tmp_path: Any) -> None:

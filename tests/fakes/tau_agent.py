@@ -5,13 +5,17 @@ Requests are told apart by their system prompt: the user simulator's holds ``<sc
 (``[case ID]``) and every identifier of the gold actions, so the information check sees them (unless
 ``reveal_ids`` is false); after the
 agent's first answer the user stops. The agent plays the gold actions one per step, then answers with the
-task's communicate info.
+task's communicate info; the judge finds every assertion met (none failed), or with ``harsh_judge`` one
+failed. ``prefix`` puts scripted model answers before the gold ones: each item is the list of
+calls of one answer (several are parallel calls). The same script drives tau2's own ``LLMAgent``, whose
+requests look alike (system prompt with ``<policy>``, the whole conversation each time).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from fakes.openai_server import text_message, tool_message
@@ -20,8 +24,11 @@ from prefix_exec.envs.tau.information import identifier_arguments
 
 
 class TauScript:
-    def __init__(self, env: Any, task_ids: list[str], *, reveal_ids: bool = True) -> None:
+    def __init__(self, env: Any, task_ids: list[str], *, reveal_ids: bool = True,
+                 prefix: Sequence[Sequence[tuple[str, dict[str, Any]]]] = (), harsh_judge: bool = False) -> None:
         self.reveal_ids = reveal_ids
+        self.harsh_judge = harsh_judge
+        self.prefix = [list(calls) for calls in prefix]
         Task = import_tau2("tau2.data_model.tasks").Task
         self.scenarios: dict[str, str] = {}
         self.gold: dict[str, list[tuple[str, dict[str, Any]]]] = {}
@@ -47,7 +54,8 @@ class TauScript:
             return text_message(f"Hello, [case {task_id}]. My references: {', '.join(ids) or 'none'}.")
         if "expectedOutcome" in system:
             self.judged += 1
-            return text_message(json.dumps({"results": []}))
+            failed = [{"expectedOutcome": "x", "reasoning": "no", "metExpectation": False}] if self.harsh_judge else []
+            return text_message(json.dumps({"results": failed}))
         if system.startswith("You are the PLANNER"):
             return text_message(json.dumps({"steps": []}))
         if system.startswith("You are the VERIFIER"):
@@ -59,6 +67,9 @@ class TauScript:
         assert match is not None, first
         task_id = match.group(1)
         step = sum(1 for m in messages if m["role"] == "assistant" and m.get("tool_calls"))
+        if step < len(self.prefix):
+            return tool_message(self.prefix[step])
+        step -= len(self.prefix)
         if step < len(self.gold[task_id]):
             return tool_message([self.gold[task_id][step]])
         return text_message("Done. " + " ".join(self.info[task_id]))

@@ -1,22 +1,29 @@
 """Run agents on tau3-bench airline/retail tasks against tau2's user simulator, scored by tau2's evaluator.
 
-One task is one conversation, as tau2's orchestrator runs it:
+One task is one conversation, as tau2's ``Orchestrator`` runs it with its ``LLMAgent``:
 
 - the agent opens with tau2's first agent message ("Hi! How can I help you today?"); tau2's
   ``UserSimulator`` (its LLM is a setting) answers from the task's user scenario;
 - each user message is one turn: the agent (any variant; planning happens on the first turn only) calls
-  tools on the live :class:`~prefix_exec.envs.tau.TauSession`, with the information check on and fed
-  with every user message, until it answers in text; the answer goes back to the user simulator;
-- the conversation ends when the user simulator stops (``###STOP###``, transfer, out of scope), or after
-  ``max_turns`` user messages, or when the agent hits its horizon cap without answering;
-- Y is tau2's ``evaluate_simulation`` (DB, communicate and action checks; ``ALL``) on the conversation, with
-  the executed tool calls as tau2 messages. Calls the session rejected changed nothing and are left out of
-  the evaluated trajectory (tau2 would re-run them in its environment replay, and some, such as calls on
-  an identifier never seen, would succeed there although they never ran here).
+  tools until it answers in text; the answer goes back to the user simulator;
+- the live session answers as tau2's environment does (:class:`~prefix_exec.envs.tau.TauSession` with
+  ``strict=False``): a call tau2 executes is executed, and the agent gets tau2's exact tool message and error
+  flag. Our checks (schema binding, information) apply when the rollout is scored (:meth:`TauDriver.env_for`),
+  and live only for ``guarded-react``, whose guard is the point of the comparison (its session is strict);
+- the horizon is tau2's (:mod:`prefix_exec.envs.tau.horizon`): ``max_steps`` messages (200) and
+  ``max_errors`` failed tool calls (10), counted and checked as tau2's orchestrator does, also inside a turn,
+  with tau2's termination names (``user_stop``, ``max_steps``, ``too_many_errors``). The agent's own per-turn
+  cap (``AgentSettings.max_steps``) does not apply: each turn may use what is left of tau2's budget.
+  ``max_turns`` (off by default; not tau2's) can cap the user messages, ending as ``max_turns``;
+- Y is tau2's ``evaluate_simulation`` on the conversation, whose tool calls and tool messages are exactly
+  those tau2 would have recorded: every executed call, failed ones with ``error=True``. Calls a guard
+  rejected never ran and are not in it; nor are calls whose arguments were not JSON (tau2's agent cannot
+  emit them; they are shown to the agent as errors and count as tau2 errors).
 
-With ``judge`` set, the evaluation is ``ALL_WITH_NL_ASSERTIONS`` and the retail NL assertions are graded by
-that model; such rewards are non-deterministic, and the rollout's metadata says so. User-simulator and
-judge calls are never agent cost: their token counts go to ``metadata["simulator"]``.
+The evaluation is ``ALL``, or ``ALL_WITH_NL_ASSERTIONS`` for a task whose reward basis holds
+``NL_ASSERTION``: only then is the judge (a setting) called, and only then is the rollout marked
+``nondeterministic``. Such a task without a judge is an input error. User-simulator tokens go to
+``metadata["simulator"]`` and judge tokens to ``metadata["judge"]``, never into agent cost.
 
 Needs tau2's simulator and evaluator dependencies (``litellm``, ``pandas``) on top of the replay set.
 """
@@ -26,18 +33,24 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
+from prefix_exec.agents.episode import Episode, render
+from prefix_exec.agents.executor import TurnResult
 from prefix_exec.agents.variants import Agent
 from prefix_exec.drivers.base import Outcome
 from prefix_exec.envs.tau import RolloutEnvironment, TauEnvironment, load_domain
 from prefix_exec.envs.tau.backend import import_tau2
+from prefix_exec.envs.tau.horizon import MAX_ERRORS, MAX_STEPS, GatedBackend, Horizon, HorizonReached
+from prefix_exec.envs.tau.judge import count, metered, metering, new_usage
 from prefix_exec.envs.tau.tasks import paper_task_ids
+from prefix_exec.errors import InputError
+from prefix_exec.llm.backend import ChatBackend
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.llm.types import ToolSchema
-from prefix_exec.trajectory import Rollout
+from prefix_exec.trajectory import Rollout, ToolCall
 
 FIRST_AGENT_MESSAGE = "Hi! How can I help you today?"
 AGENT_INSTRUCTION = (
@@ -84,15 +97,25 @@ def _tau2() -> dict[str, Any]:
 
 
 class TauDriver:
-    """``domain`` is ``airline`` or ``retail``; tasks are the paper's set (50 + 114) unless the grid lists some."""
+    """``domain`` is ``airline`` or ``retail``; tasks are the paper's set (50 + 114) unless the grid lists some.
+
+    ``max_steps`` and ``max_errors`` are tau2's horizon (its defaults, 200 and 10; both >= 1). ``max_turns``
+    (``None``: no cap, as in tau2) caps the user messages the agent answers.
+    """
 
     def __init__(self, domain: str, *, user: EndpointConfig, judge: EndpointConfig | None = None,
-                 dataset: str | None = None, max_turns: int = 30, data: str | None = None) -> None:
+                 dataset: str | None = None, max_steps: int = MAX_STEPS, max_errors: int = MAX_ERRORS,
+                 max_turns: int | None = None, data: str | None = None) -> None:
+        Horizon(max_steps, max_errors)  # validates the limits now, not at the first run
+        if max_turns is not None and max_turns < 1:
+            raise ValueError(f"max_turns must be >= 1 or None, got {max_turns}")
         self._env = TauEnvironment(load_domain(domain, data))
         self.domain = domain
         self.dataset = dataset or self._env.name
         self.user = LiteLLMModel.of(user)
         self.judge = LiteLLMModel.of(judge) if judge is not None else None
+        self.max_steps = max_steps
+        self.max_errors = max_errors
         self.max_turns = max_turns
         toolkit = self._env.domain.make_toolkit(self._env.domain.base_db)
         self.tools = [ToolSchema(t.openai_schema["function"]["name"], t.openai_schema["function"]["description"],
@@ -122,81 +145,137 @@ class TauDriver:
         tau = _tau2()
         msg = tau["message"]
         task = tau["tasks"].Task.model_validate(self._env.task(task_id))
+        judged = _nl_judged(tau, task)
+        if judged and self.judge is None:
+            raise InputError(f"{self.dataset} task {task_id}: its reward basis holds NL_ASSERTION, which needs a "
+                             "judge model", hint="set judge_model for this dataset")
         args = dict(self.user.args)
         if "seed" in args:
             args["seed"] = int(args["seed"]) + trial  # trials differ in the simulated user too
         user = tau["user"].UserSimulator(instructions=str(task.user_scenario), llm=self.user.model, llm_args=args)
         user_state = user.get_init_state()
-        # The live session follows tau2: a call tau2 would execute is executed, even when it uses an id the agent
-        # never saw. Our information check applies when the rollout is scored (env_for), and live only for the
-        # guarded variant, whose guard is the point of the comparison.
+        # Live, the session is tau2's environment; our checks run when the rollout is scored (env_for), and live
+        # only for the guarded variant, whose guard is the point of the comparison.
         guarded = agent.method == "guarded-react"
-        session = self._env.start(task_id, evidence=() if guarded else None)
+        session = self._env.start(task_id, evidence=()) if guarded else self._env.start(task_id, strict=False)
         episode = agent.start(system_prompt(self._env.domain.policy), self.tools)
         episode.say({"role": "assistant", "content": FIRST_AGENT_MESSAGE})
         outgoing = msg.AssistantMessage(role="assistant", content=FIRST_AGENT_MESSAGE)
         trajectory: list[Any] = [outgoing]
-        usage = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        usage = new_usage()
         users: list[str] = []
         started = time.time()
-        termination = "max_steps"
-        for turn in range(self.max_turns):
+        horizon = Horizon(self.max_steps, self.max_errors)
+        gated = GatedBackend(agent.executor.backend, horizon, lambda: _errors(episode))
+        termination: str | None = None
+        turn = 0
+        while termination is None:
+            if self.max_turns is not None and turn >= self.max_turns:
+                termination = "max_turns"
+                break
             reply, user_state = user.generate_next_message(outgoing, user_state)
-            _count(usage, reply)
+            horizon.steps += 1
+            count(usage, reply)
             trajectory.append(reply)
             if user.is_stop(reply):
                 termination = "user_stop"
                 episode.transcript.append({"role": "user", "content": reply.content})  # the agent never answers it
+            termination = horizon.reason() or termination  # tau2 checks its limits after a stop too
+            if termination is not None:
                 break
             session.observe(reply.content)
             users.append(str(reply.content))
             before = len(episode.actions)
-            result = agent.user_turn(episode, session, str(reply.content), turn, plan=turn == 0)
-            for action in episode.actions[before:]:
-                observation = action.observation
-                if observation is None or observation.error:
-                    continue
-                call = msg.ToolCall(id=action.call_id or "", name=action.name, arguments=dict(action.arguments),
-                                    requestor="assistant")
-                trajectory.append(msg.AssistantMessage(role="assistant", tool_calls=[call]))
-                trajectory.append(msg.ToolMessage(id=action.call_id or "", role="tool", requestor="assistant",
-                                                  content=str(observation.content), error=False))
-            if result.capped:
-                break
-            outgoing = msg.AssistantMessage(role="assistant", content=result.answer or "")
-            trajectory.append(outgoing)
-        reward, notes = self._evaluate(tau, task, task_id, trajectory, termination, started, usage)
-        notes.update({"termination": termination, "simulator": usage, "user_model": self.user.model})
+            result = self._turn(agent, gated, episode, session, str(reply.content), turn)
+            trajectory.extend(_tool_messages(msg, episode.actions[before:]))
+            horizon.errors = _errors(episode)
+            if result is not None and not result.capped:
+                outgoing = msg.AssistantMessage(role="assistant", content=result.answer or "")
+                trajectory.append(outgoing)
+            termination = horizon.reason()
+            if termination is None and (result is None or result.capped):
+                raise RuntimeError("the turn stopped on tau2's horizon, but tau2's limits are not reached")
+            turn += 1
+        reward, notes = self._evaluate(tau, task, task_id, trajectory, termination, started, judged)
+        notes.update({"termination": termination, "simulator": usage, "user_model": self.user.model,
+                      "tau2_steps": horizon.steps, "tau2_errors": horizon.errors,
+                      "tau2_messages": len(trajectory)})
         notes["user_seed"] = args.get("seed")
         notes["user_messages"] = users
         return Outcome(episode, int(reward >= 1.0 - 1e-6), notes)
 
+    def _turn(self, agent: Agent, gated: GatedBackend, episode: Episode, session: Any, content: str,
+              turn: int) -> TurnResult | None:
+        """One user turn of ``agent`` with tau2's horizon as its only cap; ``None`` when tau2 would have
+        ended the simulation inside the turn (after some tool results)."""
+        settings = replace(agent.settings, max_steps=gated.horizon.calls_left())
+        bounded = Agent(agent.method, cast(ChatBackend, gated), planner=agent.planner, verifier=agent.verifier,
+                        settings=settings)
+        try:
+            return bounded.user_turn(episode, session, content, turn, plan=turn == 0)
+        except HorizonReached:
+            return None
+
     def _evaluate(self, tau: dict[str, Any], task: Any, task_id: str, trajectory: list[Any], termination: str,
-                  started: float, usage: dict[str, int]) -> tuple[float, dict[str, Any]]:
+                  started: float, judged: bool) -> tuple[float, dict[str, Any]]:
         evaluator = tau["evaluator"]
         kind = evaluator.EvaluationType.ALL
         notes: dict[str, Any] = {}
-        if self.judge is not None:
+        judge_usage = new_usage()
+        if judged and self.judge is not None:
             # tau2 reads the judge model from module constants; this process's runs all use the same judge.
             tau["nl"].DEFAULT_LLM_NL_ASSERTIONS = self.judge.model
             tau["nl"].DEFAULT_LLM_NL_ASSERTIONS_ARGS = dict(self.judge.args)
+            metered(tau["nl"])
             kind = evaluator.EvaluationType.ALL_WITH_NL_ASSERTIONS
             notes["nondeterministic"] = f"NL assertions graded by {self.judge.model}"
         now = time.time()
+        # A turn cap of ours is no tau2 reason; tau2 scores any early end the same way (reward 0).
+        reason = termination if termination != "max_turns" else "max_steps"
         simulation = tau["simulation"].SimulationRun(
             id=str(uuid.uuid4()), task_id=task_id, start_time=str(started), end_time=str(now),
-            duration=now - started, termination_reason=termination, messages=trajectory,
+            duration=now - started, termination_reason=reason, messages=trajectory,
         )
-        info = evaluator.evaluate_simulation(simulation=simulation, task=task, evaluation_type=kind,
-                                             solo_mode=False, domain=self.domain)
+        with metering(judge_usage):
+            info = evaluator.evaluate_simulation(simulation=simulation, task=task, evaluation_type=kind,
+                                                 solo_mode=False, domain=self.domain)
+        if judged:
+            notes["judge"] = {**judge_usage, "model": self.judge.model if self.judge else None}
         notes["reward"] = info.reward
         if info.reward_breakdown:
             notes["reward_breakdown"] = {str(getattr(k, "value", k)): v for k, v in info.reward_breakdown.items()}
         return float(info.reward), notes
 
 
-def _count(usage: dict[str, int], message: Any) -> None:
-    usage["calls"] += 1
-    data = getattr(message, "usage", None) or {}
-    usage["prompt_tokens"] += int(data.get("prompt_tokens") or 0)
-    usage["completion_tokens"] += int(data.get("completion_tokens") or 0)
+def _nl_judged(tau: dict[str, Any], task: Any) -> bool:
+    """Whether tau2's reward for ``task`` includes the NL-assertion judge (``NL_ASSERTION`` in its basis)."""
+    criteria = task.evaluation_criteria
+    basis = set(criteria.reward_basis) if criteria is not None else set()
+    return bool(tau["tasks"].RewardType.NL_ASSERTION in basis)
+
+
+def _errors(episode: Episode) -> int:
+    """The conversation's failed tool calls so far: tau2's ``num_errors``."""
+    return sum(1 for a in episode.actions if a.observation is not None and a.observation.error)
+
+
+def _tool_messages(msg: Any, actions: Sequence[ToolCall]) -> list[Any]:
+    """tau2's messages for one turn's executed calls: per model answer, one assistant message with its calls
+    and one tool message per call (tau2's content and error flag). Calls that could not be parsed are left
+    out: tau2's agent cannot emit them."""
+    messages: list[Any] = []
+    groups: dict[str, list[ToolCall]] = {}
+    for action in actions:
+        if action.parse_error is None and action.observation is not None:
+            groups.setdefault((action.call_id or "").rpartition(".c")[0], []).append(action)
+    for calls in groups.values():
+        messages.append(msg.AssistantMessage(role="assistant", tool_calls=[
+            msg.ToolCall(id=c.call_id or "", name=c.name, arguments=dict(c.arguments), requestor="assistant")
+            for c in calls
+        ]))
+        for c in calls:
+            observation = c.observation
+            assert observation is not None
+            messages.append(msg.ToolMessage(id=c.call_id or "", role="tool", requestor="assistant",
+                                            content=render(observation.content), error=bool(observation.error)))
+    return messages

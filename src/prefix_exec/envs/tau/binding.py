@@ -56,25 +56,41 @@ _BINARY: Mapping[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
     ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
     ast.Pow: operator.pow,
 }
+
+
+def calculate_call(owner: str, arguments: Mapping[str, Any]) -> str:
+    """tau2's ``<owner>.calculate(**arguments)``: Python's own messages for arguments that do not bind
+    (``AirlineTools.calculate() got an unexpected keyword argument 'x'``), then :func:`calculate`."""
+    unexpected = [name for name in arguments if name != "expression"]
+    if unexpected:  # Python names the first unexpected keyword before any missing one
+        raise TypeError(f"{owner}.calculate() got an unexpected keyword argument '{unexpected[0]}'")
+    if "expression" not in arguments:
+        raise TypeError(f"{owner}.calculate() missing 1 required positional argument: 'expression'")
+    return calculate(arguments["expression"])
 
 
 def calculate(expression: str) -> str:
     """tau2's ``calculate`` tool, evaluated from the syntax tree instead of ``eval``.
 
-    Same character whitelist, same message (``"Invalid characters in expression"``) and same result format
-    (``str(round(float(value), 2))``). Powers are bounded (|exponent| <= 64) so ``9**9**9`` cannot hang replay.
+    Same character whitelist, same message (``"Invalid characters in expression"``), same result format
+    (``str(round(float(value), 2))``) and the same error texts as tau2's ``eval`` (syntax errors name
+    ``<string>``, ``()`` fails in ``float``). Powers are bounded (|exponent| <= 64) so ``9**9**9`` cannot hang
+    replay; that is the one answer that differs from tau2's.
     """
     if not all(char in _ALLOWED for char in expression):
         raise ValueError("Invalid characters in expression")
-    tree = ast.parse(expression.strip(), mode="eval")
+    tree = ast.parse(expression.strip(), filename="<string>", mode="eval")
     return str(round(float(_evaluate(tree.body)), 2))
 
 
 def _evaluate(node: ast.AST) -> Any:
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
         return node.value
+    if isinstance(node, ast.Tuple) and not node.elts:
+        return ()  # "()" is an empty tuple for eval too; float() then refuses it with tau2's message
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
         value = _evaluate(node.operand)
         return -value if isinstance(node.op, ast.USub) else value

@@ -5,7 +5,7 @@ results file's embedded tasks first, the package's ``tasks.json`` as fallback). 
 :class:`TauSession` in the task's initial state, on a copy-on-access DB (:mod:`.state`) that costs
 microseconds instead of re-parsing the 7 MB ``db.json``.
 
-Per action, :meth:`TauSession.step` checks, in order:
+A *strict* session (the default; every scored replay) checks, per action, in order:
 
 1. the tool is one of the domain's agent tools, and the arguments bind to its signature (``schema``; nothing
    executes);
@@ -17,6 +17,14 @@ Per action, :meth:`TauSession.step` checks, in order:
 
 Read-only tools run on the live DB. State-changing tools, and any call already failing the information check,
 run on a fork that is adopted only when the call is accepted, so a rejected action never changes the state.
+
+A *tau2* session (``strict=False``; the live session of agents that run as tau2 runs them) is tau2's
+``Environment.get_response`` and nothing more: every call executes on the live DB as tau2 executes it (no
+binding or information check), is accepted exactly when tau2 reports ``error=False``, and keeps whatever a
+failing tool changed before it raised, as tau2 does.
+
+Either way a verdict's ``result`` is the content of the tool message tau2 would answer to the call in this
+state (``"Error: ..."`` for a tau2 error), also on rejections; ``reason`` is our diagnosis, for the record.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prefix_exec.envs.tau.backend import Domain, import_tau2, to_json_text
-from prefix_exec.envs.tau.binding import binding_error, calculate
+from prefix_exec.envs.tau.binding import binding_error, calculate_call
 from prefix_exec.envs.tau.information import Evidence, unseen
 from prefix_exec.envs.tau.labels import label_error
 from prefix_exec.envs.tau.state import WriteFlag, fork_db, lazy_db
@@ -62,19 +70,23 @@ class TauEnvironment:
             self._initial[task_id] = _apply_initial_state(self.domain, self.task(task_id))
         return self._initial[task_id]
 
-    def start(self, task_id: str, evidence: Sequence[Any] | None = None) -> TauSession:
+    def start(self, task_id: str, evidence: Sequence[Any] | None = None, *, strict: bool = True) -> TauSession:
         """A session in the task's initial state.
 
         ``evidence`` turns the information check on, seeded with those texts (user messages, system context);
         ``None`` leaves it off. The policy text is always part of the evidence when the check is on.
+        ``strict=False`` gives a session that answers exactly as tau2's environment (see the module
+        docstring); it has no checks of ours, so it takes no ``evidence`` (``ValueError``).
         """
+        if not strict and evidence is not None:
+            raise ValueError("a tau2 session (strict=False) makes no information check: pass no evidence")
         base = self.initial_db(task_id)
         seen: Evidence | None = None
         if evidence is not None:
             seen = Evidence()
             seen.add(self.domain.policy)
             seen.extend(evidence)
-        return TauSession(self, str(task_id), base, seen)
+        return TauSession(self, str(task_id), base, seen, strict=strict)
 
     def bind(self, rollout: Rollout) -> RolloutEnvironment:
         """This environment seen by one rollout: its sessions know the conversation before each call."""
@@ -137,13 +149,16 @@ def call_messages(transcript: Sequence[Mapping[str, Any]]) -> tuple[int, ...]:
 
 
 class TauSession:
-    """The live state of one tau2 task. See the module docstring for the order of checks."""
+    """The live state of one tau2 task. See the module docstring for the order of checks and ``strict``."""
 
-    def __init__(self, env: TauEnvironment, task_id: str, base: Any, evidence: Evidence | None) -> None:
+    def __init__(
+        self, env: TauEnvironment, task_id: str, base: Any, evidence: Evidence | None, *, strict: bool = True
+    ) -> None:
         self.env = env
         self.task_id = task_id
         self.db, self.flag = lazy_db(base)
         self.evidence = evidence
+        self.strict = strict
         self.timeline: tuple[tuple[int, str], ...] = ()
         self.messages: tuple[int, ...] = ()
         self.steps = 0
@@ -155,6 +170,7 @@ class TauSession:
         twin.env, twin.task_id = self.env, self.task_id
         twin.db, twin.flag = fork_db(self.db)
         twin.evidence = self.evidence.copy() if self.evidence is not None else None
+        twin.strict = self.strict
         twin.timeline, twin.messages = self.timeline, self.messages
         twin.steps, twin._seen_upto, twin._pending = self.steps, self._seen_upto, list(self._pending)
         return twin
@@ -174,12 +190,22 @@ class TauSession:
         self._catch_up()
         self.steps += 1
         spec = self.env.domain.tools.get(call.name)
+        if not self.strict:
+            if not isinstance(call.arguments, Mapping):  # tau2's tool calls cannot even hold such arguments
+                problem = f"{call.name}: arguments must be a JSON object, got {type(call.arguments).__name__}"
+                return Verdict.reject(FailureLabel.SCHEMA, problem)
+            # tau2's environment: the call runs on the live DB, and a failing tool keeps what it changed.
+            ok, output = self._execute(self.db, self.flag, call, writing=spec is not None and not spec.read_only)
+            if ok:
+                return Verdict.accept(result=to_json_text(output))
+            return self._failure(call, output, [], [])
         if spec is None:
             known = ", ".join(sorted(self.env.domain.tools))
-            return Verdict.reject(FailureLabel.SCHEMA, f"unknown tool {call.name!r}; {self.env.name} has: {known}")
+            return Verdict.reject(FailureLabel.SCHEMA, f"unknown tool {call.name!r}; {self.env.name} has: {known}",
+                                  result=self._tau2_answer(call))
         problem = binding_error(spec, call.arguments)
         if problem is not None:
-            return Verdict.reject(FailureLabel.SCHEMA, problem)
+            return Verdict.reject(FailureLabel.SCHEMA, problem, result=self._tau2_answer(call))
         notes: list[str] = []
         missing: list[tuple[str, str]] = []
         if self.evidence is None:
@@ -192,17 +218,26 @@ class TauSession:
         if ok:
             text = to_json_text(output)
             if missing:
-                return Verdict.reject(FailureLabel.INFORMATION, _unseen_reason(missing), notes=notes)
+                return Verdict.reject(FailureLabel.INFORMATION, _unseen_reason(missing), result=text, notes=notes)
             if isolated:
                 self.db, self.flag = db, flag
             if self.evidence is not None:
                 self._pending.append(text)  # seen by the calls of later assistant messages only
                 self._release_if_last_of_message()
             return Verdict.accept(result=text, notes=notes)
+        return self._failure(call, output, missing, notes)
+
+    def _failure(
+        self, call: ToolCall, output: Exception, missing: list[tuple[str, str]], notes: list[str]
+    ) -> Verdict:
+        """The verdict of a call whose tool raised: labelled causes, our diagnosis as ``reason``, and tau2's
+        tool message (``"Error: <message>"``) as ``result``."""
         message = str(output)
         masked = ""
         causes = [FailureLabel.INFORMATION] if missing else []
-        if type(output).__name__ in _SCHEMA_EXCEPTIONS:
+        if call.name not in self.env.domain.tools:
+            causes.append(FailureLabel.SCHEMA)  # tau2's "Tool 'x' not found."
+        elif type(output).__name__ in _SCHEMA_EXCEPTIONS:
             causes.append(FailureLabel.SCHEMA)
             notes.append(f"exception:{type(output).__name__}")
         else:
@@ -213,12 +248,23 @@ class TauSession:
             causes.append(label)
             if label is FailureLabel.PRECONDITION:
                 causes, masked = self._stale_state(call, message, causes, notes)
-        reason = f"Error: {message}"
+        answer = f"Error: {message}"  # tau2's Environment.get_response wording
+        reason = answer
         if masked:
             reason += f" (in the initial state: {masked})"
         if missing:
             reason += f" (also: {_unseen_reason(missing)})"
-        return Verdict.reject(causes, reason, notes=notes)
+        return Verdict.reject(causes, reason, result=answer, notes=notes)
+
+    def _tau2_answer(self, call: ToolCall) -> str | None:
+        """What tau2 would answer to ``call`` in the current state, found on a fork (nothing changes here);
+        ``None`` for arguments that are not an object, which tau2's tool calls cannot hold."""
+        if not isinstance(call.arguments, Mapping):
+            return None
+        spec = self.env.domain.tools.get(call.name)
+        db, flag = fork_db(self.db)
+        ok, output = self._execute(db, flag, call, writing=spec is not None and not spec.read_only)
+        return to_json_text(output) if ok else f"Error: {output}"
 
     def observe(self, text: Any) -> None:
         """Add a text the agent has now seen (a user turn, for online use) to the information evidence."""
@@ -259,8 +305,9 @@ class TauSession:
         flag.writing = writing
         try:
             if call.name == "calculate":
-                return True, calculate(**arguments)
-            return True, getattr(toolkit, call.name)(**arguments)
+                return True, calculate_call(type(toolkit).__name__, arguments)
+            # tau2's own dispatch: an unknown name fails with its "Tool 'x' not found." message
+            return True, toolkit.use_tool(call.name, **arguments)
         except Exception as exc:  # tau2 reports every tool exception as an error message; so do we
             return False, exc
         finally:
