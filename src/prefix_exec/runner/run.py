@@ -56,7 +56,8 @@ class RunReport:
     aborted: str = ""
 
     def summary(self) -> str:
-        text = f"{self.written} of {self.planned} units written in {self.seconds:.1f} s, {self.tokens} agent tokens"
+        text = f"{self.written} of {self.planned} units written in {self.seconds:.1f} s; the run holds " \
+               f"{self.tokens} agent tokens"
         if self.usd:
             text += f", ${self.usd:.2f}"
         if self.retries:
