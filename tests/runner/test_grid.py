@@ -92,3 +92,19 @@ def test_the_cli_reports_a_bad_grid_with_exit_2(tmp_path: Path, capsys: pytest.C
     err = capsys.readouterr().err
     assert f"{grid}: field 'agent': must be a table" in err and "Traceback" not in err
     assert not (tmp_path / "run").exists()
+
+
+def test_tau_dataset_options_reach_the_driver_and_bad_ones_are_input_errors() -> None:
+    pytest.importorskip("tau2")
+    from prefix_exec.runner.datasets import make_driver
+
+    tau = {"name": "air", "kind": "tau", "domain": "airline", "user_model": "judge", "max_steps": 50,
+           "max_errors": 3}
+    grid = parse_grid({**BASE, "datasets": [tau]}, base_dir=Path("."))
+    driver: Any = make_driver(grid.datasets[0], grid)
+    assert (driver.max_steps, driver.max_errors, driver.max_turns) == (50, 3, None)
+    for key, value in [("max_errors", 0), ("max_steps", "many"), ("max_turns", True)]:
+        bad = parse_grid({**BASE, "datasets": [{**tau, key: value}]}, base_dir=Path("."))
+        with pytest.raises(InputError, match="integer >= 1") as info:
+            make_driver(bad.datasets[0], bad)
+        assert info.value.field == f"datasets.air.{key}"

@@ -41,7 +41,7 @@ def _bfcl(spec: DatasetSpec, grid: Grid) -> Driver:
 def _tau(spec: DatasetSpec, grid: Grid) -> Driver:
     from prefix_exec.drivers.tau import TauDriver
 
-    known = {"domain", "user_model", "judge_model", "max_turns", "tau2_data"}
+    known = {"domain", "user_model", "judge_model", "max_steps", "max_errors", "max_turns", "tau2_data"}
     unknown = sorted(set(spec.options) - known)
     if unknown:
         raise InputError(f"unknown tau option {unknown[0]!r}", field=f"datasets.{spec.name}.{unknown[0]}",
@@ -55,10 +55,11 @@ def _tau(spec: DatasetSpec, grid: Grid) -> Driver:
             raise InputError(f"{spec.options[key]!r} is not a model of the grid", field=f"datasets.{spec.name}.{key}",
                              hint="declare it under [[models]] (with condition = false to keep it out of the units)")
     judge = option(spec, "judge_model")
+    limits = {key: _positive(spec, key) for key in ("max_steps", "max_errors", "max_turns") if key in spec.options}
     return TauDriver(
         str(spec.options["domain"]), user=grid.endpoint(str(spec.options["user_model"]), 0),
         judge=grid.endpoint(str(judge), 0) if judge else None, dataset=spec.name,
-        max_turns=int(option(spec, "max_turns", 30)),
+        **limits,
         data=str(grid.resolve(str(option(spec, "tau2_data")))) if option(spec, "tau2_data") else None,
     )
 
@@ -74,6 +75,13 @@ def make_driver(spec: DatasetSpec, grid: Grid) -> Driver:
             hint="known kinds: " + ", ".join(sorted(DRIVERS)),
         )
     return factory(spec, grid)
+
+
+def _positive(spec: DatasetSpec, name: str) -> int:
+    value = spec.options[name]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"must be an integer >= 1, got {value!r}", field=f"datasets.{spec.name}.{name}")
+    return value
 
 
 def option(spec: DatasetSpec, name: str, default: Any = None) -> Any:
