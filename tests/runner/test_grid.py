@@ -100,11 +100,12 @@ def test_tau_dataset_options_reach_the_driver_and_bad_ones_are_input_errors() ->
 
     tau = {"name": "air", "kind": "tau", "domain": "airline", "user_model": "judge", "max_steps": 50,
            "max_errors": 3}
-    grid = parse_grid({**BASE, "datasets": [tau]}, base_dir=Path("."))
+    models = [BASE["models"][0], {**BASE["models"][1], "api_key_env": ""}]
+    grid = parse_grid({**BASE, "models": models, "datasets": [tau]}, base_dir=Path("."))
     driver: Any = make_driver(grid.datasets[0], grid)
     assert (driver.max_steps, driver.max_errors, driver.max_turns) == (50, 3, None)
     for key, value in [("max_errors", 0), ("max_steps", "many"), ("max_turns", True)]:
-        bad = parse_grid({**BASE, "datasets": [{**tau, key: value}]}, base_dir=Path("."))
+        bad = parse_grid({**BASE, "models": models, "datasets": [{**tau, key: value}]}, base_dir=Path("."))
         with pytest.raises(InputError, match="integer >= 1") as info:
             make_driver(bad.datasets[0], bad)
         assert info.value.field == f"datasets.air.{key}"
