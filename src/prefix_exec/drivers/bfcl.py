@@ -3,20 +3,38 @@
 Per task (following ``bfcl_eval``'s ``base_handler`` multi-turn loop):
 
 - the tools are the function docs of the task's involved classes, minus miss_func's held-back functions,
-  converted to OpenAI tools as BFCL converts them (``dict`` -> ``object``, ``float`` -> ``number`` with
-  ``format: float``, ...); no system prompt is sent, as in BFCL's OpenAI function-calling handler;
-- the user turns are given in order; per turn the agent loops until it answers without a tool call or
-  reaches the horizon cap (``max_steps``, 20 by default, BFCL's ``MAXIMUM_STEP_LIMIT``);
+  with BFCL's Python hint appended to their descriptions (held-back ones join later without it, as in
+  BFCL), converted to OpenAI tools exactly as BFCL's ``convert_to_tool`` converts them for OpenAI chat
+  completions (:func:`tool_schema`: every doc key is kept, ``response`` included; ``dict`` -> ``object``,
+  a top-level or nested-object ``float`` -> ``number`` with ``format: float`` and " This is a float type
+  value." appended to its description, while array items only get their type mapped); no system prompt
+  is sent, as in BFCL's OpenAI function-calling handler;
+- the user turns are given in order; per turn the agent loops until it answers without a tool call;
+- **steps**: the grid's ``max_steps`` (``AgentSettings.max_steps``, 20 by default) plays the role of BFCL's
+  ``MAXIMUM_STEP_LIMIT`` (20). BFCL counts the steps whose calls it executed and force-quits when the count
+  *exceeds* the limit, so a turn may use ``max_steps + 1`` model calls, and is force-quit when all of them
+  called tools. The driver runs the shared executor with a cap of ``max_steps + 1`` model calls to match;
+- **force quit**: a capped turn ends the episode (no later turn is played), and Y is BFCL's rule over the
+  turns played, so it is 0 (``[force_terminated]``) unless the capped turn was the last one, exactly as
+  ``eval_runner`` compares turn counts; the rollout notes ``force_quit_turn`` and ``force_terminated``;
 - at a miss_func reveal turn (a turn with no user message) the held-back functions join the tools and the
   user message is BFCL's ``DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC``;
 - long_context tasks run on the long-context state (the environment loads it by category);
-- calls run on the safe environment (:mod:`prefix_exec.envs.bfcl`), never ``eval``; Y is BFCL's final
-  success rule (:class:`prefix_exec.envs.bfcl.FinalSuccess`) over the rollout's actions and turn count.
+- **the live session follows BFCL** for every variant but ``guarded-react``: a call BFCL would execute is
+  executed as BFCL executes it (held-back tools and wrongly typed arguments included, nothing rolled back;
+  on the safe executor, never ``eval``), and the agent gets BFCL's own answer text. Validity is measured
+  when the rollout is scored, by strict replay (:meth:`BfclDriver.env_for`). ``guarded-react`` keeps the
+  strict session live, because its guard is the point of the comparison;
+- Y is BFCL's final success rule (:class:`prefix_exec.envs.bfcl.FinalSuccess`) over the rollout's actions
+  and the turns played; it executes the same calls the live session executed, so its state is the live one;
+- planners get a state summary per turn, built from the live session before the turn
+  (:func:`prefix_exec.envs.bfcl.summary.state_summary`, at most ``state_chars`` characters).
 
 Differences from BFCL's loop, by design: a call whose arguments are not JSON is an action (a schema
-failure) and the model gets the error back instead of the turn ending; BFCL allows one step past the cap
-(it quits when its counter exceeds 20). Outside the main thread (runner threads, Ray actors) only the
-environment's static cost guard bounds a call, not its timer.
+failure) and the model gets the error back instead of the turn ending; the step's other calls run, and Y
+skips only the undecodable call (``metadata["loop"]`` says so to :meth:`FinalSuccess.check_rollout`). A
+name that is not a method of an involved class is undefined rather than evaluated. Outside the main thread
+(runner threads, Ray actors) only the environment's static cost guard bounds a call, not its timer.
 """
 
 from __future__ import annotations
@@ -25,12 +43,15 @@ import copy
 import functools
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from prefix_exec.agents.variants import Agent
 from prefix_exec.drivers.base import Outcome
 from prefix_exec.envs.base import Environment
 from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
+from prefix_exec.envs.bfcl.checker import OWN_LOOP
+from prefix_exec.envs.bfcl.summary import state_summary
 from prefix_exec.envs.bfcl.tasks import CATEGORIES, bfcl_module, data_dir, function_docs, load_category
 from prefix_exec.llm.types import ToolSchema
 from prefix_exec.trajectory import Rollout
@@ -43,6 +64,13 @@ OPENAI_TYPES: Mapping[str, str] = {
 }
 #: BFCL's reveal message, used if ``bfcl_eval`` does not expose it.
 REVEAL_MESSAGE = "I have updated some more functions you can choose from. What about now?"
+#: What BFCL's dataset loader appends to the description of each function listed from the start (Python
+#: categories); miss_func's held-back functions are set aside before it, so they join without it.
+PYTHON_HINT = " Note that the provided function is in Python 3 syntax."
+#: What BFCL appends to a float parameter's description.
+FLOAT_NOTE = " This is a float type value."
+#: The method that keeps the strict session live (its guard is the point).
+GUARDED = "guarded-react"
 
 
 def reveal_message() -> str:
@@ -53,25 +81,83 @@ def reveal_message() -> str:
     return text
 
 
-def openai_schema(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """One BFCL parameter spec as JSON Schema (recursing into ``properties`` and ``items``)."""
-    out = copy.deepcopy(dict(spec))
-    kind = OPENAI_TYPES.get(str(out.get("type", "string")), "string")
-    if out.get("type") == "float":
-        out["format"] = "float"
-        out["description"] = str(out.get("description", "")) + " This is a float type value."
-    out["type"] = kind
-    if isinstance(out.get("properties"), Mapping):
-        out["properties"] = {k: openai_schema(v) for k, v in out["properties"].items()}
-    if isinstance(out.get("items"), Mapping):
-        out["items"] = openai_schema(out["items"])
+def _openai_type(name: Any) -> str:
+    return OPENAI_TYPES.get(str(name), "string")
+
+
+def openai_properties(properties: Mapping[str, Any]) -> dict[str, Any]:
+    """BFCL's parameter ``properties`` as OpenAI JSON Schema, converted the way BFCL converts them.
+
+    Per property: a missing type becomes ``string``; ``float`` gets ``format: float`` and
+    :data:`FLOAT_NOTE` appended to its description; the type is mapped (unknown -> ``string``). An
+    ``array``/``object`` with ``properties`` recurses into them; otherwise its ``items`` get their type
+    mapped (and only that), one level further for an array of arrays, recursing for an array of objects
+    with ``properties``. Where BFCL's conversion would crash (a float without a description, items without
+    a type) this one uses an empty description and ``string``.
+    """
+    out: dict[str, Any] = {}
+    for key, source in properties.items():
+        spec = copy.deepcopy(dict(source))
+        declared = spec.get("type")
+        if declared is None:
+            spec["type"] = "string"
+        else:
+            if declared == "float":
+                spec["format"] = "float"
+                spec["description"] = str(spec.get("description", "")) + FLOAT_NOTE
+            spec["type"] = _openai_type(declared)
+        if spec["type"] in ("array", "object"):
+            if isinstance(spec.get("properties"), Mapping):
+                spec["properties"] = openai_properties(spec["properties"])
+            elif isinstance(spec.get("items"), Mapping):
+                items = spec["items"]
+                items["type"] = _openai_type(items.get("type"))
+                if items["type"] == "array" and isinstance(items.get("items"), Mapping):
+                    items["items"]["type"] = _openai_type(items["items"].get("type"))
+                elif items["type"] == "object" and isinstance(items.get("properties"), Mapping):
+                    items["properties"] = openai_properties(items["properties"])
+        out[key] = spec
     return out
 
 
-def tool_schema(doc: Mapping[str, Any]) -> ToolSchema:
-    parameters = openai_schema(doc.get("parameters", {"type": "dict", "properties": {}}))
+@dataclass(frozen=True)
+class BfclTool(ToolSchema):
+    """A BFCL tool: the OpenAI schema plus the doc's ``response`` schema, which BFCL sends too."""
+
+    response: Mapping[str, Any] | None = None
+
+    def to_openai(self) -> dict[str, Any]:
+        function: dict[str, Any] = {
+            "name": self.name, "description": self.description, "parameters": copy.deepcopy(dict(self.parameters))
+        }
+        if self.response is not None:
+            function["response"] = copy.deepcopy(dict(self.response))
+        return {"type": "function", "function": function}
+
+
+def tool_schema(doc: Mapping[str, Any], *, hint: bool = True) -> BfclTool:
+    """One BFCL function doc as the tool BFCL's OpenAI chat-completions handler sends.
+
+    ``hint`` appends :data:`PYTHON_HINT` to the description, as BFCL's dataset loader does for the functions
+    offered from the start; BFCL offers miss_func's held-back functions without it.
+    """
+    parameters = copy.deepcopy(dict(doc.get("parameters", {"type": "dict", "properties": {}})))
     parameters["type"] = "object"
-    return ToolSchema(str(doc["name"]), str(doc.get("description", "")), parameters)
+    parameters["properties"] = openai_properties(parameters.get("properties", {}))
+    response = doc.get("response")
+    return BfclTool(
+        str(doc["name"]).replace(".", "_"),  # BFCL's rule: OpenAI names cannot hold dots
+        str(doc.get("description", "")) + (PYTHON_HINT if hint else ""),
+        parameters,
+        response=copy.deepcopy(dict(response)) if isinstance(response, Mapping) else None,
+    )
+
+
+def with_bfcl_steps(agent: Agent) -> Agent:
+    """``agent`` with room for BFCL's step counting: ``max_steps + 1`` model calls per turn (module docstring)."""
+    settings = replace(agent.settings, max_steps=agent.settings.max_steps + 1)
+    return Agent(agent.method, agent.executor.backend, planner=agent.planner, verifier=agent.verifier,
+                 settings=settings)
 
 
 @functools.cache
@@ -123,16 +209,30 @@ class BfclDriver:
         turns, held = questions(task.category)[task_id]
         held_names = {name for names in held.values() for name in names}
         docs = [doc for c in task.involved_classes for doc in function_docs(c).values()]
-        session = self._env.start(task_id)
-        state = json.dumps(task.initial_config, sort_keys=True, default=repr)[: self.state_chars]
-        episode = agent.start("", [tool_schema(d) for d in docs if d["name"] not in held_names])
+        guarded = agent.method == GUARDED
+        session = self._env.start(task_id, strict=guarded)
+        runner = with_bfcl_steps(agent)
+        episode = runner.start("", [tool_schema(d) for d in docs if d["name"] not in held_names])
+        played = 0
+        quit_turn: int | None = None
         for index, content in enumerate(turns):
             if str(index) in held:
-                episode.tools.extend(tool_schema(d) for d in docs if d["name"] in held[str(index)])
+                episode.tools.extend(tool_schema(d, hint=False) for d in docs if d["name"] in held[str(index)])
                 content = reveal_message()
-            agent.user_turn(episode, session, content, index, state=state)
-        check = self._success.check(task, episode.actions, len(turns))
-        notes: dict[str, Any] = {"turns": len(turns), "category": task.category}
+            state = state_summary(session.instances, task.involved_classes, self.state_chars)
+            result = runner.user_turn(episode, session, content, index, state=state)
+            played = index + 1
+            if result.capped:
+                quit_turn = index  # BFCL's force quit: the whole entry stops here
+                break
+        check = self._success.check(task, episode.actions, played, whole_steps=False)
+        notes: dict[str, Any] = {
+            "turns": played, "category": task.category, "loop": OWN_LOOP,
+            "live_session": "strict" if guarded else "bfcl",
+        }
+        if quit_turn is not None:
+            notes["force_quit_turn"] = quit_turn
+            notes["force_terminated"] = played < len(turns)
         if not check.success:
             notes["success_reason"] = check.reason
         return Outcome(episode, check.success, notes)

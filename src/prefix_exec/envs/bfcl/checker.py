@@ -28,10 +28,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from prefix_exec.envs.bfcl import backend, executor
-from prefix_exec.envs.bfcl.calls import bind_positional, check_name, parse_call
+from prefix_exec.envs.bfcl.calls import bind_positional, parse_call
 from prefix_exec.envs.bfcl.tasks import BfclTask
 from prefix_exec.trajectory import Rollout, ToolCall
 
+#: ``metadata["loop"]`` of rollouts the BFCL driver produced (its loop goes on after an undecodable call).
+OWN_LOOP = "prefix_exec"
 #: How importers name a call: turn, step within the turn, index within the step.
 CALL_ID = re.compile(r"^t(\d+)\.s(\d+)\.c(\d+)$")
 
@@ -58,16 +60,7 @@ def run_lenient(
     instances: backend.Instances, owners: Mapping[str, str], name: str, arguments: Mapping[str, Any]
 ) -> str:
     """Execute as BFCL's executor would (any public method of an involved class), returning the result text."""
-    if not isinstance(name, str) or check_name(name) or name not in owners:
-        return executor.error_text(f"name {name!r} is not defined")
-    if not isinstance(arguments, Mapping):
-        return executor.error_text(f"{name}: arguments are not named values")
-    refused = executor.guard(name, arguments)  # before the arguments are copied (deep values)
-    if refused is not None:
-        return executor.error_text(refused)
-    owner = owners[name]
-    method = getattr(instances[owner], name)
-    return executor.run(method, name, backend.call_arguments(owner, name, arguments)).text
+    return executor.run_as_bfcl(instances, owners, name, arguments).text
 
 
 def ground_truth_calls(task: BfclTask) -> list[list[tuple[str, dict[str, Any]]]]:
@@ -103,12 +96,19 @@ class FinalSuccess:
         self._truth[task.id] = turns
         return turns
 
-    def check(self, task: BfclTask, actions: Sequence[ToolCall], turns: int | None = None) -> Check:
-        """Y for a rollout with ``actions`` over ``turns`` turns (``None``: assume the ground truth's count)."""
+    def check(
+        self, task: BfclTask, actions: Sequence[ToolCall], turns: int | None = None, *, whole_steps: bool = True
+    ) -> Check:
+        """Y for a rollout with ``actions`` over ``turns`` turns (``None``: assume the ground truth's count).
+
+        ``whole_steps`` (BFCL's logs): a step with an undecodable call is skipped whole, as BFCL's evaluation
+        skips it (BFCL's loop ended the turn there). False (the driver's own rollouts, whose loop goes on):
+        only the undecodable calls are skipped, so Y counts exactly the calls that ran live.
+        """
         truth = self.truth(task)
         if turns is not None and turns != len(truth):
             return Check(0, f"[force_terminated] the rollout has {turns} turns, the ground truth {len(truth)}")
-        per_turn = _decoded_turns(actions, len(truth))
+        per_turn = _decoded_turns(actions, len(truth), whole_steps)
         instances = self.templates.fresh(task)
         owners = _owners(task)
         produced: list[str] = []
@@ -140,9 +140,26 @@ class FinalSuccess:
         return Check(1)
 
     def check_rollout(self, task: BfclTask, rollout: Rollout) -> Check:
-        """Y for a rollout; its turn count comes from ``metadata["turns"]`` when the importer recorded it."""
+        """Y for a rollout; its turn count comes from ``metadata["turns"]`` when the importer recorded it.
+
+        A rollout of the driver's own loop (``metadata["loop"] == "prefix_exec"``) skips undecodable calls
+        one by one, as that loop did; any other skips their whole step, as BFCL does.
+        """
         turns = rollout.metadata.get("turns")
-        return self.check(task, rollout.actions, int(turns) if turns is not None else None)
+        whole = rollout.metadata.get("loop") != OWN_LOOP
+        return self.check(task, rollout.actions, int(turns) if turns is not None else None, whole_steps=whole)
+
+    def model_state(
+        self, task: BfclTask, actions: Sequence[ToolCall], *, whole_steps: bool = True
+    ) -> backend.Instances:
+        """The model's instances after every call :meth:`check` would execute (all turns the actions reach)."""
+        turns = max((call.turn + 1 for call in actions), default=0)
+        instances = self.templates.fresh(task)
+        owners = _owners(task)
+        for calls in _decoded_turns(actions, turns, whole_steps):
+            for call in calls:
+                run_lenient(instances, owners, call.name, call.arguments)
+        return instances
 
 
 _MISSING = object()
@@ -152,11 +169,11 @@ def _owners(task: BfclTask) -> dict[str, str]:
     return {name: c for c in task.involved_classes for name in backend.public_methods(c)}
 
 
-def _decoded_turns(actions: Sequence[ToolCall], turns: int) -> list[list[ToolCall]]:
-    """Calls per turn that BFCL would execute: a step with any undecodable call is dropped whole."""
+def _decoded_turns(actions: Sequence[ToolCall], turns: int, whole_steps: bool = True) -> list[list[ToolCall]]:
+    """Calls per turn that run: undecodable calls never do, and with ``whole_steps`` neither does their step."""
     bad_steps = set()
     for call in actions:
-        if call.parse_error is not None:
+        if call.parse_error is not None and whole_steps:
             bad_steps.add(_step_of(call))
     per_turn: list[list[ToolCall]] = [[] for _ in range(turns)]
     for call in actions:

@@ -1,6 +1,9 @@
 """The BFCL v3 multi-turn environment: per-action checks on BFCL's own backend classes.
 
-Per action, in order (the first failing check decides; nothing runs after a schema failure):
+A session has two modes.
+
+**Strict** (the default; what scoring replays, and the live session of ``guarded-react``). Per action, in
+order (the first failing check decides; nothing runs after a schema failure):
 
 1. the name is a plain public identifier -> ``schema``;
 2. the tool is exposed at the call's turn (``ToolCall.turn``): a public method of one of the task's
@@ -13,7 +16,19 @@ Per action, in order (the first failing check decides; nothing runs after a sche
    :mod:`.errors`; a soft result such as ``{"verification_status": false}`` is accepted with a note.
 
 A rejected action leaves the state as it was: when the backend ran and failed, the session rebuilds its
-instances from the task's template by re-running the accepted calls (deterministic, seeds included).
+instances from the task's template by re-running the accepted calls (deterministic, seeds included). The
+verdict's ``reason`` is our diagnosis; its ``result`` is BFCL's own answer whenever BFCL answers the call
+with an error (the backend's error text, ``Error during execution: name 'x' is not defined``, a missing
+argument's ``TypeError``), computed on a copy for checks 1-3; it is ``None`` when BFCL would have run the
+call cleanly (a held-back tool, a wrongly typed argument), since no BFCL text describes a call that did
+not run.
+
+**BFCL's own execution** (``strict=False``; the live session of every other variant). Every call runs as
+BFCL's executor runs it (:func:`.executor.run_as_bfcl`: held-back tools and wrongly typed arguments too,
+still through the safe decoder, the cost guard and the time bound, never ``eval``), nothing is rolled
+back, and the verdict's ``result`` is BFCL's answer: accepted when the call ran cleanly, rejected (with the
+label and diagnosis strict mode would give) when BFCL's answer is an error. The state is therefore the one
+:class:`~prefix_exec.envs.bfcl.FinalSuccess` computes from the same calls.
 """
 
 from __future__ import annotations
@@ -114,45 +129,88 @@ class Exposure:
 
 
 class BfclSession:
-    """The live backend instances of one rollout. See the module docstring for the checks."""
+    """The live backend instances of one rollout. See the module docstring for the two modes."""
 
-    def __init__(self, task: BfclTask, instances: backend.Instances, templates: backend.Templates, time_limit: float):
+    def __init__(
+        self,
+        task: BfclTask,
+        instances: backend.Instances,
+        templates: backend.Templates,
+        time_limit: float,
+        *,
+        strict: bool = True,
+    ):
         self.task = task
         self.instances = instances
         self.exposure = Exposure.of(task)
+        self.strict = strict
         self._templates = templates
         self._time_limit = time_limit
         self.accepted: list[tuple[str, dict[str, Any]]] = []
 
     def step(self, call: ToolCall) -> Verdict:
+        return self._strict_step(call) if self.strict else self._bfcl_step(call)
+
+    def _bfcl_step(self, call: ToolCall) -> Verdict:
+        """BFCL's own execution: the call runs as BFCL runs it and the verdict carries BFCL's answer."""
+        outcome = executor.run_as_bfcl(
+            self.instances, self.exposure.owners, call.name, call.arguments, time_limit=self._time_limit
+        )
+        if outcome.ran_clean:
+            return Verdict.accept(result=outcome.text, notes=soft_signals(outcome.result))
+        label, reason, notes = self._diagnosis(call, outcome)
+        return Verdict.reject(label, reason, result=outcome.text, notes=notes)
+
+    def _strict_step(self, call: ToolCall) -> Verdict:
+        problem = self._static_problem(call)
+        if problem is not None:
+            # Not executed. The agent may see BFCL's answer only where BFCL itself answers with an error
+            # (an undefined name, a missing argument); a success text would describe a call that never ran.
+            bfcl = self._bfcl_answer_on_fork(call)
+            return Verdict.reject(FailureLabel.SCHEMA, problem, result=None if bfcl.ran_clean else bfcl.text)
+        name = call.name
+        owner = self.exposure.owners[name]
+        arguments = dict(call.arguments)
+        outcome = self._run(owner, name, arguments)
+        if outcome.ran_clean:
+            self.accepted.append((name, arguments))
+            return Verdict.accept(result=outcome.text, notes=soft_signals(outcome.result))
+        if outcome.timed_out or outcome.error is not None:
+            self._rebuild()
+        label, reason, notes = self._diagnosis(call, outcome)
+        return Verdict.reject(label, reason, result=outcome.text, notes=notes)
+
+    def _static_problem(self, call: ToolCall) -> str | None:
+        """Why the call fails checks 1-3 (name, exposure, binding), or ``None``."""
         name = call.name
         problem = check_name(name) if isinstance(name, str) else "the function name is not a string"
         if problem is None:
             problem = self.exposure.problem(name, call.turn)
         if problem is not None:
-            return Verdict.reject(FailureLabel.SCHEMA, problem)
-        owner = self.exposure.owners[name]
+            return problem
         if not isinstance(call.arguments, Mapping):
-            return Verdict.reject(FailureLabel.SCHEMA, f"{name}: arguments must be an object of named values")
-        arguments = dict(call.arguments)
-        problems = binding_problems(name, arguments, function_docs(owner)[name])
-        if problems:
-            return Verdict.reject(FailureLabel.SCHEMA, "; ".join(problems))
-        outcome = self._run(owner, name, arguments)
+            return f"{name}: arguments must be an object of named values"
+        problems = binding_problems(name, dict(call.arguments), function_docs(self.exposure.owners[name])[name])
+        return "; ".join(problems) if problems else None
+
+    def _diagnosis(self, call: ToolCall, outcome: executor.Outcome) -> tuple[FailureLabel, str, tuple[str, ...]]:
+        """Label, reason and notes of a call that BFCL's execution did not run cleanly."""
         if outcome.refused is not None:
-            if outcome.timed_out:
-                self._rebuild()
-            return Verdict.reject(FailureLabel.SCHEMA, outcome.refused)
-        if outcome.error is not None:
-            self._rebuild()
-            label, why, classified = label_error(outcome.error, outcome.exception)
-            kind = f"raised {outcome.exception}" if outcome.exception else "returned an error"
-            notes = () if classified else ("unclassified backend error",)
-            return Verdict.reject(
-                label, f"{name} {kind}: {outcome.error} ({why})", result=outcome.text, notes=notes
-            )
-        self.accepted.append((name, arguments))
-        return Verdict.accept(result=outcome.text, notes=soft_signals(outcome.result))
+            return FailureLabel.SCHEMA, outcome.refused, ()
+        static = self._static_problem(call) if outcome.exception in ("NameError", "TypeError") else None
+        if static is not None:
+            return FailureLabel.SCHEMA, static, ()
+        message = outcome.error or ""
+        label, why, classified = label_error(message, outcome.exception)
+        kind = f"raised {outcome.exception}" if outcome.exception else "returned an error"
+        notes = () if classified else ("unclassified backend error",)
+        return label, f"{call.name} {kind}: {message} ({why})", notes
+
+    def _bfcl_answer_on_fork(self, call: ToolCall) -> executor.Outcome:
+        """What BFCL would answer to ``call`` now, computed on a copy (the live state does not change)."""
+        owners = self.exposure.owners
+        instances = backend.clone(self.instances) if call.name in owners else self.instances
+        return executor.run_as_bfcl(instances, owners, call.name, call.arguments, time_limit=self._time_limit)
 
     def finish_without_tools(self) -> Verdict:
         # Every BFCL multi-turn task has tool calls in its ground truth: even miss_param, whose
@@ -167,7 +225,9 @@ class BfclSession:
         )
 
     def fork(self) -> BfclSession:
-        twin = BfclSession(self.task, backend.clone(self.instances), self._templates, self._time_limit)
+        twin = BfclSession(
+            self.task, backend.clone(self.instances), self._templates, self._time_limit, strict=self.strict
+        )
         twin.accepted = list(self.accepted)
         return twin
 
@@ -204,6 +264,7 @@ class BfclEnvironment:
         """The task ``task_id``; ``KeyError`` when BFCL has no such multi-turn task."""
         return load_task(task_id)
 
-    def start(self, task_id: str) -> BfclSession:
+    def start(self, task_id: str, *, strict: bool = True) -> BfclSession:
+        """A fresh session; ``strict`` False gives BFCL's own execution (see the module docstring)."""
         task = self.task(task_id)
-        return BfclSession(task, self.templates.fresh(task), self.templates, self.time_limit)
+        return BfclSession(task, self.templates.fresh(task), self.templates, self.time_limit, strict=strict)

@@ -32,6 +32,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from prefix_exec.envs.bfcl import backend
+from prefix_exec.envs.bfcl.calls import check_name
 from prefix_exec.envs.bfcl.errors import error_of
 
 #: Largest integer result ``power`` may compute, in bits (about 315,000 decimal digits).
@@ -44,6 +46,10 @@ MAX_NESTING = 32
 TIME_LIMIT = 2.0
 #: Held by every call: BFCL's process-global numeric state is set and restored inside it.
 _ONE_CALL_AT_A_TIME = threading.Lock()
+
+
+#: Names BFCL's executor refuses before evaluating a call (its own safety list), whatever they refer to.
+BLOCKED_NAMES = frozenset({"kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run"})
 
 
 class CallTimeout(BaseException):
@@ -197,3 +203,37 @@ def _run_alone(method: Callable[..., Any], name: str, arguments: Mapping[str, An
 def _timed_out(name: str, time_limit: float) -> Outcome:
     reason = f"{name}: exceeded the per-call time bound of {time_limit:g} s"
     return Outcome(text=error_text(reason), refused=reason, timed_out=True)
+
+
+def run_as_bfcl(
+    instances: backend.Instances,
+    owners: Mapping[str, str],
+    name: Any,
+    arguments: Any,
+    *,
+    time_limit: float = TIME_LIMIT,
+) -> Outcome:
+    """Execute a decoded call as BFCL's executor would, on ``instances`` (changed in place, never rolled back).
+
+    ``owners`` maps each public method of the task's involved classes to its class: every one of them runs,
+    held-back miss_func functions and wrongly typed arguments included, as BFCL's ``eval`` runs them. The
+    outcome's ``text`` is BFCL's answer: the result text, or ``"Error during execution: <message>"`` for
+    BFCL's blocked names, an undefined name (``name 'x' is not defined``, as ``eval`` says it) and a raised
+    exception. By design nothing is ``eval``-ed: a name that is not such a method is undefined here, where
+    BFCL would evaluate it (a builtin, say); and the static cost guard and the time bound still apply.
+    """
+    if isinstance(name, str) and name in BLOCKED_NAMES:
+        message = f"Function call {name} is not allowed."
+        return Outcome(text=error_text(message), error=message, exception="Exception")
+    if not isinstance(name, str) or check_name(name) or name not in owners:
+        message = f"name {name!r} is not defined"
+        return Outcome(text=error_text(message), error=message, exception="NameError")
+    if not isinstance(arguments, Mapping):
+        message = f"{name}: arguments are not named values"
+        return Outcome(text=error_text(message), error=message, exception="TypeError")
+    refused = guard(name, arguments)  # before the arguments are copied (deep values)
+    if refused is not None:
+        return Outcome(text=error_text(refused), refused=refused)
+    owner = owners[name]
+    method = getattr(instances[owner], name)
+    return run(method, name, backend.call_arguments(owner, name, arguments), time_limit=time_limit)
