@@ -171,3 +171,44 @@ def test_threads_never_see_each_others_math_precision() -> None:
     finally:
         sys.setswitchinterval(interval)
     assert all(text == alone[p] for p, text in zip(precisions, texts, strict=True))
+
+
+SLOW_MPMATH = '''
+import importlib.abc, importlib.util, sys, threading, time
+
+class SlowLoader(importlib.abc.Loader):
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        time.sleep(0.5)  # another thread looks while this import is half done
+        module.mp = type("Context", (), {"dps": 15})()
+
+class SlowFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "mpmath":
+            return importlib.util.spec_from_loader(name, SlowLoader())
+        return None
+
+sys.modules.pop("mpmath", None)
+sys.meta_path.insert(0, SlowFinder())
+from prefix_exec.envs.bfcl.executor import run
+
+importer = threading.Thread(target=lambda: __import__("mpmath"))
+importer.start()
+while "mpmath" not in sys.modules:
+    time.sleep(0.001)
+print(run(lambda: {"ok": 1}, "probe", {}).text)
+importer.join()
+'''
+
+
+def test_a_call_waits_for_another_threads_import_of_mpmath() -> None:
+    # Runner threads start BFCL sessions concurrently; one may be importing MathAPI (and mpmath) while another
+    # runs a call, which reads mpmath's precision. A half-imported mpmath has no ``mp`` yet.
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", SLOW_MPMATH], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == '{"ok": 1}'

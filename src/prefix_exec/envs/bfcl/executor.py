@@ -23,6 +23,7 @@ precision. BFCL calls take microseconds, so the lock costs nothing next to a mod
 from __future__ import annotations
 
 import decimal
+import importlib
 import json
 import math
 import signal
@@ -167,8 +168,17 @@ def run(
         return _run_alone(method, name, arguments, time_limit)
 
 
+def _mpmath() -> Any:
+    """mpmath, once BFCL's MathAPI brought it in, else ``None``. A plain import rather than a look into
+    ``sys.modules``, which can hold a half-initialised module while another thread imports MathAPI."""
+    if "mpmath" not in sys.modules:
+        return None
+    # The import waits for another thread's import of the same module to finish.
+    return importlib.import_module("mpmath")
+
+
 def _run_alone(method: Callable[..., Any], name: str, arguments: Mapping[str, Any], time_limit: float) -> Outcome:
-    mpmath = sys.modules.get("mpmath")
+    mpmath = _mpmath()
     dps = mpmath.mp.dps if mpmath is not None else None
     context = decimal.getcontext()
     prec = context.prec
