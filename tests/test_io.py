@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -123,3 +124,16 @@ def test_resume_cuts_a_torn_line_and_counts_only_complete_rows(tmp_path):
     with JsonlWriter(path, append=True) as out:
         out.write(record_to_json(PrefixRecord("d", "t2", "m", "x", 0, T=1, fed=2, success=1)))
     assert [r.task_id for r in read_records(path)] == ["t1", "t2"]
+
+
+def test_call_cost_waits_round_trip_and_are_left_out_when_zero(tmp_path: Path) -> None:
+    plain = CallCost(role="executor", prompt_tokens=3, latency_s=0.5)
+    waited = CallCost(role="planner", latency_s=0.5, queue_s=1.25, backoff_s=2.0)
+    rollout = Rollout(dataset="d", task_id="t", model="m", method="react", actions=(), success=0,
+                      cost=(plain, waited))
+    row = rollout_to_json(rollout)
+    assert sorted(row["cost"][0]) == sorted(["role", "prompt_tokens", "completion_tokens",
+                                                           "reasoning_tokens", "latency_s", "model"])
+    assert (row["cost"][1]["queue_s"], row["cost"][1]["backoff_s"]) == (1.25, 2.0)
+    write_rollouts(tmp_path / "r.jsonl", [rollout])
+    assert next(iter(read_rollouts(tmp_path / "r.jsonl"))).cost == (plain, waited)

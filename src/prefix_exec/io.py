@@ -55,7 +55,7 @@ def call_to_json(call: ToolCall) -> dict[str, Any]:
 
 
 def cost_to_json(cost: CallCost) -> dict[str, Any]:
-    return {
+    row: dict[str, Any] = {
         "role": cost.role,
         "prompt_tokens": cost.prompt_tokens,
         "completion_tokens": cost.completion_tokens,
@@ -63,6 +63,11 @@ def cost_to_json(cost: CallCost) -> dict[str, Any]:
         "latency_s": cost.latency_s,
         "model": cost.model,
     }
+    # Written only when there was a wait, so records without contention or retries keep their old form.
+    for name in ("queue_s", "backoff_s"):
+        if getattr(cost, name):
+            row[name] = getattr(cost, name)
+    return row
 
 
 def rollout_to_json(rollout: Rollout) -> dict[str, Any]:
@@ -201,6 +206,8 @@ def cost_from_json(f: _Fields) -> CallCost:
         reasoning_tokens=f.get("reasoning_tokens", int, required=False, default=0),
         latency_s=float(f.get("latency_s", (int, float), required=False, default=0.0)),
         model=f.get("model", str, required=False),
+        queue_s=float(f.get("queue_s", (int, float), required=False, default=0.0)),
+        backoff_s=float(f.get("backoff_s", (int, float), required=False, default=0.0)),
     )
 
 

@@ -90,10 +90,12 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class CallCost:
-    """Telemetry of one LLM call made by an agent. Tokens are counts; ``latency_s`` is wall seconds.
+    """Telemetry of one LLM call made by an agent. Tokens are counts; times are wall seconds.
 
-    ``role`` is ``planner``, ``verifier`` or ``executor`` for agent calls; simulator and evaluator calls use
-    their own roles and are never counted as agent cost.
+    ``latency_s`` is the attempt that answered; ``queue_s`` the wait for a concurrency slot and ``backoff_s``
+    the sleeps between retries (both 0 without contention or retries). ``role`` is ``planner``, ``verifier``
+    or ``executor`` for agent calls; simulator and evaluator calls use their own roles and are never counted
+    as agent cost.
     """
 
     role: str
@@ -102,6 +104,8 @@ class CallCost:
     reasoning_tokens: int = 0
     latency_s: float = 0.0
     model: str | None = None
+    queue_s: float = 0.0
+    backoff_s: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -161,6 +161,8 @@ def test_latency_is_the_answering_attempt_only() -> None:
             t.join()
     assert len(done) == 4 and all(0.19 < d.cost.latency_s < 0.35 for d in done)
     assert max(d.queue_s for d in done) > 0.5 and min(d.queue_s for d in done) < 0.1
+    # The rollout's cost record keeps the wait apart, in milliseconds.
+    assert all(d.cost.queue_s == pytest.approx(d.queue_s, abs=1e-3) for d in done)
 
 
 def test_backoff_sleeps_are_not_latency() -> None:
@@ -170,6 +172,7 @@ def test_backoff_sleeps_are_not_latency() -> None:
         done = ChatBackend(config(server, backoff_base_s=0.0)).complete(MESSAGES, TOOLS)
         wall = time.perf_counter() - started
     assert wall >= 0.3 and done.backoff_s == pytest.approx(0.3) and done.cost.latency_s < 0.15
+    assert done.cost.backoff_s == pytest.approx(done.backoff_s, abs=1e-3)
     assert [e.kind for e in done.retries] == ["rate_limit", "server"] and all(e.elapsed_s < 0.15 for e in done.retries)
 
 

@@ -65,9 +65,10 @@ def rows(path: Path) -> list[dict[str, Any]]:
 
 
 def strip_latency(row: dict[str, Any]) -> dict[str, Any]:
-    """The row without wall-clock latencies and the count of answers served from the cache."""
+    """The row without wall-clock times (latency, queue, backoff) and the count of answers served from the cache."""
     row = dict(row)
-    row["cost"] = [{k: v for k, v in c.items() if k != "latency_s"} for c in row.get("cost", [])]
+    row["cost"] = [{k: v for k, v in c.items() if k not in ("latency_s", "queue_s", "backoff_s")}
+                   for c in row.get("cost", [])]
     row["metadata"] = {k: v for k, v in row.get("metadata", {}).items() if k != "cached_calls"}
     return row
 

@@ -20,6 +20,7 @@ The client's own retries are off (``max_retries=0``) so that every retry is ours
 from __future__ import annotations
 
 import copy
+import dataclasses
 import email.utils
 import json
 import math
@@ -313,6 +314,10 @@ class ChatBackend:
                     backoff_s: float = 0.0) -> Completion:
         content, calls, message, cost = decode_answer(response, text_mode=text_mode, role=role,
                                                       model=self.config.model, latency_s=latency)
+        # Milliseconds: taking a free slot costs microseconds, which is no wait worth recording.
+        queued, slept = round(queue_s, 3), round(backoff_s, 3)
+        if queued or slept:
+            cost = dataclasses.replace(cost, queue_s=queued, backoff_s=slept)
         return Completion(content=content, calls=calls, message=message, cost=cost, cached=cached,
                           retries=retries, queue_s=queue_s, backoff_s=backoff_s)
 
