@@ -259,12 +259,12 @@ class ChatBackend:
         """
         try:
             body: Any = self._client.post("/chat/completions", body=request, cast_to=object)
-        except json.JSONDecodeError as exc:  # said JSON, sent something else: truncated, cut by a proxy
-            raise _BadAnswer(f"the body is not valid JSON ({exc.msg})", retryable=True) from None
+        except (ValueError, RecursionError) as exc:  # said JSON, sent something else: truncated, cut by a proxy
+            raise _BadAnswer(f"the body is not valid JSON ({str(exc)[:120]})", retryable=True) from None
         if isinstance(body, str):
             try:
                 body = json.loads(body)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):
                 raise _BadAnswer(
                     f"the server answered {body[:80]!r}..., not JSON: is base_url the API root "
                     "(e.g. http://host:8000/v1), not a web page?", retryable=False) from None

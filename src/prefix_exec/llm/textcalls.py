@@ -62,10 +62,10 @@ def parse_text_calls(text: str | None) -> tuple[str | None, tuple[ToolCall, ...]
         call_id = f"text-{index}"
         try:
             data: Any = json.loads(body)
-        except json.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:  # also digits past Python's int limit, absurd nesting
             name = _NAME.search(body)
             calls.append(ToolCall(name=name.group(1) if name else "", call_id=call_id, raw=body,
-                                  parse_error=f"tool call is not valid JSON ({exc.msg})"))
+                                  parse_error=f"tool call is not valid JSON ({_reason(exc)})"))
             continue
         if not isinstance(data, dict) or not isinstance(data.get("name"), str):
             calls.append(ToolCall(name="", call_id=call_id, raw=body,
@@ -107,8 +107,18 @@ def decode_arguments(name: str, call_id: str | None, raw: Any) -> ToolCall:
                         parse_error="arguments must be a JSON object")
     try:
         arguments = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError as exc:
-        return ToolCall(name=name, call_id=call_id, raw=raw, parse_error=f"arguments are not valid JSON ({exc.msg})")
+    except (ValueError, RecursionError) as exc:  # also digits past Python's int limit, absurd nesting
+        return ToolCall(name=name, call_id=call_id, raw=raw,
+                        parse_error=f"arguments are not valid JSON ({_reason(exc)})")
     if not isinstance(arguments, dict):
         return ToolCall(name=name, call_id=call_id, raw=raw, parse_error="arguments must be a JSON object")
     return ToolCall(name=name, arguments=arguments, call_id=call_id, raw=raw)
+
+
+def _reason(exc: BaseException) -> str:
+    """A decoding error in a few words: the JSON error's message, or Python's own limit that was hit."""
+    if isinstance(exc, json.JSONDecodeError):
+        return exc.msg
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return str(exc).split(";")[0][:120]
