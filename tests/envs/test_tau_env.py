@@ -544,6 +544,8 @@ def test_finish_without_tools_follows_the_expected_actions(airline: TauEnvironme
         ("__import__('os')", False, "Invalid characters"),
         ("9 ** 9 ** 9", False, "exponent"),
         ("1 / 0", False, "division by zero"),
+        ("(((9 ** 64) ** 64) ** 64) ** 64", False, "too large"),  # nested powers: 9**(64**4), hours of work
+        ("(2 ** 60) ** 60 / (2 ** 60) ** 59", True, "1.152921504606847e+18"),  # big, but divided back down
     ],
 )
 def test_calculate_without_eval(airline: TauEnvironment, expression: str, accepted: bool, result: str) -> None:

@@ -61,6 +61,21 @@ _BINARY: Mapping[type[ast.operator], Callable[[Any, Any], Any]] = {
 }
 
 
+#: Largest integer, in bits, an intermediate ``calculate`` result may reach (a float holds at most 1,024).
+MAX_BITS = 1 << 16
+
+
+def _bits(op: ast.operator, left: Any, right: Any) -> int:
+    """An upper bound on the bits of ``left op right`` for integer powers and products (0 for the rest)."""
+    if not (isinstance(left, int) and isinstance(right, int)):
+        return 0
+    if isinstance(op, ast.Pow) and right > 0 and abs(left) > 1:
+        return right * abs(left).bit_length()
+    if isinstance(op, ast.Mult):
+        return abs(left).bit_length() + abs(right).bit_length()
+    return 0
+
+
 def calculate_call(owner: str, arguments: Mapping[str, Any]) -> str:
     """tau2's ``<owner>.calculate(**arguments)``: Python's own messages for arguments that do not bind
     (``AirlineTools.calculate() got an unexpected keyword argument 'x'``), then :func:`calculate`."""
@@ -78,7 +93,8 @@ def calculate(expression: str) -> str:
     Same character whitelist, same message (``"Invalid characters in expression"``), same result format
     (``str(round(float(value), 2))``) and the same error texts as tau2's ``eval`` (syntax errors name
     ``<string>``, ``()`` fails in ``float``). Powers are bounded (|exponent| <= 64) so ``9**9**9`` cannot hang
-    replay; that is the one answer that differs from tau2's.
+    replay, and so is every integer power or product (:data:`MAX_BITS`; nested powers multiply). Those are
+    the answers that differ from tau2's, which would compute for hours.
     """
     if not all(char in _ALLOWED for char in expression):
         raise ValueError("Invalid characters in expression")
@@ -98,5 +114,9 @@ def _evaluate(node: ast.AST) -> Any:
         left, right = _evaluate(node.left), _evaluate(node.right)
         if isinstance(node.op, ast.Pow) and abs(right) > 64:
             raise ValueError("exponent too large")
+        if _bits(node.op, left, right) > MAX_BITS:
+            # Nested powers multiply: (((9**64)**64)**64)**64 has 9**(64**4) digits and would run for hours.
+            # Such a value cannot become a float, which is where tau2's own evaluation would fail.
+            raise ValueError("int too large to convert to float")
         return _BINARY[type(node.op)](left, right)
     raise ValueError("Invalid expression")

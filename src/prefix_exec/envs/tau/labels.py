@@ -46,7 +46,8 @@ ERROR_TABLE: tuple[ErrorRule, ...] = (
     ErrorRule(r"^Tool '.*' not found", SCHEMA, "the tool is not exposed"),
     ErrorRule(r"Invalid characters in expression", SCHEMA, "calculate: the expression fails its validator"),
     ErrorRule(
-        r"division by zero|invalid syntax|^Invalid expression$|exponent too large|never closed|unexpected EOF",
+        r"division by zero|invalid syntax|^Invalid expression$|exponent too large|too large to convert to float|"
+        r"never closed|unexpected EOF",
         SCHEMA,
         "calculate: the expression does not evaluate",
     ),
