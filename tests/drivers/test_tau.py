@@ -246,3 +246,44 @@ api_key_env = ""
     assert all(r.executable and r.success == 1 for r in records)
     assert all(c.role == "executor" for r in rollouts for c in r.cost)  # simulator tokens are kept apart
     assert all(r.metadata["simulator"]["calls"] == 2 for r in rollouts)
+
+
+class SiblingScript(TauScript):
+    """The user gives only the user id; the agent's first answer asks for the user's details and, in the same
+    answer, for a reservation whose id only that (not yet seen) result holds."""
+
+    USER, RESERVATION = "amelia_davis_8890", "8C8K4E"
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        from fakes.openai_server import text_message, tool_message
+
+        messages = body["messages"]
+        system = str(messages[0].get("content") or "")
+        if "<scenario>" in system:
+            if sum(1 for m in messages if m["role"] == "user") >= 2:
+                return text_message("Thanks, that is all. ###STOP###")
+            return text_message(f"Hello, [case 41]. I am {self.USER}.")
+        if "<policy>" in system and body.get("tools"):
+            if not any(m["role"] == "assistant" and m.get("tool_calls") for m in messages):
+                return tool_message([("get_user_details", {"user_id": self.USER}),
+                                     ("get_reservation_details", {"reservation_id": self.RESERVATION})])
+            return text_message("Done.")
+        return super().__call__(body)
+
+
+def test_a_parallel_call_cannot_use_its_siblings_result_live_or_scored() -> None:
+    from prefix_exec.envs.tau import TauEnvironment
+
+    with ScriptedServer(SiblingScript(TauEnvironment(load_domain("airline")), ["41"])) as server:
+        driver = TauDriver("airline", user=endpoint(server, "user-sim"))
+        scored = {}
+        for method in ("react", "guarded-react"):
+            rollout = to_rollout(driver.run(Agent(method, ChatBackend(endpoint(server, "agent"))), "41"),
+                                 dataset=driver.dataset, task_id="41", model="agent", method=method, trial=0)
+            scored[method] = (rollout, replay(rollout, driver.env_for(rollout)))
+    react, record = scored["react"]
+    assert [a.call_id for a in react.actions] == ["t0.s0.c0", "t0.s0.c1"]
+    assert (record.fed, record.label) == (2, FailureLabel.INFORMATION)
+    guarded, guarded_record = scored["guarded-react"]
+    assert [a.name for a in guarded.actions] == ["get_user_details"] and guarded.metadata["guard_rejections"] == 1
+    assert guarded_record.executable

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from prefix_exec.agents.episode import Episode, render
-from prefix_exec.envs.base import Session
+from prefix_exec.envs.base import MessageAware, Session
 from prefix_exec.guard import check
 from prefix_exec.llm.backend import ChatBackend
 from prefix_exec.llm.types import Message
@@ -60,6 +60,8 @@ class Executor:
             if not done.calls:
                 return TurnResult(answer=done.content, steps=step, capped=False)
             run, dropped = done.calls[: self.max_calls_per_step], done.calls[self.max_calls_per_step :]
+            if isinstance(session, MessageAware):
+                session.begin_message()
             replies = [
                 self._act(episode, session, call, replace(call, turn=turn, call_id=f"t{turn}.s{step - 1}.c{index}"))
                 for index, call in enumerate(run)

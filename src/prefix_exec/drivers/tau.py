@@ -130,15 +130,19 @@ class TauDriver:
     def env_for(self, rollout: Rollout) -> RolloutEnvironment:
         """The environment bound to what the agent saw before each action, so replay's information check
         matches the live one: the user's messages and the results of accepted calls (plans, guard feedback
-        and error texts are not evidence), one action per assistant message."""
+        and error texts are not evidence). The calls of one model answer (actions ``t<turn>.s<step>.c<i>`` of
+        one step) form one assistant message, so a call never sees a parallel sibling's result."""
         users = list(rollout.metadata.get("user_messages", []))
         view: list[dict[str, Any]] = []
         for turn, text in enumerate(users):
             view.append({"role": "user", "content": text})
+            steps: dict[str, list[ToolCall]] = {}
             for action in (a for a in rollout.actions if a.turn == turn):
-                view.append({"role": "assistant", "tool_calls": [{"id": action.call_id, "name": action.name}]})
-                if action.observation is not None and not action.observation.error:
-                    view.append({"role": "tool", "content": action.observation.content})
+                steps.setdefault((action.call_id or "").rpartition(".c")[0] or str(id(action)), []).append(action)
+            for calls in steps.values():
+                view.append({"role": "assistant", "tool_calls": [{"id": c.call_id, "name": c.name} for c in calls]})
+                view += [{"role": "tool", "content": c.observation.content} for c in calls
+                         if c.observation is not None and not c.observation.error]
         return self._env.bind(replace(rollout, transcript=tuple(view)))
 
     def run(self, agent: Agent, task_id: str, trial: int = 0) -> Outcome:

@@ -45,6 +45,20 @@ class Session(Protocol):
 
 
 @runtime_checkable
+class MessageAware(Protocol):
+    """A session that must know which calls one model answer issued together (parallel calls).
+
+    Driven online, such a session cannot see message boundaries; the executor calls :meth:`begin_message`
+    before the calls of each answer. tau's information check needs it: a call never sees the result of a
+    call issued in the same answer.
+    """
+
+    def begin_message(self) -> None:
+        """The calls that follow belong to one new assistant message; earlier results are now visible."""
+        ...
+
+
+@runtime_checkable
 class Environment(Protocol):
     """A benchmark (or a user's tool set) that can start sessions for its tasks."""
 

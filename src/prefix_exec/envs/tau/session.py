@@ -164,6 +164,14 @@ class TauSession:
         self.steps = 0
         self._seen_upto = 0
         self._pending: list[str] = []
+        self._online_messages = False  # begin_message() was called: the driver marks answer boundaries
+
+    def begin_message(self) -> None:
+        """Online use: the next calls form one assistant message; results of earlier calls become evidence."""
+        self._online_messages = True
+        if self.evidence is not None:
+            self.evidence.extend(self._pending)
+        self._pending.clear()
 
     def fork(self) -> TauSession:
         twin = TauSession.__new__(TauSession)
@@ -173,6 +181,7 @@ class TauSession:
         twin.strict = self.strict
         twin.timeline, twin.messages = self.timeline, self.messages
         twin.steps, twin._seen_upto, twin._pending = self.steps, self._seen_upto, list(self._pending)
+        twin._online_messages = self._online_messages
         return twin
 
     def finish_without_tools(self) -> Verdict:
@@ -286,15 +295,18 @@ class TauSession:
     def _new_message(self, index: int) -> bool:
         """Whether call ``index`` (0-based) opens an assistant message, so earlier calls' results are visible.
 
-        Without message boundaries (a session driven online, one call at a time) every call is its own message.
+        Without message boundaries (a session driven online, one call at a time) every call is its own message,
+        unless the driver marks them (:meth:`begin_message`), which then releases results itself.
         """
+        if self._online_messages:
+            return False
         if index == 0 or index >= len(self.messages):
             return True
         return self.messages[index] != self.messages[index - 1]
 
     def _release_if_last_of_message(self) -> None:
         """Without a transcript, release a replayed result at once (online use: each call is its own turn)."""
-        if self.evidence is not None and not self.messages:
+        if self.evidence is not None and not self.messages and not self._online_messages:
             self.evidence.extend(self._pending)
             self._pending.clear()
 
