@@ -6,6 +6,7 @@ import io
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -104,12 +105,14 @@ def test_a_run_stops_after_too_many_failures_in_a_row(tmp_path: Path) -> None:
 
 def test_progress_prints_status_lines_when_not_on_a_terminal() -> None:
     log = io.StringIO()
-    progress = Progress(total=10, initial=4, log=log, interval_s=0.0)
-    progress.update(RunReport(written=2, failed=1, tokens=500, usd=0.25, retries=3))
+    report = RunReport(written=2, failed=1, tokens=500, usd=0.25, retries=3)
+    progress = Progress(total=10, initial=4, log=log, tally=report, interval_s=0.05)
+    time.sleep(0.3)  # no unit finishes: the lines still come
     progress.close()
-    line = log.getvalue().strip()
-    assert line.startswith("prefix-exec run: 6/10 units done, 1 failed, 500 tokens, $0.25, 3 retries")
-    assert "ETA" in line and "\r" not in log.getvalue()
+    lines = log.getvalue().splitlines()
+    assert lines[0] == "prefix-exec run: 10 units, 4 already done; starting" and len(lines) >= 3
+    assert lines[-1].startswith("prefix-exec run: 6/10 units done, 1 failed, 500 tokens, $0.25, 3 retries")
+    assert "ETA" in lines[-1] and "\r" not in log.getvalue()
 
 
 DIE_ONCE = '''

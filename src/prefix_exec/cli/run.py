@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from typing import Any
@@ -65,7 +66,23 @@ def run(args: argparse.Namespace) -> int:
         # handles. Exiting at once spares the wait for in-flight LLM calls (threads cannot be stopped).
         print(f"\nprefix-exec: interrupted; finished units are kept in {args.out}; --resume continues",
               file=sys.stderr, flush=True)
-        sys.stdout.flush()
-        os._exit(130)
-    print(f"prefix-exec: {report.summary()} -> {args.out}", file=sys.stderr)
-    return 1 if report.failed or report.aborted else 0
+        _exit_now(130)
+    print(f"prefix-exec: {report.summary()} -> {args.out}", file=sys.stderr, flush=True)
+    if report.aborted:
+        # Units still in flight would go on calling a failing endpoint until they finish, and their results
+        # are not written any more; everything written is already on disk.
+        _exit_now(1)
+    return 1 if report.failed else 0
+
+
+def _exit_now(code: int) -> None:
+    """Exit without waiting for worker threads (they cannot be stopped); a local Ray instance started by this
+    run is shut down first, so none of its processes outlive the command."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    ray = sys.modules.get("ray")
+    if ray is not None:
+        with contextlib.suppress(Exception):
+            if ray.is_initialized():
+                ray.shutdown()
+    os._exit(code)

@@ -10,6 +10,7 @@ else starts a local instance, unless the caller already called ``ray.init``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import threading
@@ -100,8 +101,10 @@ def run_ray(grid: Grid, cache: Path | None, units: Sequence[Unit], concurrency: 
                 idle.append(worker)
                 yield result
     finally:
-        for ref in running:
-            ray.cancel(ref, force=True)
+        # Ctrl-C or an early stop: end the workers still running (Ray cannot force-cancel actor tasks).
+        for worker, _ in running.values():
+            with contextlib.suppress(Exception):
+                ray.kill(worker[1], no_restart=True)
 
 
 class _EndpointGate:

@@ -1,12 +1,15 @@
 """The run's progress display: a tqdm bar on a terminal, a status line every ``interval_s`` elsewhere.
 
 Under nohup, Slurm or CI, stderr is a file and a bar would be one long line of carriage returns, so the
-runner prints plain lines there instead. Both show units done of all units (including those a ``--resume``
-found finished), units failed, tokens and cost so far, retries and the ETA of what is left.
+runner prints plain lines there instead (also on a terminal of unknown width, where tqdm draws nothing).
+Both show units done of all units (including those a ``--resume`` found finished), units failed, tokens
+and cost so far, retries and the ETA of what is left.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from typing import Protocol, TextIO
 
@@ -25,43 +28,58 @@ class Tally(Protocol):
 
 class Progress:
     """``update()`` after each finished unit; ``close()`` at the end. ``total`` counts every unit of the grid,
-    ``initial`` those already finished before this process started."""
+    ``initial`` those already finished before this process started; ``tally`` holds the running totals.
 
-    def __init__(self, total: int, initial: int, log: TextIO, *, interval_s: float = 30.0) -> None:
-        self.total, self.initial, self.log, self.interval_s = total, initial, log, interval_s
-        self.started = self.last = time.monotonic()
+    Off a terminal a daemon thread prints a status line every ``interval_s`` seconds, also while no unit
+    finishes (workers starting, long units), and one line at the start.
+    """
+
+    def __init__(self, total: int, initial: int, log: TextIO, tally: Tally, *, interval_s: float = 30.0) -> None:
+        self.total, self.initial, self.log, self.tally, self.interval_s = total, initial, log, tally, interval_s
+        self.started = time.monotonic()
         self.bar: tqdm[None] | None = None
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
         if _is_terminal(log):
             self.bar = tqdm(total=total, initial=initial, desc="units", unit="unit", file=log, smoothing=0.1)
-
-    def update(self, tally: Tally) -> None:
-        if self.bar is not None:
-            self.bar.set_postfix(failed=tally.failed, tokens=tally.tokens, usd=f"{tally.usd:.2f}",
-                                 retries=tally.retries, refresh=False)
-            self.bar.update(1)
             return
-        now = time.monotonic()
-        if now - self.last >= self.interval_s:
-            self.last = now
-            print(self.line(tally, now), file=self.log, flush=True)
+        print(f"prefix-exec run: {total} units, {initial} already done; starting", file=log, flush=True)
+        self._ticker = threading.Thread(target=self._tick, name="progress", daemon=True)
+        self._ticker.start()
 
-    def line(self, tally: Tally, now: float) -> str:
-        finished = tally.written + tally.failed
+    def update(self) -> None:
+        if self.bar is not None:
+            t = self.tally
+            self.bar.set_postfix(failed=t.failed, tokens=t.tokens, usd=f"{t.usd:.2f}", retries=t.retries,
+                                 refresh=False)
+            self.bar.update(1)
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            print(self.line(time.monotonic()), file=self.log, flush=True)
+
+    def line(self, now: float) -> str:
+        t = self.tally
+        finished = t.written + t.failed
         left = self.total - self.initial - finished
         elapsed = now - self.started
         eta = f"ETA {_clock(elapsed / finished * left)}" if finished else "ETA unknown"
-        return (f"prefix-exec run: {self.initial + tally.written}/{self.total} units done, {tally.failed} failed, "
-                f"{tally.tokens} tokens, ${tally.usd:.2f}, {tally.retries} retries, {_clock(elapsed)} elapsed, {eta}")
+        return (f"prefix-exec run: {self.initial + t.written}/{self.total} units done, {t.failed} failed, "
+                f"{t.tokens} tokens, ${t.usd:.2f}, {t.retries} retries, {_clock(elapsed)} elapsed, {eta}")
 
     def close(self) -> None:
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
         if self.bar is not None:
             self.bar.close()
 
 
 def _is_terminal(stream: TextIO) -> bool:
+    """A terminal a bar can be drawn on: a tty with a known, non-zero width."""
     try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
+        return stream.isatty() and os.get_terminal_size(stream.fileno()).columns > 0
+    except (AttributeError, ValueError, OSError):
         return False
 
 

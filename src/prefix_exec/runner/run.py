@@ -123,12 +123,12 @@ def run_grid(
             todo = [u for u in units if u.key not in done]
             report.resumed = len(units) - len(todo)
             _count_existing(grid, rollouts_path, {u.key for u in units} & done, report)
-            progress = Progress(len(units), report.resumed, log)
+            progress = Progress(len(units), report.resumed, log, report)
             in_a_row = 0
             try:
                 for result in execute(executor, grid, cache, todo, max_concurrency):
                     _write(result, rollouts, records, failures, report, grid)
-                    progress.update(report)
+                    progress.update()
                     in_a_row = in_a_row + 1 if result.error is not None else 0
                     if max_consecutive_failures and in_a_row >= max_consecutive_failures:
                         report.aborted = (f"{in_a_row} units failed in a row; the last error: {result.error} "
