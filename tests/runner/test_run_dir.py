@@ -175,3 +175,31 @@ def test_metrics_and_report_warn_about_failed_units_and_unequal_blocks(
     capsys.readouterr()
     assert main(["metrics", str(out / "records.jsonl"), "--resamples", "50"]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("executor", ["local", "ray"])
+def test_ctrl_c_exits_130_at_once_and_the_run_resumes(executor: str, tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    if executor == "ray":
+        pytest.importorskip("ray")
+    with ScriptedServer(ticketing_agent.respond, latency_s=0.05) as server:
+        grid = write_grid(tmp_path, server.base_url, trials=3)
+        out = tmp_path / "run"
+        cmd = [sys.executable, "-m", "prefix_exec", "run", str(grid), "--out", str(out), "--executor", executor]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        deadline = time.monotonic() + 120
+        rollouts = out / "rollouts.jsonl"
+        while not (rollouts.exists() and rollouts.read_text().count("\n") >= 3):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        sent = time.monotonic()
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130 and time.monotonic() - sent < 15, err
+        assert "Traceback" not in err and "--resume continues" in err
+        report = run_grid(grid, out, resume=True)
+    assert report.resumed + report.written == 90 and report.failed == 0
