@@ -11,12 +11,12 @@ Two gaps are reported as warnings (the numbers are still computed):
 
 from __future__ import annotations
 
-import contextlib
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Protocol
+
+from prefix_exec.jsonl import latest_by_unit
 
 FAILURES = "failures.jsonl"
 
@@ -47,16 +47,7 @@ def failed_units(files: Iterable[str | Path], rows: Sequence[Keyed]) -> list[str
     out: list[str] = []
     for folder in sorted({Path(f).parent for f in files}):
         path = folder / FAILURES
-        if not path.is_file():
-            continue
-        missing: set[tuple[object, ...]] = set()
-        with path.open(encoding="utf-8") as handle:
-            for line in handle:
-                with contextlib.suppress(json.JSONDecodeError, KeyError, TypeError):
-                    row = json.loads(line)
-                    key = (row["dataset"], row["task_id"], row["model"], row["method"], row["trial"])
-                    if key not in have:
-                        missing.add(key)
+        missing = set(latest_by_unit(path)) - have
         if missing:
             out.append(f"{len(missing)} units of {folder} failed and have no record, so they are not in these "
                        f"numbers (see {path}; 'prefix-exec run ... --resume' retries them)")

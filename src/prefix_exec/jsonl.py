@@ -109,7 +109,38 @@ def _truncate_torn_tail(path: Path) -> None:
         fh.truncate(data.rfind(b"\n") + 1)
 
 
-def completed_keys(path: str | Path) -> set[tuple[str, str, str, str, int]]:
+#: A work unit's key: ``(dataset, task_id, model, method, trial)``, as :attr:`Rollout.key` gives it.
+UnitKey = tuple[str, str, str, str, int]
+
+
+def unit_key(row: Mapping[str, Any]) -> UnitKey:
+    """The unit key of a JSON row (a rollout, a record, a failure); ``trial`` defaults to 0.
+
+    Raises ``KeyError``, ``TypeError`` or ``ValueError`` when a field is missing or not of its kind.
+    """
+    return (str(row["dataset"]), str(row["task_id"]), str(row["model"]), str(row["method"]),
+            int(row.get("trial", 0)))
+
+
+def latest_by_unit(path: str | Path) -> dict[UnitKey, str]:
+    """Each unit's last line in ``path`` (newline-terminated), in the order units last appear; lines that are
+    not JSON rows with a unit key are passed over. An absent file has none."""
+    p = Path(path)
+    latest: dict[UnitKey, str] = {}
+    if not p.exists():
+        return latest
+    with p.open(encoding="utf-8") as handle:
+        for line in handle:
+            try:
+                key = unit_key(json.loads(line))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+                continue
+            latest.pop(key, None)
+            latest[key] = line if line.endswith("\n") else line + "\n"
+    return latest
+
+
+def completed_keys(path: str | Path) -> set[UnitKey]:
     """Unit keys ``(dataset, task_id, model, method, trial)`` already written to ``path`` (for ``--resume``).
 
     A torn last line from a crash is not counted: it will be cut and redone.
@@ -117,16 +148,14 @@ def completed_keys(path: str | Path) -> set[tuple[str, str, str, str, int]]:
     p = Path(path)
     if not p.exists():
         return set()
-    keys: set[tuple[str, str, str, str, int]] = set()
+    keys: set[UnitKey] = set()
     with p.open(encoding="utf-8") as fh:
         for text in fh:
             if not text.endswith("\n"):
                 break
             try:
-                row = json.loads(text)
-                keys.add((str(row["dataset"]), str(row["task_id"]), str(row["model"]), str(row["method"]),
-                          int(row.get("trial", 0))))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                keys.add(unit_key(json.loads(text)))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
                 raise InputError(
                     "cannot resume: this line is not a record", path=p, hint="pass a fresh --out file"
                 ) from None

@@ -27,8 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from prefix_exec.drivers.base import Driver
 from prefix_exec.errors import InputError
 from prefix_exec.io import JsonlWriter, completed_keys, cost_to_json, read_rollouts, record_to_json
+from prefix_exec.jsonl import UnitKey, latest_by_unit
 from prefix_exec.llm.cache import ResponseCache
 from prefix_exec.replay import replay
 from prefix_exec.runner.datasets import make_driver
@@ -119,15 +121,17 @@ def run_grid(
         with JsonlWriter(rollouts_path, append=True) as rollouts, JsonlWriter(records_path, append=True) as records, \
                 JsonlWriter(out / FAILURES, append=True) as failures:
             done = completed_keys(rollouts_path)
-            report.rescored = _score_orphans(grid, rollouts_path, done - completed_keys(records_path), records)
             todo = [u for u in units if u.key not in done]
             report.resumed = len(units) - len(todo)
-            _count_existing(grid, rollouts_path, {u.key for u in units} & done, report)
+            _catch_up(grid, rollouts_path, done - completed_keys(records_path), {u.key for u in units} & done,
+                      records, report)
             progress = Progress(len(units), report.resumed, log, report)
             in_a_row = 0
             try:
                 for result in execute(executor, grid, cache, todo, max_concurrency):
                     _write(result, rollouts, records, failures, report, grid)
+                    if result.error is None:
+                        done.add(result.unit.key)
                     progress.update()
                     in_a_row = in_a_row + 1 if result.error is not None else 0
                     if max_consecutive_failures and in_a_row >= max_consecutive_failures:
@@ -136,7 +140,7 @@ def run_grid(
                         break
             finally:
                 progress.close()
-        compact_failures(out / FAILURES, completed_keys(rollouts_path))
+        compact_failures(out / FAILURES, done)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -207,30 +211,32 @@ def open_cache(path: Path) -> None:
                          hint="delete it (answers are requested again), or set cache = false under [run]") from None
 
 
-def compact_failures(path: Path, done: set[tuple[str, str, str, str, int]]) -> None:
+def compact_failures(path: Path, done: set[UnitKey]) -> None:
     """Keep in ``failures.jsonl`` only the units that still have no rollout, each with its latest error."""
     if not path.exists():
         return
-    latest: dict[tuple[Any, ...], str] = {}
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            with contextlib.suppress(json.JSONDecodeError, KeyError):
-                row = json.loads(line)
-                key = (row["dataset"], row["task_id"], row["model"], row["method"], row["trial"])
-                if key not in done:
-                    latest.pop(key, None)
-                    latest[key] = line if line.endswith("\n") else line + "\n"
     tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(latest.values()), encoding="utf-8")
+    tmp.write_text("".join(line for key, line in latest_by_unit(path).items() if key not in done),
+                   encoding="utf-8")
     os.replace(tmp, path)
 
 
-def _count_existing(grid: Grid, path: Path, keys: set[tuple[str, str, str, str, int]], report: RunReport) -> None:
-    """Add the tokens, cost and retries of rollouts a resumed run already holds, so totals cover the run."""
-    if not keys:
+def _catch_up(grid: Grid, path: Path, orphans: set[UnitKey], resumed: set[UnitKey], records: JsonlWriter,
+              report: RunReport) -> None:
+    """One pass over the rollouts a resumed run holds: score those whose record a kill lost (``orphans``,
+    counted in ``report.rescored``), and add the tokens, cost and retries of those the grid plans
+    (``resumed``) to the run's totals."""
+    if not orphans and not resumed:
         return
+    drivers: dict[str, Driver] = {}
     for rollout in read_rollouts(path):
-        if rollout.key in keys:
+        if rollout.key in orphans:
+            if not drivers:
+                drivers = {d.name: make_driver(d, grid) for d in grid.datasets}
+            records.write(record_to_json(replay(rollout, drivers[rollout.dataset].env_for(rollout))))
+            orphans.discard(rollout.key)
+            report.rescored += 1
+        if rollout.key in resumed:
             _charge(report, grid, rollout.model, [cost_to_json(c) for c in rollout.cost],
                     int(rollout.metadata.get("retries", 0)))
 
@@ -273,18 +279,3 @@ def call_prices(grid: Grid, unit_model: str, call_model: str | None) -> tuple[fl
     candidates += [m for m in grid.models if m not in candidates]
     spec = next((m for m in candidates if call_model in (m.name, m.endpoint.model)), unit)
     return spec.usd_per_mtok_prompt, spec.usd_per_mtok_completion
-
-
-def _score_orphans(grid: Grid, path: Path, keys: Iterable[tuple[str, str, str, str, int]],
-                   records: JsonlWriter) -> int:
-    wanted = set(keys)
-    if not wanted:
-        return 0
-    drivers = {d.name: make_driver(d, grid) for d in grid.datasets}
-    count = 0
-    for rollout in read_rollouts(path):
-        if rollout.key in wanted:
-            records.write(record_to_json(replay(rollout, drivers[rollout.dataset].env_for(rollout))))
-            wanted.discard(rollout.key)
-            count += 1
-    return count
