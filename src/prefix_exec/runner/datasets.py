@@ -10,7 +10,7 @@ from typing import Any
 
 from prefix_exec.drivers.base import Driver
 from prefix_exec.errors import InputError
-from prefix_exec.runner.grid import DatasetSpec, Grid
+from prefix_exec.runner.grid import DatasetSpec, Grid, integer_at_least
 
 DriverFactory = Callable[[DatasetSpec, Grid], Driver]
 
@@ -55,7 +55,8 @@ def _tau(spec: DatasetSpec, grid: Grid) -> Driver:
             raise InputError(f"{spec.options[key]!r} is not a model of the grid", field=f"datasets.{spec.name}.{key}",
                              hint="declare it under [[models]] (with condition = false to keep it out of the units)")
     judge = option(spec, "judge_model")
-    limits = {key: _positive(spec, key) for key in ("max_steps", "max_errors", "max_turns") if key in spec.options}
+    limits = {key: integer_at_least(spec.options[key], f"datasets.{spec.name}.{key}", minimum=1)
+              for key in ("max_steps", "max_errors", "max_turns") if key in spec.options}
     return TauDriver(
         str(spec.options["domain"]), user=grid.endpoint(str(spec.options["user_model"]), 0),
         judge=grid.endpoint(str(judge), 0) if judge else None, dataset=spec.name,
@@ -75,13 +76,6 @@ def make_driver(spec: DatasetSpec, grid: Grid) -> Driver:
             hint="known kinds: " + ", ".join(sorted(DRIVERS)),
         )
     return factory(spec, grid)
-
-
-def _positive(spec: DatasetSpec, name: str) -> int:
-    value = spec.options[name]
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"must be an integer >= 1, got {value!r}", field=f"datasets.{spec.name}.{name}")
-    return value
 
 
 def option(spec: DatasetSpec, name: str, default: Any = None) -> Any:

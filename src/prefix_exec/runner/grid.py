@@ -170,7 +170,8 @@ def parse_grid(data: Mapping[str, Any], *, base_dir: Path) -> Grid:
     if unknown:
         raise InputError(f"unknown key {unknown[0]!r}", field=f"agent.{unknown[0]}",
                          hint="known: " + ", ".join((*AGENT_KEYS, "verifier_model")))
-    settings = AgentSettings(**{k: _int(agent[k], f"agent.{k}", minimum=1) for k in AGENT_KEYS if k in agent})
+    settings = AgentSettings(**{k: integer_at_least(agent[k], f"agent.{k}", minimum=1)
+                                for k in AGENT_KEYS if k in agent})
     datasets = tuple(_dataset(d, i) for i, d in enumerate(_list(data, "datasets", dict)))
     _unique([d.name for d in datasets], "datasets", what="dataset name")
     run = _table(data, "run")
@@ -180,15 +181,16 @@ def parse_grid(data: Mapping[str, Any], *, base_dir: Path) -> Grid:
     cache = run.get("cache", True)
     if not isinstance(cache, bool):
         raise InputError("must be true or false", field="run.cache")
-    trials = _int(data.get("trials", 1), "trials", minimum=1)
-    seed = _int(data.get("seed", 0), "seed", minimum=0)
+    trials = integer_at_least(data.get("trials", 1), "trials", minimum=1)
+    seed = integer_at_least(data.get("seed", 0), "seed", minimum=0)
     return Grid(
         datasets=datasets, models=models, methods=methods, trials=trials, seed=seed,
         agent=settings, verifier_model=verifier, cache=cache, base_dir=base_dir,
     )
 
 
-def _int(value: Any, where: str, *, minimum: int) -> int:
+def integer_at_least(value: Any, where: str, *, minimum: int) -> int:
+    """``value`` when it is an integer (not a bool) >= ``minimum``; else an :class:`InputError` naming ``where``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise InputError(f"must be an integer >= {minimum}, got {value!r}", field=where)
     return value
@@ -255,7 +257,7 @@ def _dataset(raw: Mapping[str, Any], i: int) -> DatasetSpec:
         _unique(tasks, f"datasets[{i}].tasks", what="task")
     sample = options.pop("sample", None)
     if sample is not None:
-        sample = _int(sample, f"datasets[{i}].sample", minimum=1)
+        sample = integer_at_least(sample, f"datasets[{i}].sample", minimum=1)
     return DatasetSpec(name=options.pop("name"), kind=options.pop("kind"), options=options,
                        tasks=tuple(tasks) if tasks is not None else None, sample=sample)
 
