@@ -76,9 +76,9 @@ class UnitWorker:
             outcome = driver.run(self.agent(unit), unit.task_id, unit.trial)
             rollout = to_rollout(outcome, dataset=unit.dataset, task_id=unit.task_id, model=unit.model,
                                  method=unit.method, trial=unit.trial)
-            config = self.grid.endpoint(unit.model, unit.trial)
-            notes: dict[str, Any] = {"decoding": {**decoding(config), "seed": config.seed}}
-            fallback = self.backend(unit.model, unit.trial).text_fallback
+            backend = self.backend(unit.model, unit.trial)
+            notes: dict[str, Any] = {"decoding": {**decoding(backend.config), "seed": backend.config.seed}}
+            fallback = backend.text_fallback
             if fallback is not None:  # tool_mode auto: the server refused native tools, calls went as text
                 notes["text_fallback"] = fallback
             rollout = replace(rollout, metadata={**rollout.metadata, **notes})
