@@ -77,12 +77,6 @@ def unit_key(row: dict[str, Any]) -> tuple[Any, ...]:
     return (row["dataset"], row["task_id"], row["model"], row["method"], row["trial"])
 
 
-@pytest.fixture()
-def server() -> Any:
-    with ScriptedServer(ticketing_agent.respond) as s:
-        yield s
-
-
 def test_grid_runs_every_unit_once_and_records_are_replays(server: ScriptedServer, tmp_path: Path) -> None:
     grid = write_grid(tmp_path, server.base_url, trials=2)
     out = tmp_path / "run"

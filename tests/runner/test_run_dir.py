@@ -8,7 +8,6 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,12 +18,6 @@ from prefix_exec.errors import InputError
 from prefix_exec.runner.progress import Progress
 from prefix_exec.runner.run import RunReport, run_grid, run_lock
 from runner.test_run import REPO, rows, write_grid
-
-
-@pytest.fixture()
-def server() -> Any:
-    with ScriptedServer(ticketing_agent.respond) as s:
-        yield s
 
 
 def test_a_second_run_on_a_busy_directory_is_refused(server: ScriptedServer, tmp_path: Path) -> None:
