@@ -1,5 +1,7 @@
 # One-command setup, the main job, and the tests. See README.md.
-PYTHON ?= python3.11
+# Python 3.12 (Sierra's tau2-bench v1.0.1 needs it): python3.12 on PATH if it runs, else pyenv's newest 3.12.
+PYTHON ?= $(shell for p in python3.12 $$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.12*/bin/python3.12 2>/dev/null | sort -V | tail -1); do \
+	"$$p" -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null && { echo "$$p"; break; }; done)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
@@ -9,6 +11,7 @@ BIN    := $(VENV)/bin
 # (bfcl-eval's declared dependencies pull in ~6 GB of torch/CUDA that replay never uses), then the tau2 package
 # with --no-deps plus the few packages replay imports (its full tree is ~1 GB; see docs/tau.md).
 setup:
+	@test -n "$(PYTHON)" || { echo 'make setup: Python 3.12 not found; install it, or run make setup PYTHON=/path/to/python3.12' >&2; exit 2; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev,plot,llm,ray,tau-sim]'
