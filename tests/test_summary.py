@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
+from prefix_exec.cli.metrics import render
 from prefix_exec.io import MetricRow
-from prefix_exec.summary import summarize
-from prefix_exec.tables import to_csv, to_json, to_markdown
+from prefix_exec.summary import summarize, to_json
 
 
 def rows_for(dataset, model, method, feds, Ts, ys, tasks=None):
@@ -55,10 +55,10 @@ def test_paired_difference_of_identical_conditions_is_exactly_zero():
     feds, Ts, ys = [2, 4, 1, 3], [3, 3, 2, 2], [1, 1, 0, 1]
     rows = rows_for("d", "m", "a", feds, Ts, ys) + rows_for("d", "m", "b", feds, Ts, ys)
     s = summarize(rows, resamples=400, seed=0)
-    diff = s.paired(("d", "m", "a"), ("d", "m", "b"), "TER")
+    diff = s.difference(("d", "m", "a"), ("d", "m", "b"), "TER")
     assert (diff.point, diff.low, diff.high) == (0.0, 0.0, 0.0)
     with pytest.raises(ValueError):
-        s.paired(("d", "m", "a"), ("e", "m", "b"), "TER")
+        s.difference(("d", "m", "a"), ("e", "m", "b"), "TER")
 
 
 def test_json_has_the_documented_shape():
@@ -69,8 +69,9 @@ def test_json_has_the_documented_shape():
         assert set(cond[key]) == {"point", "low", "high"}
     assert cond["N"] == 4 and cond["RR_eligible"] == 2
     assert len(cond["PEC"]) == len(cond["PEC_elig"]) == len(cond["n_k"]) == 4
-    assert "undefined" not in to_markdown(summarize(rows, resamples=100, seed=0))
-    assert to_csv(summarize(rows, resamples=100, seed=0)).splitlines()[0].startswith("dataset,model,method,N,TER")
+    assert "undefined" not in render(summarize(rows, resamples=100, seed=0), None, "md").splitlines()[-1]
+    assert render(summarize(rows, resamples=100, seed=0), None, "csv").splitlines()[0].startswith(
+        "dataset,model,method,N,TER")
 
 
 def test_conditions_with_multiple_trials_resample_whole_tasks():

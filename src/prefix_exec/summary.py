@@ -2,10 +2,14 @@
 
 A *condition* is one (dataset, model, method). Rows of all conditions of a dataset share one task-level
 resample-count matrix, so every interval and every paired difference within a dataset uses the same draws.
+Any two conditions of one dataset can be compared (:meth:`Summary.paired`, named by the selectors of
+:mod:`prefix_exec.selection`): the difference is taken over the tasks the two have in common, on those same
+draws. :func:`to_json` is the machine-readable form of a summary.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +19,7 @@ import numpy as np
 
 from prefix_exec import metrics
 from prefix_exec.io import MetricRow
+from prefix_exec.selection import Selector, pair_conditions
 from prefix_exec.stats import (
     DEFAULT_LEVEL,
     DEFAULT_RESAMPLES,
@@ -92,11 +97,30 @@ class ConditionSummary:
 
 
 @dataclass(frozen=True)
+class TaskSums:
+    """One condition's per-task sums over its dataset's task list (the bootstrap's inputs).
+
+    ``numerators[j, s]`` is the sum of statistic ``names[s]`` over the condition's rollouts of task j;
+    ``denominators[j]`` their count (0 for a task the condition did not run). Shapes (tasks, statistics) and
+    (tasks,).
+    """
+
+    names: tuple[str, ...]
+    numerators: np.ndarray
+    denominators: np.ndarray
+
+    def tasks(self) -> np.ndarray:
+        """Boolean mask (tasks,) of the tasks this condition ran."""
+        return self.denominators > 0
+
+
+@dataclass(frozen=True)
 class Summary:
     """All conditions, plus the bootstrap replicates needed for paired differences.
 
     ``replicates[condition]`` maps a statistic name (``TER``, ``AUC_PEC``, ``mean_FED``, ``success``,
-    ``PEC@k``) to its (resamples,) replicate vector.
+    ``PEC@k``) to its (resamples,) replicate vector. ``task_sums[condition]`` holds the per-task sums the
+    replicates came from; ``tasks[dataset]`` the dataset's sorted task ids (the columns of its draws).
     """
 
     conditions: tuple[ConditionSummary, ...]
@@ -104,6 +128,8 @@ class Summary:
     seed: int
     level: float
     replicates: dict[Condition, dict[str, np.ndarray]] = field(repr=False)
+    task_sums: dict[Condition, TaskSums] = field(repr=False, default_factory=dict)
+    tasks: dict[str, tuple[str, ...]] = field(repr=False, default_factory=dict)
 
     def get(self, dataset: str, model: str, method: str) -> ConditionSummary:
         for c in self.conditions:
@@ -111,48 +137,95 @@ class Summary:
                 return c
         raise KeyError(f"no condition dataset={dataset} model={model} method={method}")
 
-    def paired(self, a: Condition, b: Condition, statistic: str) -> Estimate:
-        """Paired difference a - b of one statistic, from the shared task draws of their dataset."""
+    def difference(self, a: Condition, b: Condition, statistic: str) -> Estimate:
+        """Paired difference a - b of one statistic over the two conditions' common tasks (see
+        :meth:`compare_conditions`)."""
+        return self.compare_conditions(a, b, (statistic,)).differences[statistic]
+
+    def compare_conditions(self, a: Condition, b: Condition, statistics: Sequence[str] = SCALARS) -> PairedComparison:
+        """Differences a - b of two conditions of one dataset, each with a percentile CI.
+
+        Both sides are restricted to the tasks the two conditions have in common and computed on the
+        dataset's shared task draws (the same resample-count matrix every interval of the dataset uses), so
+        the difference is paired. When both ran the same tasks this is the difference of their replicates.
+        A statistic a resample cannot form (no common task drawn) is left out of that replicate's interval.
+        """
         if a[0] != b[0]:
             raise ValueError(f"paired differences need one dataset, got {a[0]!r} and {b[0]!r}")
         ra, rb = self.replicates[a], self.replicates[b]
-        if statistic not in ra or statistic not in rb:
-            raise KeyError(f"statistic {statistic!r} is not bootstrapped; choose from {sorted(ra)}")
-        pa = _point(self.get(*a), statistic)
-        pb = _point(self.get(*b), statistic)
-        return paired_difference(pa, ra[statistic], pb, rb[statistic], self.level)
+        for statistic in statistics:
+            if statistic not in ra or statistic not in rb:
+                raise KeyError(f"statistic {statistic!r} is not bootstrapped; choose from {sorted(ra)}")
+        sa, sb = self.task_sums[a], self.task_sums[b]
+        common = sa.tasks() & sb.tasks()
+        n_common = int(common.sum())
+        if n_common == 0:
+            nan = float("nan")
+            return PairedComparison(a[0], a, b, 0, {s: Estimate(nan, nan, nan) for s in statistics})
+        if np.array_equal(sa.tasks(), sb.tasks()):
+            diffs = {s: paired_difference(_point(self.get(*a), s), ra[s], _point(self.get(*b), s), rb[s], self.level)
+                     for s in statistics}
+            return PairedComparison(a[0], a, b, n_common, diffs)
+        cols = [sa.names.index(s) for s in statistics]
+        num = np.concatenate([sa.numerators[:, cols], sb.numerators[:, cols]], axis=1) * common[:, None]
+        den = np.column_stack([sa.denominators, sb.denominators]) * common[:, None]
+        groups = np.repeat([0, 1], len(cols))
+        counts = resample_counts(len(self.tasks[a[0]]), self.resamples, dataset_rng(self.seed, a[0]))
+        point, reps = bootstrap_ratios(counts, num, den, groups=groups)
+        m = len(cols)
+        diffs = {s: paired_difference(float(point[i]), reps[:, i], float(point[m + i]), reps[:, m + i], self.level)
+                 for i, s in enumerate(statistics)}
+        return PairedComparison(a[0], a, b, n_common, diffs)
 
-
-    def compare(self, method_a: str, method_b: str, statistics: Sequence[str] = SCALARS) -> list[PairedComparison]:
-        """Paired differences ``method_a - method_b`` in every (dataset, model) block that has both methods."""
-        present = {c.condition for c in self.conditions}
-        out = []
-        for dataset, model in sorted({(c.dataset, c.model) for c in self.conditions}):
-            a, b = (dataset, model, method_a), (dataset, model, method_b)
-            if a in present and b in present:
-                diffs = {name: self.paired(a, b, name) for name in statistics}
-                out.append(PairedComparison(dataset, model, method_a, method_b, diffs))
-        return out
+    def paired(
+        self, a: Selector, b: Selector, statistics: Sequence[str] = SCALARS
+    ) -> list[PairedComparison]:
+        """Paired differences ``a - b``: one per dataset (or per (dataset, model) block) where the two
+        selectors name one condition each. A selector is a model, a method, ``model/method`` or a
+        (dataset, model, method) tuple (see :func:`prefix_exec.selection.pair_conditions`). An unknown or
+        ambiguous selector is an :class:`~prefix_exec.errors.InputError` listing the candidates."""
+        pairs = pair_conditions([c.condition for c in self.conditions], a, b)
+        return [self.compare_conditions(x, y, statistics) for x, y in pairs]
 
 
 @dataclass(frozen=True)
 class PairedComparison:
-    """Differences A - B of one (dataset, model) block, each with a CI from the shared task draws."""
+    """Differences a - b of two conditions of one dataset over their ``common_tasks`` shared tasks, each
+    with a CI from the dataset's shared task draws. Undefined (NaN) when they share no task."""
 
     dataset: str
-    model: str
-    method_a: str
-    method_b: str
+    a: Condition
+    b: Condition
+    common_tasks: int
     differences: dict[str, Estimate]
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "dataset": self.dataset,
-            "model": self.model,
-            "a": self.method_a,
-            "b": self.method_b,
+            "a": {"model": self.a[1], "method": self.a[2]},
+            "b": {"model": self.b[1], "method": self.b[2]},
+            "common_tasks": self.common_tasks,
             "differences": {k: v.as_dict() for k, v in self.differences.items()},
         }
+
+
+def to_json(summary: Summary, comparisons: Sequence[PairedComparison] | None = None) -> str:
+    """The summary as JSON: ``resamples``, ``seed``, ``level``, one object per condition
+    (:meth:`ConditionSummary.as_dict`), and ``paired`` (:meth:`PairedComparison.as_dict`) when given.
+
+    Per condition: ``N``; ``TER``, ``AUC_PEC``, ``mean_FED`` and ``success`` as ``{point, low, high}``;
+    ``RR`` as ``{point, low, high}`` or null (undefined when nothing failed); ``RR_eligible``; ``PEC``,
+    ``PEC_elig`` and ``n_k`` as lists from k = 1. Undefined numbers are null.
+    """
+    doc: dict[str, Any] = {
+        "resamples": summary.resamples,
+        "seed": summary.seed,
+        "level": summary.level,
+        "conditions": [c.as_dict() for c in summary.conditions],
+    }
+    if comparisons is not None:
+        doc["paired"] = [p.as_dict() for p in comparisons]
+    return json.dumps(doc, indent=2)
 
 
 def _point(c: ConditionSummary, statistic: str) -> float:
@@ -183,13 +256,17 @@ def summarize(
         raise ValueError("no rows to summarize")
     out: list[ConditionSummary] = []
     replicates: dict[Condition, dict[str, np.ndarray]] = {}
+    sums: dict[Condition, TaskSums] = {}
+    tasks: dict[str, tuple[str, ...]] = {}
     for dataset in sorted(by_dataset):
-        summaries, reps = _summarize_dataset(
+        summaries, reps, dataset_sums = _summarize_dataset(
             dataset, by_dataset[dataset], resamples, dataset_rng(seed, dataset), level, ci_depth
         )
         out.extend(summaries)
         replicates.update(reps)
-    return Summary(tuple(out), resamples, seed, level, replicates)
+        sums.update(dataset_sums)
+        tasks[dataset] = tuple(sorted({r.task_id for r in by_dataset[dataset]}))
+    return Summary(tuple(out), resamples, seed, level, replicates, sums, tasks)
 
 
 def _summarize_dataset(
@@ -199,7 +276,7 @@ def _summarize_dataset(
     rng: np.random.Generator,
     level: float,
     ci_depth: int,
-) -> tuple[list[ConditionSummary], dict[Condition, dict[str, np.ndarray]]]:
+) -> tuple[list[ConditionSummary], dict[Condition, dict[str, np.ndarray]], dict[Condition, TaskSums]]:
     tasks = sorted({r.task_id for r in rows})
     task_index = {t: j for j, t in enumerate(tasks)}
     groups: dict[Condition, list[MetricRow]] = defaultdict(list)
@@ -233,7 +310,9 @@ def _summarize_dataset(
 
     summaries: list[ConditionSummary] = []
     rep_map: dict[Condition, dict[str, np.ndarray]] = {}
+    sums: dict[Condition, TaskSums] = {}
     for c_i, cond in enumerate(conditions):
+        sums[cond] = TaskSums(tuple(names), num[:, c_i * width : (c_i + 1) * width], den[:, c_i])
         fed, T, y = arrays[cond]
         block = est[c_i * width : (c_i + 1) * width]
         rep_map[cond] = {name: reps[:, c_i * width + j] for j, name in enumerate(names)}
@@ -263,4 +342,4 @@ def _summarize_dataset(
                 labels=dict(Counter(r.label for r in groups[cond] if r.label)),
             )
         )
-    return summaries, rep_map
+    return summaries, rep_map, sums

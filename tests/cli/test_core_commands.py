@@ -106,14 +106,16 @@ def test_metrics_compare_gives_paired_differences(ticketing, tmp_path, capsys):
                  "--compare", "plan-conditioned:react"]) == 0
     doc = json.loads(capsys.readouterr().out)
     (pair,) = doc["paired"]
-    assert (pair["a"], pair["b"]) == ("plan-conditioned", "react")
+    assert (pair["a"]["method"], pair["b"]["method"]) == ("plan-conditioned", "react")
+    assert pair["common_tasks"] == 6
     # Every plan-conditioned rollout failed and every react one was executable, on the same tasks.
     assert pair["differences"]["TER"] == {"point": -1.0, "low": -1.0, "high": -1.0}
     with pytest.raises(SystemExit) as info:  # a malformed pair is a usage error
         main(["metrics", str(records), "--compare", "react"])
     assert info.value.code == 2
     assert main(["metrics", str(records), "--compare", "react:nope"]) == 2
-    assert "no records for method nope" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--compare react:nope: no condition is named by one side" in err and "plan-conditioned" in err
 
 
 def test_duplicate_input_rollouts_are_reported_not_silently_merged(ticketing, tmp_path, capsys):

@@ -43,27 +43,31 @@ def test_bad_options_are_usage_errors(tmp_path: Path, capsys) -> None:  # type: 
         with pytest.raises(SystemExit) as exit_info:
             main(["report", str(tmp_path), "--out", str(tmp_path / "o"), *bad])
         assert exit_info.value.code == 2
-    assert "expected METHOD_A:METHOD_B" in capsys.readouterr().err
+    assert "expected A:B" in capsys.readouterr().err
 
 
 def test_pairs_of_unknown_or_identical_methods_are_input_errors(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     rows = [*crafted(), record("solo", "t1", T=1, fed=2, success=1, model="m3")]
     write_records(tmp_path / "r.jsonl", rows)
     base = ["report", str(tmp_path / "r.jsonl"), "--resamples", "50", "--no-plots"]
+    listing = "m1/dual-loop, m1/plan-conditioned, m1/react, m2/dual-loop, m2/react, m3/solo"
     cases = [
-        ("nope:react", "--pair nope:react: no records for method nope"),
-        ("nope:gone", "no records for method nope, gone"),
-        ("react:react", "--pair react:react pairs a method with itself"),
-        ("solo:react", "--pair solo:react: no (dataset, model) block has records of both methods"),
+        ("nope:react", "--pair nope:react: no condition is named by one side", listing),
+        ("nope:gone", "--pair nope:gone: no condition is named by one side", listing),
+        ("react:react", "--pair react:react pairs a name with itself", ""),
+        # solo (model m3) and react (models m1 and m2) share no model: react alone is ambiguous
+        ("solo:react", "--pair solo:react: 'react' is ambiguous in dataset 'bfcl_demo': it names m1/react, m2/react",
+         "name one condition as model/method"),
     ]
-    for i, (pair, message) in enumerate(cases):
+    for i, (pair, message, hint) in enumerate(cases):
         out = tmp_path / f"o{i}"
         assert main([*base, "--out", str(out), "--pair", "dual-loop:react", "--pair", pair]) == 2, pair
         err = capsys.readouterr().err
-        assert message in err and "Traceback" not in err, err
-        if pair != "solo:react":
-            assert "methods in the records: dual-loop, plan-conditioned, react, solo" in err
+        assert message in err and hint in err and "Traceback" not in err, err
         assert not out.exists()  # refused before anything was written
+    assert main([*base, "--out", str(tmp_path / "ok"), "--pair", "solo:m1/react"]) == 0
+    paired = (tmp_path / "ok" / "paired.csv").read_text().splitlines()
+    assert paired[1].startswith("bfcl_demo,m3/solo,m1/react,1,")  # solo ran t1 only: one common task
 
 
 def test_an_out_that_is_a_file_is_an_input_error(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]

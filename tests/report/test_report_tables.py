@@ -8,20 +8,13 @@ from pathlib import Path
 from report_records import crafted, record
 
 from prefix_exec.report.build import Options, build_tables
+from prefix_exec.report.cells import block_maxima
+from prefix_exec.report.formats import RENDERERS, to_csv, to_latex, to_markdown
 from prefix_exec.report.inputs import metric_rows
 from prefix_exec.report.layout import Anchors, method_key
-from prefix_exec.report.table import RENDERERS, block_maxima, to_csv, to_latex, to_markdown
-from prefix_exec.report.tables import (
-    checkpoints,
-    competition_ranks,
-    decomposition,
-    kendall_tau,
-    label_counts,
-    paired_differences,
-    ranking,
-    ranking_agreement,
-    table2,
-)
+from prefix_exec.report.metric_tables import checkpoints, decomposition, label_counts, table2
+from prefix_exec.report.paired import paired_differences, resolve_pairs
+from prefix_exec.report.ranking import competition_ranks, kendall_tau, ranking, ranking_agreement
 from prefix_exec.summary import Summary, summarize
 from prefix_exec.trajectory import FailureLabel
 
@@ -121,26 +114,37 @@ def test_decomposition_recombines_to_success() -> None:
 
 def test_ranking_divergence_flags_the_headline_case() -> None:
     # Block m1: outcome leaders are all three (tied at 1.00); prefix leaders are react and plan-conditioned.
+    # A leader by AUC-PEC is among those tied for the lead by success, so the rankings do not diverge.
     s = summary_of()
     agreement = {r[1].text: [c.text for c in r[2:]] for r in ranking_agreement(s).rows}
     assert agreement["m1"][:3] == ["react, plan-conditioned, dual-loop", "react, plan-conditioned",
                                    "react, plan-conditioned"]
-    assert agreement["m1"][4] == "yes"
-    # m2: success tied at 0 (both lead), AUC-PEC led by dual-loop alone: diverges, tau undefined.
-    assert agreement["m2"][3] == "undefined" and agreement["m2"][4] == "yes"
+    assert agreement["m1"][5] == "no"
+    # m2: success tied at 0 (both lead), AUC-PEC led by dual-loop alone, who is among the success leaders:
+    # no divergence, and tau is undefined because the success ranking is constant.
+    assert agreement["m2"][3] == "undefined (a ranking is constant)" and agreement["m2"][5] == "no"
     t = ranking(s, Anchors.of(s))
     dual = next(r for r in t.rows if r[1].text == "m1" and r[2].text == "dual-loop")
     assert (dual[4].text, dual[6].text, dual[9].text) == ("1", "3", "-2")
 
 
 def test_ranking_divergence_when_success_and_prefix_reverse() -> None:
-    # A succeeds more but breaks early; B survives but fails more: the rankings reverse (tau = -1).
+    # A succeeds more but breaks early; B survives but fails more: the rankings reverse (tau = -1). Every
+    # resample where B does not draw only t1 reverses them too, so the interval is [-1, -1]: diverges.
     rows = [record("A", t, T=4, fed=1, success=1, dataset="x") for t in ("t1", "t2", "t3")]
     rows += [record("B", t, T=4, fed=5, success=int(t == "t1"), dataset="x") for t in ("t1", "t2", "t3")]
     s = summary_of(rows)
     (row,) = ranking_agreement(s).rows
-    assert [c.text for c in row[2:]] == ["A", "B", "B", "-1.00", "yes"]
-    assert row[6].bold
+    assert [c.text for c in row[2:]] == ["A", "B", "B", "-1.00 [-1.00, -1.00]", "-1.00 [-1.00, -1.00]", "yes"]
+    assert row[7].bold
+
+
+def test_one_condition_per_block_says_so() -> None:
+    rows = [record("A", t, T=2, fed=3, success=1, dataset="x") for t in ("t1", "t2")]
+    (row,) = ranking_agreement(summary_of(rows)).rows
+    assert [c.text for c in row[5:]] == ["n/a (one condition)", "n/a (one condition)",
+                                        "one condition: nothing to rank"]
+    assert "undefined" not in to_markdown(ranking_agreement(summary_of(rows)))
 
 
 def test_competition_ranks_and_kendall() -> None:
@@ -155,14 +159,16 @@ def test_competition_ranks_and_kendall() -> None:
 def test_paired_differences_default_and_chosen_pairs() -> None:
     s = summary_of()
     default = paired_differences(s)
-    m1 = [(r[2].text, r[3].text) for r in default.rows if r[1].text == "m1"]
-    assert m1 == [("plan-conditioned", "react"), ("dual-loop", "react"), ("dual-loop", "plan-conditioned")]
-    chosen = paired_differences(s, [("dual-loop", "react")])
-    texts = {r[1].text: [c.text for c in r[4:]] for r in chosen.rows}
-    # homogeneous conditions: the differences are exact and their intervals degenerate
-    assert texts["m1"] == ["-1.00 [-1.00, -1.00]", "-3.00 [-3.00, -3.00]", "-0.75 [-0.75, -0.75]",
-                           "0.00 [0.00, 0.00]"]
-    assert texts["m2"] == ["1.00 [1.00, 1.00]", "2.00 [2.00, 2.00]", "1.00 [1.00, 1.00]", "0.00 [0.00, 0.00]"]
+    m1 = [(r[1].text, r[2].text) for r in default.rows if r[1].text.startswith("m1/")]
+    assert m1 == [("m1/plan-conditioned", "m1/react"), ("m1/dual-loop", "m1/react"),
+                  ("m1/dual-loop", "m1/plan-conditioned")]
+    chosen = paired_differences(s, resolve_pairs(s, ["dual-loop:react"], option="--pair"))
+    texts = {r[1].text: [c.text for c in r[3:]] for r in chosen.rows}
+    # homogeneous conditions on the same 4 tasks: the differences are exact and their intervals degenerate
+    assert texts["m1/dual-loop"] == ["4", "-1.00 [-1.00, -1.00]", "-3.00 [-3.00, -3.00]", "-0.75 [-0.75, -0.75]",
+                                     "0.00 [0.00, 0.00]"]
+    assert texts["m2/dual-loop"] == ["4", "1.00 [1.00, 1.00]", "2.00 [2.00, 2.00]", "1.00 [1.00, 1.00]",
+                                     "0.00 [0.00, 0.00]"]
 
 
 def test_every_section_renders_in_every_format() -> None:

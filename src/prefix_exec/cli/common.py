@@ -75,10 +75,9 @@ def float_between(low: float, high: float, *, include_low: bool = True) -> Calla
     return parse
 
 
-def method_pair(text: str) -> tuple[str, str]:
-    """argparse type: ``METHOD_A:METHOD_B``."""
-    a, sep, b = text.partition(":")
-    if not sep or not a or not b:
-        raise argparse.ArgumentTypeError(f"expected METHOD_A:METHOD_B, got {text!r}")
-    return (a, b)
-
+def condition_pair(text: str) -> str:
+    """argparse type: ``A:B``, each side a model, a method or ``model/method``. Kept as text: names may hold
+    ``:``, so the split is chosen later against the records (:func:`prefix_exec.selection.split_pair`)."""
+    if ":" not in text.strip(":"):
+        raise argparse.ArgumentTypeError(f"expected A:B (a model, a method or model/method on each side), got {text!r}")
+    return text

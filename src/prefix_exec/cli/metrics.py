@@ -7,13 +7,28 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from prefix_exec.cli.common import method_pair, non_negative_int, positive_int
+from prefix_exec.cli.common import condition_pair, non_negative_int, positive_int
 from prefix_exec.coverage import coverage_warnings
 from prefix_exec.errors import InputError
 from prefix_exec.io import METRIC_FIELDS, read_metric_rows
+from prefix_exec.report.formats import to_csv, to_markdown
+from prefix_exec.report.metric_tables import table2
+from prefix_exec.report.paired import comparison_table, comparisons, resolve_pairs
 from prefix_exec.stats import DEFAULT_RESAMPLES
-from prefix_exec.summary import DEFAULT_CI_DEPTH, summarize
-from prefix_exec.tables import RENDERERS
+from prefix_exec.summary import DEFAULT_CI_DEPTH, PairedComparison, Summary, summarize, to_json
+
+FORMATS = ("csv", "json", "md")
+
+
+def render(summary: Summary, found: list[PairedComparison] | None, fmt: str) -> str:
+    """The summary in ``fmt``: JSON (:func:`~prefix_exec.summary.to_json`), or Table 2 and the paired
+    differences as Markdown or CSV (the report's tables and renderers, without links)."""
+    if fmt == "json":
+        return to_json(summary, found)
+    tables = [table2(summary)] + ([comparison_table(found)] if found else [])
+    if fmt == "csv":
+        return "\n".join(to_csv(t) for t in tables)
+    return "\n".join(to_markdown(t) for t in tables)
 
 
 def register(commands: Any, name: str) -> None:
@@ -38,19 +53,18 @@ def register(commands: Any, name: str) -> None:
         default=DEFAULT_CI_DEPTH,
         help="bootstrap PEC(k) for k = 1..N (default: %(default)s)",
     )
-    parser.add_argument("--format", choices=sorted(RENDERERS), default="md", help="output format (default: md)")
+    parser.add_argument("--format", choices=FORMATS, default="md", help="output format (default: md)")
     parser.add_argument(
         "--compare",
         action="append",
         default=[],
-        type=method_pair,
+        type=condition_pair,
         metavar="A:B",
-        help="paired differences A - B of two methods in every (dataset, model) block that has both, with CIs "
-        "from the shared task draws (repeatable)",
+        help="paired differences A - B over the tasks both ran, with CIs from the shared task draws; each side "
+        "is a model, a method or model/method (two methods are compared within each model; repeatable)",
     )
     parser.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")
     parser.set_defaults(run=run)
-
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,21 +73,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("no records found", path=", ".join(args.records), hint="score some rollouts first")
     for warning in coverage_warnings(args.records, rows):
         print(f"prefix-exec: warning: {warning}", file=sys.stderr)
-    pairs = args.compare
     summary = summarize(rows, resamples=args.resamples, seed=args.seed, ci_depth=args.ci_depth)
-    comparisons = None
-    if pairs:
-        methods = {c.method for c in summary.conditions}
-        comparisons = []
-        for a, b in pairs:
-            missing = sorted({a, b} - methods)
-            if missing:
-                raise InputError(
-                    f"--compare {a}:{b}: no records for method {', '.join(missing)}",
-                    hint=f"methods in the records: {', '.join(sorted(methods))}",
-                )
-            comparisons += summary.compare(a, b)
-    text = RENDERERS[args.format](summary, comparisons)
+    found = None
+    if args.compare:
+        found = comparisons(summary, resolve_pairs(summary, args.compare, option="--compare"))
+    text = render(summary, found, args.format)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text, encoding="utf-8")

@@ -7,12 +7,12 @@ import argparse
 import sys
 from typing import Any
 
-from prefix_exec.cli.common import method_pair, non_negative_int, positive_int
+from prefix_exec.cli.common import condition_pair, non_negative_int, positive_int
 from prefix_exec.coverage import coverage_warnings
 from prefix_exec.report import Options, load, write_report
 from prefix_exec.report.build import FORMATS
 from prefix_exec.report.inputs import expand
-from prefix_exec.report.tables import DEFAULT_CHECKPOINTS
+from prefix_exec.report.metric_tables import DEFAULT_CHECKPOINTS
 from prefix_exec.stats import DEFAULT_RESAMPLES
 
 
@@ -31,15 +31,37 @@ def register(commands: Any, name: str) -> None:
     )
     parser.add_argument("inputs", nargs="+", metavar="RECORDS_OR_RUN_DIR", help="records JSONL files or run dirs")
     parser.add_argument("--out", required=True, metavar="DIR", help="folder to write the report into")
-    parser.add_argument("--resamples", type=positive_int, default=DEFAULT_RESAMPLES,
-                        help="bootstrap resamples (default: %(default)s)")
+    parser.add_argument(
+        "--resamples", type=positive_int, default=DEFAULT_RESAMPLES, help="bootstrap resamples (default: %(default)s)"
+    )
     parser.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed, >= 0 (default: %(default)s)")
-    parser.add_argument("--format", default=",".join(FORMATS), type=_formats,
-                        help="table formats, comma-separated from md, csv, tex (default: %(default)s)")
-    parser.add_argument("--pair", action="append", type=method_pair, metavar="A:B",
-                        help="paired difference A - B of two methods (repeatable; default: every pair)")
-    parser.add_argument("--checkpoints", type=_depths, default=DEFAULT_CHECKPOINTS, metavar="K,K,...",
-                        help=f"PEC@k checkpoint depths (default: {','.join(map(str, DEFAULT_CHECKPOINTS))})")
+    parser.add_argument(
+        "--format",
+        default=",".join(FORMATS),
+        type=_formats,
+        help="table formats, comma-separated from md, csv, tex (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--pair",
+        action="append",
+        type=condition_pair,
+        metavar="A:B",
+        help="paired difference A - B; each side a model, a method or model/method (repeatable; "
+        "default: every pair of methods within each model)",
+    )
+    parser.add_argument(
+        "--reference",
+        metavar="NAME",
+        help="the leaderboard's reference condition: a model, a method or model/method (default: "
+        "the best by final success)",
+    )
+    parser.add_argument(
+        "--checkpoints",
+        type=_depths,
+        default=DEFAULT_CHECKPOINTS,
+        metavar="K,K,...",
+        help=f"PEC@k checkpoint depths (default: {','.join(map(str, DEFAULT_CHECKPOINTS))})",
+    )
     parser.add_argument("--title", default="prefix-exec report", help="title of report.html")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG/SVG plots (no matplotlib needed)")
     parser.set_defaults(run=run)
@@ -67,10 +89,20 @@ def run(args: argparse.Namespace) -> int:
     records = load(args.inputs)
     for warning in coverage_warnings(expand(args.inputs), records):
         print(f"prefix-exec: warning: {warning}", file=sys.stderr)
-    options = Options(resamples=args.resamples, seed=args.seed, formats=args.format,
-                      pairs=tuple(args.pair) if args.pair else None, checkpoints=args.checkpoints,
-                      title=args.title, plots=not args.no_plots)
+    options = Options(
+        resamples=args.resamples,
+        seed=args.seed,
+        formats=args.format,
+        pairs=tuple(args.pair) if args.pair else None,
+        reference=args.reference,
+        checkpoints=args.checkpoints,
+        title=args.title,
+        plots=not args.no_plots,
+    )
     report = write_report(records, args.out, options)
-    print(f"prefix-exec: report on {len(records)} rollouts in {len(report.summary.conditions)} conditions -> "
-          f"{args.out}/report.html ({len(report.files)} files)", file=sys.stderr)
+    print(
+        f"prefix-exec: report on {len(records)} rollouts in {len(report.summary.conditions)} conditions -> "
+        f"{args.out}/report.html ({len(report.files)} files)",
+        file=sys.stderr,
+    )
     return 0

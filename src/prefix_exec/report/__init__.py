@@ -2,8 +2,12 @@
 
 - :mod:`.inputs` reads records files and run directories;
 - :mod:`.layout` fixes blocks, method order and HTML anchors;
-- :mod:`.table` is a table as data with Markdown, CSV, LaTeX and HTML renderers;
-- :mod:`.tables` builds Table 2, PEC@k checkpoints, label counts, decomposition, ranking and paired tables;
+- :mod:`.cells` is a table as data (cells with text, sort value, bold flag and link);
+- :mod:`.formats` renders a table as Markdown, CSV, LaTeX or HTML;
+- :mod:`.metric_tables` builds Table 2, PEC@k checkpoints, label counts and the decomposition;
+- :mod:`.ranking` ranks conditions by success against prefix metrics, with Kendall's tau and its interval;
+- :mod:`.paired` tabulates paired differences of any two conditions;
+- :mod:`.leaderboard` builds the view across models of one dataset;
 - :mod:`.cost` builds the cost and verifier-sensitivity tables from call telemetry;
 - :mod:`.plots` draws Figure 1 and the ranking chart (matplotlib, Agg);
 - :mod:`.html` and :mod:`.rollouts` assemble the page and its drill-down;

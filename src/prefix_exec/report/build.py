@@ -7,26 +7,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from prefix_exec import tables as plain
 from prefix_exec.errors import InputError
 from prefix_exec.report import plots
+from prefix_exec.report.cells import Table
 from prefix_exec.report.cost import cost_tables
+from prefix_exec.report.formats import RENDERERS
 from prefix_exec.report.html import Section, render
 from prefix_exec.report.inputs import is_synthetic, metric_rows
-from prefix_exec.report.layout import Anchors
-from prefix_exec.report.table import RENDERERS, Table
-from prefix_exec.report.tables import (
-    DEFAULT_CHECKPOINTS,
-    checkpoints,
-    decomposition,
-    label_counts,
-    paired_differences,
-    ranking,
-    ranking_agreement,
-    table2,
-)
+from prefix_exec.report.layout import Anchors, leaderboard_blocks
+from prefix_exec.report.leaderboard import against_reference, check_reference, leaderboard
+from prefix_exec.report.metric_tables import DEFAULT_CHECKPOINTS, checkpoints, decomposition, label_counts, table2
+from prefix_exec.report.paired import paired_differences, resolve_pairs
+from prefix_exec.report.ranking import ranking, ranking_agreement
 from prefix_exec.stats import DEFAULT_RESAMPLES
-from prefix_exec.summary import DEFAULT_CI_DEPTH, Summary, summarize
+from prefix_exec.summary import DEFAULT_CI_DEPTH, Condition, Summary, summarize, to_json
 from prefix_exec.trajectory import PrefixRecord
 
 FORMATS = tuple(RENDERERS)
@@ -37,7 +31,10 @@ class Options:
     resamples: int = DEFAULT_RESAMPLES
     seed: int = 0
     formats: tuple[str, ...] = FORMATS
-    pairs: tuple[tuple[str, str], ...] | None = None
+    #: ``A:B`` texts (a model, method or model/method on each side); ``None``: every pair within each block.
+    pairs: tuple[str, ...] | None = None
+    #: The leaderboard's reference condition (a selector); ``None``: the best by final success.
+    reference: str | None = None
     checkpoints: tuple[int, ...] = DEFAULT_CHECKPOINTS
     title: str = "prefix-exec report"
     plots: bool = True
@@ -51,20 +48,44 @@ class Report:
     synthetic: bool
 
 
-def build_tables(summary: Summary, records: Sequence[PrefixRecord], options: Options) -> list[Section]:
+def build_tables(
+    summary: Summary,
+    records: Sequence[PrefixRecord],
+    options: Options,
+    pairs: Sequence[tuple[Condition, Condition]] | None = None,
+) -> list[Section]:
     anchors = Anchors.of(summary)
     costs = cost_tables(summary, records, anchors)
-    sections = [
-        Section("table2", "Table 2", [table2(summary, anchors)]),
-        Section("ranking", "Ranking divergence", [ranking_agreement(summary), ranking(summary, anchors)],
-                lead="Outcome-only evaluation ranks methods by final success; prefix-level evaluation by how long "
-                     "their rollouts stay executable. Where the two disagree, a method that reaches the goal "
-                     "often does so only after invalid calls."),
+    sections = [Section("table2", "Table 2", [table2(summary, anchors)])]
+    boards = leaderboard_blocks(summary)
+    if boards:
+        sections.append(
+            Section(
+                "leaderboard",
+                "Leaderboard",
+                [
+                    leaderboard(summary, anchors, boards),
+                    ranking_agreement(summary, boards, name="leaderboard_agreement"),
+                    against_reference(summary, anchors, options.reference),
+                ],
+                lead="A dataset that holds several models gets one view across all its conditions: Table 2's "
+                "columns, outcome rank against prefix rank, and paired differences against a reference.",
+            )
+        )
+    sections += [
+        Section(
+            "ranking",
+            "Ranking divergence",
+            [ranking_agreement(summary), ranking(summary, anchors)],
+            lead="Outcome-only evaluation ranks methods by final success; prefix-level evaluation by how long "
+            "their rollouts stay executable. Where the two disagree, a method that reaches the goal "
+            "often does so only after invalid calls.",
+        ),
         Section("figure1", "Figure 1: PEC curves"),
         Section("checkpoints", "PEC@k checkpoints (Table G.1)", [checkpoints(summary, anchors, options.checkpoints)]),
         Section("labels", "First-failure labels", [label_counts(summary, anchors)]),
         Section("decomposition", "Decomposition q, s, r", [decomposition(summary, anchors)]),
-        Section("paired", "Paired differences", [paired_differences(summary, options.pairs, anchors)]),
+        Section("paired", "Paired differences", [paired_differences(summary, pairs, anchors)]),
     ]
     if costs:
         sections.append(Section("cost", "Cost", costs))
@@ -75,8 +96,11 @@ def prepare_out(out: str | Path, *, option: str = "--out") -> Path:
     """``out`` as a folder, created with its parents; an existing file in the way is an :class:`InputError`."""
     path = Path(out)
     if path.exists() and not path.is_dir():
-        raise InputError(f"{option} must be a folder, and this is an existing file", path=path,
-                         hint=f"pass a new or existing folder as {option}")
+        raise InputError(
+            f"{option} must be a folder, and this is an existing file",
+            path=path,
+            hint=f"pass a new or existing folder as {option}",
+        )
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -84,37 +108,18 @@ def prepare_out(out: str | Path, *, option: str = "--out") -> Path:
     return path
 
 
-def check_pairs(records: Sequence[PrefixRecord], pairs: Sequence[tuple[str, str]] | None) -> None:
-    """Each chosen pair names two different methods that have records and share a (dataset, model) block."""
-    if pairs is None:
-        return
-    methods = {r.method for r in records}
-    blocks: dict[tuple[str, str], set[str]] = {}
-    for r in records:
-        blocks.setdefault((r.dataset, r.model), set()).add(r.method)
-    known = "methods in the records: " + ", ".join(sorted(methods))
-    for a, b in pairs:
-        if a == b:
-            raise InputError(f"--pair {a}:{b} pairs a method with itself", hint=known)
-        missing = [m for m in (a, b) if m not in methods]
-        if missing:
-            raise InputError(f"--pair {a}:{b}: no records for method {', '.join(missing)}", hint=known)
-        if not any({a, b} <= present for present in blocks.values()):
-            raise InputError(f"--pair {a}:{b}: no (dataset, model) block has records of both methods",
-                             hint="a paired difference needs both methods on the same dataset and model")
-
-
 def write_report(records: Sequence[PrefixRecord], out: str | Path, options: Options = Options()) -> Report:
     """Summarize ``records`` and write every file into ``out`` (created). Returns what was written.
 
-    An ``options.pairs`` method with no records, a method paired with itself, or an ``out`` that is not a
-    folder is an :class:`InputError`, raised before anything is written."""
-    check_pairs(records, options.pairs)
-    out = prepare_out(out)
+    An ``options.pairs`` or ``options.reference`` name that matches no condition or several, or an ``out``
+    that is not a folder, is an :class:`InputError`, raised before anything is written."""
     ci_depth = max(DEFAULT_CI_DEPTH, *options.checkpoints)
     summary = summarize(metric_rows(records), resamples=options.resamples, seed=options.seed, ci_depth=ci_depth)
+    pairs = None if options.pairs is None else resolve_pairs(summary, options.pairs, option="--pair")
+    check_reference(summary, options.reference)
+    out = prepare_out(out)
     synthetic = is_synthetic(records)
-    sections = build_tables(summary, records, options)
+    sections = build_tables(summary, records, options, pairs)
     files: list[Path] = []
     all_tables = [t for s in sections for t in s.tables]
     mark = f"<!-- {plots.SYNTHETIC_MARK} -->\n" if synthetic else ""
@@ -128,7 +133,7 @@ def write_report(records: Sequence[PrefixRecord], out: str | Path, options: Opti
                 text = f"% {plots.SYNTHETIC_MARK}\n{text}"
             path.write_text(text, encoding="utf-8")
             files.append(path)
-    (out / "summary.json").write_text(plain.to_json(summary), encoding="utf-8")
+    (out / "summary.json").write_text(to_json(summary), encoding="utf-8")
     files.append(out / "summary.json")
     md = [f"# {options.title}\n", mark and f"> **{plots.SYNTHETIC_MARK}**\n"]
     md += [RENDERERS["md"](t) for t in all_tables]
@@ -142,12 +147,19 @@ def write_report(records: Sequence[PrefixRecord], out: str | Path, options: Opti
         files += figures + ranking_plots
     svg = [p for p in figures if p.suffix == ".svg"]
     sections = [
-        Section(s.id, s.title, s.tables, svg if s.id == "figure1" else
-                [p for p in ranking_plots if p.suffix == ".svg"] if s.id == "ranking" else (), s.lead)
+        Section(
+            s.id,
+            s.title,
+            s.tables,
+            svg if s.id == "figure1" else [p for p in ranking_plots if p.suffix == ".svg"] if s.id == "ranking" else (),
+            s.lead,
+        )
         for s in sections
     ]
-    subtitle = (f"{len(records)} rollouts, {len(summary.conditions)} conditions; 95% task-level percentile bootstrap "
-                f"({summary.resamples} resamples, seed {summary.seed}).")
+    subtitle = (
+        f"{len(records)} rollouts, {len(summary.conditions)} conditions; 95% task-level percentile bootstrap "
+        f"({summary.resamples} resamples, seed {summary.seed})."
+    )
     page = render(summary, records, sections, title=options.title, subtitle=subtitle, synthetic=synthetic)
     (out / "report.html").write_text(page, encoding="utf-8")
     files.append(out / "report.html")

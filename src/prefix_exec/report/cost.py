@@ -17,9 +17,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from prefix_exec.report.cells import Cell, Table, estimate_cell, number_cell, text_cell
 from prefix_exec.report.inputs import verifier_setting
 from prefix_exec.report.layout import Anchors, blocks_of, is_dual_loop, is_plan_conditioned
-from prefix_exec.report.table import Cell, Table, estimate_cell, number_cell, text_cell
 from prefix_exec.summary import Condition, Summary
 from prefix_exec.trajectory import PrefixRecord
 
@@ -135,8 +135,8 @@ def verifier_sensitivity(
             extra = _extra(costs, c.condition, base)
             rows.append((text_cell(block.dataset), text_cell(block.model), text_cell(c.method), text_cell(model),
                          text_cell(k_val), text_cell(base[2]),
-                         estimate_cell(summary.paired(c.condition, base, "TER"), digits=3),
-                         estimate_cell(summary.paired(c.condition, base, "AUC_PEC"), digits=3),
+                         estimate_cell(summary.difference(c.condition, base, "TER"), digits=3),
+                         estimate_cell(summary.difference(c.condition, base, "AUC_PEC"), digits=3),
                          number_cell(extra[0], digits=0), number_cell(extra[1], digits=1)))
     note = "Paired differences variant − plan-conditioned on shared task draws; cost differences are of means."
     return Table("verifier_sensitivity", "Verifier sensitivity", columns, tuple(rows), note=note, csv_columns=csv_cols)

@@ -40,15 +40,21 @@ def method_rank(name: str) -> tuple[int, str]:
 
 @dataclass(frozen=True)
 class Block:
-    """One dataset x model block of Table 2; ``rows`` are its conditions in method order."""
+    """One dataset x model block of Table 2 (``rows`` in method order), or with ``leaderboard`` set, every
+    condition of one dataset across models (``model`` is empty; ``rows`` by final success, best first)."""
 
     dataset: str
     model: str
     rows: tuple[ConditionSummary, ...]
+    leaderboard: bool = False
 
     @property
     def label(self) -> str:
-        return f"{self.dataset} / {self.model}"
+        return f"{self.dataset} / all models" if self.leaderboard else f"{self.dataset} / {self.model}"
+
+    def name(self, c: ConditionSummary) -> str:
+        """How a row is named inside the block: its method, or ``model/method`` on a leaderboard."""
+        return f"{c.model}/{c.method}" if self.leaderboard else c.method
 
 
 def blocks_of(summary: Summary) -> list[Block]:
@@ -58,6 +64,21 @@ def blocks_of(summary: Summary) -> list[Block]:
     for dataset, model in keys:
         rows = [c for c in summary.conditions if (c.dataset, c.model) == (dataset, model)]
         out.append(Block(dataset, model, tuple(sorted(rows, key=lambda c: method_rank(c.method)))))
+    return out
+
+
+def leaderboard_blocks(summary: Summary) -> list[Block]:
+    """One block per dataset that holds two or more models: all its conditions, best final success first
+    (ties: higher AUC-PEC, then model name and method order)."""
+    out = []
+    for dataset in sorted({c.dataset for c in summary.conditions}):
+        rows = [c for c in summary.conditions if c.dataset == dataset]
+        if len({c.model for c in rows}) < 2:
+            continue
+        rows.sort(
+            key=lambda c: (-round(c.success.point, 2), -round(c.AUC_PEC.point, 2), c.model, method_rank(c.method))
+        )
+        out.append(Block(dataset, "", tuple(rows), leaderboard=True))
     return out
 
 

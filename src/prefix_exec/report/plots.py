@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec.report.layout import Block, blocks_of, max_depth
-from prefix_exec.report.tables import competition_ranks
+from prefix_exec.report.ranking import competition_ranks
 from prefix_exec.summary import ConditionSummary, Summary
 
 SYNTHETIC_MARK = "SYNTHETIC DEMO DATA (fault-injected, not model output)"

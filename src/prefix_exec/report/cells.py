@@ -1,0 +1,95 @@
+"""A report table as data: :class:`Table` rows of :class:`Cell`, and the cell constructors every table uses.
+
+A cell carries its display text, a sort value, a bold flag and an optional link (an HTML fragment id of the
+rollouts behind it). ``blocks`` groups rows (Table 2's dataset x model blocks). Every number and every bold
+flag is decided here, when a table is built; :mod:`prefix_exec.report.formats` only renders.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from prefix_exec.stats import Estimate
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One table cell. ``value`` sorts the column in HTML (``None`` sorts as text); ``csv`` overrides the
+    CSV text (a plain number instead of ``0.47 [0.40, 0.54]``)."""
+
+    text: str
+    value: float | None = None
+    bold: bool = False
+    link: str | None = None
+    csv: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Table:
+    """``columns[i]`` heads the i-th cell of every row; ``csv_columns[i]`` is the tuple of CSV headers that
+    cell expands to (defaults to the column name); ``bold_columns`` are the indices where a block maximum is
+    bolded (their CSV gets a ``*_bold`` flag column)."""
+
+    name: str
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    blocks: tuple[str, ...] = ()
+    note: str = ""
+    csv_columns: tuple[tuple[str, ...], ...] = field(default=())
+    bold_columns: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        for row in self.rows:
+            if len(row) != len(self.columns):
+                raise ValueError(f"{self.name}: a row has {len(row)} cells for {len(self.columns)} columns")
+        if self.blocks and len(self.blocks) != len(self.rows):
+            raise ValueError(f"{self.name}: {len(self.blocks)} block tags for {len(self.rows)} rows")
+
+
+def fmt(x: float | None, digits: int = 2) -> str:
+    return "undefined" if x is None or math.isnan(x) else f"{x:.{digits}f}"
+
+
+def estimate_text(e: Estimate | None, digits: int = 2) -> str:
+    """``0.47 [0.40, 0.54]``; ``undefined`` when missing; the interval is dropped when it is NaN."""
+    if e is None:
+        return "undefined"
+    if math.isnan(e.low) or math.isnan(e.high):
+        return fmt(e.point, digits)
+    return f"{e.point:.{digits}f} [{e.low:.{digits}f}, {e.high:.{digits}f}]"
+
+
+def estimate_cell(e: Estimate | None, *, bold: bool = False, link: str | None = None, digits: int = 2) -> Cell:
+    if e is None:
+        return Cell("undefined", None, bold, link, ("", "", ""))
+    raw = tuple("" if math.isnan(v) else repr(round(v, 6)) for v in (e.point, e.low, e.high))
+    return Cell(estimate_text(e, digits), e.point, bold, link, raw)
+
+
+def number_cell(x: float | int | None, *, digits: int = 2, bold: bool = False, link: str | None = None) -> Cell:
+    if x is None:
+        return Cell("undefined", None, bold, link, ("",))
+    if isinstance(x, int):
+        return Cell(str(x), float(x), bold, link, (str(x),))
+    return Cell(fmt(x, digits), x, bold, link, (repr(round(x, 6)),))
+
+
+def text_cell(text: str, link: str | None = None) -> Cell:
+    return Cell(text, None, False, link, (text,))
+
+
+def block_maxima(values: Sequence[float | None], digits: int = 2) -> list[bool]:
+    """Bold flags: True for every value equal to the maximum *at the displayed precision* (ties included).
+
+    Undefined values (``None``) are never bold. Rounding first means two cells that print as ``0.94`` are
+    both bold, as a reader would expect.
+    """
+    shown = [None if v is None or math.isnan(v) else round(v, digits) for v in values]
+    defined = [v for v in shown if v is not None]
+    if not defined:
+        return [False] * len(values)
+    top = max(defined)
+    return [v is not None and v == top for v in shown]

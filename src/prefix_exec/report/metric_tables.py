@@ -1,0 +1,191 @@
+"""The per-condition metric tables of a report: Table 2, PEC@k checkpoints (Table G.1), first-failure label
+counts and the decomposition of final success.
+
+Bold marks the block maximum per column at the displayed precision, ties included; bold is not
+significance. RR-Eligible is a count, not a score, and is never bold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from prefix_exec.report.cells import (
+    Cell,
+    Table,
+    block_maxima,
+    estimate_cell,
+    number_cell,
+    text_cell,
+)
+from prefix_exec.report.layout import Anchors, Block, blocks_of
+from prefix_exec.summary import ConditionSummary, Summary
+from prefix_exec.trajectory import FailureLabel
+
+#: Default PEC@k checkpoints (Table G.1 reports early depths).
+DEFAULT_CHECKPOINTS = (1, 2, 3, 4, 5, 10)
+LABELS = tuple(label.value for label in FailureLabel)
+
+
+def _ident(c: ConditionSummary) -> list[Cell]:
+    return [text_cell(c.dataset), text_cell(c.model), text_cell(c.method)]
+
+
+TABLE2_COLUMNS = ("N", "TER", "mean FED", "AUC-PEC", "RR-Eligible", "RR", "success")
+TABLE2_CSV = (
+    ("N",),
+    ("TER", "TER_low", "TER_high"),
+    ("mean_FED", "mean_FED_low", "mean_FED_high"),
+    ("AUC_PEC", "AUC_PEC_low", "AUC_PEC_high"),
+    ("RR_eligible",),
+    ("RR", "RR_low", "RR_high"),
+    ("success", "success_low", "success_high"),
+)
+#: Columns of :data:`TABLE2_COLUMNS` (0-based) where block maxima are bolded.
+TABLE2_BOLD = (1, 2, 3, 5, 6)
+TABLE2_NOTE = (
+    "RR: Wilson interval on RR-Eligible, undefined when nothing failed. Bold: block maximum per column at "
+    "the shown precision, ties included (not significance)."
+)
+
+
+def table2_cells(block: Block, anchors: Anchors | None = None) -> list[tuple[Cell, ...]]:
+    """Per row of ``block``: the :data:`TABLE2_COLUMNS` cells, block maxima bold, linked with ``anchors``.
+
+    A block of one condition has nothing to compare, so nothing in it is bold."""
+    cs = block.rows
+    names = ("TER", "mean_FED", "AUC_PEC", "RR", "success")
+    if len(cs) > 1:
+        bold = {name: block_maxima([_stat(c, name) for c in cs]) for name in names}
+    else:
+        bold = {name: [False] for name in names}
+    out: list[tuple[Cell, ...]] = []
+    for i, c in enumerate(cs):
+        link = anchors.condition(c.condition) if anchors else None
+        out.append(
+            (
+                number_cell(c.N, link=link),
+                estimate_cell(c.TER, bold=bold["TER"][i], link=link),
+                estimate_cell(c.mean_FED, bold=bold["mean_FED"][i], link=link),
+                estimate_cell(c.AUC_PEC, bold=bold["AUC_PEC"][i], link=link),
+                number_cell(c.RR_eligible, link=link),
+                estimate_cell(c.RR, bold=bold["RR"][i], link=link),
+                estimate_cell(c.success, bold=bold["success"][i], link=link),
+            )
+        )
+    return out
+
+
+def intervals_note(summary: Summary) -> str:
+    return f"95% task-level percentile bootstrap ({summary.resamples} resamples, seed {summary.seed})"
+
+
+def table2(summary: Summary, anchors: Anchors | None = None) -> Table:
+    """One block per dataset x model, one row per method; with ``anchors`` every cell links to the
+    condition's rollouts. ``prefix-exec metrics`` prints this table too (without links)."""
+    columns = ("dataset", "model", "method", *TABLE2_COLUMNS)
+    csv_cols = (("dataset",), ("model",), ("method",), *TABLE2_CSV)
+    rows: list[tuple[Cell, ...]] = []
+    tags: list[str] = []
+    for block in blocks_of(summary):
+        for c, cells in zip(block.rows, table2_cells(block, anchors), strict=True):
+            rows.append((*_ident(c), *cells))
+            tags.append(block.label)
+    return Table(
+        "table2",
+        "Table 2: prefix-level metrics and final success",
+        columns,
+        tuple(rows),
+        tuple(tags),
+        f"{intervals_note(summary)}; {TABLE2_NOTE}",
+        csv_cols,
+        bold_columns=tuple(3 + i for i in TABLE2_BOLD),
+    )
+
+
+def _stat(c: ConditionSummary, name: str) -> float | None:
+    if name == "RR":
+        return c.RR.point if c.RR else None
+    value: float = getattr(c, name).point
+    return value
+
+
+def checkpoints(summary: Summary, anchors: Anchors, ks: Sequence[int] = DEFAULT_CHECKPOINTS) -> Table:
+    """PEC@k with its bootstrap interval where one was computed (k <= ci depth), else the point alone;
+    ``n/a`` beyond the dataset's longest rollout."""
+    columns = ("dataset", "model", "method", *(f"PEC@{k}" for k in ks))
+    csv_cols = (("dataset",), ("model",), ("method",), *((f"PEC@{k}", f"PEC@{k}_low", f"PEC@{k}_high") for k in ks))
+    rows: list[tuple[Cell, ...]] = []
+    tags: list[str] = []
+    for block in blocks_of(summary):
+        for c in block.rows:
+            link = anchors.condition(c.condition)
+            cells = []
+            for k in ks:
+                if k > len(c.PEC):
+                    cells.append(Cell("n/a", None, csv=("", "", "")))
+                elif k <= len(c.PEC_CI):
+                    cells.append(estimate_cell(c.PEC_CI[k - 1], link=link))
+                else:
+                    cells.append(
+                        Cell(f"{c.PEC[k - 1]:.2f}", c.PEC[k - 1], link=link, csv=(repr(round(c.PEC[k - 1], 6)), "", ""))
+                    )
+            rows.append((*_ident(c), *cells))
+            tags.append(block.label)
+    note = "Fixed-cohort PEC(k) = #{FED > k} / N (no censoring correction), with 95% bootstrap intervals."
+    return Table("pec_checkpoints", "Table G.1: PEC@k checkpoints", columns, tuple(rows), tuple(tags), note, csv_cols)
+
+
+def label_counts(summary: Summary, anchors: Anchors) -> Table:
+    """Per condition: how many first failures got each label, the fully executable count and N.
+
+    Each non-zero count links to exactly the rollouts it counts."""
+    columns = ("dataset", "model", "method", *LABELS, "executable", "N")
+    rows: list[tuple[Cell, ...]] = []
+    tags: list[str] = []
+    for block in blocks_of(summary):
+        for c in block.rows:
+            cond = c.condition
+            counts = [
+                number_cell(n, link=anchors.label(cond, label) if n else None)
+                for label in LABELS
+                for n in [c.labels.get(label, 0)]
+            ]
+            executable = c.N - sum(c.labels.values())
+            rows.append(
+                (
+                    *_ident(c),
+                    *counts,
+                    number_cell(executable, link=anchors.label(cond, None) if executable else None),
+                    number_cell(c.N, link=anchors.condition(cond)),
+                )
+            )
+            tags.append(block.label)
+    note = (
+        "One label per first failure, by the order schema < dependency < precondition < state_consistency "
+        "< information."
+    )
+    return Table("labels", "First-failure label counts", columns, tuple(rows), tuple(tags), note)
+
+
+def decomposition(summary: Summary, anchors: Anchors) -> Table:
+    """q = TER, s = Pr(Y=1 | executable), r = RR, and q·s + (1−q)·r next to the observed final success."""
+    columns = ("dataset", "model", "method", "q (TER)", "s", "r (RR)", "q·s + (1−q)·r", "success")
+    rows: list[tuple[Cell, ...]] = []
+    tags: list[str] = []
+    for block in blocks_of(summary):
+        for c in block.rows:
+            d = c.decomposition
+            link = anchors.condition(c.condition)
+            rows.append(
+                (
+                    *_ident(c),
+                    number_cell(d.q, link=link),
+                    number_cell(d.s, link=link),
+                    number_cell(d.r, link=link),
+                    number_cell(d.recombined(), link=link),
+                    number_cell(d.success, link=link),
+                )
+            )
+            tags.append(block.label)
+    note = "Pr(Y=1) = q·s + (1−q)·r (eq. 12); s is undefined when nothing is executable, r when nothing failed."
+    return Table("decomposition", "Decomposition of final success", columns, tuple(rows), tuple(tags), note)
