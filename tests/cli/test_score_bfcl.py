@@ -41,3 +41,15 @@ def test_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     bad.write_text("{}\n")
     assert main(["score", "bfcl", str(bad), "--out", out]) == 2
     assert "category" in capsys.readouterr().err
+
+
+def test_prompting_y_is_bfcls_by_default_and_ours_on_request(shared_data: Path, tmp_path: Path) -> None:
+    source = shared_data / "bfcl" / "airev-agent-0.8b" / "BFCL_v4_multi_turn_base_result.json"
+    default, decoded = tmp_path / "bfcl.jsonl", tmp_path / "decoded.jsonl"
+    assert main(["score", "bfcl", str(source), "--out", str(default)]) == 0
+    assert main(["score", "bfcl", str(source), "--prompting-y", "decoded", "--out", str(decoded)]) == 0
+    # every airev turn is one string, which BFCL iterates by character: Y 0 throughout by BFCL's checker
+    assert sum(r["success"] for r in rows(default)) == 0
+    assert sorted(r["task_id"] for r in rows(decoded) if r["success"]) == ["multi_turn_base_133", "multi_turn_base_182"]
+    # the prefix replay is the same under both readings
+    assert [(r["fed"], r["T"]) for r in rows(default)] == [(r["fed"], r["T"]) for r in rows(decoded)]

@@ -11,6 +11,7 @@ from prefix_exec.cli.common import add_identity_options, add_output_options, fin
 from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
 from prefix_exec.envs.bfcl.tasks import INSTALL_HINT, load_task
 from prefix_exec.errors import InputError
+from prefix_exec.importers.bfcl import PROMPTING_Y
 from prefix_exec.replay import Skipped, with_success
 from prefix_exec.scoring import score_to_file
 from prefix_exec.trajectory import Rollout
@@ -37,6 +38,16 @@ def register(benchmarks: Any, name: str) -> None:
         "--sample",
         choices=("paper",),
         help="score only the paper's deterministic 4 x 50 stratified sample of task ids",
+    )
+    parser.add_argument(
+        "--prompting-y",
+        choices=PROMPTING_Y,
+        default="bfcl",
+        help=(
+            "prompting-format files: compute Y on the calls BFCL's own decoder reads (bfcl, the default: a "
+            "string turn is empty, positional arguments are dropped, quoted calls fail to decode) or on the "
+            "calls as decoded here for the prefix replay (decoded)"
+        ),
     )
     parser.add_argument(
         "--time-limit",
@@ -67,7 +78,9 @@ def run(args: argparse.Namespace) -> int:
             )
             total: int | None = len(only) if only is not None else 800
         else:
-            units = read_results(args.results, model=args.model, method=args.method, only=only)
+            units = read_results(
+                args.results, model=args.model, method=args.method, only=only, prompting_y=args.prompting_y
+            )
             total = None
         checker = FinalSuccess(env.templates)
         report = score_to_file(
@@ -96,7 +109,11 @@ def _with_success(units: Iterable[Rollout | Skipped], checker: FinalSuccess) -> 
         except KeyError:
             yield Skipped(f"task {unit.task_id} ({unit.metadata.get('source', 'input')})", "BFCL has no such task")
             continue
-        check = checker.check_rollout(task, unit)
+        try:
+            check = checker.check_rollout(task, unit)
+        except InputError as exc:
+            yield Skipped(f"task {unit.task_id} ({unit.metadata.get('source', 'input')})", exc.detail())
+            continue
         metadata = dict(unit.metadata)
         if check.reason:
             metadata["bfcl_check"] = check.reason

@@ -16,7 +16,9 @@ request.") is a text reply, not an action: it must start with ``[`` or ``name(``
 The category comes from the file name, the model from ``--model`` or the folder name, and the method
 from ``--method``, or the folder name's ``-FC``/``-prompt`` suffix (BFCL's naming), or else the file's
 format (``FC`` or ``prompting``). ``metadata["turns"]`` records the number of turns the model produced,
-which BFCL's final-success rule compares with the ground truth's.
+which BFCL's final-success rule compares with the ground truth's. On a prompting rollout,
+``metadata["bfcl_calls"]`` holds the calls BFCL's own decoder reads, where they differ from the actions:
+Y runs on those, so that it is BFCL's number (see :func:`bfcl_reading`).
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
-from prefix_exec.envs.bfcl import backend
+from prefix_exec.envs.bfcl import backend, prompting
 from prefix_exec.envs.bfcl.calls import CallSyntaxError, bind_positional, parse_call, parse_call_list
+from prefix_exec.envs.bfcl.checker import BFCL_CALLS, executed_calls
 from prefix_exec.envs.bfcl.tasks import CATEGORIES, BfclTask, all_tasks
 from prefix_exec.errors import InputError
 from prefix_exec.io import utf8_lines
@@ -40,6 +43,8 @@ DATASET = "bfcl"
 UNPARSED = "<unparsed>"
 _FILE = re.compile(r"multi_turn_(" + "|".join(CATEGORIES) + r")(?:_result)?\.jsonl?$")
 _ATTEMPT = re.compile(r"^\s*(\[|[A-Za-z_][\w.]*\s*\()")
+#: Readings of a prompting rollout's calls for Y: BFCL's decoder (the default), or the actions as decoded here.
+PROMPTING_Y = ("bfcl", "decoded")
 _METHOD_SUFFIX = re.compile(r"^(?P<model>.+)-(?P<method>FC|prompt|Prompt|prompting)$")
 
 
@@ -145,10 +150,35 @@ def decode_result(result: Any) -> tuple[list[ToolCall], str]:
     return calls, "prompting" if prompting else "FC"
 
 
+def bfcl_reading(result: list[Any], actions: Collection[ToolCall]) -> list[list[list[Any]]] | None:
+    """BFCL's own reading of a prompting ``result`` for Y, per turn, when it differs from ``actions``.
+
+    ``None`` when BFCL executes exactly the calls that ``actions`` give (undecodable steps skipped whole).
+    Otherwise a list per turn of ``[name, arguments]`` pairs, as :mod:`prefix_exec.envs.bfcl.prompting`
+    reads BFCL's decoder: a string turn is empty, positional arguments are dropped, quoted calls fail.
+    """
+    theirs = [[[name, arguments] for name, arguments in prompting.decode_turn(entry)] for entry in result]
+    ours = [[[c.name, dict(c.arguments)] for c in calls] for calls in executed_calls(list(actions), len(result))]
+    return None if theirs == ours else theirs
+
+
 def read_result_file(
-    path: Path, *, model: str | None = None, method: str | None = None, only: Collection[str] | None = None
+    path: Path,
+    *,
+    model: str | None = None,
+    method: str | None = None,
+    only: Collection[str] | None = None,
+    prompting_y: str = "bfcl",
 ) -> Iterator[Rollout | Skipped]:
-    """Rollouts of one result file (``only``: keep these task ids). Bad lines come out as ``Skipped``."""
+    """Rollouts of one result file (``only``: keep these task ids). Bad lines come out as ``Skipped``.
+
+    ``prompting_y`` decides which calls Y runs on a prompting-format rollout: ``"bfcl"`` (the default)
+    those BFCL's decoder reads (recorded in ``metadata["bfcl_calls"]`` where they differ from the
+    actions), ``"decoded"`` the actions as decoded here (positional arguments bound, a string turn read as
+    one step, quoted calls unwrapped; ``metadata["prompting_y"] = "decoded"``).
+    """
+    if prompting_y not in PROMPTING_Y:
+        raise ValueError(f"prompting_y must be one of {PROMPTING_Y}, got {prompting_y!r}")
     category = category_of_file(path)
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(utf8_lines(handle, path), start=1):
@@ -174,6 +204,12 @@ def read_result_file(
                 actions, fmt = decode_result(result)
                 turns = len(result)
                 notes: dict[str, Any] = {}
+                if fmt == "prompting" and prompting_y == "decoded":
+                    notes["prompting_y"] = "decoded"
+                elif fmt == "prompting":
+                    reading = bfcl_reading(result, actions)
+                    if reading is not None:
+                        notes[BFCL_CALLS] = reading
             else:
                 # BFCL's "inference_error": the model produced no list of turns. It fails BFCL's check.
                 actions, fmt, turns = [], "FC", 0
@@ -195,10 +231,11 @@ def read_results(
     model: str | None = None,
     method: str | None = None,
     only: Collection[str] | None = None,
+    prompting_y: str = "bfcl",
 ) -> Iterator[Rollout | Skipped]:
-    """Rollouts of every result file in ``paths`` (files or folders)."""
+    """Rollouts of every result file in ``paths`` (files or folders); ``prompting_y`` as for one file."""
     for path in result_files(paths):
-        yield from read_result_file(path, model=model, method=method, only=only)
+        yield from read_result_file(path, model=model, method=method, only=only, prompting_y=prompting_y)
 
 
 def ground_truth_rollout(task: BfclTask) -> Rollout:

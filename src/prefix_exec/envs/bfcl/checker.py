@@ -30,10 +30,13 @@ from typing import Any
 from prefix_exec.envs.bfcl import backend, executor
 from prefix_exec.envs.bfcl.calls import bind_positional, parse_call
 from prefix_exec.envs.bfcl.tasks import BfclTask
+from prefix_exec.errors import InputError
 from prefix_exec.trajectory import Rollout, ToolCall
 
 #: ``metadata["loop"]`` of rollouts the BFCL driver produced (its loop goes on after an undecodable call).
 OWN_LOOP = "prefix_exec"
+#: ``metadata`` key of BFCL's own reading of a prompting rollout's calls, per turn (see ``prompting``).
+BFCL_CALLS = "bfcl_calls"
 #: How importers name a call: turn, step within the turn, index within the step.
 CALL_ID = re.compile(r"^t(\d+)\.s(\d+)\.c(\d+)$")
 
@@ -107,8 +110,14 @@ class FinalSuccess:
         """
         truth = self.truth(task)
         if turns is not None and turns != len(truth):
-            return Check(0, f"[force_terminated] the rollout has {turns} turns, the ground truth {len(truth)}")
-        per_turn = _decoded_turns(actions, len(truth), whole_steps)
+            return _force_terminated(turns, len(truth))
+        return self.check_turns(task, executed_calls(actions, len(truth), whole_steps))
+
+    def check_turns(self, task: BfclTask, per_turn: Sequence[Sequence[ToolCall]]) -> Check:
+        """Y for the calls BFCL executes, given per turn (one list per ground-truth turn, or force-terminated)."""
+        truth = self.truth(task)
+        if len(per_turn) != len(truth):
+            return _force_terminated(len(per_turn), len(truth))
         instances = self.templates.fresh(task)
         owners = _owners(task)
         produced: list[str] = []
@@ -142,10 +151,21 @@ class FinalSuccess:
     def check_rollout(self, task: BfclTask, rollout: Rollout) -> Check:
         """Y for a rollout; its turn count comes from ``metadata["turns"]`` when the importer recorded it.
 
-        A rollout of the driver's own loop (``metadata["loop"] == "prefix_exec"``) skips undecodable calls
-        one by one, as that loop did; any other skips their whole step, as BFCL does.
+        A prompting rollout whose calls BFCL reads differently (``metadata["bfcl_calls"]``, written by the
+        importer: see :mod:`prefix_exec.envs.bfcl.prompting`) is checked on BFCL's reading. Otherwise, a
+        rollout of the driver's own loop (``metadata["loop"] == "prefix_exec"``) skips undecodable calls
+        one by one, as that loop did; any other skips their whole step, as BFCL does. Raises
+        :class:`~prefix_exec.errors.InputError` when ``bfcl_calls`` is not a list of turns of
+        ``[name, arguments]`` pairs.
         """
         turns = rollout.metadata.get("turns")
+        if BFCL_CALLS in rollout.metadata:
+            per_turn = read_bfcl_calls(rollout.metadata[BFCL_CALLS], rollout.task_id)
+            if turns is not None and int(turns) != len(per_turn):
+                raise InputError(
+                    f"{rollout.task_id}: metadata.{BFCL_CALLS} has {len(per_turn)} turns, metadata.turns {turns}"
+                )
+            return self.check_turns(task, per_turn)
         whole = rollout.metadata.get("loop") != OWN_LOOP
         return self.check(task, rollout.actions, int(turns) if turns is not None else None, whole_steps=whole)
 
@@ -156,7 +176,7 @@ class FinalSuccess:
         turns = max((call.turn + 1 for call in actions), default=0)
         instances = self.templates.fresh(task)
         owners = _owners(task)
-        for calls in _decoded_turns(actions, turns, whole_steps):
+        for calls in executed_calls(actions, turns, whole_steps):
             for call in calls:
                 run_lenient(instances, owners, call.name, call.arguments)
         return instances
@@ -169,7 +189,34 @@ def _owners(task: BfclTask) -> dict[str, str]:
     return {name: c for c in task.involved_classes for name in backend.public_methods(c)}
 
 
-def _decoded_turns(actions: Sequence[ToolCall], turns: int, whole_steps: bool = True) -> list[list[ToolCall]]:
+def _force_terminated(turns: int, expected: int) -> Check:
+    return Check(0, f"[force_terminated] the rollout has {turns} turns, the ground truth {expected}")
+
+
+def read_bfcl_calls(value: Any, task_id: str) -> list[list[ToolCall]]:
+    """``metadata["bfcl_calls"]`` (a list per turn of ``[name, arguments]`` pairs) as calls per turn."""
+    where = f"{task_id}: metadata.{BFCL_CALLS}"
+    if not isinstance(value, list):
+        raise InputError(f"{where} must be a list of turns, got {type(value).__name__}")
+    per_turn = []
+    for turn, calls in enumerate(value):
+        if not isinstance(calls, list):
+            raise InputError(f"{where}[{turn}] must be a list of [name, arguments] pairs")
+        decoded = []
+        for index, pair in enumerate(calls):
+            if not (
+                isinstance(pair, list | tuple)
+                and len(pair) == 2
+                and isinstance(pair[0], str)
+                and isinstance(pair[1], Mapping)
+            ):
+                raise InputError(f"{where}[{turn}][{index}] must be a [name, arguments] pair")
+            decoded.append(ToolCall(pair[0], dict(pair[1]), f"t{turn}.s0.c{index}", turn))
+        per_turn.append(decoded)
+    return per_turn
+
+
+def executed_calls(actions: Sequence[ToolCall], turns: int, whole_steps: bool = True) -> list[list[ToolCall]]:
     """Calls per turn that run: undecodable calls never do, and with ``whole_steps`` neither does their step."""
     bad_steps = set()
     for call in actions:
