@@ -5,8 +5,9 @@ For each such dataset (:func:`~prefix_exec.report.layout.leaderboard_blocks`):
 - Table 2's columns for every (model, method), best final success first, block maxima bold over the whole
   dataset, with the outcome rank (final success) against the prefix ranks (AUC-PEC, TER);
 - paired differences of every condition against a reference (``--reference``: a model, method or
-  ``model/method``; default the best by final success, ties broken by AUC-PEC), over the tasks each pair
-  has in common, on the dataset's shared draws.
+  ``model/method``; default the best by final success among the conditions that ran at least half as many
+  tasks as the widest one, so that a one-task run does not become everyone's reference; ties broken by
+  AUC-PEC), over the tasks each pair has in common, on the dataset's shared draws.
 
 The per-model method blocks of Table 2 stay as they are for the paper grid.
 """
@@ -79,11 +80,13 @@ def leaderboard(summary: Summary, anchors: Anchors | None = None, blocks: Sequen
 
 
 def reference_of(block: Block, reference: str | None) -> Condition:
-    """The block's reference: the one condition ``reference`` names, or the first row (best by success) when
-    it is ``None`` or names nothing in this dataset. Naming several is an :class:`InputError`."""
+    """The block's reference: the one condition ``reference`` names, or by default (``None``, or a name that
+    matches nothing in this dataset) the best by success among the conditions with at least half the
+    largest task count (rows are best first). Naming several is an :class:`InputError`."""
     found = [] if reference is None else select([c.condition for c in block.rows], reference)
     if not found:
-        return block.rows[0].condition
+        widest = max(c.n_tasks for c in block.rows)
+        return next(c.condition for c in block.rows if 2 * c.n_tasks >= widest)
     if len(found) > 1:
         raise InputError(
             f"--reference {reference}: ambiguous in dataset {block.dataset!r}: it names "
