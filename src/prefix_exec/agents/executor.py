@@ -1,9 +1,10 @@
 """The one executor every variant shares: it asks the model for tool calls and runs them on the session.
 
 Per user turn the executor loops: one model call (a step), then every tool call of the answer in order,
-each result handed back to the model. The turn ends when the model answers without a tool call, or after
-``max_steps`` model calls (the horizon cap). A call whose arguments could not be parsed is an action (a
-schema failure at replay) and never reaches the environment. Recorded actions are named
+each result handed back to the model. The turn ends when the model answers without a tool call, or when the
+turn's budget (:mod:`~prefix_exec.agents.budget`) stops it before a model call: by default ``max_steps`` model
+calls (the horizon cap); a driver may pass a benchmark's own budget instead. A call whose arguments could not
+be parsed is an action (a schema failure at replay) and never reaches the environment. Recorded actions are named
 ``t<turn>.s<step>.c<index>`` (0-based), as the importers name them; the model's own call id stays in the
 transcript. With a guard, each candidate call is first
 checked on a fork of the live session; a rejected call does not execute and is not an action, and the
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from prefix_exec.agents.budget import StepCap, TurnBudget
 from prefix_exec.agents.episode import Episode, render
 from prefix_exec.envs.base import MessageAware, Session
 from prefix_exec.guard import check
@@ -30,11 +32,13 @@ from prefix_exec.trajectory import Observation, ToolCall
 
 @dataclass(frozen=True)
 class TurnResult:
-    """How a turn ended: the final answer text (``None`` when capped), model calls used, and the cap flag."""
+    """How a turn ended: the final answer text (``None`` when stopped), model calls used, the cap flag (a step
+    limit stopped the turn) and ``stop``, the budget's reason when it stopped the turn (``None``: answered)."""
 
     answer: str | None
     steps: int
     capped: bool
+    stop: str | None = None
 
 
 class Executor:
@@ -52,9 +56,15 @@ class Executor:
         self.guarded = guarded
         self.max_calls_per_step = max_calls_per_step
 
-    def run_turn(self, episode: Episode, session: Session, turn: int) -> TurnResult:
-        for step in range(1, self.max_steps + 1):
+    def run_turn(self, episode: Episode, session: Session, turn: int, budget: TurnBudget | None = None) -> TurnResult:
+        """Run user turn ``turn`` (0-based) until the model answers in text or ``budget`` (default: a
+        :class:`~prefix_exec.agents.budget.StepCap` of ``max_steps``) stops it before a model call."""
+        budget = budget if budget is not None else StepCap(self.max_steps)
+        step = 0
+        while (stop := budget.before_call(episode, step)) is None:
+            step += 1
             done = self.backend.complete(episode.messages, episode.tools, role="executor")
+            budget.after_call(episode, done)
             episode.charge(done)
             episode.say(done.message)
             if not done.calls:
@@ -78,8 +88,9 @@ class Executor:
                 replies = [{"role": "user", "content": "\n\n".join(str(r["content"]) for r in replies)}]
             for reply in replies:
                 episode.say(reply)
-        episode.count("capped_turns")
-        return TurnResult(answer=None, steps=self.max_steps, capped=True)
+        if stop.capped:
+            episode.count("capped_turns")
+        return TurnResult(answer=None, steps=step, capped=stop.capped, stop=stop.reason)
 
     def _act(self, episode: Episode, session: Session, asked: ToolCall, call: ToolCall) -> Message:
         """Run ``call`` (the action as recorded) and return the reply message for the model; ``asked`` carries

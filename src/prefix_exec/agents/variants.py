@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from prefix_exec.agents.budget import TurnBudget
 from prefix_exec.agents.episode import Episode
 from prefix_exec.agents.executor import Executor, TurnResult
 from prefix_exec.agents.planning import (
@@ -122,9 +123,19 @@ class Agent:
         return episode
 
     def user_turn(
-        self, episode: Episode, session: Session, content: str, turn: int, *, plan: bool = True, state: str = ""
+        self,
+        episode: Episode,
+        session: Session,
+        content: str,
+        turn: int,
+        *,
+        plan: bool = True,
+        state: str = "",
+        budget: TurnBudget | None = None,
     ) -> TurnResult:
         """Hand the user's message to the agent and run the turn; ``plan`` False skips planning this turn.
+        ``budget`` bounds the executor's model calls (default: ``settings.max_steps`` per turn; see
+        :mod:`~prefix_exec.agents.budget`); planning is never counted in it.
 
         Plans and plan requests ride in the user's message (and prompt-planning's plan is followed by a short
         user message), so the conversation keeps one system message and alternating roles, which strict chat
@@ -150,7 +161,7 @@ class Agent:
             episode.say({"role": "user", "content": f"{content}\n\n{control}"})
         else:
             episode.say({"role": "user", "content": content})
-        result = self.executor.run_turn(episode, session, turn)
+        result = self.executor.run_turn(episode, session, turn, budget)
         episode.history.append((content, result.answer))
         return result
 

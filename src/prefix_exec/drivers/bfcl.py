@@ -13,7 +13,8 @@ Per task (following ``bfcl_eval``'s ``base_handler`` multi-turn loop):
 - **steps**: the grid's ``max_steps`` (``AgentSettings.max_steps``, 20 by default) plays the role of BFCL's
   ``MAXIMUM_STEP_LIMIT`` (20). BFCL counts the steps whose calls it executed and force-quits when the count
   *exceeds* the limit, so a turn may use ``max_steps + 1`` model calls, and is force-quit when all of them
-  called tools. The driver runs the shared executor with a cap of ``max_steps + 1`` model calls to match;
+  called tools. The driver gives the shared executor a turn budget of ``max_steps + 1`` model calls to match
+  (:class:`~prefix_exec.agents.budget.StepCap`);
 - **force quit**: a capped turn ends the episode (no later turn is played), and Y is BFCL's rule over the
   turns played, so it is 0 (``[force_terminated]``) unless the capped turn was the last one, exactly as
   ``eval_runner`` compares turn counts; the rollout notes ``force_quit_turn`` and ``force_terminated``;
@@ -43,9 +44,10 @@ import copy
 import functools
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
+from prefix_exec.agents.budget import StepCap
 from prefix_exec.agents.variants import Agent
 from prefix_exec.drivers.base import Outcome
 from prefix_exec.envs.base import Environment
@@ -153,11 +155,9 @@ def tool_schema(doc: Mapping[str, Any], *, hint: bool = True) -> BfclTool:
     )
 
 
-def with_bfcl_steps(agent: Agent) -> Agent:
-    """``agent`` with room for BFCL's step counting: ``max_steps + 1`` model calls per turn (module docstring)."""
-    settings = replace(agent.settings, max_steps=agent.settings.max_steps + 1)
-    return Agent(agent.method, agent.executor.backend, planner=agent.planner, verifier=agent.verifier,
-                 settings=settings)
+def bfcl_steps(agent: Agent) -> StepCap:
+    """A turn budget with room for BFCL's step counting: ``max_steps + 1`` model calls (module docstring)."""
+    return StepCap(agent.settings.max_steps + 1)
 
 
 @functools.cache
@@ -211,8 +211,8 @@ class BfclDriver:
         docs = [doc for c in task.involved_classes for doc in function_docs(c).values()]
         guarded = agent.method == GUARDED
         session = self._env.start(task_id, strict=guarded)
-        runner = with_bfcl_steps(agent)
-        episode = runner.start("", [tool_schema(d) for d in docs if d["name"] not in held_names])
+        budget = bfcl_steps(agent)
+        episode = agent.start("", [tool_schema(d) for d in docs if d["name"] not in held_names])
         played = 0
         quit_turn: int | None = None
         for index, content in enumerate(turns):
@@ -220,7 +220,7 @@ class BfclDriver:
                 episode.tools.extend(tool_schema(d, hint=False) for d in docs if d["name"] in held[str(index)])
                 content = reveal_message()
             state = state_summary(session.instances, task.involved_classes, self.state_chars)
-            result = runner.user_turn(episode, session, content, index, state=state)
+            result = agent.user_turn(episode, session, content, index, state=state, budget=budget)
             played = index + 1
             if result.capped:
                 quit_turn = index  # BFCL's force quit: the whole entry stops here

@@ -10,9 +10,10 @@ One task is one conversation, as tau2's ``Orchestrator`` runs it with its ``LLMA
   ``strict=False``): a call tau2 executes is executed, and the agent gets tau2's exact tool message and error
   flag. Our checks (schema binding, information) apply when the rollout is scored (:meth:`TauDriver.env_for`),
   and live only for ``guarded-react``, whose guard is the point of the comparison (its session is strict);
-- the horizon is tau2's (:mod:`prefix_exec.envs.tau.horizon`): ``max_steps`` messages (200) and
-  ``max_errors`` failed tool calls (10), counted and checked as tau2's orchestrator does, also inside a turn,
-  with tau2's termination names (``user_stop``, ``max_steps``, ``too_many_errors``). The agent's own per-turn
+- the horizon is tau2's (:mod:`prefix_exec.drivers.tau_horizon`): ``max_steps`` messages (200) and
+  ``max_errors`` failed tool calls (10), counted and checked as tau2's orchestrator does, also inside a turn
+  (the horizon is the executor's turn budget), with tau2's termination names (``user_stop``, ``max_steps``,
+  ``too_many_errors``). The agent's own per-turn
   cap (``AgentSettings.max_steps``) does not apply: each turn may use what is left of tau2's budget.
   ``max_turns`` (off by default; not tau2's) can cap the user messages, ending as ``max_turns``;
 - Y is tau2's ``evaluate_simulation`` on the conversation, whose tool calls and tool messages are exactly
@@ -35,19 +36,17 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import Any
 
-from prefix_exec.agents.episode import Episode, render
-from prefix_exec.agents.executor import TurnResult
+from prefix_exec.agents.episode import render
 from prefix_exec.agents.variants import Agent
 from prefix_exec.drivers.base import Outcome
+from prefix_exec.drivers.tau_horizon import MAX_ERRORS, MAX_STEPS, Horizon, failed_calls
 from prefix_exec.envs.tau import RolloutEnvironment, TauEnvironment, load_domain
 from prefix_exec.envs.tau.backend import import_tau2
-from prefix_exec.envs.tau.horizon import MAX_ERRORS, MAX_STEPS, GatedBackend, Horizon, HorizonReached
 from prefix_exec.envs.tau.judge import count, metered, metering, new_usage
 from prefix_exec.envs.tau.tasks import paper_task_ids
 from prefix_exec.errors import InputError
-from prefix_exec.llm.backend import ChatBackend
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.llm.types import ToolSchema
 from prefix_exec.trajectory import Rollout, ToolCall
@@ -170,7 +169,6 @@ class TauDriver:
         users: list[str] = []
         started = time.time()
         horizon = Horizon(self.max_steps, self.max_errors)
-        gated = GatedBackend(agent.executor.backend, horizon, lambda: _errors(episode))
         termination: str | None = None
         turn = 0
         while termination is None:
@@ -190,14 +188,15 @@ class TauDriver:
             session.observe(reply.content)
             users.append(str(reply.content))
             before = len(episode.actions)
-            result = self._turn(agent, gated, episode, session, str(reply.content), turn)
+            # tau2's horizon is the turn's only cap: each turn may use what is left of the conversation's budget.
+            result = agent.user_turn(episode, session, str(reply.content), turn, plan=turn == 0, budget=horizon)
             trajectory.extend(_tool_messages(msg, episode.actions[before:]))
-            horizon.errors = _errors(episode)
-            if result is not None and not result.capped:
+            horizon.errors = failed_calls(episode)
+            if result.stop is None:
                 outgoing = msg.AssistantMessage(role="assistant", content=result.answer or "")
                 trajectory.append(outgoing)
             termination = horizon.reason()
-            if termination is None and (result is None or result.capped):
+            if termination is None and result.stop is not None:
                 raise RuntimeError("the turn stopped on tau2's horizon, but tau2's limits are not reached")
             turn += 1
         reward, notes = self._evaluate(tau, task, task_id, trajectory, termination, started, judged)
@@ -207,18 +206,6 @@ class TauDriver:
         notes["user_seed"] = args.get("seed")
         notes["user_messages"] = users
         return Outcome(episode, int(reward >= 1.0 - 1e-6), notes)
-
-    def _turn(self, agent: Agent, gated: GatedBackend, episode: Episode, session: Any, content: str,
-              turn: int) -> TurnResult | None:
-        """One user turn of ``agent`` with tau2's horizon as its only cap; ``None`` when tau2 would have
-        ended the simulation inside the turn (after some tool results)."""
-        settings = replace(agent.settings, max_steps=gated.horizon.calls_left())
-        bounded = Agent(agent.method, cast(ChatBackend, gated), planner=agent.planner, verifier=agent.verifier,
-                        settings=settings)
-        try:
-            return bounded.user_turn(episode, session, content, turn, plan=turn == 0)
-        except HorizonReached:
-            return None
 
     def _evaluate(self, tau: dict[str, Any], task: Any, task_id: str, trajectory: list[Any], termination: str,
                   started: float, judged: bool) -> tuple[float, dict[str, Any]]:
@@ -256,11 +243,6 @@ def _nl_judged(tau: dict[str, Any], task: Any) -> bool:
     criteria = task.evaluation_criteria
     basis = set(criteria.reward_basis) if criteria is not None else set()
     return bool(tau["tasks"].RewardType.NL_ASSERTION in basis)
-
-
-def _errors(episode: Episode) -> int:
-    """The conversation's failed tool calls so far: tau2's ``num_errors``."""
-    return sum(1 for a in episode.actions if a.observation is not None and a.observation.error)
 
 
 def _tool_messages(msg: Any, actions: Sequence[ToolCall]) -> list[Any]:
