@@ -143,11 +143,20 @@ strings = st.text(max_size=40) | st.lists(call_texts, max_size=6).map("".join)
 @given(st.lists(json_values | st.lists(strings), max_size=5))
 def test_any_result_shape_decodes_and_scores_without_crash(result: list[object]) -> None:
     actions, _ = decode_result(result)
+    # each call keeps the turn it came from, in order
+    turns = [c.turn for c in actions]
+    assert turns == sorted(turns)
+    assert all(0 <= t < len(result) for t in turns)
     rollout = Rollout("bfcl", "multi_turn_base_0", "m", "x", tuple(actions), metadata={"turns": len(result)})
     env = BfclEnvironment(time_limit=1.0)
     y = FinalSuccess(env.templates).check_rollout(load_task("multi_turn_base_0"), rollout).success
     record = replay(with_success(rollout, y), env)
-    assert 1 <= record.fed <= record.T + 1
+    assert record.T == max(len(actions), 1)
+    # a call that could not be decoded is a schema failure at its depth at the latest
+    unparsed = next((i for i, c in enumerate(actions, 1) if c.parse_error is not None), None)
+    if unparsed is not None:
+        assert record.fed <= unparsed
+        assert record.label is not None
 
 
 def test_pathological_json_is_a_parse_error_not_a_crash(tmp_path: Path) -> None:

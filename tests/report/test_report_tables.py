@@ -3,6 +3,8 @@ checked by hand; bold marks block maxima per column with ties included."""
 
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 
 from report_records import crafted, record
@@ -174,10 +176,30 @@ def test_paired_differences_default_and_chosen_pairs() -> None:
 def test_every_section_renders_in_every_format() -> None:
     rows = crafted()
     s = summary_of(rows)
+    tables = [table for section in build_tables(s, rows, Options(resamples=200)) for table in section.tables]
+    assert tables
+    for table in tables:
+        for name, render in RENDERERS.items():
+            if render is not to_csv:
+                assert table.title.split(":")[0] in render(table), (table.name, name)
+
+
+def test_every_section_is_a_rectangular_csv_with_one_line_per_row() -> None:
+    # The CSV has no title; it must parse back into a header and one line per table row, each as wide as the
+    # header (a cell's csv parts plus a *_bold flag for a bolded column), starting with the row's first cell.
+    rows = crafted()
+    s = summary_of(rows)
     for section in build_tables(s, rows, Options(resamples=200)):
         for table in section.tables:
-            for render in RENDERERS.values():
-                assert table.title.split(":")[0] in render(table) or render is to_csv
+            header, *lines = csv.reader(io.StringIO(to_csv(table)))
+            heads = table.csv_columns or tuple((c,) for c in table.columns)
+            width = sum(len(h) for h in heads) + len(table.bold_columns)
+            assert len(header) == width, table.name
+            assert header[0] == heads[0][0], table.name
+            assert len(lines) == len(table.rows), table.name
+            for line, row in zip(lines, table.rows, strict=True):
+                assert len(line) == width, (table.name, line)
+                assert line[0] == (row[0].csv or (row[0].text,))[0], (table.name, line)
 
 
 def test_method_key() -> None:
