@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,18 @@ def test_demo_rejects_a_negative_seed(tmp_path: Path, capsys: pytest.CaptureFixt
     assert exit_info.value.code == 2
     assert "must be >= 0, got -1" in capsys.readouterr().err
     assert not (tmp_path / "demo").exists()
+
+
+def test_demo_out_refuses_a_run_directory_it_did_not_write(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "records.jsonl").write_text("{}\n")  # somebody's run directory: never replaced silently
+    assert main(["demo", "--out", str(run), "--tasks", "2", "--resamples", "50"]) == 2
+    assert "was not written by prefix-exec (it holds records.jsonl)" in capsys.readouterr().err
+    assert (run / "records.jsonl").read_text() == "{}\n"
+    ours = tmp_path / "demo"
+    assert main(["demo", "--out", str(ours), "--tasks", "2", "--resamples", "50"]) == 0
+    listed = json.loads((ours / "files.json").read_text())
+    assert {"rollouts.jsonl", "records.jsonl", "calibration.txt", "report.html"} <= set(listed)
+    assert main(["demo", "--out", str(ours), "--tasks", "2", "--resamples", "50"]) == 0  # its own: rewritten

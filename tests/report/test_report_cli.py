@@ -90,3 +90,32 @@ def test_a_negative_seed_is_a_usage_error(tmp_path: Path, capsys) -> None:  # ty
     assert exit_info.value.code == 2
     assert "must be >= 0, got -1" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_out_refuses_a_folder_it_did_not_write_and_replaces_its_own(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    write_records(tmp_path / "r.jsonl", crafted())
+    base = ["report", str(tmp_path / "r.jsonl"), "--resamples", "50", "--no-plots"]
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    assert main([*base, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "is not empty and was not written by prefix-exec (it holds notes.txt)" in err and "--overwrite" in err
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]  # nothing touched
+    # with --overwrite it writes, keeps the foreign file, and lists only its own files
+    assert main([*base, "--out", str(out), "--overwrite"]) == 0
+    listed = json.loads((out / "files.json").read_text())
+    assert "notes.txt" not in listed and "table2.md" in listed and listed[-1] == "files.json"
+    assert (out / "notes.txt").read_text() == "mine"
+    # a report's own folder is rewritten without --overwrite, and the earlier files go first: a table that
+    # the new report no longer writes does not survive (here: the .tex files, dropped by --format md)
+    clean = tmp_path / "clean"
+    assert main([*base, "--out", str(clean)]) == 0
+    assert (clean / "table2.tex").exists()
+    assert main([*base, "--out", str(clean), "--format", "md"]) == 0
+    assert not (clean / "table2.tex").exists()
+    assert sorted(p.name for p in clean.iterdir()) == sorted(json.loads((clean / "files.json").read_text()))
+    # a manifest naming files outside the folder never removes them
+    (clean / "files.json").write_text(json.dumps(["../r.jsonl", "/etc/hosts", "table2.md"]))
+    assert main([*base, "--out", str(clean), "--overwrite"]) == 0
+    assert (tmp_path / "r.jsonl").exists()

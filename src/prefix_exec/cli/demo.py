@@ -29,13 +29,17 @@ def register(commands: Any, name: str) -> None:
                         help="seed of the agents and the bootstrap, >= 0 (default: %(default)s)")
     parser.add_argument("--resamples", type=positive_int, default=10_000,
                         help="bootstrap resamples (default: %(default)s)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="write into a non-empty folder an earlier demo or report did not write (files an "
+                             "earlier run listed in its files.json are replaced, others kept)")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from prefix_exec.demo.run import run as run_demo
 
-    result = run_demo(args.out, tasks=args.tasks, seed=args.seed, resamples=args.resamples)
+    result = run_demo(args.out, tasks=args.tasks, seed=args.seed, resamples=args.resamples,
+                      overwrite=args.overwrite)
     n = len(result.records)
     print(f"prefix-exec demo: {n} SYNTHETIC rollouts scored in {result.seconds:.0f} s -> {args.out}/report.html",
           file=sys.stderr)

@@ -63,6 +63,9 @@ def register(commands: Any, name: str) -> None:
         help=f"PEC@k checkpoint depths (default: {','.join(map(str, DEFAULT_CHECKPOINTS))})",
     )
     parser.add_argument("--title", default="prefix-exec report", help="title of report.html")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="write into a non-empty folder an earlier report did not write (files an earlier "
+                             "report listed in its files.json are replaced, others kept)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG/SVG plots (no matplotlib needed)")
     parser.set_defaults(run=run)
 
@@ -98,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         checkpoints=args.checkpoints,
         title=args.title,
         plots=not args.no_plots,
+        overwrite=args.overwrite,
     )
     report = write_report(records, args.out, options)
     print(

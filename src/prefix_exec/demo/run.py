@@ -22,7 +22,7 @@ from prefix_exec.errors import InputError
 from prefix_exec.io import write_records, write_rollouts
 from prefix_exec.replay import replay
 from prefix_exec.report import Options, Report, write_report
-from prefix_exec.report.build import prepare_out
+from prefix_exec.report.outdir import OutputFolder
 from prefix_exec.trajectory import PrefixRecord, Rollout
 
 DATASET = "bfcl (synthetic)"
@@ -61,12 +61,13 @@ def synthesize(tasks: int, seed: int) -> list[Rollout]:
     return rollouts
 
 
-def run(out: str | Path, *, tasks: int = 200, seed: int = 0, resamples: int = 10_000,
+def run(out: str | Path, *, tasks: int = 200, seed: int = 0, resamples: int = 10_000, overwrite: bool = False,
         echo: Callable[[str], None] = print) -> DemoResult:
     """Synthesize, score with the real BFCL environment, calibrate, and write the report into ``out``.
 
     ``tasks`` above the number of BFCL base tasks, a negative ``seed`` or an ``out`` that is an existing file
-    is an :class:`InputError`, raised before anything is written."""
+    is an :class:`InputError`, raised before anything is written; so is a non-empty ``out`` that an earlier
+    demo or report did not write, unless ``overwrite`` (see :mod:`prefix_exec.report.outdir`)."""
     start = time.monotonic()
     available = bfcl.task_count(CATEGORY)
     if tasks < 1 or tasks > available:
@@ -74,16 +75,16 @@ def run(out: str | Path, *, tasks: int = 200, seed: int = 0, resamples: int = 10
                          hint=f"pass --tasks between 1 and {available}")
     if seed < 0:
         raise InputError(f"--seed {seed}: a seed must be >= 0")
-    out = prepare_out(out)
+    folder = OutputFolder.claim(out, overwrite=overwrite)
     rollouts = synthesize(tasks, seed)
-    write_rollouts(out / "rollouts.jsonl", rollouts)
+    write_rollouts(folder.add("rollouts.jsonl"), rollouts)
     env = BfclEnvironment()
     records = [replay(r, env) for r in rollouts]
-    write_records(out / "records.jsonl", records)
+    write_records(folder.add("records.jsonl"), records)
     calibration = calibrate(records)
     text = render(calibration)
-    (out / "calibration.txt").write_text(text, encoding="utf-8")
+    folder.add("calibration.txt").write_text(text, encoding="utf-8")
     echo(text)
     options = Options(resamples=resamples, seed=seed, title="prefix-exec demo: synthetic agents on BFCL (SYNTHETIC)")
-    report = write_report(records, out, options)
+    report = write_report(records, folder, options)
     return DemoResult(calibration, report, tuple(records), time.monotonic() - start)

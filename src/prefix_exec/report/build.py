@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from prefix_exec.errors import InputError
 from prefix_exec.report import plots
 from prefix_exec.report.cells import Table
 from prefix_exec.report.cost import cost_tables
@@ -17,6 +15,7 @@ from prefix_exec.report.inputs import is_synthetic, metric_rows
 from prefix_exec.report.layout import Anchors, leaderboard_blocks
 from prefix_exec.report.leaderboard import against_reference, check_reference, leaderboard
 from prefix_exec.report.metric_tables import DEFAULT_CHECKPOINTS, checkpoints, decomposition, label_counts, table2
+from prefix_exec.report.outdir import OutputFolder
 from prefix_exec.report.paired import paired_differences, resolve_pairs
 from prefix_exec.report.ranking import ranking, ranking_agreement
 from prefix_exec.stats import DEFAULT_RESAMPLES
@@ -38,6 +37,8 @@ class Options:
     checkpoints: tuple[int, ...] = DEFAULT_CHECKPOINTS
     title: str = "prefix-exec report"
     plots: bool = True
+    #: Write into a non-empty folder that an earlier report did not write (see :mod:`.outdir`).
+    overwrite: bool = False
 
 
 @dataclass(frozen=True)
@@ -92,59 +93,44 @@ def build_tables(
     return sections
 
 
-def prepare_out(out: str | Path, *, option: str = "--out") -> Path:
-    """``out`` as a folder, created with its parents; an existing file in the way is an :class:`InputError`."""
-    path = Path(out)
-    if path.exists() and not path.is_dir():
-        raise InputError(
-            f"{option} must be a folder, and this is an existing file",
-            path=path,
-            hint=f"pass a new or existing folder as {option}",
-        )
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot create the {option} folder: {exc.strerror or exc}", path=path) from None
-    return path
+def write_report(
+    records: Sequence[PrefixRecord], out: str | Path | OutputFolder, options: Options = Options()
+) -> Report:
+    """Summarize ``records`` and write every file into ``out`` (created; or a folder already claimed, whose
+    manifest then lists the caller's files too). Returns what was written.
 
-
-def write_report(records: Sequence[PrefixRecord], out: str | Path, options: Options = Options()) -> Report:
-    """Summarize ``records`` and write every file into ``out`` (created). Returns what was written.
-
-    An ``options.pairs`` or ``options.reference`` name that matches no condition or several, or an ``out``
-    that is not a folder, is an :class:`InputError`, raised before anything is written."""
+    An ``options.pairs`` or ``options.reference`` name that matches no condition or several, an ``out`` that
+    is not a folder, or a non-empty folder an earlier report did not write (without ``options.overwrite``),
+    is an :class:`InputError`, raised before anything is written (:mod:`.outdir`)."""
     ci_depth = max(DEFAULT_CI_DEPTH, *options.checkpoints)
     summary = summarize(metric_rows(records), resamples=options.resamples, seed=options.seed, ci_depth=ci_depth)
     pairs = None if options.pairs is None else resolve_pairs(summary, options.pairs, option="--pair")
     check_reference(summary, options.reference)
-    out = prepare_out(out)
+    folder = out if isinstance(out, OutputFolder) else OutputFolder.claim(out, overwrite=options.overwrite)
     synthetic = is_synthetic(records)
     sections = build_tables(summary, records, options, pairs)
-    files: list[Path] = []
     all_tables = [t for s in sections for t in s.tables]
     mark = f"<!-- {plots.SYNTHETIC_MARK} -->\n" if synthetic else ""
     for table in all_tables:
         for fmt in options.formats:
-            path = out / f"{table.name}.{fmt}"
+            path = folder.add(f"{table.name}.{fmt}")
             text = RENDERERS[fmt](table)
             if synthetic and fmt == "md":
                 text = f"> **{plots.SYNTHETIC_MARK}**\n\n{text}"
             elif synthetic and fmt == "tex":
                 text = f"% {plots.SYNTHETIC_MARK}\n{text}"
             path.write_text(text, encoding="utf-8")
-            files.append(path)
-    (out / "summary.json").write_text(to_json(summary), encoding="utf-8")
-    files.append(out / "summary.json")
+    folder.add("summary.json").write_text(to_json(summary), encoding="utf-8")
     md = [f"# {options.title}\n", mark and f"> **{plots.SYNTHETIC_MARK}**\n"]
     md += [RENDERERS["md"](t) for t in all_tables]
-    (out / "report.md").write_text("\n".join(md), encoding="utf-8")
-    files.append(out / "report.md")
+    folder.add("report.md").write_text("\n".join(md), encoding="utf-8")
     figures: list[Path] = []
     ranking_plots: list[Path] = []
     if options.plots:
-        figures = plots.figure1(summary, out, synthetic=synthetic)
-        ranking_plots = plots.ranking_chart(summary, out, synthetic=synthetic)
-        files += figures + ranking_plots
+        figures = plots.figure1(summary, folder.path, synthetic=synthetic)
+        ranking_plots = plots.ranking_chart(summary, folder.path, synthetic=synthetic)
+        for path in figures + ranking_plots:
+            folder.add(path.name)
     svg = [p for p in figures if p.suffix == ".svg"]
     sections = [
         Section(
@@ -161,7 +147,6 @@ def write_report(records: Sequence[PrefixRecord], out: str | Path, options: Opti
         f"({summary.resamples} resamples, seed {summary.seed})."
     )
     page = render(summary, records, sections, title=options.title, subtitle=subtitle, synthetic=synthetic)
-    (out / "report.html").write_text(page, encoding="utf-8")
-    files.append(out / "report.html")
-    (out / "files.json").write_text(json.dumps([p.name for p in files], indent=1), encoding="utf-8")
-    return Report(summary, tuple(all_tables), tuple(files), synthetic)
+    folder.add("report.html").write_text(page, encoding="utf-8")
+    folder.finish()
+    return Report(summary, tuple(all_tables), tuple(folder.files), synthetic)
