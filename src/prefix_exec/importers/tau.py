@@ -12,7 +12,9 @@ exactly one :class:`~prefix_exec.trajectory.Rollout`:
 - ``transcript``: the messages (role, content, tool calls, ids, error flags), which the environment uses
   for the information-availability check;
 - ``metadata``: the simulation id, termination reason, recorded reward and the 1-based depth of the first
-  recorded ``error=True`` call (``None`` when there is none).
+  recorded ``error=True`` call (``None`` when there is none); once the file is matched with the installed tau2
+  (:func:`with_provenance`), also ``tau2`` (provider, version, task set, task digest) and ``task_definition``
+  (``installed``, or ``embedded (differs from installed)`` for a task whose embedded definition differs).
 
 User-side tool calls (``requestor: user``, telecom only) are not agent actions and are not imported. The file's
 embedded ``tasks`` are returned alongside, so no tasks.json is needed.
@@ -22,10 +24,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from prefix_exec.envs.tau.backend import Provenance
 from prefix_exec.errors import InputError
 from prefix_exec.replay import Skipped
 from prefix_exec.trajectory import Observation, Rollout, ToolCall
@@ -107,6 +110,24 @@ def read_results(path: str | Path, *, model: str | None = None, method: str | No
         simulations=tuple(data["simulations"]),
         sources=tuple(sources),
     )
+
+
+def with_provenance(results: TauResults, provenance: Provenance, differing: tuple[str, ...] = ()) -> TauResults:
+    """``results`` with every rollout's metadata naming the installed tau2 and task set; ``differing`` lists the
+    task ids whose embedded definition differs from the installed one."""
+    changed = set(differing)
+    rollouts = tuple(
+        replace(
+            rollout,
+            metadata={
+                **rollout.metadata,
+                "tau2": provenance.to_json(),
+                "task_definition": "embedded (differs from installed)" if rollout.task_id in changed else "installed",
+            },
+        )
+        for rollout in results.rollouts
+    )
+    return replace(results, rollouts=rollouts)
 
 
 def rollout_of(simulation: Mapping[str, Any], *, domain: str, model: str, method: str, source: str = "") -> Rollout:

