@@ -82,11 +82,13 @@ def test_fc_attack_is_rejected_and_runs_nothing(attack: dict[str, str], in_tmp: 
 
 
 def test_huge_power_does_not_hang() -> None:
-    started = time.perf_counter()
     env = BfclEnvironment()
     # multi_turn_base_100+ tasks with MathAPI: find one
     task = next(t for t in (load_task(f"multi_turn_base_{i}") for i in range(200)) if "MathAPI" in t.involved_classes)
     session = env.start(task.id)
+    # Unbounded, 10 ** 1e9 and its friends run for hours; the bound below is only there to fail instead of
+    # hanging, and is generous so that a busy machine never trips it.
+    started = time.perf_counter()
     verdict = session.step(ToolCall("power", {"base": 10, "exponent": 1000000000}))
     assert verdict.label is FailureLabel.SCHEMA and "bound" in verdict.reason
     assert session.step(ToolCall("power", {"base": 2, "exponent": 10})).result == '{"result": 1024}'
@@ -96,7 +98,7 @@ def test_huge_power_does_not_hang() -> None:
         ("round_number", {"number": 5, "decimal_places": -(10**9)}),
     ):
         assert session.step(ToolCall(name, arguments)).label is FailureLabel.SCHEMA
-    assert time.perf_counter() - started < 5
+    assert time.perf_counter() - started < 60
 
 
 def test_the_wall_clock_bound_interrupts_a_python_loop() -> None:
@@ -106,8 +108,10 @@ def test_the_wall_clock_bound_interrupts_a_python_loop() -> None:
 
     started = time.perf_counter()
     outcome = run(spin, "spin", {}, time_limit=0.2)
-    assert outcome.timed_out and outcome.refused and "time bound" in outcome.refused
-    assert time.perf_counter() - started < 2
+    assert outcome.timed_out
+    assert outcome.refused and "time bound" in outcome.refused
+    # the loop never ends by itself: returning at all is the point; the bound only keeps a failure short
+    assert time.perf_counter() - started < 30
 
 
 def test_numeric_precision_set_by_a_call_does_not_leak() -> None:

@@ -149,31 +149,52 @@ def test_a_wait_beyond_retry_after_max_s_fails_at_once() -> None:
 # ------------------------------------------------------------------------------------------- timing
 
 def test_latency_is_the_answering_attempt_only() -> None:
-    # Cap 1, four callers of a 0.2 s server: each reports about 0.2 s, and the rest is queue time.
+    # Cap 1, four callers released together against a server that sleeps 0.2 s per answer. Only relations
+    # that hold however slow the machine is are asserted (timing figures belong in benchmarks/): each latency
+    # covers the server's sleep; latencies held the one slot in turn, so they are disjoint and add up to at
+    # most the whole span; a caller's latency and queue time fit in its own wall time; and someone waited.
     with ScriptedServer(login, latency_s=0.2) as server:
         backend = ChatBackend(config(server), slots=threading.BoundedSemaphore(1))
-        done: list[Any] = []
-        threads = [threading.Thread(target=lambda: done.append(backend.complete(MESSAGES, TOOLS)))
-                   for _ in range(4)]
+        done: list[tuple[Any, float]] = []
+        barrier = threading.Barrier(4)
+
+        def call() -> None:
+            barrier.wait()
+            started = time.perf_counter()
+            result = backend.complete(MESSAGES, TOOLS)
+            done.append((result, time.perf_counter() - started))
+
+        threads = [threading.Thread(target=call) for _ in range(4)]
+        span_start = time.perf_counter()
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-    assert len(done) == 4 and all(0.19 < d.cost.latency_s < 0.35 for d in done)
-    assert max(d.queue_s for d in done) > 0.5 and min(d.queue_s for d in done) < 0.1
+        span = time.perf_counter() - span_start
+    assert len(done) == 4
+    eps = 1e-3
+    for d, wall in done:
+        assert d.cost.latency_s >= 0.2 - eps
+        assert d.cost.latency_s + d.queue_s <= wall + eps
+    assert sum(d.cost.latency_s for d, _ in done) <= span + eps
+    assert max(d.queue_s for d, _ in done) >= 0.1
     # The rollout's cost record keeps the wait apart, in milliseconds.
-    assert all(d.cost.queue_s == pytest.approx(d.queue_s, abs=1e-3) for d in done)
+    assert all(d.cost.queue_s == pytest.approx(d.queue_s, abs=1e-3) for d, _ in done)
 
 
 def test_backoff_sleeps_are_not_latency() -> None:
+    # The server asks for a 0.3 s wait, then fails once more, then answers: the sleep is backoff, and the
+    # attempts, the sleeps and the answering latency are disjoint parts of the call's wall time.
     with ScriptedServer(login) as server:
         server.faults.extend(["retry-after:0.3", "500"])
         started = time.perf_counter()
         done = ChatBackend(config(server, backoff_base_s=0.0)).complete(MESSAGES, TOOLS)
         wall = time.perf_counter() - started
-    assert wall >= 0.3 and done.backoff_s == pytest.approx(0.3) and done.cost.latency_s < 0.15
+    assert done.backoff_s == pytest.approx(0.3)
+    assert wall >= 0.3
+    assert done.cost.latency_s + done.backoff_s + sum(e.elapsed_s for e in done.retries) <= wall + 1e-3
     assert done.cost.backoff_s == pytest.approx(done.backoff_s, abs=1e-3)
-    assert [e.kind for e in done.retries] == ["rate_limit", "server"] and all(e.elapsed_s < 0.15 for e in done.retries)
+    assert [e.kind for e in done.retries] == ["rate_limit", "server"]
 
 
 # ------------------------------------------------------------------------------------------- auto tool mode

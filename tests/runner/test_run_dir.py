@@ -100,7 +100,10 @@ def test_progress_prints_status_lines_when_not_on_a_terminal() -> None:
     log = io.StringIO()
     report = RunReport(written=2, failed=1, tokens=500, usd=0.25, retries=3)
     progress = Progress(total=10, initial=4, log=log, tally=report, interval_s=0.05)
-    time.sleep(0.3)  # no unit finishes: the lines still come
+    deadline = time.monotonic() + 60
+    while log.getvalue().count("\n") < 3:  # no unit finishes: the lines still come
+        assert time.monotonic() < deadline, log.getvalue()
+        time.sleep(0.02)
     progress.close()
     lines = log.getvalue().splitlines()
     assert lines[0] == "prefix-exec run: 10 units, 4 already done; starting" and len(lines) >= 3
@@ -170,6 +173,12 @@ def test_metrics_and_report_warn_about_failed_units_and_unequal_blocks(
     assert "warning" not in capsys.readouterr().err
 
 
+def _sigint_default() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("executor", ["local", "ray"])
 def test_ctrl_c_exits_130_at_once_and_the_run_resumes(executor: str, tmp_path: Path) -> None:
     import signal
@@ -182,8 +191,10 @@ def test_ctrl_c_exits_130_at_once_and_the_run_resumes(executor: str, tmp_path: P
         grid = write_grid(tmp_path, server.base_url, trials=3)
         out = tmp_path / "run"
         cmd = [sys.executable, "-m", "prefix_exec", "run", str(grid), "--out", str(out), "--executor", executor]
+        # A job started with '&' inherits an ignored SIGINT, and so would this child: the test gives it the
+        # default disposition a terminal's foreground job has, then sends the signal itself.
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=_sigint_default)
         deadline = time.monotonic() + 120
         rollouts = out / "rollouts.jsonl"
         while not (rollouts.exists() and rollouts.read_text().count("\n") >= 3):
