@@ -24,6 +24,12 @@ def env() -> BfclEnvironment:
     return BfclEnvironment()
 
 
+@pytest.fixture(scope="module")
+def unchecked() -> BfclEnvironment:
+    """Without the information check, for tests that log in with the state's credentials (no user gave them)."""
+    return BfclEnvironment(information=False)
+
+
 def calls(*specs: tuple[str, dict[str, object]] | tuple[str, dict[str, object], int]) -> tuple[ToolCall, ...]:
     out = []
     for spec in specs:
@@ -197,7 +203,8 @@ def test_no_tool_rollout_is_rejected_as_precondition(env: BfclEnvironment) -> No
     assert (record.T, record.fed, record.label) == (1, 1, FailureLabel.PRECONDITION)
 
 
-def test_mutable_default_arguments_do_not_leak_between_rollouts(env: BfclEnvironment) -> None:
+def test_mutable_default_arguments_do_not_leak_between_rollouts(unchecked: BfclEnvironment) -> None:
+    env = unchecked
     # post_tweet(tags=[], mentions=[]) stores its default lists in the tweet; `mention` extends them.
     login = ToolCall("authenticate_twitter", {"username": "analyst_pro", "password": "Kj8#mP9$vL2"})
     first = env.start(BASE_0)
@@ -209,10 +216,10 @@ def test_mutable_default_arguments_do_not_leak_between_rollouts(env: BfclEnviron
     assert '"mentions": []' in second.step(ToolCall("post_tweet", {"content": "two"})).result
 
 
-def test_backend_never_mutates_the_rollouts_arguments(env: BfclEnvironment) -> None:
+def test_backend_never_mutates_the_rollouts_arguments(unchecked: BfclEnvironment) -> None:
     mentions: list[str] = []
     post = ToolCall("post_tweet", {"content": "x", "mentions": mentions})
-    session = env.start(BASE_0)
+    session = unchecked.start(BASE_0)
     session.step(ToolCall("authenticate_twitter", {"username": "analyst_pro", "password": "Kj8#mP9$vL2"}))
     assert session.step(post).accepted
     assert session.step(ToolCall("mention", {"tweet_id": 3, "mentioned_usernames": ["@a"]})).accepted

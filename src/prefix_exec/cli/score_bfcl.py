@@ -50,6 +50,12 @@ def register(benchmarks: Any, name: str) -> None:
         ),
     )
     parser.add_argument(
+        "--no-information-check",
+        dest="information",
+        action="store_false",
+        help="do not check that credentials came from the user or a tool (the information label; docs/bfcl.md)",
+    )
+    parser.add_argument(
         "--time-limit",
         type=float_between(0.0, 3600.0, include_low=False),
         default=2.0,
@@ -65,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.results) == bool(args.ground_truth):
         raise InputError("give result files or folders, or --ground-truth (not both)")
     try:
-        env = BfclEnvironment(time_limit=args.time_limit)
+        env = BfclEnvironment(time_limit=args.time_limit, information=args.information)
         from prefix_exec.envs.bfcl.sample import paper_sample
         from prefix_exec.importers.bfcl import ground_truth_rollouts, read_results
 

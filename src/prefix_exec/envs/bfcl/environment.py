@@ -13,7 +13,10 @@ order (the first failing check decides; nothing runs after a schema failure):
    ``items`` type), ``dict``, ``any``); ``None`` only for an optional parameter -> ``schema``;
 4. the static cost guard and the per-call time bound (:mod:`.executor`) -> ``schema``;
 5. the backend result: an error result or a raised exception is rejected with the label of
-   :mod:`.errors`; a soft result such as ``{"verification_status": false}`` is accepted with a note.
+   :mod:`.errors`; a soft result such as ``{"verification_status": false}`` is accepted with a note;
+6. information availability (:mod:`.information`, unless the environment was built with
+   ``information=False``): a credential argument must have appeared in a user message, an earlier
+   result or call, or a function doc -> ``information`` (the call ran, so the state is rebuilt).
 
 A rejected action leaves the state as it was: when the backend ran and failed, the session rebuilds its
 instances from the task's template by re-running the accepted calls (deterministic, seeds included). The
@@ -33,14 +36,16 @@ label and diagnosis strict mode would give) when BFCL's answer is an error. The 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from prefix_exec.envs.bfcl import backend, executor
+from prefix_exec.envs.bfcl import backend, executor, information
 from prefix_exec.envs.bfcl.calls import check_name
 from prefix_exec.envs.bfcl.errors import label_error, soft_signals
 from prefix_exec.envs.bfcl.tasks import BfclTask, function_docs, load_task
+from prefix_exec.envs.tau.information import Evidence
 from prefix_exec.trajectory import FailureLabel, ToolCall, Verdict
 
 #: Verdict results keep at most this many characters of BFCL's result text (long_context results are huge).
@@ -139,6 +144,7 @@ class BfclSession:
         time_limit: float,
         *,
         strict: bool = True,
+        evidence: Evidence | None = None,
     ):
         self.task = task
         self.instances = instances
@@ -147,6 +153,9 @@ class BfclSession:
         self._templates = templates
         self._time_limit = time_limit
         self.accepted: list[tuple[str, dict[str, Any]]] = []
+        #: What the agent had seen (``None``: no information check); user turns join as calls reach them.
+        self.evidence = evidence
+        self._turns_seen = 0
 
     def step(self, call: ToolCall) -> Verdict:
         return self._strict_step(call) if self.strict else self._bfcl_step(call)
@@ -171,14 +180,34 @@ class BfclSession:
         name = call.name
         owner = self.exposure.owners[name]
         arguments = dict(call.arguments)
+        self._read_turns(call.turn)
         outcome = self._run(owner, name, arguments)
         if outcome.ran_clean:
+            notes = soft_signals(outcome.result)
+            missing = self._unseen(name, arguments) if not notes else []
+            if missing:
+                self._rebuild()  # the call ran and may have changed the state (a token set, say)
+                return Verdict.reject(FailureLabel.INFORMATION, information.reason(name, missing))
             self.accepted.append((name, arguments))
-            return Verdict.accept(result=outcome.text, notes=soft_signals(outcome.result))
+            if self.evidence is not None:
+                self.evidence.add(outcome.text)
+                self.evidence.add(repr(arguments))
+            return Verdict.accept(result=outcome.text, notes=notes)
         if outcome.timed_out or outcome.error is not None:
             self._rebuild()
         label, reason, notes = self._diagnosis(call, outcome)
         return Verdict.reject(label, reason, result=outcome.text, notes=notes)
+
+    def _read_turns(self, turn: int) -> None:
+        """Add the user messages up to ``turn`` to the evidence (the agent has read them by then)."""
+        if self.evidence is None:
+            return
+        while self._turns_seen <= turn and self._turns_seen < len(self.task.questions):
+            self.evidence.add(self.task.questions[self._turns_seen])
+            self._turns_seen += 1
+
+    def _unseen(self, name: str, arguments: Mapping[str, Any]) -> list[tuple[str, str]]:
+        return [] if self.evidence is None else information.unseen(name, arguments, self.evidence)
 
     def _static_problem(self, call: ToolCall) -> str | None:
         """Why the call fails checks 1-3 (name, exposure, binding), or ``None``."""
@@ -225,10 +254,17 @@ class BfclSession:
         )
 
     def fork(self) -> BfclSession:
+        evidence = self.evidence.copy() if self.evidence is not None else None
         twin = BfclSession(
-            self.task, backend.clone(self.instances), self._templates, self._time_limit, strict=self.strict
+            self.task,
+            backend.clone(self.instances),
+            self._templates,
+            self._time_limit,
+            strict=self.strict,
+            evidence=evidence,
         )
         twin.accepted = list(self.accepted)
+        twin._turns_seen = self._turns_seen
         return twin
 
     def _rebuild(self) -> None:
@@ -251,13 +287,15 @@ class BfclEnvironment:
     """BFCL v3 multi-turn (base, miss_func, miss_param, long_context), on BFCL's own backend classes.
 
     ``time_limit`` is the per-call wall-clock bound in seconds (main thread only; see :mod:`.executor`).
+    ``information`` turns the information check of strict sessions on (the default; :mod:`.information`).
     Task templates are cached, so one environment should serve many rollouts.
     """
 
     name = "bfcl"
 
-    def __init__(self, *, time_limit: float = executor.TIME_LIMIT) -> None:
+    def __init__(self, *, time_limit: float = executor.TIME_LIMIT, information: bool = True) -> None:
         self.time_limit = time_limit
+        self.information = information
         self.templates = backend.Templates()
 
     def task(self, task_id: str) -> BfclTask:
@@ -267,4 +305,11 @@ class BfclEnvironment:
     def start(self, task_id: str, *, strict: bool = True) -> BfclSession:
         """A fresh session; ``strict`` False gives BFCL's own execution (see the module docstring)."""
         task = self.task(task_id)
-        return BfclSession(task, self.templates.fresh(task), self.templates, self.time_limit, strict=strict)
+        evidence: Evidence | None = None
+        if strict and self.information:
+            evidence = Evidence()
+            for class_name in task.involved_classes:
+                evidence.extend(json.dumps(doc) for doc in function_docs(class_name).values())
+        return BfclSession(
+            task, self.templates.fresh(task), self.templates, self.time_limit, strict=strict, evidence=evidence
+        )

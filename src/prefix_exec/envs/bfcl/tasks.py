@@ -45,7 +45,8 @@ class BfclTask:
     expected not to call, such as miss_param's clarification turn or miss_func's reveal turn).
     ``missed_function`` maps a function name to the 0-based turn at which miss_func reveals it; before that
     turn it is not exposed (see :func:`_first_use` for the one task whose ground truth uses one earlier).
-    ``excluded_function`` is kept for reference only: BFCL does not act on it.
+    ``excluded_function`` is kept for reference only: BFCL does not act on it. ``questions[t]`` is the text
+    of turn ``t``'s user messages (empty at miss_func's reveal turn), for the information check.
     """
 
     id: str
@@ -55,6 +56,7 @@ class BfclTask:
     ground_truth: tuple[tuple[str, ...], ...]
     missed_function: Mapping[str, int] = field(default_factory=dict)
     excluded_function: tuple[str, ...] = ()
+    questions: tuple[str, ...] = ()
 
     @property
     def turns(self) -> int:
@@ -118,6 +120,10 @@ def load_category(category: str) -> Mapping[str, BfclTask]:
             ground_truth=truth,
             missed_function=missed,
             excluded_function=tuple(row.get("excluded_function", ())),
+            questions=tuple(
+                "\n".join(str(m.get("content", "")) for m in turn if m.get("role") == "user")
+                for turn in row["question"]
+            ),
         )
     return tasks
 
