@@ -65,7 +65,35 @@ def _tau(spec: DatasetSpec, grid: Grid) -> Driver:
     )
 
 
-DRIVERS: dict[str, DriverFactory] = {"custom": _custom, "bfcl": _bfcl, "tau": _tau}
+def _toolsandbox(spec: DatasetSpec, grid: Grid) -> Driver:
+    from prefix_exec.drivers.toolsandbox import ToolSandboxDriver
+
+    known = {"subset", "user_model", "similarity_threshold"}
+    unknown = sorted(set(spec.options) - known)
+    if unknown:
+        raise InputError(f"unknown ToolSandbox option {unknown[0]!r}", field=f"datasets.{spec.name}.{unknown[0]}",
+                         hint="ToolSandbox options: " + ", ".join(sorted(known)))
+    if "user_model" not in spec.options:
+        raise InputError("missing (the model of ToolSandbox's simulated user)",
+                         field=f"datasets.{spec.name}.user_model")
+    user = spec.options["user_model"]
+    if user not in {m.name for m in grid.models}:
+        raise InputError(f"{user!r} is not a model of the grid", field=f"datasets.{spec.name}.user_model",
+                         hint="declare it under [[models]] (with condition = false to keep it out of the units)")
+    subset = option(spec, "subset")
+    if subset not in (None, "paper"):
+        raise InputError(f"unknown subset {subset!r}", field=f"datasets.{spec.name}.subset",
+                         hint='the only one is "paper"')
+    threshold = option(spec, "similarity_threshold", 1.0)
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
+        raise InputError(f"expected a number in [0, 1], got {threshold!r}",
+                         field=f"datasets.{spec.name}.similarity_threshold")
+    return ToolSandboxDriver(user=grid.endpoint(str(user), 0), dataset=spec.name, subset=subset,
+                             similarity_threshold=float(threshold),
+                             files=grid.run_dir / "toolsandbox" if grid.run_dir is not None else None)
+
+
+DRIVERS: dict[str, DriverFactory] = {"custom": _custom, "bfcl": _bfcl, "tau": _tau, "toolsandbox": _toolsandbox}
 
 
 def make_driver(spec: DatasetSpec, grid: Grid) -> Driver:

@@ -77,6 +77,8 @@ class Grid:
     verifier_model: str | None = None
     cache: bool = True
     base_dir: Path = Path(".")
+    #: The run directory while ``prefix-exec run`` runs the grid (drivers that write files put them there).
+    run_dir: Path | None = None
 
     def model(self, name: str) -> ModelSpec:
         return next(m for m in self.models if m.name == name)

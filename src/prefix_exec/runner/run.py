@@ -23,7 +23,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -102,6 +102,7 @@ def run_grid(
     grid = load_grid(grid_path)
     check_api_keys(grid)
     out = Path(out)
+    grid = replace(grid, run_dir=out.resolve())
     if out.exists() and not out.is_dir():
         raise InputError("--out must be a directory, and this is a file", path=out, hint="pass a new folder name")
     rollouts_path, records_path = out / ROLLOUTS, out / RECORDS

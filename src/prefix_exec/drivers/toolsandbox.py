@@ -1,0 +1,199 @@
+"""Run agents on ToolSandbox scenarios through ToolSandbox's own message loop, scored live and by its evaluation.
+
+One task is one named scenario (of ToolSandbox's 1032), played by ``Scenario.play`` with three roles:
+
+- the **user** is ToolSandbox's ``OpenAIAPIUser`` (its prompts and its ``end_conversation`` tool), with the
+  ``user_model``'s endpoint: its client is replaced after construction, since the role hard-codes OpenAI's URL;
+- the **execution environment** is ToolSandbox's ``ExecutionEnvironment``;
+- the **agent** is a role of ours: on each user message it runs one user turn of the variant (planning on the
+  first turn only). Only the executor emits tool calls; each runs at once through a
+  :class:`~prefix_exec.envs.toolsandbox.live.ToolSandboxSession` on the scenario's context, which hands
+  ToolSandbox's execution environment code we build (never model text). The turn's answer goes to the user.
+
+The horizon is ToolSandbox's ``max_messages`` (30 rows after the starting ones): a turn gets the model calls
+the messages left allow, and ``Scenario.play`` stops the loop once they are used. A scenario that raises in the
+loop (an API error of the user model, say) ends as ToolSandbox's CLI records it: ``exception_type``, similarity 0.
+
+Y is ToolSandbox's evaluation, ``similarity >= similarity_threshold`` (default 1.0); minefield hits are located
+as the importer locates them (:func:`~prefix_exec.envs.toolsandbox.semantics.locate_minefields`) and kept in the
+rollout's metadata by :class:`~prefix_exec.envs.toolsandbox.semantics.ScenarioFacts`. ``env_for`` replays the
+rollout on a fresh live session with those facts. The driver writes the scenario's ToolSandbox run folder
+(:mod:`~prefix_exec.drivers.toolsandbox_files`), so ``prefix-exec score toolsandbox`` can score it too.
+"""
+
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+from typing import Any
+
+from prefix_exec.agents.episode import Episode
+from prefix_exec.agents.variants import Agent
+from prefix_exec.drivers.base import Outcome
+from prefix_exec.drivers.toolsandbox_files import run_folder, write_run_files
+from prefix_exec.envs.toolsandbox.live import ToolSandboxEnvironment, ToolSandboxSession, toolsandbox
+from prefix_exec.envs.toolsandbox.sample import paper_sample, runnable
+from prefix_exec.envs.toolsandbox.semantics import ScenarioFacts, final_success, locate_minefields
+from prefix_exec.llm.config import EndpointConfig
+from prefix_exec.llm.types import ToolSchema
+from prefix_exec.trajectory import Rollout
+
+
+class ToolSandboxDriver:
+    """``subset`` ``"paper"`` (our stratified 200) or ``None`` (every runnable scenario); ``files`` is where
+    run folders go (``None``: not written)."""
+
+    def __init__(
+        self,
+        *,
+        user: EndpointConfig,
+        dataset: str = "toolsandbox",
+        subset: str | None = None,
+        similarity_threshold: float = 1.0,
+        files: Path | None = None,
+    ) -> None:
+        if subset not in (None, "paper"):
+            raise ValueError(f"unknown ToolSandbox subset {subset!r}; the only one is 'paper'")
+        if not 0.0 <= similarity_threshold <= 1.0:
+            raise ValueError(f"similarity_threshold must be in [0, 1], got {similarity_threshold}")
+        self._env = ToolSandboxEnvironment()
+        self.dataset = dataset
+        self.user = user
+        self.subset = subset
+        self.similarity_threshold = similarity_threshold
+        self.files = files
+
+    def task_ids(self) -> list[str]:
+        if self.subset == "paper":
+            return paper_sample(self._env.scenarios)
+        return sorted(runnable(self._env.scenarios))
+
+    def environment(self) -> ToolSandboxEnvironment:
+        return self._env
+
+    def env_for(self, rollout: Rollout) -> ToolSandboxEnvironment:
+        """A live environment that replays the rollout from the scenario's start, with its recorded facts."""
+        facts = ScenarioFacts.from_metadata(rollout.task_id, rollout.metadata)
+        env = ToolSandboxEnvironment(lambda _task: facts)
+        return env
+
+    def run(self, agent: Agent, task_id: str, trial: int = 0) -> Outcome:
+        ctx = toolsandbox("context")
+        scenario = self._env.scenario(task_id)
+        role = _agent_role(agent, self._env.facts(task_id), scenario.max_messages)
+        roles = {
+            ctx.RoleType.USER: self._user_role(trial),
+            ctx.RoleType.EXECUTION_ENVIRONMENT: toolsandbox("environment").ExecutionEnvironment(),
+            ctx.RoleType.AGENT: role,
+        }
+        error: dict[str, str] | None = None
+        try:
+            context = scenario.play(roles, task_id)
+        except Exception as exc:  # ToolSandbox's CLI records any exception of the loop and scores the run 0
+            error = {"exception_type": type(exc).__name__, "traceback": traceback.format_exc()}
+            context = ctx.get_current_context()
+        result = scenario.evaluation.evaluate(execution_context=context, max_turn_count=scenario.max_messages)
+        similarity = 0.0 if error else float(result.similarity)
+        categories = [str(c) for c in scenario.categories]
+        mapping = {} if error else result.minefield_mapping
+        triples = sorted((int(k), int(v[0]), float(v[1])) for k, v in mapping.items())
+        session: ToolSandboxSession | None = role.session
+        hits = locate_minefields(triples, session.rows if session else ())
+        facts = ScenarioFacts.of_scenario(categories, hits)
+        episode = role.episode or agent.start("", [])
+        notes: dict[str, Any] = {
+            **facts.to_metadata(categories, hits, "live"),
+            "similarity": similarity,
+            "milestone_similarity": 0.0 if error else float(result.milestone_similarity),
+            "user_model": self.user.model,
+            "user_turns": role.turns,
+            "toolsandbox_messages": int(context.max_sandbox_message_index) + 1,
+        }
+        if error:
+            notes["aborted_with"] = error["exception_type"]
+        if self.files is not None:
+            folder = run_folder(
+                self.files, self.dataset, agent.executor.backend.config.model, agent.method, trial, task_id
+            )
+            write_run_files(folder, task_id, scenario, context, result, error)
+            notes["scenario_dir"] = str(folder / "trajectories" / task_id)
+        return Outcome(episode, final_success(similarity, self.similarity_threshold), notes)
+
+    def _user_role(self, trial: int) -> Any:
+        from openai import OpenAI
+
+        role = toolsandbox("user").OpenAIAPIUser
+        user = role.__new__(role)  # its __init__ only builds a client for OpenAI's URL, which needs a key
+        user.model_name = self.user.model
+        user.openai_client = OpenAI(
+            base_url=self.user.base_url,
+            api_key=self.user.api_key() or "none",
+            timeout=self.user.timeout_s,
+            max_retries=self.user.max_retries,
+        )
+        return user
+
+
+def _agent_role(agent: Agent, facts: ScenarioFacts, max_messages: int) -> Any:
+    """Our agent as a ToolSandbox role (built here: ``BaseRole`` exists only once ToolSandbox is imported)."""
+    base = toolsandbox("base").BaseRole
+    ctx = toolsandbox("context")
+
+    class AgentRole(base):  # type: ignore[misc,valid-type]
+        role_type = ctx.RoleType.AGENT
+
+        def __init__(self) -> None:
+            self.episode: Episode | None = None
+            self.session: ToolSandboxSession | None = None
+            self.turns = 0
+            self.last_row = 0
+
+        def respond(self, ending_index: int | None = None) -> None:
+            messages = self.get_messages(ending_index=ending_index)
+            self.messages_validation(messages=messages)
+            visible = self.filter_messages(messages=messages)
+            if visible[-1].sender != ctx.RoleType.USER:
+                return
+            context = ctx.get_current_context()
+            if self.session is None:
+                self.last_row = context.max_sandbox_message_index  # where Scenario.play's budget starts
+                self.session = ToolSandboxSession(context, facts)
+                system = next((m.content for m in visible if m.sender == ctx.RoleType.SYSTEM), "")
+                self.episode = agent.start(system, _tool_schemas(self.session))
+            self.session.context = context  # the loop's current context (it never swaps it mid-scenario here)
+            assert self.episode is not None
+            left = max_messages - (context.max_sandbox_message_index - self.last_row)
+            settings = agent.settings
+            bounded = Agent(
+                agent.method,
+                agent.executor.backend,
+                planner=agent.planner,
+                verifier=agent.verifier,
+                settings=type(settings)(
+                    max_steps=max(1, left), k_val=settings.k_val, max_calls_per_step=settings.max_calls_per_step
+                ),
+            )
+            result = bounded.user_turn(
+                self.episode, self.session, str(visible[-1].content), self.turns, plan=self.turns == 0
+            )
+            self.turns += 1
+            if result.answer is not None:
+                message = toolsandbox("messages").Message
+                self.add_messages(
+                    [message(sender=ctx.RoleType.AGENT, recipient=ctx.RoleType.USER, content=result.answer)]
+                )
+
+    return AgentRole()
+
+
+def _tool_schemas(session: ToolSandboxSession) -> list[ToolSchema]:
+    """The agent-facing tools as ToolSandbox converts them for OpenAI agents (names may be scrambled)."""
+    converted = toolsandbox("tools").convert_to_openai_tools(session.agent_tools())
+    return [
+        ToolSchema(
+            t["function"]["name"],
+            t["function"].get("description", ""),
+            t["function"].get("parameters", {"type": "object", "properties": {}}),
+        )
+        for t in converted
+    ]
