@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from fakes.openai_server import text_message, tool_message
-from prefix_exec.agents.planning import PROMPT_PLAN_PROCEED
+from prefix_exec.agents.prompt_planning import PROMPT_PLAN_PROCEED
 from prefix_exec.drivers.bfcl import questions
 from prefix_exec.envs.bfcl.checker import ground_truth_calls
 from prefix_exec.envs.bfcl.tasks import load_task

@@ -2,6 +2,7 @@
 
 from prefix_exec.agents.episode import Episode
 from prefix_exec.agents.executor import Executor, TurnResult
-from prefix_exec.agents.variants import METHODS, Agent, AgentSettings
+from prefix_exec.agents.variants import Agent, AgentSettings
+from prefix_exec.methods import METHODS, Method
 
-__all__ = ["METHODS", "Agent", "AgentSettings", "Episode", "Executor", "TurnResult"]
+__all__ = ["METHODS", "Agent", "AgentSettings", "Episode", "Executor", "Method", "TurnResult"]

@@ -1,4 +1,7 @@
-"""Structured plans: the planner's and verifier's prompts, and decoding their JSON answers.
+"""Structured plans and verdicts: the records, decoding planners' and verifiers' JSON answers, and what every
+planning variant is told (:class:`PlanRequest`). Each variant's prompts and loop are in its own module
+(:mod:`~prefix_exec.agents.prompt_planning`, :mod:`~prefix_exec.agents.plan_conditioned`,
+:mod:`~prefix_exec.agents.dual_loop`).
 
 A plan is ``{"steps": [{"tool": NAME, "arguments": {...}, "bindings": {ARG: "step N.PATH"}}]}``: each
 step names one tool (a non-empty string) and its arguments (an object; absent means ``{}``); ``bindings``
@@ -22,31 +25,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from prefix_exec.llm.types import Message, ToolSchema
+from prefix_exec.llm.types import ToolSchema
 
 CHECKS = ("tool_existence", "schema", "precondition", "binding")
 #: :attr:`PlanVerdict.source` values: a verifier's verdict, a plan failing the structure check, an unreadable verifier.
 VERIFIER, PLAN_FORMAT, VERIFIER_FORMAT = "verifier", "plan_format", "verifier_format"
-
-PLANNER_SYSTEM = (
-    "You are the PLANNER of a tool-using agent. Write a plan for the user's goal as one JSON object and "
-    'nothing else: {"steps": [{"tool": NAME, "arguments": {...}, "bindings": {ARG: "step N.PATH"}}]}. '
-    "Use only the listed tools and their argument schemas. When an argument must come from an earlier "
-    "step's output, put it in bindings (1-based step number and a dotted path into that output) instead of "
-    "guessing it. An empty steps list means no tool is needed."
-)
-VERIFIER_SYSTEM = (
-    "You are the VERIFIER of a tool-using agent's plan. Check every step for: tool_existence (the tool is "
-    "listed), schema (the arguments conform to its JSON Schema), precondition (explicit preconditions hold "
-    "given the state and earlier steps), binding (each binding refers to an earlier step and an output that "
-    'step produces). Answer with one JSON object and nothing else: {"approved": true|false, "issues": '
-    '[{"step": N, "check": "tool_existence|schema|precondition|binding", "message": TEXT}]}.'
-)
-PROMPT_PLAN_REQUEST = (
-    "Before acting, write a short numbered plan of the tool calls you will make. Do not call any tool in "
-    "this message."
-)
-PROMPT_PLAN_PROCEED = "Now carry out your plan."
 
 #: Bounds (characters) on what planning puts in prompts and transcript notes besides the tool listing.
 NOTE_CHARS = 2000
@@ -214,71 +197,3 @@ class PlanRequest:
         return (
             f"{earlier}Goal:\n{self.goal}\n\nTools:\n{tools_listing(self.tools)}\n\nState:\n{self.state or '(none)'}"
         )
-
-
-def planner_messages(request: PlanRequest) -> list[Message]:
-    return [{"role": "system", "content": PLANNER_SYSTEM}, {"role": "user", "content": request.text()}]
-
-
-def revision_messages(base: list[Message], plan: Plan, verdict: PlanVerdict) -> list[Message]:
-    """``base`` plus the plan and the feedback on it, asking for a revision (roles keep alternating)."""
-    if verdict.source == PLAN_FORMAT:
-        ask = (
-            f"Your plan is not in the required format:\n{verdict.feedback()}\n"
-            "Write the whole plan again as one JSON object in the required format."
-        )
-    else:
-        ask = f"The verifier found problems:\n{verdict.feedback()}\nRevise the plan."
-    return [*base, {"role": "assistant", "content": plan.raw}, {"role": "user", "content": ask}]
-
-
-def verifier_messages(request: PlanRequest, plan: Plan) -> list[Message]:
-    return [
-        {"role": "system", "content": VERIFIER_SYSTEM},
-        {"role": "user", "content": f"{request.text()}\n\nPlan:\n{plan.to_text()}"},
-    ]
-
-
-def verifier_retry_messages(asked: list[Message], answer: str | None, verdict: PlanVerdict) -> list[Message]:
-    """``asked`` plus the verifier's unreadable ``answer`` and a request to answer again in the verdict format."""
-    problem = "; ".join(str(i.get("message")) for i in verdict.issues)
-    ask = (
-        f"Your answer could not be read as a verdict ({problem}). Answer again with one JSON object and "
-        'nothing else: {"approved": true|false, "issues": [{"step": N, "check": CHECK, "message": TEXT}]}.'
-    )
-    return [*asked, {"role": "assistant", "content": answer or ""}, {"role": "user", "content": ask}]
-
-
-def plan_control_text(plan: Plan, verdict: PlanVerdict | None) -> str:
-    """The text that hands a plan to the executor as its control signal (appended to the user's message).
-
-    A plan with a structure error is handed over as the planner's raw text (clipped to
-    :data:`PLAN_TEXT_CHARS`), labelled as unstructured and with the error, for the executor to use or ignore.
-    """
-    if plan.parse_error is None:
-        text = (
-            "PLAN (control signal): execute these steps in order with tool calls, taking bound arguments from the "
-            f"named earlier results; deviate only when a result makes a step impossible.\n{plan.to_text()}"
-        )
-    else:
-        text = (
-            "PLAN (control signal): the planner's answer is not a valid structured plan "
-            f"({clip(plan.parse_error, 500)}). Its text follows for reference; use it only where it fits the "
-            f"request.\n{clip(plan.raw, PLAN_TEXT_CHARS) or '(empty answer)'}"
-        )
-    if verdict is None or verdict.approved:
-        return text
-    if verdict.source == PLAN_FORMAT:
-        return text + "\nThe plan was not verified: it failed the structure check."
-    if verdict.source == VERIFIER_FORMAT:
-        return text + "\nThe plan could not be verified: the verifier's answers could not be read."
-    return text + f"\nThe plan was not approved by the verifier; its last findings:\n{verdict.feedback()}"
-
-
-def prompt_plan_request(content: str, tools: Sequence[ToolSchema] | None) -> str:
-    """prompt-planning's user message: the request, the plan request and the tool listing (``None``: the tools
-    are unchanged since they were last listed in this conversation, so they are not listed again)."""
-    listing = "The tools are the ones listed earlier in this conversation." if tools is None else (
-        f"Tools:\n{tools_listing(tools)}"
-    )
-    return f"{content}\n\n{PROMPT_PLAN_REQUEST}\n\n{listing}"

@@ -71,8 +71,6 @@ REVEAL_MESSAGE = "I have updated some more functions you can choose from. What a
 PYTHON_HINT = " Note that the provided function is in Python 3 syntax."
 #: What BFCL appends to a float parameter's description.
 FLOAT_NOTE = " This is a float type value."
-#: The method that keeps the strict session live (its guard is the point).
-GUARDED = "guarded-react"
 
 
 def reveal_message() -> str:
@@ -209,7 +207,7 @@ class BfclDriver:
         turns, held = questions(task.category)[task_id]
         held_names = {name for names in held.values() for name in names}
         docs = [doc for c in task.involved_classes for doc in function_docs(c).values()]
-        guarded = agent.method == GUARDED
+        guarded = agent.variant.guarded  # keeps the strict session live: its guard is the point
         session = self._env.start(task_id, strict=guarded)
         budget = bfcl_steps(agent)
         episode = agent.start("", [tool_schema(d) for d in docs if d["name"] not in held_names])

@@ -159,7 +159,7 @@ class TauDriver:
         user_state = user.get_init_state()
         # Live, the session is tau2's environment; our checks run when the rollout is scored (env_for), and live
         # only for the guarded variant, whose guard is the point of the comparison.
-        guarded = agent.method == "guarded-react"
+        guarded = agent.variant.guarded
         session = self._env.start(task_id, evidence=()) if guarded else self._env.start(task_id, strict=False)
         episode = agent.start(system_prompt(self._env.domain.policy), self.tools)
         episode.say({"role": "assistant", "content": FIRST_AGENT_MESSAGE})

@@ -5,37 +5,31 @@ Every table and the HTML page use these, so a Table 2 cell and the rollouts it l
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from prefix_exec.methods import Method, method_key, method_of
 from prefix_exec.summary import Condition, ConditionSummary, Summary
 
-#: The paper's method order; a method is matched by :func:`method_key`. Others follow, alphabetically.
-METHOD_ORDER = ("react", "prompt_planning", "plan_conditioned", "dual_loop")
+#: The paper's method order; a record's method name is matched by :func:`~prefix_exec.methods.method_of`.
+#: Others (guarded-react, unknown names) follow, alphabetically by :func:`~prefix_exec.methods.method_key`.
+METHOD_ORDER = (Method.REACT, Method.PROMPT_PLANNING, Method.PLAN_CONDITIONED, Method.DUAL_LOOP)
 #: Largest depth drawn for BFCL datasets in Figure 1 (the paper's panels show k <= 10).
 BFCL_MAX_DEPTH = 10
 
 
-def method_key(name: str) -> str:
-    """``Plan-Cond. ReAct`` -> ``plan_cond_react``: lower case, runs of other characters become ``_``."""
-    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
-
-
 def is_plan_conditioned(name: str) -> bool:
-    return method_key(name).startswith("plan_cond")
+    return method_of(name) is Method.PLAN_CONDITIONED
 
 
 def is_dual_loop(name: str) -> bool:
-    return method_key(name).startswith("dual_loop")
+    return method_of(name) is Method.DUAL_LOOP
 
 
 def method_rank(name: str) -> tuple[int, str]:
-    key = method_key(name)
-    for i, known in enumerate(METHOD_ORDER):
-        if key.startswith(known) or (known == "plan_conditioned" and key.startswith("plan_cond")):
-            return (i, key)
-    return (len(METHOD_ORDER), key)
+    method = method_of(name)
+    rank = METHOD_ORDER.index(method) if method in METHOD_ORDER else len(METHOD_ORDER)
+    return (rank, method_key(name))
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from prefix_exec.agents.variants import METHODS, AgentSettings
+from prefix_exec.agents.variants import AgentSettings
 from prefix_exec.errors import InputError
 from prefix_exec.llm.config import EndpointConfig
+from prefix_exec.methods import METHODS
 
 TOP_KEYS = {"seed", "trials", "methods", "agent", "datasets", "models", "run", "base_dir"}
 #: Every ``[agent]`` setting is an integer field of :class:`AgentSettings`.

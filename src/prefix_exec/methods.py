@@ -1,0 +1,50 @@
+"""The agent variants' names: one :class:`Method` per variant, and how a free-form method name maps onto one.
+
+A method's value is the name a grid, a rollout and a record use (``"dual-loop"``). What each variant does per
+turn is registered in :data:`prefix_exec.agents.variants.VARIANTS`; this module holds only the names, so the
+report (which reads method names from records files, written by any tool) needs no agent code.
+
+Records name methods freely (``"Plan-Cond. ReAct"``, ``"dual-loop [verifier=M, K_val=3]"``): :func:`method_of`
+maps such a name onto a variant by its :func:`method_key` prefix, or to ``None``.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+
+
+class Method(StrEnum):
+    """An agent variant, by the name grids and records use."""
+
+    REACT = "react"
+    PROMPT_PLANNING = "prompt-planning"
+    PLAN_CONDITIONED = "plan-conditioned"
+    DUAL_LOOP = "dual-loop"
+    GUARDED_REACT = "guarded-react"
+
+    @property
+    def key(self) -> str:
+        """The name as :func:`method_key` writes it (``dual_loop``)."""
+        return method_key(self.value)
+
+
+#: Every method's name, in the paper's order (the grid's allow-list).
+METHODS = tuple(m.value for m in Method)
+#: Short forms of a method's key that a record's free-form name may start with.
+_ALIASES = {Method.PLAN_CONDITIONED: ("plan_cond",)}
+
+
+def method_key(name: str) -> str:
+    """``Plan-Cond. ReAct`` -> ``plan_cond_react``: lower case, runs of other characters become ``_``."""
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def method_of(name: str) -> Method | None:
+    """The variant a free-form method name stands for: the first :class:`Method` (in :data:`METHODS` order)
+    whose key, or an alias of it (``plan_cond``), starts the name's :func:`method_key`; ``None`` for none."""
+    key = method_key(name)
+    for method in Method:
+        if any(key.startswith(k) for k in (method.key, *_ALIASES.get(method, ()))):
+            return method
+    return None
