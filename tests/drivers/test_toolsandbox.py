@@ -51,6 +51,8 @@ CASES: dict[str, tuple[list[Any], list[str], tuple[int, int, FailureLabel | None
         [],
         (2, 1, None, 1),
     ),  # the no-tool finish is the one action
+    # An agent that never answers: ToolSandbox's max_messages (30 rows) ends the loop after 15 call/reply pairs.
+    "get_cellular": ([[("get_cellular_service_status", {})]], [], (16, 15, None, 0)),
     "remove_contact_by_phone_multiple_user_turn": (
         [
             "Which phone number should I delete?",
@@ -130,3 +132,10 @@ def test_the_multi_turn_scenario_answers_the_simulated_user_twice(played: Any) -
     rollout, _, _ = played[("remove_contact_by_phone_multiple_user_turn", "react")]
     assert rollout.metadata["user_turns"] == 2
     assert [a.turn for a in rollout.actions] == [1, 1]
+
+
+def test_toolsandbox_max_messages_is_the_turn_budget(played: Any) -> None:
+    for method in METHODS:
+        rollout, _, _ = played[("get_cellular", method)]
+        assert rollout.metadata["capped_turns"] == 1 and rollout.metadata["user_turns"] == 1
+        assert len(rollout.actions) == 15

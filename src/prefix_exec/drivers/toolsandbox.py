@@ -10,8 +10,10 @@ One task is one named scenario (of ToolSandbox's 1032), played by ``Scenario.pla
   :class:`~prefix_exec.envs.toolsandbox.live.ToolSandboxSession` on the scenario's context, which hands
   ToolSandbox's execution environment code we build (never model text). The turn's answer goes to the user.
 
-The horizon is ToolSandbox's ``max_messages`` (30 rows after the starting ones): a turn gets the model calls
-the messages left allow, and ``Scenario.play`` stops the loop once they are used. A scenario that raises in the
+The horizon is ToolSandbox's ``max_messages`` (30 rows after the starting ones), checked where ToolSandbox
+checks it, before each agent response (:class:`MessageBudget`, the executor's turn budget); ``Scenario.play``
+then stops the loop. One difference: ToolSandbox's loop may stop between an agent's tool-call rows and their
+execution, while our calls run as soon as the model emits them. A scenario that raises in the
 loop (an API error of the user model, say) ends as ToolSandbox's CLI records it: ``exception_type``, similarity 0.
 
 Y is ToolSandbox's evaluation, ``similarity >= similarity_threshold`` (default 1.0); minefield hits are located
@@ -24,9 +26,11 @@ rollout on a fresh live session with those facts. The driver writes the scenario
 from __future__ import annotations
 
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prefix_exec.agents.budget import Stop
 from prefix_exec.agents.episode import Episode
 from prefix_exec.agents.variants import Agent
 from prefix_exec.drivers.base import Outcome
@@ -35,7 +39,7 @@ from prefix_exec.envs.toolsandbox.live import ToolSandboxEnvironment, ToolSandbo
 from prefix_exec.envs.toolsandbox.sample import paper_sample, runnable
 from prefix_exec.envs.toolsandbox.semantics import ScenarioFacts, final_success, locate_minefields
 from prefix_exec.llm.config import EndpointConfig
-from prefix_exec.llm.types import ToolSchema
+from prefix_exec.llm.types import Completion, ToolSchema
 from prefix_exec.trajectory import Rollout
 
 
@@ -162,19 +166,9 @@ def _agent_role(agent: Agent, facts: ScenarioFacts, max_messages: int) -> Any:
                 self.episode = agent.start(system, _tool_schemas(self.session))
             self.session.context = context  # the loop's current context (it never swaps it mid-scenario here)
             assert self.episode is not None
-            left = max_messages - (context.max_sandbox_message_index - self.last_row)
-            settings = agent.settings
-            bounded = Agent(
-                agent.method,
-                agent.executor.backend,
-                planner=agent.planner,
-                verifier=agent.verifier,
-                settings=type(settings)(
-                    max_steps=max(1, left), k_val=settings.k_val, max_calls_per_step=settings.max_calls_per_step
-                ),
-            )
-            result = bounded.user_turn(
-                self.episode, self.session, str(visible[-1].content), self.turns, plan=self.turns == 0
+            budget = MessageBudget(context, self.last_row + max_messages)
+            result = agent.user_turn(
+                self.episode, self.session, str(visible[-1].content), self.turns, plan=self.turns == 0, budget=budget
             )
             self.turns += 1
             if result.answer is not None:
@@ -184,6 +178,22 @@ def _agent_role(agent: Agent, facts: ScenarioFacts, max_messages: int) -> Any:
                 )
 
     return AgentRole()
+
+
+@dataclass
+class MessageBudget:
+    """ToolSandbox's horizon as a turn budget: ``Scenario.play`` asks a role to respond only while the last
+    SANDBOX row index is below ``limit`` (its starting rows plus ``max_messages``); one of our model calls is
+    one agent response. The stop is ``max_messages``, a capped turn."""
+
+    context: Any
+    limit: int
+
+    def before_call(self, episode: Episode, calls: int) -> Stop | None:
+        return Stop("max_messages") if self.context.max_sandbox_message_index >= self.limit else None
+
+    def after_call(self, episode: Episode, completion: Completion) -> None:
+        return None
 
 
 def _tool_schemas(session: ToolSandboxSession) -> list[ToolSchema]:
