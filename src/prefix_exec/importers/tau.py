@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec.envs.tau.backend import Provenance
+from prefix_exec.envs.tau.dispatch import depth_error
 from prefix_exec.errors import InputError
 from prefix_exec.replay import Skipped
 from prefix_exec.trajectory import Observation, Rollout, ToolCall
@@ -65,6 +66,8 @@ def read_results(path: str | Path, *, model: str | None = None, method: str | No
         raise InputError(f"cannot read the results file: {exc.strerror or exc}", path=text_path) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON ({exc.msg})", path=text_path, line=exc.lineno) from None
+    except RecursionError:
+        raise InputError("JSON nested too deep to read", path=text_path) from None
     if not isinstance(data, Mapping) or not isinstance(data.get("simulations"), list):
         raise InputError(
             "not a tau2 results file: expected an object with 'info', 'tasks' and 'simulations'",
@@ -174,6 +177,9 @@ def rollout_of(simulation: Mapping[str, Any], *, domain: str, model: str, method
             if not isinstance(arguments, Mapping):
                 parse_error = parse_error or f"arguments must be an object, got {type(arguments).__name__}"
                 arguments = {}
+            deep = depth_error(arguments)
+            if deep is not None:  # copying or checking it would exhaust the stack: the simulation is unreadable
+                raise ValueError(f"tool call {call.get('id')!r} ({call.get('name')}): {deep}")
             actions.append(
                 ToolCall(
                     name=str(call["name"]),

@@ -11,13 +11,12 @@ are not recomputed: the recorded reward stays Y.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from prefix_exec.envs.tau.backend import import_tau2
-from prefix_exec.envs.tau.binding import calculate
+from prefix_exec.envs.tau.dispatch import run_tool
 from prefix_exec.envs.tau.session import TauEnvironment, expected_actions
 from prefix_exec.envs.tau.state import lazy_db
 from prefix_exec.errors import InputError
@@ -58,12 +57,8 @@ def db_hash(env: TauEnvironment, task_id: str, calls: Iterable[tuple[str, Mappin
     for name, arguments in calls:
         spec = env.domain.tools.get(name)
         flag.writing = spec is None or not spec.read_only
-        try:
-            args = copy.deepcopy(dict(arguments))
-            if name == "calculate":
-                calculate(**args)
-            else:
-                getattr(toolkit, name)(**args)
+        try:  # only the domain's tools run, calculate as our bounded version (dispatch.run_tool)
+            run_tool(env.domain, toolkit, name, arguments if isinstance(arguments, Mapping) else {})
         except Exception:  # a failing call leaves the DB as tau2 leaves it; the evaluator ignores the error
             pass
         finally:

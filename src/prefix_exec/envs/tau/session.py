@@ -29,13 +29,13 @@ state (``"Error: ..."`` for a tau2 error), also on rejections; ``reason`` is our
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prefix_exec.envs.tau.backend import Domain, import_tau2, to_json_text
-from prefix_exec.envs.tau.binding import binding_error, calculate_call
+from prefix_exec.envs.tau.binding import binding_error
+from prefix_exec.envs.tau.dispatch import MAX_DEPTH, depth_error, run_tool
 from prefix_exec.envs.tau.information import Evidence, unseen
 from prefix_exec.envs.tau.labels import label_error
 from prefix_exec.envs.tau.state import WriteFlag, fork_db, lazy_db
@@ -312,14 +312,11 @@ class TauSession:
 
     def _execute(self, db: Any, flag: WriteFlag, call: ToolCall, *, writing: bool) -> tuple[bool, Any]:
         """Run ``call`` on a toolkit over ``db``. Returns ``(True, value)`` or ``(False, exception)``."""
-        arguments = copy.deepcopy(dict(call.arguments))
         toolkit = self.env.domain.make_toolkit(db)
         flag.writing = writing
         try:
-            if call.name == "calculate":
-                return True, calculate_call(type(toolkit).__name__, arguments)
-            # tau2's own dispatch: an unknown name fails with its "Tool 'x' not found." message
-            return True, toolkit.use_tool(call.name, **arguments)
+            # only the domain's tools; an unknown name fails with tau2's "Tool 'x' not found." message
+            return True, run_tool(self.env.domain, toolkit, call.name, call.arguments)
         except Exception as exc:  # tau2 reports every tool exception as an error message; so do we
             return False, exc
         finally:
@@ -423,8 +420,17 @@ def _apply_initial_state(domain: Domain, task: Mapping[str, Any]) -> Any:
         name = action["func_name"]
         if action["env_type"] != "assistant":
             raise InputError(f"task {task.get('id')}: user-side initial action {name} (airline/retail have none)")
+        arguments = action["arguments"] or {}
+        if not isinstance(arguments, Mapping) or depth_error(arguments) is not None:
+            raise _malformed(task, f"the arguments of {name!r} are not an object of at most {MAX_DEPTH} levels")
+        if index < required and name not in domain.tools:
+            raise InputError(
+                f"task {task.get('id')}: initialization action {name!r} is not a tool of {domain.name}",
+                field="initial_state.initialization_actions",
+                hint=f"{domain.name}'s tools: {', '.join(sorted(domain.tools))}",
+            )
         try:
-            getattr(toolkit, str(name))(**(action["arguments"] or {}))
+            run_tool(domain, toolkit, str(name), arguments)
         except Exception as exc:
             if index < required:
                 raise InputError(f"task {task.get('id')}: initialization action {name} fails: {exc}") from None
