@@ -96,12 +96,17 @@ def test_synthetic_records_are_labelled(tmp_path: Path) -> None:
 
 
 def test_plots_are_written_and_embedded(tmp_path: Path) -> None:
+    from prefix_exec.report.plots import file_stem
+
     report = write_report(crafted(), tmp_path, Options(resamples=50))
     names = {p.name for p in report.files}
-    assert {"figure1-m1.png", "figure1-m1.svg", "figure1-elig-m1.png", "figure1-elig-m2.svg", "ranking.png"} <= names
-    assert (tmp_path / "figure1-m1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    m1, m2 = file_stem("figure1", "m1"), file_stem("figure1-elig", "m2")
+    board = file_stem("leaderboard", "bfcl_demo")
+    assert {f"{m1}.png", f"{m1}.svg", f"{m2}.svg", "ranking.png", f"{board}.png"} <= names
+    assert (tmp_path / f"{m1}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     html = (tmp_path / "report.html").read_text()
-    assert html.count("data:image/svg+xml;base64,") == 5  # 2 models x 2 views + the ranking chart
+    # 2 models x 2 views, the ranking chart, and the leaderboard's curves and ranking (two models, one dataset)
+    assert html.count("data:image/svg+xml;base64,") == 7
 
 
 def test_rollouts_sort_task_ids_naturally() -> None:

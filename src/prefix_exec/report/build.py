@@ -124,24 +124,22 @@ def write_report(
     md = [f"# {options.title}\n", mark and f"> **{plots.SYNTHETIC_MARK}**\n"]
     md += [RENDERERS["md"](t) for t in all_tables]
     folder.add("report.md").write_text("\n".join(md), encoding="utf-8")
-    figures: list[Path] = []
-    ranking_plots: list[Path] = []
+    shown: dict[str, list[Path]] = {}
     if options.plots:
-        figures = plots.figure1(summary, folder.path, synthetic=synthetic)
-        ranking_plots = plots.ranking_chart(summary, folder.path, synthetic=synthetic)
-        for path in figures + ranking_plots:
-            folder.add(path.name)
-    svg = [p for p in figures if p.suffix == ".svg"]
-    sections = [
-        Section(
-            s.id,
-            s.title,
-            s.tables,
-            svg if s.id == "figure1" else [p for p in ranking_plots if p.suffix == ".svg"] if s.id == "ranking" else (),
-            s.lead,
-        )
-        for s in sections
-    ]
+        drawn = {
+            "figure1": plots.figure1(summary, folder.path, synthetic=synthetic),
+            "ranking": plots.ranking_chart(summary, folder.path, synthetic=synthetic),
+            "leaderboard": plots.leaderboard_figure(summary, folder.path, synthetic=synthetic),
+        }
+        for paths in drawn.values():
+            for path in paths:
+                folder.add(path.name)
+        # the page shows the SVGs; across-model rankings belong to the leaderboard section
+        svg = {key: [p for p in paths if p.suffix == ".svg"] for key, paths in drawn.items()}
+        shown["figure1"] = svg["figure1"]
+        shown["ranking"] = [p for p in svg["ranking"] if not p.name.startswith("leaderboard-")]
+        shown["leaderboard"] = svg["leaderboard"] + [p for p in svg["ranking"] if p.name.startswith("leaderboard-")]
+    sections = [Section(s.id, s.title, s.tables, shown.get(s.id, ()), s.lead) for s in sections]
     subtitle = (
         f"{len(records)} rollouts, {len(summary.conditions)} conditions; 95% task-level percentile bootstrap "
         f"({summary.resamples} resamples, seed {summary.seed})."

@@ -105,5 +105,29 @@ def is_bfcl(dataset: str) -> bool:
     return dataset.lower().startswith("bfcl")
 
 
-def max_depth(dataset: str, pec: Sequence[float]) -> int:
-    return min(len(pec), BFCL_MAX_DEPTH) if is_bfcl(dataset) else len(pec)
+#: Elsewhere the x-axis of Figure 1 stops at this percentile of the dataset's rollout lengths T.
+T_PERCENTILE = 95
+
+
+@dataclass(frozen=True)
+class DepthCut:
+    """Where Figure 1's x-axis stops for one dataset, and why (shown in the panel title)."""
+
+    k_max: int
+    reason: str
+
+
+def depth_cut(dataset: str, rows: Sequence[ConditionSummary]) -> DepthCut:
+    """k_max for a dataset's curves: BFCL's 10 (the paper's panels), else the 95th percentile of T over all
+    the dataset's rollouts in ``rows`` (from their n_k counts: n_k = #{T >= k}), so that one very long
+    rollout does not squeeze every curve into the first tenth of the axis. Never beyond the longest T."""
+    longest = max(len(c.PEC) for c in rows)
+    if is_bfcl(dataset):
+        return DepthCut(min(longest, BFCL_MAX_DEPTH), f"k ≤ {min(longest, BFCL_MAX_DEPTH)}, as in the paper")
+    total = sum(c.N for c in rows)
+    # fraction of rollouts with T > k is n_{k+1} / N; the percentile is the first k where it is <= 5%
+    for k in range(1, longest + 1):
+        longer = sum(c.n_k[k] for c in rows if k < len(c.n_k))
+        if k < longest and longer <= total * (100 - T_PERCENTILE) / 100:
+            return DepthCut(k, f"k ≤ {k}, the {T_PERCENTILE}th percentile of T (max T {longest})")
+    return DepthCut(longest, f"every depth, k ≤ {longest}")

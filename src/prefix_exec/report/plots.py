@@ -1,20 +1,38 @@
-"""Figure 1 (PEC curves), its eligible-depth view, and the ranking-divergence chart, as PNG and SVG.
+"""Figure 1 (PEC curves), its eligible-depth view, the leaderboard's curves and the ranking charts, as PNG and SVG.
 
 matplotlib is imported lazily with the Agg backend (no display needed). Files are deterministic for the same
 input: SVG ids are salted with a constant and no creation date is written.
+
+Readable from 2 to a few dozen series:
+
+- every series gets its own colour × marker × line-style combination (:func:`series_styles`);
+- legends sit outside the axes, to the right, and titles are laid out by constrained layout;
+- the x-axis stops at a stated k_max (:func:`~prefix_exec.report.layout.depth_cut`: BFCL 10, else the 95th
+  percentile of T), written in each panel's title;
+- names from the records are drawn as plain text (``text.parse_math`` off: a ``$`` is a dollar sign);
+- file names are a bounded slug of the name plus a short hash of the full name, so ``org/model-a``,
+  ``org:model-a`` and ``org_model-a`` get three files and a 300-character name still fits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from prefix_exec.report.layout import Block, blocks_of, max_depth
+from prefix_exec.report.layout import Block, blocks_of, depth_cut, leaderboard_blocks
 from prefix_exec.report.ranking import competition_ranks
 from prefix_exec.summary import ConditionSummary, Summary
 
 SYNTHETIC_MARK = "SYNTHETIC DEMO DATA (fault-injected, not model output)"
+#: Longest slug kept in a file name (the hash makes it unique).
+SLUG_LENGTH = 40
+COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+LINESTYLES = ("-", "--", "-.", ":")
+Style = tuple[str, str, str]
 
 
 def _pyplot() -> Any:
@@ -29,6 +47,15 @@ def _pyplot() -> Any:
     return plt
 
 
+@contextmanager
+def _plain_text() -> Iterator[None]:
+    """Names from records are text, never mathtext (``$\\frac`` would crash or render as math)."""
+    import matplotlib
+
+    with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}):
+        yield
+
+
 def _save(fig: Any, out: Path, stem: str) -> list[Path]:
     paths = [out / f"{stem}.png", out / f"{stem}.svg"]
     fig.savefig(paths[0], dpi=110, metadata={"Software": None})
@@ -40,101 +67,248 @@ def slug(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-." else "-" for ch in text).strip("-") or "x"
 
 
-def method_colors(summary: Summary) -> dict[str, str]:
-    """One colour per method across every panel and figure (matplotlib's default cycle, in report order)."""
-    methods = list(dict.fromkeys(c.method for b in blocks_of(summary) for c in b.rows))
-    return {m: f"C{i % 10}" for i, m in enumerate(methods)}
+def file_stem(prefix: str, name: str) -> str:
+    """``prefix-<slug of name, at most 40 characters>-<8 hex digits of its SHA-1>``: unique per name."""
+    digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{prefix}-{slug(name)[:SLUG_LENGTH].rstrip('-.')}-{digest}"
 
 
-def _curve_panel(ax: Any, conditions: Sequence[ConditionSummary], dataset: str, elig: bool,
-                 colors: dict[str, str]) -> None:
+#: Longest name drawn in a legend or label (longer ones end in "…"; the tables keep them whole).
+LABEL_LENGTH = 40
+
+
+def short(name: str) -> str:
+    return name if len(name) <= LABEL_LENGTH else name[: LABEL_LENGTH - 1] + "…"
+
+
+def series_styles(names: Sequence[str]) -> dict[str, Style]:
+    """(colour, marker, line style) per name, in order; the first 40 names all differ in colour and line
+    style together, and markers cycle on a different period so neighbours differ in marker too."""
+    out: dict[str, Style] = {}
+    for i, name in enumerate(dict.fromkeys(names)):
+        out[name] = (
+            COLORS[i % len(COLORS)],
+            MARKERS[i % len(MARKERS)],
+            LINESTYLES[(i // len(COLORS)) % len(LINESTYLES)],
+        )
+    return out
+
+
+def method_styles(summary: Summary) -> dict[str, Style]:
+    """One style per method across every per-model panel and figure, in report order."""
+    return series_styles([c.method for b in blocks_of(summary) for c in b.rows])
+
+
+def _title(fig: Any, text: str, synthetic: bool) -> None:
+    fig.suptitle(
+        text + (f"\n{SYNTHETIC_MARK}" if synthetic else ""), fontsize=10, color="firebrick" if synthetic else "black"
+    )
+
+
+def _curve_panel(
+    ax: Any, rows: Sequence[ConditionSummary], dataset: str, elig: bool, styles: dict[str, Style], name: Any
+) -> None:
     from matplotlib.ticker import MaxNLocator
 
+    cut = depth_cut(dataset, rows)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    for c in conditions:
-        depth = max_depth(dataset, c.PEC)
+    for c in rows:
+        depth = min(cut.k_max, len(c.PEC))
         ks = list(range(1, depth + 1))
+        color, marker, linestyle = styles[name(c)]
+        style = {
+            "color": color,
+            "marker": marker,
+            "linestyle": linestyle,
+            "markersize": 4,
+            "linewidth": 1.4,
+            "label": short(name(c)),
+        }
         if elig:
-            ys = [float("nan") if v is None else v for v in c.PEC_elig[:depth]]
-            ax.plot(ks, ys, marker="o", markersize=3, label=c.method, color=colors[c.method])
+            ax.plot(ks, [float("nan") if v is None else v for v in c.PEC_elig[:depth]], **style)
             continue
-        line = ax.plot(ks, c.PEC[:depth], marker="o", markersize=3, label=c.method, color=colors[c.method])[0]
-        band = c.PEC_CI[: min(depth, len(c.PEC_CI))]
-        if band:
-            ax.fill_between(range(1, len(band) + 1), [e.low for e in band], [e.high for e in band],
-                            color=line.get_color(), alpha=0.15, linewidth=0)
-    ax.set_title(dataset + (" (k ≤ 10)" if depth_capped(dataset, conditions) else ""))
+        ax.plot(ks, c.PEC[:depth], **style)
+        band = c.PEC_CI[:depth]
+        if band and len(rows) <= 6:  # bands of many series hide each other: the tables keep the intervals
+            ax.fill_between(
+                range(1, len(band) + 1),
+                [e.low for e in band],
+                [e.high for e in band],
+                color=color,
+                alpha=0.12,
+                linewidth=0,
+            )
+    ax.set_title(f"{dataset} ({cut.reason})", fontsize=9)
     ax.set_xlabel("depth k")
     ax.set_ylabel("PEC_elig(k) = #{T ≥ k, FED > k} / n_k" if elig else "PEC(k) = #{FED > k} / N")
+    ax.set_xlim(0.5, cut.k_max + 0.5)
     ax.set_ylim(-0.02, 1.02)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower left")
 
 
-def depth_capped(dataset: str, conditions: Sequence[ConditionSummary]) -> bool:
-    return any(max_depth(dataset, c.PEC) < len(c.PEC) for c in conditions)
+def _legend(axes: Sequence[Any]) -> None:
+    """One legend for all panels, outside the last one on the right (constrained layout makes room)."""
+    handles: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    if handles:
+        axes[-1].legend(
+            list(handles.values()),
+            list(handles),
+            loc="upper left",
+            bbox_to_anchor=(1.02, 1.0),
+            borderaxespad=0.0,
+            fontsize=8,
+            frameon=False,
+            handlelength=3.0,
+        )
+
+
+def _height(series: int) -> float:
+    """Figure height (inches) that fits one legend row per series beside the axes."""
+    return max(4.2, 1.3 + 0.19 * series)
 
 
 def figure1(summary: Summary, out: Path, *, synthetic: bool = False) -> list[Path]:
     """Per model: ``figure1-<model>`` (fixed-cohort PEC with 95% bands) and ``figure1-elig-<model>``
-    (eligible-depth PEC_elig); one panel per dataset, one line per method."""
+    (eligible-depth PEC_elig); one panel per dataset, one line per method. A model with one method in each
+    dataset, all of them on a leaderboard, gets no figure of its own (:func:`leaderboard_figure` has it)."""
     plt = _pyplot()
-    colors = method_colors(summary)
+    styles = method_styles(summary)
     written: list[Path] = []
-    models = sorted({c.model for c in summary.conditions})
-    for model in models:
-        blocks = [b for b in blocks_of(summary) if b.model == model]
-        for elig in (False, True):
-            fig, axes = plt.subplots(1, len(blocks), figsize=(max(6.4, 4.6 * len(blocks)), 4.0), squeeze=False)
-            for ax, block in zip(axes[0], blocks, strict=True):
-                _curve_panel(ax, block.rows, block.dataset, elig, colors)
-            view = "eligible-depth view" if elig else "fixed-cohort PEC(k), 95% bands"
-            title = f"Figure 1 ({view}): {model}"
-            fig.suptitle(title + (f"\n{SYNTHETIC_MARK}" if synthetic else ""), fontsize=10,
-                         color="firebrick" if synthetic else "black")
-            fig.tight_layout()
-            written += _save(fig, out, f"figure1-{'elig-' if elig else ''}{slug(model)}")
+    boards = {b.dataset for b in leaderboard_blocks(summary)}
+    with _plain_text():
+        for model in sorted({c.model for c in summary.conditions}):
+            blocks = [b for b in blocks_of(summary) if b.model == model]
+            if all(len(b.rows) == 1 and b.dataset in boards for b in blocks):
+                continue  # one method per dataset: its curve is on the leaderboard figure
+            for elig in (False, True):
+                series = len({c.method for b in blocks for c in b.rows})
+                fig, axes = plt.subplots(
+                    1,
+                    len(blocks),
+                    figsize=(2.6 + 4.6 * len(blocks), _height(series)),
+                    squeeze=False,
+                    layout="constrained",
+                )
+                for ax, block in zip(axes[0], blocks, strict=True):
+                    _curve_panel(ax, block.rows, block.dataset, elig, styles, lambda c: c.method)
+                _legend(axes[0])
+                view = "eligible-depth view" if elig else "fixed-cohort PEC(k), 95% bands"
+                _title(fig, f"Figure 1 ({view}): {short(model)}", synthetic)
+                written += _save(fig, out, file_stem("figure1-elig" if elig else "figure1", model))
+                plt.close(fig)
+    return written
+
+
+def leaderboard_figure(summary: Summary, out: Path, *, synthetic: bool = False) -> list[Path]:
+    """Per multi-model dataset: ``leaderboard-<dataset>``, the PEC curves of all its conditions in one
+    panel (legend in leaderboard order, best final success first)."""
+    plt = _pyplot()
+    written: list[Path] = []
+    with _plain_text():
+        for block in leaderboard_blocks(summary):
+            styles = series_styles([block.name(c) for c in block.rows])
+            fig, ax = plt.subplots(figsize=(10.0, _height(len(block.rows))), layout="constrained")
+            _curve_panel(ax, block.rows, block.dataset, False, styles, block.name)
+            _legend([ax])
+            _title(fig, f"PEC(k) of every model on {block.dataset} (legend: best final success first)", synthetic)
+            written += _save(fig, out, file_stem("leaderboard", block.dataset))
             plt.close(fig)
     return written
 
 
-def _bump_panel(ax: Any, block: Block, colors: dict[str, str]) -> None:
+def _bump_panel(ax: Any, block: Block, styles: dict[str, Style]) -> None:
     cs = block.rows
     outcome = competition_ranks([c.success.point for c in cs])
     prefix = competition_ranks([c.AUC_PEC.point for c in cs])
+    # tied ranks would stack their labels: spread each side's labels over 1..n in table order
+    left = {id(c): i + 1 for i, c in enumerate(sorted(cs, key=lambda c: outcome[cs.index(c)] or 0))}
+    right = {id(c): i + 1 for i, c in enumerate(sorted(cs, key=lambda c: prefix[cs.index(c)] or 0))}
     for c, a, b in zip(cs, outcome, prefix, strict=True):
-        line = ax.plot([0, 1], [a, b], marker="o", linewidth=2.5 if a != b else 1.2, color=colors[c.method])[0]
-        ax.annotate(f"#{a} {c.method}\nsuccess {c.success.point:.2f}", (0, a), xytext=(-8, 0),
-                    textcoords="offset points", ha="right", va="center", fontsize=8, color=line.get_color())
-        ax.annotate(f"#{b} {c.method}\nAUC-PEC {c.AUC_PEC.point:.2f}", (1, b), xytext=(8, 0),
-                    textcoords="offset points", ha="left", va="center", fontsize=8, color=line.get_color())
-    ax.set_xlim(-1.5, 2.5)
+        color, marker, linestyle = styles[block.name(c)]
+        ya, yb = left[id(c)], right[id(c)]
+        ax.plot([0, 1], [ya, yb], marker=marker, linestyle=linestyle, color=color, linewidth=2.4 if a != b else 1.1)
+        ax.annotate(
+            f"#{a} {short(block.name(c))}  {c.success.point:.2f}",
+            (0, ya),
+            xytext=(-8, 0),
+            textcoords="offset points",
+            ha="right",
+            va="center",
+            fontsize=8,
+            color=color,
+        )
+        ax.annotate(
+            f"#{b} {short(block.name(c))}  {c.AUC_PEC.point:.2f}",
+            (1, yb),
+            xytext=(8, 0),
+            textcoords="offset points",
+            ha="left",
+            va="center",
+            fontsize=8,
+            color=color,
+        )
+    ax.set_xlim(-1.6, 2.6)
     ax.set_ylim(len(cs) + 0.5, 0.5)
     ax.set_xticks([0, 1], ["rank by\nfinal success", "rank by\nAUC-PEC"])
     ax.set_yticks([])
     for side in ("left", "right", "top"):
         ax.spines[side].set_visible(False)
-    ax.set_title(block.label, fontsize=9)
+    ax.set_title(short(block.label), fontsize=9)
+
+
+def _bump_chart(
+    blocks: Sequence[Block], out: Path, stem: str, title: str, synthetic: bool, styles_of: Any
+) -> list[Path]:
+    plt = _pyplot()
+    cols = min(3, len(blocks))
+    rows = -(-len(blocks) // cols)
+    per_row = max(3, max(len(b.rows) for b in blocks))
+    widest = max(len(short(b.name(c))) for b in blocks for c in b.rows)
+    width = max(7.0, 3.0 + 0.13 * widest)
+    fig, axes = plt.subplots(
+        rows,
+        cols,
+        figsize=(width * cols, 1.0 + 0.32 * rows * per_row + 0.6 * rows),
+        squeeze=False,
+        layout="constrained",
+    )
+    for ax in axes.flat[len(blocks) :]:
+        ax.set_visible(False)
+    for ax, block in zip(axes.flat, blocks, strict=False):
+        _bump_panel(ax, block, styles_of(block))
+    _title(fig, title, synthetic)
+    paths = _save(fig, out, stem)
+    plt.close(fig)
+    return paths
 
 
 def ranking_chart(summary: Summary, out: Path, *, synthetic: bool = False) -> list[Path]:
-    """``ranking``: one panel per block; a line joins a method's outcome-only rank to its prefix-level rank
-    (thick when they differ)."""
-    plt = _pyplot()
-    colors = method_colors(summary)
-    blocks = blocks_of(summary)
-    cols = min(3, len(blocks))
-    rows = -(-len(blocks) // cols)
-    height = 1.4 + 0.75 * rows * max(3, max(len(b.rows) for b in blocks))
-    fig, axes = plt.subplots(rows, cols, figsize=(7.0 * cols, height), squeeze=False)
-    for ax in axes.flat[len(blocks):]:
-        ax.set_visible(False)
-    for ax, block in zip(axes.flat, blocks, strict=False):
-        _bump_panel(ax, block, colors)
-    title = "Ranking divergence: outcome-only rank vs prefix-level rank"
-    fig.suptitle(title + (f"\n{SYNTHETIC_MARK}" if synthetic else ""), fontsize=10,
-                 color="firebrick" if synthetic else "black")
-    fig.tight_layout()
-    paths = _save(fig, out, "ranking")
-    plt.close(fig)
+    """``ranking``: one panel per (dataset, model) block of two or more methods; a line joins a method's
+    outcome-only rank to its prefix-level rank (thick when they differ). With leaderboards,
+    ``leaderboard-ranking-<dataset>`` too."""
+    styles = method_styles(summary)
+    ranked = [b for b in blocks_of(summary) if len(b.rows) > 1]  # one condition has nothing to rank
+    paths: list[Path] = []
+    with _plain_text():
+        if ranked:
+            paths += _bump_chart(
+                ranked,
+                out,
+                "ranking",
+                "Ranking divergence: outcome-only rank vs prefix-level rank",
+                synthetic,
+                lambda b: styles,
+            )
+        for block in leaderboard_blocks(summary):
+            paths += _bump_chart(
+                [block],
+                out,
+                file_stem("leaderboard-ranking", block.dataset),
+                f"Ranking divergence across models: {block.dataset}",
+                synthetic,
+                lambda b: series_styles([b.name(c) for c in b.rows]),
+            )
     return paths

@@ -1,0 +1,61 @@
+"""Figures that stay readable and safe: unique bounded file names, distinct styles, plain-text labels, and the
+x-axis cut at a stated k_max."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+from report_records import record
+
+from prefix_exec.report.build import Options, write_report
+from prefix_exec.report.inputs import metric_rows
+from prefix_exec.report.layout import depth_cut, leaderboard_blocks
+from prefix_exec.report.plots import file_stem, series_styles
+from prefix_exec.summary import summarize
+
+
+def test_file_names_are_unique_per_name_and_bounded() -> None:
+    names = ["org/model-a", "org:model-a", "org_model-a", "x" * 300, "x" * 301]
+    stems = [file_stem("figure1", n) for n in names]
+    assert len(set(stems)) == len(names)
+    assert max(len(s) for s in stems) <= len("figure1-") + 40 + 1 + 8
+    assert all("/" not in s and ":" not in s for s in stems)
+
+
+def test_styles_differ_for_every_series_up_to_forty() -> None:
+    styles = series_styles([f"m{i}" for i in range(40)])
+    assert len(set(styles.values())) == 40
+    # neighbours differ in colour and marker, so two adjacent legend rows never look alike
+    values = list(styles.values())
+    assert all(a[0] != b[0] and a[1] != b[1] for a, b in itertools.pairwise(values))
+
+
+def test_depth_cut_is_bfcl_ten_else_the_95th_percentile_of_t() -> None:
+    # 19 rollouts of T = 4 and one of T = 102: 95% have T <= 4, so the axis stops at 4, not 102
+    rows = [record("a", f"t{i}", T=4, fed=5, success=1, dataset="tau", model=f"m{i % 2}") for i in range(19)]
+    rows.append(record("a", "t19", T=102, fed=103, success=1, dataset="tau", model="m1"))
+    s = summarize(metric_rows(rows), resamples=20, seed=0)
+    cut = depth_cut("tau", s.conditions)
+    assert cut.k_max == 4 and "95th percentile of T" in cut.reason and "max T 102" in cut.reason
+    bfcl = [record("a", f"t{i}", T=30, fed=31, success=1, dataset="bfcl_x") for i in range(3)]
+    assert depth_cut("bfcl_x", summarize(metric_rows(bfcl), resamples=20, seed=0).conditions).k_max == 10
+
+
+def test_hostile_model_names_draw_as_text(tmp_path: Path) -> None:
+    names = ["org/model-a", "org:model-a", "org_model-a", "$\\frac{1}{2}$ model", "n" * 300]
+    rows = [
+        record(method, f"t{i}", T=3, fed=2 + (i + j) % 3, success=i % 2, model=name, dataset="tau")
+        for j, name in enumerate(names)
+        for method in ("react", "dual-loop")
+        for i in range(4)
+    ]
+    report = write_report(rows, tmp_path / "out", Options(resamples=50))
+    pngs = sorted(p.name for p in report.files if p.suffix == ".png")
+    # one Figure 1 pair per model (five distinct files despite three names sharing a slug), the ranking
+    # chart and the leaderboard's two figures
+    assert len([p for p in pngs if p.startswith("figure1-") and not p.startswith("figure1-elig-")]) == 5
+    assert len(pngs) == 5 * 2 + 1 + 2
+    assert max(len(p) for p in pngs) < 80
+    s = summarize(metric_rows(rows), resamples=20, seed=0)
+    assert len(leaderboard_blocks(s)[0].rows) == 10
