@@ -19,7 +19,10 @@ def test_demo_runs_and_writes_the_report(tmp_path: Path, capsys: pytest.CaptureF
     assert "Calibration: injected" in captured.out and "every fault caught" in captured.out
     assert "Off the diagonal by design" in captured.out and "invent_id" in captured.out
     assert "SYNTHETIC rollouts" in captured.err
-    for name in ("report.html", "table2.md", "table2.tex", "table2.csv", "figure1-synthetic-agents.png",
+    from prefix_exec.report.plots import file_stem
+
+    figure = file_stem("figure1", "synthetic-agents") + ".png"
+    for name in ("report.html", "table2.md", "table2.tex", "table2.csv", figure,
                  "ranking.png", "cost.md", "records.jsonl", "rollouts.jsonl", "calibration.txt"):
         assert (tmp_path / name).is_file(), name
     assert "SYNTHETIC" in (tmp_path / "report.html").read_text()
