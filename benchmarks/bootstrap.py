@@ -19,8 +19,9 @@ import time
 import numpy as np
 from scipy import stats as sps
 
-from prefix_exec.io import MetricRow
+from prefix_exec import metrics
 from prefix_exec.summary import summarize
+from prefix_exec.trajectory import MetricRow
 
 DATASETS = {"bfcl": 200, "toolsandbox": 200, "tau": 164}
 CONDITIONS = [(m, x) for m in ("model-a", "model-b", "model-c") for x in ("react", "prompt", "plan", "dual")]
@@ -48,10 +49,8 @@ def per_rollout_statistics(rows: list[MetricRow]) -> list[np.ndarray]:
     for dataset in DATASETS:
         for model, method in CONDITIONS:
             group = [r for r in rows if (r.dataset, r.model, r.method) == (dataset, model, method)]
-            fed = np.array([r.fed for r in group])
-            T = np.array([r.T for r in group])
-            y = np.array([r.success for r in group], dtype=float)
-            out += [(fed == T + 1).astype(float), (fed - 1) / T, fed.astype(float), y]
+            fed, T, y = metrics.as_arrays([r.fed for r in group], [r.T for r in group], [r.success for r in group])
+            out += [values(fed, T, y) for values in metrics.PER_ROLLOUT.values()]
             out += [(fed > k).astype(float) for k in range(1, DEPTH + 1)]
     return out
 

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prefix_exec.replay import ReplayError, replay, replay_many
+from prefix_exec.replay import ReplayError, replay
 from prefix_exec.trajectory import FailureLabel, Rollout, ToolCall, Verdict
 
 
@@ -104,16 +104,6 @@ def test_missing_success_or_task_is_a_replay_error():
         replay(Rollout("toy", "t1", "m", "react", actions=(ToolCall("inc"),)), CounterEnv())
     with pytest.raises(ReplayError, match="no task"):
         replay(Rollout("toy", "missing", "m", "react", success=1), CounterEnv())
-
-
-def test_replay_many_keeps_going_past_a_bad_rollout():
-    env = CounterEnv()
-    units = [rollout(("inc", {})), Rollout("toy", "missing", "m", "react", success=1), rollout(("inc", {}))]
-    out = list(replay_many(units, lambda _r: env, keep_going=True))
-    assert [type(u).__name__ for u in out] == ["PrefixRecord", "Skipped", "PrefixRecord"]
-    assert "missing" in out[1].where
-    with pytest.raises(ReplayError):
-        list(replay_many(units, lambda _r: env))
 
 
 ACTIONS = st.sampled_from([("inc", {}), ("need", {"n": 1}), ("need", {"n": 2}), ("bogus", {})])

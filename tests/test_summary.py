@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from prefix_exec.cli.metrics import render
-from prefix_exec.io import MetricRow
 from prefix_exec.summary import summarize, to_json
+from prefix_exec.trajectory import MetricRow
 
 
 def rows_for(dataset, model, method, feds, Ts, ys, tasks=None):

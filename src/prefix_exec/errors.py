@@ -1,11 +1,16 @@
 """Errors for broken input: they name the file, line and field, and say what to do.
 
-The CLI turns an :class:`InputError` into a one-paragraph message and exit code 2, never a traceback.
+The CLI turns an :class:`InputError` into a one-paragraph message and exit code 2, never a traceback. A
+:class:`ReplayError` is a rollout replay cannot score at all; ``score`` commands report it as a skipped unit.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+
+class ReplayError(Exception):
+    """A rollout that cannot be scored at all (unknown task, missing final success)."""
 
 
 class InputError(Exception):

@@ -8,12 +8,12 @@ resume keys) live in :mod:`prefix_exec.jsonl` and are re-exported here.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 from prefix_exec.errors import InputError
 from prefix_exec.jsonl import JsonlWriter as JsonlWriter
+from prefix_exec.jsonl import UnitKey
 from prefix_exec.jsonl import completed_keys as completed_keys
 from prefix_exec.jsonl import dumps as dumps
 from prefix_exec.jsonl import iter_json_lines as iter_json_lines
@@ -22,17 +22,16 @@ from prefix_exec.tasksets import task_set_of
 from prefix_exec.trajectory import (
     CallCost,
     FailureLabel,
+    MetricRow,
     Observation,
     PrefixRecord,
     Rollout,
     ToolCall,
     Verdict,
+    excerpt,
 )
 
 SCHEMA_VERSION = 1
-#: Longest verdict result kept in a record, in characters. Sessions hand agents whole results; records keep
-#: a bounded excerpt so a long_context listing or a big DB row does not swell every line.
-RESULT_CHARS = 1000
 ROLLOUT_KIND = "rollout"
 RECORD_KIND = "record"
 #: Fields ``prefix-exec metrics`` needs in any JSONL row.
@@ -106,14 +105,6 @@ def verdict_to_json(step: int, call: ToolCall | None, verdict: Verdict) -> dict[
     if verdict.notes:
         row["notes"] = list(verdict.notes)
     return row
-
-
-def excerpt(result: Any) -> Any:
-    """``result`` as stored: unchanged when short, else its text cut to RESULT_CHARS with the full length."""
-    text = result if isinstance(result, str) else dumps(result)
-    if len(text) <= RESULT_CHARS:
-        return result
-    return text[:RESULT_CHARS] + f"... ({len(text)} characters)"
 
 
 def record_to_json(record: PrefixRecord) -> dict[str, Any]:
@@ -297,23 +288,6 @@ def record_from_json(data: Any, *, path: str | None = None, line: int | None = N
         raise InputError(str(exc), path=path, line=line) from None
 
 
-@dataclass(frozen=True)
-class MetricRow:
-    """The minimal fields metrics need; any JSONL with them can be summarized."""
-
-    dataset: str
-    task_id: str
-    model: str
-    method: str
-    trial: int
-    T: int
-    fed: int
-    success: int
-    label: str | None = None
-    #: ``metadata.tau2.task_set`` (:mod:`prefix_exec.tasksets`), when the record says.
-    task_set: str | None = None
-
-
 def metric_row_from_json(data: Any, *, path: str | None = None, line: int | None = None) -> MetricRow:
     f = _Fields(data, path, line)
     T = f.get("T", int)
@@ -353,7 +327,7 @@ def read_metric_rows(paths: Iterable[str | Path]) -> list[MetricRow]:
     """Rows from every file; a unit (dataset, task, model, method, trial) seen twice is an InputError,
     since counting one rollout twice would narrow every interval."""
     rows: list[MetricRow] = []
-    first: dict[tuple[str, str, str, str, int], str] = {}
+    first: dict[UnitKey, str] = {}
     for path in paths:
         for number, data in iter_json_lines(path):
             row = metric_row_from_json(data, path=str(path), line=number)

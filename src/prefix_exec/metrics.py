@@ -8,10 +8,15 @@ Inputs are 1-D arrays of one condition's N rollouts, aligned by position:
 
 Depth ``k`` is 1-based everywhere; curves are returned as arrays whose index 0 is k = 1. Every function is
 deterministic and allocates nothing larger than its inputs times the depth range.
+
+The scalar statistics TER, AUC-PEC, mean FED and final success are each the mean of one per-rollout value;
+:data:`PER_ROLLOUT` names those values once, and both the point estimates here and the task-level bootstrap
+of :mod:`prefix_exec.summary` (which resamples per-task sums of them) read them from it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +42,37 @@ def as_arrays(fed: ArrayLike, T: ArrayLike, y: ArrayLike | None = None) -> tuple
     if not np.isin(s, (0, 1)).all():
         raise ValueError("y must be 0 or 1")
     return f, t, s
+
+
+def executable_values(fed: IntArray, T: IntArray, y: IntArray) -> FloatArray:
+    """Per rollout: 1.0 when the whole trajectory is executable (FED = T + 1), else 0.0 (TER's values)."""
+    return np.asarray(fed == T + 1, dtype=np.float64)
+
+
+def area_values(fed: IntArray, T: IntArray, y: IntArray) -> FloatArray:
+    """Per rollout: the horizon-normalized area (FED - 1) / T, in [0, 1] (AUC-PEC's values)."""
+    return np.asarray((fed - 1) / T, dtype=np.float64)
+
+
+def fed_values(fed: IntArray, T: IntArray, y: IntArray) -> FloatArray:
+    """Per rollout: the first-error depth as a float (mean FED's values)."""
+    return np.asarray(fed, dtype=np.float64)
+
+
+def success_values(fed: IntArray, T: IntArray, y: IntArray) -> FloatArray:
+    """Per rollout: final success Y as a float (the success rate's values)."""
+    return np.asarray(y, dtype=np.float64)
+
+
+#: ``values(fed, T, y) -> (N,) floats`` for validated arrays (:func:`as_arrays`); the statistic is their mean.
+PerRollout = Callable[[IntArray, IntArray, IntArray], FloatArray]
+#: Each scalar statistic by its name in summaries and records, in column order.
+PER_ROLLOUT: Mapping[str, PerRollout] = {
+    "TER": executable_values,
+    "AUC_PEC": area_values,
+    "mean_FED": fed_values,
+    "success": success_values,
+}
 
 
 def executable(fed: ArrayLike, T: ArrayLike) -> NDArray[np.bool_]:
@@ -89,23 +125,24 @@ def pec_elig(fed: ArrayLike, T: ArrayLike, max_depth: int | None = None) -> Floa
 
 def ter(fed: ArrayLike, T: ArrayLike) -> float:
     """Trajectory executability rate: the share of rollouts with FED = T + 1, eq. (8)."""
-    return float(executable(fed, T).mean())
+    return float(executable_values(*as_arrays(fed, T)).mean())
 
 
 def auc_pec(fed: ArrayLike, T: ArrayLike) -> float:
     """Horizon-normalized area: mean of (FED_i - 1) / T_i, eq. (11). Lies in [0, 1]; 1 iff TER = 1."""
-    f, t, _ = as_arrays(fed, T)
-    return float(((f - 1) / t).mean())
+    return float(area_values(*as_arrays(fed, T)).mean())
 
 
 def mean_fed(fed: ArrayLike) -> float:
     """Mean first-error depth. Read it with the horizon: a fully executable rollout has FED = T + 1."""
-    return float(np.asarray(fed, dtype=np.float64).mean())
+    f = np.asarray(fed, dtype=np.int64)
+    return float(fed_values(f, f, f).mean())
 
 
 def success_rate(y: ArrayLike) -> float:
     """Final success Pr(Y = 1)."""
-    return float(np.asarray(y, dtype=np.float64).mean())
+    s = np.asarray(y, dtype=np.int64)
+    return float(success_values(s, s, s).mean())
 
 
 @dataclass(frozen=True)

@@ -7,16 +7,13 @@ the first rejection fixes FED and replay stops there, because by definition no l
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from prefix_exec.envs.base import Environment, Session
-from prefix_exec.io import excerpt
-from prefix_exec.trajectory import FailureLabel, PrefixRecord, Rollout, ToolCall, Verdict
+from prefix_exec.errors import ReplayError
+from prefix_exec.trajectory import FailureLabel, PrefixRecord, Rollout, ToolCall, Verdict, excerpt
 
-
-class ReplayError(Exception):
-    """A rollout that cannot be scored at all (unknown task, missing final success)."""
+__all__ = ["ReplayError", "Skipped", "check_action", "replay", "replay_session", "with_success"]
 
 
 def check_action(session: Session, call: ToolCall) -> Verdict:
@@ -88,26 +85,6 @@ class Skipped:
 
     where: str
     error: str
-
-
-def replay_many(
-    rollouts: Iterable[Rollout],
-    env_for: Callable[[Rollout], Environment],
-    *,
-    keep_going: bool = False,
-) -> Iterator[PrefixRecord | Skipped]:
-    """Score rollouts one by one, yielding each record as soon as it is done.
-
-    With ``keep_going`` a rollout that raises :class:`ReplayError` is yielded as :class:`Skipped` and the
-    rest go on; otherwise the error propagates.
-    """
-    for rollout in rollouts:
-        try:
-            yield replay(rollout, env_for(rollout))
-        except ReplayError as exc:
-            if not keep_going:
-                raise
-            yield Skipped(_where(rollout), str(exc))
 
 
 def with_success(rollout: Rollout, success: int) -> Rollout:

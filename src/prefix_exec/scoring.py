@@ -19,6 +19,7 @@ from tqdm import tqdm
 from prefix_exec.envs.base import Environment
 from prefix_exec.errors import InputError
 from prefix_exec.io import JsonlWriter, completed_keys, record_to_json
+from prefix_exec.jsonl import UnitKey
 from prefix_exec.replay import ReplayError, Skipped, replay
 from prefix_exec.trajectory import PrefixRecord, Rollout
 
@@ -72,7 +73,7 @@ def score_to_file(
             hint="pass --resume to continue it, --overwrite to replace it, or choose another --out",
         )
     done = completed_keys(out) if resume else set()
-    seen: set[tuple[str, str, str, str, int]] = set()
+    seen: set[UnitKey] = set()
     report = ScoreReport()
     with JsonlWriter(out, append=resume) as writer, tqdm(
         total=total, desc=desc, unit="rollout", disable=None, file=sys.stderr

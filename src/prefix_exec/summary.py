@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from prefix_exec import metrics
-from prefix_exec.io import MetricRow
 from prefix_exec.selection import Selector, pair_conditions
 from prefix_exec.stats import (
     DEFAULT_LEVEL,
@@ -31,10 +30,11 @@ from prefix_exec.stats import (
     resample_counts,
     wilson_interval,
 )
+from prefix_exec.trajectory import MetricRow
 
 Condition = tuple[str, str, str]
-#: Scalar statistics bootstrapped for every condition, in column order.
-SCALARS = ("TER", "AUC_PEC", "mean_FED", "success")
+#: Scalar statistics bootstrapped for every condition, in column order (:data:`prefix_exec.metrics.PER_ROLLOUT`).
+SCALARS = tuple(metrics.PER_ROLLOUT)
 #: Depths k = 1..DEFAULT_CI_DEPTH get a bootstrap interval for PEC(k) (the paper's checkpoints).
 DEFAULT_CI_DEPTH = 10
 
@@ -296,9 +296,8 @@ def _summarize_dataset(
         group = groups[cond]
         fed, T, y = metrics.as_arrays([r.fed for r in group], [r.T for r in group], [r.success for r in group])
         arrays[cond] = (fed, T, y)
-        values = np.column_stack(
-            [fed == T + 1, (fed - 1) / T, fed, y, metrics.survival_matrix(fed, depth)]
-        ).astype(np.float64)
+        per_rollout = [metrics.PER_ROLLOUT[name](fed, T, y) for name in SCALARS]
+        values = np.column_stack([*per_rollout, metrics.survival_matrix(fed, depth)]).astype(np.float64)
         ti = np.array([task_index[r.task_id] for r in group])
         cols = slice(c_i * width, (c_i + 1) * width)
         np.add.at(num[:, cols], ti, values)
@@ -314,7 +313,7 @@ def _summarize_dataset(
     for c_i, cond in enumerate(conditions):
         sums[cond] = TaskSums(tuple(names), num[:, c_i * width : (c_i + 1) * width], den[:, c_i])
         fed, T, y = arrays[cond]
-        block = est[c_i * width : (c_i + 1) * width]
+        block = dict(zip(names, est[c_i * width : (c_i + 1) * width], strict=True))
         rep_map[cond] = {name: reps[:, c_i * width + j] for j, name in enumerate(names)}
         rec = metrics.recovery(fed, T, y)
         wilson = wilson_interval(rec.successes, rec.eligible, level)
@@ -326,16 +325,16 @@ def _summarize_dataset(
                 method=cond[2],
                 N=len(fed),
                 n_tasks=len({r.task_id for r in groups[cond]}),
-                TER=block[0],
-                AUC_PEC=block[1],
-                mean_FED=block[2],
-                success=block[3],
+                TER=block["TER"],
+                AUC_PEC=block["AUC_PEC"],
+                mean_FED=block["mean_FED"],
+                success=block["success"],
                 RR=Estimate(rec.rate, *wilson) if rec.rate is not None and wilson else None,
                 RR_eligible=rec.eligible,
                 RR_successes=rec.successes,
                 mean_T=float(T.mean()),
                 PEC=tuple(float(v) for v in metrics.pec(fed, T, max_t)),
-                PEC_CI=tuple(block[len(SCALARS) :]),
+                PEC_CI=tuple(block[f"PEC@{k}"] for k in range(1, depth + 1)),
                 PEC_elig=tuple(None if np.isnan(v) else float(v) for v in elig),
                 n_k=tuple(int(v) for v in metrics.n_k(T, max_t)),
                 decomposition=metrics.decompose(fed, T, y),

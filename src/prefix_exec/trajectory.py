@@ -14,6 +14,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from prefix_exec.jsonl import UnitKey, dumps
+
+#: Longest verdict result kept in a record, in characters. Sessions hand agents whole results; records keep
+#: a bounded excerpt so a long_context listing or a big DB row does not swell every line.
+RESULT_CHARS = 1000
+
 
 class FailureLabel(enum.Enum):
     """The primary cause of a first failure, in the protocol's fixed tie-break order.
@@ -129,7 +135,7 @@ class Rollout:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
     @property
-    def key(self) -> tuple[str, str, str, str, int]:
+    def key(self) -> UnitKey:
         """The unit identity ``(dataset, task_id, model, method, trial)``."""
         return (self.dataset, self.task_id, self.model, self.method, self.trial)
 
@@ -234,8 +240,34 @@ class PrefixRecord:
         return verdict.reason if verdict else None
 
     @property
-    def key(self) -> tuple[str, str, str, str, int]:
+    def key(self) -> UnitKey:
         return (self.dataset, self.task_id, self.model, self.method, self.trial)
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """The minimal fields metrics need (a record without its verdicts); any JSONL with them can be summarized."""
+
+    dataset: str
+    task_id: str
+    model: str
+    method: str
+    trial: int
+    T: int
+    fed: int
+    success: int
+    label: str | None = None
+    #: ``metadata.tau2.task_set`` (:mod:`prefix_exec.tasksets`), when the record says.
+    task_set: str | None = None
+
+
+def excerpt(result: Any) -> Any:
+    """``result`` as a record keeps it: unchanged when short, else its JSON text cut to :data:`RESULT_CHARS`
+    characters with the full length appended."""
+    text = result if isinstance(result, str) else dumps(result)
+    if len(text) <= RESULT_CHARS:
+        return result
+    return text[:RESULT_CHARS] + f"... ({len(text)} characters)"
 
 
 def condition_of(row: Mapping[str, Any] | PrefixRecord) -> tuple[str, str, str]:

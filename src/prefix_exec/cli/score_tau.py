@@ -21,6 +21,7 @@ from prefix_exec.envs.tau.tasks import check_embedded
 from prefix_exec.errors import InputError
 from prefix_exec.importers.tau import TauResults, read_results, with_provenance
 from prefix_exec.io import read_records
+from prefix_exec.jsonl import UnitKey
 from prefix_exec.replay import Skipped
 from prefix_exec.scoring import score_to_file
 from prefix_exec.trajectory import PrefixRecord, Rollout
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     by_rollout = {id(r): envs[f.path] for f in files for r in f.rollouts}
     found: list[Disagreement] = []
     calls = 0
-    scored: set[tuple[str, str, str, str, int]] = set()  # the units with a record in --out
+    scored: set[UnitKey] = set()  # the units with a record in --out
 
     def on_record(record: PrefixRecord) -> None:
         nonlocal calls
@@ -137,7 +138,7 @@ def _write_consistency(path: str, found: list[Disagreement], calls: int) -> None
 def _regrade(
     files: list[TauResults],
     envs: dict[str, TauEnvironment],
-    scored: set[tuple[str, str, str, str, int]],
+    scored: set[UnitKey],
     *,
     keep_going: bool,
 ) -> int:
@@ -148,7 +149,7 @@ def _regrade(
     """
     compared = reproduced = unrecorded = 0
     skipped: list[str] = []
-    done: set[tuple[str, str, str, str, int]] = set()
+    done: set[UnitKey] = set()
     for results in files:
         for rollout, simulation in zip(results.rollouts, results.sources, strict=True):
             if rollout.key not in scored or rollout.key in done:  # skipped while scoring, or a duplicate

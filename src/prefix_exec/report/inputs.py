@@ -14,9 +14,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from prefix_exec.errors import InputError
-from prefix_exec.io import MetricRow, read_records
-from prefix_exec.jsonl import expand_inputs
-from prefix_exec.trajectory import PrefixRecord
+from prefix_exec.io import read_records
+from prefix_exec.jsonl import UnitKey, expand_inputs
+from prefix_exec.trajectory import MetricRow, PrefixRecord
 
 RUN_DIR_PATTERN = "records*.jsonl"
 
@@ -40,7 +40,7 @@ def load(paths: Sequence[str | Path]) -> list[PrefixRecord]:
     if not found:
         raise InputError("no records found", path=", ".join(str(p) for p in paths), hint="score some rollouts first")
     records = split_verifier_variants([r for r, _ in found])
-    seen: dict[tuple[str, str, str, str, int], Path] = {}
+    seen: dict[UnitKey, Path] = {}
     for record, (_, path) in zip(records, found, strict=True):
         if record.key in seen:
             raise InputError(f"rollout {record.key} appears twice (first in {seen[record.key]})", path=path,

@@ -19,6 +19,7 @@ from typing import Any
 
 from prefix_exec.agents.variants import AgentSettings
 from prefix_exec.errors import InputError
+from prefix_exec.jsonl import UnitKey
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.methods import METHODS
 
@@ -38,7 +39,7 @@ class Unit:
     trial: int
 
     @property
-    def key(self) -> tuple[str, str, str, str, int]:
+    def key(self) -> UnitKey:
         return (self.dataset, self.task_id, self.model, self.method, self.trial)
 
 

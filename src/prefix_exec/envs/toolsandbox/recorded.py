@@ -11,7 +11,7 @@ A session turns each recorded outcome into a :class:`~prefix_exec.trajectory.Ver
 from __future__ import annotations
 
 from prefix_exec.envs.toolsandbox.semantics import DATASET, ScenarioFacts, judge, judge_finish
-from prefix_exec.replay import ReplayError
+from prefix_exec.errors import ReplayError
 from prefix_exec.trajectory import Rollout, ToolCall, Verdict
 
 
@@ -31,7 +31,7 @@ class RecordedSession:
     def step(self, call: ToolCall) -> Verdict:
         """The recorded verdict of ``call``, the next action of the rollout.
 
-        Raises :class:`~prefix_exec.replay.ReplayError` for a call with no recorded reply: this environment
+        Raises :class:`~prefix_exec.errors.ReplayError` for a call with no recorded reply: this environment
         cannot execute calls, only replay what the sandbox did (the live environment executes them).
         """
         self.position += 1
