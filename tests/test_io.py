@@ -137,3 +137,30 @@ def test_call_cost_waits_round_trip_and_are_left_out_when_zero(tmp_path: Path) -
     assert (row["cost"][1]["queue_s"], row["cost"][1]["backoff_s"]) == (1.25, 2.0)
     write_rollouts(tmp_path / "r.jsonl", [rollout])
     assert next(iter(read_rollouts(tmp_path / "r.jsonl"))).cost == (plain, waited)
+
+
+def test_a_horizon_beyond_max_t_is_an_input_error_not_an_allocation(tmp_path: Path) -> None:
+    row = {"dataset": "d", "task_id": "t", "model": "m", "method": "x", "success": 1, "kind": "record",
+           "T": 10**18, "fed": 1}
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    for read in (lambda: read_metric_rows([path]), lambda: list(read_records(path))):
+        with pytest.raises(InputError) as caught:
+            read()
+        assert caught.value.field == "T" and caught.value.line == 1 and "beyond" in caught.value.message
+    row["T"] = 1e18  # a float is no count either
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(InputError, match="expected int"):
+        read_metric_rows([path])
+
+
+def test_verdict_notes_must_be_text(tmp_path: Path) -> None:
+    record = record_to_json(PrefixRecord("d", "t", "m", "x", 0, T=1, fed=2, success=1,
+                                         verdicts=(Verdict.accept(notes=("fine",)),),
+                                         actions=(ToolCall("a", {}),)))
+    record["verdicts"][0]["notes"] = ["fine", {"html": "<b>"}]
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    with pytest.raises(InputError) as caught:
+        list(read_records(path))
+    assert caught.value.field == "verdicts[0].notes[1]" and caught.value.line == 1

@@ -34,6 +34,9 @@ from prefix_exec.trajectory import (
 SCHEMA_VERSION = 1
 ROLLOUT_KIND = "rollout"
 RECORD_KIND = "record"
+#: Largest T (evaluated action slots) a record may carry. Curves and tables run to the largest T, so one
+#: hostile ``"T": 10**18`` would otherwise ask for exabytes; real rollouts have tens to hundreds of calls.
+MAX_T = 100_000
 #: Fields ``prefix-exec metrics`` needs in any JSONL row.
 METRIC_FIELDS = ("dataset", "task_id", "model", "method", "T", "fed", "success")
 
@@ -261,8 +264,25 @@ def verdict_from_json(f: _Fields) -> Verdict:
         reason=f.get("reason", str, required=False, default=""),
         causes=tuple(sorted(set(causes))),
         result=f.data.get("result"),
-        notes=tuple(f.get("notes", list, required=False, default=[])),
+        notes=tuple(_strings(f, "notes")),
     )
+
+
+def _strings(f: _Fields, name: str) -> list[str]:
+    items = _list(f, name)
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            f.fail(f"{name}[{i}]", f"expected str, got {type(item).__name__} {item!r:.60}")
+    return items
+
+
+def _depth_count(f: _Fields, name: str) -> int:
+    """T or fed: an integer no larger than MAX_T + 1 (the depth arrays run to it)."""
+    value: int = f.get(name, int)
+    if value > MAX_T + 1:
+        f.fail(name, f"{value:.3g} is beyond the largest supported horizon T = {MAX_T:,}",
+               hint="a rollout has at most tens of thousands of actions; is this field corrupt?")
+    return value
 
 
 def record_from_json(data: Any, *, path: str | None = None, line: int | None = None) -> PrefixRecord:
@@ -275,8 +295,8 @@ def record_from_json(data: Any, *, path: str | None = None, line: int | None = N
             model=f.text("model"),
             method=f.text("method"),
             trial=f.get("trial", int, required=False, default=0),
-            T=f.get("T", int),
-            fed=f.get("fed", int),
+            T=_depth_count(f, "T"),
+            fed=_depth_count(f, "fed"),
             success=int(_success(f, required=True) or 0),
             verdicts=tuple(verdict_from_json(f.sub(v, f"verdicts[{i}]")) for i, v in enumerate(_list(f, "verdicts"))),
             actions=tuple(call_from_json(f.sub(a, f"actions[{i}]")) for i, a in enumerate(_list(f, "actions"))),
@@ -290,8 +310,8 @@ def record_from_json(data: Any, *, path: str | None = None, line: int | None = N
 
 def metric_row_from_json(data: Any, *, path: str | None = None, line: int | None = None) -> MetricRow:
     f = _Fields(data, path, line)
-    T = f.get("T", int)
-    fed = f.get("fed", int)
+    T = _depth_count(f, "T")
+    fed = _depth_count(f, "fed")
     if T < 1:
         f.fail("T", f"must be >= 1 (an empty rollout counts as T = 1), got {T}")
     if not 1 <= fed <= T + 1:

@@ -8,16 +8,65 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 from prefix_exec.errors import InputError
 
+#: Largest JSONL line read, in characters. A rollout or record is kilobytes; a longer line is an input error
+#: (one bad line, not a MemoryError), whatever the file holds.
+MAX_LINE_CHARS = 64 * 1024 * 1024
+
 
 def dumps(row: Mapping[str, Any]) -> str:
-    """One JSONL line. Values JSON cannot hold (sets, objects from a backend) become their ``repr``."""
-    return json.dumps(row, ensure_ascii=False, default=_fallback)
+    """One JSONL line. Values JSON cannot hold (sets, objects from a backend) become their ``repr``.
+
+    Text that UTF-8 cannot encode (a lone surrogate from a model or a file name) is written as a JSON
+    ``\\uXXXX`` escape, so the line reads back to the same string instead of failing the write.
+    """
+    text = json.dumps(row, ensure_ascii=False, default=_fallback)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = json.dumps(row, ensure_ascii=True, default=_fallback)
+    return text
+
+
+def loads(text: str) -> Any:
+    """Parse one JSON document; every way it can fail is a ``ValueError`` (never a RecursionError).
+
+    Nesting past Python's recursion limit and integers past its digit limit (4,300) are refused as
+    ``ValueError`` with a plain message, like malformed JSON.
+    """
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # int digits limit
+        raise ValueError(str(exc).split(";")[0]) from None
+
+
+def check_regular_file(path: Path) -> None:
+    """Refuse anything but a regular file (after following symlinks): a device, a FIFO or a socket would
+    read forever or block. Raises :class:`InputError`."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise InputError("no such file", path=path, hint="check the path") from None
+    except OSError as exc:
+        raise InputError(f"cannot read ({exc.strerror})", path=path) from None
+    if stat.S_ISDIR(mode):
+        raise InputError("is a directory, expected a file", path=path)
+    if not stat.S_ISREG(mode):
+        raise InputError(
+            "is not a regular file (a device, FIFO or socket); refusing to read it", path=path,
+            hint="pass a regular file",
+        )
 
 
 def _fallback(value: Any) -> Any:
@@ -33,19 +82,23 @@ def iter_json_lines(path: str | Path, *, tolerant: bool = False) -> Iterator[tup
     ``(line_number, InputError)`` instead, so the caller can report it and read on.
     """
     p = Path(path)
-    if not p.exists():
-        raise InputError("no such file", path=p, hint="check the path")
-    if p.is_dir():
-        raise InputError("is a directory, expected a JSONL file", path=p)
+    check_regular_file(p)
     with p.open(encoding="utf-8") as fh:
         for number, text in enumerate(utf8_lines(fh, p), start=1):
             if not text.strip():
                 continue
             try:
-                yield number, json.loads(text)
-            except json.JSONDecodeError as exc:
+                if len(text) > MAX_LINE_CHARS:
+                    raise ValueError(f"line longer than {MAX_LINE_CHARS:,} characters")
+                yield number, loads(text)
+            except ValueError as exc:
+                message = (
+                    f"not valid JSON ({exc.msg} at column {exc.colno})"
+                    if isinstance(exc, json.JSONDecodeError)
+                    else f"not usable JSON ({exc})"
+                )
                 error = InputError(
-                    f"not valid JSON ({exc.msg} at column {exc.colno})",
+                    message,
                     path=p,
                     line=number,
                     hint="each line must be one complete JSON object (JSON Lines)",
@@ -59,7 +112,17 @@ def utf8_lines(fh: IO[str], path: Path) -> Iterator[str]:
     """The lines of a text file opened as UTF-8; a decoding failure is an InputError naming the file."""
     number = 0
     try:
-        for number, text in enumerate(fh, start=1):  # noqa: B007 - read in the error message
+        while True:
+            # readline with a cap: a file of one endless line (no newline) is read in bounded pieces.
+            text = fh.readline(MAX_LINE_CHARS + 1)
+            if not text:
+                return
+            number += 1
+            if len(text) > MAX_LINE_CHARS and not text.endswith("\n"):
+                while True:  # skip the rest of the over-long line, it is reported by length
+                    rest = fh.readline(MAX_LINE_CHARS)
+                    if not rest or rest.endswith("\n"):
+                        break
             yield text
     except UnicodeDecodeError as exc:
         raise InputError(
@@ -140,25 +203,35 @@ def latest_by_unit(path: str | Path) -> dict[UnitKey, str]:
     return latest
 
 
-def completed_keys(path: str | Path) -> set[UnitKey]:
+def completed_keys(path: str | Path, *, kind: str | None = None) -> set[UnitKey]:
     """Unit keys ``(dataset, task_id, model, method, trial)`` already written to ``path`` (for ``--resume``).
 
-    A torn last line from a crash is not counted: it will be cut and redone.
+    A torn last line from a crash is not counted: it will be cut and redone. With ``kind`` (``"record"``),
+    a row of another kind (a rollouts file given as the output) is an :class:`InputError`, since counting
+    its rows as done would skip every unit.
     """
     p = Path(path)
     if not p.exists():
         return set()
+    check_regular_file(p)
     keys: set[UnitKey] = set()
     with p.open(encoding="utf-8") as fh:
-        for text in fh:
+        for number, text in enumerate(utf8_lines(fh, p), start=1):
             if not text.endswith("\n"):
                 break
             try:
-                keys.add(unit_key(json.loads(text)))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+                row = loads(text)
+                found = row.get("kind", kind) if kind is not None else kind
+                keys.add(unit_key(row))
+            except (KeyError, TypeError, ValueError, AttributeError):
                 raise InputError(
-                    "cannot resume: this line is not a record", path=p, hint="pass a fresh --out file"
+                    "cannot resume: this line is not a record", path=p, line=number, hint="pass a fresh --out file"
                 ) from None
+            if found != kind:
+                raise InputError(
+                    f"cannot resume: this line is a {found} row, not a {kind}", path=p, line=number,
+                    hint="--out must be the records file of an earlier run (is this an input file?)",
+                )
     return keys
 
 

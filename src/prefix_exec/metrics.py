@@ -88,22 +88,29 @@ def survival_matrix(fed: ArrayLike, max_depth: int) -> NDArray[np.bool_]:
     return f[:, None] > depths[None, :]
 
 
+def _above(values: IntArray, depth: int) -> IntArray:
+    """``#{values_i > k}`` for k = 1..depth, from a histogram: O(N + depth) memory, never N x depth."""
+    hist = np.bincount(np.clip(values, 0, depth + 1), minlength=depth + 2)
+    return np.asarray(values.size - np.cumsum(hist)[1 : depth + 1], dtype=np.int64)
+
+
 def pec(fed: ArrayLike, T: ArrayLike, max_depth: int | None = None) -> FloatArray:
     """Fixed-cohort PEC(k) = #{FED_i > k} / N for k = 1..max_depth (default max T), eq. (4).
 
     No censoring correction: a rollout that ended before depth k counts as not surviving to k, so the
-    curve is non-increasing and its denominator is always N.
+    curve is non-increasing and its denominator is always N. Memory is O(N + max_depth).
     """
     f, t, _ = as_arrays(fed, T)
     depth = int(t.max()) if max_depth is None else max_depth
-    return np.asarray(survival_matrix(f, depth).mean(axis=0), dtype=np.float64)
+    return np.asarray(_above(f, depth) / f.size, dtype=np.float64)
 
 
 def n_k(T: ArrayLike, max_depth: int | None = None) -> IntArray:
     """Eligible-set sizes n_k = #{T_i >= k} for k = 1..max_depth (default max T), eq. (5)."""
     t = np.asarray(T, dtype=np.int64)
     depth = int(t.max()) if max_depth is None else max_depth
-    return np.asarray((t[:, None] >= np.arange(1, depth + 1)[None, :]).sum(axis=0), dtype=np.int64)
+    # T_i >= k  <=>  T_i + 1 > k
+    return _above(t + 1, depth)
 
 
 def pec_elig(fed: ArrayLike, T: ArrayLike, max_depth: int | None = None) -> FloatArray:
@@ -115,9 +122,9 @@ def pec_elig(fed: ArrayLike, T: ArrayLike, max_depth: int | None = None) -> Floa
     f, t, _ = as_arrays(fed, T)
     depth = int(t.max()) if max_depth is None else max_depth
     eligible = n_k(t, depth)
-    # FED_i > k already implies T_i >= k - 1; T_i >= k is the extra condition of eq. (6).
-    reach = t[:, None] >= np.arange(1, depth + 1)[None, :]
-    alive = (survival_matrix(f, depth) & reach).sum(axis=0)
+    # FED_i > k means FED_i >= k + 1, and FED_i <= T_i + 1, so T_i >= k: the eligibility condition of
+    # eq. (6) holds for every survivor and the numerator is #{FED_i > k}.
+    alive = _above(f, depth)
     out = np.full(depth, np.nan)
     np.divide(alive, eligible, out=out, where=eligible > 0)
     return out

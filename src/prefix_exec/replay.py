@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from prefix_exec import budget
 from prefix_exec.envs.base import Environment, Session
 from prefix_exec.errors import ReplayError
 from prefix_exec.trajectory import FailureLabel, PrefixRecord, Rollout, ToolCall, Verdict, excerpt
@@ -44,6 +45,7 @@ def replay_session(rollout: Rollout, session: Session) -> PrefixRecord:
         T = len(rollout.actions)
         fed = T + 1
         for depth, call in enumerate(rollout.actions, start=1):
+            budget.check()  # the rollout's wall-clock budget (none outside budget.rollout_budget)
             verdict = check_action(session, call)
             # The record keeps a bounded excerpt: a hostile rollout of many huge results must not hold them all.
             verdicts.append(replace(verdict, result=excerpt(verdict.result)) if verdict.result is not None else verdict)

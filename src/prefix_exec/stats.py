@@ -5,6 +5,10 @@ The bootstrap never loops over resamples in Python. One resample-count matrix ``
 metric the protocol bootstraps is a ratio of per-task sums (TER, AUC-PEC, mean FED, success and PEC(k) are
 all means over rollouts), so all replicates of all conditions of a dataset come from two matrix products,
 ``C @ numerators`` over ``C @ denominators``. Sharing ``C`` across conditions keeps comparisons paired.
+
+``C`` is never held whole: :func:`bootstrap_replicates` draws it a block of rows at a time (the same stream
+of draws, so the same numbers for the same seed), which keeps memory near ``CHUNK_ELEMENTS`` counts whatever
+the number of tasks; 100,000 tasks at 10,000 resamples would otherwise need an 8 GB matrix.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ FloatArray = NDArray[np.float64]
 
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_LEVEL = 0.95
+#: Resample-count entries drawn per block by :func:`bootstrap_replicates` (4M int64: 32 MB per array).
+CHUNK_ELEMENTS = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,38 @@ def bootstrap_ratios(
     with np.errstate(invalid="ignore", divide="ignore"):
         point = num.sum(axis=0) / den.sum(axis=0)[index]
         replicates = (c @ num) / (c @ den)[:, index]
+    return point, replicates
+
+
+def bootstrap_replicates(
+    n_tasks: int,
+    resamples: int,
+    rng: np.random.Generator,
+    numerators: ArrayLike,
+    denominators: ArrayLike,
+    groups: ArrayLike | None = None,
+    *,
+    chunk_elements: int = CHUNK_ELEMENTS,
+) -> tuple[FloatArray, FloatArray]:
+    """:func:`bootstrap_ratios` on ``resample_counts(n_tasks, resamples, rng)``, drawn in blocks of rows.
+
+    Each block holds about ``chunk_elements`` counts (at least one resample), so peak memory is
+    O(chunk_elements + resamples * m) instead of O(resamples * n_tasks). The generator yields the same
+    stream block by block as in one call, so the replicates equal the unchunked ones for the same ``rng``
+    state. Shapes as in :func:`bootstrap_ratios`: ``point`` (m,), ``replicates`` (resamples, m).
+    """
+    if n_tasks < 1 or resamples < 1:
+        raise ValueError(f"need n_tasks >= 1 and resamples >= 1, got {n_tasks}, {resamples}")
+    num = np.asarray(numerators, dtype=np.float64)
+    den = np.asarray(denominators, dtype=np.float64)
+    rows = max(1, chunk_elements // n_tasks)
+    point: FloatArray | None = None
+    replicates = np.empty((resamples, num.shape[1]), dtype=np.float64)
+    for start in range(0, resamples, rows):
+        stop = min(resamples, start + rows)
+        counts = resample_counts(n_tasks, stop - start, rng)
+        point, replicates[start:stop] = bootstrap_ratios(counts, num, den, groups)
+    assert point is not None
     return point, replicates
 
 

@@ -23,11 +23,10 @@ from prefix_exec.stats import (
     DEFAULT_LEVEL,
     DEFAULT_RESAMPLES,
     Estimate,
-    bootstrap_ratios,
+    bootstrap_replicates,
     dataset_rng,
     estimates,
     paired_difference,
-    resample_counts,
     wilson_interval,
 )
 from prefix_exec.trajectory import MetricRow
@@ -170,8 +169,9 @@ class Summary:
         num = np.concatenate([sa.numerators[:, cols], sb.numerators[:, cols]], axis=1) * common[:, None]
         den = np.column_stack([sa.denominators, sb.denominators]) * common[:, None]
         groups = np.repeat([0, 1], len(cols))
-        counts = resample_counts(len(self.tasks[a[0]]), self.resamples, dataset_rng(self.seed, a[0]))
-        point, reps = bootstrap_ratios(counts, num, den, groups=groups)
+        point, reps = bootstrap_replicates(
+            len(self.tasks[a[0]]), self.resamples, dataset_rng(self.seed, a[0]), num, den, groups=groups
+        )
         m = len(cols)
         diffs = {s: paired_difference(float(point[i]), reps[:, i], float(point[m + i]), reps[:, m + i], self.level)
                  for i, s in enumerate(statistics)}
@@ -303,8 +303,8 @@ def _summarize_dataset(
         np.add.at(num[:, cols], ti, values)
         np.add.at(den[:, c_i], ti, 1.0)
 
-    counts = resample_counts(len(tasks), resamples, rng)
-    point, reps = bootstrap_ratios(counts, num, den, groups=np.repeat(np.arange(len(conditions)), width))
+    groups_of = np.repeat(np.arange(len(conditions)), width)
+    point, reps = bootstrap_replicates(len(tasks), resamples, rng, num, den, groups=groups_of)
     est = estimates(point, reps, level)
 
     summaries: list[ConditionSummary] = []

@@ -7,9 +7,11 @@ input or usage. A user's mistake is reported in one paragraph, never as a traceb
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
 from prefix_exec.errors import InputError
 
@@ -40,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog="Run 'prefix-exec COMMAND --help' for the options of one command.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     score = commands.add_parser(
         "score",
@@ -54,6 +57,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The extra of ``pip install 'prefix-exec[EXTRA]'`` that brings each optional top-level module.
+EXTRAS = {"matplotlib": "plot", "openai": "llm", "ray": "ray", "litellm": "tau-sim", "pandas": "tau-sim"}
+
+
+def _version() -> str:
+    try:
+        return metadata.version("prefix-exec")
+    except metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree without install
+        return "unknown"
+
+
+def missing_extra(exc: ModuleNotFoundError) -> str:
+    """The message for an optional dependency that is not installed, naming the extra that brings it."""
+    module = (exc.name or "").split(".")[0]
+    extra = EXTRAS.get(module)
+    if extra is None:
+        return f"a required module is not installed: {module or exc}"
+    return (f"this command needs {module}, which is not installed; install the '{extra}' extra: "
+            f"pip install 'prefix-exec[{extra}]'")
+
+
+def os_error(exc: OSError) -> str:
+    """One line for a file-system failure (read-only folder, full disk, a folder where a file goes)."""
+    where = f" {exc.filename}" if exc.filename else ""
+    reason = exc.strerror or str(exc)
+    advice = {
+        errno.ENOSPC: "free some disk space, then rerun with --resume",
+        errno.EROFS: "choose an output in a writable folder",
+        errno.EACCES: "check the permissions, or choose another output",
+        errno.EISDIR: "pass a file path, not a folder",
+        errno.EDQUOT: "free some quota, then rerun with --resume",
+    }.get(exc.errno or 0, "check the path and the disk")
+    return f"cannot access{where}: {reason}\n  hint: {advice}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code instead of exiting, for tests and embedding."""
     parser = build_parser()
@@ -66,6 +104,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UnicodeDecodeError as exc:
         print(f"prefix-exec: error: an input file is not UTF-8 text ({exc.reason} at byte {exc.start})",
               file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:
+        print(f"prefix-exec: error: {missing_extra(exc)}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"prefix-exec: error: {os_error(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("prefix-exec: interrupted; records written so far are kept (use --resume)", file=sys.stderr)

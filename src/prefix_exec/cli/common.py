@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from collections.abc import Callable
+from typing import Any
 
+from prefix_exec import budget
+from prefix_exec.errors import InputError
 from prefix_exec.scoring import ScoreReport
 
 
@@ -26,6 +30,27 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="report a rollout that cannot be scored and go on with the rest (exit code 2 at the end)",
     )
+    parser.add_argument(
+        "--rollout-budget",
+        type=float_between(0.0, 86400.0, include_low=False),
+        default=budget.DEFAULT_ROLLOUT_SECONDS,
+        metavar="SECONDS",
+        help="wall-clock budget of one rollout (its checks and replay); past it the rollout is reported "
+        "unscorable (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--call-memory",
+        type=int_between(0, 1 << 20),
+        default=budget.DEFAULT_CALL_MEMORY_MB,
+        metavar="MiB",
+        help="memory budget of one backend call, MiB above the process's size; 0 for none (default: "
+        "%(default)s)",
+    )
+
+
+def budget_options(args: argparse.Namespace) -> dict[str, Any]:
+    """score_to_file's budget keywords from the parsed --rollout-budget and --call-memory."""
+    return {"rollout_seconds": args.rollout_budget, "call_memory_mb": args.call_memory}
 
 
 def add_identity_options(parser: argparse.ArgumentParser) -> None:
@@ -40,14 +65,21 @@ def finish(report: ScoreReport, out: str) -> int:
 
 def int_at_least(minimum: int) -> Callable[[str], int]:
     """An argparse type accepting integers >= ``minimum``."""
+    return int_between(minimum, None)
+
+
+def int_between(minimum: int, maximum: int | None) -> Callable[[str], int]:
+    """An argparse type accepting integers in ``minimum..maximum`` (``None``: no upper bound)."""
 
     def parse(text: str) -> int:
         try:
-            value = int(text)
+            value = int(text) if len(text) <= 30 else int("x")
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text[:40]!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be <= {maximum:,}, got {value}")
         return value
 
     return parse
@@ -56,6 +88,12 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
 #: argparse types for counts (>= 1) and seeds (>= 0).
 positive_int = int_at_least(1)
 non_negative_int = int_at_least(0)
+#: Most bootstrap resamples accepted: the replicates of every statistic are held, (resamples, statistics).
+MAX_RESAMPLES = 100_000
+resample_count = int_between(1, MAX_RESAMPLES)
+#: Deepest PEC(k) bootstrapped (--ci-depth): the per-rollout survival columns are (rollouts, depth).
+MAX_CI_DEPTH = 100
+ci_depth = int_between(1, MAX_CI_DEPTH)
 
 
 def float_between(low: float, high: float, *, include_low: bool = True) -> Callable[[str], float]:
@@ -81,3 +119,16 @@ def condition_pair(text: str) -> str:
     if ":" not in text.strip(":"):
         raise argparse.ArgumentTypeError(f"expected A:B (a model, a method or model/method on each side), got {text!r}")
     return text
+
+
+
+def require(module: str, *, install: str, alternative: str | None = None) -> None:
+    """Refuse to start (an :class:`InputError`, exit 2) when an optional ``module`` is not installed, before
+    any output is written; ``install`` says how to get it, ``alternative`` how to do without."""
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        hint = install + (f"; or {alternative}" if alternative else "")
+        raise InputError(f"this command needs the {module} package, which is not installed", hint=hint)

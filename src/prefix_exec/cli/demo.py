@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from prefix_exec.cli.common import non_negative_int, positive_int
+from prefix_exec.cli.common import non_negative_int, positive_int, require, resample_count
 
 
 def register(commands: Any, name: str) -> None:
@@ -27,7 +27,7 @@ def register(commands: Any, name: str) -> None:
                         help="first N of BFCL's 200 base tasks (default: %(default)s)")
     parser.add_argument("--seed", type=non_negative_int, default=0,
                         help="seed of the agents and the bootstrap, >= 0 (default: %(default)s)")
-    parser.add_argument("--resamples", type=positive_int, default=10_000,
+    parser.add_argument("--resamples", type=resample_count, default=10_000,
                         help="bootstrap resamples (default: %(default)s)")
     parser.add_argument("--overwrite", action="store_true",
                         help="write into a non-empty folder an earlier demo or report did not write (files an "
@@ -36,6 +36,11 @@ def register(commands: Any, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from prefix_exec.envs.bfcl.tasks import INSTALL_HINT
+
+    require("bfcl_eval", install=INSTALL_HINT)
+    require("matplotlib", install="the demo writes the full report; install the plot extra: "
+            "pip install 'prefix-exec[plot]'")
     from prefix_exec.demo.run import run as run_demo
 
     result = run_demo(args.out, tasks=args.tasks, seed=args.seed, resamples=args.resamples,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec import tasksets
-from prefix_exec.cli.common import condition_pair, non_negative_int, positive_int
+from prefix_exec.cli.common import ci_depth, condition_pair, non_negative_int, resample_count
 from prefix_exec.coverage import coverage_warnings
 from prefix_exec.errors import InputError
 from prefix_exec.io import METRIC_FIELDS, read_metric_rows
@@ -45,12 +45,12 @@ def register(commands: Any, name: str) -> None:
     )
     parser.add_argument("records", nargs="+", metavar="RECORDS.jsonl", help="scored records (JSONL)")
     parser.add_argument(
-        "--resamples", type=positive_int, default=DEFAULT_RESAMPLES, help="bootstrap resamples (default: %(default)s)"
+        "--resamples", type=resample_count, default=DEFAULT_RESAMPLES, help="bootstrap resamples (default: %(default)s)"
     )
     parser.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed (default: %(default)s)")
     parser.add_argument(
         "--ci-depth",
-        type=positive_int,
+        type=ci_depth,
         default=DEFAULT_CI_DEPTH,
         help="bootstrap PEC(k) for k = 1..N (default: %(default)s)",
     )

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from prefix_exec import tasksets
-from prefix_exec.cli.common import condition_pair, non_negative_int, positive_int
+from prefix_exec.cli.common import condition_pair, non_negative_int, require, resample_count
 from prefix_exec.coverage import coverage_warnings
 from prefix_exec.report import Options, load, write_report
 from prefix_exec.report.build import FORMATS
@@ -32,9 +32,8 @@ def register(commands: Any, name: str) -> None:
     )
     parser.add_argument("inputs", nargs="+", metavar="RECORDS_OR_RUN_DIR", help="records JSONL files or run dirs")
     parser.add_argument("--out", required=True, metavar="DIR", help="folder to write the report into")
-    parser.add_argument(
-        "--resamples", type=positive_int, default=DEFAULT_RESAMPLES, help="bootstrap resamples (default: %(default)s)"
-    )
+    parser.add_argument("--resamples", type=resample_count, default=DEFAULT_RESAMPLES,
+                        help="bootstrap resamples (default: %(default)s)")
     parser.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed, >= 0 (default: %(default)s)")
     parser.add_argument(
         "--format",
@@ -91,6 +90,9 @@ def _depths(text: str) -> tuple[int, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.no_plots:
+        require("matplotlib", install="install the plot extra: pip install 'prefix-exec[plot]'",
+                alternative="pass --no-plots for a report without figures")
     records = load(args.inputs)
     for warning in tasksets.check_pooling(
         ((r.dataset, tasksets.task_set_of(r.metadata)) for r in records), allow=args.mix_task_sets

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from prefix_exec.cli.common import add_identity_options, add_output_options, finish, float_between
+from prefix_exec.cli.common import add_identity_options, add_output_options, budget_options, finish, float_between
 from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
 from prefix_exec.envs.bfcl.tasks import INSTALL_HINT, load_task
 from prefix_exec.errors import InputError
 from prefix_exec.importers.bfcl import PROMPTING_Y
-from prefix_exec.replay import Skipped, with_success
+from prefix_exec.replay import ReplayError, Skipped, with_success
 from prefix_exec.scoring import score_to_file
 from prefix_exec.trajectory import Rollout
 
@@ -90,37 +90,32 @@ def run(args: argparse.Namespace) -> int:
             total = None
         checker = FinalSuccess(env.templates)
         report = score_to_file(
-            _with_success(units, checker),
+            units,
             lambda rollout: env,
             args.out,
             resume=args.resume,
-        overwrite=args.overwrite,
+            overwrite=args.overwrite,
             keep_going=args.keep_going,
             total=total,
             desc="bfcl",
+            prepare=lambda rollout: _with_success(rollout, checker),
+            inputs=args.results,
+            **budget_options(args),
         )
     except ImportError as exc:
         raise InputError(str(exc), hint=INSTALL_HINT) from None
     return finish(report, args.out)
 
 
-def _with_success(units: Iterable[Rollout | Skipped], checker: FinalSuccess) -> Iterator[Rollout | Skipped]:
-    """Set each rollout's Y by BFCL's multi-turn rule, and keep BFCL's reason for a failure."""
-    for unit in units:
-        if isinstance(unit, Skipped):
-            yield unit
-            continue
-        try:
-            task = load_task(unit.task_id)
-        except KeyError:
-            yield Skipped(f"task {unit.task_id} ({unit.metadata.get('source', 'input')})", "BFCL has no such task")
-            continue
-        try:
-            check = checker.check_rollout(task, unit)
-        except InputError as exc:
-            yield Skipped(f"task {unit.task_id} ({unit.metadata.get('source', 'input')})", exc.detail())
-            continue
-        metadata = dict(unit.metadata)
-        if check.reason:
-            metadata["bfcl_check"] = check.reason
-        yield with_success(replace(unit, metadata=metadata), check.success)
+def _with_success(unit: Rollout, checker: FinalSuccess) -> Rollout:
+    """The rollout with Y set by BFCL's multi-turn rule, keeping BFCL's reason for a failure (inside the
+    rollout's budget: the check runs every call once more)."""
+    try:
+        task = load_task(unit.task_id)
+    except KeyError:
+        raise ReplayError(f"BFCL has no task {unit.task_id} ({unit.metadata.get('source', 'input')})") from None
+    check = checker.check_rollout(task, unit)
+    metadata = dict(unit.metadata)
+    if check.reason:
+        metadata["bfcl_check"] = check.reason
+    return with_success(replace(unit, metadata=metadata), check.success)

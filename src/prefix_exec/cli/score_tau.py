@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from prefix_exec.cli.common import add_identity_options, add_output_options, finish
+from prefix_exec.cli.common import add_identity_options, add_output_options, budget_options, finish
 from prefix_exec.envs.tau import TauEnvironment, load_domain
 from prefix_exec.envs.tau.consistency import Disagreement, compared, disagreements, summarize
 from prefix_exec.envs.tau.regrade import regrade_db
@@ -97,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
         total=len(units),
         desc="scoring tau",
         on_record=on_record,
+        inputs=args.results,
+        **budget_options(args),
     )
     if args.resume:  # the kept records were scored by an earlier run: compare every record of the output again
         found.clear()

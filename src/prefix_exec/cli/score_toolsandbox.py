@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from prefix_exec.cli.common import add_identity_options, add_output_options, finish, float_between
+from prefix_exec.cli.common import add_identity_options, add_output_options, budget_options, finish, float_between
 from prefix_exec.envs.toolsandbox import recorded_environment
 from prefix_exec.importers.toolsandbox import ImportOptions, read_toolsandbox
 from prefix_exec.replay import Skipped
@@ -86,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
         keep_going=args.keep_going,
         desc="scoring toolsandbox",
         on_record=note_faults,
+        **budget_options(args),
     )
     if faulty:
         print(

@@ -35,7 +35,7 @@ from prefix_exec.envs.bfcl.checker import BFCL_CALLS, executed_calls
 from prefix_exec.envs.bfcl.tasks import CATEGORIES, BfclTask, all_tasks
 from prefix_exec.errors import InputError
 from prefix_exec.io import utf8_lines
-from prefix_exec.jsonl import expand_inputs
+from prefix_exec.jsonl import check_regular_file, expand_inputs
 from prefix_exec.replay import Skipped
 from prefix_exec.trajectory import Rollout, ToolCall
 
@@ -180,6 +180,7 @@ def read_result_file(
     if prompting_y not in PROMPTING_Y:
         raise ValueError(f"prompting_y must be one of {PROMPTING_Y}, got {prompting_y!r}")
     category = category_of_file(path)
+    check_regular_file(path)
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(utf8_lines(handle, path), start=1):
             if not line.strip():

@@ -168,9 +168,20 @@ def build_instances(task: BfclTask) -> Instances:
     return clone(instances)
 
 
+class StateTooDeep(ValueError):
+    """The instances nest deeper than the interpreter's stack can copy (hundreds of nested folders)."""
+
+
 def clone(instances: Instances) -> Instances:
-    """An independent copy of a set of backend instances (sharing no mutable object with them)."""
-    copied: Instances = pickle.loads(pickle.dumps(instances, protocol=pickle.HIGHEST_PROTOCOL))
+    """An independent copy of a set of backend instances (sharing no mutable object with them).
+
+    Raises :class:`StateTooDeep` when the state nests past Python's recursion limit (a rollout of hundreds
+    of ``mkdir`` + ``cd`` pairs builds one folder per level), instead of a RecursionError.
+    """
+    try:
+        copied: Instances = pickle.loads(pickle.dumps(instances, protocol=pickle.HIGHEST_PROTOCOL))
+    except RecursionError:
+        raise StateTooDeep("the backend state nests too deeply to copy (hundreds of nested folders?)") from None
     return copied
 
 

@@ -238,7 +238,10 @@ class BfclSession:
     def _bfcl_answer_on_fork(self, call: ToolCall) -> executor.Outcome:
         """What BFCL would answer to ``call`` now, computed on a copy (the live state does not change)."""
         owners = self.exposure.owners
-        instances = backend.clone(self.instances) if call.name in owners else self.instances
+        try:
+            instances = backend.clone(self.instances) if call.name in owners else self.instances
+        except backend.StateTooDeep as exc:
+            return executor.Outcome(text=executor.error_text(str(exc)), refused=str(exc))
         return executor.run_as_bfcl(instances, owners, call.name, call.arguments, time_limit=self._time_limit)
 
     def finish_without_tools(self) -> Verdict:
@@ -275,6 +278,8 @@ class BfclSession:
 
     def _run(self, owner: str, name: str, arguments: dict[str, Any]) -> executor.Outcome:
         refused = executor.guard(name, arguments)  # before the arguments are copied (deep values)
+        if refused is None:
+            refused = executor.state_guard(name, self.instances[owner])
         if refused is not None:
             return executor.Outcome(text=executor.error_text(refused), refused=refused)
         method = getattr(self.instances[owner], name)

@@ -13,7 +13,11 @@ layers:
    thread, which is where ``prefix-exec score`` replays. It interrupts any pure-Python loop. Off the main
    thread (a library caller's worker) only the static guard applies.
 
-A call that trips either is refused and never half-runs past the bound. Global numeric settings BFCL's
+A call that trips either is refused and never half-runs past the bound. Inside a rollout's budget
+(:mod:`prefix_exec.budget`) the alarm is cut to the time the rollout has left, past it the rollout stops with
+:class:`~prefix_exec.budget.OverBudget`, and each call runs under the memory budget: an allocation past it
+(``compute_exchange_rate(value="x" * 10**7)`` repeats a string 110 times in C) fails at once and the call is
+refused. Global numeric settings BFCL's
 MathAPI changes (``mpmath.mp.dps``, the decimal context precision) are restored after each call, so one
 call cannot slow down or change the next. Calls of one process run one at a time (a lock), because
 ``mpmath.mp.dps`` is process-global: two threads' ``logarithm`` calls would otherwise see each other's
@@ -33,6 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from prefix_exec import budget
 from prefix_exec.envs.bfcl import backend
 from prefix_exec.envs.bfcl.calls import check_name
 from prefix_exec.envs.bfcl.errors import error_of
@@ -120,6 +125,22 @@ def guard(name: str, arguments: Mapping[str, Any]) -> str | None:
     return None
 
 
+#: MessageAPI draws message ids from 10000..99999 until it finds a free one: with all 90,000 taken it loops
+#: forever (each later call would wait out the whole time bound).
+_MESSAGE_IDS = range(10000, 100000)
+
+
+def state_guard(name: str, instance: Any) -> str | None:
+    """Why ``name`` cannot finish on ``instance``'s current state, or ``None`` (checked before it runs)."""
+    if name == "send_message":
+        taken = getattr(instance, "generated_ids", None)
+        if not isinstance(taken, set) or len(taken) < len(_MESSAGE_IDS):
+            return None
+        if len(taken & set(_MESSAGE_IDS)) >= len(_MESSAGE_IDS):
+            return "send_message: every message id (10000 to 99999) is taken; no message can be sent"
+    return None
+
+
 def _on_alarm(signum: int, frame: Any) -> None:
     raise CallTimeout
 
@@ -164,8 +185,9 @@ def run(
     refused = guard(name, arguments)
     if refused is not None:
         return Outcome(text=error_text(refused), refused=refused)
+    budget.check()
     with _ONE_CALL_AT_A_TIME:
-        return _run_alone(method, name, arguments, time_limit)
+        return _run_alone(method, name, arguments, min(time_limit, max(budget.remaining(), 0.001)))
 
 
 def _mpmath() -> Any:
@@ -186,16 +208,21 @@ def _run_alone(method: Callable[..., Any], name: str, arguments: Mapping[str, An
     try:
         try:
             armed = _arm(time_limit)
-            result = method(**arguments)
-            if armed:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-                armed = False
-            # Serialised while the call's numeric precision is still in force, and before a later call
-            # can mutate a returned module-level object (VehicleControlAPI returns one).
-            text = result_text(result)
+            with budget.call_memory():
+                result = method(**arguments)
+                if armed:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                    armed = False
+                # Serialised while the call's numeric precision is still in force, and before a later call
+                # can mutate a returned module-level object (VehicleControlAPI returns one).
+                text = result_text(result)
         except CallTimeout:
             armed = False
+            budget.check()
             return _timed_out(name, time_limit)
+        except MemoryError:
+            reason = f"{name}: exceeded the per-call memory budget of {budget.current().call_memory_mb} MiB"
+            return Outcome(text=error_text(reason), refused=reason)
         except Exception as exc:
             message = str(exc)
             return Outcome(text=error_text(message), error=message or type(exc).__name__, exception=type(exc).__name__)
@@ -245,5 +272,8 @@ def run_as_bfcl(
     if refused is not None:
         return Outcome(text=error_text(refused), refused=refused)
     owner = owners[name]
+    exhausted = state_guard(name, instances[owner])
+    if exhausted is not None:
+        return Outcome(text=error_text(exhausted), refused=exhausted)
     method = getattr(instances[owner], name)
     return run(method, name, backend.call_arguments(owner, name, arguments), time_limit=time_limit)

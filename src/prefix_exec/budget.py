@@ -1,0 +1,132 @@
+"""Budgets of one rollout: a wall-clock budget for all of its work and a memory budget for each call.
+
+Each backend call already has a time bound, but a rollout of many calls does not, and a call that does a
+single huge allocation in C (``"x" * 10**9``) cannot be interrupted by a signal. So scoring runs every
+rollout inside :func:`rollout_budget`:
+
+- **Wall clock.** The budget covers everything done for the rollout (the final-success check and the
+  replay). Environments call :func:`check` between calls, and a call's own alarm is cut to the time left
+  (:func:`remaining`). Past the deadline :class:`OverBudget` is raised; scoring reports the rollout as
+  unscorable with the reason, and goes on with the next.
+- **Memory per call.** :func:`call_memory` caps the process's address space at its current size plus the
+  budget for the duration of one call (``RLIMIT_AS``), so an allocation past it fails at once with
+  ``MemoryError`` instead of swapping the machine. The cap is process-wide, so it is only applied on the
+  main thread (where ``prefix-exec score`` replays); worker threads rely on the static guards.
+
+The budget is held in a context variable, so threads of a runner each see their own.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import math
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+try:  # not on every platform
+    import resource
+except ImportError:  # pragma: no cover - Windows
+    resource = None  # type: ignore[assignment]
+
+#: Default wall-clock budget of one rollout, seconds (a BFCL task replays in well under a second).
+DEFAULT_ROLLOUT_SECONDS = 300.0
+#: Default memory budget of one call, MiB above the process's size when the call starts.
+DEFAULT_CALL_MEMORY_MB = 1024
+
+
+class OverBudget(BaseException):
+    """The rollout ran past its wall-clock budget. A BaseException, so a backend's ``except Exception``
+    inside a call cannot swallow it."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        super().__init__(f"unscorable: past the rollout's wall-clock budget of {seconds:g} s")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """``deadline`` on :func:`time.monotonic`'s clock (``inf``: none); ``call_memory_mb`` (0: no cap)."""
+
+    seconds: float
+    deadline: float
+    call_memory_mb: int
+
+
+_NONE = Budget(math.inf, math.inf, 0)
+_current: contextvars.ContextVar[Budget] = contextvars.ContextVar("prefix_exec_budget", default=_NONE)
+
+
+@contextmanager
+def rollout_budget(
+    seconds: float | None = DEFAULT_ROLLOUT_SECONDS, call_memory_mb: int = DEFAULT_CALL_MEMORY_MB
+) -> Iterator[Budget]:
+    """Run the block under a budget: ``seconds`` of wall clock from now (``None``/``inf``: unbounded) and
+    ``call_memory_mb`` MiB per call (0: no cap)."""
+    limit = math.inf if seconds is None else float(seconds)
+    budget = Budget(limit, time.monotonic() + limit, int(call_memory_mb))
+    token = _current.set(budget)
+    try:
+        yield budget
+    finally:
+        _current.reset(token)
+
+
+def current() -> Budget:
+    return _current.get()
+
+
+def remaining() -> float:
+    """Seconds left of the current rollout's budget (``inf`` when there is none)."""
+    return current().deadline - time.monotonic()
+
+
+def check() -> None:
+    """Raise :class:`OverBudget` when the current rollout's deadline has passed."""
+    budget = current()
+    if budget.deadline != math.inf and time.monotonic() > budget.deadline:
+        raise OverBudget(budget.seconds)
+
+
+def _address_space() -> int | None:
+    """The process's current virtual size in bytes (Linux ``/proc/self/statm``), or ``None``."""
+    try:
+        with open("/proc/self/statm", "rb") as handle:
+            pages = int(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+@contextmanager
+def call_memory() -> Iterator[None]:
+    """Cap the address space at its current size plus the budget while the block runs (main thread only).
+
+    An allocation past the cap raises ``MemoryError`` inside the block; the previous limit is restored
+    after it. Without a budget, off the main thread or without ``RLIMIT_AS``, the block runs uncapped.
+    """
+    megabytes = current().call_memory_mb
+    size = _address_space() if megabytes > 0 else None
+    if (
+        size is None
+        or resource is None
+        or not hasattr(resource, "RLIMIT_AS")
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = size + megabytes * 1024 * 1024
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    if soft != resource.RLIM_INFINITY and soft <= cap:
+        yield  # a tighter limit is already in force
+        return
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
