@@ -39,25 +39,39 @@ neither exists), ``environment_faults``, ``aborted_with`` and ``scenario_dir``. 
 
 from __future__ import annotations
 
-import ast
-import json
 import re
-from collections import defaultdict, deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from prefix_exec.envs.toolsandbox import DATASET, classify_exception, split_exception
+from prefix_exec.envs.toolsandbox.semantics import (
+    DATASET,
+    MinefieldHit,
+    ScenarioFacts,
+    classify_exception,
+    final_success,
+    locate_minefields,
+    split_exception,
+)
 from prefix_exec.errors import InputError
+from prefix_exec.importers.toolsandbox_rows import (
+    RecordedCalls,
+    calls_from_conversation,
+    calls_from_execution_context,
+    load_json,
+    minefields_from_conversation,
+)
 from prefix_exec.replay import Skipped
 from prefix_exec.trajectory import Observation, Rollout, ToolCall
+
+__all__ = ["ImportOptions", "RecordedCalls", "ScenarioResult", "calls_from_conversation",
+           "calls_from_execution_context", "minefields_from_conversation", "read_result_summary",
+           "read_toolsandbox", "scenario_dirs", "scenario_rollout"]
 
 SUMMARY = "result_summary.json"
 CONTEXT = "execution_context.json"
 CONVERSATION = "conversation.json"
-_CODE = re.compile(r"^(?P<id>.+?)_parameters = (?P<args>[^\n]*)\n(?P=id)_response = (?P<name>[^(\s]+)\(")
-_ERROR_TEXT = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)(: |$)")
 _UNKNOWN_TOOL = re.compile(r"agent_facing_tool_name='(?P<name>[^']*)'")
 
 
@@ -74,6 +88,8 @@ class ScenarioResult:
     exception_type: str | None = None
     traceback: str | None = None
     minefields: tuple[tuple[int, int, float], ...] = ()
+    #: Why the row cannot be used (a malformed value, naming its field); the scenario is then skipped.
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -87,19 +103,10 @@ class ImportOptions:
     scenarios: frozenset[str] | None = None
 
 
-@dataclass(frozen=True)
-class RecordedCalls:
-    """A scenario's agent calls, the SANDBOX row index of each (``None`` in the conversation fallback), and
-    the ``(depth, minefield index, similarity)`` of minefield hits found alongside them."""
-
-    calls: tuple[ToolCall, ...] = ()
-    rows: tuple[int | None, ...] = ()
-    minefields: tuple[tuple[int, int, float], ...] = ()
-
-
 def read_result_summary(path: str | Path) -> dict[str, ScenarioResult]:
-    """Scenario name -> result. Raises :class:`InputError` on a malformed file."""
-    data = _load_json(Path(path))
+    """Scenario name -> result. Raises :class:`InputError` on a malformed file; a malformed row is kept as a
+    result with :attr:`ScenarioResult.error` set (its scenario is skipped, the others are scored)."""
+    data = load_json(Path(path))
     rows = data.get("per_scenario_results") if isinstance(data, dict) else None
     if not isinstance(rows, list):
         raise InputError("expected an object with a 'per_scenario_results' list", path=path)
@@ -109,20 +116,42 @@ def read_result_summary(path: str | Path) -> dict[str, ScenarioResult]:
         if not isinstance(row, dict) or not isinstance(row.get("name"), str):
             raise InputError("each result needs a 'name'", path=path, field=where)
         try:
-            minefields = tuple(
-                sorted((int(k), int(v[0]), float(v[1])) for k, v in (row.get("minefield_mapping") or {}).items())
-            )
-            results[row["name"]] = ScenarioResult(
-                name=row["name"],
-                categories=tuple(str(c) for c in row.get("categories") or ()),
-                similarity=float(row.get("similarity") or 0.0),
-                exception_type=row.get("exception_type") or None,
-                traceback=row.get("traceback") or None,
-                minefields=minefields,
-            )
-        except (TypeError, ValueError, IndexError) as exc:
-            raise InputError(f"malformed result: {exc}", path=path, field=where) from None
+            results[row["name"]] = _result(row)
+        except InputError as exc:
+            problem = InputError(exc.message, path=path, field=f"{where}.{exc.field}")
+            results[row["name"]] = ScenarioResult(row["name"], (), 0.0, error=problem.describe())
     return results
+
+
+def _result(row: dict[str, Any]) -> ScenarioResult:
+    """One summary row, every value checked; raises :class:`InputError` whose ``field`` is the key."""
+    categories = row.get("categories") or []
+    if not isinstance(categories, list) or not all(isinstance(c, str) for c in categories):
+        raise InputError("expected a list of category names", field="categories")
+    similarity = row.get("similarity") or 0.0
+    if isinstance(similarity, bool) or not isinstance(similarity, int | float):
+        raise InputError(f"expected a number, got {type(similarity).__name__}", field="similarity")
+    texts = {}
+    for key in ("exception_type", "traceback"):
+        value = row.get(key) or None
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"expected text or null, got {type(value).__name__}", field=key)
+        texts[key] = value
+    mapping = row.get("minefield_mapping") or {}
+    if not isinstance(mapping, dict):
+        raise InputError(f"expected an object, got {type(mapping).__name__}", field="minefield_mapping")
+    minefields = []
+    for key, value in mapping.items():
+        ok = (isinstance(value, list) and len(value) == 2 and type(value[0]) is int
+              and isinstance(value[1], int | float) and not isinstance(value[1], bool)
+              and str(key).lstrip("-").isdigit() and len(str(key)) <= 18)
+        if not ok:
+            raise InputError("expected [snapshot index, similarity] under a minefield index",
+                             field=f"minefield_mapping.{str(key)[:40]}")
+        minefields.append((int(key), int(value[0]), float(value[1])))
+    return ScenarioResult(name=row["name"], categories=tuple(categories), similarity=float(similarity),
+                          exception_type=texts["exception_type"], traceback=texts["traceback"],
+                          minefields=tuple(sorted(minefields)))
 
 
 def scenario_dirs(path: str | Path) -> tuple[list[Path], Path | None]:
@@ -187,12 +216,16 @@ def scenario_rollout(
 ) -> Rollout | Skipped:
     """The rollout of one scenario folder, or ``Skipped`` with the reason it cannot be scored."""
     context, conversation = folder / CONTEXT, folder / CONVERSATION
+    if result is not None and result.error is not None:
+        return Skipped(str(folder), f"its {SUMMARY} row is malformed: {result.error}")
     metadata: dict[str, Any] = {"scenario_dir": str(folder), "environment_faults": []}
     if context.is_file():
         recorded = calls_from_execution_context(context)
         metadata["source"] = "execution_context"
         if result is not None:
-            minefields, metadata["minefield_source"] = _locate_minefields(result, recorded.rows), SUMMARY
+            hits = locate_minefields(result.minefields, recorded.rows)
+            minefields = [(h["depth"], h["minefield"], h["similarity"]) for h in hits]
+            metadata["minefield_source"] = SUMMARY
         elif conversation.is_file():
             minefields, metadata["minefield_source"] = minefields_from_conversation(conversation), CONVERSATION
         else:
@@ -222,14 +255,14 @@ def scenario_rollout(
         observation = call.observation
         if observation is not None and observation.error and classify_exception(str(observation.content)).label is None:
             metadata["environment_faults"].append({"depth": depth, "error": str(observation.content)})
-    metadata["minefield_hits"] = [
-        {"depth": depth, "minefield": index, "similarity": similarity}
-        for depth, index, similarity in minefields
-    ]
+    hits = [MinefieldHit(depth=d, minefield=i, similarity=sim) for d, i, sim in minefields]
+    facts = ScenarioFacts.of_scenario(list(result.categories) if result else [], hits)
+    metadata.update(facts.to_metadata(list(result.categories) if result else [], hits, metadata["source"]))
+    if result is None:
+        del metadata["categories"]  # unknown without a summary (ScenarioFacts then reads the scenario's name)
     if result is not None:
-        metadata["categories"] = list(result.categories)
         metadata["similarity"] = result.similarity
-        success: int | None = int(result.similarity >= options.success_threshold)
+        success: int | None = final_success(result.similarity, options.success_threshold)
     else:
         success = options.success_if_unknown
         if success is None:
@@ -248,130 +281,6 @@ def scenario_rollout(
         success=success,
         metadata=metadata,
     )
-
-
-def calls_from_execution_context(path: Path) -> RecordedCalls:
-    """The agent's calls from the SANDBOX rows, each with its recorded reply paired by call id."""
-    data = _load_json(path)
-    try:
-        rows: list[dict[str, Any]] = [row for row in data["_dbs"]["SANDBOX"] if isinstance(row, dict)]
-    except (KeyError, TypeError):
-        raise InputError("expected _dbs.SANDBOX rows", path=path) from None
-    replies: dict[str | None, deque[dict[str, Any]]] = defaultdict(deque)
-    for row in rows:
-        if row.get("sender") == "EXECUTION_ENVIRONMENT" and row.get("recipient") == "AGENT":
-            replies[row.get("openai_tool_call_id")].append(row)
-    calls: list[ToolCall] = []
-    indices: list[int | None] = []
-    turn = -1
-    for row in rows:
-        sender, recipient = row.get("sender"), row.get("recipient")
-        if sender == "USER" and recipient == "AGENT" and _agent_sees(row):
-            turn += 1
-        if sender != "AGENT" or recipient != "EXECUTION_ENVIRONMENT":
-            continue
-        code = str(row.get("content") or "")
-        call_id = row.get("openai_tool_call_id")
-        queue = replies.get(call_id)
-        reply = queue.popleft() if queue else None
-        calls.append(
-            ToolCall(
-                name=_real_name(code, reply, row.get("openai_function_name")),
-                arguments=_arguments(code, reply),
-                call_id=call_id,
-                turn=max(turn, 0),
-                observation=_observation(reply),
-                raw=code,
-            )
-        )
-        indices.append(row.get("sandbox_message_index"))
-    return RecordedCalls(tuple(calls), tuple(indices))
-
-
-def calls_from_conversation(path: Path) -> RecordedCalls:
-    """Heuristic fallback: calls from OpenAI-style messages; rejections from exception-like tool text."""
-    messages = _load_json(path)
-    if not isinstance(messages, list):
-        raise InputError("expected a list of messages", path=path)
-    replies = {m.get("tool_call_id"): m for m in messages if isinstance(m, dict) and m.get("role") == "tool"}
-    calls: list[ToolCall] = []
-    turn = -1
-    for message in messages:
-        if not isinstance(message, dict):
-            continue
-        if message.get("role") == "user":
-            turn += 1
-        for call in message.get("tool_calls") or ():
-            if not isinstance(call, dict):
-                continue
-            function = call.get("function")
-            if not isinstance(function, dict):
-                raise InputError(
-                    f"tool call {call.get('id')!r}: 'function' must be an object, got {type(function).__name__}",
-                    path=path,
-                )
-            text = function.get("arguments") or "{}"
-            if not isinstance(text, str):
-                raise InputError(
-                    f"tool call {call.get('id')!r}: 'function.arguments' must be a JSON string, got "
-                    f"{type(text).__name__}",
-                    path=path,
-                )
-            try:
-                arguments, problem = json.loads(text), None
-            except json.JSONDecodeError as exc:
-                arguments, problem = {}, f"arguments are not JSON: {exc}"
-            reply = replies.get(call.get("id"))
-            content = None if reply is None else reply.get("content")
-            error = None if reply is None else bool(_ERROR_TEXT.match(str(content or "")))
-            calls.append(
-                ToolCall(
-                    name=str(function.get("name") or ""),
-                    arguments=arguments if isinstance(arguments, dict) else {},
-                    call_id=call.get("id"),
-                    turn=max(turn, 0),
-                    observation=None if reply is None else Observation(content, error),
-                    raw=text,
-                    parse_error=problem,
-                )
-            )
-    hits = tuple(minefields_from_conversation(path, messages))
-    return RecordedCalls(tuple(calls), (None,) * len(calls), hits)
-
-
-def minefields_from_conversation(path: Path, messages: list[Any] | None = None) -> list[tuple[int, int, float]]:
-    """``(depth, minefield index, similarity)`` of every minefield match with similarity > 0."""
-    messages = messages if messages is not None else _load_json(path)
-    hits: list[tuple[int, int, float]] = []
-    ids: list[str | None] = []
-    for message in messages if isinstance(messages, list) else ():
-        if not isinstance(message, dict):
-            continue
-        calls = message.get("tool_calls") or []
-        first_depth = len(ids) + 1
-        ids.extend(call.get("id") for call in calls)
-        details = message.get(f"{message.get('role')}_details") or {}
-        for match in details.get("minefield_matches") or ():
-            similarity = float(match.get("minefield_similarity") or 0.0)
-            if similarity <= 0:
-                continue
-            if message.get("role") == "tool" and message.get("tool_call_id") in ids:
-                depth = ids.index(message.get("tool_call_id")) + 1
-            elif calls:
-                depth = first_depth
-            else:
-                depth = len(ids)
-            hits.append((depth, int(match.get("minefield_index", -1)), similarity))
-    return hits
-
-
-def _locate_minefields(result: ScenarioResult, rows: Sequence[int | None]) -> list[tuple[int, int, float]]:
-    hits = []
-    for index, snapshot, similarity in result.minefields:
-        if similarity > 0:
-            depth = sum(1 for row in rows if row is not None and row <= snapshot)
-            hits.append((depth, index, similarity))
-    return hits
 
 
 def _aborted_call(result: ScenarioResult, turn: int) -> ToolCall | None:
@@ -401,64 +310,7 @@ def _is_scenario(path: Path) -> bool:
     return (path / CONTEXT).is_file() or (path / CONVERSATION).is_file()
 
 
-def _agent_sees(row: Mapping[str, Any]) -> bool:
-    visible = row.get("visible_to")
-    return visible is None or "AGENT" in visible
-
-
-def _real_name(code: str, reply: Mapping[str, Any] | None, agent_facing: Any) -> str:
-    match = _CODE.match(code)
-    if match:
-        return match.group("name")
-    for trace in (reply or {}).get("tool_trace") or ():
-        try:
-            return str(json.loads(trace)["tool_name"])
-        except (ValueError, KeyError, TypeError):
-            continue
-    return str(agent_facing or "")
-
-
-def _arguments(code: str, reply: Mapping[str, Any] | None) -> dict[str, Any]:
-    match = _CODE.match(code)
-    if match:
-        try:
-            value = ast.literal_eval(match.group("args"))
-        except (ValueError, SyntaxError):
-            value = None
-        if isinstance(value, dict):
-            return value
-    for trace in (reply or {}).get("tool_trace") or ():
-        try:
-            arguments = json.loads(trace)["arguments"]
-        except (ValueError, KeyError, TypeError):
-            continue
-        if isinstance(arguments, dict):
-            return arguments
-    return {}
-
-
-def _observation(reply: Mapping[str, Any] | None) -> Observation | None:
-    if reply is None:
-        return None
-    exception = reply.get("tool_call_exception")
-    if exception:
-        return Observation(str(exception), True)
-    return Observation(reply.get("content"), False)
-
-
 def _model_from_run(folder: Path) -> str:
     # The tool_sandbox CLI names runs agent_<model>_user_<model>_<mm_dd_yyyy_hh_mm_ss>.
     match = re.match(r"agent_(?P<model>.+?)_user_", folder.name)
     return match.group("model") if match else folder.name
-
-
-def _load_json(path: Path) -> Any:
-    try:
-        with path.open(encoding="utf-8") as handle:
-            return json.load(handle)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc}", path=path) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path=path) from None
