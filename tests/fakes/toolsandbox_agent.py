@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fakes.openai_server import text_message, tool_message
-from prefix_exec.agents.planning import PROMPT_PLAN_PROCEED
+from prefix_exec.agents.prompt_planning import PROMPT_PLAN_PROCEED
 
 Step = str | Sequence[tuple[str, Mapping[str, Any] | str]]
 
