@@ -7,7 +7,8 @@ PREFIX_EXEC_SCREENSHOTS=DIR to keep the screenshots.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,51 @@ def test_sorting_a_column(browser: Browser, tmp_path: Path) -> None:
     browser.click("#t-table2 thead th:nth-child(7)")
     values = [float(v) for v in browser.evaluate(col)]
     assert values == sorted(values, reverse=True)
+
+
+def test_a_10000_rollout_report_opens_and_drills_down_to_a_failing_call(
+    browser: Browser, tmp_path: Path, record_property: Callable[[str, object], None]
+) -> None:
+    from report_records import synthetic
+
+    rows = synthetic(10_000, conditions=10)
+    write_report(rows, tmp_path / "big", Options(resamples=200, plots=False))
+    write_report(rows[:1], tmp_path / "one", Options(resamples=200, plots=False))
+    page = tmp_path / "big" / "report.html"
+    size, base = page.stat().st_size, (tmp_path / "one" / "report.html").stat().st_size
+    per_rollout = (size - base) / len(rows)
+    record_property("report_html_bytes", size)
+    record_property("bytes_per_rollout_beyond_base", round(per_rollout))
+    assert per_rollout <= 1024, per_rollout  # the page's budget: about 1 KB per rollout beyond a fixed base
+
+    start = time.monotonic()
+    browser.open(page.as_uri(), timeout=120)
+    loaded = time.monotonic() - start
+    record_property("load_seconds", round(loaded, 2))
+    # the leaderboard's first row links to the best condition; follow it and open its first failing rollout
+    cell = "#t-leaderboard tbody tr:nth-child(1) td:nth-child(5) a"
+    target = browser.evaluate(f"document.querySelector('{cell}').getAttribute('href')")
+    browser.click(cell)
+    browser.wait_for(f"document.querySelector('{target}').offsetParent !== null", timeout=60)
+    rollout = f"{target} .group:first-of-type details.rollout"
+    browser.click(f"{rollout} summary")
+    browser.wait_for(f"document.querySelector('{rollout}[open] tr.fail') !== null", timeout=30)
+    fail = browser.evaluate(f"document.querySelector('{rollout}[open] tr.fail').textContent")
+    assert "first failure" in fail and "check on argument 'path'" in fail
+    # the condition's header stays in view while its rollouts scroll under it
+    browser.evaluate(f"document.querySelector('{rollout}').scrollIntoView()")
+    top = browser.evaluate(f"document.querySelector('{target} h3').getBoundingClientRect().top")
+    assert abs(top) < 2, top
+    # the filter finds rollouts by tool across every condition, and a hit opens its rollout
+    browser.evaluate("var f=document.getElementById('filter');f.value='book_reservation';"
+                     "f.dispatchEvent(new Event('input'))")
+    browser.wait_for("/rollouts match/.test(document.getElementById('hit-count').textContent)", timeout=60)
+    count = browser.evaluate("document.getElementById('hit-count').textContent")
+    expected = sum(1 for r in rows if any(a.name == "book_reservation" for a in r.actions))
+    assert count.startswith(f"{expected} rollouts match"), count
+    browser.click("#hits li:first-child a")
+    browser.wait_for("document.querySelector('details.rollout[open]') !== null", timeout=30)
+    shot = browser.screenshot(tmp_path / "report-10000.png")
+    _keep(shot)
+    print(f"\n10,000-rollout report.html: {size / 1e6:.2f} MB ({per_rollout:.0f} B per rollout beyond a "
+          f"{base / 1e3:.0f} KB base), opened in {loaded:.2f} s")

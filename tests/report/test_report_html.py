@@ -71,19 +71,30 @@ def test_every_internal_link_lands(page: tuple[Page, str, Path]) -> None:
     assert set(internal) <= parser.ids
 
 
-def test_first_failing_call_is_highlighted_and_later_steps_shown(page: tuple[Page, str, Path]) -> None:
-    parser, text, _ = page
-    by_rollout: dict[str, list[str]] = {}
-    for rid, css in parser.rows:
-        by_rollout.setdefault(rid, []).append(css)
-    classes = list(by_rollout.values())
-    # the t9 rollout: ok, fail, (divider), after, after
-    assert ["ok", "fail", "divider", "after", "after"] in classes
-    assert "missing &#x27;destination&#x27;" in text and "parse error: unterminated call" in text
-    assert "recovered" in text
-    # every failing rollout has exactly one highlighted call; executable ones none
-    for css in classes:
-        assert css.count("fail") <= 1
+def _payloads(text: str) -> dict[str, list[list[object]]]:
+    import json
+    import re
+
+    from prefix_exec.report.rollouts import decode
+
+    data = json.loads(re.search(r'<script type="application/json" id="rollout-data">(.*?)</script>', text).group(1))
+    return {cid: decode(blob) for cid, blob in data.items()}
+
+
+def test_rollouts_are_in_the_page_compressed_with_the_failing_call(page: tuple[Page, str, Path]) -> None:
+    _, text, _ = page
+    payloads = _payloads(text)
+    # c0 is bfcl_demo / m1 / react: the t9 rollout fails at step 2 of 4 (schema) and recovers
+    (t9,) = [r for r in payloads["c0"] if r[0] == "t9"]
+    task, trial, fed, T, label, success, reason, _meta, actions = t9
+    assert (task, trial, fed, T, label, success) == ("t9", 0, 2, 4, "schema", 1)
+    assert reason == "missing 'destination'"
+    assert [a[3] if a[3] == 0 else a[3][0] for a in actions] == [1, 0, 0, 0]  # ok, rejected, not replayed x2
+    assert actions[1][3][1:] == ["schema", "schema", "missing 'destination'"]
+    assert actions[2][2] == "mv(source=  [parse error: unterminated call]"
+    # label groups come first in tie-break order; executable rollouts last; every rollout is in the page
+    assert sum(len(rows) for rows in payloads.values()) == len(crafted()) + 1
+    assert "<details" not in text  # rendered by the script on demand, not in the file
 
 
 def test_synthetic_records_are_labelled(tmp_path: Path) -> None:

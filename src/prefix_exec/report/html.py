@@ -1,15 +1,17 @@
 """``report.html``: one self-contained file (inline CSS and JS, plots as base64 data URIs, no network).
 
 Every table is sortable by clicking a header. Table cells link to ``#c<i>`` (a condition's rollouts) or
-``#c<i>-<label>`` (its rollouts with that first-failure label); following a link reveals that condition's
-rollouts and opens the target. Everything works from ``file://`` with scripts on; without scripts the tables
-still read and the rollouts are all shown.
+``#c<i>-<label>`` (its rollouts with that first-failure label); following a link decompresses that
+condition's rollouts (:mod:`.rollouts`), reveals them and opens the target; the condition's header stays in
+view while scrolling its rollouts. A filter box finds rollouts by task id, label or tool across every
+condition. Everything works from ``file://``; without scripts the tables still read, the rollouts do not.
 """
 
 from __future__ import annotations
 
 import base64
 import html
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +20,7 @@ from prefix_exec.report.cells import Table
 from prefix_exec.report.formats import to_html
 from prefix_exec.report.layout import Anchors, ordered_conditions
 from prefix_exec.report.plots import SYNTHETIC_MARK
-from prefix_exec.report.rollouts import condition_section, group_records
+from prefix_exec.report.rollouts import condition_section, group_records, payload
 from prefix_exec.summary import Summary
 from prefix_exec.trajectory import PrefixRecord
 
@@ -39,8 +41,12 @@ td a{color:inherit;text-decoration:none;border-bottom:1px dotted #7a8599}
 td a:hover{background:#dde8ff}
 tr[data-block]{border-top:1px solid #d6dae0}
 img.plot{max-width:100%;border:1px solid #e2e5ea;margin:6px 0}
-.cond{display:none;border:1px solid #c8d1dc;border-radius:6px;padding:4px 12px;margin:12px 0;background:#fbfcfd}
-.cond.shown,body.all .cond{display:block}body.nojs .cond{display:block}
+.cond{display:none;border:1px solid #c8d1dc;border-radius:6px;padding:0 12px 4px;margin:12px 0;background:#fbfcfd}
+.cond.shown,body.all .cond{display:block}.jsonly{display:none}body.nojs .jsonly{display:block}
+.cond h3{position:sticky;top:0;z-index:3;background:#fbfcfd;margin:0 -12px;padding:8px 12px;
+border-bottom:1px solid #e2e5ea}
+#filter{font:inherit;padding:4px 8px;width:28em;max-width:100%}#hits{margin:6px 0 0 0;padding-left:18px}
+#hits li{margin:2px 0}
 details.rollout{margin:6px 0;border-left:3px solid #c8d1dc;padding-left:8px}
 details.rollout[open]{border-left-color:#3d6fd8}summary{cursor:pointer}
 table.actions td{font-size:12px}table.actions code{white-space:pre-wrap;word-break:break-word}
@@ -64,16 +70,72 @@ function sortBy(th){var table=th.closest('table'),idx=Array.prototype.indexOf.ca
  rows.forEach(function(r){body.appendChild(r);});}
 document.querySelectorAll('table.sortable th').forEach(function(th){
  th.addEventListener('click',function(){sortBy(th);});});
-function reveal(){var id=decodeURIComponent(location.hash.slice(1));if(!id)return;var el=document.getElementById(id);
- if(!el)return;var cond=el.closest('.cond');
- document.querySelectorAll('.cond.shown').forEach(function(c){if(c!==cond)c.classList.remove('shown');});
- if(cond){cond.classList.add('shown');}
- if(el.tagName==='DETAILS'){el.open=true;}
- var inner=el.querySelectorAll('details.rollout');if(inner.length===1){inner[0].open=true;}
- el.scrollIntoView();}
+var DATA=JSON.parse(document.getElementById('rollout-data').textContent);
+var TITLES=JSON.parse(document.getElementById('rollout-titles').textContent);
+var loaded={};
+function el(tag,cls,text){var n=document.createElement(tag);if(cls)n.className=cls;
+ if(text!==undefined&&text!==null)n.textContent=String(text);return n;}
+function inflate(b64){var bin=atob(b64),bytes=new Uint8Array(bin.length);
+ for(var i=0;i<bin.length;i++)bytes[i]=bin.charCodeAt(i);
+ var stream=new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+ return new Response(stream).text().then(JSON.parse);}
+function verdictCell(v,failing){var td=el('td');
+ if(v===0){td.className='muted';td.textContent='not replayed';return td;}
+ if(v[0]===1){td.textContent='accepted';if(v[1])td.appendChild(el('span','muted',' ('+v[1]+')'));return td;}
+ td.appendChild(el('span','label',(failing?'first failure: ':'')+v[1]));
+ td.appendChild(el('span','muted',' causes: '+v[2]));td.appendChild(el('div','reason',v[3]));return td;}
+function fill(d,r){var fed=r[2],failed=r[4]!=='',outcome=r[5]?'success':'failure';
+ if(r[7])d.appendChild(el('p','muted meta','metadata: '+r[7]));
+ if(failed)d.appendChild(el('p','reason','First failing call: step '+fed+' ('+r[4]+'): '+r[6]));
+ var t=el('table','actions'),head=el('tr');['step','turn','tool','arguments','verdict'].forEach(function(h){
+  head.appendChild(el('th',null,h));});var th=el('thead');th.appendChild(head);t.appendChild(th);
+ var body=el('tbody');r[8].forEach(function(a,i){var step=i+1;
+  if(failed&&step===fed+1){var div=el('tr','divider'),td=el('td',null,
+   'after the first failure (not replayed): the rollout went on and ended in '+outcome);td.colSpan=5;
+   div.appendChild(td);body.appendChild(div);}
+  var css=failed&&step===fed?'fail':(failed&&step>fed?'after':'ok'),tr=el('tr',css);
+  tr.appendChild(el('td',null,step));tr.appendChild(el('td',null,a[0]));
+  var tool=el('td');tool.appendChild(el('code',null,a[1]));tr.appendChild(tool);
+  var args=el('td');args.appendChild(el('code',null,a[2]));tr.appendChild(args);
+  tr.appendChild(verdictCell(a[3],failed&&step===fed));body.appendChild(tr);});
+ t.appendChild(body);d.appendChild(t);}
+function rolloutElement(cid,j,r){var d=el('details','rollout');d.id=cid+'-r'+j;d.setAttribute('data-task',r[0]);
+ var s=el('summary'),label=r[4]||'executable',failed=r[4]!=='';s.appendChild(el('code',null,r[0]));
+ s.appendChild(document.createTextNode(' trial '+r[1]+' · FED '+r[2]+' / T '+r[3]+' · '));
+ s.appendChild(el('span','label',label));
+ s.appendChild(document.createTextNode(' · final '+(r[5]?'success':'failure')+
+  (failed?(r[5]?' · recovered':' · not recovered'):'')));d.appendChild(s);
+ d.addEventListener('toggle',function(){if(d.open&&!d.filled){d.filled=true;fill(d,r);}});return d;}
+function render(cid,rows){rows.forEach(function(r,j){
+ var box=document.querySelector('#'+cid+'-'+(r[4]||'executable')+' .items');
+ if(box)box.appendChild(rolloutElement(cid,j,r));});}
+function load(cid){if(!loaded[cid]){loaded[cid]=inflate(DATA[cid]).then(function(rows){render(cid,rows);return rows;});}
+ return loaded[cid];}
+function reveal(){var id=decodeURIComponent(location.hash.slice(1));if(!id)return;var cid=id.split('-')[0];
+ if(!(cid in DATA)){var plain=document.getElementById(id);if(plain)plain.scrollIntoView();return;}
+ load(cid).then(function(){var el=document.getElementById(id);if(!el)return;var cond=el.closest('.cond');
+  document.querySelectorAll('.cond.shown').forEach(function(c){if(c!==cond)c.classList.remove('shown');});
+  if(cond){cond.classList.add('shown');}
+  if(el.tagName==='DETAILS'){el.open=true;}
+  var inner=el.querySelectorAll('details.rollout');if(inner.length===1){inner[0].open=true;}
+  el.scrollIntoView();});}
+var filterTimer=null;
+function runFilter(){var q=document.getElementById('filter').value.trim().toLowerCase(),
+ hits=document.getElementById('hits'),count=document.getElementById('hit-count');hits.textContent='';if(!q){count.textContent='';return;}
+ count.textContent='searching…';var ids=Object.keys(DATA);
+ Promise.all(ids.map(load)).then(function(all){var found=0,shown=0;
+  all.forEach(function(rows,c){rows.forEach(function(r,j){
+   var tools=r[8].map(function(a){return a[1].toLowerCase();});
+   var hit=r[0].toLowerCase().indexOf(q)>=0||(r[4]||'executable').indexOf(q)>=0||
+    tools.some(function(t){return t.indexOf(q)>=0;});if(!hit)return;found++;if(shown>=200)return;shown++;
+   var li=el('li'),a=el('a',null,TITLES[ids[c]]+' · '+r[0]+' · trial '+r[1]+' · '+(r[4]||'executable')+' · FED '+
+    r[2]+' / T '+r[3]);a.href='#'+ids[c]+'-r'+j;li.appendChild(a);hits.appendChild(li);});});
+  count.textContent=found+' rollouts match'+(found>shown?' (first '+shown+' listed)':'');});}
+document.getElementById('filter').addEventListener('input',function(){clearTimeout(filterTimer);
+ filterTimer=setTimeout(runFilter,200);});
 window.addEventListener('hashchange',reveal);reveal();
 document.getElementById('show-all').addEventListener('click',function(ev){ev.preventDefault();
- document.body.classList.toggle('all');});
+ var all=document.body.classList.toggle('all');if(all){Object.keys(DATA).forEach(load);}});
 """
 
 
@@ -111,6 +173,11 @@ def _section(section: Section) -> str:
     return "".join(parts)
 
 
+def _script_json(value: object) -> str:
+    """JSON safe inside ``<script>``: no ``</`` can close the element early."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+
+
 def render(
     summary: Summary,
     records: Sequence[PrefixRecord],
@@ -124,6 +191,9 @@ def render(
     e = html.escape
     anchors = Anchors.of(summary)
     grouped = group_records(records)
+    conditions = ordered_conditions(summary)
+    data = {anchors.condition(c.condition): payload(grouped.get(c.condition, [])) for c in conditions}
+    titles = {anchors.condition(c.condition): f"{c.dataset} / {c.model} / {c.method}" for c in conditions}
     banner = f'<div class="synthetic">{e(SYNTHETIC_MARK)}</div>' if synthetic else ""
     nav = " ".join(f'<a href="#{e(s.id)}">{e(s.title)}</a>' for s in sections)
     body = [
@@ -142,7 +212,13 @@ def render(
         '<a href="#rollouts" id="show-all">Show or hide all rollouts</a>. The first failing call is highlighted '
         "in red with its label and reason; grey rows come after it (not replayed) and show whether the rollout "
         "recovered.</p>",
-        *(condition_section(c, grouped.get(c.condition, []), anchors) for c in ordered_conditions(summary)),
+        '<p class="note jsonly">The rollouts are stored compressed in this page: turn on JavaScript to see them.</p>',
+        '<p><input id="filter" type="search" placeholder="find rollouts by task id, label or tool" '
+        'aria-label="find rollouts by task id, label or tool"> <span id="hit-count" class="muted"></span></p>',
+        '<ol id="hits"></ol>',
+        *(condition_section(c, grouped.get(c.condition, []), anchors) for c in conditions),
+        f'<script type="application/json" id="rollout-data">{_script_json(data)}</script>',
+        f'<script type="application/json" id="rollout-titles">{_script_json(titles)}</script>',
         f"<script>{JS}</script>",
         "</body></html>",
     ]

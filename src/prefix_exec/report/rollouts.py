@@ -1,12 +1,27 @@
 """The drill-down part of ``report.html``: every rollout of every condition, grouped by first-failure label.
 
-Each rollout is a ``<details>`` element listing its actions in order. The first rejected call is highlighted
-with its label and the verdict's reason; the actions after it (never replayed: replay stops at the first
-rejection) are shown as the recovery part of the rollout, with the benchmark's final success.
+The page holds, per condition, a static skeleton (``<section id="c<i>">`` with its sticky header and one
+``<div id="c<i>-<label>">`` per label group, so every table link lands) and the condition's rollouts as
+gzip-compressed JSON in base64, which the page's script decompresses (``DecompressionStream``) and renders
+only when the condition is opened or searched. That keeps the file near 1 KB per rollout and quick to open
+at 10,000 rollouts; it is still one offline file.
+
+Payload of a condition: a JSON list in the order of :func:`group_records` (position j is the anchor
+``c<i>-r<j>``), one list per rollout::
+
+    [task_id, trial, fed, T, label or "", success, reason, metadata text, actions]
+
+and one list per action: ``[turn, tool, arguments text, verdict]`` where ``verdict`` is ``0`` (not replayed),
+``[1, notes]`` (accepted) or ``[0, label, causes, reason]`` (rejected). Texts are clipped at :data:`CLIP`
+characters. The script renders the first rejected call highlighted (``tr.fail``) with its label and reason,
+and the actions after it (never replayed: replay stops at the first rejection) greyed (``tr.after``) under a
+line saying how the rollout ended, so recovery is visible.
 """
 
 from __future__ import annotations
 
+import base64
+import gzip
 import html
 import json
 import re
@@ -18,7 +33,7 @@ from prefix_exec.report.layout import Anchors
 from prefix_exec.summary import Condition, ConditionSummary
 from prefix_exec.trajectory import FailureLabel, PrefixRecord, ToolCall, Verdict
 
-#: Longest text shown for one argument list, result or reason (characters).
+#: Longest text kept for one argument list, result or reason (characters).
 CLIP = 400
 GROUP_ORDER = (*(label.value for label in FailureLabel), None)
 
@@ -50,89 +65,76 @@ def group_records(records: Iterable[PrefixRecord]) -> dict[Condition, list[Prefi
     return groups
 
 
-def _verdict_cell(verdict: Verdict | None, failing: bool) -> str:
-    e = html.escape
+def _verdict(verdict: Verdict | None) -> Any:
     if verdict is None:
-        return '<td class="muted">not replayed</td>'
+        return 0
     if verdict.accepted:
-        notes = f' <span class="muted">({e(", ".join(verdict.notes))})</span>' if verdict.notes else ""
-        return f"<td>accepted{notes}</td>"
+        return [1, ", ".join(verdict.notes)]
     label = verdict.label.value if verdict.label else "?"
-    causes = ", ".join(c.value for c in verdict.causes)
-    first = "first failure: " if failing else ""
-    return (f'<td><span class="label">{e(first)}{e(label)}</span> <span class="muted">causes: {e(causes)}</span>'
-            f'<div class="reason">{e(_clip(verdict.reason))}</div></td>')
+    return [0, label, ", ".join(c.value for c in verdict.causes), _clip(verdict.reason)]
 
 
-def _action_row(step: int, call: ToolCall | None, verdict: Verdict | None, css: str, failing: bool) -> str:
-    e = html.escape
+def _action(call: ToolCall | None, verdict: Verdict | None) -> list[Any]:
     if call is None:
-        tool, args, turn = "(no tool call: terminal action)", "", ""
-    else:
-        tool = call.name
-        args = call.raw if call.parse_error and call.raw else _json(dict(call.arguments))
-        if call.parse_error:
-            args += f"  [parse error: {call.parse_error}]"
-        turn = str(call.turn)
-    return (f'<tr class="{css}"><td>{step}</td><td>{e(turn)}</td><td><code>{e(tool)}</code></td>'
-            f"<td><code>{e(_clip(args))}</code></td>{_verdict_cell(verdict, failing)}</tr>")
+        return ["", "(no tool call: terminal action)", "", _verdict(verdict)]
+    args = call.raw if call.parse_error and call.raw else _json(dict(call.arguments))
+    if call.parse_error:
+        args += f"  [parse error: {call.parse_error}]"
+    return [str(call.turn), call.name, _clip(args), _verdict(verdict)]
 
 
-def rollout_html(record: PrefixRecord, anchor: str) -> str:
-    """One rollout: a summary line and its actions, the first failing call highlighted (class ``fail``)."""
-    e = html.escape
-    label = record.label.value if record.label else "executable"
-    failed = not record.executable
-    outcome = "success" if record.success else "failure"
-    recovery = ""
-    if failed:
-        recovery = " · recovered" if record.success else " · not recovered"
-    summary = (f"<summary><code>{e(record.task_id)}</code> trial {record.trial} · FED {record.fed} / T {record.T}"
-               f' · <span class="label">{e(label)}</span> · final {outcome}{recovery}</summary>')
-    parts = [f'<details class="rollout" id="{e(anchor)}" data-task="{e(record.task_id)}">', summary]
-    if record.metadata:
-        meta = "; ".join(f"{k}={_json(v)}" for k, v in record.metadata.items())
-        parts.append(f'<p class="muted meta">metadata: {e(_clip(meta))}</p>')
-    if failed:
-        parts.append(f'<p class="reason">First failing call: step {record.fed} '
-                     f"({e(label)}): {e(_clip(record.reason or ''))}</p>")
-    parts.append('<table class="actions"><thead><tr><th>step</th><th>turn</th><th>tool</th><th>arguments</th>'
-                 "<th>verdict</th></tr></thead><tbody>")
+def rollout_row(record: PrefixRecord) -> list[Any]:
+    """One rollout as the payload's list (module docstring)."""
+    meta = "; ".join(f"{k}={_json(v)}" for k, v in record.metadata.items())
     calls: Sequence[ToolCall | None] = record.actions or [None]
-    for i, call in enumerate(calls):
-        step = i + 1
-        verdict = record.verdicts[i] if i < len(record.verdicts) else None
-        if failed and step == record.fed:
-            css = "fail"
-        elif failed and step > record.fed:
-            css = "after"
-        else:
-            css = "ok"
-        if failed and step == record.fed + 1:
-            parts.append('<tr class="divider"><td colspan="5">after the first failure (not replayed): the rollout '
-                         f"went on and ended in {outcome}</td></tr>")
-        parts.append(_action_row(step, call, verdict, css, failed and step == record.fed))
-    parts.append("</tbody></table></details>")
-    return "".join(parts)
+    actions = [_action(call, record.verdicts[i] if i < len(record.verdicts) else None) for i, call in enumerate(calls)]
+    return [
+        record.task_id,
+        record.trial,
+        record.fed,
+        record.T,
+        record.label.value if record.label else "",
+        record.success,
+        _clip(record.reason or ""),
+        _clip(meta),
+        actions,
+    ]
+
+
+def payload(records: Sequence[PrefixRecord]) -> str:
+    """A condition's rollouts (already in :func:`group_records` order) as base64 of gzip of JSON.
+
+    Deterministic: gzip's header time is 0."""
+    text = json.dumps([rollout_row(r) for r in records], ensure_ascii=False, separators=(",", ":"))
+    return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
+
+
+def decode(data: str) -> list[list[Any]]:
+    """The inverse of :func:`payload` (for tests and tools that read a report)."""
+    rows: list[list[Any]] = json.loads(gzip.decompress(base64.b64decode(data)).decode("utf-8"))
+    return rows
 
 
 def condition_section(c: ConditionSummary, records: Sequence[PrefixRecord], anchors: Anchors) -> str:
-    """``<section class="cond" id="c<i>">`` with one ``<div id="c<i>-<label>">`` per label group present."""
+    """``<section class="cond" id="c<i>">``: a sticky header and one ``<div id="c<i>-<label>">`` per label
+    group present, each with an empty ``.items`` box the script fills from the payload."""
     e = html.escape
     cond = c.condition
-    parts = [f'<section class="cond" id="{anchors.condition(cond)}">',
-             f"<h3>Rollouts: {e(c.dataset)} / {e(c.model)} / {e(c.method)} <span class=\"muted\">"
-             f"({c.N} rollouts, {c.N - sum(c.labels.values())} fully executable)</span></h3>"]
-    by_label: dict[str | None, list[tuple[int, PrefixRecord]]] = defaultdict(list)
-    for i, r in enumerate(records):
-        by_label[r.label.value if r.label else None].append((i, r))
+    parts = [
+        f'<section class="cond" id="{anchors.condition(cond)}">',
+        f'<h3>Rollouts: {e(c.dataset)} / {e(c.model)} / {e(c.method)} <span class="muted">'
+        f"({c.N} rollouts, {c.N - sum(c.labels.values())} fully executable)</span></h3>",
+    ]
+    counts: dict[str | None, int] = defaultdict(int)
+    for r in records:
+        counts[r.label.value if r.label else None] += 1
     for label in GROUP_ORDER:
-        if label not in by_label:
+        if label not in counts:
             continue
         title = f"first failure: {label}" if label else "fully executable"
-        parts.append(f'<div class="group" id="{anchors.label(cond, label)}"><h4>{e(title)} '
-                     f"({len(by_label[label])})</h4>")
-        parts += [rollout_html(r, anchors.rollout(cond, i)) for i, r in by_label[label]]
-        parts.append("</div>")
+        parts.append(
+            f'<div class="group" id="{anchors.label(cond, label)}"><h4>{e(title)} ({counts[label]})</h4>'
+            '<div class="items"></div></div>'
+        )
     parts.append("</section>")
     return "".join(parts)
