@@ -2,8 +2,9 @@
 
 The paper draws its ToolSandbox subset once: N = 200 scenario templates chosen by a deterministic greedy
 multi-label stratifier over ToolSandbox's scenario categories, so that every category keeps its share of the
-pool. The same function serves any pool of named items with zero or more labels each (single-label pools,
-such as BFCL's four categories, are the easy special case).
+pool. It publishes neither the ids nor its stratifier: this is our implementation of that design, and a
+sample drawn with it is our own. The same function serves any pool of named items with zero or more labels
+each (single-label pools, such as BFCL's four categories, are the easy special case).
 
 Algorithm (:func:`stratified_sample`), for a pool of ``P`` items, ``L`` labels with pool counts ``c_l`` and a
 sample size ``n``; the target count of label ``l`` is ``t_l = n * c_l / P``:

@@ -1,4 +1,4 @@
-"""``prefix-exec score bfcl``: result files, --ground-truth, --sample paper, bad input."""
+"""``prefix-exec score bfcl``: result files, --ground-truth, --sample stratified-200, bad input."""
 
 from __future__ import annotations
 
@@ -10,18 +10,24 @@ import pytest
 pytest.importorskip("bfcl_eval")
 
 from prefix_exec.cli import main
-from prefix_exec.envs.bfcl.sample import paper_sample
+from prefix_exec.envs.bfcl.sample import stratified_200
 
 
 def rows(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def test_ground_truth_on_the_paper_sample(tmp_path: Path) -> None:
+def test_ground_truth_on_the_stratified_sample(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "gt.jsonl"
-    assert main(["score", "bfcl", "--ground-truth", "--sample", "paper", "--out", str(out)]) == 0
+    assert main(["score", "bfcl", "--ground-truth", "--sample", "stratified-200", "--out", str(out)]) == 0
+    assert "deprecated" not in capsys.readouterr().err
     records = rows(out)
-    assert sorted(r["task_id"] for r in records) == sorted(paper_sample())
+    assert sorted(r["task_id"] for r in records) == sorted(stratified_200())
+    # the old name still works, with a deprecation note
+    old = tmp_path / "old.jsonl"
+    assert main(["score", "bfcl", "--ground-truth", "--sample", "paper", "--out", str(old)]) == 0
+    assert "--sample paper is deprecated; use --sample stratified-200" in capsys.readouterr().err
+    assert rows(old) == records
     assert all(r["success"] == 1 and r["fed"] == r["T"] + 1 for r in records)
 
 

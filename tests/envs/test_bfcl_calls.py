@@ -1,4 +1,4 @@
-"""Call decoding (literals only), the error-label table, soft results, doc-type binding, the paper sample."""
+"""Call decoding (literals only), the error-label table, soft results, doc-type binding, the stratified-200 sample."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ pytest.importorskip("bfcl_eval")
 from prefix_exec.envs.bfcl.calls import CallSyntaxError, ParsedCall, bind_positional, parse_call, parse_call_list
 from prefix_exec.envs.bfcl.environment import binding_problems
 from prefix_exec.envs.bfcl.errors import ERROR_TABLE, error_of, label_error, soft_signals
-from prefix_exec.envs.bfcl.sample import draw, paper_sample
+from prefix_exec.envs.bfcl.sample import draw, sample_name, stratified_200
 from prefix_exec.envs.bfcl.tasks import CATEGORIES, data_dir, function_docs
 from prefix_exec.trajectory import FailureLabel
 
@@ -155,14 +155,17 @@ def test_binding_to_doc_types() -> None:
     ]
 
 
-def test_paper_sample_is_the_seeded_4_by_50_draw() -> None:
-    ids = paper_sample()
+def test_stratified_200_is_the_seeded_4_by_50_draw() -> None:
+    assert sample_name("stratified-200") == sample_name("paper") == "stratified-200"
+    with pytest.raises(KeyError):
+        sample_name("other")
+    ids = stratified_200()
     assert ids == draw()
     assert len(ids) == len(set(ids)) == 200
     for category in CATEGORIES:
         assert sum(i.startswith(f"multi_turn_{category}_") for i in ids) == 50
     assert draw(seed=1) != ids
     shipped = json.loads(
-        (Path(__file__).resolve().parents[2] / "src/prefix_exec/data/bfcl_paper_sample.json").read_text()
+        (Path(__file__).resolve().parents[2] / "src/prefix_exec/data/bfcl_stratified_200.json").read_text()
     )
     assert shipped["task_ids"] == ids and data_dir().is_dir()

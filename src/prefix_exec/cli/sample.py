@@ -13,7 +13,7 @@ from prefix_exec.sampling import DEFAULT_SEED, label_deviation, read_labels, str
 def register(commands: Any, name: str) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         name,
-        help="choose N tasks keeping every label's share of the pool (the paper's ToolSandbox 200)",
+        help="choose N tasks keeping every label's share of the pool (how we draw our own ToolSandbox 200)",
         description=(
             "Choose N named tasks from a labelled pool so that each label's count is as close as possible to "
             "its proportional share (greedy fill, then swap repair; seeded ties). Labels come from a ToolSandbox "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
@@ -36,8 +37,11 @@ def register(benchmarks: Any, name: str) -> None:
     )
     parser.add_argument(
         "--sample",
-        choices=("paper",),
-        help="score only the paper's deterministic 4 x 50 stratified sample of task ids",
+        choices=("stratified-200", "paper"),
+        help=(
+            "score only our deterministic 4 x 50 stratified sample of task ids (a seeded draw of the paper's "
+            "design; the paper publishes no ids). 'paper' is a deprecated alias"
+        ),
     )
     parser.add_argument(
         "--prompting-y",
@@ -72,10 +76,12 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("give result files or folders, or --ground-truth (not both)")
     try:
         env = BfclEnvironment(time_limit=args.time_limit, information=args.information)
-        from prefix_exec.envs.bfcl.sample import paper_sample
+        from prefix_exec.envs.bfcl.sample import DEPRECATED_NAMES, NAME, stratified_200
         from prefix_exec.importers.bfcl import ground_truth_rollouts, read_results
 
-        only = frozenset(paper_sample()) if args.sample == "paper" else None
+        if args.sample in DEPRECATED_NAMES:
+            print(f"prefix-exec: --sample {args.sample} is deprecated; use --sample {NAME}", file=sys.stderr)
+        only = frozenset(stratified_200()) if args.sample is not None else None
         units: Iterable[Rollout | Skipped]
         if args.ground_truth:
             units = (
@@ -114,7 +120,10 @@ def _with_success(unit: Rollout, checker: FinalSuccess) -> Rollout:
         task = load_task(unit.task_id)
     except KeyError:
         raise ReplayError(f"BFCL has no task {unit.task_id} ({unit.metadata.get('source', 'input')})") from None
-    check = checker.check_rollout(task, unit)
+    try:
+        check = checker.check_rollout(task, unit)
+    except InputError as exc:  # a malformed metadata.bfcl_calls: this record only
+        raise ReplayError(f"{unit.task_id} ({unit.metadata.get('source', 'input')}): {exc.detail()}") from None
     metadata = dict(unit.metadata)
     if check.reason:
         metadata["bfcl_check"] = check.reason

@@ -173,12 +173,17 @@ def questions(category: str) -> Mapping[str, tuple[tuple[str, ...], Mapping[str,
 
 
 class BfclDriver:
-    """``subset = "paper"`` runs the paper's 4 x 50 sample; ``categories`` limits to some categories."""
+    """``subset = "stratified-200"`` runs our 4 x 50 sample (``"paper"``: deprecated alias; not the paper's ids).
+
+    ``categories`` limits to some categories.
+    """
 
     def __init__(self, *, dataset: str = "bfcl", categories: tuple[str, ...] = CATEGORIES,
                  subset: str | None = None, state_chars: int = 2000) -> None:
-        if subset not in (None, "paper"):
-            raise KeyError(f"unknown BFCL subset {subset!r}; the one subset is 'paper'")
+        if subset is not None:
+            from prefix_exec.envs.bfcl.sample import sample_name
+
+            subset = sample_name(subset)
         unknown = [c for c in categories if c not in CATEGORIES]
         if unknown:
             raise KeyError(f"unknown BFCL category {unknown[0]!r}; expected some of {', '.join(CATEGORIES)}")
@@ -190,10 +195,10 @@ class BfclDriver:
         self._success = FinalSuccess(self._env.templates)
 
     def task_ids(self) -> list[str]:
-        if self.subset == "paper":
-            from prefix_exec.envs.bfcl.sample import paper_sample
+        if self.subset is not None:
+            from prefix_exec.envs.bfcl.sample import stratified_200
 
-            return [t for t in paper_sample() if any(t.startswith(f"multi_turn_{c}_") for c in self.categories)]
+            return [t for t in stratified_200() if any(t.startswith(f"multi_turn_{c}_") for c in self.categories)]
         return [task for c in self.categories for task in load_category(c)]
 
     def environment(self) -> BfclEnvironment:

@@ -30,7 +30,7 @@ def _bfcl(spec: DatasetSpec, grid: Grid) -> Driver:
     unknown = sorted(set(spec.options) - {"categories", "subset"})
     if unknown:
         raise InputError(f"unknown BFCL option {unknown[0]!r}", field=f"datasets.{spec.name}.{unknown[0]}",
-                         hint="BFCL options: categories (list), subset = \"paper\"")
+                         hint="BFCL options: categories (list), subset = \"stratified-200\"")
     try:
         return BfclDriver(dataset=spec.name, categories=tuple(option(spec, "categories", CATEGORIES)),
                           subset=option(spec, "subset"))

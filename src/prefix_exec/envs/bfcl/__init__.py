@@ -7,7 +7,7 @@
 - :mod:`.errors` maps backend errors to failure labels;
 - :mod:`.environment` is the :class:`~prefix_exec.envs.base.Environment` (per-action checks);
 - :mod:`.checker` is BFCL's final-success rule on the safe executor;
-- :mod:`.sample` is the paper's deterministic 4 x 50 stratified sample.
+- :mod:`.sample` is our deterministic 4 x 50 stratified sample (``stratified-200``; not the paper's ids).
 
 ``bfcl_eval`` is imported only when a task or backend class is first needed.
 """

@@ -1,10 +1,14 @@
-"""The paper's BFCL sample: 50 tasks from each of the four multi-turn categories, drawn once, seeded.
+"""Our stratified BFCL sample, ``stratified-200``: 50 tasks from each multi-turn category, drawn once, seeded.
+
+The paper evaluates 50 tasks per category, 200 in all, drawn once; it publishes no task ids. This is our own
+draw of that design, not the paper's tasks, so its results are comparable with the paper's only in design.
 
 Each category is its own stratum: ``random.Random(f"{seed}:{category}")`` draws 50 of the category's task
 ids (in file order) without replacement, and the ids are listed in category order, then by task number.
 String seeds are hashed with SHA-512 by :class:`random.Random`, so the draw is the same on every platform
-and Python version. The list drawn with :data:`SEED` ships as ``prefix_exec/data/bfcl_paper_sample.json``
-and a test checks that it still matches the draw.
+and Python version. The list drawn with :data:`SEED` (a seed of our choosing) ships as
+``prefix_exec/data/bfcl_stratified_200.json`` and a test checks that it still matches the draw. ``paper``
+is a deprecated alias of the name (:func:`sample_name`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ from prefix_exec.envs.bfcl.tasks import CATEGORIES, load_category
 
 SEED = 20260330
 PER_CATEGORY = 50
-SHIPPED = "bfcl_paper_sample.json"
+SHIPPED = "bfcl_stratified_200.json"
+#: The sample's name in ``score bfcl --sample`` and a grid's ``subset``; ``paper`` is a deprecated alias.
+NAME = "stratified-200"
+DEPRECATED_NAMES = ("paper",)
 
 
 def _number(task_id: str) -> int:
@@ -35,7 +42,14 @@ def draw(seed: int = SEED, per_category: int = PER_CATEGORY) -> list[str]:
     return chosen
 
 
-def paper_sample() -> list[str]:
+def sample_name(name: str) -> str:
+    """:data:`NAME` for ``name`` (an alias included); ``KeyError`` for any other name."""
+    if name == NAME or name in DEPRECATED_NAMES:
+        return NAME
+    raise KeyError(f"unknown BFCL sample {name!r}; the one sample is {NAME!r}")
+
+
+def stratified_200() -> list[str]:
     """The shipped sample (200 task ids), as drawn with :data:`SEED`."""
     text = resources.files("prefix_exec.data").joinpath(SHIPPED).read_text(encoding="utf-8")
     ids: list[str] = json.loads(text)["task_ids"]
