@@ -36,12 +36,16 @@ class ToolSandboxScript:
             return text_message(json.dumps({"approved": True, "issues": []}))
         if not body.get("tools") and "Before acting" in str(messages[-1].get("content")):
             return text_message("1. do what was asked")
-        steps = self.agent[self.scenario]
+        steps = self.agent[self.scenario_of(messages)]
         done = sum(1 for i, m in enumerate(messages) if m["role"] == "assistant" and not _is_plan(messages, i))
         step = steps[min(done, len(steps) - 1)]
         if isinstance(step, str):
             return text_message(step)
         return tool_message(list(step))
+
+    def scenario_of(self, messages: list[dict[str, Any]]) -> str:
+        """The scenario an agent request belongs to (here: the one set last; a subclass may read the request)."""
+        return self.scenario
 
     def _user(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         replies = self.user.get(self.scenario, [])

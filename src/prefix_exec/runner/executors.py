@@ -1,4 +1,8 @@
-"""Where units run: threads in this process (``local``) or Ray actors (``ray``), one worker each.
+"""Where units run: threads or processes on this machine (``local``) or Ray actors (``ray``), one worker each.
+
+Locally, units run on threads, unless a dataset's benchmark keeps its state in a process global (ToolSandbox's
+execution context, :data:`PROCESS_KINDS`): then every unit runs in a pool of spawned processes, one unit at a
+time per process, each process with its own worker (spawn, not fork: ToolSandbox's own CLI found fork deadlocks).
 
 Both yield :class:`~prefix_exec.runner.worker.UnitResult` as units finish; only the caller writes files, so
 the output never interleaves. Both hold each model's ``max_concurrency`` for the whole run: local workers
@@ -12,10 +16,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import multiprocessing
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +30,19 @@ from prefix_exec.runner.grid import Grid, Unit
 from prefix_exec.runner.worker import UnitResult, UnitWorker
 
 EXECUTORS = ("local", "ray")
+#: Dataset kinds whose benchmark state is process-global, so a local run uses worker processes.
+PROCESS_KINDS = frozenset({"toolsandbox"})
 
 
 def run_local(grid: Grid, cache: Path | None, units: Sequence[Unit], concurrency: int) -> Iterator[UnitResult]:
-    """Run ``units`` on ``concurrency`` threads, each with its own worker (environments are not shared)."""
+    """Run ``units`` on ``concurrency`` threads, each with its own worker (environments are not shared), or on
+    ``concurrency`` spawned processes when a dataset needs them (:data:`PROCESS_KINDS`)."""
+    if any(d.kind in PROCESS_KINDS for d in grid.datasets):
+        return run_processes(grid, cache, units, concurrency)
+    return _run_threads(grid, cache, units, concurrency)
+
+
+def _run_threads(grid: Grid, cache: Path | None, units: Sequence[Unit], concurrency: int) -> Iterator[UnitResult]:
     local = threading.local()
     gates = {url: threading.BoundedSemaphore(cap) for url, cap in grid.endpoint_caps().items()}
 
@@ -51,6 +66,68 @@ def run_local(grid: Grid, cache: Path | None, units: Sequence[Unit], concurrency
     finally:
         # Not waiting here lets Ctrl-C reach the caller at once; units still in flight are lost, as with a kill.
         pool.shutdown(wait=False, cancel_futures=True)
+
+
+_PROCESS_WORKER: UnitWorker | None = None
+
+
+def _start_process(grid: Grid, cache: Path | None, gates: dict[str, Any]) -> None:
+    global _PROCESS_WORKER
+    _PROCESS_WORKER = UnitWorker(grid, cache, gates)
+
+
+def _run_in_process(unit: Unit) -> UnitResult:
+    assert _PROCESS_WORKER is not None, "the pool initializer builds the worker"
+    return _PROCESS_WORKER.run(unit)
+
+
+def run_processes(grid: Grid, cache: Path | None, units: Sequence[Unit], concurrency: int) -> Iterator[UnitResult]:
+    """Run ``units`` on ``concurrency`` spawned processes, one unit at a time each; the endpoint caps are
+    semaphores of a manager process, shared by every worker. A worker process that dies fails its unit (and
+    the units running beside it, whose pool broke) and the pool is started again for the rest."""
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager:
+        gates: dict[str, Any] = {url: manager.BoundedSemaphore(cap) for url, cap in grid.endpoint_caps().items()}
+        workers = max(1, min(concurrency, len(units)))
+
+        def start() -> Executor:
+            return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_process,
+                                       initargs=(grid, cache, gates))
+
+        pending = list(reversed(units))
+        running: dict[Future[UnitResult], Unit] = {}
+        pool = start()
+        try:
+            while pending or running:
+                while pending and len(running) < workers:
+                    unit = pending.pop()
+                    running[pool.submit(_run_in_process, unit)] = unit
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                broken = False
+                for future in finished:
+                    unit = running.pop(future)
+                    try:
+                        yield future.result()
+                    except BrokenProcessPool as exc:
+                        broken = True
+                        yield UnitResult(unit, error=f"the worker process died running this unit: {exc}")
+                if broken:
+                    for unit in running.values():
+                        yield UnitResult(unit, error="the worker pool broke while this unit ran")
+                    running.clear()
+                    _stop(pool)
+                    pool = start()
+        finally:
+            _stop(pool)
+
+
+def _stop(pool: Executor) -> None:
+    """End the pool now: cancel what has not started and end the processes still running a unit."""
+    processes = list(getattr(pool, "_processes", {}).values())  # ProcessPoolExecutor offers no public kill
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.terminate()
 
 
 def run_ray(grid: Grid, cache: Path | None, units: Sequence[Unit], concurrency: int) -> Iterator[UnitResult]:
