@@ -55,3 +55,4 @@ bench:
 	$(BIN)/python benchmarks/bfcl.py
 	$(BIN)/python benchmarks/tau.py
 	$(BIN)/python benchmarks/runner.py
+	$(BIN)/python benchmarks/toolsandbox.py
