@@ -16,6 +16,7 @@ from typing import Any
 from prefix_exec.cli.common import add_identity_options, add_output_options, budget_options, finish
 from prefix_exec.envs.tau import TauEnvironment, load_domain
 from prefix_exec.envs.tau.consistency import Disagreement, compared, disagreements, summarize
+from prefix_exec.envs.tau.mismatch import task_mismatch
 from prefix_exec.envs.tau.regrade import regrade_db
 from prefix_exec.envs.tau.tasks import check_embedded
 from prefix_exec.errors import InputError
@@ -51,6 +52,18 @@ def register(benchmarks: Any, name: str) -> None:
         help="where to write the consistency report (default: <out>.consistency.json)",
     )
     parser.add_argument(
+        "--domain",
+        choices=("airline", "retail"),
+        help="the domain of files that do not name theirs (info.environment_info.domain_name)",
+    )
+    parser.add_argument(
+        "--parallel-calls",
+        choices=("parallel", "sequential"),
+        default="parallel",
+        help="calls logged in one assistant message: parallel (default; a call cannot use a sibling's result) "
+        "or sequential (each sees the results of the calls before it; for harnesses that log steps that way)",
+    )
+    parser.add_argument(
         "--tau2-data",
         metavar="DIR",
         help="tau2 data folder holding tau2/domains/<domain>/db.json (default: TAU2_DATA_DIR, then the package's)",
@@ -63,19 +76,21 @@ def run(args: argparse.Namespace) -> int:
     units: list[Rollout | Skipped] = []
     for path in args.results:
         try:
-            files.append(read_results(path, model=args.model, method=args.method))
+            files.append(read_results(path, model=args.model, method=args.method, domain=args.domain))
         except InputError as exc:
             if not args.keep_going:
                 raise
             units.append(Skipped(path, exc.describe()))  # reported by score_to_file, never dropped
     envs: dict[str, TauEnvironment] = {}
+    mismatched: list[Disagreement] = []
     for index, results in enumerate(files):
-        env = _environment(results, args.tau2_data)
+        env = _environment(results, args.tau2_data, sequential=args.parallel_calls == "sequential")
         check = check_embedded(env.domain, results.tasks)
         results = files[index] = with_provenance(results, env.domain.provenance, check.differing)
         envs[results.path] = env
         print(f"prefix-exec: {results.path}: {check.describe()}", file=sys.stderr)
         units.extend(results.units)
+        mismatched += _mismatches(results, env)
     by_rollout = {id(r): envs[f.path] for f in files for r in f.rollouts}
     found: list[Disagreement] = []
     calls = 0
@@ -105,14 +120,27 @@ def run(args: argparse.Namespace) -> int:
         calls = 0
         for record in read_records(args.out):
             on_record(record)
-    _write_consistency(args.consistency or f"{args.out}.consistency.json", found, calls)
+    _write_consistency(args.consistency or f"{args.out}.consistency.json", [*mismatched, *found], calls)
     unregraded = _regrade(files, envs, scored, keep_going=args.keep_going) if args.regrade else 0
     status = finish(report, args.out)
     return 2 if unregraded else status
 
 
-def _environment(results: TauResults, data: str | None) -> TauEnvironment:
-    return TauEnvironment(load_domain(results.domain, data), results.tasks)
+def _environment(results: TauResults, data: str | None, *, sequential: bool = False) -> TauEnvironment:
+    return TauEnvironment(load_domain(results.domain, data), results.tasks, sequential_calls=sequential)
+
+
+def _mismatches(results: TauResults, env: TauEnvironment) -> list[Disagreement]:
+    """``task_mismatch`` entries: simulations whose conversation does not fit their task (envs/tau/mismatch)."""
+    found = []
+    for rollout in results.rollouts:
+        if rollout.task_id not in env.tasks or rollout.transcript is None:
+            continue  # an unknown task is reported when scoring
+        entry = task_mismatch(env.task(rollout.task_id), rollout.transcript, dataset=rollout.dataset,
+                              task_id=rollout.task_id, trial=rollout.trial)
+        if entry is not None:
+            found.append(entry)
+    return found
 
 
 def _write_consistency(path: str, found: list[Disagreement], calls: int) -> None:

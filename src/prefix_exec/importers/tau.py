@@ -57,8 +57,17 @@ class TauResults:
         return [*self.rollouts, *self.skipped]
 
 
-def read_results(path: str | Path, *, model: str | None = None, method: str | None = None) -> TauResults:
-    """Parse a tau2 results file. Broken structure raises :class:`InputError`; a broken simulation is skipped."""
+def read_results(
+    path: str | Path, *, model: str | None = None, method: str | None = None, domain: str | None = None
+) -> TauResults:
+    """Parse a tau2 results file. Broken structure raises :class:`InputError`; a broken simulation is skipped.
+
+    Besides tau2's own layout, a bare JSON list of simulations is read (no ``info``, no ``tasks``: the model
+    then comes from ``model`` and the tasks from the installed tau2). ``domain`` is for files that do not name
+    theirs; one that names another domain is an error. A simulation without ``task_id`` is an input error, and
+    one without a reward (``reward_info: null``, an infrastructure error) is unscorable; both are skipped with
+    the reason, the others are read.
+    """
     text_path = str(path)
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -68,18 +77,34 @@ def read_results(path: str | Path, *, model: str | None = None, method: str | No
         raise InputError(f"not valid JSON ({exc.msg})", path=text_path, line=exc.lineno) from None
     except RecursionError:
         raise InputError("JSON nested too deep to read", path=text_path) from None
+    if isinstance(data, list):  # a bare list of simulations, as some harnesses write
+        data = {"simulations": data}
     if not isinstance(data, Mapping) or not isinstance(data.get("simulations"), list):
         raise InputError(
-            "not a tau2 results file: expected an object with 'info', 'tasks' and 'simulations'",
+            "not a tau2 results file: expected an object with 'info', 'tasks' and 'simulations', or a list of "
+            "simulations",
             path=text_path,
             hint="pass the JSON file tau2 writes with --save-to (data/simulations/<name>.json)",
         )
     raw_info = data.get("info")
     info: Mapping[str, Any] = raw_info if isinstance(raw_info, Mapping) else {}
     environment = info.get("environment_info")
-    domain = str((environment.get("domain_name") if isinstance(environment, Mapping) else None) or "")
+    named = str((environment.get("domain_name") if isinstance(environment, Mapping) else None) or "")
+    if named and domain and named != domain:
+        raise InputError(
+            f"--domain {domain}, but the file says {named}",
+            path=text_path,
+            field="info.environment_info.domain_name",
+            hint="drop --domain for files that name their domain",
+        )
+    domain = named or domain or ""
     if not domain:
-        raise InputError("the file does not say its domain", path=text_path, field="info.environment_info.domain_name")
+        raise InputError(
+            "the file does not say its domain",
+            path=text_path,
+            field="info.environment_info.domain_name",
+            hint="pass --domain airline or --domain retail",
+        )
     raw_agent = info.get("agent_info")
     agent: Mapping[str, Any] = raw_agent if isinstance(raw_agent, Mapping) else {}
     model = model or agent.get("llm")
@@ -97,6 +122,10 @@ def read_results(path: str | Path, *, model: str | None = None, method: str | No
     skipped: list[Skipped] = []
     for index, simulation in enumerate(data["simulations"]):
         where = f"{text_path}: simulations[{index}]"
+        problem = _unscorable(simulation)
+        if problem is not None:
+            skipped.append(Skipped(where, problem))
+            continue
         try:
             rollouts.append(rollout_of(simulation, domain=domain, model=str(model), method=method, source=text_path))
         except (KeyError, TypeError, ValueError) as exc:
@@ -113,6 +142,22 @@ def read_results(path: str | Path, *, model: str | None = None, method: str | No
         simulations=tuple(data["simulations"]),
         sources=tuple(sources),
     )
+
+
+def _unscorable(simulation: Any) -> str | None:
+    """Why a simulation cannot be scored at all, in words, or ``None``."""
+    if not isinstance(simulation, Mapping):
+        return f"input error: the simulation is not an object ({type(simulation).__name__})"
+    if simulation.get("task_id") is None:
+        return (
+            "input error: field 'task_id' is missing, so the simulation cannot be matched to its task "
+            "(some harnesses drop it; add the ids to the file)"
+        )
+    if simulation.get("reward_info") is None or not isinstance(simulation["reward_info"], Mapping):
+        return "unscorable: reward_info is null (no reward recorded; tau2 writes this after an infrastructure error)"
+    if simulation["reward_info"].get("reward") is None:
+        return "unscorable: reward_info.reward is missing (no reward was recorded)"
+    return None
 
 
 def with_provenance(results: TauResults, provenance: Provenance, differing: tuple[str, ...] = ()) -> TauResults:

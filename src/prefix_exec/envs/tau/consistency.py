@@ -8,7 +8,9 @@ says which by its ``kind``:
 
 - ``env-skew``: the toolkit itself disagrees with the recorded error flag (version skew or nondeterminism);
 - ``extra-check``: the toolkit agrees with the run (it accepted), but one of our checks the benchmark does not
-  make rejected the call (schema binding or information availability).
+  make rejected the call (schema binding or information availability);
+- ``task_mismatch`` (depth 0, a whole simulation): its conversation does not fit the task it is filed under
+  (:mod:`prefix_exec.envs.tau.mismatch`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ class Disagreement:
         return asdict(self)
 
     def describe(self) -> str:
+        if self.kind == "task_mismatch":  # a whole simulation (envs/tau/mismatch.py), not one call
+            return f"{self.dataset} task {self.task_id} trial {self.trial}: {self.replay_reason} [{self.kind}]"
         ours = "accepted" if self.replay_accepted else f"rejected ({self.replay_label}: {self.replay_reason})"
         theirs = f"error: {self.recorded_content}" if self.recorded_error else "accepted"
         return (

@@ -52,8 +52,12 @@ class TauEnvironment:
     the package's ``tasks.json``. Initial states are built once per task and shared, like the base DB.
     """
 
-    def __init__(self, domain: Domain, tasks: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+    def __init__(
+        self, domain: Domain, tasks: Mapping[str, Mapping[str, Any]] | None = None, *, sequential_calls: bool = False
+    ) -> None:
         self.domain = domain
+        #: Calls of one logged assistant message see each other's results (``--parallel-calls sequential``).
+        self.sequential_calls = sequential_calls
         self.name = f"tau3-{domain.name}"
         self.tasks: dict[str, Mapping[str, Any]] = dict(domain.tasks)
         self.tasks.update(tasks or {})
@@ -108,6 +112,8 @@ class RolloutEnvironment:
         transcript = rollout.transcript
         self.timeline = conversation_timeline(transcript) if transcript is not None else None
         self.messages = call_messages(transcript) if transcript is not None else ()
+        if env.sequential_calls:  # every call its own message: a sibling's replayed result is evidence
+            self.messages = tuple(range(len(self.messages)))
 
     def start(self, task_id: str) -> TauSession:
         if self.timeline is None:
