@@ -3,10 +3,12 @@
 tau2's user simulator speaks from the task's scenario, so the identifiers the *user* introduces (user ids such as
 ``mia_li_3668``, retail order ids ``#W2378156``, airline reservation codes such as ``4WQ150``; ids the agent side
 showed first do not count, since a user may repeat them) come from that task: its ``user_scenario`` text or its
-expected actions' arguments. A simulation whose user introduces
-identifiers and mentions none that belongs to its task was filed under the wrong task id (a harness that numbered tasks its own
-way, or a file produced against another task version): its DB check and every per-task comparison are then
-meaningless. Nothing is flagged when the user names no identifier (nothing to compare) or the task holds none.
+expected actions' arguments. A simulation whose user introduces identifiers and mentions none that belongs to
+its task was filed under the wrong task id (a harness that numbered tasks its own way, or a file produced against
+another task version): its DB check and every per-task comparison are then meaningless. Nothing is flagged when
+the user introduces no identifier (nothing to compare) or the task holds none. So a retail user who identifies by
+name and zip code, or a mismatch between two tasks of one user, goes unflagged: a check that can miss, not one
+that fires on clean files.
 """
 
 from __future__ import annotations

@@ -1,0 +1,98 @@
+"""Every file of ``../shared/data/tau/leaderboard`` (17 real public tau2-bench runs) read by ``score tau``, with
+what each yields; the same table is in docs/tau.md."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("tau2", reason="tau2 is installed by 'make setup' (scripts/install_tau2.py)")
+
+from prefix_exec.cli import main
+from prefix_exec.importers.tau import read_results
+from prefix_exec.io import read_records
+
+BARE = "adaptive-agent-opus-4.6_airline_bare-list.json"
+#: file -> (records, fully executable, Y = 1, simulations skipped), under tau3 with the default rules.
+YIELDS = {
+    "azure-gpt-4o_airline.json": (50, 43, 23, 0),
+    "e2e_airline_baseline.json": (1, 1, 1, 0),
+    "e2e_retail_baseline.json": (1, 1, 1, 0),
+    "ft-gpt-4.1-sft_airline.json": (20, 19, 13, 0),
+    "ft-gpt-4.1-sft_retail.json": (40, 23, 34, 0),
+    "ironforge-deepseek_airline.json": (4, 4, 1, 0),
+    "ironforge-gpt-5.4_airline.json": (7, 7, 2, 0),
+    "ironforge-grok3_airline.json": (8, 8, 2, 0),
+    "ironforge-o3_airline.json": (9, 9, 3, 0),
+    "ironforge-sonnet-4.6_airline.json": (7, 5, 2, 0),
+    "qwen2.5-7b_airline.json": (50, 20, 9, 0),
+    "whissle_airline_run1.json": (50, 44, 28, 0),
+    "toolorchestra-gpt-5_airline_no-task-ids.json": (0, 0, 0, 50),  # no task_id in any simulation
+    "toolorchestra-gpt-5_retail_no-task-ids.json": (0, 0, 0, 114),
+    BARE: (50, 48, 49, 0),  # a bare list: --domain airline --model claude-opus-4-6
+}
+
+
+@pytest.fixture(scope="module")
+def scored(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    folder = shared_data / "tau" / "leaderboard"
+    assert sorted(p.name for p in folder.glob("*.json")) == sorted(YIELDS)  # every file is covered
+    out = tmp_path_factory.mktemp("leaderboard")
+    records: list[Any] = []
+    consistency: list[dict[str, Any]] = []
+    for name, files, extra in (
+        ("files", [str(folder / f) for f in YIELDS if f != BARE], []),
+        ("bare", [str(folder / BARE)], ["--domain", "airline", "--model", "claude-opus-4-6"]),
+    ):
+        path = out / f"{name}.jsonl"
+        code = main(["score", "tau", *files, *extra, "--out", str(path), "--keep-going"])
+        assert code == (2 if name == "files" else 0)  # the toolorchestra simulations are reported input errors
+        records += list(read_records(path))
+        consistency += json.loads(Path(f"{path}.consistency.json").read_text(encoding="utf-8"))
+    return {"records": records, "consistency": consistency}
+
+
+def test_every_leaderboard_file_yields_its_records(scored: dict[str, Any]) -> None:
+    by_file: dict[str, list[Any]] = {}
+    for record in scored["records"]:
+        by_file.setdefault(record.metadata["source"], []).append(record)
+    for name, (count, executable, success, _) in YIELDS.items():
+        records = by_file.get(name, [])
+        assert (len(records), sum(r.executable for r in records), sum(r.success for r in records)) == (
+            count, executable, success), name
+    assert {r.metadata["tau2"]["task_set"] for r in scored["records"]} == {"tau3"}
+
+
+def test_every_leaderboard_file_reports_the_simulations_it_cannot_score(shared_data: Path) -> None:
+    for name, (_, _, _, skipped) in YIELDS.items():
+        extra = {"domain": "airline", "model": "claude-opus-4-6"} if name == BARE else {}
+        results = read_results(shared_data / "tau" / "leaderboard" / name, **extra)
+        assert len(results.skipped) == skipped, name
+        assert all("field 'task_id' is missing" in s.error for s in results.skipped)
+
+
+def test_leaderboard_consistency_has_no_task_mismatch(scored: dict[str, Any]) -> None:
+    kinds = Counter(entry["kind"] for entry in scored["consistency"])
+    assert kinds == {"env-skew": 3, "extra-check": 1}  # none is a task_mismatch: the task ids fit
+
+
+def test_task_ids_assigned_by_position_are_task_mismatches(
+    shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """toolorchestra's airline file has no task ids; numbering its simulations by position (as a user might)
+    files most of them under the wrong task, which the regrade only hints at (25/50 DB checks)."""
+    data = json.loads((shared_data / "tau" / "leaderboard" / "toolorchestra-gpt-5_airline_no-task-ids.json")
+                      .read_text(encoding="utf-8"))
+    for index, simulation in enumerate(data["simulations"]):
+        simulation["task_id"] = data["tasks"][index]["id"]
+    path = tmp_path / "positional.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    out = tmp_path / "r.jsonl"
+    assert main(["score", "tau", str(path), "--out", str(out), "--regrade"]) == 0
+    assert "regrade: 25/50 recorded DB checks reproduced" in capsys.readouterr().err
+    entries = json.loads(Path(f"{out}.consistency.json").read_text(encoding="utf-8"))
+    assert sum(e["kind"] == "task_mismatch" for e in entries) == 47
