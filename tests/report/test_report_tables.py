@@ -7,6 +7,7 @@ import csv
 import io
 from pathlib import Path
 
+import pytest
 from report_records import crafted, record
 
 from prefix_exec.report.build import Options, build_tables
@@ -78,9 +79,10 @@ def test_checkpoints_points_and_missing_depths() -> None:
     t = checkpoints(s, Anchors.of(s), ks=(1, 2, 4, 5))
     rows = {(r[1].text, r[2].text): [c.text for c in r[3:]] for r in t.rows}
     # dual-loop on m1 fails at step 2: PEC(1) = 1, PEC(k >= 2) = 0; the dataset's longest rollout is T = 4,
-    # so PEC@5 is n/a (the curves run to max T = 4).
-    assert rows[("m1", "dual-loop")] == ["1.00 [1.00, 1.00]", "0.00 [0.00, 0.00]", "0.00 [0.00, 0.00]", "n/a"]
-    assert rows[("m1", "react")][:3] == ["1.00 [1.00, 1.00]"] * 3
+    # so no rollout reaches k = 5: the fixed-cohort PEC@5 is exactly 0 (Table G.1 prints 0, not n/a).
+    assert rows[("m1", "dual-loop")] == ["1.00 [1.00, 1.00]"] + ["0.00 [0.00, 0.00]"] * 3
+    assert rows[("m1", "react")] == ["1.00 [1.00, 1.00]"] * 3 + ["0.00 [0.00, 0.00]"]
+    assert all(row[-1].value == 0.0 and row[-1].csv == ("0.0", "0.0", "0.0") for row in t.rows)
     # m2 dual-loop is executable with T = 2: it survives past 2 (FED 3) but not past 3 (fixed cohort).
     assert rows[("m2", "dual-loop")][:3] == ["1.00 [1.00, 1.00]", "1.00 [1.00, 1.00]", "0.00 [0.00, 0.00]"]
 
@@ -109,9 +111,22 @@ def test_decomposition_recombines_to_success() -> None:
     s = summary_of(rows)
     t = decomposition(s, Anchors.of(s))
     mixed = next(r for r in t.rows if r[2].text == "mixed")
-    assert [c.text for c in mixed[3:]] == ["0.50", "0.50", "0.50", "0.50", "0.50"]
+    assert [c.text for c in mixed[3:]] == ["0.50", "0.50", "0.50", "0.50", "0.50", "50.0% (1/2)"]
     react = next(r for r in t.rows if r[2].text == "react" and r[1].text == "m1")
-    assert [c.text for c in react[3:]] == ["1.00", "1.00", "undefined", "1.00", "1.00"]
+    assert [c.text for c in react[3:]] == ["1.00", "1.00", "undefined", "1.00", "1.00", "0.0% (0/4)"]
+    nothing = next(r for r in t.rows if r[2].text == "dual-loop" and r[1].text == "m2")
+    assert (nothing[7].text, nothing[8].text, nothing[8].value) == ("0.00", "n/a (no success)", None)
+
+
+def test_decomposition_share_of_the_worked_example() -> None:
+    """The paper's BFCL Llama-4 Maverick Plan-Conditioned ReAct: 200 rollouts, 10 fully executable (all
+    successful), 190 with a prefix failure of which 138 succeed: 138/148 = 93.2% came after an invalid prefix."""
+    rows = [record("pc", f"t{i}", T=3, fed=4, success=1) for i in range(10)]
+    rows += [record("pc", f"t{10 + i}", T=3, fed=2, success=int(i < 138)) for i in range(190)]
+    s = summary_of(rows)
+    row = decomposition(s, Anchors.of(s)).rows[0]
+    assert [c.text for c in row[3:]] == ["0.05", "1.00", "0.73", "0.74", "0.74", "93.2% (138/148)"]
+    assert row[8].value == pytest.approx(138 / 148)
 
 
 def test_ranking_divergence_flags_the_headline_case() -> None:

@@ -120,10 +120,11 @@ class DepthCut:
 def depth_cut(dataset: str, rows: Sequence[ConditionSummary]) -> DepthCut:
     """k_max for a dataset's curves: BFCL's 10 (the paper's panels), else the 95th percentile of T over all
     the dataset's rollouts in ``rows`` (from their n_k counts: n_k = #{T >= k}), so that one very long
-    rollout does not squeeze every curve into the first tenth of the axis. Never beyond the longest T."""
+    rollout does not squeeze every curve into the first tenth of the axis. BFCL's panel always runs to 10
+    (PEC is 0 beyond the longest T); the others never go beyond the longest T."""
     longest = max(len(c.PEC) for c in rows)
     if is_bfcl(dataset):
-        return DepthCut(min(longest, BFCL_MAX_DEPTH), f"k ≤ {min(longest, BFCL_MAX_DEPTH)}, as in the paper")
+        return DepthCut(BFCL_MAX_DEPTH, f"k ≤ {BFCL_MAX_DEPTH}, as in the paper")
     total = sum(c.N for c in rows)
     # fraction of rollouts with T > k is n_{k+1} / N; the percentile is the first k where it is <= 5%
     for k in range(1, longest + 1):

@@ -110,8 +110,10 @@ def _stat(c: ConditionSummary, name: str) -> float | None:
 
 
 def checkpoints(summary: Summary, anchors: Anchors, ks: Sequence[int] = DEFAULT_CHECKPOINTS) -> Table:
-    """PEC@k with its bootstrap interval where one was computed (k <= ci depth), else the point alone;
-    ``n/a`` beyond the dataset's longest rollout."""
+    """PEC@k with its bootstrap interval where one was computed (k <= ci depth), else the point alone.
+
+    Beyond the dataset's longest rollout no rollout reaches k, so the fixed-cohort PEC(k) is exactly 0 in
+    the sample and in every resample: ``0.00 [0.00, 0.00]``, not ``n/a`` (as in the paper's Table G.1)."""
     columns = ("dataset", "model", "method", *(f"PEC@{k}" for k in ks))
     csv_cols = (("dataset",), ("model",), ("method",), *((f"PEC@{k}", f"PEC@{k}_low", f"PEC@{k}_high") for k in ks))
     rows: list[tuple[Cell, ...]] = []
@@ -122,7 +124,7 @@ def checkpoints(summary: Summary, anchors: Anchors, ks: Sequence[int] = DEFAULT_
             cells = []
             for k in ks:
                 if k > len(c.PEC):
-                    cells.append(Cell("n/a", None, csv=("", "", "")))
+                    cells.append(Cell("0.00 [0.00, 0.00]", 0.0, link=link, csv=("0.0", "0.0", "0.0")))
                 elif k <= len(c.PEC_CI):
                     cells.append(estimate_cell(c.PEC_CI[k - 1], link=link))
                 else:
@@ -131,7 +133,10 @@ def checkpoints(summary: Summary, anchors: Anchors, ks: Sequence[int] = DEFAULT_
                     )
             rows.append((*_ident(c), *cells))
             tags.append(block.label)
-    note = "Fixed-cohort PEC(k) = #{FED > k} / N (no censoring correction), with 95% bootstrap intervals."
+    note = (
+        "Fixed-cohort PEC(k) = #{FED > k} / N (no censoring correction), with 95% bootstrap intervals; 0 where "
+        "no rollout reaches k."
+    )
     return Table("pec_checkpoints", "Table G.1: PEC@k checkpoints", columns, tuple(rows), tuple(tags), note, csv_cols)
 
 
@@ -168,8 +173,20 @@ def label_counts(summary: Summary, anchors: Anchors) -> Table:
 
 
 def decomposition(summary: Summary, anchors: Anchors) -> Table:
-    """q = TER, s = Pr(Y=1 | executable), r = RR, and q·s + (1−q)·r next to the observed final success."""
-    columns = ("dataset", "model", "method", "q (TER)", "s", "r (RR)", "q·s + (1−q)·r", "success")
+    """q = TER, s = Pr(Y=1 | executable), r = RR, and q·s + (1−q)·r next to the observed final success, and
+    the share of the successes that came after an invalid prefix, (1−q)·r / Pr(Y=1), with its counts (the
+    paper's worked example: 138/148 = 93.2%; undefined when nothing succeeded)."""
+    columns = (
+        "dataset",
+        "model",
+        "method",
+        "q (TER)",
+        "s",
+        "r (RR)",
+        "q·s + (1−q)·r",
+        "success",
+        "successes after an invalid prefix",
+    )
     rows: list[tuple[Cell, ...]] = []
     tags: list[str] = []
     for block in blocks_of(summary):
@@ -184,8 +201,22 @@ def decomposition(summary: Summary, anchors: Anchors) -> Table:
                     number_cell(d.r, link=link),
                     number_cell(d.recombined(), link=link),
                     number_cell(d.success, link=link),
+                    _recovered_share(c, link),
                 )
             )
             tags.append(block.label)
-    note = "Pr(Y=1) = q·s + (1−q)·r (eq. 12); s is undefined when nothing is executable, r when nothing failed."
+    note = (
+        "Pr(Y=1) = q·s + (1−q)·r (eq. 12); s is undefined when nothing is executable, r when nothing failed. "
+        "The last column is the share of successful rollouts whose success came after an invalid prefix."
+    )
     return Table("decomposition", "Decomposition of final success", columns, tuple(rows), tuple(tags), note)
+
+
+def _recovered_share(c: ConditionSummary, link: str | None) -> Cell:
+    """Successes with FED <= T over all successes, as ``93.2% (138/148)``; ``n/a`` without any success."""
+    successes = round(c.success.point * c.N)  # a mean of N zeros and ones: exact after rounding
+    recovered = c.RR_successes
+    if successes == 0:
+        return Cell("n/a (no success)", None, csv=("",))
+    share = recovered / successes
+    return Cell(f"{100 * share:.1f}% ({recovered}/{successes})", share, link=link, csv=(repr(round(share, 6)),))

@@ -113,8 +113,11 @@ def _curve_panel(
     cut = depth_cut(dataset, rows)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     for c in rows:
-        depth = min(cut.k_max, len(c.PEC))
+        # PEC(k) is exactly 0 (and so is its interval) where no rollout reaches k: curves and bands run on to
+        # k_max on every panel instead of stopping at the longest rollout. PEC_elig is undefined there.
+        depth = cut.k_max
         ks = list(range(1, depth + 1))
+        pec = [*c.PEC[:depth], *[0.0] * (depth - len(c.PEC))]
         color, marker, linestyle = styles[name(c)]
         style = {
             "color": color,
@@ -125,15 +128,18 @@ def _curve_panel(
             "label": short(name(c)),
         }
         if elig:
-            ax.plot(ks, [float("nan") if v is None else v for v in c.PEC_elig[:depth]], **style)
+            elig_values = [float("nan") if v is None else v for v in c.PEC_elig[:depth]]
+            ax.plot(ks[: len(elig_values)], elig_values, **style)
             continue
-        ax.plot(ks, c.PEC[:depth], **style)
-        band = c.PEC_CI[:depth]
+        ax.plot(ks, pec, **style)
+        band = [(e.low, e.high) for e in c.PEC_CI[:depth]]
+        if len(c.PEC_CI) >= len(c.PEC):  # intervals up to the longest rollout: zeros after it are exact
+            band += [(0.0, 0.0)] * (depth - len(band))
         if band and len(rows) <= 6:  # bands of many series hide each other: the tables keep the intervals
             ax.fill_between(
                 range(1, len(band) + 1),
-                [e.low for e in band],
-                [e.high for e in band],
+                [low for low, _ in band],
+                [high for _, high in band],
                 color=color,
                 alpha=0.12,
                 linewidth=0,
