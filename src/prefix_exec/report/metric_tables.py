@@ -21,7 +21,7 @@ from prefix_exec.report.layout import Anchors, Block, blocks_of
 from prefix_exec.summary import ConditionSummary, Summary
 from prefix_exec.trajectory import FailureLabel
 
-#: Default PEC@k checkpoints (Table G.1 reports early depths).
+#: Default PEC@k checkpoints: our choice of early depths (the paper's Table G.1 is in an appendix we lack).
 DEFAULT_CHECKPOINTS = (1, 2, 3, 4, 5, 10)
 LABELS = tuple(label.value for label in FailureLabel)
 
