@@ -25,17 +25,25 @@ rollout on a fresh live session with those facts. The driver writes the scenario
 
 from __future__ import annotations
 
+import functools
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import tqdm
 
 from prefix_exec.agents.budget import Stop
 from prefix_exec.agents.episode import Episode
 from prefix_exec.agents.variants import Agent
 from prefix_exec.drivers.base import Outcome
 from prefix_exec.drivers.toolsandbox_files import run_folder, write_run_files
-from prefix_exec.envs.toolsandbox.live import ToolSandboxEnvironment, ToolSandboxSession, toolsandbox
+from prefix_exec.envs.toolsandbox.live import (
+    ToolSandboxEnvironment,
+    ToolSandboxSession,
+    toolsandbox,
+    toolsandbox_module,
+)
 from prefix_exec.envs.toolsandbox.sample import paper_sample, runnable
 from prefix_exec.envs.toolsandbox.semantics import ScenarioFacts, final_success, locate_minefields
 from prefix_exec.llm.config import EndpointConfig
@@ -91,6 +99,7 @@ class ToolSandboxDriver:
             ctx.RoleType.AGENT: role,
         }
         error: dict[str, str] | None = None
+        _quiet_progress()
         try:
             context = scenario.play(roles, task_id)
         except Exception as exc:  # ToolSandbox's CLI records any exception of the loop and scores the run 0
@@ -136,6 +145,14 @@ class ToolSandboxDriver:
             max_retries=self.user.max_retries,
         )
         return user
+
+
+def _quiet_progress() -> None:
+    """``Scenario.play`` draws a tqdm bar per scenario, which would garble the runner's status lines: give its
+    module (only its module, at run time; the source is untouched) a tqdm that is disabled."""
+    module = toolsandbox_module("tool_sandbox.common.scenario")
+    if not isinstance(getattr(module, "tqdm", None), functools.partial):
+        setattr(module, "tqdm", functools.partial(tqdm.tqdm, disable=True))  # noqa: B010
 
 
 def _agent_role(agent: Agent, facts: ScenarioFacts, max_messages: int) -> Any:
