@@ -25,7 +25,8 @@ def grid_of(**options: Any) -> Any:
     return parse_grid({"methods": ["react"], "datasets": [dataset], "models": MODELS}, base_dir=Path("."))
 
 
-def test_options_reach_the_driver() -> None:
+def test_options_reach_the_driver(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RAPID_API_KEY", raising=False)
     grid = grid_of(subset="paper", similarity_threshold=0.5)
     driver: Any = make_driver(grid.datasets[0], grid)
     assert (driver.subset, driver.similarity_threshold, driver.user.model, driver.files) == (
@@ -35,6 +36,7 @@ def test_options_reach_the_driver() -> None:
         None,
     )
     assert len(driver.task_ids()) == 200
+    assert "ts: RapidAPI scenarios excluded: RAPID_API_KEY is not set" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

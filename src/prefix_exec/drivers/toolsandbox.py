@@ -26,6 +26,7 @@ rollout on a fresh live session with those facts. The driver writes the scenario
 from __future__ import annotations
 
 import functools
+import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +45,7 @@ from prefix_exec.envs.toolsandbox.live import (
     toolsandbox,
     toolsandbox_module,
 )
-from prefix_exec.envs.toolsandbox.sample import paper_sample, runnable
+from prefix_exec.envs.toolsandbox.sample import paper_sample, rapid_api_note, runnable
 from prefix_exec.envs.toolsandbox.semantics import ScenarioFacts, final_success, locate_minefields
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.llm.types import Completion, ToolSchema
@@ -76,6 +77,8 @@ class ToolSandboxDriver:
         self.files = files
 
     def task_ids(self) -> list[str]:
+        """The runnable scenarios (or the paper subset); says on stderr whether RapidAPI scenarios are left out."""
+        print(f"prefix-exec: {self.dataset}: {rapid_api_note()}", file=sys.stderr)
         if self.subset == "paper":
             return paper_sample(self._env.scenarios)
         return sorted(runnable(self._env.scenarios))
