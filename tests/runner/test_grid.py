@@ -109,3 +109,35 @@ def test_tau_dataset_options_reach_the_driver_and_bad_ones_are_input_errors() ->
         with pytest.raises(InputError, match="integer >= 1") as info:
             make_driver(bad.datasets[0], bad)
         assert info.value.field == f"datasets.air.{key}"
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [({"trials": 1_000_000_000}, "trials"), ({"agent__max_steps": 10**12}, "agent.max_steps"),
+     ({"seed": 2**70}, "seed")],
+)
+def test_grid_sizes_have_upper_bounds(change: dict[str, Any], field: str) -> None:
+    with pytest.raises(InputError, match="at most") as caught:
+        parse_grid(grid_with(**change), base_dir=Path("/tmp"))
+    assert caught.value.field == field
+
+
+def test_expanding_past_the_unit_bound_is_refused_before_building_units() -> None:
+    grid = parse_grid(grid_with(trials=1000), base_dir=Path("/tmp"))
+    with pytest.raises(InputError, match="units, above the bound"):
+        expand(grid, {"d": [f"t{i}" for i in range(1001)]})  # 1001 tasks x 1 model x 2 methods x 1000 trials
+    assert len(expand(grid, {"d": ["a", "b"]})) == 2 * 2 * 1000
+
+
+def test_deeply_nested_or_huge_toml_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    deep = tmp_path / "deep.toml"
+    deep.write_text("x = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    fifo = tmp_path / "fifo.toml"
+    import os
+
+    os.mkfifo(fifo)
+    for path, message in ((deep, "nested too deeply"), (fifo, "not a regular file")):
+        assert main(["run", str(path), "--out", str(tmp_path / "run")]) == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err
+    assert not (tmp_path / "run").exists()

@@ -17,10 +17,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from prefix_exec.jsonl import dumps
+
 
 def request_key(request: Mapping[str, Any]) -> str:
     text = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    # surrogatepass: a conversation holding a model's lone surrogate still has a key (the same bytes as
+    # UTF-8 for every other text).
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class ResponseCache:
@@ -72,7 +76,7 @@ class ResponseCache:
         with self._connect() as db:
             db.execute(
                 "INSERT OR REPLACE INTO responses (key, response, latency_s) VALUES (?, ?, ?)",
-                (request_key(request), json.dumps(response, ensure_ascii=False), latency_s),
+                (request_key(request), dumps(response), latency_s),  # lone surrogates escaped
             )
 
     def __len__(self) -> int:

@@ -19,10 +19,17 @@ from typing import Any
 
 from prefix_exec.agents.variants import AgentSettings
 from prefix_exec.errors import InputError
-from prefix_exec.jsonl import UnitKey
-from prefix_exec.llm.config import EndpointConfig
+from prefix_exec.jsonl import UnitKey, check_regular_file
+from prefix_exec.llm.config import EndpointConfig, redact_url
 from prefix_exec.methods import METHODS
 
+#: Upper bounds of a grid, each with a clear message: trials, agent step settings, a dataset's sample, the
+#: expanded units, and the grid file's size.
+MAX_TRIALS = 1000
+MAX_AGENT_SETTING = 100_000
+MAX_TASKS = 1_000_000
+MAX_UNITS = 1_000_000
+MAX_GRID_BYTES = 1_000_000
 TOP_KEYS = {"seed", "trials", "methods", "agent", "datasets", "models", "run", "base_dir"}
 #: Every ``[agent]`` setting is an integer field of :class:`AgentSettings`.
 AGENT_KEYS = tuple(f.name for f in fields(AgentSettings))
@@ -127,8 +134,13 @@ DECODING_KEYS = ("model", "base_url", "temperature", "reasoning_effort", "max_to
 
 
 def decoding(endpoint: EndpointConfig) -> dict[str, Any]:
-    """The decoding settings of ``endpoint`` as JSON; unset ones (``None``: not sent) are left out."""
-    return {k: getattr(endpoint, k) for k in DECODING_KEYS if getattr(endpoint, k, None) is not None}
+    """The decoding settings of ``endpoint`` as JSON; unset ones (``None``: not sent) are left out. The URL is
+    written without credentials (``user:pass@``, ``?api_key=``): these settings go into settings.json and
+    every rollout and record."""
+    found = {k: getattr(endpoint, k) for k in DECODING_KEYS if getattr(endpoint, k, None) is not None}
+    if isinstance(found.get("base_url"), str):
+        found["base_url"] = redact_url(found["base_url"])
+    return found
 
 
 #: Dataset options that name files or folders, resolved against the grid's folder.
@@ -137,12 +149,18 @@ PATH_OPTIONS = ("spec", "tau2_data")
 
 def load_grid(path: str | Path) -> Grid:
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise InputError("no such grid file", path=p)
+    check_regular_file(p)
+    if p.stat().st_size > MAX_GRID_BYTES:
+        raise InputError(f"a grid file over {MAX_GRID_BYTES:,} bytes is refused", path=p,
+                         hint="a grid is a few lines of TOML; list many task ids in a file instead")
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML: {exc}", path=p) from None
+    except RecursionError:
+        raise InputError("not usable TOML: nested too deeply", path=p) from None
     try:
         base = data.get("base_dir", str(p.resolve().parent))
         if not isinstance(base, str) or not Path(base).is_absolute():
@@ -174,7 +192,7 @@ def parse_grid(data: Mapping[str, Any], *, base_dir: Path) -> Grid:
     if unknown:
         raise InputError(f"unknown key {unknown[0]!r}", field=f"agent.{unknown[0]}",
                          hint="known: " + ", ".join((*AGENT_KEYS, "verifier_model")))
-    settings = AgentSettings(**{k: integer_at_least(agent[k], f"agent.{k}", minimum=1)
+    settings = AgentSettings(**{k: integer_at_least(agent[k], f"agent.{k}", minimum=1, maximum=MAX_AGENT_SETTING)
                                 for k in AGENT_KEYS if k in agent})
     datasets = tuple(_dataset(d, i) for i, d in enumerate(_list(data, "datasets", dict)))
     _unique([d.name for d in datasets], "datasets", what="dataset name")
@@ -185,18 +203,22 @@ def parse_grid(data: Mapping[str, Any], *, base_dir: Path) -> Grid:
     cache = run.get("cache", True)
     if not isinstance(cache, bool):
         raise InputError("must be true or false", field="run.cache")
-    trials = integer_at_least(data.get("trials", 1), "trials", minimum=1)
-    seed = integer_at_least(data.get("seed", 0), "seed", minimum=0)
+    trials = integer_at_least(data.get("trials", 1), "trials", minimum=1, maximum=MAX_TRIALS)
+    seed = integer_at_least(data.get("seed", 0), "seed", minimum=0, maximum=2**63 - 1)
     return Grid(
         datasets=datasets, models=models, methods=methods, trials=trials, seed=seed,
         agent=settings, verifier_model=verifier, cache=cache, base_dir=base_dir,
     )
 
 
-def integer_at_least(value: Any, where: str, *, minimum: int) -> int:
-    """``value`` when it is an integer (not a bool) >= ``minimum``; else an :class:`InputError` naming ``where``."""
+def integer_at_least(value: Any, where: str, *, minimum: int, maximum: int | None = None) -> int:
+    """``value`` when it is an integer (not a bool) in ``minimum..maximum``; else an :class:`InputError`
+    naming ``where``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InputError(f"must be an integer >= {minimum}, got {value!r}", field=where)
+        raise InputError(f"must be an integer >= {minimum}, got {value!r:.40}", field=where)
+    if maximum is not None and value > maximum:
+        raise InputError(f"must be at most {maximum:,}, got {value:.3g}", field=where,
+                         hint="a sane upper bound keeps a typo from asking for billions of units")
     return value
 
 
@@ -261,7 +283,7 @@ def _dataset(raw: Mapping[str, Any], i: int) -> DatasetSpec:
         _unique(tasks, f"datasets[{i}].tasks", what="task")
     sample = options.pop("sample", None)
     if sample is not None:
-        sample = integer_at_least(sample, f"datasets[{i}].sample", minimum=1)
+        sample = integer_at_least(sample, f"datasets[{i}].sample", minimum=1, maximum=MAX_TASKS)
     return DatasetSpec(name=options.pop("name"), kind=options.pop("kind"), options=options,
                        tasks=tuple(tasks) if tasks is not None else None, sample=sample)
 
@@ -279,7 +301,14 @@ def select_tasks(spec: DatasetSpec, available: list[str], seed: int | None) -> l
 
 
 def expand(grid: Grid, tasks: Mapping[str, list[str]]) -> list[Unit]:
-    """Every unit, dataset by dataset, task, model (the grid's conditions), method and trial."""
+    """Every unit, dataset by dataset, task, model (the grid's conditions), method and trial.
+
+    More than :data:`MAX_UNITS` units is an :class:`InputError`, raised before any is built."""
+    models = sum(1 for m in grid.models if m.condition)
+    count = sum(len(tasks[d.name]) for d in grid.datasets) * models * len(grid.methods) * grid.trials
+    if count > MAX_UNITS:
+        raise InputError(f"the grid expands to {count:,} units, above the bound of {MAX_UNITS:,}",
+                         field="trials", hint="fewer trials, models, methods or tasks; or split the grid")
     return [
         Unit(d.name, t, m.name, method, trial)
         for d in grid.datasets for t in tasks[d.name] for m in grid.models if m.condition for method in grid.methods

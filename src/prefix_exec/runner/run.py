@@ -19,6 +19,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import sqlite3
 import sys
 import time
@@ -106,7 +107,17 @@ def run_grid(
     if out.exists() and not out.is_dir():
         raise InputError("--out must be a directory, and this is a file", path=out, hint="pass a new folder name")
     rollouts_path, records_path = out / ROLLOUTS, out / RECORDS
+    check_run_directory(out)
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
+    try:
+        # Everything a resume reads is checked before anything is written, so a refusal leaves no file behind.
+        completed_keys(rollouts_path)
+        completed_keys(records_path)
+    except InputError:
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     with run_lock(out):
         if not resume and rollouts_path.exists() and rollouts_path.stat().st_size:
             raise InputError("the run directory already has rollouts", path=out,
@@ -144,6 +155,24 @@ def run_grid(
         compact_failures(out / FAILURES, done)
     report.seconds = time.perf_counter() - started
     return report
+
+
+#: The files a run directory may hold (and their temporary and journal siblings).
+RUN_FILES = (ROLLOUTS, RECORDS, FAILURES, CACHE, GRID_COPY, SETTINGS, LOCK)
+
+
+def check_run_directory(out: Path) -> None:
+    """Refuse an existing folder that holds files but is not a run directory (no settings.json) before
+    anything is written into it: a run there would leave its cache and settings among someone else's files."""
+    if not out.is_dir() or (out / SETTINGS).is_file():
+        return
+    others = sorted(p.name for p in out.iterdir() if not p.name.startswith(RUN_FILES))
+    if others:
+        raise InputError(
+            f"this folder is not a run directory (no {SETTINGS}) and holds other files ({', '.join(others[:3])}"
+            f"{', ...' if len(others) > 3 else ''})",
+            path=out, hint="pass a new or empty folder as --out, or the folder of an earlier run",
+        )
 
 
 def check_api_keys(grid: Grid) -> None:
