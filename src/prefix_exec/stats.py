@@ -51,7 +51,9 @@ def dataset_rng(seed: int, dataset: str) -> np.random.Generator:
     Deriving it from the name (not from the order datasets are met) keeps a dataset's intervals identical
     whether or not other datasets are summarized in the same run.
     """
-    return np.random.default_rng(np.random.SeedSequence(entropy=seed, spawn_key=(zlib.crc32(dataset.encode()),)))
+    # surrogatepass: a name holding a lone surrogate still has a key (the same bytes as UTF-8 otherwise).
+    key = zlib.crc32(dataset.encode("utf-8", "surrogatepass"))
+    return np.random.default_rng(np.random.SeedSequence(entropy=seed, spawn_key=(key,)))
 
 
 def resample_counts(n_tasks: int, resamples: int, rng: np.random.Generator) -> NDArray[np.int64]:

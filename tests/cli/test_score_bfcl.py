@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,20 @@ def test_prompting_y_is_bfcls_by_default_and_ours_on_request(shared_data: Path, 
     assert sorted(r["task_id"] for r in rows(decoded) if r["success"]) == ["multi_turn_base_133", "multi_turn_base_182"]
     # the prefix replay is the same under both readings
     assert [(r["fed"], r["T"]) for r in rows(default)] == [(r["fed"], r["T"]) for r in rows(decoded)]
+
+
+def test_lone_surrogates_in_fc_prompting_and_folder_names_are_escaped(tmp_path: Path) -> None:
+    # A non-UTF-8 folder name decodes (surrogateescape) to a lone surrogate in the model name.
+    folder = Path(os.fsdecode(bytes(tmp_path) + b"/m\xff-FC"))
+    folder.mkdir()
+    fc = {"id": "multi_turn_base_1", "result": [[[{"ls": json.dumps({"a": "\ud800"})}]]]}
+    prompting = {"id": "multi_turn_base_3", "result": [["[ls(a='\ud800')]"]]}
+    (folder / "BFCL_v4_multi_turn_base_result.json").write_text(
+        json.dumps(fc) + "\n" + json.dumps(prompting) + "\n", encoding="utf-8")
+    out = tmp_path / "r.jsonl"
+    assert main(["score", "bfcl", str(folder), "--out", str(out), "--model", "x\udcff"]) == 0
+    records = rows(out)
+    assert [r["task_id"] for r in records] == ["multi_turn_base_1", "multi_turn_base_3"]
+    assert {r["model"] for r in records} == {"x\udcff"} and records[0]["actions"][0]["arguments"] == {"a": "\ud800"}
+    assert main(["score", "bfcl", str(folder), "--out", str(tmp_path / "r2.jsonl")]) == 0
+    assert {r["model"] for r in rows(tmp_path / "r2.jsonl")} == {"m\udcff"}

@@ -224,3 +224,19 @@ def test_method_key() -> None:
 
 def test_labels_enum_order_matches_columns() -> None:
     assert [label.value for label in FailureLabel][:2] == ["schema", "dependency"]
+
+
+def test_csv_and_markdown_cells_are_neutralised() -> None:
+    from prefix_exec.report.cells import Cell, Table
+    from prefix_exec.report.formats import to_csv, to_markdown
+
+    hostile = ['=HYPERLINK("http://x","y")', "@SUM(A1)", "+1+1", "<script>alert(1)</script>", "a|b\nc", "-0.05"]
+    table = Table("t", "t", ("name",), rows=tuple((Cell(text),) for text in hostile))
+    import csv
+    import io
+
+    cells = [row[0] for row in csv.reader(io.StringIO(to_csv(table)))][1:]
+    assert cells[:3] == ["'" + text for text in hostile[:3]]  # shown as text, never run as a formula
+    assert cells[-1] == "-0.05"  # a number stays a number
+    md = to_markdown(table)
+    assert "<script>" not in md and "&lt;script&gt;" in md and "a\\|b c" in md

@@ -94,6 +94,11 @@ def os_error(exc: OSError) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code instead of exiting, for tests and embedding."""
+    for stream in (sys.stdout, sys.stderr):
+        # A lone surrogate in a name from a file is printed escaped, never a UnicodeEncodeError.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     text = render(summary, found, args.format)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text, encoding="utf-8")
+        Path(args.out).write_text(text, encoding="utf-8", errors="backslashreplace")
         print(f"prefix-exec: wrote metrics for {len(summary.conditions)} conditions to {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)

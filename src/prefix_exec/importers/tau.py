@@ -31,6 +31,7 @@ from typing import Any
 from prefix_exec.envs.tau.backend import Provenance
 from prefix_exec.envs.tau.dispatch import depth_error
 from prefix_exec.errors import InputError
+from prefix_exec.jsonl import check_regular_file
 from prefix_exec.replay import Skipped
 from prefix_exec.trajectory import Observation, Rollout, ToolCall
 
@@ -69,6 +70,7 @@ def read_results(
     the reason, the others are read.
     """
     text_path = str(path)
+    check_regular_file(Path(path))  # a FIFO or /dev/zero would block or fill memory
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
@@ -77,6 +79,8 @@ def read_results(
         raise InputError(f"not valid JSON ({exc.msg})", path=text_path, line=exc.lineno) from None
     except RecursionError:
         raise InputError("JSON nested too deep to read", path=text_path) from None
+    except ValueError as exc:  # an integer past Python's 4,300-digit limit
+        raise InputError(f"not usable JSON ({str(exc).split(';')[0]})", path=text_path) from None
     if isinstance(data, list):  # a bare list of simulations, as some harnesses write
         data = {"simulations": data}
     if not isinstance(data, Mapping) or not isinstance(data.get("simulations"), list):

@@ -25,6 +25,7 @@ from typing import Any
 
 from prefix_exec.envs.toolsandbox.calls import literal_arguments, parse_call_code
 from prefix_exec.errors import InputError
+from prefix_exec.jsonl import check_regular_file
 from prefix_exec.trajectory import Observation, ToolCall
 
 _ERROR_TEXT = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)(: |$)")
@@ -42,6 +43,7 @@ class RecordedCalls:
 
 def load_json(path: Path) -> Any:
     """The parsed file; raises :class:`InputError` for unreadable, undecodable, too deep or too large JSON."""
+    check_regular_file(path)  # a FIFO would block, /dev/zero fill memory
     try:
         with path.open(encoding="utf-8") as handle:
             return json.load(handle)

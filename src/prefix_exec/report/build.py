@@ -119,11 +119,11 @@ def write_report(
                 text = f"> **{plots.SYNTHETIC_MARK}**\n\n{text}"
             elif synthetic and fmt == "tex":
                 text = f"% {plots.SYNTHETIC_MARK}\n{text}"
-            path.write_text(text, encoding="utf-8")
-    folder.add("summary.json").write_text(to_json(summary), encoding="utf-8")
+            path.write_text(text, encoding="utf-8", errors="backslashreplace")
+    folder.add("summary.json").write_text(to_json(summary), encoding="utf-8", errors="backslashreplace")
     md = [f"# {options.title}\n", mark and f"> **{plots.SYNTHETIC_MARK}**\n"]
     md += [RENDERERS["md"](t) for t in all_tables]
-    folder.add("report.md").write_text("\n".join(md), encoding="utf-8")
+    folder.add("report.md").write_text("\n".join(md), encoding="utf-8", errors="backslashreplace")
     shown: dict[str, list[Path]] = {}
     if options.plots:
         drawn = {
@@ -145,6 +145,6 @@ def write_report(
         f"({summary.resamples} resamples, seed {summary.seed})."
     )
     page = render(summary, records, sections, title=options.title, subtitle=subtitle, synthetic=synthetic)
-    folder.add("report.html").write_text(page, encoding="utf-8")
+    folder.add("report.html").write_text(page, encoding="utf-8", errors="backslashreplace")
     folder.finish()
     return Report(summary, tuple(all_tables), tuple(folder.files), synthetic)

@@ -15,7 +15,26 @@ from prefix_exec.report.cells import Cell, Table
 
 
 def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
+    """A Markdown table cell: pipes escaped, raw HTML shown as text (``<script>`` from a method name must
+    not become markup in a rendered README), line breaks flattened so a cell stays on its row."""
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+            .replace("\r", " ").replace("\n", " "))
+
+
+#: First characters a spreadsheet reads as a formula (CSV injection: ``=HYPERLINK(...)``, ``@SUM(...)``).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(text: str) -> str:
+    """A CSV cell a spreadsheet shows as text: a formula-like cell gets a leading ``'``; numbers (``-0.05``)
+    are left as they are."""
+    if not text.startswith(_FORMULA_START):
+        return text
+    try:
+        float(text)
+    except ValueError:
+        return "'" + text
+    return text
 
 
 def to_markdown(table: Table) -> str:
@@ -41,7 +60,7 @@ def to_csv(table: Table) -> str:
             header.append(f"{h[0]}_bold")
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(header)
+    writer.writerow([csv_cell(h) for h in header])
     for row in table.rows:
         out: list[str] = []
         for i, cell in enumerate(row):
@@ -49,7 +68,7 @@ def to_csv(table: Table) -> str:
             out += list(parts) + [""] * (len(heads[i]) - len(parts))
             if i in table.bold_columns:
                 out.append("1" if cell.bold else "0")
-        writer.writerow(out)
+        writer.writerow([csv_cell(c) for c in out])
     return buf.getvalue()
 
 

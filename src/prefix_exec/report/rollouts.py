@@ -106,7 +106,8 @@ def payload(records: Sequence[PrefixRecord]) -> str:
 
     Deterministic: gzip's header time is 0."""
     text = json.dumps([rollout_row(r) for r in records], ensure_ascii=False, separators=(",", ":"))
-    return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
+    data = text.encode("utf-8", "backslashreplace")  # a lone surrogate becomes a JSON \\u escape
+    return base64.b64encode(gzip.compress(data, compresslevel=9, mtime=0)).decode("ascii")
 
 
 def decode(data: str) -> list[list[Any]]:

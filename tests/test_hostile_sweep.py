@@ -1,0 +1,274 @@
+"""The hostile-input sweep: hundreds of malformed or hostile inputs built here, across every importer,
+``metrics``, ``report`` and grids, each run in-process through the CLI.
+
+Every case must end within its time bound with exit 0 or 2, print no traceback, create no file outside its
+output, and (for the scoring commands) still score the good rows around the bad one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prefix_exec.cli import main
+
+TICKETING = Path(__file__).resolve().parents[1] / "examples" / "ticketing"
+#: Wall-clock bound of one case, seconds (cases take milliseconds; the bound is for a hang or a blow-up).
+BOUND_S = 60.0
+
+#: Hostile values, as raw JSON text (some cannot be written by json.dumps at all).
+RAW_VALUES = {
+    "null": "null",
+    "true": "true",
+    "negative": "-1",
+    "float": "1e308",
+    "huge-int": "9" * 5000,
+    "big-int": str(10**18),
+    "empty-list": "[]",
+    "empty-object": "{}",
+    "surrogate": '"\\ud800"',
+    "deep-list": "[" * 5000 + "]" * 5000,
+    "nested-900": "[" * 900 + "]" * 900,
+    "long-text": json.dumps("x" * 200_000),
+    "html": json.dumps("<script>alert(1)</script>=HYPERLINK(\"http://x\")"),
+    "nan": "NaN",
+}
+#: The values tried at every path; the full set is tried at the identity and count fields.
+CORE = ("null", "huge-int", "surrogate", "deep-list", "nested-900", "empty-object", "long-text")
+FULL_AT = {("dataset",), ("model",), ("method",), ("trial",), ("success",), ("actions",), ("T",), ("fed",)}
+
+
+def values_for(path: tuple[str | int, ...]) -> dict[str, str]:
+    return RAW_VALUES if path in FULL_AT else {k: RAW_VALUES[k] for k in CORE}
+
+
+#: File contents that stand for a FIFO and a symlink to /dev/zero.
+FIFO, ZERO = "\u0000FIFO", "\u0000ZERO"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    files: dict[str, str]  # relative path -> text
+    argv: Callable[[Path], list[str]]  # argv for main, given the case folder
+    out: str  # the output's relative path
+    good: tuple[str, ...] = ()  # task ids the output must hold (scoring commands)
+
+
+def mutate(row: dict[str, Any], path: tuple[str | int, ...], raw: str) -> str:
+    """``row`` as JSON text with the value at ``path`` replaced by the raw JSON text ``raw``."""
+    marker = "\u0000MARK\u0000"
+    copy = json.loads(json.dumps(row))
+    node: Any = copy
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = marker
+    return json.dumps(copy).replace(json.dumps(marker), raw)
+
+
+def paths_of(value: Any, prefix: tuple[str | int, ...] = ()) -> Iterator[tuple[str | int, ...]]:
+    """Every key path in a JSON value (objects and the first element of lists)."""
+    if isinstance(value, dict):
+        for key, child in value.items():
+            yield (*prefix, key)
+            yield from paths_of(child, (*prefix, key))
+    elif isinstance(value, list) and value:
+        yield (*prefix, 0)
+        yield from paths_of(value[0], (*prefix, 0))
+
+
+GARBAGE_LINES = {
+    "not-json": "this is not json",
+    "truncated": '{"dataset": "ticketing", "task_id": ',
+    "array": "[1, 2, 3]",
+    "string": '"a row"',
+    "number": "42",
+    "deep": "[" * 100_000 + "]" * 100_000,
+    "bom": "\ufeff{}",
+    "nul": "\u0000",
+}
+
+
+def custom_cases() -> Iterator[Case]:
+    good = (TICKETING / "rollouts.jsonl").read_text(encoding="utf-8").splitlines()
+    first, second = json.loads(good[0]), json.loads(good[1])
+    base = {**first, "task_id": "hostile"}
+    keep = (first["task_id"], second["task_id"])
+    lines: dict[str, str] = {f"garbage-{k}": v for k, v in GARBAGE_LINES.items()}
+    for path in paths_of(base):
+        if path == ("task_id",):
+            continue
+        for label, raw in values_for(path).items():
+            lines[f"{'.'.join(map(str, path))}={label}"] = mutate(base, path, raw)
+    for name, line in lines.items():
+        text = "\n".join([good[0], line, good[1]]) + "\n"
+        yield Case(f"custom:{name}", {"in.jsonl": text},
+                   lambda d: ["score", "custom", "--tools", str(TICKETING / "tools.yaml"), str(d / "in.jsonl"),
+                              "--out", str(d / "out.jsonl"), "--keep-going"],
+                   "out.jsonl", keep)
+
+
+def bfcl_cases() -> Iterator[Case]:
+    good = {"id": "multi_turn_base_1", "result": [[[{"pwd": "{}"}]]]}
+    good2 = {"id": "multi_turn_base_3", "result": [["[ls()]"]]}
+    hostile = {"id": "multi_turn_base_2", "result": [[[{"ls": "{\"a\": true}"}]]]}
+    lines: dict[str, str] = {f"garbage-{k}": v for k, v in GARBAGE_LINES.items()}
+    for path in [("id",), ("result",), ("result", 0, 0), ("result", 0, 0, 0, "ls")]:
+        for label, raw in values_for(path).items():
+            lines[f"{'.'.join(map(str, path))}={label}"] = mutate(hostile, path, raw)
+    prompting = {
+        "surrogate": "[ls(a='\ud800')]", "nested-call": "[ls(a=ls())]", "lambda": "[(lambda: 1)()]",
+        "power": "[power(base=10, exponent=1000000000)]", "deep": "[ls(a=" + "[" * 3000 + "]" * 3000 + ")]",
+        "long": "[ls(a='" + "x" * 300_000 + "')]", "unclosed": "[ls(a='", "dunder": "[__import__('os')]",
+    }
+    for label, text in prompting.items():
+        lines[f"prompting-{label}"] = json.dumps({"id": "multi_turn_base_2", "result": [[text]]})
+    calls = {
+        "exchange-repeat": {"compute_exchange_rate": json.dumps({"base_currency": "USD", "target_currency": "JPY",
+                                                                  "value": "x" * 1_000_000})},
+        "unknown-tool": {"eval": "{}"}, "blocked": {"rm": json.dumps({"file_name": "/"})},
+        "wrong-type": {"cd": json.dumps({"folder": 5})},
+    }
+    for label, call in calls.items():
+        lines[f"call-{label}"] = json.dumps({"id": "multi_turn_base_2", "result": [[[call]]]})
+    for name, line in lines.items():
+        text = "\n".join([json.dumps(good), line, json.dumps(good2)]) + "\n"
+        yield Case(f"bfcl:{name}", {"m-FC/BFCL_v4_multi_turn_base_result.json": text},
+                   lambda d: ["score", "bfcl", str(d / "m-FC"), "--out", str(d / "out.jsonl"), "--keep-going"],
+                   "out.jsonl", ("multi_turn_base_1", "multi_turn_base_3"))
+
+
+def record_row(task: str, method: str = "react") -> dict[str, Any]:
+    return {"kind": "record", "schema_version": 1, "dataset": "d", "task_id": task, "model": "m", "method": method,
+            "trial": 0, "T": 2, "fed": 3, "success": 1, "executable": True, "label": None, "reason": "",
+            "no_tool": False, "verdicts": [{"step": 1, "tool": "a", "accepted": True, "label": None, "causes": [],
+                                            "reason": "", "notes": ["n"]}],
+            "actions": [{"name": "a", "arguments": {}, "turn": 0}]}
+
+
+def metrics_cases() -> Iterator[Case]:
+    good = [json.dumps(record_row(f"t{i}", method)) for i in range(3) for method in ("react", "plan")]
+    base = record_row("hostile")
+    for path in [("T",), ("fed",), ("success",), ("dataset",), ("method",), ("label",)]:
+        for label, raw in values_for(path).items():
+            text = "\n".join([*good, mutate(base, path, raw)]) + "\n"
+            yield Case(f"metrics:{'.'.join(map(str, path))}={label}", {"records.jsonl": text},
+                       lambda d: ["metrics", str(d / "records.jsonl"), "--resamples", "20", "--format", "csv",
+                                  "--out", str(d / "m.csv")], "m.csv")
+    yield Case("metrics:fifo", {"records.jsonl": FIFO}, lambda d: ["metrics", str(d / "records.jsonl")], "m.csv")
+    yield Case("metrics:dev-zero", {"records.jsonl": ZERO}, lambda d: ["metrics", str(d / "records.jsonl")], "m.csv")
+
+
+def report_cases() -> Iterator[Case]:
+    good = [json.dumps(record_row(f"t{i}", method)) for i in range(3) for method in ("react", "plan")]
+    base = record_row("hostile")
+    for path in [("verdicts", 0, "notes"), ("verdicts", 0, "notes", 0), ("verdicts", 0, "reason"),
+                 ("verdicts", 0, "result"), ("metadata",), ("method",), ("actions", 0, "arguments")]:
+        for label in ("null", "huge-int", "surrogate", "deep-list", "html", "empty-object", "true"):
+            text = "\n".join([*good, mutate(base, path, RAW_VALUES[label])]) + "\n"
+            yield Case(f"report:{'.'.join(map(str, path))}={label}", {"records.jsonl": text},
+                       lambda d: ["report", str(d / "records.jsonl"), "--out", str(d / "report"), "--resamples", "20",
+                                  "--no-plots", "--format", "md,csv"], "report")
+
+
+GRIDS = {
+    "trials-1e9": "trials = 1000000000\n",
+    "deep-array": "x = " + "[" * 50_000 + "]" * 50_000 + "\n",
+    "deep-table": "x = " + "{a = " * 3000 + "1" + "}" * 3000 + "\n",
+    "not-toml": "[[[\n",
+    "seed-huge": "seed = 99999999999999999999999999\n",
+    "unknown-key": "bogus = 1\n",
+    "methods-int": "methods = 5\n",
+    "models-string": 'models = "x"\n',
+    "binary": "\u0000\u0001\u0002",
+    "surrogate-like": 'methods = ["\\ud800"]\n',
+}
+
+
+def grid_cases() -> Iterator[Case]:
+    for name, text in GRIDS.items():
+        yield Case(f"grid:{name}", {"grid.toml": text},
+                   lambda d: ["run", str(d / "grid.toml"), "--out", str(d / "run")], "run")
+
+
+def tau_and_toolsandbox_cases() -> Iterator[Case]:
+    shapes = {"not-json": "nope", "list": "[]", "empty": "{}", "deep": "[" * 100_000 + "]" * 100_000,
+              "huge-int": "9" * 6000, "simulations-int": '{"simulations": 5}',
+              "tasks-str": '{"tasks": "x", "simulations": []}'}
+    shapes |= {"fifo": FIFO, "dev-zero": ZERO}
+    for name, text in shapes.items():
+        yield Case(f"tau:{name}", {"results.json": text},
+                   lambda d: ["score", "tau", str(d / "results.json"), "--out", str(d / "out.jsonl"), "--keep-going"],
+                   "out.jsonl")
+        yield Case(f"toolsandbox:{name}", {"run/trajectories/s1/execution_context.json": text},
+                   lambda d: ["score", "toolsandbox", str(d / "run"), "--out", str(d / "out.jsonl"), "--keep-going",
+                              "--success-if-unknown", "0"], "out.jsonl")
+
+
+def all_cases() -> list[Case]:
+    return [*custom_cases(), *bfcl_cases(), *metrics_cases(), *report_cases(), *grid_cases(),
+            *tau_and_toolsandbox_cases()]
+
+
+def listing(folder: Path) -> set[Path]:
+    return {p.relative_to(folder) for p in folder.rglob("*")}
+
+
+def test_the_sweep_has_hundreds_of_cases_across_every_input() -> None:
+    cases = all_cases()
+    kinds = {c.name.split(":")[0] for c in cases}
+    assert len(cases) >= 200 and kinds == {"custom", "bfcl", "metrics", "report", "grid", "tau", "toolsandbox"}
+
+
+def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # anything written relative to the working directory would show up here
+    problems: list[str] = []
+    slowest = (0.0, "")
+    for index, case in enumerate(all_cases()):
+        folder = tmp_path / f"case{index}"
+        folder.mkdir()
+        for name, text in case.files.items():
+            path = folder / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if text == FIFO:
+                os.mkfifo(path)
+            elif text == ZERO:
+                path.symlink_to("/dev/zero")
+            else:
+                path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        before = listing(folder)
+        start = time.monotonic()
+        try:
+            code: object = main(case.argv(folder))
+        except SystemExit as exc:  # argparse
+            code = exc.code
+        except BaseException as exc:  # the sweep reports every escape
+            code = f"raised {type(exc).__name__}: {str(exc)[:200]}"
+        seconds = time.monotonic() - start
+        slowest = max(slowest, (seconds, case.name))
+        err = capsys.readouterr().err
+        created = {p for p in listing(folder) - before if not str(p).startswith(case.out)}
+        if code not in (0, 2):
+            problems.append(f"{case.name}: exit {code}")
+        if "Traceback" in err:
+            problems.append(f"{case.name}: traceback")
+        if seconds > BOUND_S:
+            problems.append(f"{case.name}: {seconds:.1f} s")
+        if created:
+            problems.append(f"{case.name}: created {sorted(map(str, created))[:3]} outside its output")
+        if case.good:
+            out = folder / case.out
+            found = {json.loads(line)["task_id"] for line in out.read_text().splitlines()} if out.exists() else set()
+            if not set(case.good) <= found:
+                problems.append(f"{case.name}: good rows not scored ({sorted(set(case.good) - found)})")
+    assert set(os.listdir(tmp_path)) == {f"case{i}" for i in range(len(all_cases()))}
+    assert not problems, f"{len(problems)} problems (slowest case {slowest[1]}: {slowest[0]:.1f} s):\n" + "\n".join(
+        problems[:60])
