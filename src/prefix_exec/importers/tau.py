@@ -70,7 +70,8 @@ def read_results(
     the reason, the others are read.
     """
     text_path = str(path)
-    check_regular_file(Path(path))  # a FIFO or /dev/zero would block or fill memory
+    if Path(path).exists():
+        check_regular_file(Path(path))  # a FIFO or /dev/zero would block or fill memory
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
