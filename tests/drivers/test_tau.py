@@ -296,3 +296,28 @@ def test_a_parallel_call_cannot_use_its_siblings_result_live_or_scored() -> None
     guarded, guarded_record = scored["guarded-react"]
     assert [a.name for a in guarded.actions] == ["get_user_details"] and guarded.metadata["guard_rejections"] == 1
     assert guarded_record.executable
+
+
+def test_tau_planners_see_the_goal_tools_a_state_summary_and_the_domain_policy() -> None:
+    """Paper 2.5: the planner proposes a plan from the goal, the tool schemas, a compact state summary; on tau
+    the executor's system prompt is the domain policy, so planner and verifier get it too."""
+    from prefix_exec.drivers.tau import state_summary
+    from prefix_exec.envs.tau import TauEnvironment
+
+    domain = load_domain("airline")
+    script = TauScript(TauEnvironment(domain), ["3"])
+    with ScriptedServer(script) as server:
+        driver = TauDriver("airline", user=endpoint(server, "user-sim"))
+        rollout = driver.run(Agent("dual-loop", ChatBackend(endpoint(server, "agent"))), "3")
+        requests = list(server.requests)
+    assert rollout.success == 1
+    planning = [b for b in requests if b["model"] == "agent" and not b.get("tools")]
+    assert len(planning) >= 2  # the planner and the verifier
+    summary = state_summary("airline", TauEnvironment(domain).initial_db("3"))
+    assert summary.startswith("airline database with ") and "users: 500" in summary and "reservations: 2000" in summary
+    policy_line = next(line for line in domain.policy.splitlines() if len(line) > 40)
+    for body in planning:
+        text = json.dumps(body["messages"], ensure_ascii=False)
+        assert "Policy (the executor must follow it)" in text and json.dumps(policy_line)[1:-1] in text
+        assert json.dumps(summary)[1:-1] in text
+        assert "Goal:" in text and "Tools:" in text

@@ -185,15 +185,19 @@ def history_text(turns: Sequence[tuple[str, str | None]]) -> str:
 @dataclass(frozen=True)
 class PlanRequest:
     """What the planner and verifier are told: the user's latest message (the goal), the tools, the driver's
-    state summary and the earlier turns (:func:`history_text`, ``""`` for none)."""
+    state summary, the earlier turns (:func:`history_text`, ``""`` for none) and the domain policy the executor's
+    system prompt holds (tau; ``""``: none, as on BFCL, which sends no system prompt)."""
 
     goal: str
     tools: Sequence[ToolSchema]
     state: str = ""
     history: str = ""
+    policy: str = ""
 
     def text(self) -> str:
+        policy = f"Policy (the executor must follow it):\n{self.policy}\n\n" if self.policy else ""
         earlier = f"Earlier in this conversation (oldest first):\n{self.history}\n\n" if self.history else ""
         return (
-            f"{earlier}Goal:\n{self.goal}\n\nTools:\n{tools_listing(self.tools)}\n\nState:\n{self.state or '(none)'}"
+            f"{policy}{earlier}Goal:\n{self.goal}\n\nTools:\n{tools_listing(self.tools)}\n\n"
+            f"State:\n{self.state or '(none)'}"
         )

@@ -134,11 +134,13 @@ class Agent:
         *,
         plan: bool = True,
         state: str = "",
+        policy: str = "",
         budget: TurnBudget | None = None,
     ) -> TurnResult:
         """Hand the user's message to the agent and run the turn; ``plan`` False skips planning this turn.
         ``budget`` bounds the executor's model calls (default: ``settings.max_steps`` per turn; see
-        :mod:`~prefix_exec.agents.budget`); planning is never counted in it.
+        :mod:`~prefix_exec.agents.budget`); planning is never counted in it. ``state`` and ``policy`` go to the
+        planner and verifier (:class:`PlanRequest`).
 
         Plans and plan requests ride in the user's message (and prompt-planning's plan is followed by a short
         user message), so the conversation keeps one system message and alternating roles, which strict chat
@@ -147,7 +149,8 @@ class Agent:
         prepare = self.variant.prepare if plan else None
         if prepare is not None:
             episode.record("planned_turns", turn)
-            prepare(self, episode, PlanRequest(content, episode.tools, state, history_text(episode.history)))
+            request = PlanRequest(content, episode.tools, state, history_text(episode.history), policy)
+            prepare(self, episode, request)
         else:
             episode.say({"role": "user", "content": content})
         result = self.executor.run_turn(episode, session, turn, budget)

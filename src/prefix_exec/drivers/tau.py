@@ -60,6 +60,22 @@ AGENT_INSTRUCTION = (
 )
 
 
+def state_summary(domain: str, db: Any) -> str:
+    """The planner's compact state summary: the DB's collections and their sizes, never a record.
+
+    Planning runs on the first user message, before any lookup; a record's ids in the plan would hand the
+    agent information it never saw (the information check would then be meaningless), so the summary says
+    what exists, not which.
+    """
+    fields = type(db).model_fields if hasattr(type(db), "model_fields") else dict(db)
+    values = ((name, getattr(db, name) if hasattr(type(db), "model_fields") else db[name]) for name in fields)
+    sizes = [f"{name}: {len(value)}" for name, value in values if isinstance(value, dict | list)]
+    return (
+        f"{domain} database with {', '.join(sizes) or 'no collections'}. Nothing has been looked up yet: "
+        "ids come from the user or from tool results."
+    )
+
+
 def system_prompt(policy: str) -> str:
     """tau2's LLM-agent system prompt layout: instructions, then the domain policy."""
     return f"<instructions>\n{AGENT_INSTRUCTION}\n</instructions>\n<policy>\n{policy}\n</policy>"
@@ -189,7 +205,17 @@ class TauDriver:
             users.append(str(reply.content))
             before = len(episode.actions)
             # tau2's horizon is the turn's only cap: each turn may use what is left of the conversation's budget.
-            result = agent.user_turn(episode, session, str(reply.content), turn, plan=turn == 0, budget=horizon)
+            planned = turn == 0
+            result = agent.user_turn(
+                episode,
+                session,
+                str(reply.content),
+                turn,
+                plan=planned,
+                state=state_summary(self._env.domain.name, self._env.initial_db(task_id)) if planned else "",
+                policy=self._env.domain.policy if planned else "",
+                budget=horizon,
+            )
             trajectory.extend(_tool_messages(msg, episode.actions[before:]))
             horizon.errors = failed_calls(episode)
             if result.stop is None:
