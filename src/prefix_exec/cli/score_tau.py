@@ -8,24 +8,21 @@ the paper's selection, the disagreements, and with ``--regrade`` the recomputed 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from prefix_exec.cli.common import add_identity_options, add_output_options, budget_options, finish
 from prefix_exec.envs.tau import TauEnvironment, load_domain
-from prefix_exec.envs.tau.consistency import Disagreement, compared, disagreements, summarize
+from prefix_exec.envs.tau.consistency import Consistency, Disagreement
 from prefix_exec.envs.tau.mismatch import task_mismatch
-from prefix_exec.envs.tau.regrade import regrade_db
+from prefix_exec.envs.tau.regrade import regrade_files
 from prefix_exec.envs.tau.tasks import check_embedded
 from prefix_exec.errors import InputError
 from prefix_exec.importers.tau import TauResults, read_results, with_provenance
 from prefix_exec.io import read_records
-from prefix_exec.jsonl import UnitKey
 from prefix_exec.replay import Skipped
 from prefix_exec.scoring import score_to_file
-from prefix_exec.trajectory import PrefixRecord, Rollout
+from prefix_exec.trajectory import Rollout
 
 
 def register(benchmarks: Any, name: str) -> None:
@@ -92,16 +89,7 @@ def run(args: argparse.Namespace) -> int:
         units.extend(results.units)
         mismatched += _mismatches(results, env)
     by_rollout = {id(r): envs[f.path] for f in files for r in f.rollouts}
-    found: list[Disagreement] = []
-    calls = 0
-    scored: set[UnitKey] = set()  # the units with a record in --out
-
-    def on_record(record: PrefixRecord) -> None:
-        nonlocal calls
-        found.extend(disagreements(record))
-        calls += compared(record)
-        scored.add(record.key)
-
+    consistency = Consistency()
     report = score_to_file(
         units,
         lambda rollout: by_rollout[id(rollout)].bind(rollout),
@@ -111,17 +99,18 @@ def run(args: argparse.Namespace) -> int:
         keep_going=args.keep_going,
         total=len(units),
         desc="scoring tau",
-        on_record=on_record,
+        on_record=consistency.add,
         inputs=args.results,
         **budget_options(args),
     )
     if args.resume:  # the kept records were scored by an earlier run: compare every record of the output again
-        found.clear()
-        calls = 0
+        consistency.restart()
         for record in read_records(args.out):
-            on_record(record)
-    _write_consistency(args.consistency or f"{args.out}.consistency.json", [*mismatched, *found], calls)
-    unregraded = _regrade(files, envs, scored, keep_going=args.keep_going) if args.regrade else 0
+            consistency.add(record)
+    consistency.write(args.consistency or f"{args.out}.consistency.json", sys.stderr, first=mismatched)
+    unregraded = 0
+    if args.regrade:
+        unregraded = regrade_files(files, envs, consistency.scored, keep_going=args.keep_going, log=sys.stderr)
     status = finish(report, args.out)
     return 2 if unregraded else status
 
@@ -141,73 +130,3 @@ def _mismatches(results: TauResults, env: TauEnvironment) -> list[Disagreement]:
         if entry is not None:
             found.append(entry)
     return found
-
-
-def _write_consistency(path: str, found: list[Disagreement], calls: int) -> None:
-    """Write the report; ``calls`` is how many replayed calls had a recorded error flag to compare."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps([d.to_json() for d in found], indent=1, default=str) + "\n", encoding="utf-8")
-    if not calls:
-        print(f"prefix-exec: consistency: no call with a recorded error flag to compare -> {path}", file=sys.stderr)
-        return
-    if not found:
-        print(
-            f"prefix-exec: consistency: replay agrees with every recorded error flag ({calls} calls) -> {path}",
-            file=sys.stderr,
-        )
-        return
-    counts = ", ".join(f"{n} {kind}" for kind, n in sorted(summarize(found).items()))
-    print(
-        f"prefix-exec: consistency: {len(found)} disagreement(s) ({counts}) in {calls} calls compared -> {path}",
-        file=sys.stderr,
-    )
-    for entry in found:
-        print(f"  {entry.describe()}", file=sys.stderr)
-
-
-def _regrade(
-    files: list[TauResults],
-    envs: dict[str, TauEnvironment],
-    scored: set[UnitKey],
-    *,
-    keep_going: bool,
-) -> int:
-    """Recompute the DB check of every scored simulation; those skipped while scoring (listed there) are not.
-
-    Only simulations whose file records a ``db_check`` count as compared. Returns how many scored simulations
-    could not be regraded (a malformed task; listed, and only with ``keep_going``).
-    """
-    compared = reproduced = unrecorded = 0
-    skipped: list[str] = []
-    done: set[UnitKey] = set()
-    for results in files:
-        for rollout, simulation in zip(results.rollouts, results.sources, strict=True):
-            if rollout.key not in scored or rollout.key in done:  # skipped while scoring, or a duplicate
-                continue
-            done.add(rollout.key)
-            try:
-                result = regrade_db(envs[results.path], simulation)
-            except InputError as exc:
-                where = f"{results.path}: task {rollout.task_id} trial {rollout.trial}"
-                if not keep_going:
-                    raise InputError(
-                        f"regrade: {where}: {exc.detail()}", hint="fix the task, or pass --keep-going"
-                    ) from None
-                skipped.append(where)
-                print(f"prefix-exec: regrade: skipped {where}: {exc.detail()}", file=sys.stderr)
-                continue
-            if not result.compared:
-                unrecorded += 1
-                continue
-            compared += 1
-            if result.agrees:
-                reproduced += 1
-            else:
-                print(f"  regrade: {results.path}: {result.describe()}", file=sys.stderr)
-    text = f"prefix-exec: regrade: {reproduced}/{compared} recorded DB checks reproduced"
-    if unrecorded:
-        text += f"; {unrecorded} simulation(s) record no db_check, not compared"
-    if skipped:
-        text += f"; {len(skipped)} could not be regraded (listed above)"
-    print(text, file=sys.stderr)
-    return len(skipped)

@@ -4,16 +4,18 @@
 - :mod:`.state`: copy-on-access DB copies, one per rollout;
 - :mod:`.binding`: schema binding of a call, and tau2's calculator without ``eval``;
 - :mod:`.labels`: the table of tau2 error messages -> failure labels;
-- :mod:`.information`: the information-availability check;
-- :mod:`.session`: the environment and session (the :class:`~prefix_exec.envs.base.Session` contract);
-- :mod:`.consistency`: our verdicts against the recorded error flags;
-- :mod:`.tasks`: the paper's task set, checked against a results file's embedded tasks;
-- :mod:`.regrade`: the DB part of the reward, recomputed.
+- :mod:`.information`: the information-availability check and the evidence timeline a session feeds it;
+- :mod:`.session`: the environment and its sessions, strict (ours) and tau2's own (the
+  :class:`~prefix_exec.envs.base.Session` contract);
+- :mod:`.consistency`: our verdicts against the recorded error flags, and the report ``score tau`` writes;
+- :mod:`.tasks`: the paper's task set, checked against a results file's embedded tasks; a task's initial state
+  and expected actions;
+- :mod:`.regrade`: the DB part of the reward, recomputed for every scored simulation of the results files.
 
 Nothing here imports tau2 at module import time; the first environment built does.
 """
 
 from prefix_exec.envs.tau.backend import Domain, load_domain
-from prefix_exec.envs.tau.session import RolloutEnvironment, TauEnvironment, TauSession
+from prefix_exec.envs.tau.session import RolloutEnvironment, Tau2Session, TauEnvironment, TauSession
 
-__all__ = ["Domain", "RolloutEnvironment", "TauEnvironment", "TauSession", "load_domain"]
+__all__ = ["Domain", "RolloutEnvironment", "Tau2Session", "TauEnvironment", "TauSession", "load_domain"]

@@ -15,10 +15,13 @@ says which by its ``kind``:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass
-from typing import Any
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
 
+from prefix_exec.jsonl import UnitKey
 from prefix_exec.trajectory import PrefixRecord
 
 
@@ -106,3 +109,48 @@ def summarize(entries: Iterable[Disagreement]) -> dict[str, int]:
     for entry in entries:
         counts[entry.kind] = counts.get(entry.kind, 0) + 1
     return counts
+
+
+@dataclass
+class Consistency:
+    """The consistency check of one scoring run, fed one record at a time (``score_to_file``'s ``on_record``):
+    the disagreements found, how many calls had a recorded error flag to compare, and the units scored."""
+
+    found: list[Disagreement] = field(default_factory=list)
+    calls: int = 0
+    scored: set[UnitKey] = field(default_factory=set)
+
+    def add(self, record: PrefixRecord) -> None:
+        self.found.extend(disagreements(record))
+        self.calls += compared(record)
+        self.scored.add(record.key)
+
+    def restart(self) -> None:
+        """Forget the comparisons (not the scored units), to compare a resumed output's every record again."""
+        self.found.clear()
+        self.calls = 0
+
+    def write(self, path: str, log: TextIO, *, first: Sequence[Disagreement] = ()) -> None:
+        """Write the report (a JSON list of :meth:`Disagreement.to_json`: the entries ``first``, then those
+        found) to ``path`` and say on ``log`` what it holds: every entry, or that replay agrees, or that no call
+        could be compared."""
+        entries = [*first, *self.found]
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(
+            json.dumps([d.to_json() for d in entries], indent=1, default=str) + "\n", encoding="utf-8"
+        )
+        if not self.calls:
+            print(f"prefix-exec: consistency: no call with a recorded error flag to compare -> {path}", file=log)
+            return
+        if not entries:
+            agrees = f"replay agrees with every recorded error flag ({self.calls} calls)"
+            print(f"prefix-exec: consistency: {agrees} -> {path}", file=log)
+            return
+        counts = ", ".join(f"{n} {kind}" for kind, n in sorted(summarize(entries).items()))
+        print(
+            f"prefix-exec: consistency: {len(entries)} disagreement(s) ({counts}) in {self.calls} calls compared "
+            f"-> {path}",
+            file=log,
+        )
+        for entry in entries:
+            print(f"  {entry.describe()}", file=log)

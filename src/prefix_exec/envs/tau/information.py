@@ -10,6 +10,9 @@ purpose, because agents legitimately normalise or compute it and a textual check
 addresses, emails, zip codes, dates (the user says "May 20", the call says ``2024-05-20``), airport codes
 ("from SF" becomes ``SFO``), cabins, amounts and totals (computed), free-text reasons and summaries.
 
+What a call may have seen is a :class:`Timeline`: the conversation's texts up to the assistant message issuing
+the call, and the results of accepted calls of earlier assistant messages (never a parallel sibling's).
+
 Matching is case-insensitive on the value's characters with a leading ``#`` dropped (users say ``W2378156`` for
 order ``#W2378156``), and the value must stand as a whole token: not preceded or followed by a letter or
 digit, so ``1234`` is not found inside ``12345``. Numbers are compared through their decimal text.
@@ -17,8 +20,9 @@ digit, so ``1234`` is not found inside ``12345``. Numbers are compared through t
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,3 +98,121 @@ class Evidence:
 def unseen(arguments: Mapping[str, Any], evidence: Evidence) -> list[tuple[str, str]]:
     """The identifier arguments whose value appears in no text of ``evidence``."""
     return [(path, value) for path, value in identifier_arguments(arguments) if not evidence.contains(value)]
+
+
+def conversation_timeline(transcript: Sequence[Mapping[str, Any]]) -> tuple[tuple[int, str], ...]:
+    """``(calls_before, text)`` for every non-assistant message text, in order.
+
+    ``calls_before`` counts the assistant tool calls in messages *strictly before* the message holding the
+    text's first following call; a text is visible to call k (0-based) when ``calls_before <= k``.
+    """
+    timeline: list[tuple[int, str]] = []
+    calls = 0
+    for message in transcript:
+        role = message.get("role")
+        if role == "assistant":
+            calls += len(message.get("tool_calls") or ())
+            continue
+        content = message.get("content")
+        if content:
+            timeline.append((calls, content if isinstance(content, str) else json.dumps(content)))
+    return tuple(timeline)
+
+
+def call_messages(transcript: Sequence[Mapping[str, Any]]) -> tuple[int, ...]:
+    """For every assistant tool call (0-based, counted like :func:`conversation_timeline`), the 0-based index
+    in ``transcript`` of the assistant message issuing it. Calls sharing an index are parallel calls."""
+    return tuple(
+        index
+        for index, message in enumerate(transcript)
+        if message.get("role") == "assistant"
+        for _ in message.get("tool_calls") or ()
+    )
+
+
+class Timeline:
+    """The evidence of one session, fed call by call; ``evidence`` ``None`` turns the information check off.
+
+    ``texts`` (:func:`conversation_timeline`) and ``messages`` (:func:`call_messages`) come from a bound
+    rollout's transcript; both are empty for a session driven online, where the driver adds what the agent sees
+    (:meth:`observe`) and, with :meth:`begin_message`, marks where one model answer's calls begin. Before each
+    call (:meth:`before_call`) the evidence gains every transcript text visible to it, and the results of
+    accepted calls (:meth:`accepted`) of earlier assistant messages.
+    """
+
+    def __init__(
+        self,
+        evidence: Evidence | None,
+        texts: tuple[tuple[int, str], ...] = (),
+        messages: tuple[int, ...] = (),
+        *,
+        calls: int = 0,
+        seen_upto: int = 0,
+        pending: Sequence[str] = (),
+        online: bool = False,
+    ) -> None:
+        self.evidence = evidence
+        self.texts = texts
+        self.messages = messages
+        self.calls = calls  # calls checked so far: the 0-based index of the next one
+        self._seen_upto = seen_upto
+        self._pending = list(pending)  # accepted results not yet visible (the current message's calls)
+        self._online = online  # begin_message() was called: the driver marks answer boundaries
+
+    def copy(self) -> Timeline:
+        """An independent twin (a session's fork): the evidence and the pending results are copied."""
+        return Timeline(
+            self.evidence.copy() if self.evidence is not None else None,
+            self.texts,
+            self.messages,
+            calls=self.calls,
+            seen_upto=self._seen_upto,
+            pending=self._pending,
+            online=self._online,
+        )
+
+    def observe(self, text: Any) -> None:
+        """Add a text the agent has now seen (a user turn, for online use)."""
+        if self.evidence is not None:
+            self.evidence.add(text)
+
+    def begin_message(self) -> None:
+        """Online use: the next calls form one assistant message; results of earlier calls become evidence."""
+        self._online = True
+        if self.evidence is not None:
+            self.evidence.extend(self._pending)
+        self._pending.clear()
+
+    def before_call(self) -> None:
+        """Feed the evidence every transcript text visible to the call about to be checked, and the results of
+        accepted calls of earlier assistant messages; then count the call."""
+        if self.evidence is not None:
+            if self._pending and self._new_message(self.calls):
+                self.evidence.extend(self._pending)
+                self._pending.clear()
+            while self._seen_upto < len(self.texts) and self.texts[self._seen_upto][0] <= self.calls:
+                self.evidence.add(self.texts[self._seen_upto][1])
+                self._seen_upto += 1
+        self.calls += 1
+
+    def accepted(self, result: str) -> None:
+        """An accepted call's result: seen by the calls of later assistant messages only. Without a transcript
+        or answer boundaries (online, one call at a time) it is seen at once."""
+        if self.evidence is None:
+            return
+        self._pending.append(result)
+        if not self.messages and not self._online:
+            self.evidence.extend(self._pending)
+            self._pending.clear()
+
+    def _new_message(self, index: int) -> bool:
+        """Whether call ``index`` (0-based) opens an assistant message, so earlier calls' results are visible.
+
+        Without message boundaries (a session driven online, one call at a time) every call is its own message,
+        unless the driver marks them (:meth:`begin_message`), which then releases results itself.
+        """
+        if self._online:
+            return False
+        if index == 0 or index >= len(self.messages):
+            return True
+        return self.messages[index] != self.messages[index - 1]

@@ -11,15 +11,18 @@ are not recomputed: the recorded reward stays Y.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TextIO
 
 from prefix_exec.envs.tau.backend import import_tau2
 from prefix_exec.envs.tau.dispatch import run_tool
-from prefix_exec.envs.tau.session import TauEnvironment, expected_actions
+from prefix_exec.envs.tau.session import TauEnvironment
 from prefix_exec.envs.tau.state import lazy_db
+from prefix_exec.envs.tau.tasks import expected_actions
 from prefix_exec.errors import InputError
+from prefix_exec.jsonl import UnitKey
+from prefix_exec.trajectory import Rollout
 
 
 @dataclass(frozen=True)
@@ -95,3 +98,67 @@ def regrade_db(env: TauEnvironment, simulation: Mapping[str, Any]) -> Regrade:
         recomputed=match,
         reward=reward_info.get("reward"),
     )
+
+
+class ResultsFile(Protocol):
+    """One read results file: its path, and its rollouts with the simulation each came from (aligned)."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def rollouts(self) -> Sequence[Rollout]: ...
+
+    @property
+    def sources(self) -> Sequence[Mapping[str, Any]]: ...
+
+
+def regrade_files(
+    files: Sequence[ResultsFile],
+    envs: Mapping[str, TauEnvironment],
+    scored: set[UnitKey],
+    *,
+    keep_going: bool,
+    log: TextIO,
+) -> int:
+    """Recompute the DB check of every scored simulation (``envs`` by file path); those skipped while scoring
+    (listed there) and repeats of a unit are not. Each disagreement, each simulation that cannot be regraded
+    and a closing count go to ``log``.
+
+    Only simulations whose file records a ``db_check`` count as compared. Returns how many scored simulations
+    could not be regraded (a malformed task): without ``keep_going`` the first one raises :class:`InputError`.
+    """
+    compared = reproduced = unrecorded = 0
+    skipped: list[str] = []
+    done: set[UnitKey] = set()
+    for results in files:
+        for rollout, simulation in zip(results.rollouts, results.sources, strict=True):
+            if rollout.key not in scored or rollout.key in done:  # skipped while scoring, or a duplicate
+                continue
+            done.add(rollout.key)
+            try:
+                result = regrade_db(envs[results.path], simulation)
+            except InputError as exc:
+                where = f"{results.path}: task {rollout.task_id} trial {rollout.trial}"
+                if not keep_going:
+                    raise InputError(
+                        f"regrade: {where}: {exc.detail()}", hint="fix the task, or pass --keep-going"
+                    ) from None
+                skipped.append(where)
+                print(f"prefix-exec: regrade: skipped {where}: {exc.detail()}", file=log)
+                continue
+            if not result.compared:
+                unrecorded += 1
+                continue
+            compared += 1
+            if result.agrees:
+                reproduced += 1
+            else:
+                print(f"  regrade: {results.path}: {result.describe()}", file=log)
+    text = f"prefix-exec: regrade: {reproduced}/{compared} recorded DB checks reproduced"
+    if unrecorded:
+        text += f"; {unrecorded} simulation(s) record no db_check, not compared"
+    if skipped:
+        text += f"; {len(skipped)} could not be regraded (listed above)"
+    print(text, file=log)
+    return len(skipped)

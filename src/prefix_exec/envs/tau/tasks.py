@@ -1,4 +1,5 @@
-"""The paper's tau3-bench task set, and a results file's embedded tasks checked against it.
+"""tau3-bench tasks: the paper's task set, a results file's embedded tasks checked against it, and what a task
+definition says to replay: its initial state (:func:`apply_initial_state`) and expected actions.
 
 The paper audits all 50 airline tasks and the 114 tasks of retail's ``base`` split: 164 in all. Both come from
 the installed tau2 data: airline is every task of ``airline/tasks.json`` (its ``base`` split, where present,
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from prefix_exec.envs.tau.backend import Domain, import_tau2
+from prefix_exec.envs.tau.dispatch import MAX_DEPTH, depth_error, run_tool
 from prefix_exec.errors import InputError
 
 #: Expected sizes of the paper's selection; a different installed count is reported, not silently used.
@@ -100,3 +102,89 @@ def _canonical(task: Mapping[str, Any]) -> Any:
 
 def _natural(task_id: str) -> tuple[int, str]:
     return (int(task_id), "") if task_id.isdigit() else (1 << 30, task_id)
+
+
+def expected_actions(task: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The task's ``evaluation_criteria.actions``. A malformed one raises :class:`InputError`."""
+    criteria = task.get("evaluation_criteria") or {}
+    actions = criteria.get("actions") if isinstance(criteria, Mapping) else None
+    actions = actions or []
+    if not isinstance(criteria, Mapping) or not _objects(actions) or not all("name" in a for a in actions):
+        raise InputError(
+            f"task {task.get('id')}: evaluation_criteria.actions is not a list of named actions",
+            field="evaluation_criteria",
+        )
+    return list(actions)
+
+
+def _objects(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, Mapping) for item in value)
+
+
+def _malformed(task: Mapping[str, Any], what: str) -> InputError:
+    return InputError(f"task {task.get('id')}: malformed initial_state: {what}", field="initial_state")
+
+
+def apply_initial_state(domain: Domain, task: Mapping[str, Any]) -> Any:
+    """The DB after the task's ``initial_state``, in tau2's order (``Environment.set_state``): initialization
+    data, then initialization actions, then the assistant tool calls of the initial message history.
+
+    A malformed ``initial_state`` (wrong shapes, data tau2's model rejects) raises :class:`InputError`.
+    """
+    state = task.get("initial_state") or {}
+    if not isinstance(state, Mapping):
+        raise _malformed(task, f"expected an object, got {state!r}")
+    init_data = state.get("initialization_data") or {}
+    if not isinstance(init_data, Mapping):
+        raise _malformed(task, "initialization_data is not an object")
+    data = init_data.get("agent_data")
+    if data is not None and not isinstance(data, Mapping):
+        raise _malformed(task, "initialization_data.agent_data is not an object")
+    init_actions = state.get("initialization_actions") or []
+    history = state.get("message_history") or []
+    if not _objects(init_actions) or not all(isinstance(a.get("func_name"), str) for a in init_actions):
+        raise _malformed(task, "initialization_actions is not a list of objects with a func_name")
+    if not _objects(history) or not all(_objects(m.get("tool_calls") or []) for m in history):
+        raise _malformed(task, "message_history is not a list of messages with tool call objects")
+    actions = [
+        {"func_name": a["func_name"], "arguments": a.get("arguments"), "env_type": a.get("env_type", "assistant")}
+        for a in init_actions
+    ]
+    actions += [
+        {"func_name": c.get("name"), "arguments": c.get("arguments"), "env_type": c.get("requestor", "assistant")}
+        for message in history
+        for c in message.get("tool_calls") or []
+    ]
+    if not data and not actions:
+        return domain.base_db
+    db = domain.base_db
+    if data:
+        update = import_tau2("tau2.utils.pydantic_utils").update_pydantic_model_with_dict
+        try:
+            db = update(db, data)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:  # pydantic's ValidationError included
+            raise _malformed(task, f"initialization_data.agent_data does not fit the DB: {exc}") from None
+    else:
+        db = db.model_copy(deep=True)
+    toolkit = domain.make_toolkit(db)
+    required = len(init_actions)
+    for index, action in enumerate(actions):
+        name = action["func_name"]
+        if action["env_type"] != "assistant":
+            raise InputError(f"task {task.get('id')}: user-side initial action {name} (airline/retail have none)")
+        arguments = action["arguments"] or {}
+        if not isinstance(arguments, Mapping) or depth_error(arguments) is not None:
+            raise _malformed(task, f"the arguments of {name!r} are not an object of at most {MAX_DEPTH} levels")
+        if index < required and name not in domain.tools:
+            raise InputError(
+                f"task {task.get('id')}: initialization action {name!r} is not a tool of {domain.name}",
+                field="initial_state.initialization_actions",
+                hint=f"{domain.name}'s tools: {', '.join(sorted(domain.tools))}",
+            )
+        try:
+            run_tool(domain, toolkit, str(name), arguments)
+        except Exception as exc:
+            if index < required:
+                raise InputError(f"task {task.get('id')}: initialization action {name} fails: {exc}") from None
+            # a failing call of the initial message history changed nothing in tau2 either
+    return toolkit.db
