@@ -240,3 +240,9 @@ def test_csv_and_markdown_cells_are_neutralised() -> None:
     assert cells[-1] == "-0.05"  # a number stays a number
     md = to_markdown(table)
     assert "<script>" not in md and "&lt;script&gt;" in md and "a\\|b c" in md
+
+
+def test_an_empty_paired_table_says_why() -> None:
+    rows = [record("react", t, T=2, fed=3, success=1, model=m) for t in ("t1", "t2") for m in ("a", "b")]
+    t = paired_differences(summary_of(rows))
+    assert t.rows == () and "--pair A:B" in t.note and "leaderboard" in t.note

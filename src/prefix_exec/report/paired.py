@@ -88,4 +88,11 @@ def paired_differences(
     """The report's paired table: ``pairs`` (condition pairs), or by default :func:`default_pairs` of every
     (dataset, model) block."""
     chosen = [p for block in blocks_of(summary) for p in default_pairs(block)] if pairs is None else list(pairs)
-    return comparison_table(comparisons(summary, chosen), anchors)
+    note = NOTE
+    if not chosen:
+        note = (
+            "No (dataset, model) block holds two methods, so there is no pair by default: name pairs with "
+            "--pair A:B (a model, a method or model/method on each side); a dataset with several models has "
+            "its differences against a reference in the leaderboard section."
+        )
+    return comparison_table(comparisons(summary, chosen), anchors, note=note)
