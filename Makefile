@@ -13,7 +13,7 @@ TOOLSANDBOX ?= $(firstword $(wildcard ../shared/vendor/ToolSandbox ../../shared/
 TAU2_PROVIDER ?= sierra
 TAU2_SOURCE   ?= $(abspath $(firstword $(wildcard ../shared/vendor/tau2-bench ../../shared/vendor/tau2-bench)))
 
-.PHONY: setup toolsandbox demo test lint bench
+.PHONY: setup toolsandbox demo test test-quick lint bench
 
 # Installs prefix-exec with all its extras into $(VENV), then BFCL's data and backend classes with --no-deps
 # (bfcl-eval's declared dependencies pull in ~6 GB of torch/CUDA that replay never uses), then the tau2 package
@@ -43,8 +43,13 @@ toolsandbox:
 demo:
 	$(BIN)/prefix-exec demo --out out/demo
 
+# The whole suite, slow end-to-end tests included: what CI runs. test-quick leaves out the tests marked slow
+# (subprocesses, Ray, whole real fixtures) for a fast loop while editing; it is never enough before landing.
 test: lint
 	$(BIN)/python -m pytest
+
+test-quick: lint
+	$(BIN)/python -m pytest -m 'not slow'
 
 lint:
 	$(BIN)/ruff check src tests benchmarks

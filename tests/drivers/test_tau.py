@@ -51,6 +51,7 @@ def play(domain: str, tasks: list[str], methods: tuple[str, ...], judge: bool = 
     return [out, models, script]
 
 
+@pytest.mark.slow
 def test_gold_play_succeeds_by_tau2s_evaluator_for_every_variant() -> None:
     results, models, _ = play("airline", AIRLINE, METHODS)
     assert len(results) == len(AIRLINE) * len(METHODS)
@@ -219,6 +220,7 @@ def test_horizon_settings_are_checked(limits: dict[str, int]) -> None:
         TauDriver("airline", user=EndpointConfig(model="u", api_key_env=""), **limits)
 
 
+@pytest.mark.slow
 def test_grid_with_a_tau_dataset(tmp_path: Any) -> None:
     from prefix_exec.envs.tau import TauEnvironment, load_domain
     from prefix_exec.io import read_records, read_rollouts

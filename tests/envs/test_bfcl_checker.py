@@ -26,6 +26,7 @@ def checker(env: BfclEnvironment) -> FinalSuccess:
     return FinalSuccess(env.templates)
 
 
+@pytest.mark.slow
 def test_ground_truth_all_800_have_ter_1_and_y_1(env: BfclEnvironment, checker: FinalSuccess) -> None:
     failures = []
     count = 0
@@ -39,6 +40,7 @@ def test_ground_truth_all_800_have_ter_1_and_y_1(env: BfclEnvironment, checker: 
     assert failures == []
 
 
+@pytest.mark.slow
 def test_y_agrees_with_bfcl_checker_on_glyphh(shared_data: Path, checker: FinalSuccess) -> None:
     from bfcl_oracle import bfcl_success
 

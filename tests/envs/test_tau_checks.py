@@ -217,6 +217,7 @@ def test_foreign_or_changed_tasks_are_reported() -> None:
     assert "x9" in check.describe() and "differs" in check.describe()
 
 
+@pytest.mark.slow
 def test_regrade_reproduces_the_recorded_db_checks(shared_data: Path) -> None:
     results = read_results(shared_data / "tau" / "gpt-4.1_airline_1trial.json")
     env = TauEnvironment(load_domain("airline"), results.tasks)

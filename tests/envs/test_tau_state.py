@@ -107,6 +107,7 @@ from prefix_exec.envs.tau.regrade import db_hash  # noqa: E402
 from prefix_exec.importers.tau import read_results  # noqa: E402
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("domain", ["airline", "retail"])
 def test_every_recorded_call_matches_tau2s_own_environment(shared_data: Path, domain: str) -> None:
     """Run each simulation's recorded calls (all of them, failing ones included) on our copy-on-access DB and on

@@ -105,6 +105,7 @@ def test_real_fc_fixture(shared_data: Path) -> None:
     assert [c.name for c in first.actions[:2]] == ["pwd", "ls"] and first.metadata["turns"] == 4
 
 
+@pytest.mark.slow
 def test_real_prompting_fixture_scores_without_crash(shared_data: Path) -> None:
     env = BfclEnvironment()
     checker = FinalSuccess(env.templates)

@@ -184,6 +184,7 @@ def _open_and_write(path: Any, barrier: Any, results: Any) -> None:
         results.put(repr(exc))
 
 
+@pytest.mark.slow
 def test_many_processes_can_open_one_new_cache(tmp_path: Any) -> None:
     # Ray actors open the run's cache at the same moment; a fresh file's switch to WAL used to fail
     # ("database is locked") in about 1 of 15 such starts of 12 processes.

@@ -10,7 +10,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -22,6 +22,9 @@ from prefix_exec.io import read_records, read_rollouts
 from prefix_exec.replay import replay
 from prefix_exec.runner import load_grid
 from prefix_exec.runner.run import call_prices, plan_units, run_grid
+
+if TYPE_CHECKING:
+    from runner.conftest import RaySession
 
 REPO = Path(__file__).resolve().parents[2]
 METHODS = ["react", "prompt-planning", "plan-conditioned", "dual-loop", "guarded-react"]
@@ -180,6 +183,7 @@ def test_orphan_rollout_and_torn_line_are_repaired_on_resume(server: ScriptedSer
     assert repaired[-1]["metadata"]["cached_calls"] >= 1  # the redone unit's answers came from the cache
 
 
+@pytest.mark.slow
 def test_kill_9_mid_grid_then_resume_is_complete_and_duplicate_free(tmp_path: Path) -> None:
     with ScriptedServer(ticketing_agent.respond, latency_s=0.03) as server:
         grid = write_grid(tmp_path, server.base_url, trials=2, methods=["react", "dual-loop", "guarded-react"])
@@ -204,15 +208,12 @@ def test_kill_9_mid_grid_then_resume_is_complete_and_duplicate_free(tmp_path: Pa
         assert len(keys) == len(set(keys)) and set(keys) == units
 
 
-def test_ray_and_local_executors_write_identical_records(server: ScriptedServer, tmp_path: Path) -> None:
-    ray = pytest.importorskip("ray")
+@pytest.mark.slow
+def test_ray_and_local_executors_write_identical_records(server: ScriptedServer, tmp_path: Path,
+                                                         ray_session: RaySession) -> None:
     grid = write_grid(tmp_path, server.base_url, methods=METHODS)
     run_grid(grid, tmp_path / "local", max_concurrency=2)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        report = run_grid(grid, tmp_path / "ray", executor="ray", max_concurrency=2)
-    finally:
-        ray.shutdown()
+    report = run_grid(grid, tmp_path / "ray", executor="ray", max_concurrency=2)
     assert report.written == 30 and report.failed == 0
     for name in ("records.jsonl", "rollouts.jsonl"):
         local = {unit_key(r): strip_latency(r) for r in rows(tmp_path / "local" / name)}
@@ -222,20 +223,17 @@ def test_ray_and_local_executors_write_identical_records(server: ScriptedServer,
             assert remote[key] == row, key
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("executor", ["local", "ray"])
-def test_an_endpoint_cap_holds_across_all_workers(executor: str, tmp_path: Path) -> None:
+def test_an_endpoint_cap_holds_across_all_workers(executor: str, tmp_path: Path,
+                                                  request: pytest.FixtureRequest) -> None:
     # m1 and the judge share one server; the smaller cap (1) holds for every worker thread or Ray actor.
+    if executor == "ray":
+        request.getfixturevalue("ray_session")
     with ScriptedServer(ticketing_agent.respond, latency_s=0.02) as server:
         grid = write_grid(tmp_path, server.base_url, methods=["react", "dual-loop"], extra="max_concurrency = 1")
         assert load_grid(grid).endpoint_caps() == {server.base_url: 1}
-        if executor == "ray":
-            ray = pytest.importorskip("ray")
-            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-        try:
-            report = run_grid(grid, tmp_path / "run", executor=executor, max_concurrency=3)
-        finally:
-            if executor == "ray":
-                ray.shutdown()
+        report = run_grid(grid, tmp_path / "run", executor=executor, max_concurrency=3)
         assert (report.written, report.failed) == (12, 0)
         assert server.max_in_flight == 1
 

@@ -8,6 +8,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -18,6 +19,9 @@ from prefix_exec.errors import InputError
 from prefix_exec.runner.progress import Progress
 from prefix_exec.runner.run import RunReport, run_grid, run_lock
 from runner.test_run import REPO, rows, write_grid
+
+if TYPE_CHECKING:
+    from runner.conftest import RaySession
 
 
 def test_a_second_run_on_a_busy_directory_is_refused(server: ScriptedServer, tmp_path: Path) -> None:
@@ -131,23 +135,21 @@ def login(state, args):
 '''
 
 
+@pytest.mark.slow
 def test_a_ray_worker_that_dies_fails_only_its_unit(server: ScriptedServer, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    ray = pytest.importorskip("ray")
+                                                    monkeypatch: pytest.MonkeyPatch, ray_session: RaySession) -> None:
     tools = tmp_path / "ticketing"
     shutil.copytree(REPO / "examples" / "ticketing", tools)
     with (tools / "hooks.py").open("a") as hooks:
         hooks.write(DIE_ONCE)
     grid = write_grid(tmp_path, server.base_url, methods=["react", "guarded-react"], extra="max_concurrency = 1")
     grid.write_text(grid.read_text().replace(str(REPO / "examples" / "ticketing"), str(tools)))
-    monkeypatch.setenv("PREFIX_EXEC_TEST_DIE_ONCE", str(tmp_path / "died"))
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PREFIX_EXEC_TEST_DIE_ONCE": str(tmp_path / "died")}})
-    try:
-        report = run_grid(grid, tmp_path / "run", executor="ray", max_concurrency=2)
-    finally:
-        ray.shutdown()
-    assert (tmp_path / "died").exists()
+    # The hook dies once in whichever process runs it first: a Ray worker, told the marker by the session.
+    died = ray_session.die_once
+    assert not died.exists()
+    monkeypatch.setenv("PREFIX_EXEC_TEST_DIE_ONCE", str(died))
+    report = run_grid(grid, tmp_path / "run", executor="ray", max_concurrency=2)
+    assert died.exists()
     failures = rows(tmp_path / "run" / "failures.jsonl")
     assert (report.written, report.failed) == (11, 1) and "Ray worker died" in failures[0]["error"]
     assert os.environ["PREFIX_EXEC_TEST_DIE_ONCE"]
@@ -179,6 +181,7 @@ def _sigint_default() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("executor", ["local", "ray"])
 def test_ctrl_c_exits_130_at_once_and_the_run_resumes(executor: str, tmp_path: Path) -> None:
     import signal
