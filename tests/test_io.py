@@ -62,7 +62,8 @@ def test_records_round_trip(tmp_path):
     path = tmp_path / "rec.jsonl"
     write_records(path, [rec])
     row = json.loads(path.read_text())
-    assert row["label"] == "dependency" and row["reason"] == "bad id"
+    assert row["label"] == "dependency"
+    assert row["reason"] == "bad id"
     assert row["verdicts"][1] == {
         "step": 2, "tool": "<unparsed>", "accepted": False, "label": "dependency",
         "causes": ["dependency", "information"], "reason": "bad id",
@@ -147,7 +148,9 @@ def test_a_horizon_beyond_max_t_is_an_input_error_not_an_allocation(tmp_path: Pa
     for read in (lambda: read_metric_rows([path]), lambda: list(read_records(path))):
         with pytest.raises(InputError) as caught:
             read()
-        assert caught.value.field == "T" and caught.value.line == 1 and "beyond" in caught.value.message
+        assert caught.value.field == "T"
+        assert caught.value.line == 1
+        assert "beyond" in caught.value.message
     row["T"] = 1e18  # a float is no count either
     path.write_text(json.dumps(row) + "\n")
     with pytest.raises(InputError, match="expected int"):
@@ -163,4 +166,5 @@ def test_verdict_notes_must_be_text(tmp_path: Path) -> None:
     path.write_text(json.dumps(record) + "\n")
     with pytest.raises(InputError) as caught:
         list(read_records(path))
-    assert caught.value.field == "verdicts[0].notes[1]" and caught.value.line == 1
+    assert caught.value.field == "verdicts[0].notes[1]"
+    assert caught.value.line == 1

@@ -25,7 +25,8 @@ def test_lone_surrogates_are_escaped_and_read_back_unchanged(tmp_path: Path) -> 
         out.write(unit("plain", text="é"))
     raw = path.read_bytes()
     raw.decode("utf-8")  # valid UTF-8 on disk
-    assert b"\\ud800" in raw and "é".encode() in raw  # escaped only where needed
+    assert b"\\ud800" in raw
+    assert "é".encode() in raw # escaped only where needed
     assert [data for _, data in iter_json_lines(path)] == [row, unit("plain", text="é")]
 
 
@@ -42,7 +43,8 @@ def test_json_python_cannot_hold_is_an_error_naming_the_line(tmp_path: Path, lin
     path.write_text(json.dumps(unit("good")) + "\n" + line + "\n" + json.dumps(unit("after")) + "\n")
     with pytest.raises(InputError) as caught:
         list(iter_json_lines(path))
-    assert caught.value.line == 2 and fragment in caught.value.message
+    assert caught.value.line == 2
+    assert fragment in caught.value.message
     rows = list(iter_json_lines(path, tolerant=True))
     assert [n for n, d in rows if isinstance(d, InputError)] == [2]
     assert [d["task_id"] for _, d in rows if isinstance(d, dict)] == ["good", "after"]

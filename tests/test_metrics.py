@@ -46,9 +46,12 @@ def test_pec_past_the_longest_rollout_is_zero_and_elig_is_undefined():
 
 def test_rr_is_undefined_not_zero_when_nothing_failed():
     rec = metrics.recovery([3, 2], [2, 1], [0, 1])
-    assert rec.eligible == 0 and rec.rate is None
+    assert rec.eligible == 0
+    assert rec.rate is None
     d = metrics.decompose([3, 2], [2, 1], [0, 1])
-    assert d.r is None and d.q == 1.0 and d.recombined() == pytest.approx(d.success)
+    assert d.r is None
+    assert d.q == 1.0
+    assert d.recombined() == pytest.approx(d.success)
 
 
 def test_paper_worked_example():
@@ -106,7 +109,8 @@ def test_support_decomposition_eq7(data):
 def test_ter_auc_bounds_and_rr_eligible_identity(data):
     fed, T_, y = data
     ter, auc = metrics.ter(fed, T_), metrics.auc_pec(fed, T_)
-    assert 0 <= ter <= auc + 1e-12 and auc <= 1 + 1e-12
+    assert 0 <= ter <= auc + 1e-12
+    assert auc <= 1 + 1e-12
     assert metrics.recovery(fed, T_, y).eligible == pytest.approx(len(fed) * (1 - ter))
 
 

@@ -70,16 +70,19 @@ def test_first_rejection_fixes_fed_and_replay_stops_there():
     rec = replay(r, env)
     assert (rec.T, rec.fed, rec.label) == (4, 2, FailureLabel.PRECONDITION)
     assert rec.reason == "counter is 1"
-    assert len(rec.verdicts) == 2 and env.steps == 2
+    assert len(rec.verdicts) == 2
+    assert env.steps == 2
     # The full rollout stays on the record for recovery and reports.
-    assert len(rec.actions) == 4 and rec.success == 1
+    assert len(rec.actions) == 4
+    assert rec.success == 1
 
 
 def test_replay_is_incremental_one_session_one_step_per_action():
     env = CounterEnv()
     n = 50
     replay(rollout(*[("inc", {})] * n), env)
-    assert env.starts == 1 and env.steps == n
+    assert env.starts == 1
+    assert env.steps == n
 
 
 def test_empty_rollout_is_one_terminal_no_tool_action():

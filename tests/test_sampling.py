@@ -43,7 +43,8 @@ def test_same_seed_same_pick_whatever_the_input_order(
     shuffled = list(pool.items())
     rng.shuffle(shuffled)
     assert stratified_sample(dict(shuffled), n, seed=seed) == pick
-    assert len(pick) == len(set(pick)) == n and set(pick) <= set(pool)
+    assert len(pick) == len(set(pick)) == n
+    assert set(pick) <= set(pool)
 
 
 @given(pools(max_size=80, multi=False), st.integers(0, 1000))
@@ -84,7 +85,8 @@ def test_paper_sized_pool_is_close_and_deterministic() -> None:
         pool[f"scenario_{i}"] = labels
     pick = stratified_sample(pool, 200, seed=0)
     assert pick == stratified_sample(pool, 200, seed=0)
-    assert len(pick) == 200 and _worst(pool, pick) <= 1
+    assert len(pick) == 200
+    assert _worst(pool, pick) <= 1
 
 
 def test_small_hand_example() -> None:

@@ -36,7 +36,8 @@ def test_keep_going_scores_the_rest_and_lists_every_unit_it_could_not_score(tmp_
         "in.jsonl:3",
         "task t1 (model m, method react, trial 0)",
     ]
-    assert "no task" in report.skipped[0].error and "twice" in report.skipped[2].error
+    assert "no task" in report.skipped[0].error
+    assert "twice" in report.skipped[2].error
     assert log.getvalue().count("prefix-exec: skipped") == 3
 
 

@@ -40,7 +40,8 @@ def test_wilson_undefined_without_trials():
 def test_counts_are_multiplicities_of_a_resample(n, b, seed):
     counts = resample_counts(n, b, np.random.default_rng(seed))
     assert counts.shape == (b, n)
-    assert (counts.sum(axis=1) == n).all() and (counts >= 0).all()
+    assert (counts.sum(axis=1) == n).all()
+    assert (counts >= 0).all()
 
 
 def test_same_seed_same_draw_and_datasets_draw_independently():
@@ -110,5 +111,6 @@ def test_chunked_bootstrap_never_holds_the_count_matrix():
                                    chunk_elements=1 << 20)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    assert reps.shape == (resamples, 2) and np.allclose(reps, 1.0)
+    assert reps.shape == (resamples, 2)
+    assert np.allclose(reps, 1.0)
     assert peak < 64 * 2**20

@@ -24,10 +24,13 @@ def test_point_estimates_match_the_metrics_and_rr_is_undefined_when_nothing_fail
     s = summarize(rows, resamples=500, seed=1)
     a, b = s.get("d", "m", "a"), s.get("d", "m", "b")
     assert (a.N, a.TER.point, a.mean_FED.point, a.success.point) == (4, 0.5, 2.5, 0.5)
-    assert a.RR_eligible == 2 and a.RR.point == 0.5
+    assert a.RR_eligible == 2
+    assert a.RR.point == 0.5
     assert a.PEC == pytest.approx((0.75, 0.5, 0.25, 0.0))
     assert a.n_k == (4, 3, 2, 1)
-    assert b.RR is None and b.RR_eligible == 0 and b.TER.point == 1.0
+    assert b.RR is None
+    assert b.RR_eligible == 0
+    assert b.TER.point == 1.0
     for e in (a.TER, a.AUC_PEC, a.mean_FED, a.success):
         assert e.low <= e.point <= e.high
 
@@ -67,7 +70,8 @@ def test_json_has_the_documented_shape():
     cond = doc["conditions"][0]
     for key in ("TER", "AUC_PEC", "mean_FED", "success", "RR"):
         assert set(cond[key]) == {"point", "low", "high"}
-    assert cond["N"] == 4 and cond["RR_eligible"] == 2
+    assert cond["N"] == 4
+    assert cond["RR_eligible"] == 2
     assert len(cond["PEC"]) == len(cond["PEC_elig"]) == len(cond["n_k"]) == 4
     assert "undefined" not in render(summarize(rows, resamples=100, seed=0), None, "md").splitlines()[-1]
     assert render(summarize(rows, resamples=100, seed=0), None, "csv").splitlines()[0].startswith(
@@ -78,7 +82,8 @@ def test_conditions_with_multiple_trials_resample_whole_tasks():
     rows = [MetricRow("d", f"t{i}", "m", "a", trial, 1, 2 if (i + trial) % 2 else 1, 1)
             for i in range(10) for trial in range(3)]
     s = summarize(rows, resamples=200, seed=0).get("d", "m", "a")
-    assert s.N == 30 and s.n_tasks == 10
+    assert s.N == 30
+    assert s.n_tasks == 10
     assert s.TER.point == pytest.approx(15 / 30)
 
 

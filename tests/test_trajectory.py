@@ -39,6 +39,9 @@ def test_record_exposes_the_failing_verdict():
     ok, bad = Verdict.accept(), Verdict.reject(FailureLabel.PRECONDITION, "engine off")
     rec = PrefixRecord("d", "t", "m", "x", 0, T=3, fed=2, success=0, verdicts=(ok, bad))
     assert not rec.executable
-    assert rec.label is FailureLabel.PRECONDITION and rec.reason == "engine off"
+    assert rec.label is FailureLabel.PRECONDITION
+    assert rec.reason == "engine off"
     full = PrefixRecord("d", "t", "m", "x", 0, T=1, fed=2, success=1, verdicts=(ok,))
-    assert full.executable and full.label is None and full.reason is None
+    assert full.executable
+    assert full.label is None
+    assert full.reason is None

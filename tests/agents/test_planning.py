@@ -116,7 +116,9 @@ def control_text(episode: Episode) -> str:
 )
 def test_a_malformed_step_is_a_structure_error(step: dict[str, Any], error: str) -> None:
     plan = parse_plan(json.dumps({"steps": [{"tool": "search_tickets", "arguments": {"query": "x"}}, step]}))
-    assert plan.parse_error is not None and error in plan.parse_error and plan.steps == ()
+    assert plan.parse_error is not None
+    assert error in plan.parse_error
+    assert plan.steps == ()
     assert [(i["step"], i["check"]) for i in plan.issues] == [(2, "format")]
 
 
@@ -127,7 +129,9 @@ def test_bindings_name_earlier_steps_in_the_declared_format() -> None:
         {"tool": "add_comment", "arguments": {"body": "x"}, "bindings": {"ticket_id": "step 1"}},
     ]
     plan = parse_plan(f"Here it is:\n```json\n{json.dumps({'steps': steps})}\n```")
-    assert plan.parse_error is None and len(plan.steps) == 3 and parse_plan('{"steps": []}').parse_error is None
+    assert plan.parse_error is None
+    assert len(plan.steps) == 3
+    assert parse_plan('{"steps": []}').parse_error is None
     steps[2]["bindings"] = {"ticket_id": "step 3.ticket_id"}  # its own output: not an earlier step
     assert parse_plan(json.dumps({"steps": steps})).parse_error == (
         "step 3: binding 'ticket_id' names step 3; it must name an earlier step (1..2)"
@@ -143,13 +147,17 @@ def test_prompt_planning_lists_the_tools_in_its_plan_request(
     before = len(server.requests)
     episode = converse(ticketing, agent(server, "prompt-planning"), ["file a ticket", "and another"])
     requests = by_kind(server, before)["prompt-plan"]
-    assert len(requests) == 2 and all("tools" not in r for r in requests)
+    assert len(requests) == 2
+    assert all("tools" not in r for r in requests)
     first, second = (str(r["messages"][-1]["content"]) for r in requests)
-    assert "Tools:" in first and all(f'"name": "{t.name}"' in first for t in episode.tools)
-    assert "create_ticket" not in second and "listed earlier" in second  # unchanged tools are not listed again
+    assert "Tools:" in first
+    assert all(f'"name": "{t.name}"' in first for t in episode.tools)
+    assert "create_ticket" not in second
+    assert "listed earlier" in second  # unchanged tools are not listed again
     for body in requests:
         roles = [m["role"] for m in body["messages"]]
-        assert roles.count("system") == 1 and roles[0] == "system"
+        assert roles.count("system") == 1
+        assert roles[0] == "system"
         assert all(a != b for a, b in itertools.pairwise(roles)), roles
 
 
@@ -161,9 +169,11 @@ def test_plan_conditioned_counts_an_unreadable_plan_and_labels_it(
 ) -> None:
     script.planner = [PROSE]
     episode = converse(ticketing, agent(server, "plan-conditioned"), ["file a ticket"])
-    assert episode.metadata["plan_parse_errors"] == 1 and episode.metadata["plans"] == 1
+    assert episode.metadata["plan_parse_errors"] == 1
+    assert episode.metadata["plans"] == 1
     control = control_text(episode)
-    assert "not a valid structured plan (no JSON object in the answer)" in control and PROSE in control
+    assert "not a valid structured plan (no JSON object in the answer)" in control
+    assert PROSE in control
 
 
 def test_dual_loop_never_sends_an_unreadable_plan_to_the_verifier(
@@ -174,7 +184,8 @@ def test_dual_loop_never_sends_an_unreadable_plan_to_the_verifier(
     episode = converse(ticketing, agent(server, "dual-loop", k_val=3), ["file a ticket"])
     calls = by_kind(server, before)
     assert (len(calls["planner"]), len(calls["verifier"])) == (3, 1)  # two format rounds, one verifier round
-    assert episode.metadata["verification_rounds"] == [3] and episode.metadata["plan_approved"] == [True]
+    assert episode.metadata["verification_rounds"] == [3]
+    assert episode.metadata["plan_approved"] == [True]
     assert episode.metadata["plan_parse_errors"] == 2
     asks = [str(m["content"]) for m in calls["planner"][-1]["messages"][3::2]]
     assert all("not in the required format" in a and '"check": "format"' in a for a in asks)
@@ -190,7 +201,8 @@ def test_dual_loop_out_of_budget_on_an_unreadable_plan_hands_it_over_unverified(
     before = len(server.requests)
     episode = converse(ticketing, agent(server, "dual-loop", k_val=2), ["file a ticket"])
     assert Counter(kind(b) for b in server.requests[before:]) == Counter({"planner": 2, "executor": 1})
-    assert episode.metadata["plan_approved"] == [False] and episode.metadata["verification_rounds"] == [2]
+    assert episode.metadata["plan_approved"] == [False]
+    assert episode.metadata["verification_rounds"] == [2]
     assert "failed the structure check" in control_text(episode)
 
 
@@ -207,7 +219,8 @@ def test_k_val_is_the_number_of_verifications(
     counts = Counter(kind(b) for b in server.requests[before:])
     assert (counts["planner"], counts["verifier"]) == (2 * planner, 2 * verifier)
     assert episode.metadata["verification_rounds"] == [k_val, k_val]
-    assert episode.metadata["plan_approved"] == [False, False] and episode.metadata["planned_turns"] == [0, 1]
+    assert episode.metadata["plan_approved"] == [False, False]
+    assert episode.metadata["planned_turns"] == [0, 1]
 
 
 def test_plan_approved_is_kept_per_turn(server: ScriptedServer, script: Script, ticketing: Path) -> None:
@@ -230,9 +243,11 @@ def test_an_unreadable_verdict_is_asked_again_not_sent_to_the_planner(
     assert (len(calls["planner"]), len(calls["verifier"])) == (1, 2)
     retry = calls["verifier"][1]["messages"]
     assert [m["role"] for m in retry] == ["system", "user", "assistant", "user"]
-    assert retry[2]["content"] == "Looks fine to me!" and "could not be read as a verdict" in retry[3]["content"]
+    assert retry[2]["content"] == "Looks fine to me!"
+    assert "could not be read as a verdict" in retry[3]["content"]
     assert episode.metadata["verifier_parse_errors"] == 1
-    assert episode.metadata["plan_approved"] == [True] and episode.metadata["verification_rounds"] == [2]
+    assert episode.metadata["plan_approved"] == [True]
+    assert episode.metadata["verification_rounds"] == [2]
 
 
 def test_a_verifier_that_never_answers_in_format_uses_up_the_budget(
@@ -243,7 +258,8 @@ def test_a_verifier_that_never_answers_in_format_uses_up_the_budget(
     episode = converse(ticketing, agent(server, "dual-loop", k_val=3), ["file a ticket"])
     calls = by_kind(server, before)
     assert (len(calls["planner"]), len(calls["verifier"])) == (1, 3)
-    assert episode.metadata["verifier_parse_errors"] == 3 and episode.metadata["plan_approved"] == [False]
+    assert episode.metadata["verifier_parse_errors"] == 3
+    assert episode.metadata["plan_approved"] == [False]
     assert "verifier's answers could not be read" in control_text(episode)
 
 
@@ -258,7 +274,8 @@ def test_planner_and_verifier_see_the_earlier_turns(server: ScriptedServer, scri
         first, second = (str(b["messages"][1]["content"]) for b in calls[role])
         assert "Earlier in this conversation" not in first
         earlier = second.split("Goal:\n", 1)[0]
-        assert "User: Log in as lee please" in earlier and "Agent: Answer 1." in earlier
+        assert "User: Log in as lee please" in earlier
+        assert "Agent: Answer 1." in earlier
         assert second.split("Goal:\n", 1)[1].startswith("I have updated some functions.")
 
 
@@ -270,8 +287,10 @@ def test_the_transcript_notes_what_planner_and_verifier_were_given(
     notes = [t for t in episode.transcript if t.get("agent_role") in ("planner", "verifier")]
     assert [t["agent_role"] for t in notes] == ["planner", "verifier", "planner", "verifier", "verifier"]
     first = notes[0]["input"]
-    assert first["goal"] == "file a ticket" and first["history"] == ""
-    assert first["state"].startswith("S" * 2000) and "3000 more characters" in first["state"]
+    assert first["goal"] == "file a ticket"
+    assert first["history"] == ""
+    assert first["state"].startswith("S" * 2000)
+    assert "3000 more characters" in first["state"]
     assert '"wrong user"' in notes[2]["input"]["feedback"]
     assert "could not be read" in notes[4]["input"]["correction"]
 
@@ -285,10 +304,12 @@ def test_calls_beyond_the_per_step_limit_are_answered_not_executed(
     script.calls_per_answer = 70
     before = len(server.requests)
     episode = converse(ticketing, agent(server, "react"), ["search"])
-    assert len(episode.actions) == 64 and episode.metadata["dropped_calls"] == 6
+    assert len(episode.actions) == 64
+    assert episode.metadata["dropped_calls"] == 6
     follow_up = server.requests[before:][1]["messages"]
     replies = [m for m in follow_up if m["role"] == "tool"]
-    assert len(replies) == 70 and all("per step" in str(m["content"]) for m in replies[64:])
+    assert len(replies) == 70
+    assert all("per step" in str(m["content"]) for m in replies[64:])
     assert {m["tool_call_id"] for m in replies} == {c["id"] for c in follow_up[-71]["tool_calls"]}
 
 
@@ -300,4 +321,5 @@ def test_the_per_step_limit_is_a_grid_setting(server: ScriptedServer, script: Sc
     script.calls_per_answer = 3
     bot = Agent("react", agent(server, "react").executor.backend, settings=settings)
     episode = converse(ticketing, bot, ["search"])
-    assert len(episode.actions) == 2 and episode.metadata["dropped_calls"] == 1
+    assert len(episode.actions) == 2
+    assert episode.metadata["dropped_calls"] == 1

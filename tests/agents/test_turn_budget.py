@@ -131,7 +131,8 @@ def test_taus_horizon_as_the_budget_caps_the_turn_at_its_step_limit(
     horizon = Horizon(**limits, steps=1)  # the user's message was step 1
     result, episode, made = turn(server, ticketing, "react", horizon)
     assert (made, result.stop, result.capped, episode.metadata.get("capped_turns")) == (calls, stop, capped, 1)
-    assert horizon.steps == 1 + 2 * calls and horizon.reason() == "max_steps"
+    assert horizon.steps == 1 + 2 * calls
+    assert horizon.reason() == "max_steps"
 
 
 def test_taus_horizon_stops_a_turn_on_its_error_limit_without_capping_it(

@@ -47,35 +47,45 @@ def test_every_variant_runs_every_task(server: ScriptedServer, ticketing: Path, 
     driver = CustomDriver(ticketing / "tools.yaml")
     for task in driver.task_ids():
         rollout, record = run(server, ticketing, method, task)
-        assert rollout.transcript and rollout.cost
+        assert rollout.transcript
+        assert rollout.cost
         executor_calls = roles(rollout)["executor"]
         assert executor_calls == len(ticketing_agent.SCRIPTS[next(
             m for m in ticketing_agent.SCRIPTS if m in driver.descriptions[task])]) + 1
         if task == "what-can-you-do":
-            assert record.no_tool and record.executable and rollout.success == 1
+            assert record.no_tool
+            assert record.executable
+            assert rollout.success == 1
         if task in ("open-vpn-followup", "new-laptop", "cleanup-duplicate"):
-            assert record.executable and record.T == len(rollout.actions) and rollout.success == 1
+            assert record.executable
+            assert record.T == len(rollout.actions)
+            assert rollout.success == 1
 
 
 def test_react_records_the_rejected_call_and_replay_agrees(server: ScriptedServer, ticketing: Path) -> None:
     rollout, record = run(server, ticketing, "react", "close-printer")
     assert [a.name for a in rollout.actions] == ["close_ticket", "login", "close_ticket"]
-    assert rollout.actions[0].observation is not None and rollout.actions[0].observation.error
+    assert rollout.actions[0].observation is not None
+    assert rollout.actions[0].observation.error
     assert (record.T, record.fed, record.label, rollout.success) == (3, 1, FailureLabel.PRECONDITION, 0)
 
 
 def test_guarded_react_never_executes_the_rejected_call(server: ScriptedServer, ticketing: Path) -> None:
     rollout, record = run(server, ticketing, "guarded-react", "close-printer")
     assert [a.name for a in rollout.actions] == ["login", "close_ticket"]
-    assert record.executable and rollout.success == 1 and rollout.metadata["guard_rejections"] == 1
+    assert record.executable
+    assert rollout.success == 1
+    assert rollout.metadata["guard_rejections"] == 1
     feedback = [m for m in rollout.transcript or () if "pre-execution check rejected" in str(m.get("content"))]
-    assert len(feedback) == 1 and "precondition" in str(feedback[0]["content"])
+    assert len(feedback) == 1
+    assert "precondition" in str(feedback[0]["content"])
 
 
 def test_dual_loop_revises_until_the_verifier_approves(server: ScriptedServer, ticketing: Path) -> None:
     rollout, _ = run(server, ticketing, "dual-loop", "close-printer")
     assert roles(rollout) == Counter({"planner": 2, "verifier": 2, "executor": 4})
-    assert rollout.metadata["plan_approved"] == [True] and rollout.metadata["verification_rounds"] == [2]
+    assert rollout.metadata["plan_approved"] == [True]
+    assert rollout.metadata["verification_rounds"] == [2]
     assert [a.name for a in rollout.actions] == ["close_ticket", "login", "close_ticket"]  # the executor's choice
 
 
@@ -85,9 +95,12 @@ def test_dual_loop_with_one_round_keeps_the_rejected_plan_and_its_verdict(
     rollout, _ = run(server, ticketing, "dual-loop", "close-printer", k_val=1, verifier=backend(server, "judge"))
     assert roles(rollout) == Counter({"planner": 1, "verifier": 1, "executor": 4})
     assert {c.model for c in rollout.cost if c.role == "verifier"} == {"judge"}
-    assert rollout.metadata["plan_approved"] == [False] and rollout.metadata["verifier_model"] == "judge"
+    assert rollout.metadata["plan_approved"] == [False]
+    assert rollout.metadata["verifier_model"] == "judge"
     control = [m for m in rollout.transcript or () if "PLAN (control signal)" in str(m.get("content"))]
-    assert len(control) == 1 and "not approved" in control[0]["content"] and control[0]["role"] == "user"
+    assert len(control) == 1
+    assert "not approved" in control[0]["content"]
+    assert control[0]["role"] == "user"
 
 
 def test_plan_conditioned_gives_the_plan_to_the_executor_unverified(server: ScriptedServer, ticketing: Path) -> None:
@@ -119,7 +132,8 @@ def test_only_the_executor_sees_tools_and_cost_adds_up_per_role(server: Scripted
             got[c.role][0] += c.prompt_tokens
             got[c.role][1] += c.completion_tokens
             got[c.role][2] += c.reasoning_tokens
-    assert dict(got) == dict(expected) and set(got) == {"planner", "verifier", "executor"}
+    assert dict(got) == dict(expected)
+    assert set(got) == {"planner", "verifier", "executor"}
     assert sum(len(r.cost) for r in rollouts) == len(requests)
 
 
@@ -136,7 +150,8 @@ def test_roles_alternate_with_one_leading_system_message(
         roles = [m["role"] for m in body["messages"]]
         assert "system" not in roles[1:]
         pairs = set(itertools.pairwise(roles))
-        assert ("user", "user") not in pairs and ("assistant", "assistant") not in pairs, roles
+        assert ("user", "user") not in pairs, roles
+        assert ("assistant", "assistant") not in pairs, roles
 
 
 def test_malformed_tool_call_json_is_a_schema_failure(server: ScriptedServer, ticketing: Path, tmp_path: Path) -> None:
@@ -148,7 +163,8 @@ def test_malformed_tool_call_json_is_a_schema_failure(server: ScriptedServer, ti
     rollout = to_rollout(driver.run(agent, "broken"), dataset="t", task_id="broken", model="m", method="react",
                          trial=0)
     record = replay(rollout, driver.environment())
-    assert rollout.actions[0].parse_error and (record.fed, record.label) == (1, FailureLabel.SCHEMA)
+    assert rollout.actions[0].parse_error
+    assert (record.fed, record.label) == (1, FailureLabel.SCHEMA)
 
 
 def test_text_tool_mode_runs_the_same_rollout(server: ScriptedServer, ticketing: Path) -> None:

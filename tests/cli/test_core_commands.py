@@ -22,12 +22,16 @@ def test_score_then_metrics_json(ticketing, tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     by_method = {c["method"]: c for c in doc["conditions"]}
     react, plan = by_method["react"], by_method["plan-conditioned"]
-    assert react["N"] == 6 and react["TER"]["point"] == 1.0 and react["RR"] is None
-    assert plan["TER"]["point"] == 0.0 and plan["RR_eligible"] == 6
+    assert react["N"] == 6
+    assert react["TER"]["point"] == 1.0
+    assert react["RR"] is None
+    assert plan["TER"]["point"] == 0.0
+    assert plan["RR_eligible"] == 6
     assert plan["RR"]["point"] == pytest.approx(4 / 6)
     assert plan["labels"] == {"dependency": 1, "schema": 1, "precondition": 1, "information": 1,
                               "state_consistency": 2}
-    assert react["PEC"][0] == 1.0 and react["n_k"][0] == 6
+    assert react["PEC"][0] == 1.0
+    assert react["n_k"][0] == 6
 
 
 @pytest.mark.parametrize("fmt", ["md", "csv"])
@@ -115,7 +119,8 @@ def test_metrics_compare_gives_paired_differences(ticketing, tmp_path, capsys):
     assert info.value.code == 2
     assert main(["metrics", str(records), "--compare", "react:nope"]) == 2
     err = capsys.readouterr().err
-    assert "--compare react:nope: no condition is named by one side" in err and "plan-conditioned" in err
+    assert "--compare react:nope: no condition is named by one side" in err
+    assert "plan-conditioned" in err
 
 
 def test_duplicate_input_rollouts_are_reported_not_silently_merged(ticketing, tmp_path, capsys):
@@ -126,7 +131,8 @@ def test_duplicate_input_rollouts_are_reported_not_silently_merged(ticketing, tm
     assert code == 2
     assert len(out.read_text().splitlines()) == 12
     err = capsys.readouterr().err
-    assert "duplicate: the input holds this rollout twice" in err and "12 could not be scored" in err
+    assert "duplicate: the input holds this rollout twice" in err
+    assert "12 could not be scored" in err
     assert "--resume" not in err
 
 
@@ -153,7 +159,8 @@ def test_binary_input_is_a_clear_error(tmp_path, capsys):
     path.write_bytes(b'{"a": 1}\n\x80\x81\xfe binary')
     assert main(["metrics", str(path)]) == 2
     err = capsys.readouterr().err
-    assert "not UTF-8 text" in err and "Traceback" not in err
+    assert "not UTF-8 text" in err
+    assert "Traceback" not in err
 
 
 def test_negative_seed_is_a_usage_error(ticketing, tmp_path):

@@ -15,7 +15,8 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--version"])
     assert stop.value.code == 0
     out = capsys.readouterr().out
-    assert out.startswith("prefix-exec ") and out.split()[1][0].isdigit()
+    assert out.startswith("prefix-exec ")
+    assert out.split()[1][0].isdigit()
 
 
 def test_report_without_matplotlib_writes_nothing(ticketing: Path, tmp_path: Path,
@@ -28,7 +29,9 @@ def test_report_without_matplotlib_writes_nothing(ticketing: Path, tmp_path: Pat
     out = tmp_path / "report"
     assert main(["report", str(records), "--out", str(out), "--resamples", "50"]) == 2
     err = capsys.readouterr().err
-    assert "prefix-exec[plot]" in err and "--no-plots" in err and "Traceback" not in err
+    assert "prefix-exec[plot]" in err
+    assert "--no-plots" in err
+    assert "Traceback" not in err
     assert not out.exists()
     assert main(["report", str(records), "--out", str(out), "--resamples", "50", "--no-plots"]) == 0
     assert (out / "report.html").is_file()
@@ -39,7 +42,8 @@ def test_demo_without_matplotlib_is_exit_2(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out), "--tasks", "2", "--resamples", "20"]) == 2
-    assert "prefix-exec[plot]" in capsys.readouterr().err and not out.exists()
+    assert "prefix-exec[plot]" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_a_missing_module_deep_inside_a_command_names_the_extra(monkeypatch: pytest.MonkeyPatch,
@@ -50,4 +54,5 @@ def test_a_missing_module_deep_inside_a_command_names_the_extra(monkeypatch: pyt
     monkeypatch.setattr("prefix_exec.cli.metrics.run", needs_openai)
     assert main(["metrics", "x.jsonl"]) == 2
     err = capsys.readouterr().err
-    assert "pip install 'prefix-exec[llm]'" in err and "Traceback" not in err
+    assert "pip install 'prefix-exec[llm]'" in err
+    assert "Traceback" not in err

@@ -70,7 +70,8 @@ def test_an_output_that_is_not_a_file_is_exit_2(ticketing: Path, tmp_path: Path,
         out.symlink_to("/dev/null")
     assert score(ticketing, ticketing / "rollouts.jsonl", out, "--overwrite") == 2
     err = capsys.readouterr().err
-    assert "not a regular file" in err and "Traceback" not in err
+    assert "not a regular file" in err
+    assert "Traceback" not in err
 
 
 def test_a_full_disk_is_exit_2_and_the_resume_is_exact(ticketing: Path, tmp_path: Path,
@@ -93,7 +94,9 @@ def test_a_full_disk_is_exit_2_and_the_resume_is_exact(ticketing: Path, tmp_path
     monkeypatch.setattr(jsonl.JsonlWriter, "write", full_after_two)
     assert score(ticketing, ticketing / "rollouts.jsonl", out) == 2
     err = capsys.readouterr().err
-    assert "No space left on device" in err and "--resume" in err and "Traceback" not in err
+    assert "No space left on device" in err
+    assert "--resume" in err
+    assert "Traceback" not in err
     monkeypatch.setattr(jsonl.JsonlWriter, "write", real_write)
     assert score(ticketing, ticketing / "rollouts.jsonl", out, "--resume") == 0
     assert out.read_text() == clean.read_text()
@@ -108,4 +111,5 @@ def test_an_unwritable_output_folder_is_exit_2(ticketing: Path, tmp_path: Path,
     monkeypatch.setattr(Path, "mkdir", read_only)
     assert score(ticketing, ticketing / "rollouts.jsonl", tmp_path / "ro" / "records.jsonl") == 2
     err = capsys.readouterr().err
-    assert "Read-only file system" in err and "writable folder" in err
+    assert "Read-only file system" in err
+    assert "writable folder" in err

@@ -30,7 +30,8 @@ def test_score_tau_writes_one_record_per_simulation(
     assert sum(r.success for r in records) == 10 + 34  # the recorded rewards of 1.0
     assert json.loads((tmp_path / "tau.jsonl.consistency.json").read_text()) == []
     err = capsys.readouterr().err
-    assert "20/50 of the paper's tasks" in err and "40/114 of the paper's tasks" in err
+    assert "20/50 of the paper's tasks" in err
+    assert "40/114 of the paper's tasks" in err
     assert "agrees with every recorded error flag" in err
 
     # --resume keeps what is there and scores nothing twice
@@ -84,7 +85,8 @@ def test_resume_keeps_the_disagreements_of_kept_records(
     assert main([*command, "--resume"]) == 0
     assert json.loads(consistency.read_text()) == first
     err = capsys.readouterr().err
-    assert "1 disagreement(s)" in err and "agrees" not in err
+    assert "1 disagreement(s)" in err
+    assert "agrees" not in err
 
     # one record missing (a killed run): the report covers the kept record and the newly scored one
     lines = out.read_text().splitlines(keepends=True)
@@ -105,7 +107,8 @@ def test_nothing_compared_is_not_agreement(
     path.write_text(json.dumps(data))
     assert main(["score", "tau", str(path), "--out", str(tmp_path / "r.jsonl")]) == 0
     err = capsys.readouterr().err
-    assert "no call with a recorded error flag to compare" in err and "agrees" not in err
+    assert "no call with a recorded error flag to compare" in err
+    assert "agrees" not in err
 
 
 def test_score_tau_regrade(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -152,7 +155,8 @@ def test_a_malformed_simulation_is_exit_2_and_skipped_with_keep_going(
     out = tmp_path / "r.jsonl"
     assert main(["score", "tau", str(path), "--out", str(out), "--regrade"]) == 2
     err = capsys.readouterr().err
-    assert "prefix-exec: error:" in err and "Traceback" not in err
+    assert "prefix-exec: error:" in err
+    assert "Traceback" not in err
 
     assert main(["score", "tau", str(path), "--out", str(out), "--overwrite", "--regrade", "--keep-going"]) == 2
     err = capsys.readouterr().err

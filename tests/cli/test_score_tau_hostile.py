@@ -70,12 +70,14 @@ def test_regrade_never_resolves_use_tool_to_tau2s_calculate(
     out = tmp_path / "r.jsonl"
     assert main(["score", "tau", str(path), "--out", str(out), "--regrade"]) == 0
     err = capsys.readouterr().err
-    assert "Traceback" not in err and "regrade: 2/2 recorded DB checks reproduced" in err
+    assert "Traceback" not in err
+    assert "regrade: 2/2 recorded DB checks reproduced" in err
     assert tau2_calculate == []
     records = list(read_records(out))
     # replay: use_tool is not a tool (tau2's own "not found" answer), __init__ neither; calculate is ours
     evil = [v for r in records for v in r.verdicts if v.result == "Error: Tool 'use_tool' not found."]
-    assert len(evil) == 1 and not evil[0].accepted
+    assert len(evil) == 1
+    assert not evil[0].accepted
 
 
 def test_regrade_runs_only_the_domains_tools(shared_data: Path, tau2_calculate: list[Any]) -> None:
@@ -88,7 +90,9 @@ def test_regrade_runs_only_the_domains_tools(shared_data: Path, tau2_calculate: 
                             ("__class__", {})):
         _add_call(simulation, name, arguments)
     after = regrade_db(env, simulation)
-    assert tau2_calculate == [] and after.recomputed == before.recomputed and after.agrees
+    assert tau2_calculate == []
+    assert after.recomputed == before.recomputed
+    assert after.agrees
 
 
 @pytest.mark.parametrize(
@@ -117,10 +121,13 @@ def test_a_hostile_initialization_action_is_one_input_error(
     out = tmp_path / "r.jsonl"
     assert main(["score", "tau", str(path), "--out", str(out), "--regrade"]) == 2
     err = capsys.readouterr().err
-    assert "prefix-exec: error:" in err and "Traceback" not in err and "initial" in err
+    assert "prefix-exec: error:" in err
+    assert "Traceback" not in err
+    assert "initial" in err
     assert main(["score", "tau", str(path), "--out", str(out), "--overwrite", "--regrade", "--keep-going"]) == 2
     err = capsys.readouterr().err
-    assert "Traceback" not in err and "prefix-exec: skipped" in err
+    assert "Traceback" not in err
+    assert "prefix-exec: skipped" in err
     assert len(list(read_records(out))) == 1  # the other simulation is scored
     assert tau2_calculate == []
 
@@ -139,7 +146,8 @@ def test_a_message_history_call_of_use_tool_never_reaches_tau2s_calculate(
     # tau2 answers both with an error and changes nothing, so the task's initial state is the base DB
     assert main(["score", "tau", str(path), "--out", str(out), "--regrade"]) == 0
     assert "Traceback" not in capsys.readouterr().err
-    assert len(list(read_records(out))) == 2 and tau2_calculate == []
+    assert len(list(read_records(out))) == 2
+    assert tau2_calculate == []
 
 
 def test_arguments_nested_600_deep_are_one_unreadable_simulation(
@@ -152,6 +160,8 @@ def test_arguments_nested_600_deep_are_one_unreadable_simulation(
     out = tmp_path / "r.jsonl"
     assert main(["score", "tau", str(path), "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert "Traceback" not in err and "nested deeper than 64 levels" in err and "simulations[1]" in err
+    assert "Traceback" not in err
+    assert "nested deeper than 64 levels" in err
+    assert "simulations[1]" in err
     assert main(["score", "tau", str(path), "--out", str(out), "--overwrite", "--keep-going"]) == 2
     assert len(list(read_records(out))) == 1

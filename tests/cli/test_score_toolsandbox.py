@@ -43,7 +43,8 @@ def test_environment_faults_are_counted_or_skipped(
     assert main(["score", "toolsandbox", folder, "--success-if-unknown", "0", "--out", str(out)]) == 0
     assert "1 scored rollouts hit an environment fault" in capsys.readouterr().err
     row = _records(out)["find_current_city_insufficient_information"]
-    assert row["label"] == "information" and row["metadata"]["environment_faults"][0]["depth"] == 1
+    assert row["label"] == "information"
+    assert row["metadata"]["environment_faults"][0]["depth"] == 1
     code = main(
         [
             "score",
@@ -59,7 +60,8 @@ def test_environment_faults_are_counted_or_skipped(
             str(out),
         ]
     )
-    assert code == 2 and out.read_text() == ""
+    assert code == 2
+    assert out.read_text() == ""
     assert "environment fault, not the agent's" in capsys.readouterr().err
 
 
@@ -84,4 +86,5 @@ def test_resume_keeps_finished_records(shared_data: Path, tmp_path: Path) -> Non
     assert main(["score", "toolsandbox", run, "--out", str(out)]) == 0
     first = out.read_text()
     assert main(["score", "toolsandbox", run, "--out", str(out), "--resume"]) == 0
-    assert out.read_text() == first and len(first.splitlines()) == 20
+    assert out.read_text() == first
+    assert len(first.splitlines()) == 20

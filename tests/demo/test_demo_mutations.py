@@ -83,7 +83,8 @@ def test_static_operators_on_a_known_task() -> None:
     witness = bfcl.Witness(task, env.templates)
     docs = bfcl.docs(task)
     twice = apply(next(op for op in OPERATORS if op.name == "create_twice"), truth, docs, witness, random.Random(0))
-    assert twice is not None and twice.depth == 3
+    assert twice is not None
+    assert twice.depth == 3
     assert [c.name for c in twice.calls][:3] == ["cd", "mkdir", "mkdir"]
     rec = replay(Rollout("bfcl", task.id, "m", "x", twice.calls, success=0), env)
     assert (rec.fed, rec.label) == (3, FailureLabel.STATE_CONSISTENCY)
@@ -93,4 +94,5 @@ def test_static_operators_on_a_known_task() -> None:
     assert drop is not None
     rec = replay(Rollout("bfcl", task.id, "m", "x", drop.calls, success=0), env)
     assert (rec.fed, rec.label) == (drop.depth, FailureLabel.DEPENDENCY)
-    assert isinstance(drop.repaired[drop.depth], ToolCall) and drop.repaired[drop.depth].name == "cd"
+    assert isinstance(drop.repaired[drop.depth], ToolCall)
+    assert drop.repaired[drop.depth].name == "cd"

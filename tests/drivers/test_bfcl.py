@@ -133,7 +133,8 @@ def test_a_failing_call_fixes_fed_and_the_rest_still_runs() -> None:
 
     with ScriptedServer(respond) as server:
         rollout, record = run(server, "react", "multi_turn_base_0")
-    assert rollout.actions[0].name == "cd" and rollout.actions[0].observation.error
+    assert rollout.actions[0].name == "cd"
+    assert rollout.actions[0].observation.error
     assert (record.fed, record.label) == (1, FailureLabel.DEPENDENCY)
     assert len(rollout.actions) > 1  # the agent went on after the failure (recovery is kept for reports)
 
@@ -156,7 +157,8 @@ api_key_env = ""
 """.replace("'", '"'))
     report = run_grid(grid, tmp_path / "run", max_concurrency=2)
     records = list(read_records(tmp_path / "run" / "records.jsonl"))
-    assert report.written == 4 and all(r.executable and r.success == 1 for r in records)
+    assert report.written == 4
+    assert all(r.executable and r.success == 1 for r in records)
 
 
 def test_the_tools_offered_per_turn_are_bfcls(server: ScriptedServer) -> None:
@@ -174,7 +176,8 @@ def test_the_tools_offered_per_turn_are_bfcls(server: ScriptedServer) -> None:
     sent = [b["tools"] for b in server.requests[before:]]
     first = convert(entry["function"], GORILLA_TO_OPENAPI, ModelStyle.OPENAI_COMPLETIONS)
     revealed = convert(entry["missed_function"]["2"], GORILLA_TO_OPENAPI, ModelStyle.OPENAI_COMPLETIONS)
-    assert sent[0] == first and sent[-1] == first + revealed
+    assert sent[0] == first
+    assert sent[-1] == first + revealed
     assert "Python 3 syntax" in first[0]["function"]["description"]
     assert "Python 3 syntax" not in revealed[0]["function"]["description"]
 
@@ -208,9 +211,11 @@ def test_a_turn_past_bfcls_step_limit_force_quits_the_task_with_y_0() -> None:
         rollout, record = run(server, "react", task_id)
         # BFCL force-quits once its count of executed steps exceeds the limit: limit + 1 model calls.
         assert len(server.requests) == turn_requests(server, 0, 0) == MAXIMUM_STEP_LIMIT + 1
-    assert rollout.success == 0 and rollout.metadata["turns"] == 1
+    assert rollout.success == 0
+    assert rollout.metadata["turns"] == 1
     assert rollout.metadata["success_reason"].startswith("[force_terminated]")
-    assert rollout.metadata["force_terminated"] is True and rollout.metadata["force_quit_turn"] == 0
+    assert rollout.metadata["force_terminated"] is True
+    assert rollout.metadata["force_quit_turn"] == 0
     assert record.executable  # every call ran: validity and Y are separate
 
 
@@ -240,8 +245,10 @@ def test_a_force_quit_in_the_last_turn_is_scored_normally_as_bfcl_does() -> None
 
     with ScriptedServer(respond) as server:
         rollout, _ = run(server, "react", task_id, AgentSettings(max_steps=5))
-    assert rollout.metadata["force_quit_turn"] == last and rollout.metadata["force_terminated"] is False
-    assert rollout.metadata["turns"] == last + 1 and rollout.success == 1
+    assert rollout.metadata["force_quit_turn"] == last
+    assert rollout.metadata["force_terminated"] is False
+    assert rollout.metadata["turns"] == last + 1
+    assert rollout.success == 1
 
 
 def early_mv(body: dict[str, Any]) -> dict[str, Any]:
@@ -267,15 +274,22 @@ def test_a_held_back_tool_runs_live_as_in_bfcl_and_only_scoring_and_the_guard_re
         react, record = run(server, "react", task_id)
         guarded, guarded_record = run(server, "guarded-react", task_id)
     mv = next(a for a in react.actions if a.name == "mv")
-    assert mv.turn == 1 and mv.observation is not None and not mv.observation.error
-    assert "held back" not in str(mv.observation.content) and "moved to" in str(mv.observation.content)
+    assert mv.turn == 1
+    assert mv.observation is not None
+    assert not mv.observation.error
+    assert "held back" not in str(mv.observation.content)
+    assert "moved to" in str(mv.observation.content)
     # BFCL's loop gives Y = 0: the model did not call again at the reveal turn (empty_turn_model_response).
-    assert react.success == 0 and "[empty_turn_model_response]" in react.metadata["success_reason"]
-    assert react.metadata["live_session"] == "bfcl" and guarded.metadata["live_session"] == "strict"
+    assert react.success == 0
+    assert "[empty_turn_model_response]" in react.metadata["success_reason"]
+    assert react.metadata["live_session"] == "bfcl"
+    assert guarded.metadata["live_session"] == "strict"
     assert (record.fed, record.label) == (react.actions.index(mv) + 1, FailureLabel.SCHEMA)
     assert "held back" in (record.reason or "")
     # guarded-react: its guard stops the early mv; the model retries at the reveal and succeeds.
-    assert guarded.metadata["guard_rejections"] == 1 and guarded.success == 1 and guarded_record.executable
+    assert guarded.metadata["guard_rejections"] == 1
+    assert guarded.success == 1
+    assert guarded_record.executable
 
 
 def test_planners_get_the_live_state_of_each_turn() -> None:
@@ -284,8 +298,10 @@ def test_planners_get_the_live_state_of_each_turn() -> None:
         run(server, "dual-loop", task_id)
         states = [str(b["messages"][1]["content"]).split("State:\n", 1)[1] for b in server.requests
                   if str(b["messages"][0]["content"]).startswith("You are the PLANNER")]
-    assert len(states) == 5 and len(set(states)) > 1
-    assert '"cwd":"/alex"' in states[0] and '"cwd":"/alex/workspace/archive"' in states[4]
+    assert len(states) == 5
+    assert len(set(states)) > 1
+    assert '"cwd":"/alex"' in states[0]
+    assert '"cwd":"/alex/workspace/archive"' in states[4]
     assert all(s.startswith('{"GorillaFileSystem":') and len(s) <= 2000 for s in states)
 
 
@@ -307,12 +323,16 @@ def test_malformed_call_json_continues_the_turn_unlike_bfcl_and_y_skips_only_tha
         rollout, record = run(server, "react", task_id)
         turn_0 = turn_requests(server, 0, 0)
     first, bad = rollout.actions[0], rollout.actions[1]
-    assert first.name == "cd" and not first.observation.error  # ran live
-    assert bad.parse_error is not None and bad.observation.error
-    assert turn_0 > 1 and rollout.metadata["turns"] == len(questions("base")[task_id][0])  # the turn went on
+    assert first.name == "cd"
+    assert not first.observation.error  # ran live
+    assert bad.parse_error is not None
+    assert bad.observation.error
+    assert turn_0 > 1
+    assert rollout.metadata["turns"] == len(questions("base")[task_id][0])  # the turn went on
     assert (record.fed, record.label) == (2, FailureLabel.SCHEMA)
     # Y counts the cd that ran (BFCL's rule for its own logs, skipping the whole step, would not).
-    assert rollout.metadata["loop"] == "prefix_exec" and rollout.success == 1
+    assert rollout.metadata["loop"] == "prefix_exec"
+    assert rollout.success == 1
     checker, task = FinalSuccess(), load_task(task_id)
     assert checker.check_rollout(task, rollout).success == 1
     assert checker.check(task, rollout.actions, rollout.metadata["turns"]).success == 0

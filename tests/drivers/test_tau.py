@@ -70,27 +70,37 @@ def test_an_identifier_the_user_never_gave_is_scored_as_information_and_only_the
     (react, record), (guarded, guarded_record) = results
     first = react.actions[0]
     # Live, react gets tau2's answer (the reservation exists); only the scored record flags the unseen id.
-    assert first.name == "get_reservation_details" and first.observation is not None and not first.observation.error
+    assert first.name == "get_reservation_details"
+    assert first.observation is not None
+    assert not first.observation.error
     assert "never seen" not in str(first.observation.content)
     assert (record.fed, record.label) == (1, FailureLabel.INFORMATION)
-    assert not guarded.actions and guarded.metadata["guard_rejections"] == 1 and guarded_record.no_tool
+    assert not guarded.actions
+    assert guarded.metadata["guard_rejections"] == 1
+    assert guarded_record.no_tool
 
 
 def test_the_judge_is_called_only_when_the_reward_basis_holds_nl_assertions() -> None:
     # Retail task 34 is one of the two tau3 retail tasks graded without NL assertions (112 of 114 have them).
     results, models, script = play("retail", ["34"], ("react",), judge=True)
     ((rollout, record),) = results
-    assert rollout.success == 1 and record.executable
-    assert script.judged == 0 and models["judge"] == 0
-    assert "nondeterministic" not in rollout.metadata and "judge" not in rollout.metadata
+    assert rollout.success == 1
+    assert record.executable
+    assert script.judged == 0
+    assert models["judge"] == 0
+    assert "nondeterministic" not in rollout.metadata
+    assert "judge" not in rollout.metadata
 
 
 def test_a_tau3_retail_task_is_judged_and_its_records_name_the_tau3_tasks() -> None:
     results, models, script = play("retail", RETAIL, ("react",), judge=True)
     ((rollout, _),) = results
-    assert script.judged == 1 and models["judge"] == 1  # tau3's task 108 holds NL_ASSERTION
-    assert rollout.success == 1 and "judge" in rollout.metadata["nondeterministic"]
-    assert rollout.metadata["tau2"]["task_set"] == "tau3" and rollout.metadata["tau2"]["version"] == "1.0.1"
+    assert script.judged == 1
+    assert models["judge"] == 1  # tau3's task 108 holds NL_ASSERTION
+    assert rollout.success == 1
+    assert "judge" in rollout.metadata["nondeterministic"]
+    assert rollout.metadata["tau2"]["task_set"] == "tau3"
+    assert rollout.metadata["tau2"]["version"] == "1.0.1"
 
 
 def nl_data(tmp_path: Path, task_id: str) -> Path:
@@ -121,14 +131,17 @@ def test_an_nl_assertion_task_is_judged_nondeterministic_and_its_judge_tokens_ar
                            data=str(data))
         out = driver.run(Agent("react", ChatBackend(endpoint(server, "agent"))), RETAIL[0])
         judge_requests = [b for b in server.requests if b["model"] == "judge"]
-    assert script.judged == 1 and len(judge_requests) == 1
-    assert out.success == 0 and out.metadata["reward_breakdown"]["NL_ASSERTION"] == 0.0  # the judge decided Y
+    assert script.judged == 1
+    assert len(judge_requests) == 1
+    assert out.success == 0
+    assert out.metadata["reward_breakdown"]["NL_ASSERTION"] == 0.0  # the judge decided Y
     assert "judge" in out.metadata["nondeterministic"]
     judge = out.metadata["judge"]
     prompt = len(json.dumps(judge_requests[0]["messages"])) // 4  # the loopback server's deterministic count
     assert (judge["calls"], judge["prompt_tokens"], judge["model"]) == (1, prompt, "openai/judge")
     assert judge["completion_tokens"] > 0
-    assert out.metadata["simulator"]["calls"] == 2 and {c.role for c in out.episode.cost} == {"executor"}
+    assert out.metadata["simulator"]["calls"] == 2
+    assert {c.role for c in out.episode.cost} == {"executor"}
     with ScriptedServer(script) as server:  # such a task without a judge cannot be scored
         driver = TauDriver("retail", user=endpoint(server, "user-sim"), data=str(data))
         with pytest.raises(InputError, match="NL_ASSERTION"):
@@ -209,7 +222,8 @@ def test_the_conversation_ends_and_scores_as_under_tau2s_orchestrator(
 def test_calls_tau2_runs_are_run_live_and_still_fail_the_scored_record() -> None:
     _, _, _, rollout, _, _ = against_tau2([[call] for call in LOOSE])
     first = rollout.actions[0].observation
-    assert first is not None and (first.content, first.error) == ("[]", False)
+    assert first is not None
+    assert (first.content, first.error) == ("[]", False)
     record = replay(rollout, TauDriver("airline", user=EndpointConfig(model="u", api_key_env="")).env_for(rollout))
     assert (record.fed, record.label) == (1, FailureLabel.SCHEMA)
 
@@ -252,7 +266,8 @@ api_key_env = ""
         user_seeds = {b.get("seed") for b in server.requests if b["model"] == "user-sim"}
     records = list(read_records(tmp_path / "run" / "records.jsonl"))
     rollouts = list(read_rollouts(tmp_path / "run" / "rollouts.jsonl"))
-    assert report.written == 8 and report.failed == 0
+    assert report.written == 8
+    assert report.failed == 0
     assert user_seeds == {0, 1} == {r.metadata["user_seed"] for r in rollouts}  # the grid seed + trial
     assert all(r.executable and r.success == 1 for r in records)
     assert all(c.role == "executor" for r in rollouts for c in r.cost)  # simulator tokens are kept apart
@@ -296,7 +311,8 @@ def test_a_parallel_call_cannot_use_its_siblings_result_live_or_scored() -> None
     assert [a.call_id for a in react.actions] == ["t0.s0.c0", "t0.s0.c1"]
     assert (record.fed, record.label) == (2, FailureLabel.INFORMATION)
     guarded, guarded_record = scored["guarded-react"]
-    assert [a.name for a in guarded.actions] == ["get_user_details"] and guarded.metadata["guard_rejections"] == 1
+    assert [a.name for a in guarded.actions] == ["get_user_details"]
+    assert guarded.metadata["guard_rejections"] == 1
     assert guarded_record.executable
 
 

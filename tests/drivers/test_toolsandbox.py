@@ -137,5 +137,6 @@ def test_the_multi_turn_scenario_answers_the_simulated_user_twice(played: Any) -
 def test_toolsandbox_max_messages_is_the_turn_budget(played: Any) -> None:
     for method in METHODS:
         rollout, _, _ = played[("get_cellular", method)]
-        assert rollout.metadata["capped_turns"] == 1 and rollout.metadata["user_turns"] == 1
+        assert rollout.metadata["capped_turns"] == 1
+        assert rollout.metadata["user_turns"] == 1
         assert len(rollout.actions) == 15

@@ -90,7 +90,8 @@ def test_huge_power_does_not_hang() -> None:
     # hanging, and is generous so that a busy machine never trips it.
     started = time.perf_counter()
     verdict = session.step(ToolCall("power", {"base": 10, "exponent": 1000000000}))
-    assert verdict.label is FailureLabel.SCHEMA and "bound" in verdict.reason
+    assert verdict.label is FailureLabel.SCHEMA
+    assert "bound" in verdict.reason
     assert session.step(ToolCall("power", {"base": 2, "exponent": 10})).result == '{"result": 1024}'
     for name, arguments in (
         ("logarithm", {"value": 10, "base": 2, "precision": 10**9}),
@@ -109,7 +110,8 @@ def test_the_wall_clock_bound_interrupts_a_python_loop() -> None:
     started = time.perf_counter()
     outcome = run(spin, "spin", {}, time_limit=0.2)
     assert outcome.timed_out
-    assert outcome.refused and "time bound" in outcome.refused
+    assert outcome.refused
+    assert "time bound" in outcome.refused
     # the loop never ends by itself: returning at all is the point; the bound only keeps a failure short
     assert time.perf_counter() - started < 30
 
@@ -134,7 +136,8 @@ def test_deeply_nested_arguments_are_refused_not_a_crash() -> None:
     call = ToolCall("edit_ticket", {"ticket_id": 1, "updates": deep})
     env = BfclEnvironment()
     verdict = env.start(task.id).step(call)
-    assert verdict.label is FailureLabel.SCHEMA and "nest 900 levels deep" in verdict.reason
+    assert verdict.label is FailureLabel.SCHEMA
+    assert "nest 900 levels deep" in verdict.reason
     FinalSuccess(env.templates).check(task, (call,))  # Y's lenient path refuses it too
 
 

@@ -131,7 +131,8 @@ def test_error_shapes_and_soft_results() -> None:
     assert error_of({"booking_status": False, "error": "Card not registered"}) == "Card not registered"
     assert error_of([{"error": "User not authenticated."}]) == "User not authenticated."
     assert error_of(["Error: User not authenticated. Please log in."]) == "User not authenticated. Please log in."
-    assert error_of({"result": 1}) is None and error_of(["AAPL"]) is None
+    assert error_of({"result": 1}) is None
+    assert error_of(["AAPL"]) is None
     assert soft_signals({"verification_status": False}) == ("soft: verification_status=False",)
     assert soft_signals({"retweet_status": "Already retweeted"}) == ("soft: retweet_status='Already retweeted'",)
     assert soft_signals({"verification_status": True}) == ()
@@ -168,4 +169,5 @@ def test_stratified_200_is_the_seeded_4_by_50_draw() -> None:
     shipped = json.loads(
         (Path(__file__).resolve().parents[2] / "src/prefix_exec/data/bfcl_stratified_200.json").read_text()
     )
-    assert shipped["task_ids"] == ids and data_dir().is_dir()
+    assert shipped["task_ids"] == ids
+    assert data_dir().is_dir()

@@ -70,11 +70,13 @@ def test_rule_details(checker: FinalSuccess) -> None:
     # dropping a turn's calls fails that turn
     missing = tuple(c for c in truth.actions if c.turn != 1)
     check = checker.check(task, missing, task.turns)
-    assert (check.success, check.turn) == (0, 1) and "empty_turn_model_response" in check.reason
+    assert (check.success, check.turn) == (0, 1)
+    assert "empty_turn_model_response" in check.reason
     # the same state but without a ground-truth result (grep's lines) fails the response check
     no_grep = tuple(c for c in truth.actions if c.name != "grep")
     check = checker.check(task, (*no_grep, ToolCall("ls", {}, turn=1)), task.turns)
-    assert check.success == 0 and "execution_response_mismatch" in check.reason
+    assert check.success == 0
+    assert "execution_response_mismatch" in check.reason
     # a different end state fails the state check
     wrong = (*truth.actions[:1], ToolCall("mkdir", {"dir_name": "other"}, turn=0), *truth.actions[1:])
     assert "instance_state_mismatch" in checker.check(task, wrong, task.turns).reason

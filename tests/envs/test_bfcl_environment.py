@@ -112,7 +112,8 @@ def test_fully_executable_rollout(env: BfclEnvironment) -> None:
     record = replay(
         Rollout("bfcl", BASE_0, "m", "x", calls(("cd", {"folder": "document"}), ("ls", {"a": True})), success=1), env
     )
-    assert record.executable and record.fed == 3
+    assert record.executable
+    assert record.fed == 3
     assert "final_report.pdf" in record.verdicts[1].result
 
 
@@ -122,7 +123,8 @@ def test_miss_func_holds_functions_back_until_their_turn(env: BfclEnvironment) -
     for name, folder in (("cd", "document"),):
         assert session.step(ToolCall(name, {"folder": folder}, turn=0)).accepted
     early = session.step(ToolCall("sort", {"file_name": "final_report.pdf"}, turn=2))
-    assert early.label is FailureLabel.SCHEMA and "held back until turn 3" in early.reason
+    assert early.label is FailureLabel.SCHEMA
+    assert "held back until turn 3" in early.reason
     assert session.step(ToolCall("sort", {"file_name": "final_report.pdf"}, turn=3)).accepted
 
 
@@ -168,7 +170,8 @@ def test_long_context_loads_padding_and_leaks_nothing_into_bfcl_modules(env: Bfc
     pristine = copy.deepcopy(long_context.CREDIT_CARD_EXTENSION)
     short = env.start("multi_turn_base_0").instances["GorillaFileSystem"]
     long = env.start("multi_turn_long_context_0").instances["GorillaFileSystem"]
-    assert long.long_context and not short.long_context
+    assert long.long_context
+    assert not short.long_context
     document = long.root.contents["document"].contents
     assert len(document) > len(short.root.contents["document"].contents)  # populated with padding files
     # A travel session's cards are private copies: spending on one never reaches BFCL's module object.
@@ -195,7 +198,8 @@ def test_polluted_long_context_constants_are_restored() -> None:
 def test_soft_result_is_accepted_with_a_note(env: BfclEnvironment) -> None:
     session = env.start(BASE_0)
     verdict = session.step(ToolCall("authenticate_twitter", {"username": "nobody", "password": "wrong"}))
-    assert verdict.accepted and "soft: authentication_status=False" in verdict.notes
+    assert verdict.accepted
+    assert "soft: authentication_status=False" in verdict.notes
 
 
 def test_no_tool_rollout_is_rejected_as_precondition(env: BfclEnvironment) -> None:
@@ -223,7 +227,8 @@ def test_backend_never_mutates_the_rollouts_arguments(unchecked: BfclEnvironment
     session.step(ToolCall("authenticate_twitter", {"username": "analyst_pro", "password": "Kj8#mP9$vL2"}))
     assert session.step(post).accepted
     assert session.step(ToolCall("mention", {"tweet_id": 3, "mentioned_usernames": ["@a"]})).accepted
-    assert mentions == [] and post.arguments["mentions"] == []
+    assert mentions == []
+    assert post.arguments["mentions"] == []
 
 
 def test_a_failing_call_that_half_applied_is_rolled_back(env: BfclEnvironment) -> None:
@@ -237,9 +242,11 @@ def test_a_failing_call_that_half_applied_is_rolled_back(env: BfclEnvironment) -
 
     files.touch = half_applied_touch
     verdict = session.step(ToolCall("touch", {"file_name": "ghost.txt"}))
-    assert verdict.label is FailureLabel.SCHEMA and "raised RuntimeError" in verdict.reason
+    assert verdict.label is FailureLabel.SCHEMA
+    assert "raised RuntimeError" in verdict.reason
     listing = session.step(ToolCall("ls", {})).result
-    assert "ghost.txt" not in listing and "final_report.pdf" in listing  # rebuilt: still in document/
+    assert "ghost.txt" not in listing
+    assert "final_report.pdf" in listing  # rebuilt: still in document/
 
 
 def test_a_call_over_the_time_bound_is_refused_and_rolled_back() -> None:
@@ -255,5 +262,6 @@ def test_a_call_over_the_time_bound_is_refused_and_rolled_back() -> None:
 
     files.ls = endless
     verdict = session.step(ToolCall("ls", {}))
-    assert verdict.label is FailureLabel.SCHEMA and "time bound" in verdict.reason
+    assert verdict.label is FailureLabel.SCHEMA
+    assert "time bound" in verdict.reason
     assert "ghost.txt" not in session.step(ToolCall("ls", {})).result

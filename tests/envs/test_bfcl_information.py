@@ -45,8 +45,10 @@ def test_a_credential_nobody_gave_is_an_information_failure(env: BfclEnvironment
     session = env.start(TRAVEL)
     token = session.instances["TravelAPI"].access_token
     verdict = session.step(ToolCall("authenticate_travel", PLACEHOLDERS, turn=0))
-    assert not verdict.accepted and verdict.label is FailureLabel.INFORMATION
-    assert "client_id='<UNKNOWN>'" in (verdict.reason or "") and "grant_type" not in (verdict.reason or "")
+    assert not verdict.accepted
+    assert verdict.label is FailureLabel.INFORMATION
+    assert "client_id='<UNKNOWN>'" in (verdict.reason or "")
+    assert "grant_type" not in (verdict.reason or "")
     # the call ran in the backend (it sets a new token); rejected, it leaves the state as it was
     assert session.instances["TravelAPI"].access_token == token
     # the token the user gives in turn 1 is available from then on, not before
@@ -58,7 +60,8 @@ def test_a_credential_nobody_gave_is_an_information_failure(env: BfclEnvironment
 def test_a_token_from_a_tool_result_is_available(env: BfclEnvironment) -> None:
     # BFCL's answer authenticates in turn 0, then passes the token the call returned ('251675', seeded)
     task = load_task("multi_turn_base_161")
-    assert "251675" in task.ground_truth[1][0] and not any("251675" in q for q in task.questions)
+    assert "251675" in task.ground_truth[1][0]
+    assert not any("251675" in q for q in task.questions)
     assert scored(next(ground_truth_rollouts([task.id])), env).executable
 
 
@@ -66,13 +69,15 @@ def test_a_soft_failed_login_is_not_checked(env: BfclEnvironment) -> None:
     verdict = env.start("multi_turn_base_0").step(
         ToolCall("authenticate_twitter", {"username": "nobody", "password": "wrong"})
     )
-    assert verdict.accepted and "soft: authentication_status=False" in verdict.notes
+    assert verdict.accepted
+    assert "soft: authentication_status=False" in verdict.notes
 
 
 def test_a_backend_failure_outranks_the_information_check(env: BfclEnvironment) -> None:
     # an unseen token that the backend also refuses: the backend's label, earlier in the tie-break order
     verdict = env.start(TRAVEL).step(ToolCall("set_budget_limit", {"access_token": "zzz", "budget_limit": 1.0}))
-    assert not verdict.accepted and verdict.label is not FailureLabel.INFORMATION
+    assert not verdict.accepted
+    assert verdict.label is not FailureLabel.INFORMATION
 
 
 def test_off_switch_and_forks(env: BfclEnvironment) -> None:
@@ -83,7 +88,8 @@ def test_off_switch_and_forks(env: BfclEnvironment) -> None:
     assert session.step(ToolCall("list_all_airports", {}, turn=1)).accepted  # turn 1's message is read
     fork = session.fork()
     budget = ToolCall("set_budget_limit", {"access_token": "abc123xyz456", "budget_limit": 1.0}, turn=1)
-    assert fork.step(budget).accepted and session.fork().step(budget).accepted
+    assert fork.step(budget).accepted
+    assert session.fork().step(budget).accepted
 
 
 @pytest.mark.parametrize(

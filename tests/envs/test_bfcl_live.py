@@ -89,13 +89,18 @@ def test_strict_rejections_carry_bfcls_answer_only_when_bfcl_answers_with_an_err
             session.step(actions()[6])  # cd workspace first
         before = state_summary(session.instances, ("GorillaFileSystem",))
         verdict = session.step(actions()[index])
-        assert not verdict.accepted and verdict.label == FailureLabel.SCHEMA
+        assert not verdict.accepted
+        assert verdict.label == FailureLabel.SCHEMA
         assert state_summary(session.instances, ("GorillaFileSystem",)) == before  # nothing ran
         found[index] = verdict
-    assert found[1].result is None and "expected boolean" in found[1].reason  # BFCL would have listed
-    assert found[3].result == texts[3] and found[3].reason == "unknown tool 'nope'"
-    assert found[5].result == texts[5] and "unexpected keyword argument" in texts[5]
-    assert found[7].result is None and "held back until turn 2" in found[7].reason
+    assert found[1].result is None
+    assert "expected boolean" in found[1].reason  # BFCL would have listed
+    assert found[3].result == texts[3]
+    assert found[3].reason == "unknown tool 'nope'"
+    assert found[5].result == texts[5]
+    assert "unexpected keyword argument" in texts[5]
+    assert found[7].result is None
+    assert "held back until turn 2" in found[7].reason
 
 
 def test_the_live_mode_survives_forks(env: BfclEnvironment) -> None:
@@ -110,7 +115,8 @@ def test_the_state_summary_is_bounded_deterministic_and_follows_the_session(env:
     task = load_task("multi_turn_long_context_2")
     session = env.start(task.id)
     first = state_summary(session.instances, task.involved_classes, 600)
-    assert len(first) <= 600 and first == state_summary(env.start(task.id).instances, task.involved_classes, 600)
+    assert len(first) <= 600
+    assert first == state_summary(env.start(task.id).instances, task.involved_classes, 600)
     assert "0x" not in state_summary(session.instances, task.involved_classes, 100_000)  # no object addresses
     live = env.start(TASK, strict=False)
     assert '"cwd":"/alex"' in state_summary(live.instances, ("GorillaFileSystem",))

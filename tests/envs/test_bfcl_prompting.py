@@ -157,10 +157,12 @@ def test_importer_records_bfcls_reading_only_where_it_differs(tmp_path: Path) ->
     assert as_steps.actions == as_string.actions  # the prefix replay reads both alike
     assert checker.check_rollout(task, as_steps).success == 1
     check = checker.check_rollout(task, as_string)
-    assert check.success == 0 and "empty_turn_model_response" in check.reason
+    assert check.success == 0
+    assert "empty_turn_model_response" in check.reason
     decoded = [u for u in read_result_file(path, prompting_y="decoded") if isinstance(u, Rollout)]
     assert [checker.check_rollout(task, r).success for r in decoded] == [1, 1]
-    assert decoded[1].metadata["prompting_y"] == "decoded" and "bfcl_calls" not in decoded[1].metadata
+    assert decoded[1].metadata["prompting_y"] == "decoded"
+    assert "bfcl_calls" not in decoded[1].metadata
 
 
 def test_malformed_bfcl_calls_is_an_input_error() -> None:

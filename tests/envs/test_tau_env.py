@@ -97,7 +97,8 @@ def test_airline_int_given_as_text_is_schema(airline: TauEnvironment) -> None:
             ),
         ],
     )
-    assert record.label is FailureLabel.SCHEMA and "total_baggages" in (record.reason or "")
+    assert record.label is FailureLabel.SCHEMA
+    assert "total_baggages" in (record.reason or "")
 
 
 def test_argument_validator_is_schema(retail: TauEnvironment) -> None:
@@ -108,7 +109,8 @@ def test_argument_validator_is_schema(retail: TauEnvironment) -> None:
             ("call", "cancel_pending_order", {"order_id": PENDING, "reason": "changed my mind"}),
         ],
     )
-    assert record.label is FailureLabel.SCHEMA and record.reason == "Error: Invalid reason"
+    assert record.label is FailureLabel.SCHEMA
+    assert record.reason == "Error: Invalid reason"
 
 
 # --- dependency -----------------------------------------------------------------------------------------
@@ -120,7 +122,8 @@ def test_not_found_on_an_obtained_id_is_dependency(retail: TauEnvironment) -> No
         [("user", "my user id is maria_nobody_0000"), ("call", "get_user_details", {"user_id": "maria_nobody_0000"})],
     )
     verdict = record.failing_verdict
-    assert verdict is not None and verdict.causes == (FailureLabel.DEPENDENCY,)
+    assert verdict is not None
+    assert verdict.causes == (FailureLabel.DEPENDENCY,)
     assert verdict.reason == "Error: User not found"
 
 
@@ -267,7 +270,8 @@ def test_stale_status_masking_an_unknown_id_is_dependency(retail: TauEnvironment
         ],
     )
     verdict = record.failing_verdict
-    assert verdict is not None and record.fed == 2
+    assert verdict is not None
+    assert record.fed == 2
     assert verdict.causes == (FailureLabel.DEPENDENCY, FailureLabel.PRECONDITION)
     assert "masked-error" in verdict.notes[0]
 
@@ -291,7 +295,8 @@ def test_existing_id_never_seen_is_information(retail: TauEnvironment) -> None:
         retail, [("user", "Hi, I want to check my account"), ("call", "get_user_details", {"user_id": RETAIL_USER})]
     )
     verdict = record.failing_verdict
-    assert verdict is not None and verdict.causes == (FailureLabel.INFORMATION,)
+    assert verdict is not None
+    assert verdict.causes == (FailureLabel.INFORMATION,)
     assert RETAIL_USER in verdict.reason
 
 
@@ -345,7 +350,8 @@ def test_a_parallel_call_cannot_use_its_sibling_result(airline: TauEnvironment, 
     record = replay(rollout, airline.bind(rollout))
     assert record.fed == fed, record.reason
     if not separate:
-        assert record.label is FailureLabel.INFORMATION and "75JYBV" in (record.reason or "")
+        assert record.label is FailureLabel.INFORMATION
+        assert "75JYBV" in (record.reason or "")
 
 
 def test_without_message_boundaries_a_result_is_seen_at_once(airline: TauEnvironment) -> None:
@@ -374,7 +380,8 @@ def test_without_a_transcript_the_information_check_is_off(retail: TauEnvironmen
         "tau3-retail", "0", "m", "x", (ToolCall("get_user_details", {"user_id": RETAIL_USER}),), success=1
     )
     record = replay(rollout, retail.bind(rollout))
-    assert record.executable and "information-unchecked" in record.verdicts[0].notes
+    assert record.executable
+    assert "information-unchecked" in record.verdicts[0].notes
 
 
 # --- state isolation ------------------------------------------------------------------------------------
@@ -534,7 +541,8 @@ def test_finish_without_tools_follows_the_expected_actions(airline: TauEnvironme
     verdict = airline.start("2").finish_without_tools()
     # tau3's task 2 looks the user and reservations up and sends nothing (the older tau2 task expected a
     # send_certificate: tests/envs/test_tau_providers.py)
-    assert verdict.label is FailureLabel.PRECONDITION and "get_reservation_details" in verdict.reason
+    assert verdict.label is FailureLabel.PRECONDITION
+    assert "get_reservation_details" in verdict.reason
     assert "send_certificate" not in verdict.reason
 
 

@@ -87,14 +87,17 @@ def test_a_strict_rejection_carries_tau2s_answer_and_changes_nothing(airline: Ta
     schema = session.step(ToolCall("search_direct_flight", {"origin": "JFK", "destination": "SEA", "date": 20240520}))
     assert (schema.accepted, schema.label, schema.result) == (False, FailureLabel.SCHEMA, "[]")
     unknown = session.step(ToolCall("refund_everything", {}))
-    assert unknown.result == "Error: Tool 'refund_everything' not found." and "unknown tool" in unknown.reason
+    assert unknown.result == "Error: Tool 'refund_everything' not found."
+    assert "unknown tool" in unknown.reason
     before = session.db.users[USER].model_dump()
     write = session.step(ToolCall("send_certificate", {"user_id": USER, "amount": "100"}))
-    assert write.label is FailureLabel.SCHEMA and "Certificate" in str(write.result)  # tau2 would have sent it
+    assert write.label is FailureLabel.SCHEMA
+    assert "Certificate" in str(write.result)  # tau2 would have sent it
     assert session.db.users[USER].model_dump() == before
     informed = airline.start("0", evidence=()).step(ToolCall("get_reservation_details",
                                                              {"reservation_id": RESERVATION}))
-    assert informed.label is FailureLabel.INFORMATION and RESERVATION in str(informed.result)
+    assert informed.label is FailureLabel.INFORMATION
+    assert RESERVATION in str(informed.result)
 
 
 def test_a_tau2_session_takes_no_evidence(airline: TauEnvironment) -> None:

@@ -48,7 +48,8 @@ def scored(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
         path = tmp_path_factory.mktemp(provider) / "records.jsonl"
         done = _python(provider, "-m", "prefix_exec", "score", "tau", *files, "--out", str(path))
         assert done.returncode == 0, done.stderr
-        assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr, done.stderr
+        assert "Exception ignored" not in done.stderr, done.stderr
         out[provider] = path
     return out
 
@@ -85,14 +86,18 @@ def test_metrics_refuse_to_pool_the_two_task_sets_unless_asked(scored: dict[str,
                        encoding="utf-8")
     both[1] = str(renamed)
     refused = _python("sierra", "-m", "prefix_exec", "metrics", *both, "--resamples", "50")
-    assert refused.returncode == 2 and "Traceback" not in refused.stderr
-    assert "different task sets" in refused.stderr and "--mix-task-sets" in refused.stderr
+    assert refused.returncode == 2
+    assert "Traceback" not in refused.stderr
+    assert "different task sets" in refused.stderr
+    assert "--mix-task-sets" in refused.stderr
     assert "tau3-airline: 41 record(s) on tau2-nvidia-26.3, 41 record(s) on tau3" in refused.stderr.replace(
         "\n", " "), refused.stderr
     pooled = _python("sierra", "-m", "prefix_exec", "metrics", *both, "--resamples", "50", "--mix-task-sets")
-    assert pooled.returncode == 0 and "pooling different task sets" in pooled.stderr
+    assert pooled.returncode == 0
+    assert "pooling different task sets" in pooled.stderr
     alone = _python("sierra", "-m", "prefix_exec", "metrics", str(scored["sierra"]), "--resamples", "50")
-    assert alone.returncode == 0 and "task set" not in alone.stderr
+    assert alone.returncode == 0
+    assert "task set" not in alone.stderr
 
 
 FACTS = """

@@ -98,7 +98,8 @@ def test_run_public_agrees_with_the_independent_oracle(shared_data: Path, run_pu
             assert split_exception(record.reason)[0].rsplit(".", 1)[-1] == oracle["exception_type"], name
         elif hits:
             # not rejected by the sandbox, but the call hit a minefield: an information failure there
-            assert record.fed == min(hit["depth"] for hit in hits) and record.label is INFO, name
+            assert record.fed == min(hit["depth"] for hit in hits), name
+            assert record.label is INFO, name
         else:
             assert record.executable, name
     assert sum(r.executable for r in run_public.values()) == 6
@@ -123,7 +124,8 @@ def test_environment_fault_is_flagged_never_the_agents_label(shared_data: Path) 
 def test_unknown_tool_abort_without_summary_is_skipped_with_reason(shared_data: Path) -> None:
     (unit,) = read_toolsandbox([shared_data / "toolsandbox" / "unknown_tool"], ImportOptions(success_if_unknown=0))
     assert isinstance(unit, Skipped)
-    assert "aborted" in unit.error and "result_summary.json" in unit.error
+    assert "aborted" in unit.error
+    assert "result_summary.json" in unit.error
 
 
 @pytest.mark.parametrize(
@@ -194,8 +196,10 @@ def test_session_replays_recorded_outcomes_and_forks_independently() -> None:
     assert session.step(_call("ok", False)).accepted
     fork = session.fork()
     rejected = fork.step(_call("TypeError: bad", True))
-    assert rejected.label is S and rejected.result == "TypeError: bad"
-    assert fork.position == 2 and session.position == 1
+    assert rejected.label is S
+    assert rejected.result == "TypeError: bad"
+    assert fork.position == 2
+    assert session.position == 1
 
 
 def test_session_refuses_a_call_it_has_no_record_of() -> None:
@@ -206,7 +210,8 @@ def test_session_refuses_a_call_it_has_no_record_of() -> None:
 def test_minefield_and_exception_on_one_call_keep_both_causes() -> None:
     session = RecordedSession(ScenarioFacts(minefield_depths=frozenset({1})))
     verdict = session.step(_call("ConnectionError: Wifi is not enabled", True))
-    assert verdict.causes == (P, INFO) and verdict.label is P
+    assert verdict.causes == (P, INFO)
+    assert verdict.label is P
 
 
 def test_minefield_before_any_call_lands_on_the_first_call_or_the_no_tool_finish() -> None:

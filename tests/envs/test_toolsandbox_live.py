@@ -29,7 +29,8 @@ def test_a_call_runs_on_the_sessions_own_context_and_a_fork_is_independent(env: 
     session = env.start("wifi_off")
     fork = session.fork()
     assert session.step(ToolCall(name="set_wifi_status", arguments={"on": False})).accepted
-    assert settings(session)["wifi"] is False and settings(fork)["wifi"] is True
+    assert settings(session)["wifi"] is False
+    assert settings(fork)["wifi"] is True
     again = session.step(ToolCall(name="set_wifi_status", arguments={"on": False}))
     assert (again.accepted, again.label) == (False, FailureLabel.STATE_CONSISTENCY)
     assert fork.step(ToolCall(name="set_wifi_status", arguments={"on": False})).accepted  # the fork was untouched
@@ -42,7 +43,8 @@ def test_a_precondition_and_a_missing_argument_are_labelled_as_the_importer_labe
     verdict = session.step(
         ToolCall(name="send_message_with_phone_number", arguments={"phone_number": "+12453344098", "content": "hi"})
     )
-    assert verdict.label is FailureLabel.PRECONDITION and "ConnectionError" in str(verdict.result)
+    assert verdict.label is FailureLabel.PRECONDITION
+    assert "ConnectionError" in str(verdict.result)
     assert session.step(ToolCall(name="send_message_with_phone_number", arguments={})).label is FailureLabel.SCHEMA
 
 
@@ -99,7 +101,8 @@ def test_hostile_names_ids_and_arguments_execute_nothing_and_are_schema_failures
             assert row["content"].startswith("# not executed")
             continue
         call_id, literal, name = parsed
-        assert call_id.startswith("call_") and name in ("set_wifi_status", "search_contacts")
+        assert call_id.startswith("call_")
+        assert name in ("set_wifi_status", "search_contacts")
         assert literal_arguments(literal) is not None
 
 
@@ -137,12 +140,14 @@ def test_the_paper_sample_is_200_runnable_stratified_scenarios_without_rapid_api
 
     tools = rapid_api_tools()
     bases = [name for name in env.scenarios if base_name(name) == name]
-    assert len(env.scenarios) == 1032 and len(bases) == 129
+    assert len(env.scenarios) == 1032
+    assert len(bases) == 129
     assert sum(uses_rapid_api(name, env.scenarios, tools) for name in bases) == 38
     pool = runnable(env.scenarios)
     assert len(pool) == 1032 - 38 * 8
     sample = paper_sample(env.scenarios)
-    assert len(sample) == PAPER_SIZE == len(set(sample)) and set(sample) <= set(pool)
+    assert len(sample) == PAPER_SIZE == len(set(sample))
+    assert set(sample) <= set(pool)
     assert sample == paper_sample(env.scenarios)  # deterministic
     monkeypatch.setenv("RAPID_API_KEY", "k")
     assert len(runnable(env.scenarios)) == 1032

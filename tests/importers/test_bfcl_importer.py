@@ -35,7 +35,9 @@ def test_fc_steps_become_calls_with_turns_and_ids() -> None:
         ("ls", {"a": True}, 0, "t0.s0.c1"),
         ("pwd", {}, 0, "t0.s1.c0"),
     ]
-    assert calls[3].turn == 2 and calls[3].parse_error and "not JSON" in calls[3].parse_error
+    assert calls[3].turn == 2
+    assert calls[3].parse_error
+    assert "not JSON" in calls[3].parse_error
 
 
 def test_prompting_strings_decode_or_become_parse_errors() -> None:
@@ -90,9 +92,11 @@ def test_bad_lines_are_skipped_not_fatal(tmp_path: Path) -> None:
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     units = list(read_result_file(path, model="m", method="x"))
     assert [type(u).__name__ for u in units] == ["Skipped", "Skipped", "Skipped", "Rollout", "Rollout"]
-    assert isinstance(units[0], Skipped) and units[0].where.endswith(":1")
+    assert isinstance(units[0], Skipped)
+    assert units[0].where.endswith(":1")
     inference_error = units[3]
-    assert isinstance(inference_error, Rollout) and inference_error.metadata["turns"] == 0
+    assert isinstance(inference_error, Rollout)
+    assert inference_error.metadata["turns"] == 0
     checker = FinalSuccess()
     assert checker.check_rollout(load_task("multi_turn_base_1"), inference_error).success == 0
 
@@ -100,9 +104,11 @@ def test_bad_lines_are_skipped_not_fatal(tmp_path: Path) -> None:
 def test_real_fc_fixture(shared_data: Path) -> None:
     rollouts = [u for u in read_results([shared_data / "bfcl" / "glyphh-ada-1.1"]) if isinstance(u, Rollout)]
     assert len(rollouts) == 800
-    assert {r.model for r in rollouts} == {"glyphh-ada-1.1"} and {r.method for r in rollouts} == {"FC"}
+    assert {r.model for r in rollouts} == {"glyphh-ada-1.1"}
+    assert {r.method for r in rollouts} == {"FC"}
     first = next(r for r in rollouts if r.task_id == "multi_turn_base_1")
-    assert [c.name for c in first.actions[:2]] == ["pwd", "ls"] and first.metadata["turns"] == 4
+    assert [c.name for c in first.actions[:2]] == ["pwd", "ls"]
+    assert first.metadata["turns"] == 4
 
 
 @pytest.mark.slow
@@ -110,7 +116,8 @@ def test_real_prompting_fixture_scores_without_crash(shared_data: Path) -> None:
     env = BfclEnvironment()
     checker = FinalSuccess(env.templates)
     units = list(read_results([shared_data / "bfcl" / "airev-agent-0.8b"]))
-    assert len(units) == 800 and all(isinstance(u, Rollout) for u in units)
+    assert len(units) == 800
+    assert all(isinstance(u, Rollout) for u in units)
     unparsed = labels = 0
     for rollout in units:
         assert isinstance(rollout, Rollout)
@@ -125,8 +132,10 @@ def test_real_prompting_fixture_scores_without_crash(shared_data: Path) -> None:
 def test_ground_truth_rollout_binds_positional_arguments() -> None:
     rollout = ground_truth_rollout(load_task("multi_turn_base_0"))
     sort = next(c for c in rollout.actions if c.name == "sort")
-    assert dict(sort.arguments) == {"file_name": "final_report.pdf"} and sort.turn == 2
-    assert rollout.metadata["turns"] == 4 and rollout.model == "ground_truth"
+    assert dict(sort.arguments) == {"file_name": "final_report.pdf"}
+    assert sort.turn == 2
+    assert rollout.metadata["turns"] == 4
+    assert rollout.model == "ground_truth"
 
 
 json_values = st.recursive(
@@ -167,4 +176,5 @@ def test_pathological_json_is_a_parse_error_not_a_crash(tmp_path: Path) -> None:
     path = tmp_path / "BFCL_v4_multi_turn_base_result.json"
     path.write_text(f'{{"id": "multi_turn_base_0", "result": {huge}}}\n', encoding="utf-8")
     (unit,) = read_result_file(path)
-    assert isinstance(unit, Skipped) and "not JSON" in unit.error
+    assert isinstance(unit, Skipped)
+    assert "not JSON" in unit.error

@@ -89,9 +89,11 @@ def test_a_broken_simulation_is_skipped_not_dropped(tmp_path: Path) -> None:
     (rollout,) = results.rollouts
     assert (rollout.success, rollout.trial) == (1, 2)
     assert rollout.actions[0].arguments == {"expression": "1+1"}  # arguments kept as a JSON string are decoded
-    assert rollout.actions[1].parse_error is not None and rollout.actions[1].observation is None
+    assert rollout.actions[1].parse_error is not None
+    assert rollout.actions[1].observation is None
     (skipped,) = results.skipped
-    assert isinstance(skipped, Skipped) and "simulations[1]" in skipped.where
+    assert isinstance(skipped, Skipped)
+    assert "simulations[1]" in skipped.where
 
 
 @pytest.mark.parametrize(
@@ -106,9 +108,11 @@ def test_malformed_messages_skip_the_simulation(tmp_path: Path, messages: list[A
     info = {"environment_info": {"domain_name": "retail"}, "agent_info": {"llm": "m"}}
     broken = {"task_id": "1", "reward_info": {"reward": 1.0}, "messages": messages}
     results = read_results(_write(tmp_path, {"info": info, "tasks": [], "simulations": [broken]}))
-    assert results.rollouts == () and results.sources == ()
+    assert results.rollouts == ()
+    assert results.sources == ()
     (skipped,) = results.skipped
-    assert "simulations[0]" in skipped.where and fragment in skipped.error
+    assert "simulations[0]" in skipped.where
+    assert fragment in skipped.error
 
 
 def test_malformed_info_is_an_input_error(tmp_path: Path) -> None:
@@ -219,6 +223,8 @@ def test_labels_on_the_real_files(replayed: dict[str, Any]) -> None:
 def test_a_masked_unknown_id_wins_over_the_status_check(replayed: dict[str, Any]) -> None:
     record = next(record for rollout, record in replayed["retail"] if rollout.task_id == "27")
     verdict = record.failing_verdict
-    assert verdict is not None and record.fed == 9
+    assert verdict is not None
+    assert record.fed == 9
     assert verdict.causes == (FailureLabel.DEPENDENCY, FailureLabel.PRECONDITION, FailureLabel.INFORMATION)
-    assert "gift_card_0000000" in verdict.reason and "Payment method not found" in verdict.reason
+    assert "gift_card_0000000" in verdict.reason
+    assert "Payment method not found" in verdict.reason

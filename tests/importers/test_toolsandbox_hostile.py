@@ -79,7 +79,9 @@ def run(
 
 def skipped(units: dict[str, Rollout | Skipped], *words: str) -> None:
     good, bad = units["good"], units["bad"]
-    assert isinstance(good, Rollout) and good.success == 1 and len(good.actions) == 1
+    assert isinstance(good, Rollout)
+    assert good.success == 1
+    assert len(good.actions) == 1
     assert isinstance(bad, Skipped), bad
     for word in words:
         assert word in bad.error, bad.error
@@ -156,7 +158,9 @@ def test_deep_or_huge_literal_arguments_in_call_code_read_as_no_arguments(tmp_pa
     rows[1]["content"] = CODE.replace("{'on': True}", "{'on': " + "[" * 5000 + "]" * 5000 + "}")
     units = run(tmp_path, rows)
     bad = units["bad"]
-    assert isinstance(bad, Rollout) and bad.actions[0].name == "set_wifi_status" and bad.actions[0].arguments == {}
+    assert isinstance(bad, Rollout)
+    assert bad.actions[0].name == "set_wifi_status"
+    assert bad.actions[0].arguments == {}
 
 
 def test_a_non_list_tool_trace_or_tool_calls_is_a_skipped_scenario(tmp_path: Path) -> None:

@@ -36,9 +36,12 @@ def test_parallel_replies_are_paired_by_call_id_not_position(shared_data: Path) 
     calls = calls_from_execution_context(context / "execution_context.json").calls
     # rows 26 (set_cellular, id ...666611) and 27 (send, id ...1fa51c) were answered in the other order
     assert [c.name for c in calls[5:7]] == ["set_cellular_service_status", "send_message_with_phone_number"]
-    assert calls[5].call_id == "call_18666611" and calls[5].observation is not None
-    assert calls[5].observation.error is False and calls[5].observation.content == "None"
-    assert calls[6].observation is not None and calls[6].observation.error is True
+    assert calls[5].call_id == "call_18666611"
+    assert calls[5].observation is not None
+    assert calls[5].observation.error is False
+    assert calls[5].observation.content == "None"
+    assert calls[6].observation is not None
+    assert calls[6].observation.error is True
     assert calls[6].observation.content == "ConnectionError: Cellular service is not enabled"
 
 
@@ -48,7 +51,8 @@ def test_arguments_are_the_literal_parameters_and_never_executed(shared_data: Pa
     assert calls[0].arguments == {"name": "Fredrik Thordendal"}
     assert calls[3].arguments == {"on": "yes"}
     assert calls[5].arguments == {"on": True}
-    assert calls[0].raw is not None and calls[0].raw.startswith("call_77159d5f_parameters = ")
+    assert calls[0].raw is not None
+    assert calls[0].raw.startswith("call_77159d5f_parameters = ")
 
 
 def test_turns_count_only_user_messages_the_agent_saw(shared_data: Path) -> None:
@@ -184,7 +188,8 @@ def test_infrastructure_abort_is_an_environment_fault_not_an_extra_failing_call(
     assert len(rollout.actions) == 1
     assert rollout.metadata["environment_faults"] == [{"depth": None, "error": "run aborted with RateLimitError"}]
     record = replay(rollout, recorded_environment(rollout))
-    assert record.executable and record.success == 0
+    assert record.executable
+    assert record.success == 0
 
 
 def test_undecodable_arguments_abort_is_a_schema_failure_at_the_attempted_call(
@@ -251,7 +256,8 @@ def test_summary_rows_and_minefields_are_read(shared_data: Path) -> None:
 
 def test_missing_success_is_skipped_unless_told(shared_data: Path) -> None:
     (unit,) = read_toolsandbox([shared_data / "toolsandbox/wifi"])
-    assert isinstance(unit, Skipped) and "--success-if-unknown" in unit.error
+    assert isinstance(unit, Skipped)
+    assert "--success-if-unknown" in unit.error
 
 
 def test_bad_inputs_raise_input_errors(tmp_path: Path) -> None:
@@ -266,7 +272,8 @@ def test_bad_inputs_raise_input_errors(tmp_path: Path) -> None:
     (tmp_path / "trajectories" / "s" / "execution_context.json").write_text('{"_dbs": {}}')
     (tmp_path / "result_summary.json").write_text('{"per_scenario_results": []}')
     (unit,) = read_toolsandbox([tmp_path])
-    assert isinstance(unit, Skipped) and "_dbs.SANDBOX" in unit.error
+    assert isinstance(unit, Skipped)
+    assert "_dbs.SANDBOX" in unit.error
 
 
 def test_repeated_runs_of_one_agent_become_trials(shared_data: Path) -> None:
@@ -283,7 +290,8 @@ def test_listed_scenarios_found_nowhere_are_reported(shared_data: Path) -> None:
     )
     assert [u.task_id for u in units if isinstance(u, Rollout)] == ["get_wifi"]
     (missing,) = [u for u in units if isinstance(u, Skipped)]
-    assert missing.where == "scenario nope" and "found in none" in missing.error
+    assert missing.where == "scenario nope"
+    assert "found in none" in missing.error
 
 
 def test_minefield_source_is_recorded(shared_data: Path) -> None:

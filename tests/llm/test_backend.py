@@ -33,9 +33,11 @@ def test_native_tool_call_and_usage_are_decoded() -> None:
         done = ChatBackend(config(server)).complete(MESSAGES, TOOLS, role="planner")
         request = server.requests[0]
     assert [(c.name, dict(c.arguments)) for c in done.calls] == [("login", {"username": "sam"})]
-    assert request["tools"][0]["function"]["name"] == "login" and request["temperature"] == 0.0
+    assert request["tools"][0]["function"]["name"] == "login"
+    assert request["temperature"] == 0.0
     expected = usage_of(request, login(request))
-    assert done.cost.role == "planner" and done.cost.model == "m"
+    assert done.cost.role == "planner"
+    assert done.cost.model == "m"
     reasoning = expected["completion_tokens_details"]["reasoning_tokens"]
     assert (done.cost.prompt_tokens, done.cost.completion_tokens, done.cost.reasoning_tokens) == (
         expected["prompt_tokens"], expected["completion_tokens"], reasoning)
@@ -53,7 +55,10 @@ def test_malformed_tool_call_json_becomes_a_parse_error() -> None:
     with ScriptedServer(lambda _: tool_message([("login", '{"username": "sam"')])) as server:
         done = ChatBackend(config(server)).complete(MESSAGES, TOOLS)
     (call,) = done.calls
-    assert call.name == "login" and call.parse_error and call.raw == '{"username": "sam"' and not call.arguments
+    assert call.name == "login"
+    assert call.parse_error
+    assert call.raw == '{"username": "sam"'
+    assert not call.arguments
 
 
 def test_429_storm_is_retried_with_bounded_jittered_backoff_and_reported() -> None:
@@ -116,8 +121,10 @@ def test_text_fallback_when_the_server_refuses_tools() -> None:
         backend = ChatBackend(config(server, tool_mode="auto"))
         done = backend.complete(MESSAGES, TOOLS)
         second = server.requests[1]
-    assert backend.text_mode and "tools" not in second
-    assert '"name": "login"' in second["messages"][0]["content"] and "<tool_call>" in second["messages"][0]["content"]
+    assert backend.text_mode
+    assert "tools" not in second
+    assert '"name": "login"' in second["messages"][0]["content"]
+    assert "<tool_call>" in second["messages"][0]["content"]
     assert [(c.name, dict(c.arguments)) for c in done.calls] == [("login", {"username": "sam"})]
     assert backend.tool_result_message(done.calls[0], "ok")["role"] == "user"
 
@@ -125,7 +132,8 @@ def test_text_fallback_when_the_server_refuses_tools() -> None:
 def test_text_mode_parses_broken_blocks_as_parse_errors() -> None:
     with ScriptedServer(lambda _: text_message('<tool_call>{"name": "login", "arguments": {</tool_call>')) as server:
         done = ChatBackend(config(server, tool_mode="text")).complete(MESSAGES, TOOLS)
-    assert done.calls[0].name == "login" and done.calls[0].parse_error
+    assert done.calls[0].name == "login"
+    assert done.calls[0].parse_error
 
 
 def test_cache_answers_repeated_requests_without_the_server(tmp_path: Any) -> None:
@@ -136,9 +144,13 @@ def test_cache_answers_repeated_requests_without_the_server(tmp_path: Any) -> No
             MESSAGES, TOOLS)
         other_seed = ChatBackend(config(server, seed=2), cache=cache).complete(MESSAGES, TOOLS)
         n = len(server.requests)
-    assert n == 2 and len(cache) == 2
-    assert again.cached and not first.cached and not other_seed.cached
-    assert again.calls == first.calls and again.cost == first.cost
+    assert n == 2
+    assert len(cache) == 2
+    assert again.cached
+    assert not first.cached
+    assert not other_seed.cached
+    assert again.calls == first.calls
+    assert again.cost == first.cost
 
 
 def test_per_endpoint_concurrency_cap() -> None:
@@ -170,7 +182,9 @@ def test_scoped_views_keep_their_cache_entries_apart(tmp_path: Any) -> None:
         hit = backend.scoped("unit-a").complete(MESSAGES, TOOLS)
         miss = backend.scoped("unit-b").complete(MESSAGES, TOOLS)
         assert len(server.requests) == 2
-    assert hit.cached and not miss.cached and backend.scope == ""
+    assert hit.cached
+    assert not miss.cached
+    assert backend.scope == ""
 
 
 def _open_and_write(path: Any, barrier: Any, results: Any) -> None:

@@ -20,7 +20,9 @@ from prefix_exec.llm import ChatBackend, EndpointConfig
 def test_a_wrong_type_is_an_input_error_naming_the_field(key: str, value: Any) -> None:
     with pytest.raises(InputError) as info:
         EndpointConfig.from_mapping({"model": "m", key: value}, where="models[2]")
-    assert info.value.field == f"models[2].{key}" and repr(value) in info.value.message and info.value.hint
+    assert info.value.field == f"models[2].{key}"
+    assert repr(value) in info.value.message
+    assert info.value.hint
 
 
 def test_direct_construction_is_checked_too() -> None:
@@ -66,7 +68,11 @@ def test_temperature_omit_and_max_completion_tokens_shape_the_request() -> None:
         default = EndpointConfig(model="m", base_url=server.base_url, api_key_env="", max_tokens=64)
         ChatBackend(default).complete([{"role": "user", "content": "x"}])
         omitted, sent = server.requests
-    assert "temperature" not in omitted and omitted["max_completion_tokens"] == 512 and "max_tokens" not in omitted
-    assert sent["temperature"] == 0.0 and sent["max_tokens"] == 64 and "max_completion_tokens" not in sent
+    assert "temperature" not in omitted
+    assert omitted["max_completion_tokens"] == 512
+    assert "max_tokens" not in omitted
+    assert sent["temperature"] == 0.0
+    assert sent["max_tokens"] == 64
+    assert "max_completion_tokens" not in sent
     with pytest.raises(InputError, match='"omit"'):
         EndpointConfig.from_mapping({"model": "m", "temperature": None})

@@ -41,7 +41,9 @@ def test_an_empty_answer_is_retried_and_never_cached(tmp_path: Any) -> None:
         assert len(server.requests) == 2
     assert [(e.kind, e.status) for e in done.retries] == [("bad_response", None)]
     assert "no choices" in done.retries[0].message
-    assert again.cached and again.calls == done.calls and again.calls[0].name == "login"
+    assert again.cached
+    assert again.calls == done.calls
+    assert again.calls[0].name == "login"
 
 
 def test_a_poisoned_cache_entry_is_asked_again(tmp_path: Any) -> None:
@@ -58,7 +60,8 @@ def test_a_poisoned_cache_entry_is_asked_again(tmp_path: Any) -> None:
         cache.put(key, {"choices": []}, 0.1)
         done = backend.complete(MESSAGES, TOOLS)
         assert len(server.requests) == 2
-    assert not done.cached and done.calls[0].name == "login"
+    assert not done.cached
+    assert done.calls[0].name == "login"
     assert backend.complete(MESSAGES, TOOLS).cached
 
 
@@ -67,7 +70,8 @@ def test_truncated_json_is_retried_as_a_bad_response() -> None:
         server.faults.extend(["truncated", "truncated"])
         done = ChatBackend(config(server)).complete(MESSAGES, TOOLS)
     assert [e.kind for e in done.retries] == ["bad_response"] * 2
-    assert "not valid JSON" in done.retries[0].message and done.calls[0].name == "login"
+    assert "not valid JSON" in done.retries[0].message
+    assert done.calls[0].name == "login"
 
 
 def test_truncated_json_every_time_is_a_backend_error() -> None:
@@ -100,7 +104,8 @@ def test_a_tool_call_without_a_function_is_a_parse_error() -> None:
     no_function = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function"}]}
     with ScriptedServer(lambda _: no_function) as server:
         (call,) = ChatBackend(config(server)).complete(MESSAGES, TOOLS).calls
-    assert call.call_id == "c1" and call.parse_error == "the tool call has no function object"
+    assert call.call_id == "c1"
+    assert call.parse_error == "the tool call has no function object"
 
 
 # ------------------------------------------------------------------------------------------- status codes
@@ -122,7 +127,8 @@ def test_fatal_answers_fail_at_once_with_what_to_check(fault: str, says: str) ->
         with pytest.raises(BackendError, match=says) as info:
             ChatBackend(config(server), sleep=slept.append).complete(MESSAGES, TOOLS)
         assert len(server.requests) == 1
-    assert info.value.retries == () and slept == []
+    assert info.value.retries == ()
+    assert slept == []
 
 
 @pytest.mark.parametrize(("fault", "at_least"), [("retry-after:0.5", 0.5), ("retry-after-ms:700", 0.7),
@@ -132,7 +138,8 @@ def test_server_directed_waits_are_honoured_above_the_backoff_cap(fault: str, at
     with ScriptedServer(login) as server:
         server.faults.append(fault)
         done = ChatBackend(config(server, backoff_max_s=0.05), sleep=slept.append).complete(MESSAGES, TOOLS)
-    assert slept == [pytest.approx(at_least)] and done.backoff_s == pytest.approx(at_least)
+    assert slept == [pytest.approx(at_least)]
+    assert done.backoff_s == pytest.approx(at_least)
 
 
 def test_a_wait_beyond_retry_after_max_s_fails_at_once() -> None:
@@ -211,9 +218,11 @@ def test_auto_mode_learns_once_for_every_view_and_backend_of_the_model() -> None
         units = [backend.scoped(f"unit-{i}") for i in range(3)] + [ChatBackend(cfg.with_seed(2)).scoped("t2")]
         calls = [unit.complete(MESSAGES, TOOLS).calls for unit in units]
         statuses = list(server.statuses)
-    assert statuses.count(400) == 1 and len(statuses) == 5
+    assert statuses.count(400) == 1
+    assert len(statuses) == 5
     assert all(c[0].name == "login" for c in calls)
-    assert backend.text_mode and units[-1].text_fallback == "this server does not support tools"
+    assert backend.text_mode
+    assert units[-1].text_fallback == "this server does not support tools"
     assert ChatBackend(config(server, tool_mode="native")).text_fallback is None
 
 
@@ -223,7 +232,9 @@ def test_auto_mode_keeps_native_calls_on_a_400_that_is_not_about_tool_support() 
         backend = ChatBackend(config(server, tool_mode="auto"))
         with pytest.raises(BackendError, match="bad request"):
             backend.complete(MESSAGES, TOOLS)
-        assert len(server.requests) == 1 and not backend.text_mode and backend.text_fallback is None
+        assert len(server.requests) == 1
+        assert not backend.text_mode
+        assert backend.text_fallback is None
         assert "tools" in server.requests[0]
 
 
@@ -272,6 +283,8 @@ def test_a_responder_that_raises_is_a_500_and_the_server_goes_on() -> None:
 
     with ScriptedServer(respond) as server:
         done = ChatBackend(config(server)).complete(MESSAGES, TOOLS)
-        assert server.statuses == [500, 200] and server.in_flight == 0
+        assert server.statuses == [500, 200]
+        assert server.in_flight == 0
         assert server.errors == ["KeyError('no script for this')"]
-    assert [e.kind for e in done.retries] == ["server"] and "responder raised" in done.retries[0].message
+    assert [e.kind for e in done.retries] == ["server"]
+    assert "responder raised" in done.retries[0].message

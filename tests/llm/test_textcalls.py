@@ -14,6 +14,10 @@ DEEP = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"  # past the decoder's recu
                                              ('{"a": 1', "Expecting")])
 def test_arguments_python_cannot_decode_are_parse_errors(raw: str, reason: str) -> None:
     native = decode_arguments("ls", "c1", raw)
-    assert native.parse_error is not None and reason in native.parse_error and native.arguments == {}
+    assert native.parse_error is not None
+    assert reason in native.parse_error
+    assert native.arguments == {}
     _, (text,) = parse_text_calls(f'<tool_call>{{"name": "ls", "arguments": {raw}}}</tool_call>')
-    assert text.parse_error is not None and reason in text.parse_error and text.name == "ls"
+    assert text.parse_error is not None
+    assert reason in text.parse_error
+    assert text.name == "ls"

@@ -63,7 +63,9 @@ def test_pairs_of_unknown_or_identical_methods_are_input_errors(tmp_path: Path, 
         out = tmp_path / f"o{i}"
         assert main([*base, "--out", str(out), "--pair", "dual-loop:react", "--pair", pair]) == 2, pair
         err = capsys.readouterr().err
-        assert message in err and hint in err and "Traceback" not in err, err
+        assert message in err, err
+        assert hint in err, err
+        assert "Traceback" not in err, err
         assert not out.exists()  # refused before anything was written
     assert main([*base, "--out", str(tmp_path / "ok"), "--pair", "solo:m1/react"]) == 0
     paired = (tmp_path / "ok" / "paired.csv").read_text().splitlines()
@@ -77,7 +79,8 @@ def test_an_out_that_is_a_file_is_an_input_error(tmp_path: Path, capsys) -> None
     for out in (afile, afile / "sub"):
         assert main(["report", str(tmp_path / "r.jsonl"), "--out", str(out), "--no-plots"]) == 2
         err = capsys.readouterr().err
-        assert str(afile) in err and "Traceback" not in err, err
+        assert str(afile) in err, err
+        assert "Traceback" not in err, err
     assert afile.read_text() == "keep me"
 
 
@@ -100,12 +103,15 @@ def test_out_refuses_a_folder_it_did_not_write_and_replaces_its_own(tmp_path: Pa
     (out / "notes.txt").write_text("mine")
     assert main([*base, "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert "is not empty and was not written by prefix-exec (it holds notes.txt)" in err and "--overwrite" in err
+    assert "is not empty and was not written by prefix-exec (it holds notes.txt)" in err
+    assert "--overwrite" in err
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]  # nothing touched
     # with --overwrite it writes, keeps the foreign file, and lists only its own files
     assert main([*base, "--out", str(out), "--overwrite"]) == 0
     listed = json.loads((out / "files.json").read_text())
-    assert "notes.txt" not in listed and "table2.md" in listed and listed[-1] == "files.json"
+    assert "notes.txt" not in listed
+    assert "table2.md" in listed
+    assert listed[-1] == "files.json"
     assert (out / "notes.txt").read_text() == "mine"
     # a report's own folder is rewritten without --overwrite, and the earlier files go first: a table that
     # the new report no longer writes does not survive (here: the .tex files, dropped by --format md)

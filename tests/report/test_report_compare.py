@@ -70,7 +70,8 @@ def test_cross_model_paired_difference_equals_a_hand_computation(bfcl_base: list
     resamples, seed = 400, 3
     s = summarize(metric_rows(bfcl_base), resamples=resamples, seed=seed)
     (found,) = s.paired(GLYPHH, AIREV)
-    assert found.a[1:] == (GLYPHH, "FC") and found.b[1:] == (AIREV, "prompting")
+    assert found.a[1:] == (GLYPHH, "FC")
+    assert found.b[1:] == (AIREV, "prompting")
     # by hand: one rollout per task; the tasks both ran; TER and success per task
     by = {m: {r.task_id: r for r in bfcl_base if r.model == m} for m in (GLYPHH, AIREV)}
     common = sorted(set(by[GLYPHH]) & set(by[AIREV]))
@@ -122,7 +123,8 @@ def test_metrics_compare_two_models_and_say_how_many_tasks(
     assert first["differences"]["TER"]["point"] == pytest.approx(-second["differences"]["TER"]["point"])
     assert main(["metrics", str(path), "--compare", f"{GLYPHH}:nobody"]) == 2
     err = capsys.readouterr().err
-    assert "no condition is named by one side" in err and f"{AIREV}/prompting" in err
+    assert "no condition is named by one side" in err
+    assert f"{AIREV}/prompting" in err
 
 
 def test_an_ambiguous_selector_lists_the_candidates(bfcl_base: list[PrefixRecord]) -> None:
@@ -160,7 +162,8 @@ def test_tau_interval_contains_the_point_and_shrinks_with_more_tasks(tau_airline
         (block,) = leaderboard_blocks(s)
         a = agreement(s, block)
         for tau in (a.tau_auc, a.tau_ter):
-            assert tau is not None and tau.low <= tau.point <= tau.high
+            assert tau is not None
+            assert tau.low <= tau.point <= tau.high
         assert a.tau_auc is not None
         widths.append((a.tau_auc.point, a.tau_auc.high - a.tau_auc.low))
     (point, wide), (point_more, narrow) = widths
@@ -176,7 +179,8 @@ def test_tied_leaders_do_not_diverge(shared_data: Path, tmp_path: Path) -> None:
     (block,) = leaderboard_blocks(s)
     a = agreement(s, block)
     assert a.leaders_success == ("o3/ironforge",)
-    assert "o3/ironforge" in a.leaders_auc and len(a.leaders_auc) == 4
+    assert "o3/ironforge" in a.leaders_auc
+    assert len(a.leaders_auc) == 4
     assert a.diverges == "no"
 
 

@@ -37,7 +37,9 @@ def test_depth_cut_is_bfcl_ten_else_the_95th_percentile_of_t() -> None:
     rows.append(record("a", "t19", T=102, fed=103, success=1, dataset="tau", model="m1"))
     s = summarize(metric_rows(rows), resamples=20, seed=0)
     cut = depth_cut("tau", s.conditions)
-    assert cut.k_max == 4 and "95th percentile of T" in cut.reason and "max T 102" in cut.reason
+    assert cut.k_max == 4
+    assert "95th percentile of T" in cut.reason
+    assert "max T 102" in cut.reason
     bfcl = [record("a", f"t{i}", T=30, fed=31, success=1, dataset="bfcl_x") for i in range(3)]
     assert depth_cut("bfcl_x", summarize(metric_rows(bfcl), resamples=20, seed=0).conditions).k_max == 10
 

@@ -19,7 +19,9 @@ def test_the_paper_grid_has_the_papers_units(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.delenv("RAPID_API_KEY", raising=False)
     grid = load_grid(GRID)
     assert [m.name for m in grid.models if m.condition] == ["MODEL_A", "MODEL_B", "MODEL_C"]
-    assert len(grid.methods) == 4 and grid.agent.k_val == 3 and grid.agent.max_steps == 20
+    assert len(grid.methods) == 4
+    assert grid.agent.k_val == 3
+    assert grid.agent.max_steps == 20
     units = plan_units(grid)
     tasks = Counter(u.dataset for u in units if u.model == "MODEL_A" and u.method == "react")
     assert tasks == Counter({"bfcl": 200, "toolsandbox": 200, "tau3-airline": 50, "tau3-retail": 114})

@@ -95,7 +95,8 @@ def test_grid_runs_every_unit_once_and_records_are_replays(server: ScriptedServe
     environment = CustomDriver(REPO / "examples" / "ticketing" / "tools.yaml").environment()
     by_key = {r.key: r for r in records}
     for rollout in rollouts:
-        assert rollout.transcript and rollout.cost
+        assert rollout.transcript
+        assert rollout.cost
         again = replay(rollout, environment)
         assert (again.T, again.fed, again.label) == (by_key[rollout.key].T, by_key[rollout.key].fed,
                                                    by_key[rollout.key].label)
@@ -107,7 +108,8 @@ def test_grid_runs_every_unit_once_and_records_are_replays(server: ScriptedServe
     assert env.verifier_model == "judge"
     # The copy pins base_dir, so it plans the same units with the same settings from inside the run directory.
     copy = out / "grid.toml"
-    assert copy.read_text().endswith(grid.read_text()) and copy.read_text().startswith("base_dir = ")
+    assert copy.read_text().endswith(grid.read_text())
+    assert copy.read_text().startswith("base_dir = ")
     assert load_grid(copy).unit_settings() == env.unit_settings()
     assert {u.key for u in plan_units(load_grid(copy))} == units
 
@@ -131,8 +133,11 @@ def test_tokens_and_cost_add_up(server: ScriptedServer, tmp_path: Path) -> None:
     assert report.tokens == sum(c["prompt_tokens"] + c["completion_tokens"] for c in costs)
     m1 = [c for c in costs if c["model"] == "exec-model"]
     judge = [c for c in costs if c["model"] == "judge-model"]
-    assert {c["role"] for c in judge} == {"verifier"} and {c["role"] for c in m1} == {"planner", "executor"}
-    assert m1 and judge and len(m1) + len(judge) == len(costs)
+    assert {c["role"] for c in judge} == {"verifier"}
+    assert {c["role"] for c in m1} == {"planner", "executor"}
+    assert m1
+    assert judge
+    assert len(m1) + len(judge) == len(costs)
     # The judge's calls are charged to the unit, each call at the price of the model that made it.
     expected = (sum(c["prompt_tokens"] * 1.0 + c["completion_tokens"] * 2.0 for c in m1)
                 + sum(c["prompt_tokens"] * 10.0 + c["completion_tokens"] * 30.0 for c in judge)) / 1e6
@@ -156,7 +161,9 @@ def test_failed_units_are_reported_and_retried_on_resume(server: ScriptedServer,
     server.faults.extend(["500"] * 4)  # max_retries = 1: two units fail, each after one retry
     code = main(["run", str(grid), "--out", str(out), "--max-concurrency", "1"])
     failures = rows(out / "failures.jsonl")
-    assert code == 1 and len(failures) == 2 and all("gave up after 2 attempts" in f["error"] for f in failures)
+    assert code == 1
+    assert len(failures) == 2
+    assert all("gave up after 2 attempts" in f["error"] for f in failures)
     assert len(rows(out / "rollouts.jsonl")) == 4
     assert main(["run", str(grid), "--out", str(out), "--resume"]) == 0
     keys = [(r["task_id"], r["trial"]) for r in rows(out / "rollouts.jsonl")]
@@ -178,7 +185,8 @@ def test_orphan_rollout_and_torn_line_are_repaired_on_resume(server: ScriptedSer
     assert (report.rescored, report.written) == (1, 1)
     repaired = rows(out / "records.jsonl")
     keys = [(r["task_id"], r["method"]) for r in repaired]
-    assert len(keys) == len(set(keys)) == 12 and len(rows(out / "rollouts.jsonl")) == 12
+    assert len(keys) == len(set(keys)) == 12
+    assert len(rows(out / "rollouts.jsonl")) == 12
     assert {json.dumps(strip_latency(r), sort_keys=True) for r in repaired} == complete
     assert repaired[-1]["metadata"]["cached_calls"] >= 1  # the redone unit's answers came from the cache
 
@@ -205,7 +213,8 @@ def test_kill_9_mid_grid_then_resume_is_complete_and_duplicate_free(tmp_path: Pa
     units = {u.key for u in plan_units(load_grid(grid))}
     for name in ("rollouts.jsonl", "records.jsonl"):
         keys = [(r["dataset"], r["task_id"], r["model"], r["method"], r["trial"]) for r in rows(out / name)]
-        assert len(keys) == len(set(keys)) and set(keys) == units
+        assert len(keys) == len(set(keys))
+        assert set(keys) == units
 
 
 @pytest.mark.slow
@@ -214,7 +223,8 @@ def test_ray_and_local_executors_write_identical_records(server: ScriptedServer,
     grid = write_grid(tmp_path, server.base_url, methods=METHODS)
     run_grid(grid, tmp_path / "local", max_concurrency=2)
     report = run_grid(grid, tmp_path / "ray", executor="ray", max_concurrency=2)
-    assert report.written == 30 and report.failed == 0
+    assert report.written == 30
+    assert report.failed == 0
     for name in ("records.jsonl", "rollouts.jsonl"):
         local = {unit_key(r): strip_latency(r) for r in rows(tmp_path / "local" / name)}
         remote = {unit_key(r): strip_latency(r) for r in rows(tmp_path / "ray" / name)}
@@ -275,7 +285,8 @@ def test_sample_draws_a_seeded_subset_and_tasks_must_exist(tmp_path: Path) -> No
     first = plan_units(load_grid(grid))
     again = plan_units(load_grid(grid))
     tasks = {u.task_id for u in first}
-    assert len(tasks) == 3 and first == again
+    assert len(tasks) == 3
+    assert first == again
     assert tasks < {"open-vpn-followup", "new-laptop", "close-printer", "triage-vpn", "cleanup-duplicate",
                     "what-can-you-do"}
     grid.write_text(grid.read_text().replace("sample = 3\n", 'tasks = ["no-such-task"]\n'))

@@ -55,7 +55,8 @@ def test_resume_refuses_changed_settings_but_accepts_a_new_model(server: Scripte
     report = run_grid(grid, out, resume=True)
     assert (report.written, report.resumed) == (6, 6)
     decoding = {r["model"]: r["metadata"]["decoding"] for r in rows(out / "rollouts.jsonl")}
-    assert decoding["m2"]["model"] == "other" and decoding["m1"]["temperature"] == 0.0
+    assert decoding["m2"]["model"] == "other"
+    assert decoding["m1"]["temperature"] == 0.0
     assert decoding["m1"]["seed"] == 3
     # The run's own copy of the grid resumes it too.
     assert run_grid(out / "grid.toml", out, resume=True).resumed == 6
@@ -70,12 +71,14 @@ def test_user_mistakes_are_input_errors_before_anything_runs(server: ScriptedSer
     keyed = tmp_path / "keyed.toml"
     keyed.write_text(grid.read_text().replace('api_key_env = ""', 'api_key_env = "PREFIX_EXEC_TEST_NO_SUCH_KEY"', 1))
     assert main(["run", str(keyed), "--out", str(tmp_path / "k")]) == 2
-    assert "PREFIX_EXEC_TEST_NO_SUCH_KEY" in capsys.readouterr().err and not server.requests
+    assert "PREFIX_EXEC_TEST_NO_SUCH_KEY" in capsys.readouterr().err
+    assert not server.requests
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "cache.sqlite").write_bytes(b"this is not a database" * 100)
     assert main(["run", str(grid), "--out", str(broken)]) == 2
-    assert "cache" in capsys.readouterr().err and not server.requests
+    assert "cache" in capsys.readouterr().err
+    assert not server.requests
 
 
 def test_failures_file_keeps_only_units_that_still_fail(server: ScriptedServer, tmp_path: Path) -> None:
@@ -86,7 +89,8 @@ def test_failures_file_keeps_only_units_that_still_fail(server: ScriptedServer, 
     assert (first.failed, first.retries) == (2, 2)  # a failed unit's retries are counted too
     assert [f["retries"] for f in rows(out / "failures.jsonl")] == [1, 1]
     second = run_grid(grid, out, resume=True)
-    assert second.written == 2 and (out / "failures.jsonl").read_text() == ""
+    assert second.written == 2
+    assert (out / "failures.jsonl").read_text() == ""
     # Totals of a resumed run include what the directory already held.
     assert second.tokens == sum(c["prompt_tokens"] + c["completion_tokens"]
                                 for r in rows(out / "rollouts.jsonl") for c in r["cost"])
@@ -96,7 +100,9 @@ def test_a_run_stops_after_too_many_failures_in_a_row(tmp_path: Path) -> None:
     grid = write_grid(tmp_path, "http://127.0.0.1:9/v1", methods=["react", "guarded-react"], trials=2)
     grid.write_text(grid.read_text().replace("max_retries = 1", "max_retries = 0"))
     report = run_grid(grid, tmp_path / "run", max_concurrency=1, max_consecutive_failures=3)
-    assert report.failed == 3 and report.written == 0 and "3 units failed in a row" in report.aborted
+    assert report.failed == 3
+    assert report.written == 0
+    assert "3 units failed in a row" in report.aborted
     assert len(rows(tmp_path / "run" / "failures.jsonl")) == 3
 
 
@@ -110,9 +116,11 @@ def test_progress_prints_status_lines_when_not_on_a_terminal() -> None:
         time.sleep(0.02)
     progress.close()
     lines = log.getvalue().splitlines()
-    assert lines[0] == "prefix-exec run: 10 units, 4 already done; starting" and len(lines) >= 3
+    assert lines[0] == "prefix-exec run: 10 units, 4 already done; starting"
+    assert len(lines) >= 3
     assert lines[-1].startswith("prefix-exec run: 6/10 units done, 1 failed, 500 tokens, $0.25, 3 retries")
-    assert "ETA" in lines[-1] and "\r" not in log.getvalue()
+    assert "ETA" in lines[-1]
+    assert "\r" not in log.getvalue()
 
 
 DIE_ONCE = '''
@@ -151,7 +159,8 @@ def test_a_ray_worker_that_dies_fails_only_its_unit(server: ScriptedServer, tmp_
     report = run_grid(grid, tmp_path / "run", executor="ray", max_concurrency=2)
     assert died.exists()
     failures = rows(tmp_path / "run" / "failures.jsonl")
-    assert (report.written, report.failed) == (11, 1) and "Ray worker died" in failures[0]["error"]
+    assert (report.written, report.failed) == (11, 1)
+    assert "Ray worker died" in failures[0]["error"]
     assert os.environ["PREFIX_EXEC_TEST_DIE_ONCE"]
     assert json.loads((tmp_path / "run" / "settings.json").read_text())["seed"] == 3
 
@@ -165,7 +174,8 @@ def test_metrics_and_report_warn_about_failed_units_and_unequal_blocks(
     capsys.readouterr()
     assert main(["metrics", str(out / "records.jsonl"), "--resamples", "50"]) == 0
     err = capsys.readouterr().err
-    assert "1 units of" in err and "failures.jsonl" in err
+    assert "1 units of" in err
+    assert "failures.jsonl" in err
     assert "ticketing / m1: methods have different numbers of rollouts (guarded-react 6, react 5)" in err
     assert main(["report", str(out), "--out", str(tmp_path / "rep"), "--resamples", "50", "--no-plots"]) == 0
     assert "1 units of" in capsys.readouterr().err
@@ -201,12 +211,16 @@ def test_ctrl_c_exits_130_at_once_and_the_run_resumes(executor: str, tmp_path: P
         deadline = time.monotonic() + 120
         rollouts = out / "rollouts.jsonl"
         while not (rollouts.exists() and rollouts.read_text().count("\n") >= 3):
-            assert time.monotonic() < deadline and proc.poll() is None
+            assert time.monotonic() < deadline
+            assert proc.poll() is None
             time.sleep(0.05)
         os.killpg(proc.pid, signal.SIGINT)
         sent = time.monotonic()
         _, err = proc.communicate(timeout=60)
-        assert proc.returncode == 130 and time.monotonic() - sent < 15, err
-        assert "Traceback" not in err and "--resume continues" in err
+        assert proc.returncode == 130, err
+        assert time.monotonic() - sent < 15, err
+        assert "Traceback" not in err
+        assert "--resume continues" in err
         report = run_grid(grid, out, resume=True)
-    assert report.resumed + report.written == 90 and report.failed == 0
+    assert report.resumed + report.written == 90
+    assert report.failed == 0

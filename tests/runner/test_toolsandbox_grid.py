@@ -71,4 +71,6 @@ def test_without_toolsandbox_a_toolsandbox_dataset_is_exit_2_saying_how_to_insta
     )
     assert main(["run", str(grid), "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
-    assert "ToolSandbox is not installed" in err and "make setup" in err and "Traceback" not in err
+    assert "ToolSandbox is not installed" in err
+    assert "make setup" in err
+    assert "Traceback" not in err
