@@ -27,16 +27,23 @@ def grid_of(**options: Any) -> Any:
 
 def test_options_reach_the_driver(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RAPID_API_KEY", raising=False)
-    grid = grid_of(subset="paper", similarity_threshold=0.5)
+    grid = grid_of(subset="stratified-200", similarity_threshold=0.5)
     driver: Any = make_driver(grid.datasets[0], grid)
     assert (driver.subset, driver.similarity_threshold, driver.user.model, driver.files) == (
-        "paper",
+        "stratified-200",
         0.5,
         "user-sim",
         None,
     )
     assert len(driver.task_ids()) == 200
     assert "ts: RapidAPI scenarios excluded: RAPID_API_KEY is not set" in capsys.readouterr().err
+
+
+def test_paper_is_a_deprecated_alias_of_stratified_200(capsys: pytest.CaptureFixture[str]) -> None:
+    grid = grid_of(subset="paper")
+    driver: Any = make_driver(grid.datasets[0], grid)
+    assert driver.subset == "stratified-200"
+    assert 'subset = "paper" is deprecated; use "stratified-200"' in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

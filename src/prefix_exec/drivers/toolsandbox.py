@@ -45,7 +45,7 @@ from prefix_exec.envs.toolsandbox.live import (
     toolsandbox,
     toolsandbox_module,
 )
-from prefix_exec.envs.toolsandbox.sample import paper_sample, rapid_api_note, runnable
+from prefix_exec.envs.toolsandbox.sample import SUBSET, paper_sample, rapid_api_note, runnable, subset_name
 from prefix_exec.envs.toolsandbox.semantics import ScenarioFacts, final_success, locate_minefields
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.llm.types import Completion, ToolSchema
@@ -53,7 +53,8 @@ from prefix_exec.trajectory import Rollout
 
 
 class ToolSandboxDriver:
-    """``subset`` ``"paper"`` (our stratified 200) or ``None`` (every runnable scenario); ``files`` is where
+    """``subset`` ``"stratified-200"`` (our stratified 200; ``"paper"``: a deprecated alias) or ``None`` (every
+    runnable scenario); ``files`` is where
     run folders go (``None``: not written)."""
 
     def __init__(
@@ -65,8 +66,11 @@ class ToolSandboxDriver:
         similarity_threshold: float = 1.0,
         files: Path | None = None,
     ) -> None:
-        if subset not in (None, "paper"):
-            raise ValueError(f"unknown ToolSandbox subset {subset!r}; the only one is 'paper'")
+        if subset is not None:
+            try:
+                subset = subset_name(subset)
+            except KeyError as exc:
+                raise ValueError(exc.args[0]) from None
         if not 0.0 <= similarity_threshold <= 1.0:
             raise ValueError(f"similarity_threshold must be in [0, 1], got {similarity_threshold}")
         self._env = ToolSandboxEnvironment()
@@ -77,9 +81,9 @@ class ToolSandboxDriver:
         self.files = files
 
     def task_ids(self) -> list[str]:
-        """The runnable scenarios (or the paper subset); says on stderr whether RapidAPI scenarios are left out."""
+        """The runnable scenarios (or our stratified 200); says on stderr whether RapidAPI scenarios are left out."""
         print(f"prefix-exec: {self.dataset}: {rapid_api_note()}", file=sys.stderr)
-        if self.subset == "paper":
+        if self.subset == SUBSET:
             return paper_sample(self._env.scenarios)
         return sorted(runnable(self._env.scenarios))
 

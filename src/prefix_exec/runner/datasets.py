@@ -5,6 +5,7 @@ Factories import their benchmark lazily, so a grid without BFCL or tau needs nei
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -80,10 +81,14 @@ def _toolsandbox(spec: DatasetSpec, grid: Grid) -> Driver:
     if user not in {m.name for m in grid.models}:
         raise InputError(f"{user!r} is not a model of the grid", field=f"datasets.{spec.name}.user_model",
                          hint="declare it under [[models]] (with condition = false to keep it out of the units)")
+    from prefix_exec.envs.toolsandbox.sample import DEPRECATED_SUBSETS, SUBSET
+
     subset = option(spec, "subset")
-    if subset not in (None, "paper"):
+    if subset not in (None, SUBSET, *DEPRECATED_SUBSETS):
         raise InputError(f"unknown subset {subset!r}", field=f"datasets.{spec.name}.subset",
-                         hint='the only one is "paper"')
+                         hint=f'the one subset is "{SUBSET}" (our seeded stratified 200)')
+    if subset in DEPRECATED_SUBSETS:
+        print(f'prefix-exec: datasets.{spec.name}: subset = "{subset}" is deprecated; use "{SUBSET}"', file=sys.stderr)
     threshold = option(spec, "similarity_threshold", 1.0)
     if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
         raise InputError(f"expected a number in [0, 1], got {threshold!r}",
