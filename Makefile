@@ -52,7 +52,8 @@ test-quick: lint
 	$(BIN)/python -m pytest -m 'not slow'
 
 lint:
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
 	$(BIN)/mypy
 
 bench:

@@ -38,8 +38,10 @@ def make_rows(seed: int = 0) -> list[MetricRow]:
             fail = rng.random(n) < rng.uniform(0.1, 0.8)
             fed = np.where(fail, rng.integers(1, T + 1), T + 1)
             y = (rng.random(n) < 0.6).astype(int)
-            rows += [MetricRow(dataset, f"{dataset}-{i}", model, method, 0, int(T[i]), int(fed[i]), int(y[i]))
-                     for i in range(n)]
+            rows += [
+                MetricRow(dataset, f"{dataset}-{i}", model, method, 0, int(T[i]), int(fed[i]), int(y[i]))
+                for i in range(n)
+            ]
     return rows
 
 
@@ -79,8 +81,10 @@ def main() -> None:
     vectors = per_rollout_statistics(rows)
     ours = timed(lambda: summarize(rows, resamples=RESAMPLES, seed=0, ci_depth=DEPTH), args.repeats)
     base = timed(lambda: run_scipy(vectors), args.baseline_repeats)
-    print(f"grid: {len(DATASETS)} datasets ({', '.join(map(str, DATASETS.values()))} tasks), "
-          f"{len(CONDITIONS)} conditions each, {RESAMPLES} resamples, {len(vectors)} bootstrapped statistics")
+    print(
+        f"grid: {len(DATASETS)} datasets ({', '.join(map(str, DATASETS.values()))} tasks), "
+        f"{len(CONDITIONS)} conditions each, {RESAMPLES} resamples, {len(vectors)} bootstrapped statistics"
+    )
     print(f"prefix-exec summarize (median of {args.repeats}): {ours:.3f} s")
     print(f"scipy.stats.bootstrap, one statistic at a time (median of {args.baseline_repeats}): {base:.3f} s")
     print(f"speed-up vs scipy.stats.bootstrap: {base / ours:.1f}x")

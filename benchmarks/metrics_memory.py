@@ -34,8 +34,21 @@ def write_records(path: Path, tasks: int, seed: int = 0) -> int:
             fed = np.where(fail, rng.integers(1, T + 1), T + 1)
             y = (rng.random(tasks) < 0.6).astype(int)
             for i in range(tasks):
-                out.write(json.dumps({"dataset": "bench", "task_id": f"t{i}", "model": "m", "method": method,
-                                      "trial": 0, "T": int(T[i]), "fed": int(fed[i]), "success": int(y[i])}) + "\n")
+                out.write(
+                    json.dumps(
+                        {
+                            "dataset": "bench",
+                            "task_id": f"t{i}",
+                            "model": "m",
+                            "method": method,
+                            "trial": 0,
+                            "T": int(T[i]),
+                            "fed": int(fed[i]),
+                            "success": int(y[i]),
+                        }
+                    )
+                    + "\n"
+                )
                 rows += 1
     return rows
 
@@ -50,18 +63,37 @@ def main() -> None:
         rows = write_records(records, args.tasks)
         start = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "-m", "prefix_exec.cli", "metrics", str(records), "--resamples", str(args.resamples),
-             "--format", "json", "--out", str(Path(tmp) / "metrics.json"), "--compare", "dual-loop:react"],
-            capture_output=True, text=True, check=False,
+            [
+                sys.executable,
+                "-m",
+                "prefix_exec.cli",
+                "metrics",
+                str(records),
+                "--resamples",
+                str(args.resamples),
+                "--format",
+                "json",
+                "--out",
+                str(Path(tmp) / "metrics.json"),
+                "--compare",
+                "dual-loop:react",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
         )
         seconds = time.perf_counter() - start
         if done.returncode != 0:
             sys.exit(f"metrics failed ({done.returncode}): {done.stderr[-2000:]}")
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # KiB on Linux
-    print(f"prefix-exec metrics: {args.tasks:,} tasks x 2 methods ({rows:,} records), {args.resamples:,} "
-          f"resamples: {seconds:.1f} s")
-    print(f"peak RSS {peak_mb:,.0f} MiB (bound {LIMIT_MB:,} MiB; the unchunked count matrix alone: "
-          f"{args.resamples * args.tasks * 8 / 2**20:,.0f} MiB)")
+    print(
+        f"prefix-exec metrics: {args.tasks:,} tasks x 2 methods ({rows:,} records), {args.resamples:,} "
+        f"resamples: {seconds:.1f} s"
+    )
+    print(
+        f"peak RSS {peak_mb:,.0f} MiB (bound {LIMIT_MB:,} MiB; the unchunked count matrix alone: "
+        f"{args.resamples * args.tasks * 8 / 2**20:,.0f} MiB)"
+    )
     if peak_mb > LIMIT_MB:
         sys.exit("over the bound")
 

@@ -54,9 +54,11 @@ def main() -> None:
             html_mb = (out / "report.html").stat().st_size / 1e6
             records_mb = records.stat().st_size / 1e6
             ratio = ours / base
-            print(f"{n} records, {args.resamples} resamples: report {ours:.1f} s ({ours / n * 1000:.2f} s per 1,000 "
-                  f"rollouts), report.html {html_mb:.2f} MB ({html_mb / n * 1000:.3f} MB per 1,000; records file "
-                  f"{records_mb / n * 1000:.3f} MB per 1,000); baseline prefix-exec metrics {base:.1f} s")
+            print(
+                f"{n} records, {args.resamples} resamples: report {ours:.1f} s ({ours / n * 1000:.2f} s per 1,000 "
+                f"rollouts), report.html {html_mb:.2f} MB ({html_mb / n * 1000:.3f} MB per 1,000; records file "
+                f"{records_mb / n * 1000:.3f} MB per 1,000); baseline prefix-exec metrics {base:.1f} s"
+            )
     print(f"report / metrics time ratio at the largest size: {ratio:.2f}")
 
 

@@ -61,8 +61,9 @@ def test_exhausted_message_ids_are_refused_without_waiting() -> None:
     instances["MessageAPI"].generated_ids = set(range(10000, 100000))
     owners = {"send_message": "MessageAPI"}
     start = time.monotonic()
-    outcome = executor.run_as_bfcl(instances, owners, "send_message", {"receiver_id": "USR002", "message": "hi"},
-                                   time_limit=30.0)
+    outcome = executor.run_as_bfcl(
+        instances, owners, "send_message", {"receiver_id": "USR002", "message": "hi"}, time_limit=30.0
+    )
     assert outcome.refused is not None
     assert "every message id" in outcome.refused
     assert time.monotonic() - start < 5  # without the guard it loops until the 30 s bound
@@ -122,11 +123,16 @@ def test_a_rollout_past_its_budget_is_reported_unscorable_and_the_rest_are_score
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     n = 4000  # n touch + n find: tens of seconds unbounded
-    slow = [[[{"touch": json.dumps({"file_name": f"f{i}"})} for i in range(n)],
-             [{"find": json.dumps({"path": "."})} for _ in range(n)]]]
+    slow = [
+        [
+            [{"touch": json.dumps({"file_name": f"f{i}"})} for i in range(n)],
+            [{"find": json.dumps({"path": "."})} for _ in range(n)],
+        ]
+    ]
     good = [[[{"ls": "{}"}]]]
-    path = result_file(tmp_path / "m-FC", [{"id": "multi_turn_base_1", "result": slow},
-                                           {"id": "multi_turn_base_3", "result": good}])
+    path = result_file(
+        tmp_path / "m-FC", [{"id": "multi_turn_base_1", "result": slow}, {"id": "multi_turn_base_3", "result": good}]
+    )
     out = tmp_path / "records.jsonl"
     start = time.monotonic()
     code = main(["score", "bfcl", str(path), "--out", str(out), "--keep-going", "--rollout-budget", "2"])

@@ -37,7 +37,7 @@ RAW_VALUES = {
     "deep-list": "[" * 5000 + "]" * 5000,
     "nested-900": "[" * 900 + "]" * 900,
     "long-text": json.dumps("x" * 200_000),
-    "html": json.dumps("<script>alert(1)</script>=HYPERLINK(\"http://x\")"),
+    "html": json.dumps('<script>alert(1)</script>=HYPERLINK("http://x")'),
     "nan": "NaN",
 }
 #: The values tried at every path; the full set is tried at the identity and count fields.
@@ -109,48 +109,88 @@ def custom_cases() -> Iterator[Case]:
             lines[f"{'.'.join(map(str, path))}={label}"] = mutate(base, path, raw)
     for name, line in lines.items():
         text = "\n".join([good[0], line, good[1]]) + "\n"
-        yield Case(f"custom:{name}", {"in.jsonl": text},
-                   lambda d: ["score", "custom", "--tools", str(TICKETING / "tools.yaml"), str(d / "in.jsonl"),
-                              "--out", str(d / "out.jsonl"), "--keep-going"],
-                   "out.jsonl", keep)
+        yield Case(
+            f"custom:{name}",
+            {"in.jsonl": text},
+            lambda d: [
+                "score",
+                "custom",
+                "--tools",
+                str(TICKETING / "tools.yaml"),
+                str(d / "in.jsonl"),
+                "--out",
+                str(d / "out.jsonl"),
+                "--keep-going",
+            ],
+            "out.jsonl",
+            keep,
+        )
 
 
 def bfcl_cases() -> Iterator[Case]:
     good = {"id": "multi_turn_base_1", "result": [[[{"pwd": "{}"}]]]}
     good2 = {"id": "multi_turn_base_3", "result": [["[ls()]"]]}
-    hostile = {"id": "multi_turn_base_2", "result": [[[{"ls": "{\"a\": true}"}]]]}
+    hostile = {"id": "multi_turn_base_2", "result": [[[{"ls": '{"a": true}'}]]]}
     lines: dict[str, str] = {f"garbage-{k}": v for k, v in GARBAGE_LINES.items()}
     for path in [("id",), ("result",), ("result", 0, 0), ("result", 0, 0, 0, "ls")]:
         for label, raw in values_for(path).items():
             lines[f"{'.'.join(map(str, path))}={label}"] = mutate(hostile, path, raw)
     prompting = {
-        "surrogate": "[ls(a='\ud800')]", "nested-call": "[ls(a=ls())]", "lambda": "[(lambda: 1)()]",
-        "power": "[power(base=10, exponent=1000000000)]", "deep": "[ls(a=" + "[" * 3000 + "]" * 3000 + ")]",
-        "long": "[ls(a='" + "x" * 300_000 + "')]", "unclosed": "[ls(a='", "dunder": "[__import__('os')]",
+        "surrogate": "[ls(a='\ud800')]",
+        "nested-call": "[ls(a=ls())]",
+        "lambda": "[(lambda: 1)()]",
+        "power": "[power(base=10, exponent=1000000000)]",
+        "deep": "[ls(a=" + "[" * 3000 + "]" * 3000 + ")]",
+        "long": "[ls(a='" + "x" * 300_000 + "')]",
+        "unclosed": "[ls(a='",
+        "dunder": "[__import__('os')]",
     }
     for label, text in prompting.items():
         lines[f"prompting-{label}"] = json.dumps({"id": "multi_turn_base_2", "result": [[text]]})
     calls = {
-        "exchange-repeat": {"compute_exchange_rate": json.dumps({"base_currency": "USD", "target_currency": "JPY",
-                                                                  "value": "x" * 1_000_000})},
-        "unknown-tool": {"eval": "{}"}, "blocked": {"rm": json.dumps({"file_name": "/"})},
+        "exchange-repeat": {
+            "compute_exchange_rate": json.dumps(
+                {"base_currency": "USD", "target_currency": "JPY", "value": "x" * 1_000_000}
+            )
+        },
+        "unknown-tool": {"eval": "{}"},
+        "blocked": {"rm": json.dumps({"file_name": "/"})},
         "wrong-type": {"cd": json.dumps({"folder": 5})},
     }
     for label, call in calls.items():
         lines[f"call-{label}"] = json.dumps({"id": "multi_turn_base_2", "result": [[[call]]]})
     for name, line in lines.items():
         text = "\n".join([json.dumps(good), line, json.dumps(good2)]) + "\n"
-        yield Case(f"bfcl:{name}", {"m-FC/BFCL_v4_multi_turn_base_result.json": text},
-                   lambda d: ["score", "bfcl", str(d / "m-FC"), "--out", str(d / "out.jsonl"), "--keep-going"],
-                   "out.jsonl", ("multi_turn_base_1", "multi_turn_base_3"))
+        yield Case(
+            f"bfcl:{name}",
+            {"m-FC/BFCL_v4_multi_turn_base_result.json": text},
+            lambda d: ["score", "bfcl", str(d / "m-FC"), "--out", str(d / "out.jsonl"), "--keep-going"],
+            "out.jsonl",
+            ("multi_turn_base_1", "multi_turn_base_3"),
+        )
 
 
 def record_row(task: str, method: str = "react") -> dict[str, Any]:
-    return {"kind": "record", "schema_version": 1, "dataset": "d", "task_id": task, "model": "m", "method": method,
-            "trial": 0, "T": 2, "fed": 3, "success": 1, "executable": True, "label": None, "reason": "",
-            "no_tool": False, "verdicts": [{"step": 1, "tool": "a", "accepted": True, "label": None, "causes": [],
-                                            "reason": "", "notes": ["n"]}],
-            "actions": [{"name": "a", "arguments": {}, "turn": 0}]}
+    return {
+        "kind": "record",
+        "schema_version": 1,
+        "dataset": "d",
+        "task_id": task,
+        "model": "m",
+        "method": method,
+        "trial": 0,
+        "T": 2,
+        "fed": 3,
+        "success": 1,
+        "executable": True,
+        "label": None,
+        "reason": "",
+        "no_tool": False,
+        "verdicts": [
+            {"step": 1, "tool": "a", "accepted": True, "label": None, "causes": [], "reason": "", "notes": ["n"]}
+        ],
+        "actions": [{"name": "a", "arguments": {}, "turn": 0}],
+    }
 
 
 def metrics_cases() -> Iterator[Case]:
@@ -159,9 +199,21 @@ def metrics_cases() -> Iterator[Case]:
     for path in [("T",), ("fed",), ("success",), ("dataset",), ("method",), ("label",)]:
         for label, raw in values_for(path).items():
             text = "\n".join([*good, mutate(base, path, raw)]) + "\n"
-            yield Case(f"metrics:{'.'.join(map(str, path))}={label}", {"records.jsonl": text},
-                       lambda d: ["metrics", str(d / "records.jsonl"), "--resamples", "20", "--format", "csv",
-                                  "--out", str(d / "m.csv")], "m.csv")
+            yield Case(
+                f"metrics:{'.'.join(map(str, path))}={label}",
+                {"records.jsonl": text},
+                lambda d: [
+                    "metrics",
+                    str(d / "records.jsonl"),
+                    "--resamples",
+                    "20",
+                    "--format",
+                    "csv",
+                    "--out",
+                    str(d / "m.csv"),
+                ],
+                "m.csv",
+            )
     yield Case("metrics:fifo", {"records.jsonl": FIFO}, lambda d: ["metrics", str(d / "records.jsonl")], "m.csv")
     yield Case("metrics:dev-zero", {"records.jsonl": ZERO}, lambda d: ["metrics", str(d / "records.jsonl")], "m.csv")
 
@@ -169,13 +221,33 @@ def metrics_cases() -> Iterator[Case]:
 def report_cases() -> Iterator[Case]:
     good = [json.dumps(record_row(f"t{i}", method)) for i in range(3) for method in ("react", "plan")]
     base = record_row("hostile")
-    for path in [("verdicts", 0, "notes"), ("verdicts", 0, "notes", 0), ("verdicts", 0, "reason"),
-                 ("verdicts", 0, "result"), ("metadata",), ("method",), ("actions", 0, "arguments")]:
+    for path in [
+        ("verdicts", 0, "notes"),
+        ("verdicts", 0, "notes", 0),
+        ("verdicts", 0, "reason"),
+        ("verdicts", 0, "result"),
+        ("metadata",),
+        ("method",),
+        ("actions", 0, "arguments"),
+    ]:
         for label in ("null", "huge-int", "surrogate", "deep-list", "html", "empty-object", "true"):
             text = "\n".join([*good, mutate(base, path, RAW_VALUES[label])]) + "\n"
-            yield Case(f"report:{'.'.join(map(str, path))}={label}", {"records.jsonl": text},
-                       lambda d: ["report", str(d / "records.jsonl"), "--out", str(d / "report"), "--resamples", "20",
-                                  "--no-plots", "--format", "md,csv"], "report")
+            yield Case(
+                f"report:{'.'.join(map(str, path))}={label}",
+                {"records.jsonl": text},
+                lambda d: [
+                    "report",
+                    str(d / "records.jsonl"),
+                    "--out",
+                    str(d / "report"),
+                    "--resamples",
+                    "20",
+                    "--no-plots",
+                    "--format",
+                    "md,csv",
+                ],
+                "report",
+            )
 
 
 GRIDS = {
@@ -194,27 +266,55 @@ GRIDS = {
 
 def grid_cases() -> Iterator[Case]:
     for name, text in GRIDS.items():
-        yield Case(f"grid:{name}", {"grid.toml": text},
-                   lambda d: ["run", str(d / "grid.toml"), "--out", str(d / "run")], "run")
+        yield Case(
+            f"grid:{name}", {"grid.toml": text}, lambda d: ["run", str(d / "grid.toml"), "--out", str(d / "run")], "run"
+        )
 
 
 def tau_and_toolsandbox_cases() -> Iterator[Case]:
-    shapes = {"not-json": "nope", "list": "[]", "empty": "{}", "deep": "[" * 100_000 + "]" * 100_000,
-              "huge-int": "9" * 6000, "simulations-int": '{"simulations": 5}',
-              "tasks-str": '{"tasks": "x", "simulations": []}'}
+    shapes = {
+        "not-json": "nope",
+        "list": "[]",
+        "empty": "{}",
+        "deep": "[" * 100_000 + "]" * 100_000,
+        "huge-int": "9" * 6000,
+        "simulations-int": '{"simulations": 5}',
+        "tasks-str": '{"tasks": "x", "simulations": []}',
+    }
     shapes |= {"fifo": FIFO, "dev-zero": ZERO}
     for name, text in shapes.items():
-        yield Case(f"tau:{name}", {"results.json": text},
-                   lambda d: ["score", "tau", str(d / "results.json"), "--out", str(d / "out.jsonl"), "--keep-going"],
-                   "out.jsonl")
-        yield Case(f"toolsandbox:{name}", {"run/trajectories/s1/execution_context.json": text},
-                   lambda d: ["score", "toolsandbox", str(d / "run"), "--out", str(d / "out.jsonl"), "--keep-going",
-                              "--success-if-unknown", "0"], "out.jsonl")
+        yield Case(
+            f"tau:{name}",
+            {"results.json": text},
+            lambda d: ["score", "tau", str(d / "results.json"), "--out", str(d / "out.jsonl"), "--keep-going"],
+            "out.jsonl",
+        )
+        yield Case(
+            f"toolsandbox:{name}",
+            {"run/trajectories/s1/execution_context.json": text},
+            lambda d: [
+                "score",
+                "toolsandbox",
+                str(d / "run"),
+                "--out",
+                str(d / "out.jsonl"),
+                "--keep-going",
+                "--success-if-unknown",
+                "0",
+            ],
+            "out.jsonl",
+        )
 
 
 def all_cases() -> list[Case]:
-    return [*custom_cases(), *bfcl_cases(), *metrics_cases(), *report_cases(), *grid_cases(),
-            *tau_and_toolsandbox_cases()]
+    return [
+        *custom_cases(),
+        *bfcl_cases(),
+        *metrics_cases(),
+        *report_cases(),
+        *grid_cases(),
+        *tau_and_toolsandbox_cases(),
+    ]
 
 
 def listing(folder: Path) -> set[Path]:
@@ -227,8 +327,9 @@ def test_the_sweep_has_hundreds_of_cases_across_every_input() -> None:
     assert len(cases) >= 200 and kinds == {"custom", "bfcl", "metrics", "report", "grid", "tau", "toolsandbox"}
 
 
-def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)  # anything written relative to the working directory would show up here
     problems: list[str] = []
     slowest = (0.0, "")
@@ -271,4 +372,5 @@ def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(tmp_path: Path, caps
                 problems.append(f"{case.name}: good rows not scored ({sorted(set(case.good) - found)})")
     assert set(os.listdir(tmp_path)) == {f"case{i}" for i in range(len(all_cases()))}
     assert not problems, f"{len(problems)} problems (slowest case {slowest[1]}: {slowest[0]:.1f} s):\n" + "\n".join(
-        problems[:60])
+        problems[:60]
+    )

@@ -54,9 +54,18 @@ def test_rollouts_round_trip(tmp_path):
 
 def test_records_round_trip(tmp_path):
     rec = PrefixRecord(
-        "bfcl", "t", "gpt", "react", 0, T=2, fed=2, success=1,
-        verdicts=(Verdict.accept({"x": 1}, notes=("soft",)),
-                  Verdict.reject([FailureLabel.INFORMATION, FailureLabel.DEPENDENCY], "bad id")),
+        "bfcl",
+        "t",
+        "gpt",
+        "react",
+        0,
+        T=2,
+        fed=2,
+        success=1,
+        verdicts=(
+            Verdict.accept({"x": 1}, notes=("soft",)),
+            Verdict.reject([FailureLabel.INFORMATION, FailureLabel.DEPENDENCY], "bad id"),
+        ),
         actions=ROLLOUT.actions,
     )
     path = tmp_path / "rec.jsonl"
@@ -65,8 +74,12 @@ def test_records_round_trip(tmp_path):
     assert row["label"] == "dependency"
     assert row["reason"] == "bad id"
     assert row["verdicts"][1] == {
-        "step": 2, "tool": "<unparsed>", "accepted": False, "label": "dependency",
-        "causes": ["dependency", "information"], "reason": "bad id",
+        "step": 2,
+        "tool": "<unparsed>",
+        "accepted": False,
+        "label": "dependency",
+        "causes": ["dependency", "information"],
+        "reason": "bad id",
     }
     assert list(read_records(path)) == [rec]
     assert read_metric_rows([path])[0].fed == 2
@@ -105,8 +118,9 @@ def test_malformed_rows_say_what_is_wrong(tmp_path, text, fragment):
 
 def test_metric_rows_check_depth_ranges(tmp_path):
     path = tmp_path / "m.jsonl"
-    path.write_text(json.dumps({"dataset": "d", "task_id": "t", "model": "m", "method": "x",
-                                "T": 2, "fed": 4, "success": 1}) + "\n")
+    path.write_text(
+        json.dumps({"dataset": "d", "task_id": "t", "model": "m", "method": "x", "T": 2, "fed": 4, "success": 1}) + "\n"
+    )
     with pytest.raises(InputError, match=r"field 'fed': must lie in 1..T\+1"):
         read_metric_rows([path])
 
@@ -130,19 +144,27 @@ def test_resume_cuts_a_torn_line_and_counts_only_complete_rows(tmp_path):
 def test_call_cost_waits_round_trip_and_are_left_out_when_zero(tmp_path: Path) -> None:
     plain = CallCost(role="executor", prompt_tokens=3, latency_s=0.5)
     waited = CallCost(role="planner", latency_s=0.5, queue_s=1.25, backoff_s=2.0)
-    rollout = Rollout(dataset="d", task_id="t", model="m", method="react", actions=(), success=0,
-                      cost=(plain, waited))
+    rollout = Rollout(dataset="d", task_id="t", model="m", method="react", actions=(), success=0, cost=(plain, waited))
     row = rollout_to_json(rollout)
-    assert sorted(row["cost"][0]) == sorted(["role", "prompt_tokens", "completion_tokens",
-                                                           "reasoning_tokens", "latency_s", "model"])
+    assert sorted(row["cost"][0]) == sorted(
+        ["role", "prompt_tokens", "completion_tokens", "reasoning_tokens", "latency_s", "model"]
+    )
     assert (row["cost"][1]["queue_s"], row["cost"][1]["backoff_s"]) == (1.25, 2.0)
     write_rollouts(tmp_path / "r.jsonl", [rollout])
     assert next(iter(read_rollouts(tmp_path / "r.jsonl"))).cost == (plain, waited)
 
 
 def test_a_horizon_beyond_max_t_is_an_input_error_not_an_allocation(tmp_path: Path) -> None:
-    row = {"dataset": "d", "task_id": "t", "model": "m", "method": "x", "success": 1, "kind": "record",
-           "T": 10**18, "fed": 1}
+    row = {
+        "dataset": "d",
+        "task_id": "t",
+        "model": "m",
+        "method": "x",
+        "success": 1,
+        "kind": "record",
+        "T": 10**18,
+        "fed": 1,
+    }
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps(row) + "\n")
     for read in (lambda: read_metric_rows([path]), lambda: list(read_records(path))):
@@ -158,9 +180,20 @@ def test_a_horizon_beyond_max_t_is_an_input_error_not_an_allocation(tmp_path: Pa
 
 
 def test_verdict_notes_must_be_text(tmp_path: Path) -> None:
-    record = record_to_json(PrefixRecord("d", "t", "m", "x", 0, T=1, fed=2, success=1,
-                                         verdicts=(Verdict.accept(notes=("fine",)),),
-                                         actions=(ToolCall("a", {}),)))
+    record = record_to_json(
+        PrefixRecord(
+            "d",
+            "t",
+            "m",
+            "x",
+            0,
+            T=1,
+            fed=2,
+            success=1,
+            verdicts=(Verdict.accept(notes=("fine",)),),
+            actions=(ToolCall("a", {}),),
+        )
+    )
     record["verdicts"][0]["notes"] = ["fine", {"html": "<b>"}]
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps(record) + "\n")

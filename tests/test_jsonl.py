@@ -26,7 +26,7 @@ def test_lone_surrogates_are_escaped_and_read_back_unchanged(tmp_path: Path) -> 
     raw = path.read_bytes()
     raw.decode("utf-8")  # valid UTF-8 on disk
     assert b"\\ud800" in raw
-    assert "é".encode() in raw # escaped only where needed
+    assert "é".encode() in raw  # escaped only where needed
     assert [data for _, data in iter_json_lines(path)] == [row, unit("plain", text="é")]
 
 
@@ -53,8 +53,14 @@ def test_json_python_cannot_hold_is_an_error_naming_the_line(tmp_path: Path, lin
 def test_an_over_long_line_is_one_bad_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(jsonl, "MAX_LINE_CHARS", 1000)
     path = tmp_path / "rows.jsonl"
-    path.write_text(json.dumps(unit("good")) + "\n" + json.dumps(unit("big", pad="x" * 5000)) + "\n"
-                    + json.dumps(unit("after")) + "\n")
+    path.write_text(
+        json.dumps(unit("good"))
+        + "\n"
+        + json.dumps(unit("big", pad="x" * 5000))
+        + "\n"
+        + json.dumps(unit("after"))
+        + "\n"
+    )
     rows = list(iter_json_lines(path, tolerant=True))
     assert [(n, type(d).__name__) for n, d in rows] == [(1, "dict"), (2, "InputError"), (3, "dict")]
     assert "longer than" in rows[1][1].message

@@ -107,8 +107,7 @@ def test_chunked_bootstrap_never_holds_the_count_matrix():
     num = np.ones((n, 2))
     den = np.ones((n, 1))
     tracemalloc.start()
-    _, reps = bootstrap_replicates(n, resamples, np.random.default_rng(0), num, den, [0, 0],
-                                   chunk_elements=1 << 20)
+    _, reps = bootstrap_replicates(n, resamples, np.random.default_rng(0), num, den, [0, 0], chunk_elements=1 << 20)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert reps.shape == (resamples, 2)

@@ -12,10 +12,7 @@ from prefix_exec.trajectory import MetricRow
 
 def rows_for(dataset, model, method, feds, Ts, ys, tasks=None):
     tasks = tasks or [f"t{i}" for i in range(len(feds))]
-    return [
-        MetricRow(dataset, t, model, method, 0, T, f, y)
-        for t, f, T, y in zip(tasks, feds, Ts, ys, strict=True)
-    ]
+    return [MetricRow(dataset, t, model, method, 0, T, f, y) for t, f, T, y in zip(tasks, feds, Ts, ys, strict=True)]
 
 
 def test_point_estimates_match_the_metrics_and_rr_is_undefined_when_nothing_failed():
@@ -74,13 +71,19 @@ def test_json_has_the_documented_shape():
     assert cond["RR_eligible"] == 2
     assert len(cond["PEC"]) == len(cond["PEC_elig"]) == len(cond["n_k"]) == 4
     assert "undefined" not in render(summarize(rows, resamples=100, seed=0), None, "md").splitlines()[-1]
-    assert render(summarize(rows, resamples=100, seed=0), None, "csv").splitlines()[0].startswith(
-        "dataset,model,method,N,TER")
+    assert (
+        render(summarize(rows, resamples=100, seed=0), None, "csv")
+        .splitlines()[0]
+        .startswith("dataset,model,method,N,TER")
+    )
 
 
 def test_conditions_with_multiple_trials_resample_whole_tasks():
-    rows = [MetricRow("d", f"t{i}", "m", "a", trial, 1, 2 if (i + trial) % 2 else 1, 1)
-            for i in range(10) for trial in range(3)]
+    rows = [
+        MetricRow("d", f"t{i}", "m", "a", trial, 1, 2 if (i + trial) % 2 else 1, 1)
+        for i in range(10)
+        for trial in range(3)
+    ]
     s = summarize(rows, resamples=200, seed=0).get("d", "m", "a")
     assert s.N == 30
     assert s.n_tasks == 10

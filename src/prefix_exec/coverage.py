@@ -49,8 +49,10 @@ def failed_units(files: Iterable[str | Path], rows: Sequence[Keyed]) -> list[str
         path = folder / FAILURES
         missing = set(latest_by_unit(path)) - have
         if missing:
-            out.append(f"{len(missing)} units of {folder} failed and have no record, so they are not in these "
-                       f"numbers (see {path}; 'prefix-exec run ... --resume' retries them)")
+            out.append(
+                f"{len(missing)} units of {folder} failed and have no record, so they are not in these "
+                f"numbers (see {path}; 'prefix-exec run ... --resume' retries them)"
+            )
     return out
 
 
@@ -63,6 +65,8 @@ def unequal_blocks(rows: Sequence[Keyed]) -> list[str]:
     for (dataset, model), by_method in sorted(counts.items()):
         if len(set(by_method.values())) > 1:
             sizes = ", ".join(f"{m} {n}" for m, n in sorted(by_method.items()))
-            out.append(f"{dataset} / {model}: methods have different numbers of rollouts ({sizes}); their "
-                       "columns and paired differences rest on different tasks")
+            out.append(
+                f"{dataset} / {model}: methods have different numbers of rollouts ({sizes}); their "
+                "columns and paired differences rest on different tasks"
+            )
     return out

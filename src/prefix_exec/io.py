@@ -280,8 +280,11 @@ def _depth_count(f: _Fields, name: str) -> int:
     """T or fed: an integer no larger than MAX_T + 1 (the depth arrays run to it)."""
     value: int = f.get(name, int)
     if value > MAX_T + 1:
-        f.fail(name, f"{value:.3g} is beyond the largest supported horizon T = {MAX_T:,}",
-               hint="a rollout has at most tens of thousands of actions; is this field corrupt?")
+        f.fail(
+            name,
+            f"{value:.3g} is beyond the largest supported horizon T = {MAX_T:,}",
+            hint="a rollout has at most tens of thousands of actions; is this field corrupt?",
+        )
     return value
 
 
@@ -373,5 +376,3 @@ def write_rollouts(path: str | Path, rollouts: Iterable[Rollout]) -> int:
 def write_records(path: str | Path, records: Iterable[PrefixRecord]) -> int:
     with JsonlWriter(path, append=False) as out:
         return sum(out.write(record_to_json(r)) for r in records)
-
-

@@ -64,7 +64,8 @@ def check_regular_file(path: Path) -> None:
         raise InputError("is a directory, expected a file", path=path)
     if not stat.S_ISREG(mode):
         raise InputError(
-            "is not a regular file (a device, FIFO or socket); refusing to read it", path=path,
+            "is not a regular file (a device, FIFO or socket); refusing to read it",
+            path=path,
             hint="pass a regular file",
         )
 
@@ -181,8 +182,7 @@ def unit_key(row: Mapping[str, Any]) -> UnitKey:
 
     Raises ``KeyError``, ``TypeError`` or ``ValueError`` when a field is missing or not of its kind.
     """
-    return (str(row["dataset"]), str(row["task_id"]), str(row["model"]), str(row["method"]),
-            int(row.get("trial", 0)))
+    return (str(row["dataset"]), str(row["task_id"]), str(row["model"]), str(row["method"]), int(row.get("trial", 0)))
 
 
 def latest_by_unit(path: str | Path) -> dict[UnitKey, str]:
@@ -229,7 +229,9 @@ def completed_keys(path: str | Path, *, kind: str | None = None) -> set[UnitKey]
                 ) from None
             if found != kind:
                 raise InputError(
-                    f"cannot resume: this line is a {found} row, not a {kind}", path=p, line=number,
+                    f"cannot resume: this line is a {found} row, not a {kind}",
+                    path=p,
+                    line=number,
                     hint="--out must be the records file of an earlier run (is this an input file?)",
                 )
     return keys

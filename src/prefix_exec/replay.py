@@ -32,9 +32,7 @@ def replay_session(rollout: Rollout, session: Session) -> PrefixRecord:
     one terminal no-tool action, executable only when ``session.finish_without_tools()`` accepts it.
     """
     if rollout.success not in (0, 1):
-        raise ReplayError(
-            f"{_where(rollout)}: final success must be 0 or 1 before scoring, got {rollout.success!r}"
-        )
+        raise ReplayError(f"{_where(rollout)}: final success must be 0 or 1 before scoring, got {rollout.success!r}")
     verdicts: list[Verdict] = []
     if not rollout.actions:
         verdict = session.finish_without_tools()

@@ -81,8 +81,9 @@ def score_to_file(
     path = Path(out)
     refuse_input_as_output(path, inputs)
     if path.exists() and not path.is_file():
-        raise InputError("the output is not a regular file (a folder or a device)", path=path,
-                         hint="pass a file path as --out")
+        raise InputError(
+            "the output is not a regular file (a folder or a device)", path=path, hint="pass a file path as --out"
+        )
     if not resume and not overwrite and path.is_file() and path.stat().st_size > 0:
         raise InputError(
             "the output file already holds records",
@@ -93,9 +94,21 @@ def score_to_file(
     report = ScoreReport()
     with hold_lock(path):
         try:
-            _score_locked(units, env_for, path, report, resume=resume, keep_going=keep_going, total=total,
-                          desc=desc, log=log, on_record=on_record, prepare=prepare,
-                          rollout_seconds=rollout_seconds, call_memory_mb=call_memory_mb)
+            _score_locked(
+                units,
+                env_for,
+                path,
+                report,
+                resume=resume,
+                keep_going=keep_going,
+                total=total,
+                desc=desc,
+                log=log,
+                on_record=on_record,
+                prepare=prepare,
+                rollout_seconds=rollout_seconds,
+                call_memory_mb=call_memory_mb,
+            )
         except BaseException:
             # A failed run leaves no empty output behind (a non-empty one keeps its records for --resume).
             _drop_if_empty(path, fresh)
@@ -128,9 +141,10 @@ def _score_locked(
 ) -> None:
     done = completed_keys(path, kind=RECORD_KIND) if resume else set()
     seen: set[UnitKey] = set()
-    with JsonlWriter(path, append=resume) as writer, tqdm(
-        total=total, desc=desc, unit="rollout", disable=None, file=sys.stderr
-    ) as bar:
+    with (
+        JsonlWriter(path, append=resume) as writer,
+        tqdm(total=total, desc=desc, unit="rollout", disable=None, file=sys.stderr) as bar,
+    ):
         for unit in units:
             bar.update(1)
             if isinstance(unit, Skipped):
@@ -169,8 +183,11 @@ def refuse_input_as_output(out: Path, inputs: Iterable[str | Path]) -> None:
         except OSError:
             same = False
         if same:
-            raise InputError("the output is also an input of this command", path=out,
-                             hint="choose another --out; writing it would erase the input")
+            raise InputError(
+                "the output is also an input of this command",
+                path=out,
+                hint="choose another --out; writing it would erase the input",
+            )
 
 
 @contextmanager
@@ -186,7 +203,8 @@ def hold_lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise InputError(
-                "another prefix-exec process is writing this output file", path=path,
+                "another prefix-exec process is writing this output file",
+                path=path,
                 hint="wait for it to finish, or choose another --out",
             ) from None
         try:

@@ -162,8 +162,10 @@ class Summary:
             nan = float("nan")
             return PairedComparison(a[0], a, b, 0, {s: Estimate(nan, nan, nan) for s in statistics})
         if np.array_equal(sa.tasks(), sb.tasks()):
-            diffs = {s: paired_difference(_point(self.get(*a), s), ra[s], _point(self.get(*b), s), rb[s], self.level)
-                     for s in statistics}
+            diffs = {
+                s: paired_difference(_point(self.get(*a), s), ra[s], _point(self.get(*b), s), rb[s], self.level)
+                for s in statistics
+            }
             return PairedComparison(a[0], a, b, n_common, diffs)
         cols = [sa.names.index(s) for s in statistics]
         num = np.concatenate([sa.numerators[:, cols], sb.numerators[:, cols]], axis=1) * common[:, None]
@@ -173,13 +175,13 @@ class Summary:
             len(self.tasks[a[0]]), self.resamples, dataset_rng(self.seed, a[0]), num, den, groups=groups
         )
         m = len(cols)
-        diffs = {s: paired_difference(float(point[i]), reps[:, i], float(point[m + i]), reps[:, m + i], self.level)
-                 for i, s in enumerate(statistics)}
+        diffs = {
+            s: paired_difference(float(point[i]), reps[:, i], float(point[m + i]), reps[:, m + i], self.level)
+            for i, s in enumerate(statistics)
+        }
         return PairedComparison(a[0], a, b, n_common, diffs)
 
-    def paired(
-        self, a: Selector, b: Selector, statistics: Sequence[str] = SCALARS
-    ) -> list[PairedComparison]:
+    def paired(self, a: Selector, b: Selector, statistics: Sequence[str] = SCALARS) -> list[PairedComparison]:
         """Paired differences ``a - b``: one per dataset (or per (dataset, model) block) where the two
         selectors name one condition each. A selector is a model, a method, ``model/method`` or a
         (dataset, model, method) tuple (see :func:`prefix_exec.selection.pair_conditions`). An unknown or

@@ -314,8 +314,12 @@ def test_calls_beyond_the_per_step_limit_are_answered_not_executed(
 
 
 def test_the_per_step_limit_is_a_grid_setting(server: ScriptedServer, script: Script, ticketing: Path) -> None:
-    grid = {"methods": ["react"], "models": [{"name": "m", "model": "m"}], "agent": {"max_calls_per_step": 2},
-            "datasets": [{"name": "t", "kind": "custom", "spec": str(ticketing / "tools.yaml")}]}
+    grid = {
+        "methods": ["react"],
+        "models": [{"name": "m", "model": "m"}],
+        "agent": {"max_calls_per_step": 2},
+        "datasets": [{"name": "t", "kind": "custom", "spec": str(ticketing / "tools.yaml")}],
+    }
     settings = parse_grid(grid, base_dir=ticketing).agent
     assert settings.max_calls_per_step == 2
     script.calls_per_answer = 3

@@ -33,8 +33,9 @@ def run(server: ScriptedServer, ticketing: Path, method: str, task: str, **kw: A
     driver = CustomDriver(ticketing / "tools.yaml")
     verifier = kw.pop("verifier", None)
     agent = Agent(method, backend(server), verifier=verifier, settings=AgentSettings(**kw))
-    rollout = to_rollout(driver.run(agent, task), dataset="ticketing", task_id=task, model="exec", method=method,
-                         trial=0)
+    rollout = to_rollout(
+        driver.run(agent, task), dataset="ticketing", task_id=task, model="exec", method=method, trial=0
+    )
     return rollout, replay(rollout, driver.environment())
 
 
@@ -50,8 +51,11 @@ def test_every_variant_runs_every_task(server: ScriptedServer, ticketing: Path, 
         assert rollout.transcript
         assert rollout.cost
         executor_calls = roles(rollout)["executor"]
-        assert executor_calls == len(ticketing_agent.SCRIPTS[next(
-            m for m in ticketing_agent.SCRIPTS if m in driver.descriptions[task])]) + 1
+        assert (
+            executor_calls
+            == len(ticketing_agent.SCRIPTS[next(m for m in ticketing_agent.SCRIPTS if m in driver.descriptions[task])])
+            + 1
+        )
         if task == "what-can-you-do":
             assert record.no_tool
             assert record.executable
@@ -117,8 +121,13 @@ def test_only_the_executor_sees_tools_and_cost_adds_up_per_role(server: Scripted
     expected: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     for body in requests:
         system = str(body["messages"][0]["content"])
-        role = ("planner" if system.startswith("You are the PLANNER") else "verifier"
-                if system.startswith("You are the VERIFIER") else "executor")
+        role = (
+            "planner"
+            if system.startswith("You are the PLANNER")
+            else "verifier"
+            if system.startswith("You are the VERIFIER")
+            else "executor"
+        )
         if not body.get("tools") and "Before acting" in str(body["messages"][-1]["content"]):
             role = "planner"  # prompt-planning: the executor model writes the plan in the conversation
         assert bool(body.get("tools")) == (role == "executor")
@@ -157,11 +166,10 @@ def test_roles_alternate_with_one_leading_system_message(
 def test_malformed_tool_call_json_is_a_schema_failure(server: ScriptedServer, ticketing: Path, tmp_path: Path) -> None:
     spec = tmp_path / "tools.yaml"
     text = (ticketing / "tools.yaml").read_text().replace("hooks: hooks.py", f"hooks: {ticketing / 'hooks.py'}")
-    spec.write_text(text.replace("tasks:\n", "tasks:\n  broken:\n    description: \"BROKEN\"\n", 1))
+    spec.write_text(text.replace("tasks:\n", 'tasks:\n  broken:\n    description: "BROKEN"\n', 1))
     driver = CustomDriver(spec)
     agent = Agent("react", backend(server))
-    rollout = to_rollout(driver.run(agent, "broken"), dataset="t", task_id="broken", model="m", method="react",
-                         trial=0)
+    rollout = to_rollout(driver.run(agent, "broken"), dataset="t", task_id="broken", model="m", method="react", trial=0)
     record = replay(rollout, driver.environment())
     assert rollout.actions[0].parse_error
     assert (record.fed, record.label) == (1, FailureLabel.SCHEMA)
@@ -170,9 +178,17 @@ def test_malformed_tool_call_json_is_a_schema_failure(server: ScriptedServer, ti
 def test_text_tool_mode_runs_the_same_rollout(server: ScriptedServer, ticketing: Path) -> None:
     driver = CustomDriver(ticketing / "tools.yaml")
     agent = Agent("react", backend(server, tool_mode="text"))
-    rollout = to_rollout(driver.run(agent, "open-vpn-followup"), dataset="t", task_id="open-vpn-followup", model="m",
-                         method="react", trial=0)
+    rollout = to_rollout(
+        driver.run(agent, "open-vpn-followup"),
+        dataset="t",
+        task_id="open-vpn-followup",
+        model="m",
+        method="react",
+        trial=0,
+    )
     assert [(a.name, dict(a.arguments)) for a in rollout.actions] == [
-        ("login", {"username": "sam"}), ("search_tickets", {"query": "vpn"}),
-        ("add_comment", {"ticket_id": "T-1001", "body": "A fix is rolling out."})]
+        ("login", {"username": "sam"}),
+        ("search_tickets", {"query": "vpn"}),
+        ("add_comment", {"ticket_id": "T-1001", "body": "A fix is rolling out."}),
+    ]
     assert replay(rollout, driver.environment()).executable

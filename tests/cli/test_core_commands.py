@@ -10,8 +10,18 @@ from prefix_exec.cli import build_parser, main
 
 
 def score_example(ticketing, out, *extra):
-    return main(["score", "custom", "--tools", str(ticketing / "tools.yaml"),
-                 str(ticketing / "rollouts.jsonl"), "--out", str(out), *extra])
+    return main(
+        [
+            "score",
+            "custom",
+            "--tools",
+            str(ticketing / "tools.yaml"),
+            str(ticketing / "rollouts.jsonl"),
+            "--out",
+            str(out),
+            *extra,
+        ]
+    )
 
 
 def test_score_then_metrics_json(ticketing, tmp_path, capsys):
@@ -28,8 +38,7 @@ def test_score_then_metrics_json(ticketing, tmp_path, capsys):
     assert plan["TER"]["point"] == 0.0
     assert plan["RR_eligible"] == 6
     assert plan["RR"]["point"] == pytest.approx(4 / 6)
-    assert plan["labels"] == {"dependency": 1, "schema": 1, "precondition": 1, "information": 1,
-                              "state_consistency": 2}
+    assert plan["labels"] == {"dependency": 1, "schema": 1, "precondition": 1, "information": 1, "state_consistency": 2}
     assert react["PEC"][0] == 1.0
     assert react["n_k"][0] == 6
 
@@ -48,12 +57,26 @@ def test_metrics_other_formats_to_file(ticketing, tmp_path, fmt):
 
 def test_bad_input_exits_2_without_traceback(ticketing, tmp_path):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"dataset": "ticketing", "task_id": "new-laptop", "model": "m", "method": "x", "success": 1,'
-                   ' "actions": [{"arguments": {}}]}\n')
+    bad.write_text(
+        '{"dataset": "ticketing", "task_id": "new-laptop", "model": "m", "method": "x", "success": 1,'
+        ' "actions": [{"arguments": {}}]}\n'
+    )
     proc = subprocess.run(
-        [sys.executable, "-m", "prefix_exec.cli", "score", "custom", "--tools", str(ticketing / "tools.yaml"),
-         str(bad), "--out", str(tmp_path / "o.jsonl")],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "prefix_exec.cli",
+            "score",
+            "custom",
+            "--tools",
+            str(ticketing / "tools.yaml"),
+            str(bad),
+            "--out",
+            str(tmp_path / "o.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
@@ -65,8 +88,9 @@ def test_keep_going_scores_the_rest_and_reports_the_bad_row(ticketing, tmp_path,
     lines = (ticketing / "rollouts.jsonl").read_text().splitlines()
     rollouts.write_text("\n".join([lines[0], '{"dataset": 1}', lines[1], "{oops"]) + "\n")
     out = tmp_path / "o.jsonl"
-    code = main(["score", "custom", "--tools", str(ticketing / "tools.yaml"), str(rollouts), "--out", str(out),
-                 "--keep-going"])
+    code = main(
+        ["score", "custom", "--tools", str(ticketing / "tools.yaml"), str(rollouts), "--out", str(out), "--keep-going"]
+    )
     assert code == 2
     assert len(out.read_text().splitlines()) == 2
     err = capsys.readouterr().err
@@ -106,8 +130,10 @@ def test_metrics_compare_gives_paired_differences(ticketing, tmp_path, capsys):
     records = tmp_path / "rec.jsonl"
     score_example(ticketing, records)
     capsys.readouterr()
-    assert main(["metrics", str(records), "--resamples", "300", "--format", "json",
-                 "--compare", "plan-conditioned:react"]) == 0
+    assert (
+        main(["metrics", str(records), "--resamples", "300", "--format", "json", "--compare", "plan-conditioned:react"])
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     (pair,) = doc["paired"]
     assert (pair["a"]["method"], pair["b"]["method"]) == ("plan-conditioned", "react")
@@ -126,8 +152,19 @@ def test_metrics_compare_gives_paired_differences(ticketing, tmp_path, capsys):
 def test_duplicate_input_rollouts_are_reported_not_silently_merged(ticketing, tmp_path, capsys):
     rollouts = str(ticketing / "rollouts.jsonl")
     out = tmp_path / "o.jsonl"
-    code = main(["score", "custom", "--tools", str(ticketing / "tools.yaml"), rollouts, rollouts,
-                 "--out", str(out), "--keep-going"])
+    code = main(
+        [
+            "score",
+            "custom",
+            "--tools",
+            str(ticketing / "tools.yaml"),
+            rollouts,
+            rollouts,
+            "--out",
+            str(out),
+            "--keep-going",
+        ]
+    )
     assert code == 2
     assert len(out.read_text().splitlines()) == 12
     err = capsys.readouterr().err

@@ -19,12 +19,24 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert out.split()[1][0].isdigit()
 
 
-def test_report_without_matplotlib_writes_nothing(ticketing: Path, tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_without_matplotlib_writes_nothing(
+    ticketing: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     records = tmp_path / "records.jsonl"
-    assert main(["score", "custom", "--tools", str(ticketing / "tools.yaml"), str(ticketing / "rollouts.jsonl"),
-                 "--out", str(records)]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "custom",
+                "--tools",
+                str(ticketing / "tools.yaml"),
+                str(ticketing / "rollouts.jsonl"),
+                "--out",
+                str(records),
+            ]
+        )
+        == 0
+    )
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
     out = tmp_path / "report"
     assert main(["report", str(records), "--out", str(out), "--resamples", "50"]) == 2
@@ -37,8 +49,9 @@ def test_report_without_matplotlib_writes_nothing(ticketing: Path, tmp_path: Pat
     assert (out / "report.html").is_file()
 
 
-def test_demo_without_matplotlib_is_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_without_matplotlib_is_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out), "--tasks", "2", "--resamples", "20"]) == 2
@@ -46,8 +59,9 @@ def test_demo_without_matplotlib_is_exit_2(tmp_path: Path, monkeypatch: pytest.M
     assert not out.exists()
 
 
-def test_a_missing_module_deep_inside_a_command_names_the_extra(monkeypatch: pytest.MonkeyPatch,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_missing_module_deep_inside_a_command_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     def needs_openai(args: object) -> int:
         raise ModuleNotFoundError("No module named 'openai'", name="openai")
 

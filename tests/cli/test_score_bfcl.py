@@ -69,7 +69,8 @@ def test_lone_surrogates_in_fc_prompting_and_folder_names_are_escaped(tmp_path: 
     fc = {"id": "multi_turn_base_1", "result": [[[{"ls": json.dumps({"a": "\ud800"})}]]]}
     prompting = {"id": "multi_turn_base_3", "result": [["[ls(a='\ud800')]"]]}
     (folder / "BFCL_v4_multi_turn_base_result.json").write_text(
-        json.dumps(fc) + "\n" + json.dumps(prompting) + "\n", encoding="utf-8")
+        json.dumps(fc) + "\n" + json.dumps(prompting) + "\n", encoding="utf-8"
+    )
     out = tmp_path / "r.jsonl"
     assert main(["score", "bfcl", str(folder), "--out", str(out), "--model", "x\udcff"]) == 0
     records = rows(out)

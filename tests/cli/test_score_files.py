@@ -15,12 +15,12 @@ from prefix_exec.scoring import hold_lock
 
 
 def score(ticketing: Path, rollouts: Path, out: Path, *extra: str) -> int:
-    return main(["score", "custom", "--tools", str(ticketing / "tools.yaml"), str(rollouts), "--out", str(out),
-                 *extra])
+    return main(["score", "custom", "--tools", str(ticketing / "tools.yaml"), str(rollouts), "--out", str(out), *extra])
 
 
-def test_output_equal_to_an_input_is_refused_and_the_input_kept(ticketing: Path, tmp_path: Path,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_output_equal_to_an_input_is_refused_and_the_input_kept(
+    ticketing: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rollouts = tmp_path / "x.jsonl"
     rollouts.write_bytes((ticketing / "rollouts.jsonl").read_bytes())
     before = rollouts.read_bytes()
@@ -32,8 +32,9 @@ def test_output_equal_to_an_input_is_refused_and_the_input_kept(ticketing: Path,
     assert rollouts.read_bytes() == before
 
 
-def test_a_second_writer_of_one_output_is_refused(ticketing: Path, tmp_path: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_second_writer_of_one_output_is_refused(
+    ticketing: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "records.jsonl"
     with hold_lock(out):  # another score --resume holding the file
         assert score(ticketing, ticketing / "rollouts.jsonl", out, "--resume") == 2
@@ -52,8 +53,9 @@ def test_a_failed_score_leaves_no_empty_output(ticketing: Path, tmp_path: Path) 
     assert not out.exists()
 
 
-def test_resume_onto_a_rollouts_file_is_refused(ticketing: Path, tmp_path: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_resume_onto_a_rollouts_file_is_refused(
+    ticketing: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out.jsonl"
     out.write_bytes((ticketing / "rollouts.jsonl").read_bytes())
     assert score(ticketing, ticketing / "rollouts.jsonl", out, "--resume") == 2
@@ -61,8 +63,9 @@ def test_resume_onto_a_rollouts_file_is_refused(ticketing: Path, tmp_path: Path,
 
 
 @pytest.mark.parametrize("kind", ["directory", "device"])
-def test_an_output_that_is_not_a_file_is_exit_2(ticketing: Path, tmp_path: Path, kind: str,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_output_that_is_not_a_file_is_exit_2(
+    ticketing: Path, tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "folder"
     if kind == "directory":
         out.mkdir()
@@ -74,9 +77,9 @@ def test_an_output_that_is_not_a_file_is_exit_2(ticketing: Path, tmp_path: Path,
     assert "Traceback" not in err
 
 
-def test_a_full_disk_is_exit_2_and_the_resume_is_exact(ticketing: Path, tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_full_disk_is_exit_2_and_the_resume_is_exact(
+    ticketing: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     clean = tmp_path / "clean.jsonl"
     assert score(ticketing, ticketing / "rollouts.jsonl", clean) == 0
     out = tmp_path / "records.jsonl"
@@ -102,9 +105,9 @@ def test_a_full_disk_is_exit_2_and_the_resume_is_exact(ticketing: Path, tmp_path
     assert out.read_text() == clean.read_text()
 
 
-def test_an_unwritable_output_folder_is_exit_2(ticketing: Path, tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unwritable_output_folder_is_exit_2(
+    ticketing: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     def read_only(self: Path, *args: object, **kwargs: object) -> None:
         raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(self))
 

@@ -16,8 +16,9 @@ from prefix_exec.cli import main
 from prefix_exec.io import read_records
 
 
-def _file(shared_data: Path, tmp_path: Path, change: Callable[[dict[str, Any]], Any], *, count: int = 2,
-          bare: bool = False) -> Path:
+def _file(
+    shared_data: Path, tmp_path: Path, change: Callable[[dict[str, Any]], Any], *, count: int = 2, bare: bool = False
+) -> Path:
     """The first ``count`` gpt-4.1 airline simulations, changed in place by ``change``; ``bare``: only the list."""
     data = json.loads((shared_data / "tau" / "gpt-4.1_airline_1trial.json").read_text(encoding="utf-8"))
     data["simulations"] = data["simulations"][:count]
@@ -113,11 +114,11 @@ def _merge_dependent_pair(data: dict[str, Any]) -> dict[str, Any]:
                 continue
             if i + 3 >= len(messages) or messages[i + 3]["role"] != "tool":
                 continue
-            before = json.dumps(messages[:i + 1])
+            before = json.dumps(messages[: i + 1])
             values = [str(v) for v in (nxt[0].get("arguments") or {}).values() if isinstance(v, str)]
             if any(v in str(result["content"]) and v not in before for v in values):
                 message["tool_calls"] = calls + nxt
-                messages[i + 1:i + 3] = [result, messages[i + 3]]  # both tool messages after the one message
+                messages[i + 1 : i + 3] = [result, messages[i + 3]]  # both tool messages after the one message
                 data["simulations"] = [simulation]
                 return data
     raise AssertionError("no dependent pair of calls in the fixture")

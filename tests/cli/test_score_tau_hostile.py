@@ -85,9 +85,12 @@ def test_regrade_runs_only_the_domains_tools(shared_data: Path, tau2_calculate: 
     simulation = data["simulations"][0]
     env = TauEnvironment(load_domain("airline"), {str(t["id"]): t for t in data["tasks"]})
     before = regrade_db(env, simulation)
-    for name, arguments in (("use_tool", {"tool_name": "calculate", "expression": HANG}),
-                            ("calculate", {"expression": HANG}), ("__init__", {"db": None}),
-                            ("__class__", {})):
+    for name, arguments in (
+        ("use_tool", {"tool_name": "calculate", "expression": HANG}),
+        ("calculate", {"expression": HANG}),
+        ("__init__", {"db": None}),
+        ("__class__", {}),
+    ):
         _add_call(simulation, name, arguments)
     after = regrade_db(env, simulation)
     assert tau2_calculate == []
@@ -98,18 +101,38 @@ def test_regrade_runs_only_the_domains_tools(shared_data: Path, tau2_calculate: 
 @pytest.mark.parametrize(
     "state",
     [
-        {"initialization_actions": [{"env_type": "assistant", "func_name": "calculate",
-                                     "arguments": {"expression": HANG}}]},
-        {"initialization_actions": [{"env_type": "assistant", "func_name": "use_tool",
-                                     "arguments": {"tool_name": "calculate", "expression": HANG}}]},
+        {
+            "initialization_actions": [
+                {"env_type": "assistant", "func_name": "calculate", "arguments": {"expression": HANG}}
+            ]
+        },
+        {
+            "initialization_actions": [
+                {
+                    "env_type": "assistant",
+                    "func_name": "use_tool",
+                    "arguments": {"tool_name": "calculate", "expression": HANG},
+                }
+            ]
+        },
         {"initialization_actions": [{"env_type": "assistant", "func_name": "__init__", "arguments": {}}]},
-        {"initialization_actions": [{"env_type": "assistant", "func_name": "get_user_details",
-                                     "arguments": {"user_id": "replaced by 600 nested lists"}}]},
+        {
+            "initialization_actions": [
+                {
+                    "env_type": "assistant",
+                    "func_name": "get_user_details",
+                    "arguments": {"user_id": "replaced by 600 nested lists"},
+                }
+            ]
+        },
     ],
     ids=["calculate", "use_tool", "__init__", "nested"],
 )
 def test_a_hostile_initialization_action_is_one_input_error(
-    shared_data: Path, tmp_path: Path, tau2_calculate: list[Any], capsys: pytest.CaptureFixture[str],
+    shared_data: Path,
+    tmp_path: Path,
+    tau2_calculate: list[Any],
+    capsys: pytest.CaptureFixture[str],
     state: dict[str, Any],
 ) -> None:
     if state["initialization_actions"][0]["func_name"] == "get_user_details":  # nested past the depth limit
@@ -135,13 +158,24 @@ def test_a_hostile_initialization_action_is_one_input_error(
 def test_a_message_history_call_of_use_tool_never_reaches_tau2s_calculate(
     shared_data: Path, tmp_path: Path, tau2_calculate: list[Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    history = [{"role": "assistant", "content": None, "tool_calls": [
-        {"id": "h1", "name": "use_tool", "arguments": {"tool_name": "calculate", "expression": HANG},
-         "requestor": "assistant"},
-        {"id": "h2", "name": "calculate", "arguments": {"expression": HANG}, "requestor": "assistant"},
-    ]}]
-    path = _two(shared_data, tmp_path,
-                lambda data, sim: _task(data, sim).update(initial_state={"message_history": history}))
+    history = [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "h1",
+                    "name": "use_tool",
+                    "arguments": {"tool_name": "calculate", "expression": HANG},
+                    "requestor": "assistant",
+                },
+                {"id": "h2", "name": "calculate", "arguments": {"expression": HANG}, "requestor": "assistant"},
+            ],
+        }
+    ]
+    path = _two(
+        shared_data, tmp_path, lambda data, sim: _task(data, sim).update(initial_state={"message_history": history})
+    )
     out = tmp_path / "r.jsonl"
     # tau2 answers both with an error and changes nothing, so the task's initial state is the base DB
     assert main(["score", "tau", str(path), "--out", str(out), "--regrade"]) == 0

@@ -63,7 +63,10 @@ def test_every_leaderboard_file_yields_its_records(scored: dict[str, Any]) -> No
     for name, (count, executable, success, _) in YIELDS.items():
         records = by_file.get(name, [])
         assert (len(records), sum(r.executable for r in records), sum(r.success for r in records)) == (
-            count, executable, success), name
+            count,
+            executable,
+            success,
+        ), name
     assert {r.metadata["tau2"]["task_set"] for r in scored["records"]} == {"tau3"}
 
 
@@ -85,8 +88,11 @@ def test_task_ids_assigned_by_position_are_task_mismatches(
 ) -> None:
     """toolorchestra's airline file has no task ids; numbering its simulations by position (as a user might)
     files most of them under the wrong task, which the regrade only hints at (25/50 DB checks)."""
-    data = json.loads((shared_data / "tau" / "leaderboard" / "toolorchestra-gpt-5_airline_no-task-ids.json")
-                      .read_text(encoding="utf-8"))
+    data = json.loads(
+        (shared_data / "tau" / "leaderboard" / "toolorchestra-gpt-5_airline_no-task-ids.json").read_text(
+            encoding="utf-8"
+        )
+    )
     for index, simulation in enumerate(data["simulations"]):
         simulation["task_id"] = data["tasks"][index]["id"]
     path = tmp_path / "positional.json"

@@ -24,16 +24,27 @@ def test_demo_runs_and_writes_the_report(tmp_path: Path, capsys: pytest.CaptureF
     from prefix_exec.report.plots import file_stem
 
     figure = file_stem("figure1", "synthetic-agents") + ".png"
-    for name in ("report.html", "table2.md", "table2.tex", "table2.csv", figure,
-                 "ranking.png", "cost.md", "records.jsonl", "rollouts.jsonl", "calibration.txt"):
+    for name in (
+        "report.html",
+        "table2.md",
+        "table2.tex",
+        "table2.csv",
+        figure,
+        "ranking.png",
+        "cost.md",
+        "records.jsonl",
+        "rollouts.jsonl",
+        "calibration.txt",
+    ):
         assert (tmp_path / name).is_file(), name
     assert "SYNTHETIC" in (tmp_path / "report.html").read_text()
     assert "SYNTHETIC" in (tmp_path / "table2.md").read_text()
     assert (tmp_path / "records.jsonl").read_text().count('"synthetic": true') == 120
 
 
-def test_demo_fails_loudly_on_a_mislabel(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_demo_fails_loudly_on_a_mislabel(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Claim that invented ids are caught as `information`: the BFCL scorer says `dependency`, so the
     # calibration must fail and the demo must exit 1 naming the rollouts.
     wrong = dataclasses.replace(mutations.BY_NAME["invent_id"])
@@ -85,8 +96,7 @@ def test_demo_rejects_a_negative_seed(tmp_path: Path, capsys: pytest.CaptureFixt
     assert not (tmp_path / "demo").exists()
 
 
-def test_demo_out_refuses_a_run_directory_it_did_not_write(tmp_path: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_out_refuses_a_run_directory_it_did_not_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = tmp_path / "run"
     run.mkdir()
     (run / "records.jsonl").write_text("{}\n")  # somebody's run directory: never replaced silently

@@ -36,8 +36,17 @@ def outcomes(env: BfclEnvironment) -> list[tuple[str, str, int, int, str | None,
             for variant, calls in (("plain", m.calls), ("repaired", m.repaired)):
                 rec = replay(Rollout("bfcl", task.id, "m", "x", calls, success=0), env)
                 detected = rec.label.value if rec.label else None
-                rows.append((op.name, variant, m.depth, rec.fed, detected, int(detected == m.expected.value),
-                             bfcl.success(checker, task, calls)))
+                rows.append(
+                    (
+                        op.name,
+                        variant,
+                        m.depth,
+                        rec.fed,
+                        detected,
+                        int(detected == m.expected.value),
+                        bfcl.success(checker, task, calls),
+                    )
+                )
     return rows
 
 
@@ -89,8 +98,7 @@ def test_static_operators_on_a_known_task() -> None:
     rec = replay(Rollout("bfcl", task.id, "m", "x", twice.calls, success=0), env)
     assert (rec.fed, rec.label) == (3, FailureLabel.STATE_CONSISTENCY)
     # dropping cd('document') makes the mv of final_report.pdf refer to a file that is not there
-    drop = apply(next(op for op in OPERATORS if op.name == "drop_prerequisite"), truth, docs, witness,
-                 random.Random(0))
+    drop = apply(next(op for op in OPERATORS if op.name == "drop_prerequisite"), truth, docs, witness, random.Random(0))
     assert drop is not None
     rec = replay(Rollout("bfcl", task.id, "m", "x", drop.calls, success=0), env)
     assert (rec.fed, rec.label) == (drop.depth, FailureLabel.DEPENDENCY)

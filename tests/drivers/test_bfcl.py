@@ -85,7 +85,7 @@ def bfcl_convert_to_tool() -> Any:
             module.Language = module.Parser = Anything  # type: ignore[attr-defined]
             module.language = lambda: None  # type: ignore[attr-defined]
             for attr in ("retry", "retry_if_exception_message", "retry_if_exception_type", "wait_random_exponential"):
-                setattr(module, attr, lambda *args, **kwargs: (lambda f: f))
+                setattr(module, attr, lambda *args, **kwargs: lambda f: f)
             stubs[name] = module
     before = set(sys.modules)
     sys.modules.update(stubs)
@@ -144,7 +144,8 @@ def test_grid_with_a_bfcl_dataset(server: ScriptedServer, tmp_path: Any) -> None
     from prefix_exec.runner.run import run_grid
 
     grid = tmp_path / "grid.toml"
-    grid.write_text(f"""
+    grid.write_text(
+        f"""
 methods = ["react", "dual-loop"]
 [[datasets]]
 name = "bfcl"
@@ -154,7 +155,8 @@ tasks = {TASKS[:2]!r}
 model = "m"
 base_url = "{server.base_url}"
 api_key_env = ""
-""".replace("'", '"'))
+""".replace("'", '"')
+    )
     report = run_grid(grid, tmp_path / "run", max_concurrency=2)
     records = list(read_records(tmp_path / "run" / "records.jsonl"))
     assert report.written == 4
@@ -191,7 +193,7 @@ def always_pwd_after(script: Any, turn: int, *, then_stop_at: int | None = None)
         users = [i for i, m in enumerate(messages) if m["role"] == "user"]
         if len(users) - 1 != turn:
             return script(body)
-        steps = sum(1 for m in messages[users[-1]:] if m["role"] == "assistant")
+        steps = sum(1 for m in messages[users[-1] :] if m["role"] == "assistant")
         if then_stop_at is not None and steps >= then_stop_at:
             return text_message("Done.")
         return tool_message([("pwd", {})])
@@ -256,11 +258,14 @@ def early_mv(body: dict[str, Any]) -> dict[str, Any]:
     the first try failed (an error or the guard's rejection)."""
     messages = body["messages"]
     users = [i for i, m in enumerate(messages) if m["role"] == "user"]
-    turn, steps = len(users) - 1, sum(1 for m in messages[users[-1]:] if m["role"] == "assistant")
+    turn, steps = len(users) - 1, sum(1 for m in messages[users[-1] :] if m["role"] == "assistant")
     mv = ("mv", {"source": "log.txt", "destination": "archive"})
-    plan: list[Any] = {0: [("ls", {"a": True})], 1: [("cd", {"folder": "workspace"}), mv],
-                       3: [("cd", {"folder": "archive"}), ("grep", {"file_name": "log.txt", "pattern": "Error"})],
-                       4: [("tail", {"file_name": "log.txt", "lines": 20})]}.get(turn, [])
+    plan: list[Any] = {
+        0: [("ls", {"a": True})],
+        1: [("cd", {"folder": "workspace"}), mv],
+        3: [("cd", {"folder": "archive"}), ("grep", {"file_name": "log.txt", "pattern": "Error"})],
+        4: [("tail", {"file_name": "log.txt", "lines": 20})],
+    }.get(turn, [])
     if turn == 2:
         last = str([m for m in messages if m["role"] == "tool"][-1]["content"]).lower()
         failed = "error" in last or "not executed" in last
@@ -296,8 +301,11 @@ def test_planners_get_the_live_state_of_each_turn() -> None:
     task_id = "multi_turn_miss_func_1"
     with ScriptedServer(BfclScript([task_id])) as server:
         run(server, "dual-loop", task_id)
-        states = [str(b["messages"][1]["content"]).split("State:\n", 1)[1] for b in server.requests
-                  if str(b["messages"][0]["content"]).startswith("You are the PLANNER")]
+        states = [
+            str(b["messages"][1]["content"]).split("State:\n", 1)[1]
+            for b in server.requests
+            if str(b["messages"][0]["content"]).startswith("You are the PLANNER")
+        ]
     assert len(states) == 5
     assert len(set(states)) > 1
     assert '"cwd":"/alex"' in states[0]

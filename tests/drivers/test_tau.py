@@ -32,20 +32,28 @@ def endpoint(server: ScriptedServer, model: str) -> EndpointConfig:
     return EndpointConfig(model=model, base_url=server.base_url, api_key_env="", max_retries=0)
 
 
-def play(domain: str, tasks: list[str], methods: tuple[str, ...], judge: bool = False,
-         reveal_ids: bool = True) -> list[Any]:
+def play(
+    domain: str, tasks: list[str], methods: tuple[str, ...], judge: bool = False, reveal_ids: bool = True
+) -> list[Any]:
     from prefix_exec.envs.tau import TauEnvironment, load_domain
 
     script = TauScript(TauEnvironment(load_domain(domain)), tasks, reveal_ids=reveal_ids)
     out = []
     with ScriptedServer(script) as server:
-        driver = TauDriver(domain, user=endpoint(server, "user-sim"),
-                           judge=endpoint(server, "judge") if judge else None)
+        driver = TauDriver(
+            domain, user=endpoint(server, "user-sim"), judge=endpoint(server, "judge") if judge else None
+        )
         for method in methods:
             for task_id in tasks:
                 agent = Agent(method, ChatBackend(endpoint(server, "agent")))
-                rollout = to_rollout(driver.run(agent, task_id), dataset=driver.dataset, task_id=task_id,
-                                     model="agent", method=method, trial=0)
+                rollout = to_rollout(
+                    driver.run(agent, task_id),
+                    dataset=driver.dataset,
+                    task_id=task_id,
+                    model="agent",
+                    method=method,
+                    trial=0,
+                )
                 out.append((rollout, replay(rollout, driver.env_for(rollout))))
         models = Counter(body["model"] for body in server.requests)
     return [out, models, script]
@@ -127,8 +135,7 @@ def test_an_nl_assertion_task_is_judged_nondeterministic_and_its_judge_tokens_ar
     data = nl_data(tmp_path, RETAIL[0])
     script = TauScript(TauEnvironment(load_domain("retail", data)), RETAIL, harsh_judge=True)
     with ScriptedServer(script) as server:
-        driver = TauDriver("retail", user=endpoint(server, "user-sim"), judge=endpoint(server, "judge"),
-                           data=str(data))
+        driver = TauDriver("retail", user=endpoint(server, "user-sim"), judge=endpoint(server, "judge"), data=str(data))
         out = driver.run(Agent("react", ChatBackend(endpoint(server, "agent"))), RETAIL[0])
         judge_requests = [b for b in server.requests if b["model"] == "judge"]
     assert script.judged == 1
@@ -153,12 +160,16 @@ def test_an_nl_assertion_task_is_judged_nondeterministic_and_its_judge_tokens_ar
 BAD = ("get_reservation_details", {"reservation_id": "ZZZZZZ"})
 READ = ("list_all_airports", {})
 # Calls tau2 executes that our strict checks reject (an int date; an unknown argument; an unknown tool).
-LOOSE = [("search_direct_flight", {"origin": "JFK", "destination": "SEA", "date": 20240520}),
-         ("get_user_details", {"user_id": "mia_li_3668", "verbose": True}), ("refund_everything", {})]
+LOOSE = [
+    ("search_direct_flight", {"origin": "JFK", "destination": "SEA", "date": 20240520}),
+    ("get_user_details", {"user_id": "mia_li_3668", "verbose": True}),
+    ("refund_everything", {}),
+]
 
 
-def against_tau2(prefix: list[list[tuple[str, dict[str, Any]]]], *, max_steps: int = 200,
-                 max_errors: int = 10) -> tuple[Any, Any, Any, Any, list[Any], list[Any]]:
+def against_tau2(
+    prefix: list[list[tuple[str, dict[str, Any]]]], *, max_steps: int = 200, max_errors: int = 10
+) -> tuple[Any, Any, Any, Any, list[Any], list[Any]]:
     """Airline task 3 with ``prefix`` before the gold play, through tau2's ``Orchestrator`` + ``LLMAgent`` and
     through our driver, on one scripted server. Returns tau2's simulation, reward info and orchestrator, our
     rollout, and the contents of the tool messages in each agent's last request."""
@@ -176,20 +187,40 @@ def against_tau2(prefix: list[list[tuple[str, dict[str, Any]]]], *, max_steps: i
     with ScriptedServer(script) as server:
         args = {"api_base": server.base_url, "api_key": "x", "temperature": 0.0, "num_retries": 0}
         environment = registry.get_env_constructor("airline")()
-        agent = LLMAgent(tools=environment.get_tools(), domain_policy=environment.get_policy(),
-                         llm="openai/upstream", llm_args=dict(args))
+        agent = LLMAgent(
+            tools=environment.get_tools(),
+            domain_policy=environment.get_policy(),
+            llm="openai/upstream",
+            llm_args=dict(args),
+        )
         user = import_tau2("tau2.user.user_simulator").UserSimulator(
-            instructions=str(task.user_scenario), llm="openai/user-sim", llm_args=dict(args))
-        orchestrator = Orchestrator("airline", agent=agent, user=user, environment=environment, task=task,
-                                    max_steps=max_steps, max_errors=max_errors)
+            instructions=str(task.user_scenario), llm="openai/user-sim", llm_args=dict(args)
+        )
+        orchestrator = Orchestrator(
+            "airline",
+            agent=agent,
+            user=user,
+            environment=environment,
+            task=task,
+            max_steps=max_steps,
+            max_errors=max_errors,
+        )
         simulation = orchestrator.run()
-        info = evaluator.evaluate_simulation(simulation=simulation, task=task, solo_mode=False, domain="airline",
-                                             evaluation_type=evaluator.EvaluationType.ALL)
+        info = evaluator.evaluate_simulation(
+            simulation=simulation,
+            task=task,
+            solo_mode=False,
+            domain="airline",
+            evaluation_type=evaluator.EvaluationType.ALL,
+        )
         driver = TauDriver("airline", user=endpoint(server, "user-sim"), max_steps=max_steps, max_errors=max_errors)
         out = driver.run(Agent("react", ChatBackend(endpoint(server, "agent"))), "3")
         rollout = to_rollout(out, dataset=driver.dataset, task_id="3", model="agent", method="react", trial=0)
-        seen = {model: [m["content"] for m in body["messages"] if m["role"] == "tool"]
-                for body in server.requests for model in [body["model"]]}
+        seen = {
+            model: [m["content"] for m in body["messages"] if m["role"] == "tool"]
+            for body in server.requests
+            for model in [body["model"]]
+        }
     return simulation, info, orchestrator, rollout, seen["upstream"], seen["agent"]
 
 
@@ -213,7 +244,10 @@ def test_the_conversation_ends_and_scores_as_under_tau2s_orchestrator(
     assert (rollout.metadata["termination"], rollout.metadata["reward"]) == (termination, reward)
     assert rollout.success == int(reward)
     assert (rollout.metadata["tau2_steps"], rollout.metadata["tau2_errors"], rollout.metadata["tau2_messages"]) == (
-        orchestrator.step_count, orchestrator.num_errors, len(simulation.messages))
+        orchestrator.step_count,
+        orchestrator.num_errors,
+        len(simulation.messages),
+    )
     assert agent_saw == upstream_saw  # the same tool answers, word for word
     if termination != "max_steps":  # AgentSettings' 20-call cap never bites; only tau2's budget caps a turn
         assert rollout.metadata.get("capped_turns") is None
@@ -243,7 +277,8 @@ def test_grid_with_a_tau_dataset(tmp_path: Any) -> None:
     script = TauScript(TauEnvironment(load_domain("airline")), AIRLINE[:2])
     with ScriptedServer(script) as server:
         grid = tmp_path / "grid.toml"
-        grid.write_text(f"""
+        grid.write_text(
+            f"""
 trials = 2
 methods = ["react", "guarded-react"]
 [[datasets]]
@@ -261,7 +296,8 @@ model = "user-sim"
 condition = false
 base_url = "{server.base_url}"
 api_key_env = ""
-""".replace("'", '"'))
+""".replace("'", '"')
+        )
         report = run_grid(grid, tmp_path / "run", max_concurrency=2)
         user_seeds = {b.get("seed") for b in server.requests if b["model"] == "user-sim"}
     records = list(read_records(tmp_path / "run" / "records.jsonl"))
@@ -291,8 +327,12 @@ class SiblingScript(TauScript):
             return text_message(f"Hello, [case 41]. I am {self.USER}.")
         if "<policy>" in system and body.get("tools"):
             if not any(m["role"] == "assistant" and m.get("tool_calls") for m in messages):
-                return tool_message([("get_user_details", {"user_id": self.USER}),
-                                     ("get_reservation_details", {"reservation_id": self.RESERVATION})])
+                return tool_message(
+                    [
+                        ("get_user_details", {"user_id": self.USER}),
+                        ("get_reservation_details", {"reservation_id": self.RESERVATION}),
+                    ]
+                )
             return text_message("Done.")
         return super().__call__(body)
 
@@ -304,8 +344,14 @@ def test_a_parallel_call_cannot_use_its_siblings_result_live_or_scored() -> None
         driver = TauDriver("airline", user=endpoint(server, "user-sim"))
         scored = {}
         for method in ("react", "guarded-react"):
-            rollout = to_rollout(driver.run(Agent(method, ChatBackend(endpoint(server, "agent"))), "41"),
-                                 dataset=driver.dataset, task_id="41", model="agent", method=method, trial=0)
+            rollout = to_rollout(
+                driver.run(Agent(method, ChatBackend(endpoint(server, "agent"))), "41"),
+                dataset=driver.dataset,
+                task_id="41",
+                model="agent",
+                method=method,
+                trial=0,
+            )
             scored[method] = (rollout, replay(rollout, driver.env_for(rollout)))
     react, record = scored["react"]
     assert [a.call_id for a in react.actions] == ["t0.s0.c0", "t0.s0.c1"]

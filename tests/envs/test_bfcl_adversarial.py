@@ -180,7 +180,7 @@ def test_threads_never_see_each_others_math_precision() -> None:
     assert all(text == alone[p] for p, text in zip(precisions, texts, strict=True))
 
 
-SLOW_MPMATH = '''
+SLOW_MPMATH = """
 import importlib.abc, importlib.util, sys, threading, time
 
 class SlowLoader(importlib.abc.Loader):
@@ -207,7 +207,7 @@ while "mpmath" not in sys.modules:
     time.sleep(0.001)
 print(run(lambda: {"ok": 1}, "probe", {}).text)
 importer.join()
-'''
+"""
 
 
 def test_a_call_waits_for_another_threads_import_of_mpmath() -> None:

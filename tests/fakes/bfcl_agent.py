@@ -44,12 +44,11 @@ class BfclScript:
         if not body.get("tools") and "Before acting" in str(messages[-1].get("content")):
             return text_message("1. call the tools the request needs")
         # A turn's user message may carry a plan after the request; prompt-planning adds "Now carry out ...".
-        users = [i for i, m in enumerate(messages)
-                 if m["role"] == "user" and m["content"] != PROMPT_PLAN_PROCEED]
+        users = [i for i, m in enumerate(messages) if m["role"] == "user" and m["content"] != PROMPT_PLAN_PROCEED]
         first = str(messages[users[0]]["content"])
         task_id = self.by_first[max((k for k in self.by_first if first.startswith(k)), key=len)]
         turn = len(users) - 1
-        step = sum(1 for m in messages[users[-1]:] if m["role"] == "assistant" and m.get("tool_calls"))
+        step = sum(1 for m in messages[users[-1] :] if m["role"] == "assistant" and m.get("tool_calls"))
         calls = self.truth[task_id][turn]
         if step >= len(calls):
             return text_message("Done.")

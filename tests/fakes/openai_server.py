@@ -111,8 +111,17 @@ class ScriptedServer:
         if name in ("retry-after", "retry-after-ms"):
             return 429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {name: arg}
         if fault == "quota":
-            return 429, {"error": {"message": "You exceeded your current quota, please check your plan.",
-                                   "type": "insufficient_quota", "code": "insufficient_quota"}}, {}
+            return (
+                429,
+                {
+                    "error": {
+                        "message": "You exceeded your current quota, please check your plan.",
+                        "type": "insufficient_quota",
+                        "code": "insufficient_quota",
+                    }
+                },
+                {},
+            )
         if fault == "500":
             return 500, {"error": {"message": "internal error", "type": "server_error"}}, {}
         if name.isdigit():
@@ -126,9 +135,13 @@ class ScriptedServer:
         message = self.respond(body)
         finish = "tool_calls" if message.get("tool_calls") else "stop"
         if fault == "object-arguments":
-            message = {**message, "tool_calls": [
-                {**tc, "function": {**tc["function"], "arguments": json.loads(tc["function"]["arguments"])}}
-                for tc in message.get("tool_calls") or []]}
+            message = {
+                **message,
+                "tool_calls": [
+                    {**tc, "function": {**tc["function"], "arguments": json.loads(tc["function"]["arguments"])}}
+                    for tc in message.get("tool_calls") or []
+                ],
+            }
         payload = {
             "id": f"chatcmpl-{len(self.requests)}",
             "object": "chat.completion",

@@ -24,8 +24,15 @@ from prefix_exec.envs.tau.information import identifier_arguments
 
 
 class TauScript:
-    def __init__(self, env: Any, task_ids: list[str], *, reveal_ids: bool = True,
-                 prefix: Sequence[Sequence[tuple[str, dict[str, Any]]]] = (), harsh_judge: bool = False) -> None:
+    def __init__(
+        self,
+        env: Any,
+        task_ids: list[str],
+        *,
+        reveal_ids: bool = True,
+        prefix: Sequence[Sequence[tuple[str, dict[str, Any]]]] = (),
+        harsh_judge: bool = False,
+    ) -> None:
         self.reveal_ids = reveal_ids
         self.harsh_judge = harsh_judge
         self.prefix = [list(calls) for calls in prefix]

@@ -57,8 +57,11 @@ def _script(goal: str) -> list[Calls]:
 
 
 def _plan(goal: str, revised: bool) -> dict[str, Any]:
-    steps = [{"tool": name, "arguments": args if isinstance(args, dict) else {}, "bindings": {}}
-             for calls in _script(goal) for name, args in calls]
+    steps = [
+        {"tool": name, "arguments": args if isinstance(args, dict) else {}, "bindings": {}}
+        for calls in _script(goal)
+        for name, args in calls
+    ]
     if revised and steps and steps[0]["tool"] == "close_ticket":
         steps = steps[1:]
     return {"steps": steps}
@@ -81,8 +84,11 @@ def respond(body: dict[str, Any]) -> dict[str, Any]:
         return text_message("1. log in\n2. do the task\n3. confirm")
     goal = _goal(messages)
     script = _script(goal)
-    step = sum(1 for m in messages if m.get("role") == "assistant" and (m.get("tool_calls") or "<tool_call>"
-                                                                        in str(m.get("content") or "")))
+    step = sum(
+        1
+        for m in messages
+        if m.get("role") == "assistant" and (m.get("tool_calls") or "<tool_call>" in str(m.get("content") or ""))
+    )
     if step >= len(script):
         return text_message("Done.")
     if body.get("tools"):

@@ -305,8 +305,10 @@ def test_minefield_source_is_recorded(shared_data: Path) -> None:
 def test_malformed_conversation_tool_calls_are_input_errors(tmp_path: Path, function: Any) -> None:
     folder = tmp_path / "scenario"
     folder.mkdir()
-    messages = [{"role": "user", "content": "hi"},
-                {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": function}]}]
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": function}]},
+    ]
     (folder / "conversation.json").write_text(json.dumps(messages))
     with pytest.raises(InputError, match="tool call 'c1'"):
         calls_from_conversation(folder / "conversation.json")

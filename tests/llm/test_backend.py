@@ -19,8 +19,15 @@ MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content
 
 
 def config(server: ScriptedServer, **kw: Any) -> EndpointConfig:
-    base: dict[str, Any] = {"model": "m", "base_url": server.base_url, "api_key_env": "", "timeout_s": 5.0,
-                            "max_retries": 4, "backoff_base_s": 0.01, "backoff_max_s": 0.05}
+    base: dict[str, Any] = {
+        "model": "m",
+        "base_url": server.base_url,
+        "api_key_env": "",
+        "timeout_s": 5.0,
+        "max_retries": 4,
+        "backoff_base_s": 0.01,
+        "backoff_max_s": 0.05,
+    }
     return EndpointConfig(**{**base, **kw})
 
 
@@ -40,7 +47,10 @@ def test_native_tool_call_and_usage_are_decoded() -> None:
     assert done.cost.model == "m"
     reasoning = expected["completion_tokens_details"]["reasoning_tokens"]
     assert (done.cost.prompt_tokens, done.cost.completion_tokens, done.cost.reasoning_tokens) == (
-        expected["prompt_tokens"], expected["completion_tokens"], reasoning)
+        expected["prompt_tokens"],
+        expected["completion_tokens"],
+        reasoning,
+    )
     assert done.message["tool_calls"][0]["function"]["arguments"] == '{"username": "sam"}'
 
 
@@ -66,14 +76,18 @@ def test_429_storm_is_retried_with_bounded_jittered_backoff_and_reported() -> No
     seen: list[str] = []
     with ScriptedServer(login) as server:
         server.faults.extend(["429"] * 3 + ["500"])
-        backend = ChatBackend(config(server, backoff_max_s=0.02), sleep=slept.append,
-                              on_retry=lambda e: seen.append(e.kind), rng=random.Random(0))
+        backend = ChatBackend(
+            config(server, backoff_max_s=0.02),
+            sleep=slept.append,
+            on_retry=lambda e: seen.append(e.kind),
+            rng=random.Random(0),
+        )
         done = backend.complete(MESSAGES, TOOLS)
         statuses = list(server.statuses)
     assert statuses == [429, 429, 429, 500, 200]
     assert [e.kind for e in done.retries] == seen == ["rate_limit"] * 3 + ["server"]
     assert [e.attempt for e in done.retries] == [1, 2, 3, 4]
-    caps = [min(0.02, 0.01 * 2 ** i) for i in range(4)]
+    caps = [min(0.02, 0.01 * 2**i) for i in range(4)]
     assert all(0 <= d <= cap for d, cap in zip(slept, caps, strict=True))
     assert done.calls[0].name == "login"
 
@@ -141,7 +155,8 @@ def test_cache_answers_repeated_requests_without_the_server(tmp_path: Any) -> No
     with ScriptedServer(login) as server:
         first = ChatBackend(config(server, seed=1), cache=cache).complete(MESSAGES, TOOLS)
         again = ChatBackend(config(server, seed=1), cache=ResponseCache(tmp_path / "cache.sqlite")).complete(
-            MESSAGES, TOOLS)
+            MESSAGES, TOOLS
+        )
         other_seed = ChatBackend(config(server, seed=2), cache=cache).complete(MESSAGES, TOOLS)
         n = len(server.requests)
     assert n == 2

@@ -11,12 +11,27 @@ from prefix_exec.errors import InputError
 from prefix_exec.llm import ChatBackend, EndpointConfig
 
 
-@pytest.mark.parametrize(("key", "value"), [
-    ("max_concurrency", "8"), ("timeout_s", "60"), ("max_retries", 2.5), ("base_url", 5),
-    ("temperature", "0"), ("temperature", -1), ("max_tokens", 0), ("max_completion_tokens", True),
-    ("tool_mode", "tools"), ("api_key_env", 1), ("reasoning_effort", 3), ("backoff_max_s", "5"),
-    ("retry_after_max_s", -1), ("timeout_s", float("inf")), ("model", ""), ("base_url", "localhost:8000/v1"),
-])
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("max_concurrency", "8"),
+        ("timeout_s", "60"),
+        ("max_retries", 2.5),
+        ("base_url", 5),
+        ("temperature", "0"),
+        ("temperature", -1),
+        ("max_tokens", 0),
+        ("max_completion_tokens", True),
+        ("tool_mode", "tools"),
+        ("api_key_env", 1),
+        ("reasoning_effort", 3),
+        ("backoff_max_s", "5"),
+        ("retry_after_max_s", -1),
+        ("timeout_s", float("inf")),
+        ("model", ""),
+        ("base_url", "localhost:8000/v1"),
+    ],
+)
 def test_a_wrong_type_is_an_input_error_naming_the_field(key: str, value: Any) -> None:
     with pytest.raises(InputError) as info:
         EndpointConfig.from_mapping({"model": "m", key: value}, where="models[2]")
@@ -32,16 +47,26 @@ def test_direct_construction_is_checked_too() -> None:
 
 
 def test_good_settings_are_kept_as_written() -> None:
-    cfg = EndpointConfig.from_mapping({"model": "m", "timeout_s": 60, "temperature": 1, "max_retries": 0,
-                                       "backoff_base_s": 0, "retry_after_max_s": 30.5, "api_key_env": ""})
+    cfg = EndpointConfig.from_mapping(
+        {
+            "model": "m",
+            "timeout_s": 60,
+            "temperature": 1,
+            "max_retries": 0,
+            "backoff_base_s": 0,
+            "retry_after_max_s": 30.5,
+            "api_key_env": "",
+        }
+    )
     assert (cfg.timeout_s, cfg.temperature, cfg.max_retries, cfg.retry_after_max_s) == (60, 1, 0, 30.5)
 
 
 def test_the_hint_lists_what_the_caller_accepts() -> None:
     caller = ("name", "condition", "usd_per_mtok_prompt")
     with pytest.raises(InputError) as info:
-        EndpointConfig.from_mapping({"model": "m", "temprature": 0}, where="models[0]",
-                                    caller_keys=caller, refused_keys=("seed",))
+        EndpointConfig.from_mapping(
+            {"model": "m", "temprature": 0}, where="models[0]", caller_keys=caller, refused_keys=("seed",)
+        )
     assert info.value.field == "models[0].temprature"
     known = (info.value.hint or "").removeprefix("known settings: ").split(", ")
     assert {"name", "condition", "usd_per_mtok_prompt", "temperature", "max_completion_tokens"} <= set(known)
@@ -61,8 +86,15 @@ def test_one_token_cap_at_a_time() -> None:
 
 def test_temperature_omit_and_max_completion_tokens_shape_the_request() -> None:
     with ScriptedServer(lambda _: text_message("hi")) as server:
-        cfg = EndpointConfig.from_mapping({"model": "o-mini", "base_url": server.base_url, "api_key_env": "",
-                                           "temperature": "omit", "max_completion_tokens": 512})
+        cfg = EndpointConfig.from_mapping(
+            {
+                "model": "o-mini",
+                "base_url": server.base_url,
+                "api_key_env": "",
+                "temperature": "omit",
+                "max_completion_tokens": 512,
+            }
+        )
         assert cfg.temperature is None
         ChatBackend(cfg).complete([{"role": "user", "content": "x"}])
         default = EndpointConfig(model="m", base_url=server.base_url, api_key_env="", max_tokens=64)

@@ -20,8 +20,15 @@ _models = itertools.count()
 
 def config(server: ScriptedServer, **kw: Any) -> EndpointConfig:
     # A fresh model id per backend: ``auto`` mode's learning is shared per (URL, model) in the process.
-    base: dict[str, Any] = {"model": f"m{next(_models)}", "base_url": server.base_url, "api_key_env": "",
-                            "timeout_s": 5.0, "max_retries": 4, "backoff_base_s": 0.01, "backoff_max_s": 0.05}
+    base: dict[str, Any] = {
+        "model": f"m{next(_models)}",
+        "base_url": server.base_url,
+        "api_key_env": "",
+        "timeout_s": 5.0,
+        "max_retries": 4,
+        "backoff_base_s": 0.01,
+        "backoff_max_s": 0.05,
+    }
     return EndpointConfig(**{**base, **kw})
 
 
@@ -30,6 +37,7 @@ def login(_: dict[str, Any]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------- bad 200 answers
+
 
 def test_an_empty_answer_is_retried_and_never_cached(tmp_path: Any) -> None:
     cache = ResponseCache(tmp_path / "cache.sqlite")
@@ -110,6 +118,7 @@ def test_a_tool_call_without_a_function_is_a_parse_error() -> None:
 
 # ------------------------------------------------------------------------------------------- status codes
 
+
 @pytest.mark.parametrize(("fault", "kind"), [("408", "timeout"), ("409", "conflict"), ("503", "server")])
 def test_408_409_and_5xx_are_retried(fault: str, kind: str) -> None:
     with ScriptedServer(login) as server:
@@ -118,8 +127,10 @@ def test_408_409_and_5xx_are_retried(fault: str, kind: str) -> None:
     assert [(e.kind, e.status) for e in done.retries] == [(kind, int(fault))]
 
 
-@pytest.mark.parametrize(("fault", "says"), [
-    ("quota", "no quota left"), ("401", "refused no key"), ("403", "may not use"), ("404", "API root")])
+@pytest.mark.parametrize(
+    ("fault", "says"),
+    [("quota", "no quota left"), ("401", "refused no key"), ("403", "may not use"), ("404", "API root")],
+)
 def test_fatal_answers_fail_at_once_with_what_to_check(fault: str, says: str) -> None:
     slept: list[float] = []
     with ScriptedServer(login) as server:
@@ -131,8 +142,9 @@ def test_fatal_answers_fail_at_once_with_what_to_check(fault: str, says: str) ->
     assert slept == []
 
 
-@pytest.mark.parametrize(("fault", "at_least"), [("retry-after:0.5", 0.5), ("retry-after-ms:700", 0.7),
-                                                 ("retry-after:90", 90.0)])
+@pytest.mark.parametrize(
+    ("fault", "at_least"), [("retry-after:0.5", 0.5), ("retry-after-ms:700", 0.7), ("retry-after:90", 90.0)]
+)
 def test_server_directed_waits_are_honoured_above_the_backoff_cap(fault: str, at_least: float) -> None:
     slept: list[float] = []
     with ScriptedServer(login) as server:
@@ -154,6 +166,7 @@ def test_a_wait_beyond_retry_after_max_s_fails_at_once() -> None:
 
 
 # ------------------------------------------------------------------------------------------- timing
+
 
 def test_latency_is_the_answering_attempt_only() -> None:
     # Cap 1, four callers released together against a server that sleeps 0.2 s per answer. Only relations
@@ -206,6 +219,7 @@ def test_backoff_sleeps_are_not_latency() -> None:
 
 # ------------------------------------------------------------------------------------------- auto tool mode
 
+
 def text_login(_: dict[str, Any]) -> dict[str, Any]:
     return text_message('<tool_call>{"name": "login", "arguments": {"username": "sam"}}</tool_call>')
 
@@ -238,28 +252,42 @@ def test_auto_mode_keeps_native_calls_on_a_400_that_is_not_about_tool_support() 
         assert "tools" in server.requests[0]
 
 
-@pytest.mark.parametrize(("message", "refuses"), [
-    ("registry.ollama.ai/library/gemma:2b does not support tools", True),
-    ('"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set', True),
-    ("tools param requires --jinja flag", True),
-    ("Unrecognized request argument supplied: tools", True),
-    ("tool calling is not supported for this model", True),
-    ("Invalid 'tools[0].function.name': string does not match pattern", False),
-    ("messages with role 'tool' must be a response to a preceding message with 'tool_calls'", False),
-    ("This model's maximum context length is 8192 tokens", False),
-])
+@pytest.mark.parametrize(
+    ("message", "refuses"),
+    [
+        ("registry.ollama.ai/library/gemma:2b does not support tools", True),
+        ('"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set', True),
+        ("tools param requires --jinja flag", True),
+        ("Unrecognized request argument supplied: tools", True),
+        ("tool calling is not supported for this model", True),
+        ("Invalid 'tools[0].function.name': string does not match pattern", False),
+        ("messages with role 'tool' must be a response to a preceding message with 'tool_calls'", False),
+        ("This model's maximum context length is 8192 tokens", False),
+    ],
+)
 def test_only_a_refusal_of_tools_switches_to_text(message: str, refuses: bool) -> None:
     assert refuses_tools(message) is refuses
 
 
-@pytest.mark.parametrize(("answer", "calls", "prose"), [
-    ('<tool_call>\n```json\n{"name": "login", "arguments": {"username": "sam"}}\n```\n</tool_call>',
-     [("login", {"username": "sam"}, None)], None),
-    ("I will use the <tool_call> format. Done.", [], "I will use the <tool_call> format. Done."),
-    ('Logging in. <tool_call>{"name": "login", "arguments": {"user', [("login", {}, "not valid JSON")], "Logging in."),
-])
-def test_text_mode_reads_fenced_blocks_and_ignores_the_tag_in_prose(answer: str, calls: list[Any],
-                                                                   prose: str | None) -> None:
+@pytest.mark.parametrize(
+    ("answer", "calls", "prose"),
+    [
+        (
+            '<tool_call>\n```json\n{"name": "login", "arguments": {"username": "sam"}}\n```\n</tool_call>',
+            [("login", {"username": "sam"}, None)],
+            None,
+        ),
+        ("I will use the <tool_call> format. Done.", [], "I will use the <tool_call> format. Done."),
+        (
+            'Logging in. <tool_call>{"name": "login", "arguments": {"user',
+            [("login", {}, "not valid JSON")],
+            "Logging in.",
+        ),
+    ],
+)
+def test_text_mode_reads_fenced_blocks_and_ignores_the_tag_in_prose(
+    answer: str, calls: list[Any], prose: str | None
+) -> None:
     from prefix_exec.llm.textcalls import parse_text_calls
 
     with ScriptedServer(lambda _: text_message(answer)) as server:
@@ -271,6 +299,7 @@ def test_text_mode_reads_fenced_blocks_and_ignores_the_tag_in_prose(answer: str,
 
 
 # ------------------------------------------------------------------------------------------- the test server
+
 
 def test_a_responder_that_raises_is_a_500_and_the_server_goes_on() -> None:
     answers = iter([KeyError("no script for this"), login({})])

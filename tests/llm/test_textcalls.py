@@ -10,8 +10,9 @@ HUGE_INT = '{"n": ' + "9" * 5000 + "}"  # past Python's 4,300-digit limit for in
 DEEP = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"  # past the decoder's recursion limit
 
 
-@pytest.mark.parametrize(("raw", "reason"), [(HUGE_INT, "digits"), (DEEP, "nested too deeply"),
-                                             ('{"a": 1', "Expecting")])
+@pytest.mark.parametrize(
+    ("raw", "reason"), [(HUGE_INT, "digits"), (DEEP, "nested too deeply"), ('{"a": 1', "Expecting")]
+)
 def test_arguments_python_cannot_decode_are_parse_errors(raw: str, reason: str) -> None:
     native = decode_arguments("ls", "c1", raw)
     assert native.parse_error is not None

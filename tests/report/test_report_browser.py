@@ -38,12 +38,29 @@ def browser(chromium: Path, tmp_path: Path) -> Iterator[Browser]:
 
 def _report(out: Path) -> Path:
     rows = [r for r in crafted() if not (r.method == "dual-loop" and r.model == "m1" and r.task_id == "t4")]
-    actions = (ToolCall("cd", {"folder": "documents"}), ToolCall("mv", {"source": "report.txt"}),
-               ToolCall("mv", {"source": "report.txt", "destination": "archive"}), ToolCall("ls", {}))
-    rows.append(PrefixRecord("bfcl_demo", "t4", "m1", "dual-loop", 0, 4, 2, 1,
-                             (Verdict.accept("None"),
-                              Verdict.reject(FailureLabel.SCHEMA, "mv() missing required argument 'destination'")),
-                             actions))
+    actions = (
+        ToolCall("cd", {"folder": "documents"}),
+        ToolCall("mv", {"source": "report.txt"}),
+        ToolCall("mv", {"source": "report.txt", "destination": "archive"}),
+        ToolCall("ls", {}),
+    )
+    rows.append(
+        PrefixRecord(
+            "bfcl_demo",
+            "t4",
+            "m1",
+            "dual-loop",
+            0,
+            4,
+            2,
+            1,
+            (
+                Verdict.accept("None"),
+                Verdict.reject(FailureLabel.SCHEMA, "mv() missing required argument 'destination'"),
+            ),
+            actions,
+        )
+    )
     write_report(rows, out, Options(resamples=200))
     return out / "report.html"
 
@@ -135,8 +152,9 @@ def test_a_10000_rollout_report_opens_and_drills_down_to_a_failing_call(
     top = browser.evaluate(f"document.querySelector('{target} h3').getBoundingClientRect().top")
     assert abs(top) < 2, top
     # the filter finds rollouts by tool across every condition, and a hit opens its rollout
-    browser.evaluate("var f=document.getElementById('filter');f.value='book_reservation';"
-                     "f.dispatchEvent(new Event('input'))")
+    browser.evaluate(
+        "var f=document.getElementById('filter');f.value='book_reservation';f.dispatchEvent(new Event('input'))"
+    )
     browser.wait_for("/rollouts match/.test(document.getElementById('hit-count').textContent)", timeout=60)
     count = browser.evaluate("document.getElementById('hit-count').textContent")
     expected = sum(1 for r in rows if any(a.name == "book_reservation" for a in r.actions))
@@ -145,5 +163,7 @@ def test_a_10000_rollout_report_opens_and_drills_down_to_a_failing_call(
     browser.wait_for("document.querySelector('details.rollout[open]') !== null", timeout=30)
     shot = browser.screenshot(tmp_path / "report-10000.png")
     _keep(shot)
-    print(f"\n10,000-rollout report.html: {size / 1e6:.2f} MB ({per_rollout:.0f} B per rollout beyond a "
-          f"{base / 1e3:.0f} KB base), opened in {loaded:.2f} s")
+    print(
+        f"\n10,000-rollout report.html: {size / 1e6:.2f} MB ({per_rollout:.0f} B per rollout beyond a "
+        f"{base / 1e3:.0f} KB base), opened in {loaded:.2f} s"
+    )

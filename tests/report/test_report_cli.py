@@ -16,8 +16,22 @@ def test_report_from_run_dir_and_file(tmp_path: Path, capsys) -> None:  # type: 
     run = tmp_path / "run" / "grid"
     write_records(run / "records-a.jsonl", rows[:10])
     write_records(tmp_path / "other.jsonl", rows[10:])
-    code = main(["report", str(tmp_path / "run"), str(tmp_path / "other.jsonl"), "--out", str(tmp_path / "out"),
-                 "--resamples", "100", "--format", "md,csv", "--pair", "dual-loop:react", "--no-plots"])
+    code = main(
+        [
+            "report",
+            str(tmp_path / "run"),
+            str(tmp_path / "other.jsonl"),
+            "--out",
+            str(tmp_path / "out"),
+            "--resamples",
+            "100",
+            "--format",
+            "md,csv",
+            "--pair",
+            "dual-loop:react",
+            "--no-plots",
+        ]
+    )
     assert code == 0
     assert "report on 20 rollouts in 5 conditions" in capsys.readouterr().err
     written = set(json.loads((tmp_path / "out" / "files.json").read_text()))
@@ -56,8 +70,11 @@ def test_pairs_of_unknown_or_identical_methods_are_input_errors(tmp_path: Path, 
         ("nope:gone", "--pair nope:gone: no condition is named by one side", listing),
         ("react:react", "--pair react:react pairs a name with itself", ""),
         # solo (model m3) and react (models m1 and m2) share no model: react alone is ambiguous
-        ("solo:react", "--pair solo:react: 'react' is ambiguous in dataset 'bfcl_demo': it names m1/react, m2/react",
-         "name one condition as model/method"),
+        (
+            "solo:react",
+            "--pair solo:react: 'react' is ambiguous in dataset 'bfcl_demo': it names m1/react, m2/react",
+            "name one condition as model/method",
+        ),
     ]
     for i, (pair, message, hint) in enumerate(cases):
         out = tmp_path / f"o{i}"

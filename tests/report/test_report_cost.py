@@ -13,19 +13,39 @@ from prefix_exec.trajectory import CallCost
 
 def _calls(tokens: int, seconds: float) -> list[CallCost]:
     # one planner and one executor call; the simulator call must not count as agent cost
-    return [CallCost("planner", tokens // 2, tokens // 4, reasoning_tokens=999, latency_s=seconds / 2),
-            CallCost("executor", tokens // 8, tokens // 8, latency_s=seconds / 2),
-            CallCost("simulator", 10_000, 10_000, latency_s=100.0)]
+    return [
+        CallCost("planner", tokens // 2, tokens // 4, reasoning_tokens=999, latency_s=seconds / 2),
+        CallCost("executor", tokens // 8, tokens // 8, latency_s=seconds / 2),
+        CallCost("simulator", 10_000, 10_000, latency_s=100.0),
+    ]
 
 
 def _grid() -> list:
     rows = []
     for t in TASKS:
         rows.append(record("plan-conditioned", t, T=3, fed=2, success=1, cost=_calls(1000, 2.0)))
-        rows.append(record("dual-loop", t, T=3, fed=4, success=1, cost=_calls(1200, 3.0),
-                           metadata={"verifier_model": "v-large", "k_val": 5}))
-        rows.append(record("dual-loop-small", t, T=3, fed=4 if t != "t1" else 1, success=1,
-                           cost=_calls(1120, 2.5), metadata={"verifier_model": "v-small", "k_val": 1}))
+        rows.append(
+            record(
+                "dual-loop",
+                t,
+                T=3,
+                fed=4,
+                success=1,
+                cost=_calls(1200, 3.0),
+                metadata={"verifier_model": "v-large", "k_val": 5},
+            )
+        )
+        rows.append(
+            record(
+                "dual-loop-small",
+                t,
+                T=3,
+                fed=4 if t != "t1" else 1,
+                success=1,
+                cost=_calls(1120, 2.5),
+                metadata={"verifier_model": "v-small", "k_val": 1},
+            )
+        )
     rows.append(record("react", "t1", T=3, fed=4, success=1))  # no telemetry: absent from cost tables
     return rows
 
@@ -51,8 +71,15 @@ def test_cost_tables_relative_change_and_sensitivity() -> None:
     assert ["bfcl_demo", "m1", "dual-loop-small", "plan-conditioned", "+12.0%", "+25.0%"] in rel
     sens = {r[2].text: [c.text for c in r[3:]] for r in tables["verifier_sensitivity"].rows}
     # dual-loop executes every task, plan-conditioned none: ΔTER = +1 exactly (homogeneous conditions)
-    assert sens["dual-loop"] == ["v-large", "5", "plan-conditioned", "1.000 [1.000, 1.000]",
-                                 "0.667 [0.667, 0.667]", "200", "1.0"]
+    assert sens["dual-loop"] == [
+        "v-large",
+        "5",
+        "plan-conditioned",
+        "1.000 [1.000, 1.000]",
+        "0.667 [0.667, 0.667]",
+        "200",
+        "1.0",
+    ]
     assert sens["dual-loop-small"][:3] == ["v-small", "1", "plan-conditioned"]
 
 
@@ -75,14 +102,27 @@ def test_one_method_name_with_two_verifier_settings_is_split(tmp_path) -> None: 
     rows = [record("plan-conditioned", t, T=3, fed=2, success=1, cost=_calls(1000, 2.0)) for t in TASKS]
     for model, k in (("v-large", 5), ("v-small", 1)):
         # two sensitivity runs under the same method name: same rollout keys, different verifier settings
-        rows_k = [record("dual-loop", t, T=3, fed=4, success=1, cost=_calls(1200, 3.0),
-                         metadata={"verifier_model": model, "k_val": k}) for t in TASKS]
+        rows_k = [
+            record(
+                "dual-loop",
+                t,
+                T=3,
+                fed=4,
+                success=1,
+                cost=_calls(1200, 3.0),
+                metadata={"verifier_model": model, "k_val": k},
+            )
+            for t in TASKS
+        ]
         write_records(tmp_path / f"records-{model}.jsonl", rows_k)
     write_records(tmp_path / "records-plan.jsonl", rows)
     loaded = load([tmp_path])
     methods = {r.method for r in loaded}
-    assert methods == {"plan-conditioned", "dual-loop [verifier=v-large, K_val=5]",
-                       "dual-loop [verifier=v-small, K_val=1]"}
+    assert methods == {
+        "plan-conditioned",
+        "dual-loop [verifier=v-large, K_val=5]",
+        "dual-loop [verifier=v-small, K_val=1]",
+    }
     s = summarize(metric_rows(loaded), resamples=50, seed=0)
     tables = {t.name: t for t in cost_tables(s, loaded, Anchors.of(s))}
     assert len(tables["verifier_sensitivity"].rows) == 2

@@ -44,11 +44,26 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Page, str, Path]:
     out = tmp_path_factory.mktemp("report")
     rows = crafted()
     # a rollout that fails at step 2 of 4 and then recovers, with a parse error shown as raw text at step 3
-    actions = (ToolCall("cd", {"folder": "docs"}), ToolCall("mv", {"source": "a"}),
-               ToolCall("mv", {}, raw="mv(source=", parse_error="unterminated call"), ToolCall("ls", {}))
-    rows.append(PrefixRecord("bfcl_demo", "t9", "m1", "react", 0, 4, 2, 1,
-                             (Verdict.accept("ok"), Verdict.reject(FailureLabel.SCHEMA, "missing 'destination'")),
-                             actions))
+    actions = (
+        ToolCall("cd", {"folder": "docs"}),
+        ToolCall("mv", {"source": "a"}),
+        ToolCall("mv", {}, raw="mv(source=", parse_error="unterminated call"),
+        ToolCall("ls", {}),
+    )
+    rows.append(
+        PrefixRecord(
+            "bfcl_demo",
+            "t9",
+            "m1",
+            "react",
+            0,
+            4,
+            2,
+            1,
+            (Verdict.accept("ok"), Verdict.reject(FailureLabel.SCHEMA, "missing 'destination'")),
+            actions,
+        )
+    )
     write_report(rows, out, Options(resamples=100, plots=False))
     text = (out / "report.html").read_text(encoding="utf-8")
     parser = Page()

@@ -26,8 +26,13 @@ def test_bold_is_rank_one_and_nonempty(xs: list[float | None]) -> None:
     assert len(shown) <= 1  # every bold cell prints the same number
 
 
-rollout = st.tuples(st.sampled_from(["A", "B", "C"]), st.sampled_from(["t1", "t2", "t3"]),
-                    st.integers(1, 4), st.integers(0, 5), st.integers(0, 1))
+rollout = st.tuples(
+    st.sampled_from(["A", "B", "C"]),
+    st.sampled_from(["t1", "t2", "t3"]),
+    st.integers(1, 4),
+    st.integers(0, 5),
+    st.integers(0, 1),
+)
 
 
 @settings(max_examples=40, deadline=None)

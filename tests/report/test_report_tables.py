@@ -91,8 +91,15 @@ def test_label_counts_link_to_label_groups() -> None:
     s = summary_of()
     anchors = Anchors.of(s)
     t = label_counts(s, anchors)
-    assert t.columns[3:] == ("schema", "dependency", "precondition", "state_consistency", "information",
-                             "executable", "N")
+    assert t.columns[3:] == (
+        "schema",
+        "dependency",
+        "precondition",
+        "state_consistency",
+        "information",
+        "executable",
+        "N",
+    )
     rows = {(r[1].text, r[2].text): r for r in t.rows}
     dual = rows[("m1", "dual-loop")]
     assert [c.text for c in dual[3:]] == ["4", "0", "0", "0", "0", "0", "4"]
@@ -106,8 +113,12 @@ def test_label_counts_link_to_label_groups() -> None:
 def test_decomposition_recombines_to_success() -> None:
     rows = crafted()
     # A mixed condition: 2 executable (1 success), 2 failed (1 recovered): q = .5, s = .5, r = .5, Y = .5.
-    rows += [record("mixed", "t1", T=3, fed=4, success=1), record("mixed", "t2", T=3, fed=4, success=0),
-             record("mixed", "t3", T=3, fed=2, success=1), record("mixed", "t4", T=3, fed=1, success=0)]
+    rows += [
+        record("mixed", "t1", T=3, fed=4, success=1),
+        record("mixed", "t2", T=3, fed=4, success=0),
+        record("mixed", "t3", T=3, fed=2, success=1),
+        record("mixed", "t4", T=3, fed=1, success=0),
+    ]
     s = summary_of(rows)
     t = decomposition(s, Anchors.of(s))
     mixed = next(r for r in t.rows if r[2].text == "mixed")
@@ -134,8 +145,11 @@ def test_ranking_divergence_flags_the_headline_case() -> None:
     # A leader by AUC-PEC is among those tied for the lead by success, so the rankings do not diverge.
     s = summary_of()
     agreement = {r[1].text: [c.text for c in r[2:]] for r in ranking_agreement(s).rows}
-    assert agreement["m1"][:3] == ["react, plan-conditioned, dual-loop", "react, plan-conditioned",
-                                   "react, plan-conditioned"]
+    assert agreement["m1"][:3] == [
+        "react, plan-conditioned, dual-loop",
+        "react, plan-conditioned",
+        "react, plan-conditioned",
+    ]
     assert agreement["m1"][5] == "no"
     # m2: success tied at 0 (both lead), AUC-PEC led by dual-loop alone, who is among the success leaders:
     # no divergence, and tau is undefined because the success ranking is constant.
@@ -159,8 +173,7 @@ def test_ranking_divergence_when_success_and_prefix_reverse() -> None:
 def test_one_condition_per_block_says_so() -> None:
     rows = [record("A", t, T=2, fed=3, success=1, dataset="x") for t in ("t1", "t2")]
     (row,) = ranking_agreement(summary_of(rows)).rows
-    assert [c.text for c in row[5:]] == ["n/a (one condition)", "n/a (one condition)",
-                                        "one condition: nothing to rank"]
+    assert [c.text for c in row[5:]] == ["n/a (one condition)", "n/a (one condition)", "one condition: nothing to rank"]
     assert "undefined" not in to_markdown(ranking_agreement(summary_of(rows)))
 
 
@@ -177,15 +190,28 @@ def test_paired_differences_default_and_chosen_pairs() -> None:
     s = summary_of()
     default = paired_differences(s)
     m1 = [(r[1].text, r[2].text) for r in default.rows if r[1].text.startswith("m1/")]
-    assert m1 == [("m1/plan-conditioned", "m1/react"), ("m1/dual-loop", "m1/react"),
-                  ("m1/dual-loop", "m1/plan-conditioned")]
+    assert m1 == [
+        ("m1/plan-conditioned", "m1/react"),
+        ("m1/dual-loop", "m1/react"),
+        ("m1/dual-loop", "m1/plan-conditioned"),
+    ]
     chosen = paired_differences(s, resolve_pairs(s, ["dual-loop:react"], option="--pair"))
     texts = {r[1].text: [c.text for c in r[3:]] for r in chosen.rows}
     # homogeneous conditions on the same 4 tasks: the differences are exact and their intervals degenerate
-    assert texts["m1/dual-loop"] == ["4", "-1.00 [-1.00, -1.00]", "-3.00 [-3.00, -3.00]", "-0.75 [-0.75, -0.75]",
-                                     "0.00 [0.00, 0.00]"]
-    assert texts["m2/dual-loop"] == ["4", "1.00 [1.00, 1.00]", "2.00 [2.00, 2.00]", "1.00 [1.00, 1.00]",
-                                     "0.00 [0.00, 0.00]"]
+    assert texts["m1/dual-loop"] == [
+        "4",
+        "-1.00 [-1.00, -1.00]",
+        "-3.00 [-3.00, -3.00]",
+        "-0.75 [-0.75, -0.75]",
+        "0.00 [0.00, 0.00]",
+    ]
+    assert texts["m2/dual-loop"] == [
+        "4",
+        "1.00 [1.00, 1.00]",
+        "2.00 [2.00, 2.00]",
+        "1.00 [1.00, 1.00]",
+        "0.00 [0.00, 0.00]",
+    ]
 
 
 def test_every_section_renders_in_every_format() -> None:

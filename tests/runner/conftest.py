@@ -39,8 +39,13 @@ def ray_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RaySession
     die_once = tmp_path_factory.mktemp("ray") / "died"
     # A local instance of this session's own: no address (RAY_ADDRESS is ignored), so two copies of the suite
     # never share a cluster, and Ray picks free ports.
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PREFIX_EXEC_TEST_DIE_ONCE": str(die_once)}})
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PREFIX_EXEC_TEST_DIE_ONCE": str(die_once)}},
+    )
     try:
         yield RaySession(ray, die_once)
     finally:

@@ -42,7 +42,7 @@ verifier_model = "judge"
 [[datasets]]
 name = "ticketing"
 kind = "custom"
-spec = "{REPO / 'examples' / 'ticketing' / 'tools.yaml'}"
+spec = "{REPO / "examples" / "ticketing" / "tools.yaml"}"
 [[models]]
 name = "m1"
 model = "exec-model"
@@ -70,8 +70,9 @@ def rows(path: Path) -> list[dict[str, Any]]:
 def strip_latency(row: dict[str, Any]) -> dict[str, Any]:
     """The row without wall-clock times (latency, queue, backoff) and the count of answers served from the cache."""
     row = dict(row)
-    row["cost"] = [{k: v for k, v in c.items() if k not in ("latency_s", "queue_s", "backoff_s")}
-                   for c in row.get("cost", [])]
+    row["cost"] = [
+        {k: v for k, v in c.items() if k not in ("latency_s", "queue_s", "backoff_s")} for c in row.get("cost", [])
+    ]
     row["metadata"] = {k: v for k, v in row.get("metadata", {}).items() if k != "cached_calls"}
     return row
 
@@ -98,13 +99,17 @@ def test_grid_runs_every_unit_once_and_records_are_replays(server: ScriptedServe
         assert rollout.transcript
         assert rollout.cost
         again = replay(rollout, environment)
-        assert (again.T, again.fed, again.label) == (by_key[rollout.key].T, by_key[rollout.key].fed,
-                                                   by_key[rollout.key].label)
+        assert (again.T, again.fed, again.label) == (
+            by_key[rollout.key].T,
+            by_key[rollout.key].fed,
+            by_key[rollout.key].label,
+        )
     # Trials send different seeds; the verifier is the judge model.
     seeds = Counter(b.get("seed") for b in server.requests)
     assert set(seeds) == {3, 4}
     assert {c.model for r in rollouts if r.method == "dual-loop" for c in r.cost if c.role == "verifier"} == {
-        "judge-model"}
+        "judge-model"
+    }
     assert env.verifier_model == "judge"
     # The copy pins base_dir, so it plans the same units with the same settings from inside the run directory.
     copy = out / "grid.toml"
@@ -139,11 +144,14 @@ def test_tokens_and_cost_add_up(server: ScriptedServer, tmp_path: Path) -> None:
     assert judge
     assert len(m1) + len(judge) == len(costs)
     # The judge's calls are charged to the unit, each call at the price of the model that made it.
-    expected = (sum(c["prompt_tokens"] * 1.0 + c["completion_tokens"] * 2.0 for c in m1)
-                + sum(c["prompt_tokens"] * 10.0 + c["completion_tokens"] * 30.0 for c in judge)) / 1e6
+    expected = (
+        sum(c["prompt_tokens"] * 1.0 + c["completion_tokens"] * 2.0 for c in m1)
+        + sum(c["prompt_tokens"] * 10.0 + c["completion_tokens"] * 30.0 for c in judge)
+    ) / 1e6
     assert report.usd == pytest.approx(expected)
-    assert report.usd != pytest.approx(sum(c["prompt_tokens"] * 1.0 + c["completion_tokens"] * 2.0
-                                           for c in costs) / 1e6)
+    assert report.usd != pytest.approx(
+        sum(c["prompt_tokens"] * 1.0 + c["completion_tokens"] * 2.0 for c in costs) / 1e6
+    )
 
 
 def test_a_call_is_priced_by_the_grid_model_that_made_it(tmp_path: Path) -> None:
@@ -218,8 +226,9 @@ def test_kill_9_mid_grid_then_resume_is_complete_and_duplicate_free(tmp_path: Pa
 
 
 @pytest.mark.slow
-def test_ray_and_local_executors_write_identical_records(server: ScriptedServer, tmp_path: Path,
-                                                         ray_session: RaySession) -> None:
+def test_ray_and_local_executors_write_identical_records(
+    server: ScriptedServer, tmp_path: Path, ray_session: RaySession
+) -> None:
     grid = write_grid(tmp_path, server.base_url, methods=METHODS)
     run_grid(grid, tmp_path / "local", max_concurrency=2)
     report = run_grid(grid, tmp_path / "ray", executor="ray", max_concurrency=2)
@@ -235,8 +244,9 @@ def test_ray_and_local_executors_write_identical_records(server: ScriptedServer,
 
 @pytest.mark.slow
 @pytest.mark.parametrize("executor", ["local", "ray"])
-def test_an_endpoint_cap_holds_across_all_workers(executor: str, tmp_path: Path,
-                                                  request: pytest.FixtureRequest) -> None:
+def test_an_endpoint_cap_holds_across_all_workers(
+    executor: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     # m1 and the judge share one server; the smaller cap (1) holds for every worker thread or Ray actor.
     if executor == "ray":
         request.getfixturevalue("ray_session")
@@ -248,11 +258,14 @@ def test_an_endpoint_cap_holds_across_all_workers(executor: str, tmp_path: Path,
         assert server.max_in_flight == 1
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("methods = ['nope']", "unknown method"),
-    ("colour = 1", "unknown key"),
-    ("[[models]]\nmodel = 'x'\nseed = 4", "cannot set the seed"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("methods = ['nope']", "unknown method"),
+        ("colour = 1", "unknown key"),
+        ("[[models]]\nmodel = 'x'\nseed = 4", "cannot set the seed"),
+    ],
+)
 def test_bad_grids_are_input_errors(tmp_path: Path, text: str, message: str) -> None:
     grid = write_grid(tmp_path, "http://127.0.0.1:9/v1")
     body = grid.read_text()
@@ -287,8 +300,14 @@ def test_sample_draws_a_seeded_subset_and_tasks_must_exist(tmp_path: Path) -> No
     tasks = {u.task_id for u in first}
     assert len(tasks) == 3
     assert first == again
-    assert tasks < {"open-vpn-followup", "new-laptop", "close-printer", "triage-vpn", "cleanup-duplicate",
-                    "what-can-you-do"}
+    assert tasks < {
+        "open-vpn-followup",
+        "new-laptop",
+        "close-printer",
+        "triage-vpn",
+        "cleanup-duplicate",
+        "what-can-you-do",
+    }
     grid.write_text(grid.read_text().replace("sample = 3\n", 'tasks = ["no-such-task"]\n'))
     with pytest.raises(InputError, match="no task 'no-such-task'"):
         plan_units(load_grid(grid))

@@ -62,8 +62,9 @@ def test_resume_refuses_changed_settings_but_accepts_a_new_model(server: Scripte
     assert run_grid(out / "grid.toml", out, resume=True).resumed == 6
 
 
-def test_user_mistakes_are_input_errors_before_anything_runs(server: ScriptedServer, tmp_path: Path,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_user_mistakes_are_input_errors_before_anything_runs(
+    server: ScriptedServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     grid = write_grid(tmp_path, server.base_url, methods=["react"])
     (tmp_path / "afile").write_text("x")
     assert main(["run", str(grid), "--out", str(tmp_path / "afile")]) == 2
@@ -92,8 +93,9 @@ def test_failures_file_keeps_only_units_that_still_fail(server: ScriptedServer, 
     assert second.written == 2
     assert (out / "failures.jsonl").read_text() == ""
     # Totals of a resumed run include what the directory already held.
-    assert second.tokens == sum(c["prompt_tokens"] + c["completion_tokens"]
-                                for r in rows(out / "rollouts.jsonl") for c in r["cost"])
+    assert second.tokens == sum(
+        c["prompt_tokens"] + c["completion_tokens"] for r in rows(out / "rollouts.jsonl") for c in r["cost"]
+    )
 
 
 def test_a_run_stops_after_too_many_failures_in_a_row(tmp_path: Path) -> None:
@@ -123,7 +125,7 @@ def test_progress_prints_status_lines_when_not_on_a_terminal() -> None:
     assert "\r" not in log.getvalue()
 
 
-DIE_ONCE = '''
+DIE_ONCE = """
 import os as _os
 
 
@@ -140,12 +142,13 @@ _login = login
 def login(state, args):
     _die_once()
     return _login(state, args)
-'''
+"""
 
 
 @pytest.mark.slow
-def test_a_ray_worker_that_dies_fails_only_its_unit(server: ScriptedServer, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch, ray_session: RaySession) -> None:
+def test_a_ray_worker_that_dies_fails_only_its_unit(
+    server: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ray_session: RaySession
+) -> None:
     tools = tmp_path / "ticketing"
     shutil.copytree(REPO / "examples" / "ticketing", tools)
     with (tools / "hooks.py").open("a") as hooks:
@@ -166,7 +169,8 @@ def test_a_ray_worker_that_dies_fails_only_its_unit(server: ScriptedServer, tmp_
 
 
 def test_metrics_and_report_warn_about_failed_units_and_unequal_blocks(
-        server: ScriptedServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    server: ScriptedServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     grid = write_grid(tmp_path, server.base_url, methods=["react", "guarded-react"])
     out = tmp_path / "run"
     server.faults.extend(["500"] * 2)  # max_retries = 1: the first unit fails
@@ -206,8 +210,14 @@ def test_ctrl_c_exits_130_at_once_and_the_run_resumes(executor: str, tmp_path: P
         cmd = [sys.executable, "-m", "prefix_exec", "run", str(grid), "--out", str(out), "--executor", executor]
         # A job started with '&' inherits an ignored SIGINT, and so would this child: the test gives it the
         # default disposition a terminal's foreground job has, then sends the signal itself.
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True, preexec_fn=_sigint_default)
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            preexec_fn=_sigint_default,
+        )
         deadline = time.monotonic() + 120
         rollouts = out / "rollouts.jsonl"
         while not (rollouts.exists() and rollouts.read_text().count("\n") >= 3):

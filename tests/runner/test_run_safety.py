@@ -69,8 +69,10 @@ def test_a_folder_that_is_not_a_run_directory_is_refused_with_nothing_written(tm
 
 
 def test_credentials_in_a_base_url_are_never_written(tmp_path: Path) -> None:
-    assert redact_url("https://user:s3cret@example.com:8443/v1?api_key=abc&x=1") == \
-        "https://***@example.com:8443/v1?api_key=***&x=1"
+    assert (
+        redact_url("https://user:s3cret@example.com:8443/v1?api_key=abc&x=1")
+        == "https://***@example.com:8443/v1?api_key=***&x=1"
+    )
     assert redact_url("http://localhost:8000/v1") == "http://localhost:8000/v1"
     with ScriptedServer(ticketing_agent.respond) as server:
         url = server.base_url.replace("http://", "http://alice:s3cret@")

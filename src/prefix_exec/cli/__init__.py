@@ -74,8 +74,10 @@ def missing_extra(exc: ModuleNotFoundError) -> str:
     extra = EXTRAS.get(module)
     if extra is None:
         return f"a required module is not installed: {module or exc}"
-    return (f"this command needs {module}, which is not installed; install the '{extra}' extra: "
-            f"pip install 'prefix-exec[{extra}]'")
+    return (
+        f"this command needs {module}, which is not installed; install the '{extra}' extra: "
+        f"pip install 'prefix-exec[{extra}]'"
+    )
 
 
 def os_error(exc: OSError) -> str:
@@ -107,8 +109,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"prefix-exec: error: {exc.describe()}", file=sys.stderr)
         return 2
     except UnicodeDecodeError as exc:
-        print(f"prefix-exec: error: an input file is not UTF-8 text ({exc.reason} at byte {exc.start})",
-              file=sys.stderr)
+        print(
+            f"prefix-exec: error: an input file is not UTF-8 text ({exc.reason} at byte {exc.start})", file=sys.stderr
+        )
         return 2
     except ModuleNotFoundError as exc:
         print(f"prefix-exec: error: {missing_extra(exc)}", file=sys.stderr)

@@ -43,8 +43,7 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
         type=int_between(0, 1 << 20),
         default=budget.DEFAULT_CALL_MEMORY_MB,
         metavar="MiB",
-        help="memory budget of one backend call, MiB above the process's size; 0 for none (default: "
-        "%(default)s)",
+        help="memory budget of one backend call, MiB above the process's size; 0 for none (default: %(default)s)",
     )
 
 
@@ -119,7 +118,6 @@ def condition_pair(text: str) -> str:
     if ":" not in text.strip(":"):
         raise argparse.ArgumentTypeError(f"expected A:B (a model, a method or model/method on each side), got {text!r}")
     return text
-
 
 
 def require(module: str, *, install: str, alternative: str | None = None) -> None:

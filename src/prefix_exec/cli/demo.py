@@ -23,15 +23,24 @@ def register(commands: Any, name: str) -> None:
         ),
     )
     parser.add_argument("--out", default="out/demo", metavar="DIR", help="output folder (default: %(default)s)")
-    parser.add_argument("--tasks", type=positive_int, default=200,
-                        help="first N of BFCL's 200 base tasks (default: %(default)s)")
-    parser.add_argument("--seed", type=non_negative_int, default=0,
-                        help="seed of the agents and the bootstrap, >= 0 (default: %(default)s)")
-    parser.add_argument("--resamples", type=resample_count, default=10_000,
-                        help="bootstrap resamples (default: %(default)s)")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="write into a non-empty folder an earlier demo or report did not write (files an "
-                             "earlier run listed in its files.json are replaced, others kept)")
+    parser.add_argument(
+        "--tasks", type=positive_int, default=200, help="first N of BFCL's 200 base tasks (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--seed",
+        type=non_negative_int,
+        default=0,
+        help="seed of the agents and the bootstrap, >= 0 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--resamples", type=resample_count, default=10_000, help="bootstrap resamples (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write into a non-empty folder an earlier demo or report did not write (files an "
+        "earlier run listed in its files.json are replaced, others kept)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -39,18 +48,22 @@ def run(args: argparse.Namespace) -> int:
     from prefix_exec.envs.bfcl.tasks import INSTALL_HINT
 
     require("bfcl_eval", install=INSTALL_HINT)
-    require("matplotlib", install="the demo writes the full report; install the plot extra: "
-            "pip install 'prefix-exec[plot]'")
+    require(
+        "matplotlib", install="the demo writes the full report; install the plot extra: pip install 'prefix-exec[plot]'"
+    )
     from prefix_exec.demo.run import run as run_demo
 
-    result = run_demo(args.out, tasks=args.tasks, seed=args.seed, resamples=args.resamples,
-                      overwrite=args.overwrite)
+    result = run_demo(args.out, tasks=args.tasks, seed=args.seed, resamples=args.resamples, overwrite=args.overwrite)
     n = len(result.records)
-    print(f"prefix-exec demo: {n} SYNTHETIC rollouts scored in {result.seconds:.0f} s -> {args.out}/report.html",
-          file=sys.stderr)
+    print(
+        f"prefix-exec demo: {n} SYNTHETIC rollouts scored in {result.seconds:.0f} s -> {args.out}/report.html",
+        file=sys.stderr,
+    )
     if not result.calibration.ok:
-        print(f"prefix-exec demo: CALIBRATION FAILED: {len(result.calibration.misses)} faults missed or "
-              "mislabelled:", file=sys.stderr)
+        print(
+            f"prefix-exec demo: CALIBRATION FAILED: {len(result.calibration.misses)} faults missed or mislabelled:",
+            file=sys.stderr,
+        )
         for miss in result.calibration.misses[:50]:
             print(f"  {miss.describe()}", file=sys.stderr)
         return 1

@@ -32,8 +32,9 @@ def register(commands: Any, name: str) -> None:
     )
     parser.add_argument("inputs", nargs="+", metavar="RECORDS_OR_RUN_DIR", help="records JSONL files or run dirs")
     parser.add_argument("--out", required=True, metavar="DIR", help="folder to write the report into")
-    parser.add_argument("--resamples", type=resample_count, default=DEFAULT_RESAMPLES,
-                        help="bootstrap resamples (default: %(default)s)")
+    parser.add_argument(
+        "--resamples", type=resample_count, default=DEFAULT_RESAMPLES, help="bootstrap resamples (default: %(default)s)"
+    )
     parser.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed, >= 0 (default: %(default)s)")
     parser.add_argument(
         "--format",
@@ -63,9 +64,12 @@ def register(commands: Any, name: str) -> None:
         help=f"PEC@k checkpoint depths (default: {','.join(map(str, DEFAULT_CHECKPOINTS))})",
     )
     parser.add_argument("--title", default="prefix-exec report", help="title of report.html")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="write into a non-empty folder an earlier report did not write (files an earlier "
-                             "report listed in its files.json are replaced, others kept)")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write into a non-empty folder an earlier report did not write (files an earlier "
+        "report listed in its files.json are replaced, others kept)",
+    )
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG/SVG plots (no matplotlib needed)")
     tasksets.add_option(parser)
     parser.set_defaults(run=run)
@@ -91,8 +95,11 @@ def _depths(text: str) -> tuple[int, ...]:
 
 def run(args: argparse.Namespace) -> int:
     if not args.no_plots:
-        require("matplotlib", install="install the plot extra: pip install 'prefix-exec[plot]'",
-                alternative="pass --no-plots for a report without figures")
+        require(
+            "matplotlib",
+            install="install the plot extra: pip install 'prefix-exec[plot]'",
+            alternative="pass --no-plots for a report without figures",
+        )
     records = load(args.inputs)
     for warning in tasksets.check_pooling(
         ((r.dataset, tasksets.task_set_of(r.metadata)) for r in records), allow=args.mix_task_sets

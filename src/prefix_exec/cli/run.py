@@ -42,15 +42,32 @@ def register(subparsers: Any, name: str) -> None:
     )
     parser.add_argument("grid", metavar="GRID.toml", help="the grid file")
     parser.add_argument("--out", required=True, metavar="RUN_DIR", help="run directory (created if missing)")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue RUN_DIR: skip finished units, retry failed ones, score orphan rollouts")
-    parser.add_argument("--executor", choices=EXECUTORS, default="local",
-                        help="local threads (default) or Ray actors (pip install 'prefix-exec[ray]')")
-    parser.add_argument("--max-concurrency", type=positive_int, default=4, metavar="N",
-                        help="units in flight at once (default 4); each model's max_concurrency still caps the "
-                             "requests to its endpoint")
-    parser.add_argument("--max-consecutive-failures", type=non_negative_int, default=20, metavar="N",
-                        help="stop after N failed units in a row, e.g. a dead endpoint (default 20; 0 = never)")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue RUN_DIR: skip finished units, retry failed ones, score orphan rollouts",
+    )
+    parser.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="local",
+        help="local threads (default) or Ray actors (pip install 'prefix-exec[ray]')",
+    )
+    parser.add_argument(
+        "--max-concurrency",
+        type=positive_int,
+        default=4,
+        metavar="N",
+        help="units in flight at once (default 4); each model's max_concurrency still caps the "
+        "requests to its endpoint",
+    )
+    parser.add_argument(
+        "--max-consecutive-failures",
+        type=non_negative_int,
+        default=20,
+        metavar="N",
+        help="stop after N failed units in a row, e.g. a dead endpoint (default 20; 0 = never)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -58,14 +75,22 @@ def run(args: argparse.Namespace) -> int:
     from prefix_exec.runner.run import run_grid
 
     try:
-        report = run_grid(args.grid, args.out, resume=args.resume, executor=args.executor,
-                          max_concurrency=args.max_concurrency,
-                          max_consecutive_failures=args.max_consecutive_failures)
+        report = run_grid(
+            args.grid,
+            args.out,
+            resume=args.resume,
+            executor=args.executor,
+            max_concurrency=args.max_concurrency,
+            max_consecutive_failures=args.max_consecutive_failures,
+        )
     except KeyboardInterrupt:
         # Every finished unit is already fsynced; units in flight are lost as with a kill, which --resume
         # handles. Exiting at once spares the wait for in-flight LLM calls (threads cannot be stopped).
-        print(f"\nprefix-exec: interrupted; finished units are kept in {args.out}; --resume continues",
-              file=sys.stderr, flush=True)
+        print(
+            f"\nprefix-exec: interrupted; finished units are kept in {args.out}; --resume continues",
+            file=sys.stderr,
+            flush=True,
+        )
         _exit_now(130)
     print(f"prefix-exec: {report.summary()} -> {args.out}", file=sys.stderr, flush=True)
     if report.aborted:

@@ -57,8 +57,13 @@ def run(args: argparse.Namespace) -> int:
     env = load_spec(args.tools)
     units = read_units(args.rollouts, keep_going=args.keep_going, model=args.model, method=args.method)
     report = score_to_file(
-        units, lambda _r: env, args.out, resume=args.resume,
-        overwrite=args.overwrite, keep_going=args.keep_going, desc=f"scoring {env.name}",
+        units,
+        lambda _r: env,
+        args.out,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        keep_going=args.keep_going,
+        desc=f"scoring {env.name}",
         inputs=[*args.rollouts, args.tools],
         **budget_options(args),
     )

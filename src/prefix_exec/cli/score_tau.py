@@ -125,8 +125,13 @@ def _mismatches(results: TauResults, env: TauEnvironment) -> list[Disagreement]:
     for rollout in results.rollouts:
         if rollout.task_id not in env.tasks or rollout.transcript is None:
             continue  # an unknown task is reported when scoring
-        entry = task_mismatch(env.task(rollout.task_id), rollout.transcript, dataset=rollout.dataset,
-                              task_id=rollout.task_id, trial=rollout.trial)
+        entry = task_mismatch(
+            env.task(rollout.task_id),
+            rollout.transcript,
+            dataset=rollout.dataset,
+            task_id=rollout.task_id,
+            trial=rollout.trial,
+        )
         if entry is not None:
             found.append(entry)
     return found

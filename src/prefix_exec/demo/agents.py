@@ -32,15 +32,32 @@ class Agent:
 
 
 AGENTS: tuple[Agent, ...] = (
-    Agent("react (synthetic)", clean=0.50,
-          mix={"rename_argument": 3, "retype_argument": 2, "misspell_tool": 2, "invent_id": 2,
-               "drop_prerequisite": 1}, repair=0.35),
-    Agent("plan-conditioned (synthetic)", clean=0.20,
-          mix={"drop_prerequisite": 3, "skip_engine_start": 3, "skip_authentication": 3, "create_twice": 2,
-               "invent_id": 2, "rename_argument": 1}, repair=0.95),
-    Agent("dual-loop (synthetic)", clean=0.85,
-          mix={"retype_argument": 2, "invent_id": 2, "create_twice": 1, "misspell_tool": 1}, repair=0.25,
-          verifier=True),
+    Agent(
+        "react (synthetic)",
+        clean=0.50,
+        mix={"rename_argument": 3, "retype_argument": 2, "misspell_tool": 2, "invent_id": 2, "drop_prerequisite": 1},
+        repair=0.35,
+    ),
+    Agent(
+        "plan-conditioned (synthetic)",
+        clean=0.20,
+        mix={
+            "drop_prerequisite": 3,
+            "skip_engine_start": 3,
+            "skip_authentication": 3,
+            "create_twice": 2,
+            "invent_id": 2,
+            "rename_argument": 1,
+        },
+        repair=0.95,
+    ),
+    Agent(
+        "dual-loop (synthetic)",
+        clean=0.85,
+        mix={"retype_argument": 2, "invent_id": 2, "create_twice": 1, "misspell_tool": 1},
+        repair=0.25,
+        verifier=True,
+    ),
 )
 MODEL = "synthetic-agents"
 
@@ -75,12 +92,23 @@ def plan(agent: Agent, truth: Calls, docs: Docs, witness: Witness, rng: random.R
 def telemetry(agent: Agent, calls: int, rng: random.Random) -> tuple[CallCost, ...]:
     """Synthetic agent-call costs: one planner call, one executor call per action, verifier calls for
     agents with a verifier. Seeded; not measurements."""
-    costs = [CallCost("planner", rng.randint(900, 1400), rng.randint(150, 400), latency_s=rng.uniform(1.5, 3.0),
-                      model=MODEL)]
+    costs = [
+        CallCost("planner", rng.randint(900, 1400), rng.randint(150, 400), latency_s=rng.uniform(1.5, 3.0), model=MODEL)
+    ]
     for _ in range(max(calls, 1)):
-        costs.append(CallCost("executor", rng.randint(1200, 2200), rng.randint(30, 90),
-                              latency_s=rng.uniform(0.6, 1.4), model=MODEL))
+        costs.append(
+            CallCost(
+                "executor", rng.randint(1200, 2200), rng.randint(30, 90), latency_s=rng.uniform(0.6, 1.4), model=MODEL
+            )
+        )
         if agent.verifier:
-            costs.append(CallCost("verifier", rng.randint(700, 1100), rng.randint(20, 60),
-                                  latency_s=rng.uniform(0.4, 0.9), model=MODEL))
+            costs.append(
+                CallCost(
+                    "verifier",
+                    rng.randint(700, 1100),
+                    rng.randint(20, 60),
+                    latency_s=rng.uniform(0.4, 0.9),
+                    model=MODEL,
+                )
+            )
     return tuple(costs)

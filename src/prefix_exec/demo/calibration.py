@@ -28,8 +28,10 @@ class Miss:
     def describe(self) -> str:
         r = self.record
         m = r.metadata
-        return (f"{r.method} {r.task_id}: {m.get('operator', 'clean')} ({m.get('detail', 'ground truth')}) "
-                f"-> {self.why}; scorer said: {r.reason or 'executable'}")
+        return (
+            f"{r.method} {r.task_id}: {m.get('operator', 'clean')} ({m.get('detail', 'ground truth')}) "
+            f"-> {self.why}; scorer said: {r.reason or 'executable'}"
+        )
 
 
 @dataclass(frozen=True)
@@ -71,8 +73,9 @@ def calibrate(records: Sequence[PrefixRecord]) -> Calibration:
         labels[(row, detected)] += 1
         depths[(_bucket(int(m["injected_depth"])), _bucket(r.fed))] += 1
         if detected != m["expected_label"] or r.fed != m["injected_depth"]:
-            misses.append(Miss(r, f"expected {m['expected_label']} at step {m['injected_depth']}, "
-                                  f"got {detected} at step {r.fed}"))
+            misses.append(
+                Miss(r, f"expected {m['expected_label']} at step {m['injected_depth']}, got {detected} at step {r.fed}")
+            )
     order = sorted(rows, key=lambda row: (row.startswith("clean"), _label_rank(row), row))
     return Calibration(labels, depths, tuple(order), tuple(misses), len(records))
 
@@ -86,23 +89,35 @@ def render(cal: Calibration) -> str:
     """Both matrices as fixed-width text for the terminal."""
     cols = (*LABELS, NONE)
     width = max(len(r) for r in cal.rows) + 2
-    lines = ["Calibration: injected (operator: injected label -> expected label) vs detected first-failure label",
-             " " * width + " ".join(f"{c:>17}" for c in cols)]
+    lines = [
+        "Calibration: injected (operator: injected label -> expected label) vs detected first-failure label",
+        " " * width + " ".join(f"{c:>17}" for c in cols),
+    ]
     for row in cal.rows:
         lines.append(f"{row:<{width}}" + " ".join(f"{cal.labels.get((row, c), 0) or '.':>17}" for c in cols))
     depth_cols = range(1, DEPTHS + 1)
-    lines += ["", "Calibration: injected depth (rows) vs detected FED (columns); 10 = 10 or deeper",
-              " " * 10 + "".join(f"{d:>6}" for d in depth_cols)]
+    lines += [
+        "",
+        "Calibration: injected depth (rows) vs detected FED (columns); 10 = 10 or deeper",
+        " " * 10 + "".join(f"{d:>6}" for d in depth_cols),
+    ]
     for d in depth_cols:
         counts = [cal.depths.get((d, f), 0) for f in depth_cols]
         if any(counts):
             lines.append(f"{d:>8}  " + "".join(f"{c or '.':>6}" for c in counts))
-    verdict = ("every fault caught with its expected label at its injected depth, no false alarm" if cal.ok
-               else f"{len(cal.misses)} MISSED OR MISLABELLED")
+    verdict = (
+        "every fault caught with its expected label at its injected depth, no false alarm"
+        if cal.ok
+        else f"{len(cal.misses)} MISSED OR MISLABELLED"
+    )
     lines += ["", f"{cal.total} rollouts: {verdict}."]
-    by_design = [row for row in cal.rows if "->" in row and row.split(": ", 1)[1].split(" -> ")[0]
-                 != row.split(" -> ")[1]]
+    by_design = [
+        row for row in cal.rows if "->" in row and row.split(": ", 1)[1].split(" -> ")[0] != row.split(" -> ")[1]
+    ]
     if by_design:
-        lines.append("Off the diagonal by design (the scorer cannot tell these apart; see docs/demo.md): "
-                     + ", ".join(row.split(":")[0] for row in by_design) + ".")
+        lines.append(
+            "Off the diagonal by design (the scorer cannot tell these apart; see docs/demo.md): "
+            + ", ".join(row.split(":")[0] for row in by_design)
+            + "."
+        )
     return "\n".join(lines) + "\n"

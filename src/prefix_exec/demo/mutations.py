@@ -43,8 +43,13 @@ Witness = Callable[[Calls], int | None]
 #: Function docs by tool name (BFCL's JSON docs), for type-aware mutations.
 Docs = Mapping[str, Mapping[str, Any]]
 
-S, D, P, C, INFO = (FailureLabel.SCHEMA, FailureLabel.DEPENDENCY, FailureLabel.PRECONDITION,
-                    FailureLabel.STATE_CONSISTENCY, FailureLabel.INFORMATION)
+S, D, P, C, INFO = (
+    FailureLabel.SCHEMA,
+    FailureLabel.DEPENDENCY,
+    FailureLabel.PRECONDITION,
+    FailureLabel.STATE_CONSISTENCY,
+    FailureLabel.INFORMATION,
+)
 
 
 @dataclass(frozen=True)
@@ -75,12 +80,17 @@ def _replace(calls: Calls, i: int, new: ToolCall) -> Calls:
 
 
 def _with(call: ToolCall, **changes: Any) -> ToolCall:
-    return ToolCall(changes.get("name", call.name), changes.get("arguments", dict(call.arguments)),
-                    call_id=None, turn=changes.get("turn", call.turn))
+    return ToolCall(
+        changes.get("name", call.name),
+        changes.get("arguments", dict(call.arguments)),
+        call_id=None,
+        turn=changes.get("turn", call.turn),
+    )
 
 
-def _in_place(op: str, calls: Calls, i: int, bad: ToolCall, detail: str, injected: FailureLabel,
-              expected: FailureLabel) -> Mutation:
+def _in_place(
+    op: str, calls: Calls, i: int, bad: ToolCall, detail: str, injected: FailureLabel, expected: FailureLabel
+) -> Mutation:
     """The call at index ``i`` replaced by ``bad``; the repair retries the original call right after."""
     mutated = _replace(calls, i, bad)
     repaired = (*calls[:i], bad, *calls[i:])
@@ -105,8 +115,15 @@ def _rename_argument(calls: Calls, docs: Docs, witness: Witness, rng: random.Ran
         if new in properties:
             continue
         arguments = {new if k == key else k: v for k, v in calls[i].arguments.items()}
-        return _in_place("rename_argument", calls, i, _with(calls[i], arguments=arguments),
-                         f"{calls[i].name}: argument {key!r} renamed to {new!r}", S, S)
+        return _in_place(
+            "rename_argument",
+            calls,
+            i,
+            _with(calls[i], arguments=arguments),
+            f"{calls[i].name}: argument {key!r} renamed to {new!r}",
+            S,
+            S,
+        )
     return None
 
 
@@ -133,8 +150,15 @@ def _retype_argument(calls: Calls, docs: Docs, witness: Witness, rng: random.Ran
         if wrong is None:
             continue
         arguments = {**calls[i].arguments, key: wrong}
-        return _in_place("retype_argument", calls, i, _with(calls[i], arguments=arguments),
-                         f"{calls[i].name}: argument {key!r} given as {type(wrong).__name__} {wrong!r}", S, S)
+        return _in_place(
+            "retype_argument",
+            calls,
+            i,
+            _with(calls[i], arguments=arguments),
+            f"{calls[i].name}: argument {key!r} given as {type(wrong).__name__} {wrong!r}",
+            S,
+            S,
+        )
     return None
 
 
@@ -150,8 +174,9 @@ def _misspell_tool(calls: Calls, docs: Docs, witness: Witness, rng: random.Rando
     return None
 
 
-def _dropping(op: str, names: frozenset[str], injected: FailureLabel,
-              skip: Callable[[ToolCall], bool] = lambda call: False) -> Callable[..., Mutation | None]:
+def _dropping(
+    op: str, names: frozenset[str], injected: FailureLabel, skip: Callable[[ToolCall], bool] = lambda call: False
+) -> Callable[..., Mutation | None]:
     """An operator that drops one call named in ``names``; the witness fixes where that first bites."""
 
     def propose(calls: Calls, docs: Docs, witness: Witness, rng: random.Random) -> Mutation | None:
@@ -168,8 +193,15 @@ def _dropping(op: str, names: frozenset[str], injected: FailureLabel,
             # the agent sees the refusal, makes the missing call, and retries the refused one
             fix = _with(calls[i], turn=mutated[j].turn)
             repaired = (*mutated[: j + 1], fix, mutated[j], *mutated[j + 1 :])
-            return Mutation(op, injected, injected, depth, mutated, repaired,
-                            f"dropped {calls[i].name}({_args(calls[i])}); first refused: {mutated[j].name}")
+            return Mutation(
+                op,
+                injected,
+                injected,
+                depth,
+                mutated,
+                repaired,
+                f"dropped {calls[i].name}({_args(calls[i])}); first refused: {mutated[j].name}",
+            )
         return None
 
     return propose
@@ -186,8 +218,7 @@ def _create_twice(calls: Calls, docs: Docs, witness: Witness, rng: random.Random
         mutated = (*calls[: i + 1], calls[i], *calls[i + 1 :])
         if witness(mutated) != i + 2:
             continue  # the backend tolerates the repeat here: not a fault
-        return Mutation("create_twice", C, C, i + 2, mutated, mutated,
-                        f"{calls[i].name}({_args(calls[i])}) made twice")
+        return Mutation("create_twice", C, C, i + 2, mutated, mutated, f"{calls[i].name}({_args(calls[i])}) made twice")
     return None
 
 
@@ -225,23 +256,39 @@ OPERATORS: tuple[Operator, ...] = (
     Operator("rename_argument", S, S, _rename_argument, "rename an argument key"),
     Operator("retype_argument", S, S, _retype_argument, "give an argument a value of the wrong type"),
     Operator("misspell_tool", S, S, _misspell_tool, "call a tool by a misspelled name"),
-    Operator("drop_prerequisite", D, D, _dropping("drop_prerequisite", frozenset({"cd"}), D,
-                                                  skip=lambda c: c.arguments.get("folder") == ".."),
-             "drop the cd into the folder that later calls use"),
-    Operator("skip_authentication", P, P,
-             _dropping("skip_authentication", frozenset({"authenticate_twitter", "ticket_login", "message_login",
-                                                         "login_device"}), P),
-             "drop the login call"),
-    Operator("skip_engine_start", P, P,
-             _dropping("skip_engine_start", frozenset({"startEngine", "pressBrakePedal", "lockDoors"}), P),
-             "drop the engine start or one of its preconditions"),
+    Operator(
+        "drop_prerequisite",
+        D,
+        D,
+        _dropping("drop_prerequisite", frozenset({"cd"}), D, skip=lambda c: c.arguments.get("folder") == ".."),
+        "drop the cd into the folder that later calls use",
+    ),
+    Operator(
+        "skip_authentication",
+        P,
+        P,
+        _dropping(
+            "skip_authentication",
+            frozenset({"authenticate_twitter", "ticket_login", "message_login", "login_device"}),
+            P,
+        ),
+        "drop the login call",
+    ),
+    Operator(
+        "skip_engine_start",
+        P,
+        P,
+        _dropping("skip_engine_start", frozenset({"startEngine", "pressBrakePedal", "lockDoors"}), P),
+        "drop the engine start or one of its preconditions",
+    ),
     Operator("create_twice", C, C, _create_twice, "create the same directory or file twice"),
     Operator("invent_id", INFO, D, _invent_id, "reference an id or file name nobody produced"),
 )
 BY_NAME: Mapping[str, Operator] = {op.name: op for op in OPERATORS}
 
 
-def apply(operator: Operator, calls: Sequence[ToolCall], docs: Docs, witness: Witness,
-          rng: random.Random) -> Mutation | None:
+def apply(
+    operator: Operator, calls: Sequence[ToolCall], docs: Docs, witness: Witness, rng: random.Random
+) -> Mutation | None:
     """``operator`` on ``calls``, or ``None`` when it does not apply to this task."""
     return operator.propose(tuple(calls), docs, witness, rng)

@@ -52,17 +52,38 @@ def synthesize(tasks: int, seed: int) -> list[Rollout]:
             metadata: dict[str, object] = {"synthetic": True, "category": task.category}
             if p.mutation is not None:
                 m = p.mutation
-                metadata.update(operator=m.operator, injected_label=m.injected.value,
-                                expected_label=m.expected.value, injected_depth=m.depth, repaired=p.repaired,
-                                detail=m.detail)
-            rollouts.append(Rollout(DATASET, task.id, MODEL, agent.method, p.calls,
-                                    success=bfcl.success(checker, task, p.calls),
-                                    cost=telemetry(agent, len(p.calls), rng), metadata=metadata))
+                metadata.update(
+                    operator=m.operator,
+                    injected_label=m.injected.value,
+                    expected_label=m.expected.value,
+                    injected_depth=m.depth,
+                    repaired=p.repaired,
+                    detail=m.detail,
+                )
+            rollouts.append(
+                Rollout(
+                    DATASET,
+                    task.id,
+                    MODEL,
+                    agent.method,
+                    p.calls,
+                    success=bfcl.success(checker, task, p.calls),
+                    cost=telemetry(agent, len(p.calls), rng),
+                    metadata=metadata,
+                )
+            )
     return rollouts
 
 
-def run(out: str | Path, *, tasks: int = 200, seed: int = 0, resamples: int = 10_000, overwrite: bool = False,
-        echo: Callable[[str], None] = print) -> DemoResult:
+def run(
+    out: str | Path,
+    *,
+    tasks: int = 200,
+    seed: int = 0,
+    resamples: int = 10_000,
+    overwrite: bool = False,
+    echo: Callable[[str], None] = print,
+) -> DemoResult:
     """Synthesize, score with the real BFCL environment, calibrate, and write the report into ``out``.
 
     ``tasks`` above the number of BFCL base tasks, a negative ``seed`` or an ``out`` that is an existing file
@@ -71,8 +92,10 @@ def run(out: str | Path, *, tasks: int = 200, seed: int = 0, resamples: int = 10
     start = time.monotonic()
     available = bfcl.task_count(CATEGORY)
     if tasks < 1 or tasks > available:
-        raise InputError(f"--tasks {tasks}: BFCL's {CATEGORY} category has {available} tasks",
-                         hint=f"pass --tasks between 1 and {available}")
+        raise InputError(
+            f"--tasks {tasks}: BFCL's {CATEGORY} category has {available} tasks",
+            hint=f"pass --tasks between 1 and {available}",
+        )
     if seed < 0:
         raise InputError(f"--seed {seed}: a seed must be >= 0")
     folder = OutputFolder.claim(out, overwrite=overwrite)

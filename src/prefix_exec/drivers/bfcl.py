@@ -60,8 +60,17 @@ from prefix_exec.trajectory import Rollout
 
 #: BFCL's type names -> JSON Schema types, as BFCL maps them for OpenAI-style tools (unknown -> string).
 OPENAI_TYPES: Mapping[str, str] = {
-    "integer": "integer", "number": "number", "float": "number", "string": "string", "boolean": "boolean",
-    "bool": "boolean", "array": "array", "list": "array", "dict": "object", "object": "object", "tuple": "array",
+    "integer": "integer",
+    "number": "number",
+    "float": "number",
+    "string": "string",
+    "boolean": "boolean",
+    "bool": "boolean",
+    "array": "array",
+    "list": "array",
+    "dict": "object",
+    "object": "object",
+    "tuple": "array",
     "any": "string",
 }
 #: BFCL's reveal message, used if ``bfcl_eval`` does not expose it.
@@ -128,7 +137,9 @@ class BfclTool(ToolSchema):
 
     def to_openai(self) -> dict[str, Any]:
         function: dict[str, Any] = {
-            "name": self.name, "description": self.description, "parameters": copy.deepcopy(dict(self.parameters))
+            "name": self.name,
+            "description": self.description,
+            "parameters": copy.deepcopy(dict(self.parameters)),
         }
         if self.response is not None:
             function["response"] = copy.deepcopy(dict(self.response))
@@ -178,8 +189,14 @@ class BfclDriver:
     ``categories`` limits to some categories.
     """
 
-    def __init__(self, *, dataset: str = "bfcl", categories: tuple[str, ...] = CATEGORIES,
-                 subset: str | None = None, state_chars: int = 2000) -> None:
+    def __init__(
+        self,
+        *,
+        dataset: str = "bfcl",
+        categories: tuple[str, ...] = CATEGORIES,
+        subset: str | None = None,
+        state_chars: int = 2000,
+    ) -> None:
         if subset is not None:
             from prefix_exec.envs.bfcl.sample import sample_name
 
@@ -230,7 +247,9 @@ class BfclDriver:
                 break
         check = self._success.check(task, episode.actions, played, whole_steps=False)
         notes: dict[str, Any] = {
-            "turns": played, "category": task.category, "loop": OWN_LOOP,
+            "turns": played,
+            "category": task.category,
+            "loop": OWN_LOOP,
             "live_session": "strict" if guarded else "bfcl",
         }
         if quit_turn is not None:

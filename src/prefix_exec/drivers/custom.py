@@ -34,13 +34,15 @@ class CustomDriver:
     def __init__(self, spec: str | Path, *, dataset: str | None = None, state_chars: int = 2000) -> None:
         self.spec = Path(spec)
         self._env = load_spec(self.spec)
-        raw: dict[str, Any] = yaml.safe_load(self.spec.read_text(encoding="utf-8")) if self.spec.suffix != ".json" \
+        raw: dict[str, Any] = (
+            yaml.safe_load(self.spec.read_text(encoding="utf-8"))
+            if self.spec.suffix != ".json"
             else json.loads(self.spec.read_text(encoding="utf-8"))
+        )
         self.dataset = dataset or self._env.name
         self.descriptions = {str(k): str((v or {}).get("description", k)) for k, v in (raw.get("tasks") or {}).items()}
         self.tools = [
-            ToolSchema(t["name"], t.get("description", ""), self._env.tools[t["name"]].parameters)
-            for t in raw["tools"]
+            ToolSchema(t["name"], t.get("description", ""), self._env.tools[t["name"]].parameters) for t in raw["tools"]
         ]
         self.state_chars = state_chars
 

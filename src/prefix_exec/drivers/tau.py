@@ -90,8 +90,12 @@ class LiteLLMModel:
 
     @classmethod
     def of(cls, config: EndpointConfig) -> LiteLLMModel:
-        args: dict[str, Any] = {"api_base": config.base_url, "api_key": config.api_key(),
-                                "temperature": config.temperature, "num_retries": config.max_retries}
+        args: dict[str, Any] = {
+            "api_base": config.base_url,
+            "api_key": config.api_key(),
+            "temperature": config.temperature,
+            "num_retries": config.max_retries,
+        }
         if config.seed is not None:
             args["seed"] = config.seed
         return cls(f"openai/{config.model}", args)
@@ -118,9 +122,18 @@ class TauDriver:
     (``None``: no cap, as in tau2) caps the user messages the agent answers.
     """
 
-    def __init__(self, domain: str, *, user: EndpointConfig, judge: EndpointConfig | None = None,
-                 dataset: str | None = None, max_steps: int = MAX_STEPS, max_errors: int = MAX_ERRORS,
-                 max_turns: int | None = None, data: str | None = None) -> None:
+    def __init__(
+        self,
+        domain: str,
+        *,
+        user: EndpointConfig,
+        judge: EndpointConfig | None = None,
+        dataset: str | None = None,
+        max_steps: int = MAX_STEPS,
+        max_errors: int = MAX_ERRORS,
+        max_turns: int | None = None,
+        data: str | None = None,
+    ) -> None:
         Horizon(max_steps, max_errors)  # validates the limits now, not at the first run
         if max_turns is not None and max_turns < 1:
             raise ValueError(f"max_turns must be >= 1 or None, got {max_turns}")
@@ -133,8 +146,14 @@ class TauDriver:
         self.max_errors = max_errors
         self.max_turns = max_turns
         toolkit = self._env.domain.make_toolkit(self._env.domain.base_db)
-        self.tools = [ToolSchema(t.openai_schema["function"]["name"], t.openai_schema["function"]["description"],
-                                 t.openai_schema["function"]["parameters"]) for t in toolkit.get_tools().values()]
+        self.tools = [
+            ToolSchema(
+                t.openai_schema["function"]["name"],
+                t.openai_schema["function"]["description"],
+                t.openai_schema["function"]["parameters"],
+            )
+            for t in toolkit.get_tools().values()
+        ]
 
     def task_ids(self) -> list[str]:
         return list(paper_task_ids(self._env.domain))
@@ -156,8 +175,11 @@ class TauDriver:
                 steps.setdefault((action.call_id or "").rpartition(".c")[0] or str(id(action)), []).append(action)
             for calls in steps.values():
                 view.append({"role": "assistant", "tool_calls": [{"id": c.call_id, "name": c.name} for c in calls]})
-                view += [{"role": "tool", "content": c.observation.content} for c in calls
-                         if c.observation is not None and not c.observation.error]
+                view += [
+                    {"role": "tool", "content": c.observation.content}
+                    for c in calls
+                    if c.observation is not None and not c.observation.error
+                ]
         return self._env.bind(replace(rollout, transcript=tuple(view)))
 
     def run(self, agent: Agent, task_id: str, trial: int = 0) -> Outcome:
@@ -166,8 +188,10 @@ class TauDriver:
         task = tau["tasks"].Task.model_validate(self._env.task(task_id))
         judged = _nl_judged(tau, task)
         if judged and self.judge is None:
-            raise InputError(f"{self.dataset} task {task_id}: its reward basis holds NL_ASSERTION, which needs a "
-                             "judge model", hint="set judge_model for this dataset")
+            raise InputError(
+                f"{self.dataset} task {task_id}: its reward basis holds NL_ASSERTION, which needs a judge model",
+                hint="set judge_model for this dataset",
+            )
         args = dict(self.user.args)
         if "seed" in args:
             args["seed"] = int(args["seed"]) + trial  # trials differ in the simulated user too
@@ -226,16 +250,31 @@ class TauDriver:
                 raise RuntimeError("the turn stopped on tau2's horizon, but tau2's limits are not reached")
             turn += 1
         reward, notes = self._evaluate(tau, task, task_id, trajectory, termination, started, judged)
-        notes.update({"termination": termination, "simulator": usage, "user_model": self.user.model,
-                      "tau2_steps": horizon.steps, "tau2_errors": horizon.errors,
-                      "tau2_messages": len(trajectory)})
+        notes.update(
+            {
+                "termination": termination,
+                "simulator": usage,
+                "user_model": self.user.model,
+                "tau2_steps": horizon.steps,
+                "tau2_errors": horizon.errors,
+                "tau2_messages": len(trajectory),
+            }
+        )
         notes["tau2"] = self._env.domain.provenance.to_json()
         notes["user_seed"] = args.get("seed")
         notes["user_messages"] = users
         return Outcome(episode, int(reward >= 1.0 - 1e-6), notes)
 
-    def _evaluate(self, tau: dict[str, Any], task: Any, task_id: str, trajectory: list[Any], termination: str,
-                  started: float, judged: bool) -> tuple[float, dict[str, Any]]:
+    def _evaluate(
+        self,
+        tau: dict[str, Any],
+        task: Any,
+        task_id: str,
+        trajectory: list[Any],
+        termination: str,
+        started: float,
+        judged: bool,
+    ) -> tuple[float, dict[str, Any]]:
         evaluator = tau["evaluator"]
         kind = evaluator.EvaluationType.ALL
         notes: dict[str, Any] = {}
@@ -251,12 +290,18 @@ class TauDriver:
         # A turn cap of ours is no tau2 reason; tau2 scores any early end the same way (reward 0).
         reason = termination if termination != "max_turns" else "max_steps"
         simulation = tau["simulation"].SimulationRun(
-            id=str(uuid.uuid4()), task_id=task_id, start_time=str(started), end_time=str(now),
-            duration=now - started, termination_reason=reason, messages=trajectory,
+            id=str(uuid.uuid4()),
+            task_id=task_id,
+            start_time=str(started),
+            end_time=str(now),
+            duration=now - started,
+            termination_reason=reason,
+            messages=trajectory,
         )
         with metering(judge_usage):
-            info = evaluator.evaluate_simulation(simulation=simulation, task=task, evaluation_type=kind,
-                                                 solo_mode=False, domain=self.domain)
+            info = evaluator.evaluate_simulation(
+                simulation=simulation, task=task, evaluation_type=kind, solo_mode=False, domain=self.domain
+            )
         if judged:
             notes["judge"] = {**judge_usage, "model": self.judge.model if self.judge else None}
         notes["reward"] = info.reward
@@ -282,13 +327,25 @@ def _tool_messages(msg: Any, actions: Sequence[ToolCall]) -> list[Any]:
         if action.parse_error is None and action.observation is not None:
             groups.setdefault((action.call_id or "").rpartition(".c")[0], []).append(action)
     for calls in groups.values():
-        messages.append(msg.AssistantMessage(role="assistant", tool_calls=[
-            msg.ToolCall(id=c.call_id or "", name=c.name, arguments=dict(c.arguments), requestor="assistant")
-            for c in calls
-        ]))
+        messages.append(
+            msg.AssistantMessage(
+                role="assistant",
+                tool_calls=[
+                    msg.ToolCall(id=c.call_id or "", name=c.name, arguments=dict(c.arguments), requestor="assistant")
+                    for c in calls
+                ],
+            )
+        )
         for c in calls:
             observation = c.observation
             assert observation is not None
-            messages.append(msg.ToolMessage(id=c.call_id or "", role="tool", requestor="assistant",
-                                            content=render(observation.content), error=bool(observation.error)))
+            messages.append(
+                msg.ToolMessage(
+                    id=c.call_id or "",
+                    role="tool",
+                    requestor="assistant",
+                    content=render(observation.content),
+                    error=bool(observation.error),
+                )
+            )
     return messages

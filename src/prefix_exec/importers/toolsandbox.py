@@ -65,9 +65,18 @@ from prefix_exec.importers.toolsandbox_rows import (
 from prefix_exec.replay import Skipped
 from prefix_exec.trajectory import Observation, Rollout, ToolCall
 
-__all__ = ["ImportOptions", "RecordedCalls", "ScenarioResult", "calls_from_conversation",
-           "calls_from_execution_context", "minefields_from_conversation", "read_result_summary",
-           "read_toolsandbox", "scenario_dirs", "scenario_rollout"]
+__all__ = [
+    "ImportOptions",
+    "RecordedCalls",
+    "ScenarioResult",
+    "calls_from_conversation",
+    "calls_from_execution_context",
+    "minefields_from_conversation",
+    "read_result_summary",
+    "read_toolsandbox",
+    "scenario_dirs",
+    "scenario_rollout",
+]
 
 SUMMARY = "result_summary.json"
 CONTEXT = "execution_context.json"
@@ -142,16 +151,29 @@ def _result(row: dict[str, Any]) -> ScenarioResult:
         raise InputError(f"expected an object, got {type(mapping).__name__}", field="minefield_mapping")
     minefields = []
     for key, value in mapping.items():
-        ok = (isinstance(value, list) and len(value) == 2 and type(value[0]) is int
-              and isinstance(value[1], int | float) and not isinstance(value[1], bool)
-              and str(key).lstrip("-").isdigit() and len(str(key)) <= 18)
+        ok = (
+            isinstance(value, list)
+            and len(value) == 2
+            and type(value[0]) is int
+            and isinstance(value[1], int | float)
+            and not isinstance(value[1], bool)
+            and str(key).lstrip("-").isdigit()
+            and len(str(key)) <= 18
+        )
         if not ok:
-            raise InputError("expected [snapshot index, similarity] under a minefield index",
-                             field=f"minefield_mapping.{str(key)[:40]}")
+            raise InputError(
+                "expected [snapshot index, similarity] under a minefield index",
+                field=f"minefield_mapping.{str(key)[:40]}",
+            )
         minefields.append((int(key), int(value[0]), float(value[1])))
-    return ScenarioResult(name=row["name"], categories=tuple(categories), similarity=float(similarity),
-                          exception_type=texts["exception_type"], traceback=texts["traceback"],
-                          minefields=tuple(sorted(minefields)))
+    return ScenarioResult(
+        name=row["name"],
+        categories=tuple(categories),
+        similarity=float(similarity),
+        exception_type=texts["exception_type"],
+        traceback=texts["traceback"],
+        minefields=tuple(sorted(minefields)),
+    )
 
 
 def scenario_dirs(path: str | Path) -> tuple[list[Path], Path | None]:

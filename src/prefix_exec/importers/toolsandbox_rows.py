@@ -64,8 +64,9 @@ def load_json(path: Path) -> Any:
 def calls_from_execution_context(path: Path) -> RecordedCalls:
     """The agent's calls from the SANDBOX rows, each with its recorded reply paired by call id."""
     data = load_json(path)
-    sandbox = data.get("_dbs", {}).get("SANDBOX") if isinstance(data, dict) and isinstance(data.get("_dbs"), dict) \
-        else None
+    sandbox = (
+        data.get("_dbs", {}).get("SANDBOX") if isinstance(data, dict) and isinstance(data.get("_dbs"), dict) else None
+    )
     if not isinstance(sandbox, list):
         raise InputError("expected _dbs.SANDBOX rows", path=path)
     rows = [(number, row) for number, row in enumerate(sandbox) if isinstance(row, dict)]
@@ -87,13 +88,23 @@ def calls_from_execution_context(path: Path) -> RecordedCalls:
         queue = replies.get(call_id)
         reply = queue.popleft() if queue else None
         traces = _traces(reply, path)
-        calls.append(ToolCall(name=_real_name(code, traces, row.get("openai_function_name")),
-                              arguments=_arguments(code, traces), call_id=call_id, turn=max(turn, 0),
-                              observation=_observation(reply), raw=code))
+        calls.append(
+            ToolCall(
+                name=_real_name(code, traces, row.get("openai_function_name")),
+                arguments=_arguments(code, traces),
+                call_id=call_id,
+                turn=max(turn, 0),
+                observation=_observation(reply),
+                raw=code,
+            )
+        )
         index = row.get("sandbox_message_index")
         if index is not None and type(index) is not int:
-            raise InputError(f"expected an integer, got {type(index).__name__}", path=path,
-                             field=f"_dbs.SANDBOX[{number}].sandbox_message_index")
+            raise InputError(
+                f"expected an integer, got {type(index).__name__}",
+                path=path,
+                field=f"_dbs.SANDBOX[{number}].sandbox_message_index",
+            )
         indices.append(index)
     return RecordedCalls(tuple(calls), tuple(indices))
 
@@ -118,19 +129,30 @@ def calls_from_conversation(path: Path) -> RecordedCalls:
             call_id = _call_id(call, path, number, key="id")
             function = call.get("function")
             if not isinstance(function, dict):
-                raise InputError(f"tool call {call_id!r}: 'function' must be an object, got "
-                                 f"{type(function).__name__}", path=path)
+                raise InputError(
+                    f"tool call {call_id!r}: 'function' must be an object, got {type(function).__name__}", path=path
+                )
             text = function.get("arguments") or "{}"
             if not isinstance(text, str):
-                raise InputError(f"tool call {call_id!r}: 'function.arguments' must be a JSON string, got "
-                                 f"{type(text).__name__}", path=path)
+                raise InputError(
+                    f"tool call {call_id!r}: 'function.arguments' must be a JSON string, got {type(text).__name__}",
+                    path=path,
+                )
             arguments, problem = _json_arguments(text)
             reply = replies.get(call_id)
             content = None if reply is None else reply.get("content")
             error = None if reply is None else bool(_ERROR_TEXT.match(str(content or "")[:4096]))
-            calls.append(ToolCall(name=str(function.get("name") or ""), arguments=arguments, call_id=call_id,
-                                  turn=max(turn, 0), observation=None if reply is None else Observation(content, error),
-                                  raw=text, parse_error=problem))
+            calls.append(
+                ToolCall(
+                    name=str(function.get("name") or ""),
+                    arguments=arguments,
+                    call_id=call_id,
+                    turn=max(turn, 0),
+                    observation=None if reply is None else Observation(content, error),
+                    raw=text,
+                    parse_error=problem,
+                )
+            )
     hits = tuple(minefields_from_conversation(path, messages))
     return RecordedCalls(tuple(calls), (None,) * len(calls), hits)
 
@@ -177,8 +199,7 @@ def _call_id(row: Mapping[str, Any], path: Path, number: int, key: str = "openai
     value = row.get(key)
     if value is None or isinstance(value, str):
         return value
-    raise InputError(f"a call id must be a string, got {type(value).__name__}", path=path,
-                     field=f"[{number}].{key}")
+    raise InputError(f"a call id must be a string, got {type(value).__name__}", path=path, field=f"[{number}].{key}")
 
 
 def _text(row: Mapping[str, Any], key: str, path: Path, number: int) -> str:
@@ -193,16 +214,20 @@ def _agent_sees(row: Mapping[str, Any], path: Path, number: int) -> bool:
     if visible is None:
         return True
     if not isinstance(visible, list):
-        raise InputError(f"expected a list of roles, got {type(visible).__name__}", path=path,
-                         field=f"_dbs.SANDBOX[{number}].visible_to")
+        raise InputError(
+            f"expected a list of roles, got {type(visible).__name__}",
+            path=path,
+            field=f"_dbs.SANDBOX[{number}].visible_to",
+        )
     return "AGENT" in visible
 
 
 def _tool_calls(message: Mapping[str, Any], path: Path, number: int) -> list[Mapping[str, Any]]:
     calls = message.get("tool_calls") or []
     if not isinstance(calls, list):
-        raise InputError(f"expected a list, got {type(calls).__name__}", path=path,
-                         field=f"messages[{number}].tool_calls")
+        raise InputError(
+            f"expected a list, got {type(calls).__name__}", path=path, field=f"messages[{number}].tool_calls"
+        )
     return [call for call in calls if isinstance(call, dict)]
 
 

@@ -246,8 +246,16 @@ class ChatBackend:
                 backoff_s += event.delay_s
         if self.cache is not None:
             self.cache.put(cache_key, response, latency)
-        return self._completion(response, role, latency, text_mode, cached=False, retries=tuple(retries),
-                                queue_s=queue_s, backoff_s=backoff_s)
+        return self._completion(
+            response,
+            role,
+            latency,
+            text_mode,
+            cached=False,
+            retries=tuple(retries),
+            queue_s=queue_s,
+            backoff_s=backoff_s,
+        )
 
     def _post(self, request: dict[str, Any]) -> dict[str, Any]:
         """The checked body of one request; raises ``APIError`` for an error status, ``_BadAnswer`` for a bad body.
@@ -267,7 +275,9 @@ class ChatBackend:
             except (ValueError, RecursionError):
                 raise _BadAnswer(
                     f"the server answered {body[:80]!r}..., not JSON: is base_url the API root "
-                    "(e.g. http://host:8000/v1), not a web page?", retryable=False) from None
+                    "(e.g. http://host:8000/v1), not a web page?",
+                    retryable=False,
+                ) from None
         problem = response_problem(body)
         if problem is not None:
             raise _BadAnswer(problem, retryable=True)
@@ -301,25 +311,46 @@ class ChatBackend:
         wanted = server_delay(response.headers) if response is not None else None
         if wanted is not None:
             if wanted > self.config.retry_after_max_s:
-                return (f"the server asks to wait {wanted:g} s before retrying, more than retry_after_max_s = "
-                        f"{self.config.retry_after_max_s:g}: {exc}")
+                return (
+                    f"the server asks to wait {wanted:g} s before retrying, more than retry_after_max_s = "
+                    f"{self.config.retry_after_max_s:g}: {exc}"
+                )
             delay = max(delay, wanted)
-        return RetryEvent(attempt=attempt, kind=kind, status=status, delay_s=delay, message=str(exc)[:200],
-                          elapsed_s=elapsed)
+        return RetryEvent(
+            attempt=attempt, kind=kind, status=status, delay_s=delay, message=str(exc)[:200], elapsed_s=elapsed
+        )
 
     # ----------------------------------------------------------------------------------------- decoding
 
-    def _completion(self, response: dict[str, Any], role: str, latency: float, text_mode: bool, *,
-                    cached: bool, retries: tuple[RetryEvent, ...] = (), queue_s: float = 0.0,
-                    backoff_s: float = 0.0) -> Completion:
-        content, calls, message, cost = decode_answer(response, text_mode=text_mode, role=role,
-                                                      model=self.config.model, latency_s=latency)
+    def _completion(
+        self,
+        response: dict[str, Any],
+        role: str,
+        latency: float,
+        text_mode: bool,
+        *,
+        cached: bool,
+        retries: tuple[RetryEvent, ...] = (),
+        queue_s: float = 0.0,
+        backoff_s: float = 0.0,
+    ) -> Completion:
+        content, calls, message, cost = decode_answer(
+            response, text_mode=text_mode, role=role, model=self.config.model, latency_s=latency
+        )
         # Milliseconds: taking a free slot costs microseconds, which is no wait worth recording.
         queued, slept = round(queue_s, 3), round(backoff_s, 3)
         if queued or slept:
             cost = dataclasses.replace(cost, queue_s=queued, backoff_s=slept)
-        return Completion(content=content, calls=calls, message=message, cost=cost, cached=cached,
-                          retries=retries, queue_s=queue_s, backoff_s=backoff_s)
+        return Completion(
+            content=content,
+            calls=calls,
+            message=message,
+            cost=cost,
+            cached=cached,
+            retries=retries,
+            queue_s=queue_s,
+            backoff_s=backoff_s,
+        )
 
 
 def server_delay(headers: Mapping[str, str]) -> float | None:

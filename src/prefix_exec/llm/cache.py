@@ -65,9 +65,11 @@ class ResponseCache:
         return db
 
     def get(self, request: Mapping[str, Any]) -> tuple[dict[str, Any], float] | None:
-        row = self._connect().execute(
-            "SELECT response, latency_s FROM responses WHERE key = ?", (request_key(request),)
-        ).fetchone()
+        row = (
+            self._connect()
+            .execute("SELECT response, latency_s FROM responses WHERE key = ?", (request_key(request),))
+            .fetchone()
+        )
         if row is None:
             return None
         return json.loads(row[0]), float(row[1])

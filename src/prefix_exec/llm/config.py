@@ -57,8 +57,11 @@ class EndpointConfig:
         for f in fields(self):
             _check(f.name, getattr(self, f.name), f.name)
         if self.max_tokens is not None and self.max_completion_tokens is not None:
-            raise InputError("set max_tokens or max_completion_tokens, not both", field="max_completion_tokens",
-                             hint="reasoning models take max_completion_tokens; older servers take max_tokens")
+            raise InputError(
+                "set max_tokens or max_completion_tokens, not both",
+                field="max_completion_tokens",
+                hint="reasoning models take max_completion_tokens; older servers take max_tokens",
+            )
 
     def api_key(self) -> str:
         """The key from ``api_key_env``; local servers that need none use ``api_key_env = ""`` in the grid."""
@@ -68,7 +71,7 @@ class EndpointConfig:
         if not key:
             raise InputError(
                 f"the environment variable {self.api_key_env} holding the API key for {self.model!r} is not set",
-                hint=f"export {self.api_key_env}=..., or set api_key_env = \"\" for a server that needs no key",
+                hint=f'export {self.api_key_env}=..., or set api_key_env = "" for a server that needs no key',
             )
         return key
 
@@ -99,12 +102,13 @@ class EndpointConfig:
             if key not in own:
                 raise InputError(f"unknown setting {key!r}", field=f"{where}.{key}", hint="known settings: " + known)
         if "model" not in settings:
-            raise InputError("missing", field=f"{where}.model",
-                             hint='the id the endpoint serves, e.g. model = "gpt-4o"')
+            raise InputError(
+                "missing", field=f"{where}.model", hint='the id the endpoint serves, e.g. model = "gpt-4o"'
+            )
         if settings.get("temperature") == OMIT:
             settings["temperature"] = None
         elif settings.get("temperature", 0.0) is None:  # only "omit" spells it in a grid
-            raise InputError("must be a number >= 0 or \"omit\"", field=f"{where}.temperature")
+            raise InputError('must be a number >= 0 or "omit"', field=f"{where}.temperature")
         for key, value in settings.items():
             _check(key, value, f"{where}.{key}")
         try:
@@ -114,6 +118,7 @@ class EndpointConfig:
 
 
 # ------------------------------------------------------------------------------------------- type checks
+
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
@@ -140,18 +145,30 @@ def _text(example: str) -> tuple[Any, str, str]:
 # name -> (accepts the value, what it must be, hint); ``None`` is accepted where the default is ``None``.
 _RULES: dict[str, tuple[Any, str, str]] = {
     "model": _text('model = "gpt-4o"'),
-    "base_url": (lambda v: isinstance(v, str) and v.startswith(("http://", "https://")),
-                 "must be an http:// or https:// URL", 'for example base_url = "http://localhost:8000/v1"'),
-    "api_key_env": (lambda v: isinstance(v, str), "must be a string (an environment variable name)",
-                    'api_key_env = "" for a server that needs no key'),
-    "temperature": (lambda v: _is_number(v) and v >= 0, 'must be a number >= 0 or "omit"',
-                    'for example temperature = 0.0; temperature = "omit" sends none (reasoning models)'),
+    "base_url": (
+        lambda v: isinstance(v, str) and v.startswith(("http://", "https://")),
+        "must be an http:// or https:// URL",
+        'for example base_url = "http://localhost:8000/v1"',
+    ),
+    "api_key_env": (
+        lambda v: isinstance(v, str),
+        "must be a string (an environment variable name)",
+        'api_key_env = "" for a server that needs no key',
+    ),
+    "temperature": (
+        lambda v: _is_number(v) and v >= 0,
+        'must be a number >= 0 or "omit"',
+        'for example temperature = 0.0; temperature = "omit" sends none (reasoning models)',
+    ),
     "seed": (_is_int, "must be an integer", "for example seed = 1"),
     "reasoning_effort": _text('reasoning_effort = "low"'),
     "max_tokens": _integer(1, "max_tokens = 4096"),
     "max_completion_tokens": _integer(1, "max_completion_tokens = 16384"),
-    "tool_mode": (lambda v: v in TOOL_MODES, "must be one of " + ", ".join(TOOL_MODES),
-                  'tool_mode = "auto" starts native and falls back to text'),
+    "tool_mode": (
+        lambda v: v in TOOL_MODES,
+        "must be one of " + ", ".join(TOOL_MODES),
+        'tool_mode = "auto" starts native and falls back to text',
+    ),
     "timeout_s": _seconds(True, "timeout_s = 60"),
     "max_retries": _integer(0, "max_retries = 6"),
     "backoff_base_s": _seconds(False, "backoff_base_s = 1.0"),

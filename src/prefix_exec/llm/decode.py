@@ -35,8 +35,9 @@ def response_problem(body: object) -> str | None:
     if message.get("content") is not None and not isinstance(message["content"], str):
         return f"the message content is not a string but {type(message['content']).__name__}"
     tool_calls = message.get("tool_calls")
-    if tool_calls is not None and (not isinstance(tool_calls, list)
-                                   or not all(isinstance(tc, dict) for tc in tool_calls)):
+    if tool_calls is not None and (
+        not isinstance(tool_calls, list) or not all(isinstance(tc, dict) for tc in tool_calls)
+    ):
         return "the message's tool_calls is not a list of objects"
     usage = body.get("usage")
     if usage is not None and not isinstance(usage, dict):
@@ -84,8 +85,12 @@ def _native_call(tool_call: dict[str, Any]) -> ToolCall:
     call_id = None if call_id is None else str(call_id)
     function = tool_call.get("function")
     if not isinstance(function, dict):
-        return ToolCall(name="", call_id=call_id, raw=json.dumps(tool_call, ensure_ascii=False),
-                        parse_error="the tool call has no function object")
+        return ToolCall(
+            name="",
+            call_id=call_id,
+            raw=json.dumps(tool_call, ensure_ascii=False),
+            parse_error="the tool call has no function object",
+        )
     name = function.get("name")
     return decode_arguments(name if isinstance(name, str) else "", call_id, function.get("arguments"))
 

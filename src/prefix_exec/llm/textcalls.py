@@ -30,7 +30,7 @@ def tools_prompt(tools: Sequence[ToolSchema]) -> str:
     return (
         "You can call these tools (one JSON object per tool):\n"
         f"{listing}\n"
-        "To call a tool, write exactly <tool_call>{\"name\": \"TOOL\", \"arguments\": {...}}</tool_call>; "
+        'To call a tool, write exactly <tool_call>{"name": "TOOL", "arguments": {...}}</tool_call>; '
         "write several blocks to call several tools. Write no block when you answer without a tool."
     )
 
@@ -64,12 +64,21 @@ def parse_text_calls(text: str | None) -> tuple[str | None, tuple[ToolCall, ...]
             data: Any = json.loads(body)
         except (ValueError, RecursionError) as exc:  # also digits past Python's int limit, absurd nesting
             name = _NAME.search(body)
-            calls.append(ToolCall(name=name.group(1) if name else "", call_id=call_id, raw=body,
-                                  parse_error=f"tool call is not valid JSON ({_reason(exc)})"))
+            calls.append(
+                ToolCall(
+                    name=name.group(1) if name else "",
+                    call_id=call_id,
+                    raw=body,
+                    parse_error=f"tool call is not valid JSON ({_reason(exc)})",
+                )
+            )
             continue
         if not isinstance(data, dict) or not isinstance(data.get("name"), str):
-            calls.append(ToolCall(name="", call_id=call_id, raw=body,
-                                  parse_error="tool call must be an object with a string 'name'"))
+            calls.append(
+                ToolCall(
+                    name="", call_id=call_id, raw=body, parse_error="tool call must be an object with a string 'name'"
+                )
+            )
             continue
         arguments = data.get("arguments", {})
         if isinstance(arguments, str):
@@ -77,12 +86,18 @@ def parse_text_calls(text: str | None) -> tuple[str | None, tuple[ToolCall, ...]
             with contextlib.suppress(json.JSONDecodeError):
                 arguments = json.loads(arguments)
         if not isinstance(arguments, dict):
-            calls.append(ToolCall(name=data["name"], call_id=call_id, raw=body,
-                                  parse_error="tool call 'arguments' must be a JSON object"))
+            calls.append(
+                ToolCall(
+                    name=data["name"],
+                    call_id=call_id,
+                    raw=body,
+                    parse_error="tool call 'arguments' must be a JSON object",
+                )
+            )
             continue
         calls.append(ToolCall(name=data["name"], arguments=arguments, call_id=call_id, raw=body))
     for match in reversed(blocks):
-        text = text[: match.start()] + text[match.end():]
+        text = text[: match.start()] + text[match.end() :]
     return text.strip() or None, tuple(calls)
 
 
@@ -103,13 +118,18 @@ def decode_arguments(name: str, call_id: str | None, raw: Any) -> ToolCall:
     if raw is None:
         raw = ""
     if not isinstance(raw, str):
-        return ToolCall(name=name, call_id=call_id, raw=json.dumps(raw, ensure_ascii=False),
-                        parse_error="arguments must be a JSON object")
+        return ToolCall(
+            name=name,
+            call_id=call_id,
+            raw=json.dumps(raw, ensure_ascii=False),
+            parse_error="arguments must be a JSON object",
+        )
     try:
         arguments = json.loads(raw) if raw.strip() else {}
     except (ValueError, RecursionError) as exc:  # also digits past Python's int limit, absurd nesting
-        return ToolCall(name=name, call_id=call_id, raw=raw,
-                        parse_error=f"arguments are not valid JSON ({_reason(exc)})")
+        return ToolCall(
+            name=name, call_id=call_id, raw=raw, parse_error=f"arguments are not valid JSON ({_reason(exc)})"
+        )
     if not isinstance(arguments, dict):
         return ToolCall(name=name, call_id=call_id, raw=raw, parse_error="arguments must be a JSON object")
     return ToolCall(name=name, arguments=arguments, call_id=call_id, raw=raw)

@@ -51,8 +51,15 @@ def condition_costs(records: Iterable[PrefixRecord]) -> dict[Condition, Conditio
 
 
 def cost_table(summary: Summary, costs: Mapping[Condition, ConditionCost], anchors: Anchors) -> Table:
-    columns = ("dataset", "model", "method", "rollouts with telemetry", "mean agent tokens",
-               "mean agent-call latency (s)", "mean agent calls")
+    columns = (
+        "dataset",
+        "model",
+        "method",
+        "rollouts with telemetry",
+        "mean agent tokens",
+        "mean agent-call latency (s)",
+        "mean agent calls",
+    )
     rows: list[tuple[Cell, ...]] = []
     tags: list[str] = []
     for block in blocks_of(summary):
@@ -61,13 +68,22 @@ def cost_table(summary: Summary, costs: Mapping[Condition, ConditionCost], ancho
             if cost is None:
                 continue
             link = anchors.condition(c.condition)
-            rows.append((text_cell(c.dataset), text_cell(c.model), text_cell(c.method), number_cell(cost.n, link=link),
-                         number_cell(cost.tokens, digits=0, link=link),
-                         number_cell(cost.latency_s, digits=1, link=link),
-                         number_cell(cost.calls, digits=1, link=link)))
+            rows.append(
+                (
+                    text_cell(c.dataset),
+                    text_cell(c.model),
+                    text_cell(c.method),
+                    number_cell(cost.n, link=link),
+                    number_cell(cost.tokens, digits=0, link=link),
+                    number_cell(cost.latency_s, digits=1, link=link),
+                    number_cell(cost.calls, digits=1, link=link),
+                )
+            )
             tags.append(block.label)
-    note = ("Agent calls only (planner, verifier, executor); tokens = prompt + completion; latency = sum of agent "
-            "call latencies per rollout.")
+    note = (
+        "Agent calls only (planner, verifier, executor); tokens = prompt + completion; latency = sum of agent "
+        "call latencies per rollout."
+    )
     return Table("cost", "Agent-side cost per method", columns, tuple(rows), tuple(tags), note)
 
 
@@ -91,9 +107,16 @@ def relative_cost(summary: Summary, costs: Mapping[Condition, ConditionCost]) ->
         for plan in plans[:1]:
             for dual in duals:
                 p, d = costs[plan.condition], costs[dual.condition]
-                rows.append((text_cell(block.dataset), text_cell(block.model), text_cell(dual.method),
-                             text_cell(plan.method), _percent_cell(_change(d.tokens, p.tokens)),
-                             _percent_cell(_change(d.latency_s, p.latency_s))))
+                rows.append(
+                    (
+                        text_cell(block.dataset),
+                        text_cell(block.model),
+                        text_cell(dual.method),
+                        text_cell(plan.method),
+                        _percent_cell(_change(d.tokens, p.tokens)),
+                        _percent_cell(_change(d.latency_s, p.latency_s)),
+                    )
+                )
     note = "(dual-loop − plan-conditioned) / plan-conditioned, on mean agent tokens and cumulative agent latency."
     return Table("cost_relative", "Cost of dual-loop relative to plan-conditioned", columns, tuple(rows), note=note)
 
@@ -117,11 +140,30 @@ def verifier_sensitivity(
     and the extra mean tokens and seconds. ``None`` unless the grid varies the verifier setting."""
     if len(set(settings.values())) < 2:
         return None
-    columns = ("dataset", "model", "variant", "verifier model", "K_val", "baseline", "ΔTER", "ΔAUC-PEC",
-               "+tokens", "+seconds")
-    csv_cols = (("dataset",), ("model",), ("variant",), ("verifier_model",), ("K_val",), ("baseline",),
-                ("d_TER", "d_TER_low", "d_TER_high"), ("d_AUC_PEC", "d_AUC_PEC_low", "d_AUC_PEC_high"),
-                ("d_tokens",), ("d_seconds",))
+    columns = (
+        "dataset",
+        "model",
+        "variant",
+        "verifier model",
+        "K_val",
+        "baseline",
+        "ΔTER",
+        "ΔAUC-PEC",
+        "+tokens",
+        "+seconds",
+    )
+    csv_cols = (
+        ("dataset",),
+        ("model",),
+        ("variant",),
+        ("verifier_model",),
+        ("K_val",),
+        ("baseline",),
+        ("d_TER", "d_TER_low", "d_TER_high"),
+        ("d_AUC_PEC", "d_AUC_PEC_low", "d_AUC_PEC_high"),
+        ("d_tokens",),
+        ("d_seconds",),
+    )
     rows: list[tuple[Cell, ...]] = []
     for block in blocks_of(summary):
         bases = [c for c in block.rows if is_plan_conditioned(c.method) and c.condition not in settings]
@@ -133,11 +175,20 @@ def verifier_sensitivity(
                 continue
             model, k_val = settings[c.condition]
             extra = _extra(costs, c.condition, base)
-            rows.append((text_cell(block.dataset), text_cell(block.model), text_cell(c.method), text_cell(model),
-                         text_cell(k_val), text_cell(base[2]),
-                         estimate_cell(summary.difference(c.condition, base, "TER"), digits=3),
-                         estimate_cell(summary.difference(c.condition, base, "AUC_PEC"), digits=3),
-                         number_cell(extra[0], digits=0), number_cell(extra[1], digits=1)))
+            rows.append(
+                (
+                    text_cell(block.dataset),
+                    text_cell(block.model),
+                    text_cell(c.method),
+                    text_cell(model),
+                    text_cell(k_val),
+                    text_cell(base[2]),
+                    estimate_cell(summary.difference(c.condition, base, "TER"), digits=3),
+                    estimate_cell(summary.difference(c.condition, base, "AUC_PEC"), digits=3),
+                    number_cell(extra[0], digits=0),
+                    number_cell(extra[1], digits=1),
+                )
+            )
     note = "Paired differences variant − plan-conditioned on shared task draws; cost differences are of means."
     return Table("verifier_sensitivity", "Verifier sensitivity", columns, tuple(rows), note=note, csv_columns=csv_cols)
 

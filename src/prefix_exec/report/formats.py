@@ -17,8 +17,14 @@ from prefix_exec.report.cells import Cell, Table
 def _md_escape(text: str) -> str:
     """A Markdown table cell: pipes escaped, raw HTML shown as text (``<script>`` from a method name must
     not become markup in a rendered README), line breaks flattened so a cell stays on its row."""
-    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
-            .replace("\r", " ").replace("\n", " "))
+    return (
+        text.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace("|", "\\|")
+        .replace("\r", " ")
+        .replace("\n", " ")
+    )
 
 
 #: First characters a spreadsheet reads as a formula (CSV injection: ``=HYPERLINK(...)``, ``@SUM(...)``).

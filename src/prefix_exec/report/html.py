@@ -205,7 +205,7 @@ def render(
         banner,
         f"<h1>{e(title)}</h1>",
         f'<p class="muted">{e(subtitle)}</p>',
-        f"<nav>{nav} <a href=\"#rollouts\">Rollouts</a></nav>",
+        f'<nav>{nav} <a href="#rollouts">Rollouts</a></nav>',
         *(_section(s) for s in sections),
         '<h2 id="rollouts">Rollouts</h2>',
         '<p class="note">Click any table cell to see the rollouts behind it. '

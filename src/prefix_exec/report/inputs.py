@@ -43,8 +43,11 @@ def load(paths: Sequence[str | Path]) -> list[PrefixRecord]:
     seen: dict[UnitKey, Path] = {}
     for record, (_, path) in zip(records, found, strict=True):
         if record.key in seen:
-            raise InputError(f"rollout {record.key} appears twice (first in {seen[record.key]})", path=path,
-                             hint="pass each records file once; split or deduplicate merged files")
+            raise InputError(
+                f"rollout {record.key} appears twice (first in {seen[record.key]})",
+                path=path,
+                hint="pass each records file once; split or deduplicate merged files",
+            )
         seen[record.key] = path
     return records
 
@@ -81,8 +84,9 @@ def split_verifier_variants(records: Sequence[PrefixRecord]) -> list[PrefixRecor
 
 def metric_rows(records: Iterable[PrefixRecord]) -> list[MetricRow]:
     return [
-        MetricRow(r.dataset, r.task_id, r.model, r.method, r.trial, r.T, r.fed, r.success,
-                  r.label.value if r.label else None)
+        MetricRow(
+            r.dataset, r.task_id, r.model, r.method, r.trial, r.T, r.fed, r.success, r.label.value if r.label else None
+        )
         for r in records
     ]
 

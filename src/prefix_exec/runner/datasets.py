@@ -30,11 +30,15 @@ def _bfcl(spec: DatasetSpec, grid: Grid) -> Driver:
 
     unknown = sorted(set(spec.options) - {"categories", "subset"})
     if unknown:
-        raise InputError(f"unknown BFCL option {unknown[0]!r}", field=f"datasets.{spec.name}.{unknown[0]}",
-                         hint="BFCL options: categories (list), subset = \"stratified-200\"")
+        raise InputError(
+            f"unknown BFCL option {unknown[0]!r}",
+            field=f"datasets.{spec.name}.{unknown[0]}",
+            hint='BFCL options: categories (list), subset = "stratified-200"',
+        )
     try:
-        return BfclDriver(dataset=spec.name, categories=tuple(option(spec, "categories", CATEGORIES)),
-                          subset=option(spec, "subset"))
+        return BfclDriver(
+            dataset=spec.name, categories=tuple(option(spec, "categories", CATEGORIES)), subset=option(spec, "subset")
+        )
     except KeyError as exc:
         raise InputError(str(exc.args[0]), field=f"datasets.{spec.name}") from None
 
@@ -45,22 +49,33 @@ def _tau(spec: DatasetSpec, grid: Grid) -> Driver:
     known = {"domain", "user_model", "judge_model", "max_steps", "max_errors", "max_turns", "tau2_data"}
     unknown = sorted(set(spec.options) - known)
     if unknown:
-        raise InputError(f"unknown tau option {unknown[0]!r}", field=f"datasets.{spec.name}.{unknown[0]}",
-                         hint="tau options: " + ", ".join(sorted(known)))
+        raise InputError(
+            f"unknown tau option {unknown[0]!r}",
+            field=f"datasets.{spec.name}.{unknown[0]}",
+            hint="tau options: " + ", ".join(sorted(known)),
+        )
     names = {m.name for m in grid.models}
     for key in ("domain", "user_model"):
         if key not in spec.options:
             raise InputError("missing", field=f"datasets.{spec.name}.{key}")
     for key in ("user_model", "judge_model"):
         if key in spec.options and spec.options[key] not in names:
-            raise InputError(f"{spec.options[key]!r} is not a model of the grid", field=f"datasets.{spec.name}.{key}",
-                             hint="declare it under [[models]] (with condition = false to keep it out of the units)")
+            raise InputError(
+                f"{spec.options[key]!r} is not a model of the grid",
+                field=f"datasets.{spec.name}.{key}",
+                hint="declare it under [[models]] (with condition = false to keep it out of the units)",
+            )
     judge = option(spec, "judge_model")
-    limits = {key: integer_at_least(spec.options[key], f"datasets.{spec.name}.{key}", minimum=1)
-              for key in ("max_steps", "max_errors", "max_turns") if key in spec.options}
+    limits = {
+        key: integer_at_least(spec.options[key], f"datasets.{spec.name}.{key}", minimum=1)
+        for key in ("max_steps", "max_errors", "max_turns")
+        if key in spec.options
+    }
     return TauDriver(
-        str(spec.options["domain"]), user=grid.endpoint(str(spec.options["user_model"]), 0),
-        judge=grid.endpoint(str(judge), 0) if judge else None, dataset=spec.name,
+        str(spec.options["domain"]),
+        user=grid.endpoint(str(spec.options["user_model"]), 0),
+        judge=grid.endpoint(str(judge), 0) if judge else None,
+        dataset=spec.name,
         **limits,
         data=str(grid.resolve(str(option(spec, "tau2_data")))) if option(spec, "tau2_data") else None,
     )
@@ -72,30 +87,45 @@ def _toolsandbox(spec: DatasetSpec, grid: Grid) -> Driver:
     known = {"subset", "user_model", "similarity_threshold"}
     unknown = sorted(set(spec.options) - known)
     if unknown:
-        raise InputError(f"unknown ToolSandbox option {unknown[0]!r}", field=f"datasets.{spec.name}.{unknown[0]}",
-                         hint="ToolSandbox options: " + ", ".join(sorted(known)))
+        raise InputError(
+            f"unknown ToolSandbox option {unknown[0]!r}",
+            field=f"datasets.{spec.name}.{unknown[0]}",
+            hint="ToolSandbox options: " + ", ".join(sorted(known)),
+        )
     if "user_model" not in spec.options:
-        raise InputError("missing (the model of ToolSandbox's simulated user)",
-                         field=f"datasets.{spec.name}.user_model")
+        raise InputError(
+            "missing (the model of ToolSandbox's simulated user)", field=f"datasets.{spec.name}.user_model"
+        )
     user = spec.options["user_model"]
     if user not in {m.name for m in grid.models}:
-        raise InputError(f"{user!r} is not a model of the grid", field=f"datasets.{spec.name}.user_model",
-                         hint="declare it under [[models]] (with condition = false to keep it out of the units)")
+        raise InputError(
+            f"{user!r} is not a model of the grid",
+            field=f"datasets.{spec.name}.user_model",
+            hint="declare it under [[models]] (with condition = false to keep it out of the units)",
+        )
     from prefix_exec.envs.toolsandbox.sample import DEPRECATED_SUBSETS, SUBSET
 
     subset = option(spec, "subset")
     if subset not in (None, SUBSET, *DEPRECATED_SUBSETS):
-        raise InputError(f"unknown subset {subset!r}", field=f"datasets.{spec.name}.subset",
-                         hint=f'the one subset is "{SUBSET}" (our seeded stratified 200)')
+        raise InputError(
+            f"unknown subset {subset!r}",
+            field=f"datasets.{spec.name}.subset",
+            hint=f'the one subset is "{SUBSET}" (our seeded stratified 200)',
+        )
     if subset in DEPRECATED_SUBSETS:
         print(f'prefix-exec: datasets.{spec.name}: subset = "{subset}" is deprecated; use "{SUBSET}"', file=sys.stderr)
     threshold = option(spec, "similarity_threshold", 1.0)
     if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
-        raise InputError(f"expected a number in [0, 1], got {threshold!r}",
-                         field=f"datasets.{spec.name}.similarity_threshold")
-    return ToolSandboxDriver(user=grid.endpoint(str(user), 0), dataset=spec.name, subset=subset,
-                             similarity_threshold=float(threshold),
-                             files=grid.run_dir / "toolsandbox" if grid.run_dir is not None else None)
+        raise InputError(
+            f"expected a number in [0, 1], got {threshold!r}", field=f"datasets.{spec.name}.similarity_threshold"
+        )
+    return ToolSandboxDriver(
+        user=grid.endpoint(str(user), 0),
+        dataset=spec.name,
+        subset=subset,
+        similarity_threshold=float(threshold),
+        files=grid.run_dir / "toolsandbox" if grid.run_dir is not None else None,
+    )
 
 
 DRIVERS: dict[str, DriverFactory] = {"custom": _custom, "bfcl": _bfcl, "tau": _tau, "toolsandbox": _toolsandbox}
@@ -105,7 +135,8 @@ def make_driver(spec: DatasetSpec, grid: Grid) -> Driver:
     factory = DRIVERS.get(spec.kind)
     if factory is None:
         raise InputError(
-            f"unknown dataset kind {spec.kind!r}", field=f"datasets.{spec.name}.kind",
+            f"unknown dataset kind {spec.kind!r}",
+            field=f"datasets.{spec.name}.kind",
             hint="known kinds: " + ", ".join(sorted(DRIVERS)),
         )
     return factory(spec, grid)

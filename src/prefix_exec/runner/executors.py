@@ -91,8 +91,9 @@ def run_processes(grid: Grid, cache: Path | None, units: Sequence[Unit], concurr
         workers = max(1, min(concurrency, len(units)))
 
         def start() -> Executor:
-            return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_process,
-                                       initargs=(grid, cache, gates))
+            return ProcessPoolExecutor(
+                max_workers=workers, mp_context=context, initializer=_start_process, initargs=(grid, cache, gates)
+            )
 
         pending = list(reversed(units))
         running: dict[Future[UnitResult], Unit] = {}
@@ -233,9 +234,7 @@ class _RayWorker:
         return self.worker.run(unit)
 
 
-def execute(
-    name: str, grid: Grid, cache: Path | None, units: Sequence[Unit], concurrency: int
-) -> Iterator[UnitResult]:
+def execute(name: str, grid: Grid, cache: Path | None, units: Sequence[Unit], concurrency: int) -> Iterator[UnitResult]:
     if name == "ray":
         return run_ray(grid, cache, units, concurrency)
     return run_local(grid, cache, units, concurrency)

@@ -113,8 +113,10 @@ class Grid:
         return {
             "seed": self.seed,
             "agent": {**{k: getattr(self.agent, k) for k in AGENT_KEYS}, "verifier_model": self.verifier_model},
-            "datasets": {d.name: {"kind": d.kind, "options": _resolved(self, d.options), "tasks": d.tasks,
-                                  "sample": d.sample} for d in self.datasets},
+            "datasets": {
+                d.name: {"kind": d.kind, "options": _resolved(self, d.options), "tasks": d.tasks, "sample": d.sample}
+                for d in self.datasets
+            },
             "models": {m.name: decoding(m.endpoint) for m in self.models},
         }
 
@@ -129,8 +131,15 @@ def _resolved(grid: Grid, options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 #: Endpoint settings that shape a model's answers (the seed is the grid's, plus the trial).
-DECODING_KEYS = ("model", "base_url", "temperature", "reasoning_effort", "max_tokens", "max_completion_tokens",
-                 "tool_mode")
+DECODING_KEYS = (
+    "model",
+    "base_url",
+    "temperature",
+    "reasoning_effort",
+    "max_tokens",
+    "max_completion_tokens",
+    "tool_mode",
+)
 
 
 def decoding(endpoint: EndpointConfig) -> dict[str, Any]:
@@ -153,8 +162,11 @@ def load_grid(path: str | Path) -> Grid:
         raise InputError("no such grid file", path=p)
     check_regular_file(p)
     if p.stat().st_size > MAX_GRID_BYTES:
-        raise InputError(f"a grid file over {MAX_GRID_BYTES:,} bytes is refused", path=p,
-                         hint="a grid is a few lines of TOML; list many task ids in a file instead")
+        raise InputError(
+            f"a grid file over {MAX_GRID_BYTES:,} bytes is refused",
+            path=p,
+            hint="a grid is a few lines of TOML; list many task ids in a file instead",
+        )
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
@@ -182,18 +194,29 @@ def parse_grid(data: Mapping[str, Any], *, base_dir: Path) -> Grid:
     models = tuple(_model(m, i) for i, m in enumerate(_list(data, "models", dict)))
     _unique([m.name for m in models], "models", what="model name")
     if not any(m.condition for m in models):
-        raise InputError("the grid selects no unit: every model has condition = false", field="models",
-                         hint="set condition = true (the default) on the models to run")
+        raise InputError(
+            "the grid selects no unit: every model has condition = false",
+            field="models",
+            hint="set condition = true (the default) on the models to run",
+        )
     agent = dict(_table(data, "agent"))
     verifier = agent.pop("verifier_model", None)
     if verifier is not None and verifier not in {m.name for m in models}:
         raise InputError(f"verifier_model {verifier!r} is not a model of the grid", field="agent.verifier_model")
     unknown = sorted(set(agent) - set(AGENT_KEYS))
     if unknown:
-        raise InputError(f"unknown key {unknown[0]!r}", field=f"agent.{unknown[0]}",
-                         hint="known: " + ", ".join((*AGENT_KEYS, "verifier_model")))
-    settings = AgentSettings(**{k: integer_at_least(agent[k], f"agent.{k}", minimum=1, maximum=MAX_AGENT_SETTING)
-                                for k in AGENT_KEYS if k in agent})
+        raise InputError(
+            f"unknown key {unknown[0]!r}",
+            field=f"agent.{unknown[0]}",
+            hint="known: " + ", ".join((*AGENT_KEYS, "verifier_model")),
+        )
+    settings = AgentSettings(
+        **{
+            k: integer_at_least(agent[k], f"agent.{k}", minimum=1, maximum=MAX_AGENT_SETTING)
+            for k in AGENT_KEYS
+            if k in agent
+        }
+    )
     datasets = tuple(_dataset(d, i) for i, d in enumerate(_list(data, "datasets", dict)))
     _unique([d.name for d in datasets], "datasets", what="dataset name")
     run = _table(data, "run")
@@ -206,8 +229,15 @@ def parse_grid(data: Mapping[str, Any], *, base_dir: Path) -> Grid:
     trials = integer_at_least(data.get("trials", 1), "trials", minimum=1, maximum=MAX_TRIALS)
     seed = integer_at_least(data.get("seed", 0), "seed", minimum=0, maximum=2**63 - 1)
     return Grid(
-        datasets=datasets, models=models, methods=methods, trials=trials, seed=seed,
-        agent=settings, verifier_model=verifier, cache=cache, base_dir=base_dir,
+        datasets=datasets,
+        models=models,
+        methods=methods,
+        trials=trials,
+        seed=seed,
+        agent=settings,
+        verifier_model=verifier,
+        cache=cache,
+        base_dir=base_dir,
     )
 
 
@@ -217,8 +247,11 @@ def integer_at_least(value: Any, where: str, *, minimum: int, maximum: int | Non
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise InputError(f"must be an integer >= {minimum}, got {value!r:.40}", field=where)
     if maximum is not None and value > maximum:
-        raise InputError(f"must be at most {maximum:,}, got {value:.3g}", field=where,
-                         hint="a sane upper bound keeps a typo from asking for billions of units")
+        raise InputError(
+            f"must be at most {maximum:,}, got {value:.3g}",
+            field=where,
+            hint="a sane upper bound keeps a typo from asking for billions of units",
+        )
     return value
 
 
@@ -233,8 +266,11 @@ def _unique(values: Sequence[str], where: str, *, what: str = "entry") -> None:
     seen: set[str] = set()
     for i, value in enumerate(values):
         if value in seen:
-            raise InputError(f"duplicate {what} {value!r}", field=f"{where}[{i}]",
-                             hint="each must appear once, or the grid runs the same units twice")
+            raise InputError(
+                f"duplicate {what} {value!r}",
+                field=f"{where}[{i}]",
+                hint="each must appear once, or the grid runs the same units twice",
+            )
         seen.add(value)
 
 
@@ -254,17 +290,26 @@ def _price(value: Any, where: str) -> float:
 def _model(raw: Mapping[str, Any], i: int) -> ModelSpec:
     raw = dict(raw)
     name = str(raw.pop("name", raw.get("model", "")))
-    prices = {k: _price(raw.pop(k), f"models[{i}].{k}")
-              for k in ("usd_per_mtok_prompt", "usd_per_mtok_completion") if k in raw}
+    prices = {
+        k: _price(raw.pop(k), f"models[{i}].{k}")
+        for k in ("usd_per_mtok_prompt", "usd_per_mtok_completion")
+        if k in raw
+    }
     if "seed" in raw:
-        raise InputError("a model table cannot set the seed", field=f"models[{i}].seed",
-                         hint="the grid's top-level seed is sent, plus the trial number")
+        raise InputError(
+            "a model table cannot set the seed",
+            field=f"models[{i}].seed",
+            hint="the grid's top-level seed is sent, plus the trial number",
+        )
     condition = raw.pop("condition", True)
     if not isinstance(condition, bool):
         raise InputError("must be true or false", field=f"models[{i}].condition")
     endpoint = EndpointConfig.from_mapping(
-        raw, where=f"models[{i}]", caller_keys=("name", "condition", "usd_per_mtok_prompt", "usd_per_mtok_completion"),
-        refused_keys=("seed",))
+        raw,
+        where=f"models[{i}]",
+        caller_keys=("name", "condition", "usd_per_mtok_prompt", "usd_per_mtok_completion"),
+        refused_keys=("seed",),
+    )
     return ModelSpec(name=name or endpoint.model, endpoint=endpoint, condition=condition, **prices)
 
 
@@ -275,17 +320,28 @@ def _dataset(raw: Mapping[str, Any], i: int) -> DatasetSpec:
             raise InputError("missing or not a string", field=f"datasets[{i}].{key}")
     tasks = options.pop("tasks", None)
     if tasks is not None:
-        if not isinstance(tasks, list) or not tasks or \
-                not all(isinstance(t, str | int) and not isinstance(t, bool) for t in tasks):
-            raise InputError(f"must be a non-empty list of task ids, got {tasks!r}", field=f"datasets[{i}].tasks",
-                             hint='for example tasks = ["a", "b"]')
+        if (
+            not isinstance(tasks, list)
+            or not tasks
+            or not all(isinstance(t, str | int) and not isinstance(t, bool) for t in tasks)
+        ):
+            raise InputError(
+                f"must be a non-empty list of task ids, got {tasks!r}",
+                field=f"datasets[{i}].tasks",
+                hint='for example tasks = ["a", "b"]',
+            )
         tasks = [str(t) for t in tasks]
         _unique(tasks, f"datasets[{i}].tasks", what="task")
     sample = options.pop("sample", None)
     if sample is not None:
         sample = integer_at_least(sample, f"datasets[{i}].sample", minimum=1, maximum=MAX_TASKS)
-    return DatasetSpec(name=options.pop("name"), kind=options.pop("kind"), options=options,
-                       tasks=tuple(tasks) if tasks is not None else None, sample=sample)
+    return DatasetSpec(
+        name=options.pop("name"),
+        kind=options.pop("kind"),
+        options=options,
+        tasks=tuple(tasks) if tasks is not None else None,
+        sample=sample,
+    )
 
 
 def select_tasks(spec: DatasetSpec, available: list[str], seed: int | None) -> list[str]:
@@ -307,11 +363,17 @@ def expand(grid: Grid, tasks: Mapping[str, list[str]]) -> list[Unit]:
     models = sum(1 for m in grid.models if m.condition)
     count = sum(len(tasks[d.name]) for d in grid.datasets) * models * len(grid.methods) * grid.trials
     if count > MAX_UNITS:
-        raise InputError(f"the grid expands to {count:,} units, above the bound of {MAX_UNITS:,}",
-                         field="trials", hint="fewer trials, models, methods or tasks; or split the grid")
+        raise InputError(
+            f"the grid expands to {count:,} units, above the bound of {MAX_UNITS:,}",
+            field="trials",
+            hint="fewer trials, models, methods or tasks; or split the grid",
+        )
     return [
         Unit(d.name, t, m.name, method, trial)
-        for d in grid.datasets for t in tasks[d.name] for m in grid.models if m.condition for method in grid.methods
+        for d in grid.datasets
+        for t in tasks[d.name]
+        for m in grid.models
+        if m.condition
+        for method in grid.methods
         for trial in range(grid.trials)
     ]
-

@@ -50,8 +50,7 @@ class Progress:
     def update(self) -> None:
         if self.bar is not None:
             t = self.tally
-            self.bar.set_postfix(failed=t.failed, tokens=t.tokens, usd=f"{t.usd:.2f}", retries=t.retries,
-                                 refresh=False)
+            self.bar.set_postfix(failed=t.failed, tokens=t.tokens, usd=f"{t.usd:.2f}", retries=t.retries, refresh=False)
             self.bar.update(1)
 
     def _tick(self) -> None:
@@ -64,8 +63,10 @@ class Progress:
         left = self.total - self.initial - finished
         elapsed = now - self.started
         eta = f"ETA {_clock(elapsed / finished * left)}" if finished else "ETA unknown"
-        return (f"prefix-exec run: {self.initial + t.written}/{self.total} units done, {t.failed} failed, "
-                f"{t.tokens} tokens, ${t.usd:.2f}, {t.retries} retries, {_clock(elapsed)} elapsed, {eta}")
+        return (
+            f"prefix-exec run: {self.initial + t.written}/{self.total} units done, {t.failed} failed, "
+            f"{t.tokens} tokens, ${t.usd:.2f}, {t.retries} retries, {_clock(elapsed)} elapsed, {eta}"
+        )
 
     def close(self) -> None:
         self._stop.set()

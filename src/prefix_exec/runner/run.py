@@ -40,8 +40,13 @@ from prefix_exec.runner.grid import Grid, Unit, expand, load_grid, select_tasks
 from prefix_exec.runner.progress import Progress
 from prefix_exec.runner.worker import UnitResult
 
-ROLLOUTS, RECORDS, FAILURES, CACHE, GRID_COPY = "rollouts.jsonl", "records.jsonl", "failures.jsonl", "cache.sqlite", \
-    "grid.toml"
+ROLLOUTS, RECORDS, FAILURES, CACHE, GRID_COPY = (
+    "rollouts.jsonl",
+    "records.jsonl",
+    "failures.jsonl",
+    "cache.sqlite",
+    "grid.toml",
+)
 SETTINGS, LOCK = "settings.json", ".lock"
 
 
@@ -59,8 +64,10 @@ class RunReport:
     aborted: str = ""
 
     def summary(self) -> str:
-        text = f"{self.written} of {self.planned} units written in {self.seconds:.1f} s; the run holds " \
-               f"{self.tokens} agent tokens"
+        text = (
+            f"{self.written} of {self.planned} units written in {self.seconds:.1f} s; the run holds "
+            f"{self.tokens} agent tokens"
+        )
         if self.usd:
             text += f", ${self.usd:.2f}"
         if self.retries:
@@ -120,8 +127,11 @@ def run_grid(
         raise
     with run_lock(out):
         if not resume and rollouts_path.exists() and rollouts_path.stat().st_size:
-            raise InputError("the run directory already has rollouts", path=out,
-                             hint="pass --resume to continue it, or a fresh --out")
+            raise InputError(
+                "the run directory already has rollouts",
+                path=out,
+                hint="pass --resume to continue it, or a fresh --out",
+            )
         check_settings(grid, out)
         if not (out / GRID_COPY).exists():
             copy_grid(Path(grid_path), grid, out / GRID_COPY)
@@ -130,13 +140,17 @@ def run_grid(
         cache = out / CACHE if grid.cache else None
         if cache is not None:
             open_cache(cache)  # create it here, once, before workers open it concurrently
-        with JsonlWriter(rollouts_path, append=True) as rollouts, JsonlWriter(records_path, append=True) as records, \
-                JsonlWriter(out / FAILURES, append=True) as failures:
+        with (
+            JsonlWriter(rollouts_path, append=True) as rollouts,
+            JsonlWriter(records_path, append=True) as records,
+            JsonlWriter(out / FAILURES, append=True) as failures,
+        ):
             done = completed_keys(rollouts_path)
             todo = [u for u in units if u.key not in done]
             report.resumed = len(units) - len(todo)
-            _catch_up(grid, rollouts_path, done - completed_keys(records_path), {u.key for u in units} & done,
-                      records, report)
+            _catch_up(
+                grid, rollouts_path, done - completed_keys(records_path), {u.key for u in units} & done, records, report
+            )
             progress = Progress(len(units), report.resumed, log, report)
             in_a_row = 0
             try:
@@ -147,8 +161,10 @@ def run_grid(
                     progress.update()
                     in_a_row = in_a_row + 1 if result.error is not None else 0
                     if max_consecutive_failures and in_a_row >= max_consecutive_failures:
-                        report.aborted = (f"{in_a_row} units failed in a row; the last error: {result.error} "
-                                          f"(fix the cause, then --resume)")
+                        report.aborted = (
+                            f"{in_a_row} units failed in a row; the last error: {result.error} "
+                            f"(fix the cause, then --resume)"
+                        )
                         break
             finally:
                 progress.close()
@@ -171,7 +187,8 @@ def check_run_directory(out: Path) -> None:
         raise InputError(
             f"this folder is not a run directory (no {SETTINGS}) and holds other files ({', '.join(others[:3])}"
             f"{', ...' if len(others) > 3 else ''})",
-            path=out, hint="pass a new or empty folder as --out, or the folder of an earlier run",
+            path=out,
+            hint="pass a new or empty folder as --out, or the folder of an earlier run",
         )
 
 
@@ -189,8 +206,11 @@ def run_lock(out: Path) -> Iterator[None]:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise InputError("another prefix-exec run is using this run directory", path=out,
-                             hint="wait for it to finish (or stop it), then --resume") from None
+            raise InputError(
+                "another prefix-exec run is using this run directory",
+                path=out,
+                hint="wait for it to finish (or stop it), then --resume",
+            ) from None
         try:
             yield
         finally:
@@ -212,11 +232,13 @@ def check_settings(grid: Grid, out: Path) -> None:
             raise InputError("not valid JSON", path=path, hint="restore it, or start a fresh --out") from None
         changed = [name for name in ("seed", "agent") if before.get(name) != now[name]]
         for group in ("datasets", "models"):
-            changed += [f"{group}.{k}" for k, v in now[group].items() if k in before.get(group, {}) and
-                        before[group][k] != v]
+            changed += [
+                f"{group}.{k}" for k, v in now[group].items() if k in before.get(group, {}) and before[group][k] != v
+            ]
         if changed:
             raise InputError(
-                f"the grid's settings differ from those this run was made with: {', '.join(changed)}", path=out,
+                f"the grid's settings differ from those this run was made with: {', '.join(changed)}",
+                path=out,
                 hint=f"resume with the grid the run was started with ({out / GRID_COPY}), or use a fresh --out",
             )
         now = {**now, **{g: {**before.get(g, {}), **now[g]} for g in ("datasets", "models")}}
@@ -237,8 +259,11 @@ def open_cache(path: Path) -> None:
     try:
         ResponseCache(path)
     except sqlite3.DatabaseError as exc:
-        raise InputError(f"the response cache cannot be opened: {exc}", path=path,
-                         hint="delete it (answers are requested again), or set cache = false under [run]") from None
+        raise InputError(
+            f"the response cache cannot be opened: {exc}",
+            path=path,
+            hint="delete it (answers are requested again), or set cache = false under [run]",
+        ) from None
 
 
 def compact_failures(path: Path, done: set[UnitKey]) -> None:
@@ -246,13 +271,13 @@ def compact_failures(path: Path, done: set[UnitKey]) -> None:
     if not path.exists():
         return
     tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(line for key, line in latest_by_unit(path).items() if key not in done),
-                   encoding="utf-8")
+    tmp.write_text("".join(line for key, line in latest_by_unit(path).items() if key not in done), encoding="utf-8")
     os.replace(tmp, path)
 
 
-def _catch_up(grid: Grid, path: Path, orphans: set[UnitKey], resumed: set[UnitKey], records: JsonlWriter,
-              report: RunReport) -> None:
+def _catch_up(
+    grid: Grid, path: Path, orphans: set[UnitKey], resumed: set[UnitKey], records: JsonlWriter, report: RunReport
+) -> None:
     """One pass over the rollouts a resumed run holds: score those whose record a kill lost (``orphans``,
     counted in ``report.rescored``), and add the tokens, cost and retries of those the grid plans
     (``resumed``) to the run's totals."""
@@ -267,12 +292,23 @@ def _catch_up(grid: Grid, path: Path, orphans: set[UnitKey], resumed: set[UnitKe
             orphans.discard(rollout.key)
             report.rescored += 1
         if rollout.key in resumed:
-            _charge(report, grid, rollout.model, [cost_to_json(c) for c in rollout.cost],
-                    int(rollout.metadata.get("retries", 0)))
+            _charge(
+                report,
+                grid,
+                rollout.model,
+                [cost_to_json(c) for c in rollout.cost],
+                int(rollout.metadata.get("retries", 0)),
+            )
 
 
-def _write(result: UnitResult, rollouts: JsonlWriter, records: JsonlWriter, failures: JsonlWriter,
-           report: RunReport, grid: Grid) -> None:
+def _write(
+    result: UnitResult,
+    rollouts: JsonlWriter,
+    records: JsonlWriter,
+    failures: JsonlWriter,
+    report: RunReport,
+    grid: Grid,
+) -> None:
     u = result.unit
     key = {"dataset": u.dataset, "task_id": u.task_id, "model": u.model, "method": u.method, "trial": u.trial}
     if result.error is not None or result.rollout is None or result.record is None:
@@ -283,8 +319,9 @@ def _write(result: UnitResult, rollouts: JsonlWriter, records: JsonlWriter, fail
     rollouts.write(result.rollout)
     records.write(result.record)
     report.written += 1
-    _charge(report, grid, u.model, result.rollout.get("cost", []),
-            int(result.rollout.get("metadata", {}).get("retries", 0)))
+    _charge(
+        report, grid, u.model, result.rollout.get("cost", []), int(result.rollout.get("metadata", {}).get("retries", 0))
+    )
 
 
 def _charge(report: RunReport, grid: Grid, unit_model: str, costs: Iterable[dict[str, Any]], retries: int) -> None:

@@ -41,8 +41,9 @@ class UnitWorker:
     """``gates`` maps an endpoint URL to the gate its requests hold in flight, shared by every worker of a run
     so that a model's ``max_concurrency`` caps the whole run, not each worker."""
 
-    def __init__(self, grid: Grid, cache_path: Path | None,
-                 gates: Mapping[str, AbstractContextManager[Any]] | None = None) -> None:
+    def __init__(
+        self, grid: Grid, cache_path: Path | None, gates: Mapping[str, AbstractContextManager[Any]] | None = None
+    ) -> None:
         self.grid = grid
         self.gates = dict(gates or {})
         self.cache = ResponseCache(cache_path) if cache_path is not None else None
@@ -58,15 +59,17 @@ class UnitWorker:
     def backend(self, model: str, trial: int) -> ChatBackend:
         if (model, trial) not in self._backends:
             config = self.grid.endpoint(model, trial)
-            self._backends[(model, trial)] = ChatBackend(config, cache=self.cache,
-                                                         slots=self.gates.get(config.base_url))
+            self._backends[(model, trial)] = ChatBackend(
+                config, cache=self.cache, slots=self.gates.get(config.base_url)
+            )
         return self._backends[(model, trial)]
 
     def agent(self, unit: Unit) -> Agent:
         scope = "\x1f".join(map(str, unit.key))
         executor = self.backend(unit.model, unit.trial).scoped(scope)
-        verifier = self.backend(self.grid.verifier_model, unit.trial).scoped(scope) if self.grid.verifier_model \
-            else None
+        verifier = (
+            self.backend(self.grid.verifier_model, unit.trial).scoped(scope) if self.grid.verifier_model else None
+        )
         return Agent(unit.method, executor, verifier=verifier, settings=self.grid.agent)
 
     def run(self, unit: Unit) -> UnitResult:
@@ -74,8 +77,14 @@ class UnitWorker:
         try:
             driver = self.driver(unit.dataset)
             outcome = driver.run(self.agent(unit), unit.task_id, unit.trial)
-            rollout = to_rollout(outcome, dataset=unit.dataset, task_id=unit.task_id, model=unit.model,
-                                 method=unit.method, trial=unit.trial)
+            rollout = to_rollout(
+                outcome,
+                dataset=unit.dataset,
+                task_id=unit.task_id,
+                model=unit.model,
+                method=unit.method,
+                trial=unit.trial,
+            )
             backend = self.backend(unit.model, unit.trial)
             notes: dict[str, Any] = {"decoding": {**decoding(backend.config), "seed": backend.config.seed}}
             fallback = backend.text_fallback
@@ -87,5 +96,4 @@ class UnitWorker:
             detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             retries = len(getattr(exc, "retries", ()))  # a BackendError lists the retries it made
             return UnitResult(unit, error=detail, seconds=time.perf_counter() - started, retries=retries)
-        return UnitResult(unit, rollout_to_json(rollout), record_to_json(record),
-                          seconds=time.perf_counter() - started)
+        return UnitResult(unit, rollout_to_json(rollout), record_to_json(record), seconds=time.perf_counter() - started)

@@ -287,7 +287,6 @@ class BfclSession:
         return executor.run(method, name, call, time_limit=self._time_limit)
 
 
-
 class BfclEnvironment:
     """BFCL v3 multi-turn (base, miss_func, miss_param, long_context), on BFCL's own backend classes.
 

@@ -176,8 +176,11 @@ class TauSession:
         spec = self.env.domain.tools.get(call.name)
         if spec is None:
             known = ", ".join(sorted(self.env.domain.tools))
-            return Verdict.reject(FailureLabel.SCHEMA, f"unknown tool {call.name!r}; {self.env.name} has: {known}",
-                                  result=self._tau2_answer(call))
+            return Verdict.reject(
+                FailureLabel.SCHEMA,
+                f"unknown tool {call.name!r}; {self.env.name} has: {known}",
+                result=self._tau2_answer(call),
+            )
         problem = binding_error(spec, call.arguments)
         if problem is not None:
             return Verdict.reject(FailureLabel.SCHEMA, problem, result=self._tau2_answer(call))
