@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
-
-import pytest
+from typing import TYPE_CHECKING, Any
 
 from fakes.openai_server import ScriptedServer
 from fakes.toolsandbox_agent import ToolSandboxScript
 from prefix_exec.runner.executors import run_local
 from prefix_exec.runner.run import run_grid
+
+if TYPE_CHECKING:
+    from runner.conftest import RaySession
 
 TASKS = ["wifi_off", "cellular_off"]
 
@@ -71,17 +72,16 @@ def rows(path: Path) -> dict[tuple[Any, ...], dict[str, Any]]:
     return out
 
 
-def test_local_runs_use_spawned_processes_and_ray_gives_identical_records(tmp_path: Path) -> None:
+def test_local_runs_use_spawned_processes_and_ray_gives_identical_records(
+    tmp_path: Path, ray_session: RaySession
+) -> None:
     assert run_local.__doc__ and "spawned processes" in run_local.__doc__
-    ray = pytest.importorskip("ray")
+    # The session's one Ray instance (runner/conftest.py): a second ray.init here fails whenever an earlier
+    # test in the same session has started it.
     with ScriptedServer(ByFirstMessage()) as server:
         grid = write_grid(tmp_path, server.base_url)
         local = run_grid(grid, tmp_path / "local", max_concurrency=2)
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-        try:
-            remote = run_grid(grid, tmp_path / "ray", executor="ray", max_concurrency=1)
-        finally:
-            ray.shutdown()
+        remote = run_grid(grid, tmp_path / "ray", executor="ray", max_concurrency=1)
     assert (local.written, local.failed, remote.written, remote.failed) == (4, 0, 4, 0)
     for name in ("records.jsonl", "rollouts.jsonl"):
         here, there = rows(tmp_path / "local" / name), rows(tmp_path / "ray" / name)
