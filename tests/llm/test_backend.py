@@ -10,34 +10,15 @@ import threading
 from typing import Any
 
 import pytest
+from loopback import MESSAGES, TOOLS, endpoint, login
 
 from fakes.openai_server import ScriptedServer, text_message, tool_message, usage_of
-from prefix_exec.llm import BackendError, ChatBackend, EndpointConfig, ResponseCache, ToolSchema
-
-TOOLS = (ToolSchema("login", "log in", {"type": "object", "properties": {"username": {"type": "string"}}}),)
-MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "log in as sam"}]
-
-
-def config(server: ScriptedServer, **kw: Any) -> EndpointConfig:
-    base: dict[str, Any] = {
-        "model": "m",
-        "base_url": server.base_url,
-        "api_key_env": "",
-        "timeout_s": 5.0,
-        "max_retries": 4,
-        "backoff_base_s": 0.01,
-        "backoff_max_s": 0.05,
-    }
-    return EndpointConfig(**{**base, **kw})
-
-
-def login(_: dict[str, Any]) -> dict[str, Any]:
-    return tool_message([("login", {"username": "sam"})])
+from prefix_exec.llm import BackendError, ChatBackend, EndpointConfig, ResponseCache
 
 
 def test_native_tool_call_and_usage_are_decoded() -> None:
     with ScriptedServer(login) as server:
-        done = ChatBackend(config(server)).complete(MESSAGES, TOOLS, role="planner")
+        done = ChatBackend(endpoint(server)).complete(MESSAGES, TOOLS, role="planner")
         request = server.requests[0]
     assert [(c.name, dict(c.arguments)) for c in done.calls] == [("login", {"username": "sam"})]
     assert request["tools"][0]["function"]["name"] == "login"
@@ -56,14 +37,14 @@ def test_native_tool_call_and_usage_are_decoded() -> None:
 
 def test_seed_and_reasoning_effort_are_passed_through() -> None:
     with ScriptedServer(login) as server:
-        ChatBackend(config(server, seed=7, reasoning_effort="low", temperature=0.5)).complete(MESSAGES, TOOLS)
+        ChatBackend(endpoint(server, seed=7, reasoning_effort="low", temperature=0.5)).complete(MESSAGES, TOOLS)
         request = server.requests[0]
     assert (request["seed"], request["reasoning_effort"], request["temperature"]) == (7, "low", 0.5)
 
 
 def test_malformed_tool_call_json_becomes_a_parse_error() -> None:
     with ScriptedServer(lambda _: tool_message([("login", '{"username": "sam"')])) as server:
-        done = ChatBackend(config(server)).complete(MESSAGES, TOOLS)
+        done = ChatBackend(endpoint(server)).complete(MESSAGES, TOOLS)
     (call,) = done.calls
     assert call.name == "login"
     assert call.parse_error
@@ -77,7 +58,7 @@ def test_429_storm_is_retried_with_bounded_jittered_backoff_and_reported() -> No
     with ScriptedServer(login) as server:
         server.faults.extend(["429"] * 3 + ["500"])
         backend = ChatBackend(
-            config(server, backoff_max_s=0.02),
+            endpoint(server, backoff_max_s=0.02),
             sleep=slept.append,
             on_retry=lambda e: seen.append(e.kind),
             rng=random.Random(0),
@@ -96,7 +77,7 @@ def test_retries_are_bounded() -> None:
     with ScriptedServer(login) as server:
         server.faults.extend(["429"] * 10)
         with pytest.raises(BackendError, match="gave up after 3 attempts") as info:
-            ChatBackend(config(server, max_retries=2), sleep=lambda _: None).complete(MESSAGES, TOOLS)
+            ChatBackend(endpoint(server, max_retries=2), sleep=lambda _: None).complete(MESSAGES, TOOLS)
         assert len(server.requests) == 3
     assert [e.kind for e in info.value.retries] == ["rate_limit", "rate_limit"]
 
@@ -104,7 +85,7 @@ def test_retries_are_bounded() -> None:
 def test_hang_past_the_timeout_is_retried() -> None:
     with ScriptedServer(login, hang_s=1.5) as server:
         server.faults.append("hang")
-        done = ChatBackend(config(server, timeout_s=0.3)).complete(MESSAGES, TOOLS)
+        done = ChatBackend(endpoint(server, timeout_s=0.3)).complete(MESSAGES, TOOLS)
     assert [e.kind for e in done.retries] == ["timeout"]
     assert done.calls[0].name == "login"
 
@@ -122,7 +103,7 @@ def test_client_errors_are_not_retried() -> None:
     with ScriptedServer(login) as server:
         server.faults.append("no-tools")
         with pytest.raises(BackendError, match="bad request"):
-            ChatBackend(config(server)).complete(MESSAGES, TOOLS)
+            ChatBackend(endpoint(server)).complete(MESSAGES, TOOLS)
         assert len(server.requests) == 1
 
 
@@ -132,7 +113,7 @@ def test_text_fallback_when_the_server_refuses_tools() -> None:
 
     with ScriptedServer(respond) as server:
         server.faults.append("no-tools")
-        backend = ChatBackend(config(server, tool_mode="auto"))
+        backend = ChatBackend(endpoint(server, tool_mode="auto"))
         done = backend.complete(MESSAGES, TOOLS)
         second = server.requests[1]
     assert backend.text_mode
@@ -145,7 +126,7 @@ def test_text_fallback_when_the_server_refuses_tools() -> None:
 
 def test_text_mode_parses_broken_blocks_as_parse_errors() -> None:
     with ScriptedServer(lambda _: text_message('<tool_call>{"name": "login", "arguments": {</tool_call>')) as server:
-        done = ChatBackend(config(server, tool_mode="text")).complete(MESSAGES, TOOLS)
+        done = ChatBackend(endpoint(server, tool_mode="text")).complete(MESSAGES, TOOLS)
     assert done.calls[0].name == "login"
     assert done.calls[0].parse_error
 
@@ -153,11 +134,11 @@ def test_text_mode_parses_broken_blocks_as_parse_errors() -> None:
 def test_cache_answers_repeated_requests_without_the_server(tmp_path: Any) -> None:
     cache = ResponseCache(tmp_path / "cache.sqlite")
     with ScriptedServer(login) as server:
-        first = ChatBackend(config(server, seed=1), cache=cache).complete(MESSAGES, TOOLS)
-        again = ChatBackend(config(server, seed=1), cache=ResponseCache(tmp_path / "cache.sqlite")).complete(
+        first = ChatBackend(endpoint(server, seed=1), cache=cache).complete(MESSAGES, TOOLS)
+        again = ChatBackend(endpoint(server, seed=1), cache=ResponseCache(tmp_path / "cache.sqlite")).complete(
             MESSAGES, TOOLS
         )
-        other_seed = ChatBackend(config(server, seed=2), cache=cache).complete(MESSAGES, TOOLS)
+        other_seed = ChatBackend(endpoint(server, seed=2), cache=cache).complete(MESSAGES, TOOLS)
         n = len(server.requests)
     assert n == 2
     assert len(cache) == 2
@@ -170,7 +151,7 @@ def test_cache_answers_repeated_requests_without_the_server(tmp_path: Any) -> No
 
 def test_per_endpoint_concurrency_cap() -> None:
     with ScriptedServer(login, latency_s=0.15) as server:
-        backends = [ChatBackend(config(server, max_concurrency=2)) for _ in range(2)]
+        backends = [ChatBackend(endpoint(server, max_concurrency=2)) for _ in range(2)]
         threads = [threading.Thread(target=backends[i % 2].complete, args=(MESSAGES, TOOLS)) for i in range(6)]
         for t in threads:
             t.start()
@@ -192,7 +173,7 @@ def test_missing_api_key_is_an_input_error(monkeypatch: pytest.MonkeyPatch) -> N
 def test_scoped_views_keep_their_cache_entries_apart(tmp_path: Any) -> None:
     cache = ResponseCache(tmp_path / "cache.sqlite")
     with ScriptedServer(login) as server:
-        backend = ChatBackend(config(server), cache=cache)
+        backend = ChatBackend(endpoint(server), cache=cache)
         backend.scoped("unit-a").complete(MESSAGES, TOOLS)
         hit = backend.scoped("unit-a").complete(MESSAGES, TOOLS)
         miss = backend.scoped("unit-b").complete(MESSAGES, TOOLS)

@@ -8,32 +8,18 @@ import time
 from typing import Any
 
 import pytest
+from loopback import MESSAGES, TOOLS, endpoint, login
 
-from fakes.openai_server import ScriptedServer, text_message, tool_message
-from prefix_exec.llm import BackendError, ChatBackend, EndpointConfig, ResponseCache, ToolSchema
+from fakes.openai_server import ScriptedServer, text_message
+from prefix_exec.llm import BackendError, ChatBackend, EndpointConfig, ResponseCache
 from prefix_exec.llm.backend import refuses_tools
 
-TOOLS = (ToolSchema("login", "log in", {"type": "object", "properties": {"username": {"type": "string"}}}),)
-MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "log in as sam"}]
 _models = itertools.count()
 
 
 def config(server: ScriptedServer, **kw: Any) -> EndpointConfig:
     # A fresh model id per backend: ``auto`` mode's learning is shared per (URL, model) in the process.
-    base: dict[str, Any] = {
-        "model": f"m{next(_models)}",
-        "base_url": server.base_url,
-        "api_key_env": "",
-        "timeout_s": 5.0,
-        "max_retries": 4,
-        "backoff_base_s": 0.01,
-        "backoff_max_s": 0.05,
-    }
-    return EndpointConfig(**{**base, **kw})
-
-
-def login(_: dict[str, Any]) -> dict[str, Any]:
-    return tool_message([("login", {"username": "sam"})])
+    return endpoint(server, **{"model": f"m{next(_models)}", **kw})
 
 
 # ------------------------------------------------------------------------------------------- bad 200 answers
