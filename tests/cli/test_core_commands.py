@@ -5,23 +5,9 @@ import subprocess
 import sys
 
 import pytest
+from ticketing_cli import score_example
 
 from prefix_exec.cli import build_parser, main
-
-
-def score_example(ticketing, out, *extra):
-    return main(
-        [
-            "score",
-            "custom",
-            "--tools",
-            str(ticketing / "tools.yaml"),
-            str(ticketing / "rollouts.jsonl"),
-            "--out",
-            str(out),
-            *extra,
-        ]
-    )
 
 
 def test_score_then_metrics_json(ticketing, tmp_path, capsys):

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from ticketing_cli import score_example
 
 from prefix_exec.cli import main
 
@@ -23,20 +24,7 @@ def test_report_without_matplotlib_writes_nothing(
     ticketing: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     records = tmp_path / "records.jsonl"
-    assert (
-        main(
-            [
-                "score",
-                "custom",
-                "--tools",
-                str(ticketing / "tools.yaml"),
-                str(ticketing / "rollouts.jsonl"),
-                "--out",
-                str(records),
-            ]
-        )
-        == 0
-    )
+    assert score_example(ticketing, records) == 0
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
     out = tmp_path / "report"
     assert main(["report", str(records), "--out", str(out), "--resamples", "50"]) == 2
