@@ -8,7 +8,7 @@ from prefix_exec.report.cost import condition_costs, cost_tables
 from prefix_exec.report.inputs import metric_rows
 from prefix_exec.report.layout import Anchors
 from prefix_exec.summary import summarize
-from prefix_exec.trajectory import CallCost
+from prefix_exec.trajectory import CallCost, PrefixRecord
 
 
 def _calls(tokens: int, seconds: float) -> list[CallCost]:
@@ -20,32 +20,21 @@ def _calls(tokens: int, seconds: float) -> list[CallCost]:
     ]
 
 
+def _dual_loop(
+    t: str, verifier: str, k: int, *, method: str = "dual-loop", fed: int = 4, tokens: int = 1200, seconds: float = 3.0
+) -> PrefixRecord:
+    """Task ``t`` under a dual-loop method with that verifier setting: T 3, success 1, two agent calls."""
+    metadata = {"verifier_model": verifier, "k_val": k}
+    return record(method, t, T=3, fed=fed, success=1, cost=_calls(tokens, seconds), metadata=metadata)
+
+
 def _grid() -> list:
     rows = []
     for t in TASKS:
         rows.append(record("plan-conditioned", t, T=3, fed=2, success=1, cost=_calls(1000, 2.0)))
-        rows.append(
-            record(
-                "dual-loop",
-                t,
-                T=3,
-                fed=4,
-                success=1,
-                cost=_calls(1200, 3.0),
-                metadata={"verifier_model": "v-large", "k_val": 5},
-            )
-        )
-        rows.append(
-            record(
-                "dual-loop-small",
-                t,
-                T=3,
-                fed=4 if t != "t1" else 1,
-                success=1,
-                cost=_calls(1120, 2.5),
-                metadata={"verifier_model": "v-small", "k_val": 1},
-            )
-        )
+        rows.append(_dual_loop(t, "v-large", 5))
+        fed = 4 if t != "t1" else 1
+        rows.append(_dual_loop(t, "v-small", 1, method="dual-loop-small", fed=fed, tokens=1120, seconds=2.5))
     rows.append(record("react", "t1", T=3, fed=4, success=1))  # no telemetry: absent from cost tables
     return rows
 
@@ -102,18 +91,7 @@ def test_one_method_name_with_two_verifier_settings_is_split(tmp_path) -> None: 
     rows = [record("plan-conditioned", t, T=3, fed=2, success=1, cost=_calls(1000, 2.0)) for t in TASKS]
     for model, k in (("v-large", 5), ("v-small", 1)):
         # two sensitivity runs under the same method name: same rollout keys, different verifier settings
-        rows_k = [
-            record(
-                "dual-loop",
-                t,
-                T=3,
-                fed=4,
-                success=1,
-                cost=_calls(1200, 3.0),
-                metadata={"verifier_model": model, "k_val": k},
-            )
-            for t in TASKS
-        ]
+        rows_k = [_dual_loop(t, model, k) for t in TASKS]
         write_records(tmp_path / f"records-{model}.jsonl", rows_k)
     write_records(tmp_path / "records-plan.jsonl", rows)
     loaded = load([tmp_path])
