@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from prefix_exec.envs.bfcl.environment import WIDENED
+from prefix_exec.envs.bfcl.errors import C, D, P, S
 from prefix_exec.trajectory import FailureLabel, ToolCall
 
 Calls = tuple[ToolCall, ...]
@@ -43,13 +44,8 @@ Witness = Callable[[Calls], int | None]
 #: Function docs by tool name (BFCL's JSON docs), for type-aware mutations.
 Docs = Mapping[str, Mapping[str, Any]]
 
-S, D, P, C, INFO = (
-    FailureLabel.SCHEMA,
-    FailureLabel.DEPENDENCY,
-    FailureLabel.PRECONDITION,
-    FailureLabel.STATE_CONSISTENCY,
-    FailureLabel.INFORMATION,
-)
+# The labels by BFCL's short names (envs.bfcl.errors), plus the one its error table never gives.
+INFO = FailureLabel.INFORMATION
 
 
 @dataclass(frozen=True)
@@ -97,6 +93,11 @@ def _in_place(
     return Mutation(op, injected, expected, i + 1, mutated, repaired, detail)
 
 
+def _bad_arguments(op: str, calls: Calls, i: int, arguments: Mapping[str, Any], detail: str) -> Mutation:
+    """A schema fault in place: the call at index ``i`` made with ``arguments`` (``detail`` says how)."""
+    return _in_place(op, calls, i, _with(calls[i], arguments=arguments), f"{calls[i].name}: argument {detail}", S, S)
+
+
 def _camel(key: str) -> str:
     head, *rest = key.split("_")
     return head + "".join(part.title() for part in rest)
@@ -115,15 +116,7 @@ def _rename_argument(calls: Calls, docs: Docs, witness: Witness, rng: random.Ran
         if new in properties:
             continue
         arguments = {new if k == key else k: v for k, v in calls[i].arguments.items()}
-        return _in_place(
-            "rename_argument",
-            calls,
-            i,
-            _with(calls[i], arguments=arguments),
-            f"{calls[i].name}: argument {key!r} renamed to {new!r}",
-            S,
-            S,
-        )
+        return _bad_arguments("rename_argument", calls, i, arguments, f"{key!r} renamed to {new!r}")
     return None
 
 
@@ -150,15 +143,8 @@ def _retype_argument(calls: Calls, docs: Docs, witness: Witness, rng: random.Ran
         if wrong is None:
             continue
         arguments = {**calls[i].arguments, key: wrong}
-        return _in_place(
-            "retype_argument",
-            calls,
-            i,
-            _with(calls[i], arguments=arguments),
-            f"{calls[i].name}: argument {key!r} given as {type(wrong).__name__} {wrong!r}",
-            S,
-            S,
-        )
+        detail = f"{key!r} given as {type(wrong).__name__} {wrong!r}"
+        return _bad_arguments("retype_argument", calls, i, arguments, detail)
     return None
 
 
