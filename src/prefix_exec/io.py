@@ -8,6 +8,7 @@ resume keys) live in :mod:`prefix_exec.jsonl` and are re-exported here.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -18,6 +19,7 @@ from prefix_exec.jsonl import completed_keys as completed_keys
 from prefix_exec.jsonl import dumps as dumps
 from prefix_exec.jsonl import iter_json_lines as iter_json_lines
 from prefix_exec.jsonl import utf8_lines as utf8_lines
+from prefix_exec.redaction import redact_json, redact_text
 from prefix_exec.tasksets import task_set_of
 from prefix_exec.trajectory import (
     CallCost,
@@ -341,19 +343,24 @@ def read_rollouts(path: str | Path) -> Iterator[Rollout]:
         yield rollout_from_json(data, path=str(path), line=number)
 
 
-def read_records(path: str | Path) -> Iterator[PrefixRecord]:
+def read_records(path: str | Path, *, redact: bool = False) -> Iterator[PrefixRecord]:
+    """The records of ``path``; ``redact``: with credentials in URLs removed from every string of each row
+    (:func:`~prefix_exec.redaction.redact_json`), for records that are shown or written elsewhere."""
     for number, data in iter_json_lines(path):
-        yield record_from_json(data, path=str(path), line=number)
+        yield record_from_json(redact_json(data) if redact else data, path=str(path), line=number)
 
 
-def read_metric_rows(paths: Iterable[str | Path]) -> list[MetricRow]:
+def read_metric_rows(paths: Iterable[str | Path], *, redact: bool = False) -> list[MetricRow]:
     """Rows from every file; a unit (dataset, task, model, method, trial) seen twice is an InputError,
-    since counting one rollout twice would narrow every interval."""
+    since counting one rollout twice would narrow every interval. ``redact``: credentials in URLs are
+    removed from the rows' names (dataset, task, model, method, label, task set)."""
     rows: list[MetricRow] = []
     first: dict[UnitKey, str] = {}
     for path in paths:
         for number, data in iter_json_lines(path):
             row = metric_row_from_json(data, path=str(path), line=number)
+            if redact:
+                row = _redacted(row)
             key = (row.dataset, row.task_id, row.model, row.method, row.trial)
             if key in first:
                 raise InputError(
@@ -366,6 +373,21 @@ def read_metric_rows(paths: Iterable[str | Path]) -> list[MetricRow]:
             first[key] = f"{path}:{number}"
             rows.append(row)
     return rows
+
+
+def _redacted(row: MetricRow) -> MetricRow:
+    names = (row.dataset, row.task_id, row.model, row.method, row.label, row.task_set)
+    if not any(name and "://" in name for name in names):
+        return row
+    return replace(
+        row,
+        dataset=redact_text(row.dataset),
+        task_id=redact_text(row.task_id),
+        model=redact_text(row.model),
+        method=redact_text(row.method),
+        label=row.label and redact_text(row.label),
+        task_set=row.task_set and redact_text(row.task_set),
+    )
 
 
 def write_rollouts(path: str | Path, rollouts: Iterable[Rollout]) -> int:

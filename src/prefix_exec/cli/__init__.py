@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from importlib import metadata
 
 from prefix_exec.errors import InputError
+from prefix_exec.redaction import redact_text
 
 #: ``score`` subcommands, one module each under ``prefix_exec.cli``: (name, module).
 SCORE_COMMANDS: tuple[tuple[str, str], ...] = (
@@ -106,7 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.run(args)
     except InputError as exc:
-        print(f"prefix-exec: error: {exc.describe()}", file=sys.stderr)
+        # A message may quote a value from a file: a URL in it loses its credentials (prefix_exec.redaction).
+        print(f"prefix-exec: error: {redact_text(exc.describe())}", file=sys.stderr)
         return 2
     except UnicodeDecodeError as exc:
         print(

@@ -70,7 +70,7 @@ def register(commands: Any, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    rows = read_metric_rows(args.records)
+    rows = read_metric_rows(args.records, redact=True)
     if not rows:
         raise InputError("no records found", path=", ".join(args.records), hint="score some rollouts first")
     for warning in tasksets.check_pooling(((r.dataset, r.task_set) for r in rows), allow=args.mix_task_sets):

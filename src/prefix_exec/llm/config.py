@@ -12,9 +12,9 @@ import os
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from prefix_exec.errors import InputError
+from prefix_exec.redaction import redact_url as redact_url  # re-exported: the URL rule lives there
 
 TOOL_MODES = ("native", "text", "auto")
 
@@ -185,30 +185,3 @@ def _check(name: str, value: Any, field: str) -> None:
     accepts, must, hint = _RULES[name]
     if not accepts(value):
         raise InputError(f"{must}, got {value!r}", field=field, hint=hint)
-
-
-_SECRET_QUERY = ("key", "token", "secret", "password", "passwd", "sig", "auth")
-
-
-def redact_url(url: str) -> str:
-    """``url`` without credentials, for anything written to disk or shown: ``user:pass@`` becomes ``***@``
-    and the values of query parameters that look like secrets (``api_key=``, ``token=``...) become ``***``.
-    A string that is not a URL comes back unchanged."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = "***@" + netloc.rpartition("@")[2]
-    query = parts.query
-    if query:
-        pairs = []
-        for item in query.split("&"):
-            name, sep, _ = item.partition("=")
-            secret = sep and any(word in name.lower() for word in _SECRET_QUERY)
-            pairs.append(f"{name}=***" if secret else item)
-        query = "&".join(pairs)
-    if netloc == parts.netloc and query == parts.query:
-        return url
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))

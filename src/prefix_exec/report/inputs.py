@@ -33,10 +33,12 @@ def expand(paths: Iterable[str | Path]) -> list[Path]:
 
 def load(paths: Sequence[str | Path]) -> list[PrefixRecord]:
     """Every record of ``paths``, with verifier variants split into their own methods (see
-    :func:`split_verifier_variants`); a rollout key seen twice is an :class:`InputError`."""
+    :func:`split_verifier_variants`); a rollout key seen twice is an :class:`InputError`. Credentials in URLs
+    (old records, other tools' metadata) are removed as the records are read: everything a report shows or
+    writes comes from these records, and the input files stay as they are."""
     found: list[tuple[PrefixRecord, Path]] = []
     for path in expand(paths):
-        found += [(record, path) for record in read_records(path)]
+        found += [(record, path) for record in read_records(path, redact=True)]
     if not found:
         raise InputError("no records found", path=", ".join(str(p) for p in paths), hint="score some rollouts first")
     records = split_verifier_variants([r for r, _ in found])

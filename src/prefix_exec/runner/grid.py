@@ -20,8 +20,9 @@ from typing import Any
 from prefix_exec.agents.variants import AgentSettings
 from prefix_exec.errors import InputError
 from prefix_exec.jsonl import UnitKey, check_regular_file
-from prefix_exec.llm.config import EndpointConfig, redact_url
+from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.methods import METHODS
+from prefix_exec.redaction import redact_url
 
 #: Upper bounds of a grid, each with a clear message: trials, agent step settings, a dataset's sample, the
 #: expanded units, and the grid file's size.

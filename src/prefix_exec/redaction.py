@@ -1,0 +1,90 @@
+"""Credentials in URLs, removed from anything written to disk or shown.
+
+A URL's ``user:pass@`` becomes ``***@``, and the values of query or fragment parameters whose names look like
+secrets (``api_key=``, ``access_token=``, ``sig=``...) become ``***``. :func:`redact_url` takes one URL,
+:func:`redact_text` every URL inside a free text (a message, a log line, a model name), and
+:func:`redact_json` every string of a parsed JSON value (keys included). Records written before redaction
+existed, or by other tools, can hold such URLs in their metadata; ``report`` and ``metrics`` read them through
+these functions, so the user's files stay as they are and no output repeats a secret.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+#: Parameter names holding a secret when any of these words is part of them (case-insensitive).
+SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "sig", "auth", "credential")
+#: What a removed secret is replaced by; a URL holding it is one this module wrote.
+MARK = "***"
+
+# A scheme, ``://``, then anything up to a blank, a quote or an angle bracket (the ends of a URL in text).
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s\"'<>`]+")
+# Fallback for a text urlsplit refuses (``http://u:p@[::1/v1``): the userinfo after ``//``, up to the last ``@``
+# before the path.
+_USERINFO = re.compile(r"//[^/?#]*@")
+
+
+def _parameters(text: str) -> str:
+    pairs = []
+    for item in text.split("&"):
+        name, sep, _ = item.partition("=")
+        secret = sep and any(word in name.lower() for word in SECRET_WORDS)
+        pairs.append(f"{name}={MARK}" if secret else item)
+    return "&".join(pairs)
+
+
+def redact_url(url: str) -> str:
+    """``url`` without credentials: ``user:pass@`` becomes ``***@``, secret-looking query and fragment
+    parameters become ``name=***``. A string that is not a URL, or holds no credentials, comes back unchanged
+    (the same object)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not parseable (a broken IPv6 host): cut any userinfo by text
+        return _USERINFO.sub(f"//{MARK}@", url, count=1)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{MARK}@" + netloc.rpartition("@")[2]
+    query = _parameters(parts.query) if parts.query else parts.query
+    fragment = _parameters(parts.fragment) if "=" in parts.fragment else parts.fragment
+    if (netloc, query, fragment) == (parts.netloc, parts.query, parts.fragment):
+        return url
+    return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every URL in it passed through :func:`redact_url`; text without ``://`` is returned at
+    once (the common case costs one substring search)."""
+    if "://" not in text:
+        return text
+    return _URL.sub(lambda match: redact_url(match.group()), text)
+
+
+def redact_json(value: Any) -> Any:
+    """``value``, a parsed JSON value, with :func:`redact_text` applied to every string, dictionary keys
+    included. Its lists and dictionaries are changed in place (pass freshly parsed data, as the readers do) and
+    returned; a string is returned redacted. The walk keeps its own stack, so any nesting the JSON parser
+    accepted is fine (no RecursionError)."""
+    if isinstance(value, str):
+        return redact_text(value)
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            for i, item in enumerate(node):
+                if isinstance(item, str):
+                    node[i] = redact_text(item)
+                elif isinstance(item, dict | list):
+                    stack.append(item)
+        elif isinstance(node, dict):
+            if any(isinstance(k, str) and "://" in k for k in node):
+                items = list(node.items())
+                node.clear()
+                node.update((redact_text(k) if isinstance(k, str) else k, v) for k, v in items)
+            for key, item in node.items():
+                if isinstance(item, str):
+                    node[key] = redact_text(item)
+                elif isinstance(item, dict | list):
+                    stack.append(item)
+    return value
