@@ -65,6 +65,9 @@ def test_positional_and_keyword_calls() -> None:
         ("f(x=1j)", "unsupported constant"),
         ("f(x=...)", "unsupported constant"),
         ("f(x={1, 2})", "a set"),
+        ("f(x={**a})", "a \\*\\* expansion inside a dict"),
+        ("f(x={[1]: 2})", "a list used as a dict key"),
+        ("f(x={{1: 2}: 3})", "a dict used as a dict key"),  # once a TypeError that escaped the importer
         ("f(", "not valid call syntax"),
         ("f(x=" + "[" * 5000 + "]" * 5000 + ")", "not valid call syntax"),
         ("f(x=" + "9" * 5000 + ")", "not valid call syntax"),

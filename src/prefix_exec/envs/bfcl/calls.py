@@ -78,19 +78,31 @@ def literal(node: ast.expr) -> Any:
         ):
             return -operand.value if isinstance(node.op, ast.USub) else operand.value
         raise CallSyntaxError("a sign applied to something other than a number")
-    if isinstance(node, ast.List | ast.Tuple):
-        return [literal(element) for element in node.elts]
-    if isinstance(node, ast.Dict):
-        result: dict[Any, Any] = {}
-        for key, value in zip(node.keys, node.values, strict=True):
-            if key is None:
-                raise CallSyntaxError("a ** expansion inside a dict")
-            parsed_key = literal(key)
-            if isinstance(parsed_key, list):
-                raise CallSyntaxError("a list used as a dict key")
-            result[parsed_key] = literal(value)
-        return result
+    if isinstance(node, ast.List | ast.Tuple | ast.Dict):
+        return collection(node, literal, CallSyntaxError)
     raise CallSyntaxError(f"{_NODE_NAMES.get(type(node), type(node).__name__)} is not a literal")
+
+
+def collection(
+    node: ast.List | ast.Tuple | ast.Dict, value_of: Callable[[ast.expr], Any], error: type[ValueError]
+) -> list[Any] | dict[Any, Any]:
+    """A list or tuple node as a list, or a dict node as a dict, each element read by ``value_of``.
+
+    Raises ``error`` for a ``**`` expansion inside a dict, and for a key that reads as a list or a dict
+    (a Python dict cannot hold it). The strict decoder (:func:`literal`) and BFCL's prompting reading
+    (:mod:`prefix_exec.envs.bfcl.prompting`) differ in what a value is, not in how containers hold them.
+    """
+    if not isinstance(node, ast.Dict):
+        return [value_of(element) for element in node.elts]
+    result: dict[Any, Any] = {}
+    for key, value in zip(node.keys, node.values, strict=True):
+        if key is None:
+            raise error("a ** expansion inside a dict")
+        parsed_key = value_of(key)
+        if isinstance(parsed_key, list | dict):
+            raise error(f"a {type(parsed_key).__name__} used as a dict key")
+        result[parsed_key] = value_of(value)
+    return result
 
 
 def check_name(name: str) -> str | None:

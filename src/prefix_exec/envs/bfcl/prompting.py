@@ -35,7 +35,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from prefix_exec.envs.bfcl.calls import MAX_CALL_CHARS, MAX_INT_BITS
+from prefix_exec.envs.bfcl.calls import MAX_CALL_CHARS, MAX_INT_BITS, collection
 
 #: The name given to a call whose values BFCL would execute but this module does not reproduce.
 UNSUPPORTED = "<unsupported by the safe decoder>"
@@ -171,18 +171,8 @@ def _value(node: ast.expr) -> Any:
             raise DecodeFailure("a negated non-number") from None
         except _Unsupported:
             return _UNREPRODUCED
-    if isinstance(node, ast.List | ast.Tuple):
-        return [_value(element) for element in node.elts]
-    if isinstance(node, ast.Dict):
-        result: dict[Any, Any] = {}
-        for key, value in zip(node.keys, node.values, strict=True):
-            if key is None:
-                raise DecodeFailure("a ** expansion inside a dict")
-            parsed_key = _value(key)
-            if isinstance(parsed_key, list | dict):
-                raise DecodeFailure("an unhashable dict key")
-            result[parsed_key] = _value(value)
-        return result
+    if isinstance(node, ast.List | ast.Tuple | ast.Dict):
+        return collection(node, _value, DecodeFailure)
     if isinstance(node, ast.BinOp):
         try:
             return _evaluate(node)
