@@ -144,30 +144,22 @@ class ToolSandboxSession:
         ctx = toolsandbox("context")
         role = ctx.RoleType
         message = toolsandbox("messages").Message
-        rows = [
-            message(
-                sender=role.AGENT,
-                recipient=role.EXECUTION_ENVIRONMENT,
-                content=code,
+
+        def add(sender: Any, recipient: Any, content: str, **extra: Any) -> None:
+            row = message(
+                sender=sender,
+                recipient=recipient,
+                content=content,
                 openai_tool_call_id=call_id,
                 openai_function_name=name,
+                **extra,
             )
-        ]
-        if reply is not None:
-            rows.append(
-                message(
-                    sender=role.EXECUTION_ENVIRONMENT,
-                    recipient=role.AGENT,
-                    content=reply,
-                    openai_tool_call_id=call_id,
-                    openai_function_name=name,
-                    tool_call_exception=reply,
-                )
-            )
-        self.context.add_to_database(namespace=ctx.DatabaseNamespace.SANDBOX, rows=[_asdict(rows[0])])
+            self.context.add_to_database(namespace=ctx.DatabaseNamespace.SANDBOX, rows=[_asdict(row)])
+
+        add(role.AGENT, role.EXECUTION_ENVIRONMENT, code)
         self.rows.append(self.context.max_sandbox_message_index)
-        if len(rows) > 1:
-            self.context.add_to_database(namespace=ctx.DatabaseNamespace.SANDBOX, rows=[_asdict(rows[1])])
+        if reply is not None:
+            add(role.EXECUTION_ENVIRONMENT, role.AGENT, reply, tool_call_exception=reply)
 
 
 class ToolSandboxEnvironment:
