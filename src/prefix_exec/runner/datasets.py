@@ -28,13 +28,7 @@ def _bfcl(spec: DatasetSpec, grid: Grid) -> Driver:
     from prefix_exec.drivers.bfcl import BfclDriver
     from prefix_exec.envs.bfcl.tasks import CATEGORIES
 
-    unknown = sorted(set(spec.options) - {"categories", "subset"})
-    if unknown:
-        raise InputError(
-            f"unknown BFCL option {unknown[0]!r}",
-            field=f"datasets.{spec.name}.{unknown[0]}",
-            hint='BFCL options: categories (list), subset = "stratified-200"',
-        )
+    check_options(spec, "BFCL", {"categories", "subset"}, hint='categories (list), subset = "stratified-200"')
     try:
         return BfclDriver(
             dataset=spec.name, categories=tuple(option(spec, "categories", CATEGORIES)), subset=option(spec, "subset")
@@ -46,25 +40,15 @@ def _bfcl(spec: DatasetSpec, grid: Grid) -> Driver:
 def _tau(spec: DatasetSpec, grid: Grid) -> Driver:
     from prefix_exec.drivers.tau import TauDriver
 
-    known = {"domain", "user_model", "judge_model", "max_steps", "max_errors", "max_turns", "tau2_data"}
-    unknown = sorted(set(spec.options) - known)
-    if unknown:
-        raise InputError(
-            f"unknown tau option {unknown[0]!r}",
-            field=f"datasets.{spec.name}.{unknown[0]}",
-            hint="tau options: " + ", ".join(sorted(known)),
-        )
-    names = {m.name for m in grid.models}
+    check_options(
+        spec, "tau", {"domain", "user_model", "judge_model", "max_steps", "max_errors", "max_turns", "tau2_data"}
+    )
     for key in ("domain", "user_model"):
         if key not in spec.options:
             raise InputError("missing", field=f"datasets.{spec.name}.{key}")
     for key in ("user_model", "judge_model"):
-        if key in spec.options and spec.options[key] not in names:
-            raise InputError(
-                f"{spec.options[key]!r} is not a model of the grid",
-                field=f"datasets.{spec.name}.{key}",
-                hint="declare it under [[models]] (with condition = false to keep it out of the units)",
-            )
+        if key in spec.options:
+            check_grid_model(spec, grid, key)
     judge = option(spec, "judge_model")
     limits = {
         key: integer_at_least(spec.options[key], f"datasets.{spec.name}.{key}", minimum=1)
@@ -84,25 +68,12 @@ def _tau(spec: DatasetSpec, grid: Grid) -> Driver:
 def _toolsandbox(spec: DatasetSpec, grid: Grid) -> Driver:
     from prefix_exec.drivers.toolsandbox import ToolSandboxDriver
 
-    known = {"subset", "user_model", "similarity_threshold"}
-    unknown = sorted(set(spec.options) - known)
-    if unknown:
-        raise InputError(
-            f"unknown ToolSandbox option {unknown[0]!r}",
-            field=f"datasets.{spec.name}.{unknown[0]}",
-            hint="ToolSandbox options: " + ", ".join(sorted(known)),
-        )
+    check_options(spec, "ToolSandbox", {"subset", "user_model", "similarity_threshold"})
     if "user_model" not in spec.options:
         raise InputError(
             "missing (the model of ToolSandbox's simulated user)", field=f"datasets.{spec.name}.user_model"
         )
-    user = spec.options["user_model"]
-    if user not in {m.name for m in grid.models}:
-        raise InputError(
-            f"{user!r} is not a model of the grid",
-            field=f"datasets.{spec.name}.user_model",
-            hint="declare it under [[models]] (with condition = false to keep it out of the units)",
-        )
+    user = check_grid_model(spec, grid, "user_model")
     from prefix_exec.envs.toolsandbox.sample import DEPRECATED_SUBSETS, SUBSET
 
     subset = option(spec, "subset")
@@ -140,6 +111,32 @@ def make_driver(spec: DatasetSpec, grid: Grid) -> Driver:
             hint="known kinds: " + ", ".join(sorted(DRIVERS)),
         )
     return factory(spec, grid)
+
+
+def check_options(spec: DatasetSpec, benchmark: str, known: set[str], *, hint: str | None = None) -> None:
+    """Raise an :class:`InputError` at the first (alphabetical) option of ``spec`` not in ``known``.
+
+    The hint lists the ``benchmark``'s options: ``hint`` when given, else the ``known`` names sorted.
+    """
+    unknown = sorted(set(spec.options) - known)
+    if unknown:
+        raise InputError(
+            f"unknown {benchmark} option {unknown[0]!r}",
+            field=f"datasets.{spec.name}.{unknown[0]}",
+            hint=f"{benchmark} options: " + (hint or ", ".join(sorted(known))),
+        )
+
+
+def check_grid_model(spec: DatasetSpec, grid: Grid, key: str) -> Any:
+    """The model name option ``key`` of ``spec`` holds; an :class:`InputError` unless the grid declares it."""
+    name = spec.options[key]
+    if name not in {m.name for m in grid.models}:
+        raise InputError(
+            f"{name!r} is not a model of the grid",
+            field=f"datasets.{spec.name}.{key}",
+            hint="declare it under [[models]] (with condition = false to keep it out of the units)",
+        )
+    return name
 
 
 def option(spec: DatasetSpec, name: str, default: Any = None) -> Any:
