@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from prefix_exec.report.cells import Cell, Table, estimate_cell, number_cell, text_cell
 from prefix_exec.report.inputs import verifier_setting
-from prefix_exec.report.layout import Anchors, blocks_of, is_dual_loop, is_plan_conditioned
-from prefix_exec.summary import Condition, Summary
+from prefix_exec.report.layout import Anchors, blocks_of, is_dual_loop, is_plan_conditioned, tagged_rows
+from prefix_exec.summary import Condition, ConditionSummary, Summary
 from prefix_exec.trajectory import PrefixRecord
 
 AGENT_ROLES = frozenset({"planner", "verifier", "executor"})
@@ -60,31 +60,27 @@ def cost_table(summary: Summary, costs: Mapping[Condition, ConditionCost], ancho
         "mean agent-call latency (s)",
         "mean agent calls",
     )
-    rows: list[tuple[Cell, ...]] = []
-    tags: list[str] = []
-    for block in blocks_of(summary):
-        for c in block.rows:
-            cost = costs.get(c.condition)
-            if cost is None:
-                continue
-            link = anchors.condition(c.condition)
-            rows.append(
-                (
-                    text_cell(c.dataset),
-                    text_cell(c.model),
-                    text_cell(c.method),
-                    number_cell(cost.n, link=link),
-                    number_cell(cost.tokens, digits=0, link=link),
-                    number_cell(cost.latency_s, digits=1, link=link),
-                    number_cell(cost.calls, digits=1, link=link),
-                )
-            )
-            tags.append(block.label)
+
+    def row(c: ConditionSummary, cost: ConditionCost) -> tuple[Cell, ...]:
+        link = anchors.condition(c.condition)
+        return (
+            text_cell(c.dataset),
+            text_cell(c.model),
+            text_cell(c.method),
+            number_cell(cost.n, link=link),
+            number_cell(cost.tokens, digits=0, link=link),
+            number_cell(cost.latency_s, digits=1, link=link),
+            number_cell(cost.calls, digits=1, link=link),
+        )
+
+    rows, tags = tagged_rows(
+        blocks_of(summary), lambda block: (row(c, costs[c.condition]) for c in block.rows if c.condition in costs)
+    )
     note = (
         "Agent calls only (planner, verifier, executor); tokens = prompt + completion; latency = sum of agent "
         "call latencies per rollout."
     )
-    return Table("cost", "Agent-side cost per method", columns, tuple(rows), tuple(tags), note)
+    return Table("cost", "Agent-side cost per method", columns, rows, tags, note)
 
 
 def _change(new: float, old: float) -> float | None:

@@ -5,7 +5,7 @@ Every table and the HTML page use these, so a Table 2 cell and the rollouts it l
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from prefix_exec.methods import Method, method_key, method_of
@@ -49,6 +49,23 @@ class Block:
     def name(self, c: ConditionSummary) -> str:
         """How a row is named inside the block: its method, or ``model/method`` on a leaderboard."""
         return f"{c.model}/{c.method}" if self.leaderboard else c.method
+
+
+def tagged_rows[Row](
+    blocks: Iterable[Block], rows_of: Callable[[Block], Iterable[Row]]
+) -> tuple[tuple[Row, ...], tuple[str, ...]]:
+    """The rows ``rows_of`` gives for each block in turn, and for each row its block's label (its tag).
+
+    A table of one row per condition (or per chosen condition) of each block is built this way; its
+    renderers group the rows under those labels.
+    """
+    rows: list[Row] = []
+    tags: list[str] = []
+    for block in blocks:
+        for row in rows_of(block):
+            rows.append(row)
+            tags.append(block.label)
+    return tuple(rows), tuple(tags)
 
 
 def blocks_of(summary: Summary) -> list[Block]:

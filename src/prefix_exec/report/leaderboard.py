@@ -14,11 +14,11 @@ The per-model method blocks of Table 2 stay as they are for the paper grid.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from prefix_exec.errors import InputError
 from prefix_exec.report.cells import Cell, Table, text_cell
-from prefix_exec.report.layout import Anchors, Block, leaderboard_blocks
+from prefix_exec.report.layout import Anchors, Block, leaderboard_blocks, tagged_rows
 from prefix_exec.report.metric_tables import (
     TABLE2_BOLD,
     TABLE2_COLUMNS,
@@ -56,12 +56,12 @@ def leaderboard(summary: Summary, anchors: Anchors | None = None, blocks: Sequen
         ("TER_rank",),
         ("rank_shift",),
     )
-    rows: list[tuple[Cell, ...]] = []
-    tags: list[str] = []
-    for block in blocks:
+
+    def rows_of(block: Block) -> Iterator[tuple[Cell, ...]]:
         for c, cells, ranks in zip(block.rows, table2_cells(block, anchors), rank_cells(block, anchors), strict=True):
-            rows.append((text_cell(c.dataset), text_cell(c.model), text_cell(c.method), *cells, *ranks))
-            tags.append(block.label)
+            yield (text_cell(c.dataset), text_cell(c.model), text_cell(c.method), *cells, *ranks)
+
+    rows, tags = tagged_rows(blocks, rows_of)
     note = (
         f"Every condition of a dataset that holds several models, best final success first. "
         f"{intervals_note(summary)}; {TABLE2_NOTE} Ranks at the shown precision; rank shift = outcome rank − "
@@ -71,8 +71,8 @@ def leaderboard(summary: Summary, anchors: Anchors | None = None, blocks: Sequen
         "leaderboard",
         "Leaderboard: every model and method of a dataset",
         columns,
-        tuple(rows),
-        tuple(tags),
+        rows,
+        tags,
         note,
         csv_cols,
         bold_columns=tuple(3 + i for i in TABLE2_BOLD),

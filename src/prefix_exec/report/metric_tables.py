@@ -17,7 +17,7 @@ from prefix_exec.report.cells import (
     number_cell,
     text_cell,
 )
-from prefix_exec.report.layout import Anchors, Block, blocks_of
+from prefix_exec.report.layout import Anchors, Block, blocks_of, tagged_rows
 from prefix_exec.summary import ConditionSummary, Summary
 from prefix_exec.trajectory import FailureLabel
 
@@ -84,18 +84,16 @@ def table2(summary: Summary, anchors: Anchors | None = None) -> Table:
     condition's rollouts. ``prefix-exec metrics`` prints this table too (without links)."""
     columns = ("dataset", "model", "method", *TABLE2_COLUMNS)
     csv_cols = (("dataset",), ("model",), ("method",), *TABLE2_CSV)
-    rows: list[tuple[Cell, ...]] = []
-    tags: list[str] = []
-    for block in blocks_of(summary):
-        for c, cells in zip(block.rows, table2_cells(block, anchors), strict=True):
-            rows.append((*_ident(c), *cells))
-            tags.append(block.label)
+    rows, tags = tagged_rows(
+        blocks_of(summary),
+        lambda block: ((*_ident(c), *cells) for c, cells in zip(block.rows, table2_cells(block, anchors), strict=True)),
+    )
     return Table(
         "table2",
         "Table 2: prefix-level metrics and final success",
         columns,
-        tuple(rows),
-        tuple(tags),
+        rows,
+        tags,
         f"{intervals_note(summary)}; {TABLE2_NOTE}",
         csv_cols,
         bold_columns=tuple(3 + i for i in TABLE2_BOLD),
@@ -116,28 +114,27 @@ def checkpoints(summary: Summary, anchors: Anchors, ks: Sequence[int] = DEFAULT_
     the sample and in every resample: ``0.00 [0.00, 0.00]``, not ``n/a`` (as in the paper's Table G.1)."""
     columns = ("dataset", "model", "method", *(f"PEC@{k}" for k in ks))
     csv_cols = (("dataset",), ("model",), ("method",), *((f"PEC@{k}", f"PEC@{k}_low", f"PEC@{k}_high") for k in ks))
-    rows: list[tuple[Cell, ...]] = []
-    tags: list[str] = []
-    for block in blocks_of(summary):
-        for c in block.rows:
-            link = anchors.condition(c.condition)
-            cells = []
-            for k in ks:
-                if k > len(c.PEC):
-                    cells.append(Cell("0.00 [0.00, 0.00]", 0.0, link=link, csv=("0.0", "0.0", "0.0")))
-                elif k <= len(c.PEC_CI):
-                    cells.append(estimate_cell(c.PEC_CI[k - 1], link=link))
-                else:
-                    cells.append(
-                        Cell(f"{c.PEC[k - 1]:.2f}", c.PEC[k - 1], link=link, csv=(repr(round(c.PEC[k - 1], 6)), "", ""))
-                    )
-            rows.append((*_ident(c), *cells))
-            tags.append(block.label)
+
+    def row(c: ConditionSummary) -> tuple[Cell, ...]:
+        link = anchors.condition(c.condition)
+        cells = []
+        for k in ks:
+            if k > len(c.PEC):
+                cells.append(Cell("0.00 [0.00, 0.00]", 0.0, link=link, csv=("0.0", "0.0", "0.0")))
+            elif k <= len(c.PEC_CI):
+                cells.append(estimate_cell(c.PEC_CI[k - 1], link=link))
+            else:
+                cells.append(
+                    Cell(f"{c.PEC[k - 1]:.2f}", c.PEC[k - 1], link=link, csv=(repr(round(c.PEC[k - 1], 6)), "", ""))
+                )
+        return (*_ident(c), *cells)
+
+    rows, tags = tagged_rows(blocks_of(summary), lambda block: map(row, block.rows))
     note = (
         "Fixed-cohort PEC(k) = #{FED > k} / N (no censoring correction), with 95% bootstrap intervals; 0 where "
         "no rollout reaches k."
     )
-    return Table("pec_checkpoints", "Table G.1: PEC@k checkpoints", columns, tuple(rows), tuple(tags), note, csv_cols)
+    return Table("pec_checkpoints", "Table G.1: PEC@k checkpoints", columns, rows, tags, note, csv_cols)
 
 
 def label_counts(summary: Summary, anchors: Anchors) -> Table:
@@ -145,31 +142,28 @@ def label_counts(summary: Summary, anchors: Anchors) -> Table:
 
     Each non-zero count links to exactly the rollouts it counts."""
     columns = ("dataset", "model", "method", *LABELS, "executable", "N")
-    rows: list[tuple[Cell, ...]] = []
-    tags: list[str] = []
-    for block in blocks_of(summary):
-        for c in block.rows:
-            cond = c.condition
-            counts = [
-                number_cell(n, link=anchors.label(cond, label) if n else None)
-                for label in LABELS
-                for n in [c.labels.get(label, 0)]
-            ]
-            executable = c.N - sum(c.labels.values())
-            rows.append(
-                (
-                    *_ident(c),
-                    *counts,
-                    number_cell(executable, link=anchors.label(cond, None) if executable else None),
-                    number_cell(c.N, link=anchors.condition(cond)),
-                )
-            )
-            tags.append(block.label)
+
+    def row(c: ConditionSummary) -> tuple[Cell, ...]:
+        cond = c.condition
+        counts = [
+            number_cell(n, link=anchors.label(cond, label) if n else None)
+            for label in LABELS
+            for n in [c.labels.get(label, 0)]
+        ]
+        executable = c.N - sum(c.labels.values())
+        return (
+            *_ident(c),
+            *counts,
+            number_cell(executable, link=anchors.label(cond, None) if executable else None),
+            number_cell(c.N, link=anchors.condition(cond)),
+        )
+
+    rows, tags = tagged_rows(blocks_of(summary), lambda block: map(row, block.rows))
     note = (
         "One label per first failure, by the order schema < dependency < precondition < state_consistency "
         "< information."
     )
-    return Table("labels", "First-failure label counts", columns, tuple(rows), tuple(tags), note)
+    return Table("labels", "First-failure label counts", columns, rows, tags, note)
 
 
 def decomposition(summary: Summary, anchors: Anchors) -> Table:
@@ -187,29 +181,26 @@ def decomposition(summary: Summary, anchors: Anchors) -> Table:
         "success",
         "successes after an invalid prefix",
     )
-    rows: list[tuple[Cell, ...]] = []
-    tags: list[str] = []
-    for block in blocks_of(summary):
-        for c in block.rows:
-            d = c.decomposition
-            link = anchors.condition(c.condition)
-            rows.append(
-                (
-                    *_ident(c),
-                    number_cell(d.q, link=link),
-                    number_cell(d.s, link=link),
-                    number_cell(d.r, link=link),
-                    number_cell(d.recombined(), link=link),
-                    number_cell(d.success, link=link),
-                    _recovered_share(c, link),
-                )
-            )
-            tags.append(block.label)
+
+    def row(c: ConditionSummary) -> tuple[Cell, ...]:
+        d = c.decomposition
+        link = anchors.condition(c.condition)
+        return (
+            *_ident(c),
+            number_cell(d.q, link=link),
+            number_cell(d.s, link=link),
+            number_cell(d.r, link=link),
+            number_cell(d.recombined(), link=link),
+            number_cell(d.success, link=link),
+            _recovered_share(c, link),
+        )
+
+    rows, tags = tagged_rows(blocks_of(summary), lambda block: map(row, block.rows))
     note = (
         "Pr(Y=1) = q·s + (1−q)·r (eq. 12); s is undefined when nothing is executable, r when nothing failed. "
         "The last column is the share of successful rollouts whose success came after an invalid prefix."
     )
-    return Table("decomposition", "Decomposition of final success", columns, tuple(rows), tuple(tags), note)
+    return Table("decomposition", "Decomposition of final success", columns, rows, tags, note)
 
 
 def _recovered_share(c: ConditionSummary, link: str | None) -> Cell:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from prefix_exec.report.cells import Cell, Table, estimate_cell, number_cell, text_cell
-from prefix_exec.report.layout import Anchors, Block, blocks_of
+from prefix_exec.report.layout import Anchors, Block, blocks_of, tagged_rows
 from prefix_exec.stats import Estimate, percentile_interval
 from prefix_exec.summary import ConditionSummary, Summary
 
@@ -215,26 +215,27 @@ def ranking(summary: Summary, anchors: Anchors) -> Table:
         "TER rank",
         "rank shift",
     )
-    rows: list[tuple[Cell, ...]] = []
-    tags: list[str] = []
-    for block in blocks_of(summary):
-        for c, (outcome, prefix, ter, shift) in zip(block.rows, rank_cells(block, anchors), strict=True):
-            link = anchors.condition(c.condition)
-            rows.append(
-                (
-                    text_cell(c.dataset),
-                    text_cell(c.model),
-                    text_cell(c.method),
-                    number_cell(c.success.point, link=link),
-                    outcome,
-                    number_cell(c.AUC_PEC.point, link=link),
-                    prefix,
-                    number_cell(c.TER.point, link=link),
-                    ter,
-                    shift,
-                )
-            )
-            tags.append(block.label)
+
+    def row(c: ConditionSummary, ranks: tuple[Cell, ...]) -> tuple[Cell, ...]:
+        outcome, prefix, ter, shift = ranks
+        link = anchors.condition(c.condition)
+        return (
+            text_cell(c.dataset),
+            text_cell(c.model),
+            text_cell(c.method),
+            number_cell(c.success.point, link=link),
+            outcome,
+            number_cell(c.AUC_PEC.point, link=link),
+            prefix,
+            number_cell(c.TER.point, link=link),
+            ter,
+            shift,
+        )
+
+    rows, tags = tagged_rows(
+        blocks_of(summary),
+        lambda block: (row(c, ranks) for c, ranks in zip(block.rows, rank_cells(block, anchors), strict=True)),
+    )
     note = (
         "Ranks at the shown precision (ties share the better rank). rank shift = outcome rank − prefix rank: "
         "positive means the method looks worse by final success than by prefix reliability."
@@ -243,7 +244,7 @@ def ranking(summary: Summary, anchors: Anchors) -> Table:
         "ranking",
         "Ranking divergence: final success against prefix executability",
         columns,
-        tuple(rows),
-        tuple(tags),
+        rows,
+        tags,
         note,
     )
