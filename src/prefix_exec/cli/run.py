@@ -17,7 +17,8 @@ RUN_DIR gets:
   records.jsonl    the same rollouts scored by prefix replay (input of 'metrics' and 'report')
   failures.jsonl   units that raised, with the error; --resume retries them
   cache.sqlite     LLM answers by request (reruns and resumes send nothing twice)
-  grid.toml        a copy of the grid; settings.json: what --resume checks the grid against
+  grid.toml        a copy of the grid (its URLs without credentials); settings.json: what
+                   --resume checks the grid against
 
 exit status: 0 every unit written; 1 some units failed or the run stopped early (see failures.jsonl,
 then --resume); 2 bad input (grid, missing API key, busy or unusable RUN_DIR); 130 interrupted (Ctrl-C:

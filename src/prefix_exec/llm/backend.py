@@ -37,6 +37,7 @@ from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.llm.decode import decode_answer, response_problem
 from prefix_exec.llm.textcalls import with_tools_prompt
 from prefix_exec.llm.types import BackendError, Completion, Message, RetryEvent, ToolSchema
+from prefix_exec.redaction import redact_url
 from prefix_exec.trajectory import ToolCall
 
 _SEMAPHORES: dict[str, threading.BoundedSemaphore] = {}
@@ -183,7 +184,7 @@ class ChatBackend:
             raise BackendError(f"{self._where()}: bad request: {exc}") from None
 
     def _where(self) -> str:
-        return f"{self.config.model} at {self.config.base_url}"
+        return f"{self.config.model} at {redact_url(self.config.base_url)}"
 
     def _request(self, messages: Sequence[Message], tools: Sequence[ToolSchema]) -> dict[str, Any]:
         cfg = self.config

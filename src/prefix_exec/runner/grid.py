@@ -23,6 +23,7 @@ from prefix_exec.jsonl import UnitKey, check_regular_file
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.methods import METHODS
 from prefix_exec.redaction import redact_url
+from prefix_exec.runner.credentials import URL_ENV, endpoint_url
 
 #: Upper bounds of a grid, each with a clear message: trials, agent step settings, a dataset's sample, the
 #: expanded units, and the grid file's size.
@@ -306,9 +307,9 @@ def _model(raw: Mapping[str, Any], i: int) -> ModelSpec:
     if not isinstance(condition, bool):
         raise InputError("must be true or false", field=f"models[{i}].condition")
     endpoint = EndpointConfig.from_mapping(
-        raw,
+        endpoint_url(raw, f"models[{i}]"),
         where=f"models[{i}]",
-        caller_keys=("name", "condition", "usd_per_mtok_prompt", "usd_per_mtok_completion"),
+        caller_keys=("name", "condition", "usd_per_mtok_prompt", "usd_per_mtok_completion", URL_ENV),
         refused_keys=("seed",),
     )
     return ModelSpec(name=name or endpoint.model, endpoint=endpoint, condition=condition, **prices)

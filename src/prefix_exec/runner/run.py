@@ -3,7 +3,8 @@
 ``RUN_DIR`` holds ``rollouts.jsonl`` (canonical rollouts with transcript and cost), ``records.jsonl`` (the
 same rollouts scored by :func:`prefix_exec.replay.replay`), ``failures.jsonl`` (units that raised, with
 the error; ``--resume`` retries them, and the file keeps only units that still fail), ``cache.sqlite`` (LLM
-responses), ``grid.toml`` (a copy that resolves paths as the original) and ``settings.json`` (what shapes
+responses), ``grid.toml`` (a copy that resolves paths as the original, its URLs without credentials: see
+:mod:`.credentials`) and ``settings.json`` (what shapes
 the rollouts: ``--resume`` refuses a grid whose settings differ).
 
 Only this process writes, one fsynced line per finished unit: the rollout first, then its record. A lock
@@ -34,6 +35,7 @@ from prefix_exec.io import JsonlWriter, completed_keys, cost_to_json, read_rollo
 from prefix_exec.jsonl import UnitKey, latest_by_unit
 from prefix_exec.llm.cache import ResponseCache
 from prefix_exec.replay import replay
+from prefix_exec.runner.credentials import needs_redaction, write_grid_copy
 from prefix_exec.runner.datasets import make_driver
 from prefix_exec.runner.executors import execute
 from prefix_exec.runner.grid import Grid, Unit, expand, load_grid, select_tasks
@@ -133,8 +135,11 @@ def run_grid(
                 hint="pass --resume to continue it, or a fresh --out",
             )
         check_settings(grid, out)
-        if not (out / GRID_COPY).exists():
-            copy_grid(Path(grid_path), grid, out / GRID_COPY)
+        copy = out / GRID_COPY
+        if not copy.exists():
+            write_grid_copy(Path(grid_path), grid.base_dir, copy)
+        elif needs_redaction(copy):  # an earlier version copied credentials: the copy keeps none from now on
+            write_grid_copy(copy, grid.base_dir, copy)
         units = plan_units(grid)
         report = RunReport(planned=len(units))
         cache = out / CACHE if grid.cache else None
@@ -245,14 +250,6 @@ def check_settings(grid: Grid, out: Path) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(now, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, path)
-
-
-def copy_grid(source: Path, grid: Grid, target: Path) -> None:
-    """Copy the grid file, pinning ``base_dir`` so the copy resolves relative paths as the original does."""
-    text = source.read_text(encoding="utf-8")
-    if not any(line.strip().startswith("base_dir") for line in text.splitlines()):
-        text = f"base_dir = {json.dumps(str(grid.base_dir))}  # added by prefix-exec run: paths resolve here\n{text}"
-    target.write_text(text, encoding="utf-8")
 
 
 def open_cache(path: Path) -> None:

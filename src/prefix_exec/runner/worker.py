@@ -20,6 +20,7 @@ from prefix_exec.drivers.base import Driver, to_rollout
 from prefix_exec.io import record_to_json, rollout_to_json
 from prefix_exec.llm.backend import ChatBackend
 from prefix_exec.llm.cache import ResponseCache
+from prefix_exec.redaction import redact_text
 from prefix_exec.replay import replay
 from prefix_exec.runner.datasets import make_driver
 from prefix_exec.runner.grid import Grid, Unit, decoding
@@ -93,7 +94,8 @@ class UnitWorker:
             rollout = replace(rollout, metadata={**rollout.metadata, **notes})
             record = replay(rollout, driver.env_for(rollout))
         except Exception as exc:  # the unit boundary: any failure is reported and the grid goes on
-            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            # failures.jsonl and the run's messages show it: a URL in it loses its credentials
+            detail = redact_text("".join(traceback.format_exception_only(type(exc), exc)).strip())
             retries = len(getattr(exc, "retries", ()))  # a BackendError lists the retries it made
             return UnitResult(unit, error=detail, seconds=time.perf_counter() - started, retries=retries)
         return UnitResult(unit, rollout_to_json(rollout), record_to_json(record), seconds=time.perf_counter() - started)
