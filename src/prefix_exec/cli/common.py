@@ -47,9 +47,16 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def budget_options(args: argparse.Namespace) -> dict[str, Any]:
-    """score_to_file's budget keywords from the parsed --rollout-budget and --call-memory."""
-    return {"rollout_seconds": args.rollout_budget, "call_memory_mb": args.call_memory}
+def output_options(args: argparse.Namespace) -> dict[str, Any]:
+    """score_to_file's keywords from what :func:`add_output_options` parsed, all but ``--out``: resume,
+    overwrite, keep_going, and the rollout and call budgets."""
+    return {
+        "resume": args.resume,
+        "overwrite": args.overwrite,
+        "keep_going": args.keep_going,
+        "rollout_seconds": args.rollout_budget,
+        "call_memory_mb": args.call_memory,
+    }
 
 
 def add_identity_options(parser: argparse.ArgumentParser) -> None:

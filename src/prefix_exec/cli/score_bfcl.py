@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from prefix_exec.cli.common import add_identity_options, add_output_options, budget_options, finish, float_between
+from prefix_exec.cli.common import add_identity_options, add_output_options, finish, float_between, output_options
 from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
 from prefix_exec.envs.bfcl.tasks import INSTALL_HINT, load_task
 from prefix_exec.errors import InputError
@@ -99,14 +99,11 @@ def run(args: argparse.Namespace) -> int:
             units,
             lambda rollout: env,
             args.out,
-            resume=args.resume,
-            overwrite=args.overwrite,
-            keep_going=args.keep_going,
             total=total,
             desc="bfcl",
             prepare=lambda rollout: _with_success(rollout, checker),
             inputs=args.results,
-            **budget_options(args),
+            **output_options(args),
         )
     except ImportError as exc:
         raise InputError(str(exc), hint=INSTALL_HINT) from None

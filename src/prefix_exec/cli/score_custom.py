@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-from prefix_exec.cli.common import add_identity_options, add_output_options, budget_options, finish
+from prefix_exec.cli.common import add_identity_options, add_output_options, finish, output_options
 from prefix_exec.envs.custom import load_spec
 from prefix_exec.errors import InputError
 from prefix_exec.io import iter_json_lines, rollout_from_json
@@ -60,11 +60,8 @@ def run(args: argparse.Namespace) -> int:
         units,
         lambda _r: env,
         args.out,
-        resume=args.resume,
-        overwrite=args.overwrite,
-        keep_going=args.keep_going,
         desc=f"scoring {env.name}",
         inputs=[*args.rollouts, args.tools],
-        **budget_options(args),
+        **output_options(args),
     )
     return finish(report, args.out)

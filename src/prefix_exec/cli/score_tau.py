@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-from prefix_exec.cli.common import add_identity_options, add_output_options, budget_options, finish
+from prefix_exec.cli.common import add_identity_options, add_output_options, finish, output_options
 from prefix_exec.envs.tau import TauEnvironment, load_domain
 from prefix_exec.envs.tau.consistency import Consistency, Disagreement
 from prefix_exec.envs.tau.mismatch import task_mismatch
@@ -94,14 +94,11 @@ def run(args: argparse.Namespace) -> int:
         units,
         lambda rollout: by_rollout[id(rollout)].bind(rollout),
         args.out,
-        resume=args.resume,
-        overwrite=args.overwrite,
-        keep_going=args.keep_going,
         total=len(units),
         desc="scoring tau",
         on_record=consistency.add,
         inputs=args.results,
-        **budget_options(args),
+        **output_options(args),
     )
     if args.resume:  # the kept records were scored by an earlier run: compare every record of the output again
         consistency.restart()

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from prefix_exec.cli.common import add_identity_options, add_output_options, budget_options, finish, float_between
+from prefix_exec.cli.common import add_identity_options, add_output_options, finish, float_between, output_options
 from prefix_exec.envs.toolsandbox import recorded_environment
 from prefix_exec.importers.toolsandbox import ImportOptions, read_toolsandbox
 from prefix_exec.replay import Skipped
@@ -81,12 +81,9 @@ def run(args: argparse.Namespace) -> int:
         units,
         recorded_environment,
         args.out,
-        resume=args.resume,
-        overwrite=args.overwrite,
-        keep_going=args.keep_going,
         desc="scoring toolsandbox",
         on_record=note_faults,
-        **budget_options(args),
+        **output_options(args),
     )
     if faulty:
         print(
