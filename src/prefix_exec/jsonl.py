@@ -82,31 +82,38 @@ def iter_json_lines(path: str | Path, *, tolerant: bool = False) -> Iterator[tup
     A line that is not JSON raises :class:`InputError`; with ``tolerant`` it is yielded as
     ``(line_number, InputError)`` instead, so the caller can report it and read on.
     """
+    for number, text in numbered_lines(path):
+        if not text.strip():
+            continue
+        try:
+            if len(text) > MAX_LINE_CHARS:
+                raise ValueError(f"line longer than {MAX_LINE_CHARS:,} characters")
+            yield number, loads(text)
+        except ValueError as exc:
+            message = (
+                f"not valid JSON ({exc.msg} at column {exc.colno})"
+                if isinstance(exc, json.JSONDecodeError)
+                else f"not usable JSON ({exc})"
+            )
+            error = InputError(
+                message,
+                path=Path(path),
+                line=number,
+                hint="each line must be one complete JSON object (JSON Lines)",
+            )
+            if not tolerant:
+                raise error from None
+            yield number, error
+
+
+def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """``(line_number, line)`` for each line of a regular UTF-8 text file, numbered from 1, blank ones
+    included; an over-long line comes cut (see :func:`utf8_lines`). Not a regular file, or not UTF-8: an
+    :class:`InputError` naming the file."""
     p = Path(path)
     check_regular_file(p)
     with p.open(encoding="utf-8") as fh:
-        for number, text in enumerate(utf8_lines(fh, p), start=1):
-            if not text.strip():
-                continue
-            try:
-                if len(text) > MAX_LINE_CHARS:
-                    raise ValueError(f"line longer than {MAX_LINE_CHARS:,} characters")
-                yield number, loads(text)
-            except ValueError as exc:
-                message = (
-                    f"not valid JSON ({exc.msg} at column {exc.colno})"
-                    if isinstance(exc, json.JSONDecodeError)
-                    else f"not usable JSON ({exc})"
-                )
-                error = InputError(
-                    message,
-                    path=p,
-                    line=number,
-                    hint="each line must be one complete JSON object (JSON Lines)",
-                )
-                if not tolerant:
-                    raise error from None
-                yield number, error
+        yield from enumerate(utf8_lines(fh, p), start=1)
 
 
 def utf8_lines(fh: IO[str], path: Path) -> Iterator[str]:
@@ -213,27 +220,25 @@ def completed_keys(path: str | Path, *, kind: str | None = None) -> set[UnitKey]
     p = Path(path)
     if not p.exists():
         return set()
-    check_regular_file(p)
     keys: set[UnitKey] = set()
-    with p.open(encoding="utf-8") as fh:
-        for number, text in enumerate(utf8_lines(fh, p), start=1):
-            if not text.endswith("\n"):
-                break
-            try:
-                row = loads(text)
-                found = row.get("kind", kind) if kind is not None else kind
-                keys.add(unit_key(row))
-            except (KeyError, TypeError, ValueError, AttributeError):
-                raise InputError(
-                    "cannot resume: this line is not a record", path=p, line=number, hint="pass a fresh --out file"
-                ) from None
-            if found != kind:
-                raise InputError(
-                    f"cannot resume: this line is a {found} row, not a {kind}",
-                    path=p,
-                    line=number,
-                    hint="--out must be the records file of an earlier run (is this an input file?)",
-                )
+    for number, text in numbered_lines(p):
+        if not text.endswith("\n"):
+            break
+        try:
+            row = loads(text)
+            found = row.get("kind", kind) if kind is not None else kind
+            keys.add(unit_key(row))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise InputError(
+                "cannot resume: this line is not a record", path=p, line=number, hint="pass a fresh --out file"
+            ) from None
+        if found != kind:
+            raise InputError(
+                f"cannot resume: this line is a {found} row, not a {kind}",
+                path=p,
+                line=number,
+                hint="--out must be the records file of an earlier run (is this an input file?)",
+            )
     return keys
 
 

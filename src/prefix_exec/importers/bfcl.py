@@ -34,8 +34,7 @@ from prefix_exec.envs.bfcl.calls import CallSyntaxError, bind_positional, parse_
 from prefix_exec.envs.bfcl.checker import BFCL_CALLS, executed_calls
 from prefix_exec.envs.bfcl.tasks import CATEGORIES, BfclTask, all_tasks
 from prefix_exec.errors import InputError
-from prefix_exec.io import utf8_lines
-from prefix_exec.jsonl import check_regular_file, expand_inputs
+from prefix_exec.jsonl import expand_inputs, numbered_lines
 from prefix_exec.replay import Skipped
 from prefix_exec.trajectory import Rollout, ToolCall
 
@@ -180,50 +179,48 @@ def read_result_file(
     if prompting_y not in PROMPTING_Y:
         raise ValueError(f"prompting_y must be one of {PROMPTING_Y}, got {prompting_y!r}")
     category = category_of_file(path)
-    check_regular_file(path)
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(utf8_lines(handle, path), start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                row = json.loads(line)
-            except (ValueError, RecursionError) as exc:
-                yield Skipped(where, f"not JSON: {exc}")
-                continue
-            if not isinstance(row, dict) or not isinstance(row.get("id"), str) or "result" not in row:
-                yield Skipped(where, "expected an object with 'id' and 'result'")
-                continue
-            task_id = row["id"]
-            if only is not None and task_id not in only:
-                continue
-            if not task_id.startswith(f"multi_turn_{category}_"):
-                yield Skipped(where, f"task {task_id} is not in category {category} named by the file")
-                continue
-            result = row["result"]
-            if isinstance(result, list):
-                actions, fmt = decode_result(result)
-                turns = len(result)
-                notes: dict[str, Any] = {}
-                if fmt == "prompting" and prompting_y == "decoded":
-                    notes["prompting_y"] = "decoded"
-                elif fmt == "prompting":
-                    reading = bfcl_reading(result, actions)
-                    if reading is not None:
-                        notes[BFCL_CALLS] = reading
-            else:
-                # BFCL's "inference_error": the model produced no list of turns. It fails BFCL's check.
-                actions, fmt, turns = [], "FC", 0
-                notes = {"inference_error": str(result)[:500]}
-            row_model, row_method = identity(path, model, method, fmt)
-            yield Rollout(
-                dataset=DATASET,
-                task_id=task_id,
-                model=row_model,
-                method=row_method,
-                actions=tuple(actions),
-                metadata={"category": category, "turns": turns, "source": where, **notes},
-            )
+    for number, line in numbered_lines(path):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            row = json.loads(line)
+        except (ValueError, RecursionError) as exc:
+            yield Skipped(where, f"not JSON: {exc}")
+            continue
+        if not isinstance(row, dict) or not isinstance(row.get("id"), str) or "result" not in row:
+            yield Skipped(where, "expected an object with 'id' and 'result'")
+            continue
+        task_id = row["id"]
+        if only is not None and task_id not in only:
+            continue
+        if not task_id.startswith(f"multi_turn_{category}_"):
+            yield Skipped(where, f"task {task_id} is not in category {category} named by the file")
+            continue
+        result = row["result"]
+        if isinstance(result, list):
+            actions, fmt = decode_result(result)
+            turns = len(result)
+            notes: dict[str, Any] = {}
+            if fmt == "prompting" and prompting_y == "decoded":
+                notes["prompting_y"] = "decoded"
+            elif fmt == "prompting":
+                reading = bfcl_reading(result, actions)
+                if reading is not None:
+                    notes[BFCL_CALLS] = reading
+        else:
+            # BFCL's "inference_error": the model produced no list of turns. It fails BFCL's check.
+            actions, fmt, turns = [], "FC", 0
+            notes = {"inference_error": str(result)[:500]}
+        row_model, row_method = identity(path, model, method, fmt)
+        yield Rollout(
+            dataset=DATASET,
+            task_id=task_id,
+            model=row_model,
+            method=row_method,
+            actions=tuple(actions),
+            metadata={"category": category, "turns": turns, "source": where, **notes},
+        )
 
 
 def read_results(
