@@ -9,13 +9,14 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from prefix_exec.cli import main
 from prefix_exec.errors import InputError
-from prefix_exec.io import read_records
+from prefix_exec.io import read_records, write_records
 from prefix_exec.report.inputs import metric_rows
 from prefix_exec.report.layout import leaderboard_blocks
 from prefix_exec.report.leaderboard import against_reference, leaderboard
@@ -92,33 +93,21 @@ def test_cross_model_paired_difference_equals_a_hand_computation(bfcl_base: list
     assert found.differences["TER"].low > 0  # glyphh's calls stay executable far more often
 
 
+def metrics_json(capsys: pytest.CaptureFixture[str], path: Path, *options: str) -> dict[str, Any]:
+    """``prefix-exec metrics PATH --format json OPTIONS``: its exit code must be 0; the parsed output."""
+    capsys.readouterr()
+    assert main(["metrics", str(path), "--format", "json", *options]) == 0
+    doc: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return doc
+
+
 def test_metrics_compare_two_models_and_say_how_many_tasks(
     bfcl_base: list[PrefixRecord], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from prefix_exec.io import write_records
-
     path = tmp_path / "both.jsonl"
     write_records(path, bfcl_base)
-    capsys.readouterr()
-    assert (
-        main(
-            [
-                "metrics",
-                str(path),
-                "--resamples",
-                "200",
-                "--format",
-                "json",
-                "--compare",
-                f"{GLYPHH}:{AIREV}",
-                "--compare",
-                f"{AIREV}/prompting:{GLYPHH}",
-            ]
-        )
-        == 0
-    )
-    doc = json.loads(capsys.readouterr().out)
-    first, second = doc["paired"]
+    compare = ("--compare", f"{GLYPHH}:{AIREV}", "--compare", f"{AIREV}/prompting:{GLYPHH}")
+    first, second = metrics_json(capsys, path, "--resamples", "200", *compare)["paired"]
     assert first["common_tasks"] == second["common_tasks"] == 100
     assert first["differences"]["TER"]["point"] == pytest.approx(-second["differences"]["TER"]["point"])
     assert main(["metrics", str(path), "--compare", f"{GLYPHH}:nobody"]) == 2
@@ -140,14 +129,10 @@ def test_an_ambiguous_selector_lists_the_candidates(bfcl_base: list[PrefixRecord
 def test_model_names_with_colons_and_slashes(
     tau_airline: list[PrefixRecord], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from prefix_exec.io import write_records
-
     path = tmp_path / "tau.jsonl"
     write_records(path, tau_airline)
-    capsys.readouterr()
     qwen, azure = "ollama_chat/qwen2.5:7b", "azure/gpt-4o-2024-11-20"
-    assert main(["metrics", str(path), "--resamples", "100", "--format", "json", "--compare", f"{qwen}:{azure}"]) == 0
-    (pair,) = json.loads(capsys.readouterr().out)["paired"]
+    (pair,) = metrics_json(capsys, path, "--resamples", "100", "--compare", f"{qwen}:{azure}")["paired"]
     assert (pair["a"]["model"], pair["b"]["model"], pair["common_tasks"]) == (qwen, azure, 50)
 
 
