@@ -99,14 +99,6 @@ def test_connection_errors_are_retried_then_reported() -> None:
     assert [e.kind for e in info.value.retries] == ["connection", "connection"]
 
 
-def test_client_errors_are_not_retried() -> None:
-    with ScriptedServer(login) as server:
-        server.faults.append("no-tools")
-        with pytest.raises(BackendError, match="bad request"):
-            ChatBackend(endpoint(server)).complete(MESSAGES, TOOLS)
-        assert len(server.requests) == 1
-
-
 def test_text_fallback_when_the_server_refuses_tools() -> None:
     def respond(body: dict[str, Any]) -> dict[str, Any]:
         return text_message('Sure. <tool_call>{"name": "login", "arguments": {"username": "sam"}}</tool_call>')

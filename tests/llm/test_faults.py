@@ -76,10 +76,15 @@ def test_truncated_json_every_time_is_a_backend_error() -> None:
     assert [e.kind for e in info.value.retries] == ["bad_response"] * 2
 
 
-def test_an_html_page_is_a_backend_error_at_once() -> None:
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [("no-tools", "bad request"), ("html", "not JSON: is base_url the API root")],
+)
+def test_a_client_error_or_a_web_page_is_a_backend_error_at_once(fault: str, message: str) -> None:
+    # a 400 (here: tools refused) and an HTML page will not change on a retry
     with ScriptedServer(login) as server:
-        server.faults.append("html")
-        with pytest.raises(BackendError, match="not JSON: is base_url the API root"):
+        server.faults.append(fault)
+        with pytest.raises(BackendError, match=message):
             ChatBackend(config(server)).complete(MESSAGES, TOOLS)
         assert len(server.requests) == 1
 
