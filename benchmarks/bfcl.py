@@ -1,13 +1,15 @@
 """Time prefix-exec's safe BFCL scoring against BFCL's own executor and checker on the same trusted inputs.
 
-Inputs: BFCL's 800 ground-truth answers plus the 800 glyphh-ada-1.1 FC rollouts (../shared/data/bfcl).
+Inputs: BFCL's 800 ground-truth answers plus the 800 glyphh-ada-1.1 FC rollouts (bfcl/ of the shared data:
+../shared/data beside the repository or its worktree folder, or PREFIX_EXEC_SHARED_DATA).
 
 - prefix-exec: decode each rollout (the importer), compute Y by BFCL's rule on the safe executor
   (``FinalSuccess``), then replay it prefix by prefix (``replay`` on ``BfclEnvironment``): the full work of
   ``prefix-exec score bfcl`` minus writing the records file. A fresh environment and checker per repeat, so
   the task templates and ground-truth caches are built inside the timed region.
 - BFCL: decode with BFCL's FC conversion, then BFCL's ``multi_turn_checker`` (its executor ``eval``s every
-  call string; acceptable here only because both inputs are trusted). A fresh model name per rollout keeps
+  call string; acceptable here only because both inputs are trusted), as the tests' oracle
+  (tests/envs/bfcl_oracle.py) runs them. A fresh model name per rollout keeps
   BFCL's module-global instance cache from carrying state between rollouts.
 
 Both sides must agree on Y for every rollout (checked). Imports and task files are loaded before timing.
@@ -18,24 +20,27 @@ Run: .venv/bin/python benchmarks/bfcl.py [--repeats 3]
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.posting_api import TwitterAPI
-from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
+# BFCL's side is the tests' oracle, and the shared data is found as the tests find it (tests/shared_folder.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "envs"))
+
+from bfcl_oracle import bfcl_success, verdict
 
 from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
 from prefix_exec.envs.bfcl.tasks import all_tasks, load_task
 from prefix_exec.importers.bfcl import ground_truth_rollouts, read_results
 from prefix_exec.replay import replay, with_success
 from prefix_exec.trajectory import Rollout
+from shared_folder import shared_data
 
-GLYPHH = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "bfcl" / "glyphh-ada-1.1"
-_RUN = itertools.count()
+GLYPHH = shared_data() / "bfcl" / "glyphh-ada-1.1"
 
 
 def glyphh_results() -> dict[str, list[Any]]:
@@ -60,49 +65,14 @@ def prefix_exec_side() -> dict[tuple[str, str], int]:
     return ys
 
 
-def fc_to_strings(step: Any) -> list[str]:
-    """BFCL's ``convert_to_function_call`` (its module imports tree_sitter, which setup does not install)."""
-    calls = []
-    for entry in [step] if isinstance(step, dict) else step:
-        for name, value in entry.items():
-            arguments = json.loads(value) if isinstance(value, str) else value
-            calls.append(f"{name}({','.join(f'{k}={v!r}' for k, v in arguments.items())})")
-    return calls
-
-
-def bfcl_check(task_id: str, decoded: list[list[list[str]]], turns: int) -> int:
-    task = load_task(task_id)
-    truth = [list(turn) for turn in task.ground_truth]
-    if turns != len(truth):
-        return 0
-    entry = {
-        "id": task_id,
-        "initial_config": json.loads(json.dumps(task.initial_config)),
-        "involved_classes": list(task.involved_classes),
-    }
-    TwitterAPI.post_tweet.__defaults__ = ([], [])  # BFCL's default lists leak between its runs
-    verdict = multi_turn_checker(decoded, truth, entry, task_id.rsplit("_", 1)[0], f"bench_{next(_RUN)}")
-    return int(verdict["valid"])
-
-
 def bfcl_side(glyphh: dict[str, list[Any]]) -> dict[tuple[str, str], int]:
+    """Y by BFCL's own FC decoding and checker (the test oracle, tests/envs/bfcl_oracle.py)."""
     ys: dict[tuple[str, str], int] = {}
     for task in all_tasks():
         decoded = [[list(turn)] if turn else [] for turn in task.ground_truth]
-        ys[("ground_truth", task.id)] = bfcl_check(task.id, decoded, task.turns)
+        ys[("ground_truth", task.id)] = int(verdict(task.id, decoded))
     for task_id, result in glyphh.items():
-        decoded = []
-        for turn in result:
-            steps = []
-            for step in turn:
-                try:
-                    calls = fc_to_strings(step)
-                except (json.JSONDecodeError, TypeError, AttributeError):
-                    continue
-                if calls:
-                    steps.append(calls)
-            decoded.append(steps)
-        ys[("glyphh-ada-1.1", task_id)] = bfcl_check(task_id, decoded, len(result))
+        ys[("glyphh-ada-1.1", task_id)] = int(bfcl_success(task_id, result))
     return ys
 
 

@@ -19,10 +19,15 @@ import argparse
 import dataclasses
 import json
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+# The shared data is found as the tests find it (tests/shared_folder.py): beside the repository or its
+# worktree folder, or at PREFIX_EXEC_SHARED_DATA.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from prefix_exec.envs.tau import TauEnvironment, load_domain
 from prefix_exec.envs.tau import backend as tau_backend
@@ -30,8 +35,9 @@ from prefix_exec.envs.tau.backend import import_tau2
 from prefix_exec.importers.tau import TauResults, read_results
 from prefix_exec.io import record_to_json
 from prefix_exec.replay import replay
+from shared_folder import shared_data
 
-SOURCE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tau" / "gpt-4.1_airline_1trial.json"
+SOURCE = shared_data() / "tau" / "gpt-4.1_airline_1trial.json"
 SIMULATIONS = 50
 
 

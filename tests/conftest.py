@@ -1,7 +1,7 @@
 """Shared fixtures: the real benchmark logs in ../shared/data and the example tool set.
 
-The logs are found beside the repository (``../shared/data``), beside the folder holding it (a git worktree
-under ``../wt/NAME``), or wherever ``PREFIX_EXEC_SHARED_DATA`` points; they are read in place, never copied.
+The logs are found as :func:`shared_folder.shared_data` says (beside the repository, beside the folder
+holding a worktree, or at ``PREFIX_EXEC_SHARED_DATA``); they are read in place, never copied.
 """
 
 from __future__ import annotations
@@ -12,24 +12,15 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+import shared_folder
+
 # On 2 busy cores (two copies of the suite, other jobs) one example can take seconds: hypothesis's 200 ms
 # deadline and its too-slow health check would fail correct tests. Timing is measured in benchmarks/ instead.
 settings.register_profile("loaded", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("loaded")
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _shared_data() -> Path:
-    named = os.environ.get("PREFIX_EXEC_SHARED_DATA")
-    if named:
-        return Path(named)
-    beside = [folder / "shared" / "data" for folder in (REPO.parent, REPO.parent.parent)]
-    return next((path for path in beside if path.is_dir()), beside[0])
-
-
-SHARED_DATA = _shared_data()
-TICKETING = REPO / "examples" / "ticketing"
+SHARED_DATA = shared_folder.shared_data()
+TICKETING = shared_folder.REPO / "examples" / "ticketing"
 
 # litellm (tau2's user simulator) fetches a price list from the network on import unless told not to; the
 # tests run with loopback only.

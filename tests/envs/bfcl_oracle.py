@@ -38,9 +38,14 @@ def convert_to_function_call(step: Any) -> list[str]:
 def bfcl_success(task_id: str, result: list[Any]) -> bool:
     """BFCL's verdict for an FC-format ``result`` of task ``task_id``."""
     task = load_task(task_id)
-    truth = [list(turn) for turn in task.ground_truth]
-    if len(result) != len(truth):
+    if len(result) != len(task.ground_truth):
         return False
+    return verdict(task_id, fc_decoded(result))
+
+
+def fc_decoded(result: list[Any]) -> list[list[list[str]]]:
+    """An FC-format ``result`` decoded as BFCL decodes it: per turn, the call strings of each step; a step
+    that does not decode, or decodes to no call, is skipped."""
     decoded: list[list[list[str]]] = []
     for turn in result:
         steps = []
@@ -52,7 +57,7 @@ def bfcl_success(task_id: str, result: list[Any]) -> bool:
             if calls:
                 steps.append(calls)
         decoded.append(steps)
-    return _verdict(task_id, decoded, truth)
+    return decoded
 
 
 def _prompting_decoder() -> Any:
@@ -96,8 +101,7 @@ def bfcl_success_prompting(task_id: str, result: Any) -> bool:
     """
     decode = _prompting_decoder()
     task = load_task(task_id)
-    truth = [list(turn) for turn in task.ground_truth]
-    if not isinstance(result, list) or len(result) != len(truth):
+    if not isinstance(result, list) or len(result) != len(task.ground_truth):
         return False
     decoded: list[list[list[str]]] = []
     for turn in result:
@@ -107,7 +111,7 @@ def bfcl_success_prompting(task_id: str, result: Any) -> bool:
             if calls is not None and not is_empty_execute_response(calls):
                 steps.append(calls)
         decoded.append(steps)
-    return _verdict(task_id, decoded, truth)
+    return verdict(task_id, decoded)
 
 
 def _decode(decode: Any, item: Any) -> list[str] | None:
@@ -123,8 +127,10 @@ def _decoded_character(character: str) -> list[str] | None:
     return _decode(_prompting_decoder(), character)
 
 
-def _verdict(task_id: str, decoded: list[list[list[str]]], truth: list[list[str]]) -> bool:
+def verdict(task_id: str, decoded: list[list[list[str]]]) -> bool:
+    """BFCL's ``multi_turn_checker`` on ``decoded`` call strings (per turn, per step) of task ``task_id``."""
     task = load_task(task_id)
+    truth = [list(turn) for turn in task.ground_truth]
     entry = {
         "id": task_id,
         "initial_config": json.loads(json.dumps(task.initial_config)),
@@ -133,5 +139,5 @@ def _verdict(task_id: str, decoded: list[list[list[str]]], truth: list[list[str]
     # BFCL's verdict as in a fresh process: post_tweet's default lists leak between BFCL's own runs.
     TwitterAPI.post_tweet.__defaults__ = ([], [])
     # A fresh model name per run: BFCL caches instances in module globals keyed by it.
-    verdict = multi_turn_checker(decoded, truth, entry, task_id.rsplit("_", 1)[0], f"oracle_{next(_RUN)}")
-    return bool(verdict["valid"])
+    checked = multi_turn_checker(decoded, truth, entry, task_id.rsplit("_", 1)[0], f"oracle_{next(_RUN)}")
+    return bool(checked["valid"])
