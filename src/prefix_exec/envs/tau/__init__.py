@@ -3,11 +3,14 @@
 - :mod:`.backend`: the lazily imported tau2 package, data location, and the domain parsed once per process;
 - :mod:`.state`: copy-on-access DB copies, one per rollout;
 - :mod:`.binding`: schema binding of a call, and tau2's calculator without ``eval``;
+- :mod:`.dispatch`: the one way a tool name from a file reaches tau2's toolkit (the domain's allow-list);
 - :mod:`.labels`: the table of tau2 error messages -> failure labels;
 - :mod:`.information`: the information-availability check and the evidence timeline a session feeds it;
 - :mod:`.session`: the environment and its sessions, strict (ours) and tau2's own (the
   :class:`~prefix_exec.envs.base.Session` contract);
 - :mod:`.consistency`: our verdicts against the recorded error flags, and the report ``score tau`` writes;
+- :mod:`.mismatch`: whether a simulation's conversation fits the task it is filed under (``task_mismatch``);
+- :mod:`.judge`: token counts of tau2's NL-assertion judge, which tau2's evaluator does not return;
 - :mod:`.tasks`: the paper's task set, checked against a results file's embedded tasks; a task's initial state
   and expected actions;
 - :mod:`.regrade`: the DB part of the reward, recomputed for every scored simulation of the results files.
