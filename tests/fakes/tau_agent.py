@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fakes.openai_server import text_message, tool_message
+from fakes.planning import planning_answer
 from prefix_exec.envs.tau.backend import import_tau2
 from prefix_exec.envs.tau.information import identifier_arguments
 
@@ -63,12 +64,9 @@ class TauScript:
             self.judged += 1
             failed = [{"expectedOutcome": "x", "reasoning": "no", "metExpectation": False}] if self.harsh_judge else []
             return text_message(json.dumps({"results": failed}))
-        if system.startswith("You are the PLANNER"):
-            return text_message(json.dumps({"steps": []}))
-        if system.startswith("You are the VERIFIER"):
-            return text_message(json.dumps({"approved": True, "issues": []}))
-        if not body.get("tools") and "Before acting" in str(messages[-1].get("content")):
-            return text_message("1. look up the case")
+        planned = planning_answer(body, "1. look up the case")
+        if planned is not None:
+            return planned
         first = next(str(m["content"]) for m in messages if m["role"] == "user")
         match = re.search(r"\[case ([^\]]+)\]", first)
         assert match is not None, first

@@ -9,11 +9,11 @@ agent answer, then calls ToolSandbox's ``end_conversation`` tool.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fakes.openai_server import text_message, tool_message
+from fakes.planning import planning_answer
 from prefix_exec.agents.prompt_planning import PROMPT_PLAN_PROCEED
 
 Step = str | Sequence[tuple[str, Mapping[str, Any] | str]]
@@ -29,13 +29,9 @@ class ToolSandboxScript:
         messages: list[dict[str, Any]] = body["messages"]
         if body["model"] == "user-sim":
             return self._user(messages)
-        system = str(messages[0].get("content") or "")
-        if system.startswith("You are the PLANNER"):
-            return text_message(json.dumps({"steps": []}))
-        if system.startswith("You are the VERIFIER"):
-            return text_message(json.dumps({"approved": True, "issues": []}))
-        if not body.get("tools") and "Before acting" in str(messages[-1].get("content")):
-            return text_message("1. do what was asked")
+        planned = planning_answer(body, "1. do what was asked")
+        if planned is not None:
+            return planned
         steps = self.agent[self.scenario_of(messages)]
         done = sum(1 for i, m in enumerate(messages) if m["role"] == "assistant" and not _is_plan(messages, i))
         step = steps[min(done, len(steps) - 1)]
