@@ -234,17 +234,25 @@ def _check_version(f: _Fields, kind: str) -> None:
         f.fail("kind", f"expected a {kind} row, got {found!r}")
 
 
+def _unit(f: _Fields) -> dict[str, Any]:
+    """The unit identity every row carries (dataset, task_id, model, method; trial 0 when absent), read in
+    that order, so the first bad one is the one reported."""
+    return {
+        "dataset": f.text("dataset"),
+        "task_id": f.text("task_id"),
+        "model": f.text("model"),
+        "method": f.text("method"),
+        "trial": f.get("trial", int, required=False, default=0),
+    }
+
+
 def rollout_from_json(data: Any, *, path: str | None = None, line: int | None = None) -> Rollout:
     f = _Fields(data, path, line)
     _check_version(f, ROLLOUT_KIND)
     actions = tuple(call_from_json(f.sub(a, f"actions[{i}]")) for i, a in enumerate(_list(f, "actions")))
     transcript = f.get("transcript", list, required=False)
     return Rollout(
-        dataset=f.text("dataset"),
-        task_id=f.text("task_id"),
-        model=f.text("model"),
-        method=f.text("method"),
-        trial=f.get("trial", int, required=False, default=0),
+        **_unit(f),
         actions=actions,
         success=_success(f, required=False),
         transcript=tuple(transcript) if transcript is not None else None,
@@ -295,11 +303,7 @@ def record_from_json(data: Any, *, path: str | None = None, line: int | None = N
     _check_version(f, RECORD_KIND)
     try:
         return PrefixRecord(
-            dataset=f.text("dataset"),
-            task_id=f.text("task_id"),
-            model=f.text("model"),
-            method=f.text("method"),
-            trial=f.get("trial", int, required=False, default=0),
+            **_unit(f),
             T=_depth_count(f, "T"),
             fed=_depth_count(f, "fed"),
             success=int(_success(f, required=True) or 0),
@@ -322,11 +326,7 @@ def metric_row_from_json(data: Any, *, path: str | None = None, line: int | None
     if not 1 <= fed <= T + 1:
         f.fail("fed", f"must lie in 1..T+1 = 1..{T + 1}, got {fed}")
     return MetricRow(
-        dataset=f.text("dataset"),
-        task_id=f.text("task_id"),
-        model=f.text("model"),
-        method=f.text("method"),
-        trial=f.get("trial", int, required=False, default=0),
+        **_unit(f),
         T=T,
         fed=fed,
         success=int(_success(f, required=True) or 0),
