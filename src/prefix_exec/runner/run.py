@@ -70,19 +70,16 @@ class RunReport:
             f"{self.written} of {self.planned} units written in {self.seconds:.1f} s; the run holds "
             f"{self.tokens} agent tokens"
         )
-        if self.usd:
-            text += f", ${self.usd:.2f}"
-        if self.retries:
-            text += f", {self.retries} LLM requests retried (429/5xx/408/409/timeouts/connection/bad answers)"
-        if self.resumed:
-            text += f"; {self.resumed} already done (--resume)"
-        if self.rescored:
-            text += f"; {self.rescored} rollouts scored from the file"
-        if self.failed:
-            text += f"; {self.failed} failed (see {FAILURES}; --resume retries them)"
-        if self.aborted:
-            text += f"; stopped early: {self.aborted}"
-        return text
+        # Each clause only when its count (or reason) is non-zero, in this order.
+        clauses = (
+            (self.usd, f", ${self.usd:.2f}"),
+            (self.retries, f", {self.retries} LLM requests retried (429/5xx/408/409/timeouts/connection/bad answers)"),
+            (self.resumed, f"; {self.resumed} already done (--resume)"),
+            (self.rescored, f"; {self.rescored} rollouts scored from the file"),
+            (self.failed, f"; {self.failed} failed (see {FAILURES}; --resume retries them)"),
+            (self.aborted, f"; stopped early: {self.aborted}"),
+        )
+        return text + "".join(clause for shown, clause in clauses if shown)
 
 
 def plan_units(grid: Grid) -> list[Unit]:
