@@ -200,6 +200,19 @@ def test_payment_not_adding_up_is_precondition(airline: TauEnvironment) -> None:
 # --- state_consistency ----------------------------------------------------------------------------------
 
 
+def exchange_then_return(refund_to: str) -> list[tuple[str, str, dict[str, object]]]:
+    """Order DELIVERED: the boots 8118291112 exchanged for 8277474082 (paid with paypal_3024827), then item
+    5753502325 returned with the refund to ``refund_to``; the exchange leaves the order refusing returns."""
+    exchange = {
+        "order_id": DELIVERED,
+        "item_ids": ["8118291112"],
+        "new_item_ids": ["8277474082"],
+        "payment_method_id": "paypal_3024827",
+    }
+    refund = {"order_id": DELIVERED, "item_ids": ["5753502325"], "payment_method_id": refund_to}
+    return [("call", "exchange_delivered_order_items", exchange), ("call", "return_delivered_order_items", refund)]
+
+
 def test_acting_on_stale_state_is_state_consistency(retail: TauEnvironment) -> None:
     """The exchange moves the order to 'exchange requested'; the return that the initial state would have
     accepted now fails: the agent acted on a stale view of the order."""
@@ -211,25 +224,7 @@ def test_acting_on_stale_state_is_state_consistency(retail: TauEnvironment) -> N
                 f"I am {RETAIL_USER}; order {DELIVERED}: swap boots 8118291112 for 8277474082, "
                 "and return 5753502325; use paypal_3024827",
             ),
-            (
-                "call",
-                "exchange_delivered_order_items",
-                {
-                    "order_id": DELIVERED,
-                    "item_ids": ["8118291112"],
-                    "new_item_ids": ["8277474082"],
-                    "payment_method_id": "paypal_3024827",
-                },
-            ),
-            (
-                "call",
-                "return_delivered_order_items",
-                {
-                    "order_id": DELIVERED,
-                    "item_ids": ["5753502325"],
-                    "payment_method_id": "paypal_3024827",
-                },
-            ),
+            *exchange_then_return("paypal_3024827"),
         ],
     )
     assert (record.fed, record.label) == (2, FailureLabel.STATE_CONSISTENCY)
@@ -248,25 +243,7 @@ def test_stale_status_masking_an_unknown_id_is_dependency(retail: TauEnvironment
                 f"order {DELIVERED}: swap 8118291112 for 8277474082 with paypal_3024827; "
                 "refund 5753502325 to gift_card_9999999",
             ),
-            (
-                "call",
-                "exchange_delivered_order_items",
-                {
-                    "order_id": DELIVERED,
-                    "item_ids": ["8118291112"],
-                    "new_item_ids": ["8277474082"],
-                    "payment_method_id": "paypal_3024827",
-                },
-            ),
-            (
-                "call",
-                "return_delivered_order_items",
-                {
-                    "order_id": DELIVERED,
-                    "item_ids": ["5753502325"],
-                    "payment_method_id": "gift_card_9999999",
-                },
-            ),
+            *exchange_then_return("gift_card_9999999"),
         ],
     )
     verdict = record.failing_verdict
