@@ -169,6 +169,24 @@ def test_non_delivered_order_return_is_precondition(retail: TauEnvironment) -> N
     assert record.reason == "Error: Non-delivered order cannot be returned"
 
 
+def hat228_booking(payment_id: str, amount: int) -> dict[str, object]:
+    """book_reservation's arguments: AIRLINE_USER books economy on HAT228 (LAX-EWR, 2024-05-27) for Noah
+    Muller, paying ``amount`` with ``payment_id``, no bags, no insurance."""
+    return {
+        "user_id": AIRLINE_USER,
+        "origin": "LAX",
+        "destination": "EWR",
+        "flight_type": "one_way",
+        "cabin": "economy",
+        "flights": [{"flight_number": "HAT228", "date": "2024-05-27"}],
+        "passengers": [{"first_name": "Noah", "last_name": "Muller", "dob": "1963-01-22"}],
+        "payment_methods": [{"payment_id": payment_id, "amount": amount}],
+        "total_baggages": 0,
+        "nonfree_baggages": 0,
+        "insurance": "no",
+    }
+
+
 def test_payment_not_adding_up_is_precondition(airline: TauEnvironment) -> None:
     record = run(
         airline,
@@ -177,19 +195,7 @@ def test_payment_not_adding_up_is_precondition(airline: TauEnvironment) -> None:
             (
                 "call",
                 "book_reservation",
-                {
-                    "user_id": AIRLINE_USER,
-                    "origin": "LAX",
-                    "destination": "EWR",
-                    "flight_type": "one_way",
-                    "cabin": "economy",
-                    "flights": [{"flight_number": "HAT228", "date": "2024-05-27"}],
-                    "passengers": [{"first_name": "Noah", "last_name": "Muller", "dob": "1963-01-22"}],
-                    "payment_methods": [{"payment_id": "credit_card_3983998", "amount": 1}],
-                    "total_baggages": 0,
-                    "nonfree_baggages": 0,
-                    "insurance": "no",
-                },
+                hat228_booking("credit_card_3983998", 1),
             ),
         ],
     )
@@ -402,19 +408,7 @@ def test_a_rejected_write_changes_nothing(airline: TauEnvironment) -> None:
     verdict = session.step(
         ToolCall(
             "book_reservation",
-            {
-                "user_id": AIRLINE_USER,
-                "origin": "LAX",
-                "destination": "EWR",
-                "flight_type": "one_way",
-                "cabin": "economy",
-                "flights": [{"flight_number": "HAT228", "date": "2024-05-27"}],
-                "passengers": [{"first_name": "Noah", "last_name": "Muller", "dob": "1963-01-22"}],
-                "payment_methods": [{"payment_id": "certificate_8301303", "amount": 100}],
-                "total_baggages": 0,
-                "nonfree_baggages": 0,
-                "insurance": "no",
-            },
+            hat228_booking("certificate_8301303", 100),
         )
     )
     assert not verdict.accepted
