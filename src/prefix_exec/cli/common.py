@@ -13,7 +13,14 @@ from prefix_exec.errors import InputError
 from prefix_exec.scoring import ScoreReport
 
 
-def add_output_options(parser: argparse.ArgumentParser) -> None:
+def add_scoring_options(parser: argparse.ArgumentParser) -> None:
+    """What every ``score`` command takes: the records' identity (``--model``, ``--method``), then ``--out``
+    and how it is written (resume, overwrite, keep going, budgets; :func:`output_options` reads those)."""
+    _add_identity_options(parser)
+    _add_output_options(parser)
+
+
+def _add_output_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out", required=True, metavar="RECORDS.jsonl", help="where to write the scored records (JSONL)"
     )
@@ -48,7 +55,7 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
 
 
 def output_options(args: argparse.Namespace) -> dict[str, Any]:
-    """score_to_file's keywords from what :func:`add_output_options` parsed, all but ``--out``: resume,
+    """score_to_file's keywords from what :func:`add_scoring_options` parsed, all but ``--out``: resume,
     overwrite, keep_going, and the rollout and call budgets."""
     return {
         "resume": args.resume,
@@ -59,7 +66,7 @@ def output_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def add_identity_options(parser: argparse.ArgumentParser) -> None:
+def _add_identity_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="model name for the records (default: from the input)")
     parser.add_argument("--method", help="method (agent variant) name for the records (default: from the input)")
 

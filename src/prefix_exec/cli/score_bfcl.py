@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from prefix_exec.cli.common import add_identity_options, add_output_options, finish, float_between, output_options
+from prefix_exec.cli.common import add_scoring_options, finish, float_between, output_options
 from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
 from prefix_exec.envs.bfcl.tasks import INSTALL_HINT, load_task
 from prefix_exec.errors import InputError
@@ -66,8 +66,7 @@ def register(benchmarks: Any, name: str) -> None:
         metavar="SECONDS",
         help="wall-clock bound per backend call (default: %(default)s)",
     )
-    add_identity_options(parser)
-    add_output_options(parser)
+    add_scoring_options(parser)
     parser.set_defaults(run=run)
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-from prefix_exec.cli.common import add_identity_options, add_output_options, finish, output_options
+from prefix_exec.cli.common import add_scoring_options, finish, output_options
 from prefix_exec.envs.custom import load_spec
 from prefix_exec.errors import InputError
 from prefix_exec.io import iter_json_lines, rollout_from_json
@@ -28,8 +28,7 @@ def register(benchmarks: Any, name: str) -> None:
     )
     parser.add_argument("--tools", required=True, metavar="SPEC", help="tool spec file (.json, .yaml or .yml)")
     parser.add_argument("rollouts", nargs="+", metavar="ROLLOUTS.jsonl", help="canonical rollout files")
-    add_identity_options(parser)
-    add_output_options(parser)
+    add_scoring_options(parser)
     parser.set_defaults(run=run)
 
 

@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-from prefix_exec.cli.common import add_identity_options, add_output_options, finish, output_options
+from prefix_exec.cli.common import add_scoring_options, finish, output_options
 from prefix_exec.envs.tau import TauEnvironment, load_domain
 from prefix_exec.envs.tau.consistency import Consistency, Disagreement
 from prefix_exec.envs.tau.mismatch import task_mismatch
@@ -36,8 +36,7 @@ def register(benchmarks: Any, name: str) -> None:
         ),
     )
     parser.add_argument("results", nargs="+", metavar="RESULTS.json", help="tau2 results files")
-    add_identity_options(parser)
-    add_output_options(parser)
+    add_scoring_options(parser)
     parser.add_argument(
         "--regrade",
         action="store_true",

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from prefix_exec.cli.common import add_identity_options, add_output_options, finish, float_between, output_options
+from prefix_exec.cli.common import add_scoring_options, finish, float_between, output_options
 from prefix_exec.envs.toolsandbox import recorded_environment
 from prefix_exec.importers.toolsandbox import ImportOptions, read_toolsandbox
 from prefix_exec.replay import Skipped
@@ -55,8 +55,7 @@ def register(benchmarks: Any, name: str) -> None:
         default="flag",
         help="rollouts that hit an environment fault: score and flag them (default), or skip and list them",
     )
-    add_identity_options(parser)
-    add_output_options(parser)
+    add_scoring_options(parser)
     parser.set_defaults(run=run)
 
 
