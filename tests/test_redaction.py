@@ -156,3 +156,20 @@ def test_an_error_quoting_a_secret_url_is_redacted(tmp_path: Path, capsys: pytes
         err = capsys.readouterr().err
         assert "T" in err
         assert "s3cret-pw" not in err
+
+
+def test_scored_records_keep_no_credential_of_their_rollouts_metadata(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ticketing = Path(__file__).resolve().parents[1] / "examples" / "ticketing"
+    rows = [json.loads(line) for line in (ticketing / "rollouts.jsonl").read_text().splitlines()]
+    rows[0].setdefault("metadata", {})["agent"] = {"api_base": "http://alice:s3cret-pw@example.com/v1"}
+    rollouts = tmp_path / "rollouts.jsonl"
+    rollouts.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "records.jsonl"
+    assert main(["score", "custom", "--tools", str(ticketing / "tools.yaml"), str(rollouts), "--out", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "s3cret-pw" not in text
+    assert "http://***@example.com/v1" in text
+    assert len(text.splitlines()) == len(rows)
+    assert "s3cret-pw" not in capsys.readouterr().err

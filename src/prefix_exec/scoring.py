@@ -23,6 +23,7 @@ from prefix_exec.envs.base import Environment
 from prefix_exec.errors import InputError
 from prefix_exec.io import RECORD_KIND, JsonlWriter, completed_keys, record_to_json
 from prefix_exec.jsonl import UnitKey
+from prefix_exec.redaction import redact_json
 from prefix_exec.replay import ReplayError, Skipped, replay
 from prefix_exec.trajectory import PrefixRecord, Rollout
 
@@ -164,7 +165,10 @@ def _score_locked(
             except (ReplayError, InputError, budget.OverBudget) as exc:
                 _skip(report, Skipped(_name(unit), str(exc)), keep_going, log)
                 continue
-            writer.write(record_to_json(record))
+            row = record_to_json(record)
+            if "metadata" in row:  # an input's settings (another tool's api_base) lose URL credentials
+                row["metadata"] = redact_json(row["metadata"])
+            writer.write(row)
             report.written += 1
             report.executable += int(record.executable)
             if on_record is not None:
