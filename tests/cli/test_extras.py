@@ -1,4 +1,6 @@
-"""New-user paths: --version, and a missing optional extra is an exit-2 message naming the extra."""
+"""New-user paths: --version, and a missing optional package is an exit-2 message naming the extra or the
+exact install command (:mod:`prefix_exec.extras`), before anything is written. tests/test_plain_install.py
+does the same in a real plain install."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import pytest
 from ticketing_cli import score_example
 
 from prefix_exec.cli import main
+from prefix_exec.errors import InputError
+from prefix_exec.extras import INSTALL, install_hint, missing_message, require
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -58,3 +62,50 @@ def test_a_missing_module_deep_inside_a_command_names_the_extra(
     err = capsys.readouterr().err
     assert "pip install 'prefix-exec[llm]'" in err
     assert "Traceback" not in err
+
+
+def test_require_names_every_missing_module_and_each_command_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    for module in ("matplotlib", "bfcl_eval", "mpmath"):
+        monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(InputError) as refused:
+        require("numpy", "bfcl_eval", "mpmath", "matplotlib", why="a test", alternative="do without")
+    assert refused.value.message == (
+        "this command needs bfcl_eval, mpmath and matplotlib, which are not installed (a test)"
+    )
+    hint = refused.value.hint or ""
+    assert hint.count("pip install --no-deps bfcl-eval==2026.3.23 mpmath") == 1  # two modules, one command
+    assert hint.endswith("install the 'plot' extra: pip install 'prefix-exec[plot]'; or do without")
+    require("numpy", "json")  # installed: no error
+
+
+def test_every_optional_module_has_an_install_command() -> None:
+    for module in INSTALL:
+        hint = install_hint(module)
+        assert "pip install" in hint or "make setup" in hint, module
+    assert install_hint("matplotlib.pyplot") == install_hint("matplotlib")
+    assert "prefix-exec[tau-sim]" in missing_message(ModuleNotFoundError("x", name="litellm.utils"))
+    assert missing_message(ModuleNotFoundError("x", name="leftpad")) == "a required module is not installed: leftpad"
+
+
+@pytest.mark.parametrize(
+    ("benchmark", "module", "command"),
+    [("bfcl", "bfcl_eval", "pip install --no-deps bfcl-eval"), ("tau", "tau2", "make setup")],
+)
+def test_score_without_its_benchmark_package_writes_nothing(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    benchmark: str,
+    module: str,
+    command: str,
+) -> None:
+    monkeypatch.setitem(sys.modules, module, None)
+    results = tmp_path / "results.json"
+    results.write_text("[]")
+    out = tmp_path / "records.jsonl"
+    assert main(["score", benchmark, str(results), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"this command needs {module}" in err
+    assert command in err
+    assert "Traceback" not in err
+    assert not out.exists()

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from importlib import metadata
 
 from prefix_exec.errors import InputError
+from prefix_exec.extras import missing_message
 from prefix_exec.redaction import redact_text
 
 #: ``score`` subcommands, one module each under ``prefix_exec.cli``: (name, module).
@@ -58,27 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: The extra of ``pip install 'prefix-exec[EXTRA]'`` that brings each optional top-level module.
-EXTRAS = {"matplotlib": "plot", "openai": "llm", "ray": "ray", "litellm": "tau-sim", "pandas": "tau-sim"}
-
-
 def _version() -> str:
     try:
         return metadata.version("prefix-exec")
     except metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree without install
         return "unknown"
-
-
-def missing_extra(exc: ModuleNotFoundError) -> str:
-    """The message for an optional dependency that is not installed, naming the extra that brings it."""
-    module = (exc.name or "").split(".")[0]
-    extra = EXTRAS.get(module)
-    if extra is None:
-        return f"a required module is not installed: {module or exc}"
-    return (
-        f"this command needs {module}, which is not installed; install the '{extra}' extra: "
-        f"pip install 'prefix-exec[{extra}]'"
-    )
 
 
 def os_error(exc: OSError) -> str:
@@ -116,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     except ModuleNotFoundError as exc:
-        print(f"prefix-exec: error: {missing_extra(exc)}", file=sys.stderr)
+        print(f"prefix-exec: error: {missing_message(exc)}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"prefix-exec: error: {os_error(exc)}", file=sys.stderr)

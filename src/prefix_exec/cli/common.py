@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from prefix_exec import budget
-from prefix_exec.errors import InputError
 from prefix_exec.scoring import ScoreReport
 
 
@@ -132,15 +130,3 @@ def condition_pair(text: str) -> str:
     if ":" not in text.strip(":"):
         raise argparse.ArgumentTypeError(f"expected A:B (a model, a method or model/method on each side), got {text!r}")
     return text
-
-
-def require(module: str, *, install: str, alternative: str | None = None) -> None:
-    """Refuse to start (an :class:`InputError`, exit 2) when an optional ``module`` is not installed, before
-    any output is written; ``install`` says how to get it, ``alternative`` how to do without."""
-    try:
-        found = importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        found = False
-    if not found:
-        hint = install + (f"; or {alternative}" if alternative else "")
-        raise InputError(f"this command needs the {module} package, which is not installed", hint=hint)

@@ -7,7 +7,8 @@ import argparse
 import sys
 from typing import Any
 
-from prefix_exec.cli.common import non_negative_int, positive_int, require, resample_count
+from prefix_exec.cli.common import non_negative_int, positive_int, resample_count
+from prefix_exec.extras import require
 
 
 def register(commands: Any, name: str) -> None:
@@ -45,12 +46,7 @@ def register(commands: Any, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from prefix_exec.envs.bfcl.tasks import INSTALL_HINT
-
-    require("bfcl_eval", install=INSTALL_HINT)
-    require(
-        "matplotlib", install="the demo writes the full report; install the plot extra: pip install 'prefix-exec[plot]'"
-    )
+    require("bfcl_eval", "mpmath", "matplotlib", why="the demo scores BFCL tasks and writes the full report")
     from prefix_exec.demo.run import run as run_demo
 
     result = run_demo(args.out, tasks=args.tasks, seed=args.seed, resamples=args.resamples, overwrite=args.overwrite)

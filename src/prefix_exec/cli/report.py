@@ -8,8 +8,9 @@ import sys
 from typing import Any
 
 from prefix_exec import tasksets
-from prefix_exec.cli.common import condition_pair, non_negative_int, require, resample_count
+from prefix_exec.cli.common import condition_pair, non_negative_int, resample_count
 from prefix_exec.coverage import coverage_warnings
+from prefix_exec.extras import require
 from prefix_exec.report import Options, load, write_report
 from prefix_exec.report.build import FORMATS
 from prefix_exec.report.inputs import expand
@@ -95,11 +96,7 @@ def _depths(text: str) -> tuple[int, ...]:
 
 def run(args: argparse.Namespace) -> int:
     if not args.no_plots:
-        require(
-            "matplotlib",
-            install="install the plot extra: pip install 'prefix-exec[plot]'",
-            alternative="pass --no-plots for a report without figures",
-        )
+        require("matplotlib", why="the report's figures", alternative="pass --no-plots for a report without figures")
     records = load(args.inputs)
     for warning in tasksets.check_pooling(
         ((r.dataset, tasksets.task_set_of(r.metadata)) for r in records), allow=args.mix_task_sets

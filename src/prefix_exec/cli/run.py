@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from prefix_exec.cli.common import non_negative_int, positive_int
+from prefix_exec.extras import require
 from prefix_exec.runner.executors import EXECUTORS
 
 EPILOG = """\
@@ -73,6 +74,7 @@ def register(subparsers: Any, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    require("openai", why="the agents call their endpoints with it")
     from prefix_exec.runner.run import run_grid
 
     try:

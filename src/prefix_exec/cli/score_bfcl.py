@@ -12,6 +12,7 @@ from prefix_exec.cli.common import add_scoring_options, finish, float_between, o
 from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
 from prefix_exec.envs.bfcl.tasks import INSTALL_HINT, load_task
 from prefix_exec.errors import InputError
+from prefix_exec.extras import require
 from prefix_exec.importers.bfcl import PROMPTING_Y
 from prefix_exec.replay import ReplayError, Skipped, with_success
 from prefix_exec.scoring import score_to_file
@@ -71,6 +72,7 @@ def register(benchmarks: Any, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    require("bfcl_eval", "mpmath", why="BFCL's tasks and backend classes")
     if bool(args.results) == bool(args.ground_truth):
         raise InputError("give result files or folders, or --ground-truth (not both)")
     try:

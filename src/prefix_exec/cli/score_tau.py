@@ -18,6 +18,7 @@ from prefix_exec.envs.tau.mismatch import task_mismatch
 from prefix_exec.envs.tau.regrade import regrade_files
 from prefix_exec.envs.tau.tasks import check_embedded
 from prefix_exec.errors import InputError
+from prefix_exec.extras import require
 from prefix_exec.importers.tau import TauResults, read_results, with_provenance
 from prefix_exec.io import read_records
 from prefix_exec.replay import Skipped
@@ -68,6 +69,7 @@ def register(benchmarks: Any, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    require("tau2", "loguru", why="tau2's domains replay the calls")
     files: list[TauResults] = []
     units: list[Rollout | Skipped] = []
     for path in args.results:

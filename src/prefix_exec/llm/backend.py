@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+from prefix_exec.extras import install_hint
 from prefix_exec.llm.cache import ResponseCache
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.llm.decode import decode_answer, response_problem
@@ -89,9 +90,7 @@ def _import_openai() -> Any:
     try:
         import openai
     except ImportError:
-        raise ImportError(
-            "running agents needs the openai client: pip install 'prefix-exec[llm]' (or pip install openai)"
-        ) from None
+        raise ImportError(f"running agents needs the openai client: {install_hint('openai')}") from None
     return openai
 
 

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from prefix_exec.extras import install_hint
 from prefix_exec.report.layout import Block, blocks_of, depth_cut, leaderboard_blocks
 from prefix_exec.report.ranking import competition_ranks
 from prefix_exec.summary import ConditionSummary, Summary
@@ -39,7 +40,7 @@ def _pyplot() -> Any:
     try:
         import matplotlib
     except ImportError as exc:
-        raise ImportError("plots need matplotlib: pip install 'prefix-exec[plot]'") from exc
+        raise ImportError(f"plots need matplotlib: {install_hint('matplotlib')}") from exc
     matplotlib.use("Agg")
     matplotlib.rcParams["svg.hashsalt"] = "prefix-exec"
     import matplotlib.pyplot as plt

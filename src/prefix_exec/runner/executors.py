@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec.errors import InputError
+from prefix_exec.extras import install_hint
 from prefix_exec.runner.grid import Grid, Unit
 from prefix_exec.runner.worker import UnitResult, UnitWorker
 
@@ -141,8 +142,7 @@ def run_ray(grid: Grid, cache: Path | None, units: Sequence[Unit], concurrency: 
         import ray
         from ray.exceptions import RayError
     except ImportError:
-        hint = "pip install 'prefix-exec[ray]' (or pip install ray)"
-        raise InputError("--executor ray needs Ray", hint=hint) from None
+        raise InputError("--executor ray needs Ray", hint=install_hint("ray")) from None
     if not ray.is_initialized():
         ray.init(address=os.environ.get("RAY_ADDRESS"), log_to_driver=False)
     gate = ray.remote(num_cpus=0)(_EndpointGate)

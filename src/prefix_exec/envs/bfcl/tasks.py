@@ -19,6 +19,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from prefix_exec.extras import install_hint
+
 #: The four v3 multi-turn categories, in the paper's order.
 CATEGORIES: tuple[str, ...] = ("base", "miss_func", "miss_param", "long_context")
 
@@ -34,7 +36,7 @@ DOC_FILES: Mapping[str, str] = {
     "VehicleControlAPI": "vehicle_control.json",
 }
 
-INSTALL_HINT = "install BFCL's data and backend classes with: pip install --no-deps bfcl-eval==2026.3.23 mpmath"
+INSTALL_HINT = install_hint("bfcl_eval")
 
 
 @dataclass(frozen=True)

