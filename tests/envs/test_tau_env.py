@@ -192,11 +192,7 @@ def test_payment_not_adding_up_is_precondition(airline: TauEnvironment) -> None:
         airline,
         [
             ("user", f"I am {AIRLINE_USER}. Book HAT228 on 2024-05-27 and pay with credit_card_3983998"),
-            (
-                "call",
-                "book_reservation",
-                hat228_booking("credit_card_3983998", 1),
-            ),
+            ("call", "book_reservation", hat228_booking("credit_card_3983998", 1)),
         ],
     )
     assert record.label is FailureLabel.PRECONDITION
