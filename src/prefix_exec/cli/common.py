@@ -7,8 +7,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from prefix_exec import budget
+from prefix_exec import budget, tasksets
 from prefix_exec.scoring import ScoreReport
+from prefix_exec.stats import DEFAULT_RESAMPLES
 
 
 def add_scoring_options(parser: argparse.ArgumentParser) -> None:
@@ -62,6 +63,16 @@ def output_options(args: argparse.Namespace) -> dict[str, Any]:
         "rollout_seconds": args.rollout_budget,
         "call_memory_mb": args.call_memory,
     }
+
+
+def add_summary_options(parser: argparse.ArgumentParser) -> None:
+    """How ``metrics`` and ``report`` summarize records: bootstrap resamples and seed, and whether records of
+    one dataset made on different task sets may pool (:mod:`prefix_exec.tasksets`)."""
+    parser.add_argument(
+        "--resamples", type=resample_count, default=DEFAULT_RESAMPLES, help="bootstrap resamples (default: %(default)s)"
+    )
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed, >= 0 (default: %(default)s)")
+    tasksets.add_option(parser)
 
 
 def _add_identity_options(parser: argparse.ArgumentParser) -> None:

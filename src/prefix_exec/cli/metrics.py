@@ -8,14 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec import tasksets
-from prefix_exec.cli.common import ci_depth, condition_pair, non_negative_int, resample_count
+from prefix_exec.cli.common import add_summary_options, ci_depth, condition_pair
 from prefix_exec.coverage import coverage_warnings
 from prefix_exec.errors import InputError
 from prefix_exec.io import METRIC_FIELDS, read_metric_rows
 from prefix_exec.report.formats import to_csv, to_markdown
 from prefix_exec.report.metric_tables import table2
 from prefix_exec.report.paired import comparison_table, comparisons, resolve_pairs
-from prefix_exec.stats import DEFAULT_RESAMPLES
 from prefix_exec.summary import DEFAULT_CI_DEPTH, PairedComparison, Summary, summarize, to_json
 
 FORMATS = ("csv", "json", "md")
@@ -44,10 +43,7 @@ def register(commands: Any, name: str) -> None:
         ),
     )
     parser.add_argument("records", nargs="+", metavar="RECORDS.jsonl", help="scored records (JSONL)")
-    parser.add_argument(
-        "--resamples", type=resample_count, default=DEFAULT_RESAMPLES, help="bootstrap resamples (default: %(default)s)"
-    )
-    parser.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed (default: %(default)s)")
+    add_summary_options(parser)
     parser.add_argument(
         "--ci-depth",
         type=ci_depth,
@@ -65,7 +61,6 @@ def register(commands: Any, name: str) -> None:
         "is a model, a method or model/method (two methods are compared within each model; repeatable)",
     )
     parser.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")
-    tasksets.add_option(parser)
     parser.set_defaults(run=run)
 
 

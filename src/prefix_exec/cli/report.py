@@ -8,14 +8,13 @@ import sys
 from typing import Any
 
 from prefix_exec import tasksets
-from prefix_exec.cli.common import condition_pair, non_negative_int, resample_count
+from prefix_exec.cli.common import add_summary_options, condition_pair
 from prefix_exec.coverage import coverage_warnings
 from prefix_exec.extras import require
 from prefix_exec.report import Options, load, write_report
 from prefix_exec.report.build import FORMATS
 from prefix_exec.report.inputs import expand
 from prefix_exec.report.metric_tables import DEFAULT_CHECKPOINTS
-from prefix_exec.stats import DEFAULT_RESAMPLES
 
 
 def register(commands: Any, name: str) -> None:
@@ -33,10 +32,7 @@ def register(commands: Any, name: str) -> None:
     )
     parser.add_argument("inputs", nargs="+", metavar="RECORDS_OR_RUN_DIR", help="records JSONL files or run dirs")
     parser.add_argument("--out", required=True, metavar="DIR", help="folder to write the report into")
-    parser.add_argument(
-        "--resamples", type=resample_count, default=DEFAULT_RESAMPLES, help="bootstrap resamples (default: %(default)s)"
-    )
-    parser.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed, >= 0 (default: %(default)s)")
+    add_summary_options(parser)
     parser.add_argument(
         "--format",
         default=",".join(FORMATS),
@@ -72,7 +68,6 @@ def register(commands: Any, name: str) -> None:
         "report listed in its files.json are replaced, others kept)",
     )
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG/SVG plots (no matplotlib needed)")
-    tasksets.add_option(parser)
     parser.set_defaults(run=run)
 
 
