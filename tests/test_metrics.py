@@ -133,3 +133,14 @@ def test_ter_equals_pec_at_a_common_horizon(t0, offsets):
     fed = np.array([1 + (o % (t0 + 1)) for o in offsets])
     T_ = np.full(len(fed), t0)
     assert metrics.ter(fed, T_) == pytest.approx(metrics.pec(fed, T_)[t0 - 1])
+
+
+def test_executable_by_hand():
+    # Executable means FED = T + 1: (1, T 2) no; (3, T 2) yes; (3, T 3) no; (2, T 1) yes; (1, T 1) no.
+    flags = metrics.executable([1, 3, 3, 2, 1], [2, 2, 3, 1, 1])
+    assert flags.dtype == np.bool_
+    assert flags.tolist() == [False, True, False, True, False]
+    assert metrics.executable(FED, T).tolist() == [True, False, False, True]  # A and D
+    assert metrics.executable(FED, T).mean() == metrics.ter(FED, T)
+    with pytest.raises(ValueError, match="fed must lie"):
+        metrics.executable([3], [1])

@@ -107,3 +107,47 @@ def test_every_pec_checkpoint_up_to_ci_depth_has_an_interval_holding_its_point(c
     # replicates are kept for every checkpoint (paired differences use them), and for no deeper one
     pec_replicates = sorted(int(name[4:]) for name in s.replicates[("d", "m", "a")] if name.startswith("PEC@"))
     assert pec_replicates == list(range(1, depth + 1))
+
+
+def test_paired_pec_at_k_is_the_difference_of_the_two_curves_at_depth_k():
+    # Same four tasks for both. a: FED > 1 for 3 of 4, > 2 for 2, > 3 for 1, > 4 for none -> (.75, .5, .25, 0).
+    # b: FED = 2, 3, 5, 2 -> FED > 1 for 4, > 2 for 2 (3, 5), > 3 for 1 (5), > 4 for 1 (5) -> (1, .5, .25, .25).
+    Ts = [3, 2, 4, 1]
+    rows = rows_for("d", "m", "a", [4, 1, 3, 2], Ts, [1, 1, 0, 0])
+    rows += rows_for("d", "m", "b", [2, 3, 5, 2], Ts, [1, 0, 1, 1])
+    s = summarize(rows, resamples=200, seed=3)
+    a, b = ("d", "m", "a"), ("d", "m", "b")
+    assert s.get(*a).PEC == pytest.approx((0.75, 0.5, 0.25, 0.0))
+    assert s.get(*b).PEC == pytest.approx((1.0, 0.5, 0.25, 0.25))
+    (found,) = s.paired("a", "b", ("PEC@1", "PEC@2", "PEC@3", "PEC@4"))
+    points = [found.differences[f"PEC@{k}"].point for k in range(1, 5)]
+    assert points == pytest.approx([-0.25, 0.0, 0.0, -0.25])
+    assert found.common_tasks == 4
+    # The difference's replicates are the two conditions' replicates at the same depth, subtracted.
+    for k in range(1, 5):
+        d = found.differences[f"PEC@{k}"]
+        diff = s.replicates[a][f"PEC@{k}"] - s.replicates[b][f"PEC@{k}"]
+        assert d.low == pytest.approx(np.percentile(diff, 2.5)), k
+        assert d.high == pytest.approx(np.percentile(diff, 97.5)), k
+
+
+def test_paired_differences_over_one_common_task_and_over_none():
+    # a ran t0, t1, t2; b ran t2, t3; c ran t4 only. The only task a and b share is t2, so every difference is
+    # t2's: TER a(t2) = 1 (FED 3 = T + 1), b(t2) = 0 (FED 1); mean FED 3 - 1 = 2; success 0 - 1 = -1. Every
+    # resample that draws t2 gives exactly that (the others are left out), so the interval is one point.
+    rows = rows_for("d", "m", "a", [1, 2, 3], [2, 2, 2], [0, 1, 0], tasks=["t0", "t1", "t2"])
+    rows += rows_for("d", "m", "b", [1, 2], [2, 1], [1, 1], tasks=["t2", "t3"])
+    rows += rows_for("d", "m", "c", [2], [1], [1], tasks=["t4"])
+    s = summarize(rows, resamples=300, seed=4)
+    one = s.compare_conditions(("d", "m", "a"), ("d", "m", "b"), ("TER", "mean_FED", "success", "PEC@1"))
+    assert one.common_tasks == 1
+    expected = {"TER": 1.0, "mean_FED": 2.0, "success": -1.0, "PEC@1": 1.0}
+    for statistic, value in expected.items():
+        d = one.differences[statistic]
+        assert (d.point, d.low, d.high) == pytest.approx((value, value, value)), statistic
+    none = s.compare_conditions(("d", "m", "a"), ("d", "m", "c"), ("TER", "success"))
+    assert none.common_tasks == 0
+    assert none.as_dict()["common_tasks"] == 0
+    for statistic in ("TER", "success"):
+        d = none.differences[statistic]
+        assert np.isnan([d.point, d.low, d.high]).all(), statistic
