@@ -7,6 +7,8 @@ holding a worktree, or at ``PREFIX_EXEC_SHARED_DATA``); they are read in place, 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,12 @@ TICKETING = shared_folder.REPO / "examples" / "ticketing"
 # litellm (tau2's user simulator) fetches a price list from the network on import unless told not to; the
 # tests run with loopback only.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+# ToolSandbox's 1032 scenarios take 15 to 50 s to build, and this process, every spawned worker and every Ray
+# actor would build its own: they share one build through a file in this session's own temporary folder (set
+# here, before anything starts, so all of them inherit it; two copies of the suite never share it).
+_SESSION_TMP = Path(tempfile.mkdtemp(prefix="prefix-exec-tests-"))
+os.environ.setdefault("PREFIX_EXEC_TOOLSANDBOX_SCENARIO_CACHE", str(_SESSION_TMP / "toolsandbox-scenarios.pickle"))
 
 
 @pytest.fixture(scope="session")
@@ -57,3 +65,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             missing.append(f"{module} ({exc})")
     if missing:
         raise pytest.UsageError(f"not installed: {', '.join(missing)}; run 'make setup' first")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    shutil.rmtree(_SESSION_TMP, ignore_errors=True)

@@ -151,3 +151,50 @@ def test_the_paper_sample_is_200_runnable_stratified_scenarios_without_rapid_api
     assert sample == paper_sample(env.scenarios)  # deterministic
     monkeypatch.setenv("RAPID_API_KEY", "k")
     assert len(runnable(env.scenarios)) == 1032
+
+
+def test_the_scenario_cache_builds_once_across_processes_and_rebuilds_a_foreign_or_damaged_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from prefix_exec.envs.toolsandbox import live
+
+    builds: list[int] = []
+
+    def build() -> dict[str, Any]:
+        builds.append(1)
+        return {"wifi_off": len(builds)}
+
+    cache = tmp_path / "cache" / "scenarios.pickle"
+    monkeypatch.setattr(live, "_build_scenarios", build)
+    monkeypatch.setenv(live.SCENARIO_CACHE_ENV, str(cache))
+
+    def fresh() -> dict[str, Any]:
+        monkeypatch.setattr(live, "_SCENARIOS", None)
+        return live.named_scenarios()
+
+    # Two starting together (each its own lock handle, as two processes have): one builds, the other waits and reads.
+    found: list[dict[str, Any]] = []
+    threads = [threading.Thread(target=lambda: found.append(live._cached_scenarios(cache))) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)  # only a bound on a hang
+        assert not thread.is_alive()
+    assert found == [{"wifi_off": 1}, {"wifi_off": 1}]
+    assert len(builds) == 1
+    assert fresh() == {"wifi_off": 1}
+    assert len(builds) == 1
+    assert sorted(p.name for p in cache.parent.iterdir()) == ["scenarios.pickle", "scenarios.pickle.lock"]
+    # A build for another ToolSandbox (another key) is not used, nor is a damaged file: both are built again.
+    monkeypatch.setattr(live, "_scenario_key", lambda: "another ToolSandbox")
+    assert fresh() == {"wifi_off": 2}
+    cache.write_bytes(cache.read_bytes()[:10])
+    assert fresh() == {"wifi_off": 3}
+    assert fresh() == {"wifi_off": 3}
+    # Unset, nothing is written and every process builds its own.
+    monkeypatch.delenv(live.SCENARIO_CACHE_ENV)
+    cache.unlink()
+    assert fresh() == {"wifi_off": 4}
+    assert not cache.exists()

@@ -3,6 +3,7 @@ instance per test session."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,10 @@ from fakes.openai_server import ScriptedServer
 def server() -> Iterator[ScriptedServer]:
     with ScriptedServer(ticketing_agent.respond) as s:
         yield s
+
+
+#: Settings of tests/conftest.py that Ray's workers must see too (the shared ToolSandbox scenario build).
+_SHARED_ENV = {name: os.environ[name] for name in ("PREFIX_EXEC_TOOLSANDBOX_SCENARIO_CACHE",) if name in os.environ}
 
 
 @dataclass(frozen=True)
@@ -44,7 +49,7 @@ def ray_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RaySession
         num_cpus=2,
         include_dashboard=False,
         log_to_driver=False,
-        runtime_env={"env_vars": {"PREFIX_EXEC_TEST_DIE_ONCE": str(die_once)}},
+        runtime_env={"env_vars": {"PREFIX_EXEC_TEST_DIE_ONCE": str(die_once), **_SHARED_ENV}},
     )
     try:
         yield RaySession(ray, die_once)

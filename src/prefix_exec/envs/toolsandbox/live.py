@@ -22,9 +22,15 @@ imported (it pulls in every model provider).
 from __future__ import annotations
 
 import copy
+import fcntl
+import hashlib
 import importlib
+import os
+import pickle
 import random
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -47,6 +53,10 @@ _MODULES = {
     "base": "tool_sandbox.roles.base_role",
     "user": "tool_sandbox.roles.openai_api_user",
 }
+#: A file the built scenarios are kept in (a pickle: name only a folder you own), read instead of building them
+#: again. Building takes 15 to 50 s and every spawned worker or Ray actor builds its own; the test suite points
+#: this at its session's temporary folder so the workers of all its runs share one build. Unset: no cache.
+SCENARIO_CACHE_ENV = "PREFIX_EXEC_TOOLSANDBOX_SCENARIO_CACHE"
 _SCENARIOS: dict[str, Any] | None = None
 
 
@@ -72,14 +82,63 @@ def named_scenarios() -> dict[str, Any]:
     """ToolSandbox's 1032 named scenarios, built once per process with the global RNG seeded as its CLI does."""
     global _SCENARIOS
     if _SCENARIOS is None:
-        backend = toolsandbox("discovery").ToolBackend.DEFAULT
-        state = random.getstate()
-        random.seed(SCENARIO_SEED)
-        try:
-            _SCENARIOS = dict(toolsandbox("scenarios").named_scenarios(preferred_tool_backend=backend))
-        finally:
-            random.setstate(state)  # the rest of the process keeps its own random stream
+        cache = os.environ.get(SCENARIO_CACHE_ENV)
+        _SCENARIOS = _cached_scenarios(Path(cache)) if cache else _build_scenarios()
     return _SCENARIOS
+
+
+def _build_scenarios() -> dict[str, Any]:
+    backend = toolsandbox("discovery").ToolBackend.DEFAULT
+    state = random.getstate()
+    random.seed(SCENARIO_SEED)
+    try:
+        return dict(toolsandbox("scenarios").named_scenarios(preferred_tool_backend=backend))
+    finally:
+        random.setstate(state)  # the rest of the process keeps its own random stream
+
+
+def _scenario_key() -> str:
+    """What the built scenarios depend on: the seed, Python, and the text of ToolSandbox's scenario modules."""
+    digest = hashlib.sha256(f"{SCENARIO_SEED} {sys.version}".encode())
+    folder = Path(str(toolsandbox("scenarios").__file__)).parent
+    for path in sorted(folder.glob("*.py")):
+        digest.update(path.name.encode() + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _cached_scenarios(path: Path) -> dict[str, Any]:
+    """The scenarios from ``path`` when it holds a build of the same key, else built and written there.
+
+    The file is replaced whole, so a reader never sees a partial one; a lock file beside it makes processes
+    that start together wait for one build instead of each building its own.
+    """
+    key = _scenario_key()
+    found = _read_cache(path, key)
+    if found is not None:
+        return found
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = _read_cache(path, key)  # built by another process while this one waited
+        if found is not None:
+            return found
+        scenarios = _build_scenarios()
+        partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        with partial.open("wb") as handle:
+            pickle.dump((key, scenarios), handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(partial, path)
+        return scenarios
+
+
+def _read_cache(path: Path, key: str) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    try:
+        with path.open("rb") as handle:
+            found_key, scenarios = pickle.load(handle)
+    except Exception:  # a damaged or foreign file is built again, never trusted in part
+        return None
+    return dict(scenarios) if found_key == key else None
 
 
 class ToolSandboxSession:
