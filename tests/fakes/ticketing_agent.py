@@ -10,6 +10,7 @@ is selected by the goal text "BROKEN".
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 from fakes.openai_server import text_message, tool_message
@@ -98,3 +99,29 @@ def respond(body: dict[str, Any]) -> dict[str, Any]:
         for n, a in script[step]
     )
     return text_message(blocks)
+
+
+class HoldAfter:
+    """:func:`respond`, except that once ``finished`` units have had their final answer ("Done."), every later
+    request waits until :meth:`release`: a run can then never finish before the test acts on it (a signal, a
+    kill), however slow or fast the machine, and the requests it has in flight hang as a slow model's do.
+    Released, it answers everything at once from then on."""
+
+    def __init__(self, finished: int) -> None:
+        self.left = finished
+        self._released = threading.Event()
+        self._lock = threading.Lock()
+
+    def release(self) -> None:
+        self._released.set()
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            held = self.left <= 0
+        if held:
+            self._released.wait(timeout=600)  # only a bound on a hang: the test releases it
+        message = respond(body)
+        if message.get("content") == "Done.":
+            with self._lock:
+                self.left -= 1
+        return message
