@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
-import os
 import random
+import subprocess
+import sys
 import threading
 from typing import Any
 
@@ -175,7 +175,14 @@ def test_scoped_views_keep_their_cache_entries_apart(tmp_path: Any) -> None:
     assert backend.scope == ""
 
 
-def _open_and_write(path: Any, barrier: Any, results: Any) -> None:
+# Run in a fresh, small interpreter: forking this test process (tau2, Ray, ToolSandbox's scenarios loaded) costs
+# about 0.1 s per child and 120 children, where a bare parent forks them in well under a second.
+CACHE_RACE = """
+import multiprocessing, os, sys
+from pathlib import Path
+from prefix_exec.llm import ResponseCache
+
+def open_and_write(path, barrier, results):
     barrier.wait()
     try:
         cache = ResponseCache(path)
@@ -185,19 +192,28 @@ def _open_and_write(path: Any, barrier: Any, results: Any) -> None:
     except Exception as exc:
         results.put(repr(exc))
 
+if __name__ == "__main__":
+    context = multiprocessing.get_context("fork")
+    for trial in range(10):
+        path = Path(sys.argv[1]) / f"cache{trial}.sqlite"
+        barrier, results = context.Barrier(12), context.Queue()
+        workers = [context.Process(target=open_and_write, args=(path, barrier, results)) for _ in range(12)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        print(trial, sorted(results.get() for _ in workers), flush=True)
+"""
+
 
 @pytest.mark.slow
 def test_many_processes_can_open_one_new_cache(tmp_path: Any) -> None:
     # Ray actors open the run's cache at the same moment; a fresh file's switch to WAL used to fail
     # ("database is locked") in about 1 of 15 such starts of 12 processes.
-    context = multiprocessing.get_context("fork")
+    done = subprocess.run(
+        [sys.executable, "-c", CACHE_RACE, str(tmp_path)], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"{trial} {['ok'] * 12}" for trial in range(10)]
     for trial in range(10):
-        path = tmp_path / f"cache{trial}.sqlite"
-        barrier, results = context.Barrier(12), context.Queue()
-        workers = [context.Process(target=_open_and_write, args=(path, barrier, results)) for _ in range(12)]
-        for w in workers:
-            w.start()
-        for w in workers:
-            w.join()
-        assert [results.get() for _ in workers] == ["ok"] * 12
-        assert len(ResponseCache(path)) == 12 * 20
+        assert len(ResponseCache(tmp_path / f"cache{trial}.sqlite")) == 12 * 20
