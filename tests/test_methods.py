@@ -10,11 +10,19 @@ from prefix_exec.methods import METHODS, Method, method_key, method_of
 
 def test_every_method_has_a_variant_and_the_allow_list_is_the_enum() -> None:
     assert set(VARIANTS) == set(Method)
-    assert METHODS == ("react", "prompt-planning", "plan-conditioned", "dual-loop", "guarded-react")
+    assert METHODS == (
+        "react",
+        "prompt-planning",
+        "plan-conditioned",
+        "dual-loop",
+        "dual-loop-accept-all",
+        "guarded-react",
+    )
     assert [m for m in Method if VARIANTS[m].prepare is not None] == [
         Method.PROMPT_PLANNING,
         Method.PLAN_CONDITIONED,
         Method.DUAL_LOOP,
+        Method.DUAL_LOOP_ACCEPT_ALL,
     ]
     assert [m for m in Method if VARIANTS[m].guarded] == [Method.GUARDED_REACT]
 
@@ -27,6 +35,9 @@ def test_every_method_has_a_variant_and_the_allow_list_is_the_enum() -> None:
         ("Plan-Cond. ReAct", Method.PLAN_CONDITIONED),
         ("plan-conditioned", Method.PLAN_CONDITIONED),
         ("dual-loop [verifier=M, K_val=3]", Method.DUAL_LOOP),
+        ("dual-loop-accept-all", Method.DUAL_LOOP_ACCEPT_ALL),  # the longest matching key wins
+        ("Dual Loop (accept all) [verifier=accept-all, K_val=3]", Method.DUAL_LOOP_ACCEPT_ALL),
+        ("dual-loop-accepted", Method.DUAL_LOOP),
         (" Dual Loop ", Method.DUAL_LOOP),
         ("prompt_planning", Method.PROMPT_PLANNING),
         ("guarded-react", Method.GUARDED_REACT),

@@ -30,6 +30,7 @@ from prefix_exec.trajectory import (
     Rollout,
     ToolCall,
     Verdict,
+    agent_cost,
     excerpt,
 )
 
@@ -332,6 +333,8 @@ def metric_row_from_json(data: Any, *, path: str | None = None, line: int | None
         success=int(_success(f, required=True) or 0),
         label=f.get("label", str, required=False),
         task_set=task_set_of(metadata) if isinstance(metadata := data.get("metadata"), Mapping) else None,
+        # agent telemetry, for the cost columns (checked as a record's is, only when the row has a cost list)
+        agent_cost=agent_cost(cost_from_json(f.sub(c, f"cost[{i}]")) for i, c in enumerate(_list(f, "cost"))),
     )
 
 

@@ -5,7 +5,8 @@ turn is registered in :data:`prefix_exec.agents.variants.VARIANTS`; this module 
 report (which reads method names from records files, written by any tool) needs no agent code.
 
 Records name methods freely (``"Plan-Cond. ReAct"``, ``"dual-loop [verifier=M, K_val=3]"``): :func:`method_of`
-maps such a name onto a variant by its :func:`method_key` prefix, or to ``None``.
+maps such a name onto a variant by its :func:`method_key` prefix, or to ``None``; the longest matching key
+wins, so ``dual-loop-accept-all`` is the control and not ``dual-loop``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ class Method(StrEnum):
     PROMPT_PLANNING = "prompt-planning"
     PLAN_CONDITIONED = "plan-conditioned"
     DUAL_LOOP = "dual-loop"
+    #: The acceptance-wrapper control of the sensitivity study: dual-loop with the verifier replaced by a rule
+    #: that approves every plan (no verifier call, one round).
+    DUAL_LOOP_ACCEPT_ALL = "dual-loop-accept-all"
     GUARDED_REACT = "guarded-react"
 
     @property
@@ -41,10 +45,13 @@ def method_key(name: str) -> str:
 
 
 def method_of(name: str) -> Method | None:
-    """The variant a free-form method name stands for: the first :class:`Method` (in :data:`METHODS` order)
-    whose key, or an alias of it (``plan_cond``), starts the name's :func:`method_key`; ``None`` for none."""
+    """The variant a free-form method name stands for: the :class:`Method` whose key, or an alias of it
+    (``plan_cond``), is the longest that starts the name's :func:`method_key` (``dual_loop_accept_all_x`` is
+    :attr:`Method.DUAL_LOOP_ACCEPT_ALL`, ``dual_loop_x`` :attr:`Method.DUAL_LOOP`); ``None`` for none."""
     key = method_key(name)
+    best: tuple[int, Method] | None = None
     for method in Method:
-        if any(key.startswith(k) for k in (method.key, *_ALIASES.get(method, ()))):
-            return method
-    return None
+        for k in (method.key, *_ALIASES.get(method, ())):
+            if key.startswith(k) and (best is None or len(k) > best[0]):
+                best = (len(k), method)
+    return None if best is None else best[1]

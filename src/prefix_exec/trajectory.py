@@ -114,6 +114,31 @@ class CallCost:
     backoff_s: float = 0.0
 
 
+#: Roles an agent's calls are attributed to; other roles (a user simulator, a judge) are never agent cost.
+AGENT_ROLES = frozenset({"planner", "verifier", "executor"})
+
+
+@dataclass(frozen=True)
+class AgentCost:
+    """A rollout's agent-side cost: ``tokens`` (prompt + completion, which already counts reasoning),
+    ``seconds`` (the sum of the agent calls' latencies: cumulative agent-call latency, not wall time) and
+    ``calls`` (their number)."""
+
+    tokens: int
+    seconds: float
+    calls: int
+
+
+def agent_cost(costs: Iterable[CallCost]) -> AgentCost | None:
+    """The agent-side cost of one rollout's calls (roles in :data:`AGENT_ROLES`); ``None`` without any."""
+    agent = [c for c in costs if c.role in AGENT_ROLES]
+    if not agent:
+        return None
+    return AgentCost(
+        sum(c.prompt_tokens + c.completion_tokens for c in agent), sum(c.latency_s for c in agent), len(agent)
+    )
+
+
 @dataclass(frozen=True)
 class Rollout:
     """A predicted trajectory a_1..a_T plus the benchmark's final success Y.
@@ -259,6 +284,8 @@ class MetricRow:
     label: str | None = None
     #: ``metadata.tau2.task_set`` (:mod:`prefix_exec.tasksets`), when the record says.
     task_set: str | None = None
+    #: The agent-side cost of the rollout, from its ``cost`` list (:func:`agent_cost`), when it has one.
+    agent_cost: AgentCost | None = None
 
 
 def excerpt(result: Any) -> Any:

@@ -1,4 +1,5 @@
-"""Agent variants sharing one executor: react, prompt-planning, plan-conditioned, dual-loop, guarded-react."""
+"""Agent variants sharing one executor: react, prompt-planning, plan-conditioned, dual-loop, its accept-all control,
+guarded-react."""
 
 from prefix_exec.agents.episode import Episode
 from prefix_exec.agents.executor import Executor, TurnResult

@@ -14,6 +14,9 @@ revisions (at most ``k_val`` planner and ``k_val`` verifier calls). Each round u
   use), not sent to the planner; it is counted in ``metadata["verifier_parse_errors"]``;
 - otherwise the verifier's verdict decides: approved ends the loop, rejected goes back to the planner.
 
+The first proposal of a turn is the shared initial plan (:func:`~prefix_exec.agents.plan_conditioned.initial_plan`):
+the same plan the matching ``plan-conditioned`` run and every other verifier setting of this unit start from.
+
 Planner and verifier see the same context (:class:`~prefix_exec.agents.planning.PlanRequest`). Per planned
 turn ``metadata`` records ``plan_approved`` and ``verification_rounds``; a rollout notes ``k_val`` and
 ``verifier_model``. The transcript notes each verifier answer with its round (a re-ask notes the correction);
@@ -26,7 +29,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from prefix_exec.agents.episode import Episode
-from prefix_exec.agents.plan_conditioned import plan_control_text, planner_messages, proposal_inputs, propose
+from prefix_exec.agents.plan_conditioned import initial_plan, plan_control_text, planner_messages, propose
 from prefix_exec.agents.planning import (
     PLAN_FORMAT,
     VERIFIER_FORMAT,
@@ -65,7 +68,7 @@ def notes(agent: Agent) -> Mapping[str, Any]:
 def verified_plan(agent: Agent, episode: Episode, request: PlanRequest) -> tuple[Plan, PlanVerdict]:
     """Propose, verify and revise within ``k_val`` verification rounds (see the module docstring)."""
     base = planner_messages(request)
-    plan = propose(agent, episode, base, proposal_inputs(request))
+    plan = initial_plan(agent, episode, request)
     asked: list[Message] | None = None  # the verifier conversation while re-asking an unreadable answer
     round_ = 0
     while True:

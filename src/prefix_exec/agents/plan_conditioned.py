@@ -4,13 +4,16 @@ The plan is not verified. An answer that fails the structure check (:func:`~pref
 is counted in ``metadata["plan_parse_errors"]`` and handed over as the planner's raw text, labelled as
 unstructured, with the error. The planner (role ``planner``) sees the user's latest message as the goal, the
 tools, the driver's state summary and the earlier turns (:class:`~prefix_exec.agents.planning.PlanRequest`);
-its answer is noted in the transcript with that input. :mod:`~prefix_exec.agents.dual_loop` proposes the same
-way and hands its plan over with :func:`plan_control_text` too.
+its answer is noted in the transcript with that input. A turn's first proposal is the shared initial plan
+(:func:`initial_plan`, :mod:`~prefix_exec.agents.shared_plan`). :mod:`~prefix_exec.agents.dual_loop` and
+:mod:`~prefix_exec.agents.accept_all` propose the same way and hand their plan over with
+:func:`plan_control_text` too.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from prefix_exec.agents.episode import Episode
 from prefix_exec.agents.planning import (
@@ -23,7 +26,8 @@ from prefix_exec.agents.planning import (
     clip,
     parse_plan,
 )
-from prefix_exec.llm.types import Message
+from prefix_exec.agents.shared_plan import GENERATED, SHARED, SharedPlan
+from prefix_exec.llm.types import Completion, Message
 
 if TYPE_CHECKING:
     from prefix_exec.agents.variants import Agent
@@ -38,17 +42,57 @@ PLANNER_SYSTEM = (
 
 
 def prepare(agent: Agent, episode: Episode, request: PlanRequest) -> None:
-    """Propose a plan and hand it to the executor with the user's message."""
-    control = plan_control_text(propose(agent, episode, planner_messages(request), proposal_inputs(request)), None)
+    """Propose a plan (the turn's shared initial plan) and hand it to the executor with the user's message."""
+    control = plan_control_text(initial_plan(agent, episode, request), None)
     episode.say({"role": "user", "content": f"{request.goal}\n\n{control}"})
 
 
+def initial_plan(agent: Agent, episode: Episode, request: PlanRequest) -> Plan:
+    """The turn's first proposal, shared through ``agent.plans`` (:mod:`~prefix_exec.agents.shared_plan`):
+    the stored plan for this turn and planner request when there is one, else one planner call, stored. The
+    plan's digest, source and maker are recorded per planned turn, and the transcript note says the same."""
+    messages = planner_messages(request)
+    asked: list[tuple[Completion, SharedPlan]] = []
+
+    def make() -> SharedPlan:
+        done = agent.planner.complete(messages, (), role="planner")
+        asked.append((done, SharedPlan(done.content or "", done.cost, agent.method.value)))
+        return asked[0][1]
+
+    book = agent.plans
+    stored = make() if book is None else book.obtain(request.turn, agent.planner.request_digest(messages), make)
+    made = bool(asked) and stored is asked[0][1]
+    if made:
+        episode.charge(asked[0][0])
+    else:  # the book's plan, charged as it was made (and a call whose answer lost a race, counted)
+        episode.cost.append(stored.cost)
+        if asked:
+            episode.count("plans_discarded")
+    source = GENERATED if made else SHARED
+    episode.record("plan_digest", stored.digest)
+    episode.record("plan_source", source)
+    episode.record("plan_generated_by", stored.generated_by)
+    shared = {"digest": stored.digest, "source": source, "generated_by": stored.generated_by}
+    return decoded(episode, stored.content, proposal_inputs(request), shared)
+
+
 def propose(agent: Agent, episode: Episode, messages: list[Message], inputs: dict[str, str]) -> Plan:
-    """One planner call on ``messages``: the decoded plan, noted in the transcript with ``inputs`` and counted."""
+    """One planner call on ``messages`` (a revision): the decoded plan, noted with ``inputs`` and counted."""
     done = agent.planner.complete(messages, (), role="planner")
     episode.charge(done)
-    plan = parse_plan(done.content)
-    episode.note("planner", {"input": inputs, "content": done.content, "parse_error": plan.parse_error})
+    return decoded(episode, done.content, inputs)
+
+
+def decoded(
+    episode: Episode, content: str | None, inputs: Mapping[str, str], shared: Mapping[str, Any] | None = None
+) -> Plan:
+    """A planner answer decoded, noted in the transcript with its ``inputs`` (and, for an initial plan, its
+    ``shared`` digest, source and maker) and counted in ``plans`` / ``plan_parse_errors``."""
+    plan = parse_plan(content)
+    note: dict[str, Any] = {"input": dict(inputs), "content": content, "parse_error": plan.parse_error}
+    if shared is not None:
+        note["plan"] = dict(shared)
+    episode.note("planner", note)
     episode.count("plans")
     if plan.parse_error is not None:
         episode.count("plan_parse_errors")

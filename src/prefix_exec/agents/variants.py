@@ -8,6 +8,8 @@
                     unverified (:mod:`~prefix_exec.agents.plan_conditioned`).
 ``dual-loop``       the planner proposes, an LLM verifier checks and the planner revises, within the
                     validation budget ``k_val`` (:mod:`~prefix_exec.agents.dual_loop`).
+``dual-loop-accept-all`` the control: dual-loop with the verifier replaced by a rule that approves every
+                    plan in one round, no verifier call (:mod:`~prefix_exec.agents.accept_all`).
 ``guarded-react``   ``react`` with the runtime guard: calls the environment would reject are not executed and
                     the verdict goes back to the model.
 =================== ===============================================================================
@@ -20,11 +22,17 @@ Planner and verifier see the same context: the user's latest message as the goal
 state summary, and the earlier turns (user messages and the agent's final answers, clipped; see
 :func:`~prefix_exec.agents.planning.history_text`).
 
-Metadata per planned turn (lists in turn order, aligned with ``planned_turns``): ``plan_approved`` and
-``verification_rounds`` (dual-loop). Counts: ``plans`` (planner calls), ``plan_parse_errors``,
-``verifier_parse_errors``. The transcript notes each planner/verifier answer with its input: the first
-proposal of a turn notes the goal, state and history; a revision notes the feedback; a verifier re-ask notes
-the correction (each clipped to :data:`~prefix_exec.agents.planning.NOTE_CHARS` characters).
+A turn's first proposal is shared by the planning variants of one unit of work (``plan-conditioned``,
+``dual-loop``, ``dual-loop-accept-all``) through the agent's :class:`~prefix_exec.agents.shared_plan.PlanBook`
+(``plans``; the runner gives each unit the run's plan store), see :mod:`~prefix_exec.agents.shared_plan`.
+
+Metadata per planned turn (lists in turn order, aligned with ``planned_turns``): ``plan_digest``, ``plan_source``
+and ``plan_generated_by`` (the initial plan), ``plan_approved`` and ``verification_rounds`` (dual-loop and its
+control). Counts: ``plans`` (proposals: planner calls and shared initial plans), ``plan_parse_errors``,
+``verifier_parse_errors``, ``plans_discarded``. The transcript notes each planner/verifier answer with its input:
+the first proposal of a turn notes the goal, state and history (and the plan's digest, source and maker); a
+revision notes the feedback; a verifier re-ask notes the correction (each clipped to
+:data:`~prefix_exec.agents.planning.NOTE_CHARS` characters).
 
 Planner and verifier calls are cost (roles ``planner``/``verifier``), never actions, and never count in a
 turn's budget (:mod:`~prefix_exec.agents.budget`).
@@ -36,11 +44,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from prefix_exec.agents import dual_loop, plan_conditioned, prompt_planning
+from prefix_exec.agents import accept_all, dual_loop, plan_conditioned, prompt_planning
 from prefix_exec.agents.budget import TurnBudget
 from prefix_exec.agents.episode import Episode
 from prefix_exec.agents.executor import Executor, TurnResult
 from prefix_exec.agents.planning import PlanRequest, history_text
+from prefix_exec.agents.shared_plan import PlanBook
 from prefix_exec.envs.base import Session
 from prefix_exec.llm.backend import ChatBackend
 from prefix_exec.llm.types import ToolSchema
@@ -72,6 +81,7 @@ VARIANTS: Mapping[Method, Variant] = {
     Method.PROMPT_PLANNING: Variant(prompt_planning.prepare),
     Method.PLAN_CONDITIONED: Variant(plan_conditioned.prepare),
     Method.DUAL_LOOP: Variant(dual_loop.prepare, notes=dual_loop.notes),
+    Method.DUAL_LOOP_ACCEPT_ALL: Variant(accept_all.prepare, notes=accept_all.notes),
     Method.GUARDED_REACT: Variant(guarded=True),
 }
 
@@ -92,7 +102,8 @@ class AgentSettings:
 
 
 class Agent:
-    """A variant bound to its backends. ``planner``/``verifier`` default to the executor's backend."""
+    """A variant bound to its backends. ``planner``/``verifier`` default to the executor's backend. ``plans``
+    is the book of this unit's shared initial plans (``None``: every initial plan is asked for)."""
 
     def __init__(
         self,
@@ -102,6 +113,7 @@ class Agent:
         planner: ChatBackend | None = None,
         verifier: ChatBackend | None = None,
         settings: AgentSettings = AgentSettings(),
+        plans: PlanBook | None = None,
     ) -> None:
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
@@ -118,6 +130,7 @@ class Agent:
         )
         self.planner = planner or executor
         self.verifier = verifier or executor
+        self.plans = plans
 
     def start(self, system: str, tools: list[ToolSchema]) -> Episode:
         episode = Episode(system=system, tools=list(tools))
@@ -149,7 +162,7 @@ class Agent:
         prepare = self.variant.prepare if plan else None
         if prepare is not None:
             episode.record("planned_turns", turn)
-            request = PlanRequest(content, episode.tools, state, history_text(episode.history), policy)
+            request = PlanRequest(content, episode.tools, state, history_text(episode.history), policy, turn)
             prepare(self, episode, request)
         else:
             episode.say({"role": "user", "content": content})

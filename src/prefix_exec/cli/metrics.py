@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,20 +14,37 @@ from prefix_exec.cli.common import add_summary_options, ci_depth, condition_pair
 from prefix_exec.coverage import coverage_warnings
 from prefix_exec.errors import InputError
 from prefix_exec.io import METRIC_FIELDS, read_metric_rows
+from prefix_exec.report.cost import row_costs
 from prefix_exec.report.formats import to_csv, to_markdown
 from prefix_exec.report.metric_tables import table2
-from prefix_exec.report.paired import comparison_table, comparisons, resolve_pairs
+from prefix_exec.report.paired import (
+    SensitivityRow,
+    comparison_table,
+    comparisons,
+    resolve_pairs,
+    sensitivity_rows,
+    sensitivity_table,
+)
 from prefix_exec.summary import DEFAULT_CI_DEPTH, PairedComparison, Summary, summarize, to_json
 
 FORMATS = ("csv", "json", "md")
 
 
-def render(summary: Summary, found: list[PairedComparison] | None, fmt: str) -> str:
-    """The summary in ``fmt``: JSON (:func:`~prefix_exec.summary.to_json`), or Table 2 and the paired
-    differences as Markdown or CSV (the report's tables and renderers, without links)."""
+def render(
+    summary: Summary, found: list[PairedComparison] | None, fmt: str, sensitivity: Sequence[SensitivityRow] = ()
+) -> str:
+    """The summary in ``fmt``: JSON (:func:`~prefix_exec.summary.to_json`, plus ``sensitivity`` when there are
+    F.3 rows), or Table 2, the paired differences and the sensitivity table as Markdown or CSV (the report's
+    tables and renderers, without links)."""
     if fmt == "json":
-        return to_json(summary, found)
+        text = to_json(summary, found)
+        if not sensitivity:
+            return text
+        doc = json.loads(text)
+        doc["sensitivity"] = [row.as_dict() for row in sensitivity]
+        return json.dumps(doc, indent=2)
     tables = [table2(summary)] + ([comparison_table(found)] if found else [])
+    tables += [sensitivity_table(sensitivity)] if sensitivity else []
     if fmt == "csv":
         return "\n".join(to_csv(t) for t in tables)
     return "\n".join(to_markdown(t) for t in tables)
@@ -76,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     found = None
     if args.compare:
         found = comparisons(summary, resolve_pairs(summary, args.compare, option="--compare"))
-    text = render(summary, found, args.format)
+    text = render(summary, found, args.format, sensitivity_rows(summary, row_costs(rows)))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text, encoding="utf-8", errors="backslashreplace")

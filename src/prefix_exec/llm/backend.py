@@ -33,7 +33,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from prefix_exec.extras import install_hint
-from prefix_exec.llm.cache import ResponseCache
+from prefix_exec.llm.cache import ResponseCache, request_key
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.llm.decode import decode_answer, response_problem
 from prefix_exec.llm.textcalls import with_tools_prompt
@@ -181,6 +181,14 @@ class ChatBackend:
                 self._tools.refusal = message[:300]
                 return self._complete(messages, tools, role)
             raise BackendError(f"{self._where()}: bad request: {exc}") from None
+
+    def request_digest(self, messages: Sequence[Message], tools: Sequence[ToolSchema] = ()) -> str:
+        """SHA-256 (hex) of everything that determines this model's answer to ``messages``: the endpoint URL
+        (without credentials), the tool mode, the model, the decoding settings, the seed and the messages. Unlike
+        the response cache's key it leaves out :attr:`scope`, so two units asking the same thing agree on it
+        (the plan store keys initial plans by it)."""
+        request = self._request(messages, tools)
+        return request_key({"base_url": redact_url(self.config.base_url), "text_mode": self.text_mode, **request})
 
     def _where(self) -> str:
         return f"{self.config.model} at {redact_url(self.config.base_url)}"

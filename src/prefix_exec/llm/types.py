@@ -10,12 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from prefix_exec.trajectory import AGENT_ROLES as AGENT_ROLES
 from prefix_exec.trajectory import CallCost, ToolCall
 
 Message = dict[str, Any]
-
-#: Roles an agent's calls are attributed to; other roles (a user simulator, a judge) are never agent cost.
-AGENT_ROLES = ("planner", "verifier", "executor")
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from prefix_exec.report import plots
 from prefix_exec.report.cells import Table
-from prefix_exec.report.cost import cost_tables
+from prefix_exec.report.cost import condition_costs, cost_tables
 from prefix_exec.report.formats import RENDERERS
 from prefix_exec.report.html import Section, render
 from prefix_exec.report.inputs import is_synthetic, metric_rows
@@ -16,7 +16,7 @@ from prefix_exec.report.layout import Anchors, leaderboard_blocks
 from prefix_exec.report.leaderboard import against_reference, check_reference, leaderboard
 from prefix_exec.report.metric_tables import DEFAULT_CHECKPOINTS, checkpoints, decomposition, label_counts, table2
 from prefix_exec.report.outdir import OutputFolder
-from prefix_exec.report.paired import paired_differences, resolve_pairs
+from prefix_exec.report.paired import paired_differences, resolve_pairs, sensitivity_rows, sensitivity_table
 from prefix_exec.report.ranking import ranking, ranking_agreement
 from prefix_exec.stats import DEFAULT_RESAMPLES
 from prefix_exec.summary import DEFAULT_CI_DEPTH, Condition, Summary, summarize, to_json
@@ -90,6 +90,18 @@ def build_tables(
     ]
     if costs:
         sections.append(Section("cost", "Cost", costs))
+    sensitivity = sensitivity_rows(summary, condition_costs(records))
+    if sensitivity:
+        sections.append(
+            Section(
+                "sensitivity",
+                "Sensitivity controls (Table F.3)",
+                [sensitivity_table(sensitivity, anchors)],
+                lead="Where a block holds the dual-loop-accept-all control: the effect of verification "
+                "(dual-loop − control) apart from that of the dual-loop wrapper (control − plan-conditioned), "
+                "on the same initial plans.",
+            )
+        )
     return sections
 
 

@@ -21,9 +21,9 @@ from prefix_exec.report.cells import Cell, Table, estimate_cell, number_cell, te
 from prefix_exec.report.inputs import verifier_setting
 from prefix_exec.report.layout import Anchors, blocks_of, is_dual_loop, is_plan_conditioned, tagged_rows
 from prefix_exec.summary import Condition, ConditionSummary, Summary
-from prefix_exec.trajectory import PrefixRecord
+from prefix_exec.trajectory import AGENT_ROLES, AgentCost, MetricRow, PrefixRecord, agent_cost
 
-AGENT_ROLES = frozenset({"planner", "verifier", "executor"})
+__all__ = ["AGENT_ROLES", "ConditionCost", "condition_costs", "cost_tables", "row_costs"]
 
 
 @dataclass(frozen=True)
@@ -37,16 +37,25 @@ class ConditionCost:
 
 
 def condition_costs(records: Iterable[PrefixRecord]) -> dict[Condition, ConditionCost]:
+    """Mean agent cost per condition of ``records`` (rollouts without agent telemetry left out)."""
+    return mean_costs(((r.dataset, r.model, r.method), agent_cost(r.cost)) for r in records)
+
+
+def row_costs(rows: Iterable[MetricRow]) -> dict[Condition, ConditionCost]:
+    """:func:`condition_costs` of metric rows (``prefix-exec metrics``), from their :attr:`MetricRow.agent_cost`."""
+    return mean_costs(((r.dataset, r.model, r.method), r.agent_cost) for r in rows)
+
+
+def mean_costs(found: Iterable[tuple[Condition, AgentCost | None]]) -> dict[Condition, ConditionCost]:
     sums: dict[Condition, list[float]] = defaultdict(lambda: [0, 0.0, 0.0, 0.0])
-    for r in records:
-        agent = [c for c in r.cost if c.role in AGENT_ROLES]
-        if not agent:
+    for condition, cost in found:
+        if cost is None:
             continue
-        s = sums[(r.dataset, r.model, r.method)]
+        s = sums[condition]
         s[0] += 1
-        s[1] += sum(c.prompt_tokens + c.completion_tokens for c in agent)
-        s[2] += sum(c.latency_s for c in agent)
-        s[3] += len(agent)
+        s[1] += cost.tokens
+        s[2] += cost.seconds
+        s[3] += cost.calls
     return {k: ConditionCost(int(n), tok / n, lat / n, calls / n) for k, (n, tok, lat, calls) in sums.items()}
 
 

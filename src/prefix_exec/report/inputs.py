@@ -55,8 +55,9 @@ def load(paths: Sequence[str | Path]) -> list[PrefixRecord]:
 
 
 def verifier_setting(record: PrefixRecord) -> tuple[str, str] | None:
-    """``(verifier model, K_val)`` from ``metadata.verifier_model`` and ``metadata.k_val`` (or ``K_val``)."""
-    model = record.metadata.get("verifier_model")
+    """``(verifier model, K_val)`` from ``metadata.verifier_model`` (or ``verifier_rule``: the accept-all control's
+    ``accept-all``) and ``metadata.k_val`` (or ``K_val``)."""
+    model = record.metadata.get("verifier_model", record.metadata.get("verifier_rule"))
     k_val = record.metadata.get("k_val", record.metadata.get("K_val"))
     if model is None and k_val is None:
         return None

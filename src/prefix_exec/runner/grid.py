@@ -24,6 +24,7 @@ from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.methods import METHODS
 from prefix_exec.redaction import redact_url
 from prefix_exec.runner.credentials import URL_ENV, endpoint_url
+from prefix_exec.runner.plan_store import PLANS
 
 #: Upper bounds of a grid, each with a clear message: trials, agent step settings, a dataset's sample, the
 #: expanded units, and the grid file's size.
@@ -90,6 +91,17 @@ class Grid:
     base_dir: Path = Path(".")
     #: The run directory while ``prefix-exec run`` runs the grid (drivers that write files put them there).
     run_dir: Path | None = None
+    #: ``[run] plans``: the shared initial plans' store (:mod:`~prefix_exec.runner.plan_store`), resolved;
+    #: ``None``: the run directory's own ``plans.sqlite``.
+    plans: Path | None = None
+
+    @property
+    def plan_store(self) -> Path | None:
+        """Where the units' shared initial plans are kept: ``plans``, else the run directory's
+        ``plans.sqlite`` (``None`` outside a run: nothing is shared)."""
+        if self.plans is not None:
+            return self.plans
+        return self.run_dir / PLANS if self.run_dir is not None else None
 
     def model(self, name: str) -> ModelSpec:
         return next(m for m in self.models if m.name == name)
@@ -222,12 +234,19 @@ def parse_grid(data: Mapping[str, Any], *, base_dir: Path) -> Grid:
     datasets = tuple(_dataset(d, i) for i, d in enumerate(_list(data, "datasets", dict)))
     _unique([d.name for d in datasets], "datasets", what="dataset name")
     run = _table(data, "run")
-    unknown = sorted(set(run) - {"cache"})
+    unknown = sorted(set(run) - {"cache", "plans"})
     if unknown:
-        raise InputError(f"unknown key {unknown[0]!r}", field=f"run.{unknown[0]}", hint="known: cache")
+        raise InputError(f"unknown key {unknown[0]!r}", field=f"run.{unknown[0]}", hint="known: cache, plans")
     cache = run.get("cache", True)
     if not isinstance(cache, bool):
         raise InputError("must be true or false", field="run.cache")
+    plans = run.get("plans")
+    if plans is not None and (not isinstance(plans, str) or not plans.strip()):
+        raise InputError(
+            f"must be a file path, got {plans!r:.60}",
+            field="run.plans",
+            hint="the plans.sqlite of the run whose initial plans this one reuses",
+        )
     trials = integer_at_least(data.get("trials", 1), "trials", minimum=1, maximum=MAX_TRIALS)
     seed = integer_at_least(data.get("seed", 0), "seed", minimum=0, maximum=2**63 - 1)
     return Grid(
@@ -240,7 +259,13 @@ def parse_grid(data: Mapping[str, Any], *, base_dir: Path) -> Grid:
         verifier_model=verifier,
         cache=cache,
         base_dir=base_dir,
+        plans=None if plans is None else _under(base_dir, plans),
     )
+
+
+def _under(base_dir: Path, path: str) -> Path:
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else base_dir / p
 
 
 def integer_at_least(value: Any, where: str, *, minimum: int, maximum: int | None = None) -> int:

@@ -1,11 +1,11 @@
 """Run a grid into a run directory, resumably.
 
-``RUN_DIR`` holds ``rollouts.jsonl`` (canonical rollouts with transcript and cost), ``records.jsonl`` (the
-same rollouts scored by :func:`prefix_exec.replay.replay`), ``failures.jsonl`` (units that raised, with
-the error; ``--resume`` retries them, and the file keeps only units that still fail), ``cache.sqlite`` (LLM
-responses), ``grid.toml`` (a copy that resolves paths as the original, its URLs without credentials: see
-:mod:`.credentials`) and ``settings.json`` (what shapes
-the rollouts: ``--resume`` refuses a grid whose settings differ).
+``RUN_DIR`` holds ``rollouts.jsonl`` (canonical rollouts with transcript and cost), ``records.jsonl`` (the same
+rollouts scored by :func:`prefix_exec.replay.replay`), ``failures.jsonl`` (units that raised, with the error;
+``--resume`` retries them, and the file keeps only units that still fail), ``cache.sqlite`` (LLM responses),
+``plans.sqlite`` (the shared initial plans, :mod:`~prefix_exec.runner.plan_store`), ``grid.toml`` (a copy that
+resolves paths as the original, its URLs without credentials: see :mod:`.credentials`) and ``settings.json``
+(what shapes the rollouts: ``--resume`` refuses a grid whose settings differ).
 
 Only this process writes, one fsynced line per finished unit: the rollout first, then its record. A lock
 keeps a second run out of the directory. A kill -9 loses the units in flight and nothing else. On
@@ -39,6 +39,7 @@ from prefix_exec.runner.credentials import needs_redaction, write_grid_copy
 from prefix_exec.runner.datasets import make_driver
 from prefix_exec.runner.executors import execute
 from prefix_exec.runner.grid import Grid, Unit, expand, load_grid, select_tasks
+from prefix_exec.runner.plan_store import PLANS, PlanStore
 from prefix_exec.runner.progress import Progress
 from prefix_exec.runner.worker import UnitResult
 
@@ -142,6 +143,8 @@ def run_grid(
         cache = out / CACHE if grid.cache else None
         if cache is not None:
             open_cache(cache)  # create it here, once, before workers open it concurrently
+        if grid.plan_store is not None:
+            PlanStore(grid.plan_store)  # likewise; a file that is not a plan store is an input error here
         with (
             JsonlWriter(rollouts_path, append=True) as rollouts,
             JsonlWriter(records_path, append=True) as records,
@@ -176,7 +179,7 @@ def run_grid(
 
 
 #: The files a run directory may hold (and their temporary and journal siblings).
-RUN_FILES = (ROLLOUTS, RECORDS, FAILURES, CACHE, GRID_COPY, SETTINGS, LOCK)
+RUN_FILES = (ROLLOUTS, RECORDS, FAILURES, CACHE, PLANS, GRID_COPY, SETTINGS, LOCK)
 
 
 def check_run_directory(out: Path) -> None:

@@ -1,8 +1,9 @@
 """Runs work units: one worker per thread (local) or per process (Ray), each with its own environments.
 
-A worker builds each dataset's driver and each (model, trial) backend once and reuses them. ``run`` returns
-plain JSON-able rows so results cross process boundaries unchanged: the canonical rollout and the record
-replay gives it, or the error that stopped the unit (a failed unit is retried by ``--resume``).
+A worker builds each dataset's driver and each (model, trial) backend once and reuses them, and gives each
+unit's agent the plan store's book of that unit's (dataset, task, model, trial): the shared initial plans.
+``run`` returns plain JSON-able rows so results cross process boundaries unchanged: the canonical rollout and
+the record replay gives it, or the error that stopped the unit (a failed unit is retried by ``--resume``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from prefix_exec.redaction import redact_text
 from prefix_exec.replay import replay
 from prefix_exec.runner.datasets import make_driver
 from prefix_exec.runner.grid import Grid, Unit, decoding
+from prefix_exec.runner.plan_store import PlanStore
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class UnitWorker:
         self.grid = grid
         self.gates = dict(gates or {})
         self.cache = ResponseCache(cache_path) if cache_path is not None else None
+        self.plans = PlanStore(grid.plan_store) if grid.plan_store is not None else None
         self._drivers: dict[str, Driver] = {}
         self._backends: dict[tuple[str, int], ChatBackend] = {}
 
@@ -71,7 +74,9 @@ class UnitWorker:
         verifier = (
             self.backend(self.grid.verifier_model, unit.trial).scoped(scope) if self.grid.verifier_model else None
         )
-        return Agent(unit.method, executor, verifier=verifier, settings=self.grid.agent)
+        store = self.plans
+        plans = None if store is None else store.for_unit(unit.dataset, unit.task_id, unit.model, unit.trial)
+        return Agent(unit.method, executor, verifier=verifier, settings=self.grid.agent, plans=plans)
 
     def run(self, unit: Unit) -> UnitResult:
         started = time.perf_counter()

@@ -1,0 +1,186 @@
+"""The run's store of shared initial plans (``plans.sqlite``): one per (dataset, task, model, trial, turn, request).
+
+:mod:`prefix_exec.agents.shared_plan` says what is shared and why. The worker hands each unit the
+:class:`UnitPlans` of its (dataset, task, model, trial), so ``plan-conditioned``, ``dual-loop`` and
+``dual-loop-accept-all`` of one task start every planned turn from the same plan. By default the store is the
+run directory's ``plans.sqlite``; ``[run] plans = "PATH"`` in the grid names another file, so that a verifier
+rerun in a run directory of its own (another ``k_val`` or ``verifier_model``) reuses the first run's plans.
+
+The store keeps what it is given: a plan is written once and never replaced; ``--resume`` finds it again. While
+one unit asks the planner for a plan, the others that need the same plan wait for it (:meth:`PlanStore.making`:
+thread locks and a record lock on ``plans.sqlite.lock``), so the planner is asked once per plan; units on other
+machines sharing the file may race, and then the first plan stored wins. Each row holds the key fields in the
+clear, the planner request's digest, the planner's answer, the cost of the call that made it (JSON) and the
+method of the unit that made it. The file is safe for several threads and processes, as the response cache
+(WAL journal, a busy timeout, one short transaction per access).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from prefix_exec.agents.shared_plan import KeyedLocks, SharedPlan
+from prefix_exec.errors import InputError
+from prefix_exec.io import cost_to_json
+from prefix_exec.jsonl import dumps
+from prefix_exec.trajectory import CallCost
+
+#: The store's file name in a run directory.
+PLANS = "plans.sqlite"
+#: The threads of this process making a plan, by (store path, key); every worker's store object shares them.
+_THREAD_LOCKS = KeyedLocks()
+#: Record locks are taken on byte (key hash mod this) of the lock file.
+_LOCK_BYTES = 1 << 20
+_COLUMNS = "dataset, task_id, model, trial, turn, request"
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS plans (dataset TEXT NOT NULL, task_id TEXT NOT NULL, model TEXT NOT NULL, "
+    "trial INTEGER NOT NULL, turn INTEGER NOT NULL, request TEXT NOT NULL, content TEXT NOT NULL, "
+    f"cost TEXT NOT NULL, generated_by TEXT NOT NULL, PRIMARY KEY ({_COLUMNS}))"
+)
+
+
+class PlanStore:
+    """Shared initial plans in a SQLite file; :meth:`for_unit` gives one unit's :class:`UnitPlans`.
+
+    Opening a file that is not such a store is an :class:`~prefix_exec.errors.InputError` naming it."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        try:
+            self._setup()
+        except sqlite3.DatabaseError as exc:
+            raise InputError(
+                f"the plan store cannot be opened: {exc}",
+                path=self.path,
+                hint="it holds the run's shared initial plans; delete it only to have every plan asked again",
+            ) from None
+
+    def _setup(self) -> None:
+        # As for the response cache: several workers switching a fresh file to WAL at once retry.
+        for attempt in range(1, 41):
+            try:
+                with self._connect() as db:
+                    if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                        db.execute("PRAGMA journal_mode=WAL")
+                    db.execute(_SCHEMA)
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == 40:
+                    raise
+                time.sleep(0.025 * attempt)
+
+    def _connect(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, timeout=30.0)
+            db.execute("PRAGMA synchronous=NORMAL")
+            self._local.db = db
+        return db
+
+    def get(self, key: tuple[str, str, str, int, int, str]) -> SharedPlan | None:
+        """The plan stored under ``(dataset, task_id, model, trial, turn, request digest)``, or ``None``."""
+        where = " AND ".join(f"{c.strip()} = ?" for c in _COLUMNS.split(","))
+        row = self._connect().execute(f"SELECT content, cost, generated_by FROM plans WHERE {where}", key).fetchone()
+        return None if row is None else _plan(self.path, key, row)
+
+    def put(self, key: tuple[str, str, str, int, int, str], plan: SharedPlan) -> SharedPlan:
+        """Store ``plan`` under ``key`` unless a plan is there; return ``plan`` when stored, else the stored one."""
+        with self._connect() as db:
+            inserted = db.execute(
+                f"INSERT OR IGNORE INTO plans ({_COLUMNS}, content, cost, generated_by) VALUES ({', '.join('?' * 9)})",
+                (*key, json.dumps(plan.content), dumps(cost_to_json(plan.cost)), plan.generated_by),
+            ).rowcount
+        if inserted:
+            return plan
+        stored = self.get(key)
+        if stored is None:  # pragma: no cover - a row is never deleted
+            raise RuntimeError(f"{self.path}: a plan vanished after a conflicting insert")
+        return stored
+
+    @contextlib.contextmanager
+    def making(self, key: tuple[str, str, str, int, int, str]) -> Iterator[None]:
+        """Held while the plan of ``key`` is looked up and, if missing, made: a lock per key for the threads of
+        this process, and a POSIX record lock on one byte of ``plans.sqlite.lock`` (chosen by the key's hash)
+        for the processes on this machine (process pools, local Ray workers). Two keys rarely share a byte;
+        when they do, one waits for the other's planner call, which is harmless."""
+        with _THREAD_LOCKS((str(self.path), key)):
+            byte = int.from_bytes(hashlib.sha256(json.dumps(list(key)).encode()).digest()[:4], "big") % _LOCK_BYTES
+            with open(self.path.with_name(self.path.name + ".lock"), "a+b") as handle:
+                fcntl.lockf(handle, fcntl.LOCK_EX, 1, byte)
+                try:
+                    yield
+                finally:
+                    fcntl.lockf(handle, fcntl.LOCK_UN, 1, byte)
+
+    def __len__(self) -> int:
+        return int(self._connect().execute("SELECT COUNT(*) FROM plans").fetchone()[0])
+
+    def for_unit(self, dataset: str, task_id: str, model: str, trial: int) -> UnitPlans:
+        return UnitPlans(self, (dataset, task_id, model, trial))
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Connections do not cross process boundaries (Ray workers); each process opens its own.
+        return {"path": self.path}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.path = state["path"]
+        self._local = threading.local()
+
+
+class UnitPlans:
+    """The :class:`~prefix_exec.agents.shared_plan.PlanBook` of one (dataset, task, model, trial)."""
+
+    def __init__(self, store: PlanStore, unit: tuple[str, str, str, int]) -> None:
+        self.store = store
+        self.unit = unit
+
+    def obtain(self, turn: int, request: str, make: Callable[[], SharedPlan]) -> SharedPlan:
+        key = (*self.unit, turn, request)
+        with self.store.making(key):
+            found = self.store.get(key)
+            return found if found is not None else self.store.put(key, make())
+
+
+def _plan(path: Path, key: tuple[Any, ...], row: tuple[str, str, str]) -> SharedPlan:
+    """A stored row as a plan; a row this module did not write is an :class:`InputError`."""
+    try:
+        content, cost, generated_by = json.loads(row[0]), json.loads(row[1]), row[2]
+        if not isinstance(content, str) or not isinstance(cost, dict) or not isinstance(generated_by, str):
+            raise ValueError("unexpected types")
+        tokens = {k: cost.get(k, 0) for k in ("prompt_tokens", "completion_tokens", "reasoning_tokens")}
+        times = {k: cost.get(k, 0.0) for k in ("latency_s", "queue_s", "backoff_s")}
+        model = cost.get("model")
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in tokens.values()):
+            raise ValueError("token counts must be integers >= 0")
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in times.values()):
+            raise ValueError("times must be numbers >= 0")
+        if not isinstance(cost.get("role"), str) or not (model is None or isinstance(model, str)):
+            raise ValueError("role and model must be strings")
+        call = CallCost(
+            cost["role"],
+            tokens["prompt_tokens"],
+            tokens["completion_tokens"],
+            tokens["reasoning_tokens"],
+            float(times["latency_s"]),
+            model,
+            float(times["queue_s"]),
+            float(times["backoff_s"]),
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(
+            f"the plan stored for {key[:5]} is unreadable ({exc})",
+            path=path,
+            hint="the file is not one prefix-exec wrote; delete it to have its plans asked again",
+        ) from None
+    return SharedPlan(content, call, generated_by)
