@@ -24,8 +24,6 @@ from prefix_exec.runner.plan_store import PlanStore
 from prefix_exec.runner.run import run_grid
 from prefix_exec.trajectory import PrefixRecord
 
-pytestmark = pytest.mark.slow
-
 TASKS = ["multi_turn_base_0", "multi_turn_base_1", "multi_turn_base_3", "multi_turn_base_4"]
 #: The verifier rejects every plan of this task; its executor, handed a rejected plan, makes a call to a tool
 #: that does not exist before the ground truth (so dual-loop fails its prefix there, the others do not).
