@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
+from prefix_exec.domains import read_key
 from prefix_exec.errors import InputError
 from prefix_exec.jsonl import JsonlWriter as JsonlWriter
 from prefix_exec.jsonl import UnitKey
@@ -302,9 +303,12 @@ def _depth_count(f: _Fields, name: str) -> int:
 def record_from_json(data: Any, *, path: str | None = None, line: int | None = None) -> PrefixRecord:
     f = _Fields(data, path, line)
     _check_version(f, RECORD_KIND)
+    unit = _unit(f)
+    metadata = f.get("metadata", dict, required=False, default={})
+    key = read_key(unit["dataset"], unit["task_id"], metadata)  # the layout before tau3's pooling mapped
     try:
         return PrefixRecord(
-            **_unit(f),
+            **{**unit, **key.names()},
             T=_depth_count(f, "T"),
             fed=_depth_count(f, "fed"),
             success=int(_success(f, required=True) or 0),
@@ -312,7 +316,7 @@ def record_from_json(data: Any, *, path: str | None = None, line: int | None = N
             actions=tuple(call_from_json(f.sub(a, f"actions[{i}]")) for i, a in enumerate(_list(f, "actions"))),
             no_tool=f.get("no_tool", bool, required=False, default=False),
             cost=tuple(cost_from_json(f.sub(c, f"cost[{i}]")) for i, c in enumerate(_list(f, "cost"))),
-            metadata=f.get("metadata", dict, required=False, default={}),
+            metadata=key.annotate(metadata),
         )
     except ValueError as exc:
         raise InputError(str(exc), path=path, line=line) from None
@@ -326,13 +330,17 @@ def metric_row_from_json(data: Any, *, path: str | None = None, line: int | None
         f.fail("T", f"must be >= 1 (an empty rollout counts as T = 1), got {T}")
     if not 1 <= fed <= T + 1:
         f.fail("fed", f"must lie in 1..T+1 = 1..{T + 1}, got {fed}")
+    unit = _unit(f)
+    key = read_key(unit["dataset"], unit["task_id"], metadata := data.get("metadata"))
     return MetricRow(
-        **_unit(f),
+        **{**unit, **key.names()},
         T=T,
         fed=fed,
         success=int(_success(f, required=True) or 0),
         label=f.get("label", str, required=False),
-        task_set=task_set_of(metadata) if isinstance(metadata := data.get("metadata"), Mapping) else None,
+        task_set=task_set_of(metadata) if isinstance(metadata, Mapping) else None,
+        domain=key.domain,
+        renamed_from=key.renamed_from,
         # agent telemetry, for the cost columns (checked as a record's is, only when the row has a cost list)
         agent_cost=agent_cost(cost_from_json(f.sub(c, f"cost[{i}]")) for i, c in enumerate(_list(f, "cost"))),
     )

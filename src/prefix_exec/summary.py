@@ -5,6 +5,10 @@ resample-count matrix, so every interval and every paired difference within a da
 Any two conditions of one dataset can be compared (:meth:`Summary.paired`, named by the selectors of
 :mod:`prefix_exec.selection`): the difference is taken over the tasks the two have in common, on those same
 draws. :func:`to_json` is the machine-readable form of a summary.
+
+A dataset of several domains (tau3: airline + retail, task ids ``airline/18``) is one condition per (model,
+method) over all its tasks, as the paper reports it; :attr:`Summary.domains` adds each domain on its own as an
+extra view (:mod:`prefix_exec.domains`).
 """
 
 from __future__ import annotations
@@ -12,12 +16,13 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from prefix_exec import metrics
+from prefix_exec.domains import view_name
 from prefix_exec.selection import Selector, pair_conditions
 from prefix_exec.stats import (
     DEFAULT_LEVEL,
@@ -129,6 +134,10 @@ class Summary:
     replicates: dict[Condition, dict[str, np.ndarray]] = field(repr=False)
     task_sums: dict[Condition, TaskSums] = field(repr=False, default_factory=dict)
     tasks: dict[str, tuple[str, ...]] = field(repr=False, default_factory=dict)
+    #: The extra per-domain view of pooled datasets (:mod:`prefix_exec.domains`): a summary of its own whose
+    #: datasets are ``<dataset>-<domain>``, each domain bootstrapped on its own tasks; ``None`` when no
+    #: dataset holds two or more domains.
+    domains: Summary | None = field(repr=False, default=None)
 
     def get(self, dataset: str, model: str, method: str) -> ConditionSummary:
         for c in self.conditions:
@@ -217,7 +226,8 @@ def to_json(summary: Summary, comparisons: Sequence[PairedComparison] | None = N
 
     Per condition: ``N``; ``TER``, ``AUC_PEC``, ``mean_FED`` and ``success`` as ``{point, low, high}``;
     ``RR`` as ``{point, low, high}`` or null (undefined when nothing failed); ``RR_eligible``; ``PEC``,
-    ``PEC_elig`` and ``n_k`` as lists from k = 1. Undefined numbers are null.
+    ``PEC_elig`` and ``n_k`` as lists from k = 1. Undefined numbers are null. ``per_domain`` holds the
+    conditions of the per-domain view (:attr:`Summary.domains`) when there is one.
     """
     doc: dict[str, Any] = {
         "resamples": summary.resamples,
@@ -225,6 +235,8 @@ def to_json(summary: Summary, comparisons: Sequence[PairedComparison] | None = N
         "level": summary.level,
         "conditions": [c.as_dict() for c in summary.conditions],
     }
+    if summary.domains is not None:
+        doc["per_domain"] = [c.as_dict() for c in summary.domains.conditions]
     if comparisons is not None:
         doc["paired"] = [p.as_dict() for p in comparisons]
     return json.dumps(doc, indent=2)
@@ -250,7 +262,29 @@ def summarize(
     Bootstrapped (task-level percentile, ``resamples`` draws, seeded per dataset): TER, AUC-PEC, mean FED,
     final success and PEC(k) for k <= ``ci_depth``. RR gets a Wilson interval on its RR-Eligible count.
     Curves run to the largest T in the dataset so conditions of one dataset align.
+
+    A dataset whose rows name two or more domains (``MetricRow.domain``: tau3's airline and retail) is
+    summarized pooled, over the distinct (domain-qualified) task ids of all its domains, and again per domain
+    in :attr:`Summary.domains`, whose datasets ``<dataset>-<domain>`` get their own draws.
     """
+    rows = list(rows)
+    main = _summarize(rows, resamples=resamples, seed=seed, level=level, ci_depth=ci_depth)
+    pooled: dict[str, set[str]] = defaultdict(set)
+    for row in rows:
+        if row.domain is not None:
+            pooled[row.dataset].add(row.domain)
+    split = [
+        replace(row, dataset=view_name(row.dataset, row.domain))
+        for row in rows
+        if row.domain is not None and len(pooled[row.dataset]) > 1
+    ]
+    if not split:
+        return main
+    view = _summarize(split, resamples=resamples, seed=seed, level=level, ci_depth=ci_depth)
+    return replace(main, domains=view)
+
+
+def _summarize(rows: Sequence[MetricRow], *, resamples: int, seed: int, level: float, ci_depth: int) -> Summary:
     by_dataset: dict[str, list[MetricRow]] = defaultdict(list)
     for row in rows:
         by_dataset[row.dataset].append(row)

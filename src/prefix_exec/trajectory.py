@@ -284,6 +284,10 @@ class MetricRow:
     label: str | None = None
     #: ``metadata.tau2.task_set`` (:mod:`prefix_exec.tasksets`), when the record says.
     task_set: str | None = None
+    #: The domain of a pooled dataset's record (``airline`` for tau3's ``airline/18``; :mod:`prefix_exec.domains`).
+    domain: str | None = None
+    #: The dataset an old-layout record said (``tau3-airline``) before it was read as the pooled one.
+    renamed_from: str | None = None
     #: The agent-side cost of the rollout, from its ``cost`` list (:func:`agent_cost`), when it has one.
     agent_cost: AgentCost | None = None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,11 @@ from prefix_exec.io import read_records
 
 
 def files(shared_data: Path) -> list[str]:
-    return [str(shared_data / "tau" / f"gpt-4.1_{d}_1trial.json") for d in ("airline", "retail")]
+    return [f for _, f in domain_files(shared_data)]
+
+
+def domain_files(shared_data: Path) -> list[tuple[str, str]]:
+    return [(d, str(shared_data / "tau" / f"gpt-4.1_{d}_1trial.json")) for d in ("airline", "retail")]
 
 
 def test_score_tau_writes_one_record_per_simulation(
@@ -25,7 +30,8 @@ def test_score_tau_writes_one_record_per_simulation(
     assert main(["score", "tau", *files(shared_data), "--out", str(out), "--method", "ReAct"]) == 0
     records = list(read_records(out))
     assert len(records) == 60
-    assert {r.dataset for r in records} == {"tau3-airline", "tau3-retail"}
+    assert {r.dataset for r in records} == {"tau3"}  # one pooled dataset, as in the paper
+    assert Counter(r.metadata["domain"] for r in records) == Counter({"airline": 20, "retail": 40})
     assert {(r.model, r.method) for r in records} == {("gpt-4.1", "ReAct")}
     assert sum(r.success for r in records) == 10 + 34  # the recorded rewards of 1.0
     assert json.loads((tmp_path / "tau.jsonl.consistency.json").read_text()) == []
@@ -37,6 +43,31 @@ def test_score_tau_writes_one_record_per_simulation(
     # --resume keeps what is there and scores nothing twice
     assert main(["score", "tau", *files(shared_data), "--out", str(out), "--method", "ReAct", "--resume"]) == 0
     assert len(list(read_records(out))) == 60
+
+    # metrics: the pooled tau3 condition is the main row, over the distinct domain-qualified tasks
+    ids = {
+        d: [str(s["task_id"]) for s in json.loads(Path(f).read_text())["simulations"]]
+        for d, f in domain_files(shared_data)
+    }
+    colliding = set(ids["airline"]) & set(ids["retail"])
+    assert colliding == {"18", "26", "32", "45"}  # bare ids would merge these four pairs of tasks
+    summary = tmp_path / "summary.json"
+    assert main(["metrics", str(out), "--format", "json", "--resamples", "200", "--out", str(summary)]) == 0
+    doc = json.loads(summary.read_text())
+    (pooled,) = doc["conditions"]
+    assert pooled["dataset"] == "tau3"
+    assert pooled["N"] == len(ids["airline"]) + len(ids["retail"]) == 60
+    assert pooled["n_tasks"] == len({(d, t) for d, ts in ids.items() for t in ts}) == 60
+    assert len(set(ids["airline"]) | set(ids["retail"])) == 56  # what a merge of the bare ids would give
+    assert pooled["success"]["point"] == pytest.approx(44 / 60)
+    # the per-domain rows are an extra view, each with its own bootstrap
+    domains = {c["dataset"]: c for c in doc["per_domain"]}
+    assert {d: (c["N"], c["n_tasks"]) for d, c in domains.items()} == {
+        "tau3-airline": (20, 20),
+        "tau3-retail": (40, 40),
+    }
+    assert domains["tau3-airline"]["success"]["point"] == pytest.approx(10 / 20)
+    assert domains["tau3-retail"]["success"]["point"] == pytest.approx(34 / 40)
 
 
 def test_score_tau_reports_disagreements(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -52,7 +83,7 @@ def test_score_tau_reports_disagreements(shared_data: Path, tmp_path: Path, caps
     out = tmp_path / "r.jsonl"
     assert main(["score", "tau", str(path), "--out", str(out), "--consistency", str(consistency)]) == 0
     (entry,) = json.loads(consistency.read_text())
-    assert (entry["task_id"], entry["depth"], entry["kind"]) == ("25", 5, "env-skew")
+    assert (entry["task_id"], entry["depth"], entry["kind"]) == ("airline/25", 5, "env-skew")
     assert (entry["recorded_error"], entry["replay_accepted"], entry["replay_label"]) == (False, False, "precondition")
     assert "1 disagreement(s)" in capsys.readouterr().err
 
@@ -78,7 +109,7 @@ def test_resume_keeps_the_disagreements_of_kept_records(
     command = ["score", "tau", str(path), "--out", str(out), "--consistency", str(consistency)]
     assert main(command) == 0
     first = json.loads(consistency.read_text())
-    assert [e["task_id"] for e in first] == ["25"]
+    assert [e["task_id"] for e in first] == ["airline/25"]
     capsys.readouterr()
 
     # nothing left to score: the kept records are compared again, not forgotten
@@ -90,7 +121,7 @@ def test_resume_keeps_the_disagreements_of_kept_records(
 
     # one record missing (a killed run): the report covers the kept record and the newly scored one
     lines = out.read_text().splitlines(keepends=True)
-    out.write_text("".join(line for line in lines if '"task_id": "25"' not in line))
+    out.write_text("".join(line for line in lines if '"task_id": "airline/25"' not in line))
     assert main([*command, "--resume"]) == 0
     assert json.loads(consistency.read_text()) == first
     assert len(list(read_records(out))) == 2

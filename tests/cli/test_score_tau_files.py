@@ -47,7 +47,8 @@ def test_a_bare_list_of_simulations_is_read_with_domain_and_model(
     assert "--model" in capsys.readouterr().err  # a bare list names no agent model either
     code, records, _ = _score(path, tmp_path, "--domain", "airline", "--model", "m")
     assert code == 0 and len(records) == 2 and {r.model for r in records} == {"m"}
-    assert {r.dataset for r in records} == {"tau3-airline"}
+    assert {(r.dataset, r.metadata["domain"]) for r in records} == {("tau3", "airline")}
+    assert all(r.task_id.startswith("airline/") for r in records)
 
 
 def test_domain_must_agree_with_a_file_that_names_one(

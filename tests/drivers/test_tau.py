@@ -286,7 +286,7 @@ name = "tau3-airline"
 kind = "tau"
 domain = "airline"
 user_model = "user-sim"
-tasks = {AIRLINE[:2]!r}
+tasks = {["airline/" + t for t in AIRLINE[:2]]!r}
 [[models]]
 model = "agent"
 base_url = "{server.base_url}"

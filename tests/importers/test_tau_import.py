@@ -28,8 +28,10 @@ def test_every_simulation_becomes_one_rollout(shared_data: Path, domain: str, co
     assert (results.domain, len(results.rollouts), results.skipped) == (domain, count, ())
     assert len(results.tasks) == count
     for rollout, simulation in zip(results.rollouts, raw["simulations"], strict=True):
-        assert rollout.task_id == simulation["task_id"]
-        assert rollout.dataset == f"tau3-{domain}"
+        # one pooled dataset; the domains number their tasks independently, so the id carries the domain
+        assert rollout.task_id == f"{domain}/{simulation['task_id']}"
+        assert rollout.dataset == "tau3"
+        assert rollout.metadata["domain"] == domain
         assert (rollout.model, rollout.method) == ("gpt-4.1", "llm_agent")
         assert rollout.success == (simulation["reward_info"]["reward"] == 1.0)
         tool_messages = [m for m in simulation["messages"] if m["role"] == "tool"]
@@ -129,7 +131,7 @@ def test_malformed_info_is_an_input_error(tmp_path: Path) -> None:
 
 
 def rollout_by_task(results: Any, task_id: str) -> Any:
-    (rollout,) = [r for r in results.rollouts if r.task_id == task_id]
+    (rollout,) = [r for r in results.rollouts if r.task_id == f"{results.domain}/{task_id}"]
     return rollout
 
 
@@ -221,7 +223,7 @@ def test_labels_on_the_real_files(replayed: dict[str, Any]) -> None:
 
 
 def test_a_masked_unknown_id_wins_over_the_status_check(replayed: dict[str, Any]) -> None:
-    record = next(record for rollout, record in replayed["retail"] if rollout.task_id == "27")
+    record = next(record for rollout, record in replayed["retail"] if rollout.task_id == "retail/27")
     verdict = record.failing_verdict
     assert verdict is not None
     assert record.fed == 9

@@ -24,5 +24,9 @@ def test_the_paper_grid_has_the_papers_units(monkeypatch: pytest.MonkeyPatch) ->
     assert grid.agent.max_steps == 20
     units = plan_units(grid)
     tasks = Counter(u.dataset for u in units if u.model == "MODEL_A" and u.method == "react")
-    assert tasks == Counter({"bfcl": 200, "toolsandbox": 200, "tau3-airline": 50, "tau3-retail": 114})
+    assert tasks == Counter({"bfcl": 200, "toolsandbox": 200, "tau3": 164})
+    tau3 = [u.task_id for u in units if u.dataset == "tau3" and u.model == "MODEL_A" and u.method == "react"]
+    assert len(set(tau3)) == 164  # the colliding ids ("18" of both domains) are distinct tasks
+    assert Counter(t.split("/")[0] for t in tau3) == Counter({"airline": 50, "retail": 114})
+    assert {"airline/18", "retail/18"} <= set(tau3)
     assert len(units) == (200 + 200 + 50 + 114) * 3 * 4 == 6768

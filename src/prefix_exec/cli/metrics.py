@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,11 +13,12 @@ from typing import Any
 from prefix_exec import tasksets
 from prefix_exec.cli.common import add_summary_options, ci_depth, condition_pair
 from prefix_exec.coverage import coverage_warnings
+from prefix_exec.domains import legacy_note
 from prefix_exec.errors import InputError
 from prefix_exec.io import METRIC_FIELDS, read_metric_rows
 from prefix_exec.report.cost import row_costs
 from prefix_exec.report.formats import to_csv, to_markdown
-from prefix_exec.report.metric_tables import table2
+from prefix_exec.report.metric_tables import table2, table2_domains
 from prefix_exec.report.paired import (
     SensitivityRow,
     comparison_table,
@@ -43,7 +45,10 @@ def render(
         doc = json.loads(text)
         doc["sensitivity"] = [row.as_dict() for row in sensitivity]
         return json.dumps(doc, indent=2)
-    tables = [table2(summary)] + ([comparison_table(found)] if found else [])
+    tables = [table2(summary)]
+    if summary.domains is not None:  # the per-domain rows of a pooled dataset (tau3): an extra view
+        tables.append(table2_domains(summary.domains))
+    tables += [comparison_table(found)] if found else []
     tables += [sensitivity_table(sensitivity)] if sensitivity else []
     if fmt == "csv":
         return "\n".join(to_csv(t) for t in tables)
@@ -58,7 +63,9 @@ def register(commands: Any, name: str) -> None:
             "Summarize scored records per (dataset, model, method): TER, mean FED, AUC-PEC and final success "
             "with task-level percentile-bootstrap CIs (one draw of task ids per dataset, shared by every "
             "condition), RR with a Wilson CI on RR-Eligible (undefined when nothing failed), and PEC, "
-            f"PEC_elig and n_k curves. Any JSONL whose rows carry {', '.join(METRIC_FIELDS)} is accepted."
+            "PEC_elig and n_k curves. A dataset of several domains (tau3 = airline + retail) is one pooled "
+            "condition, followed by its per-domain rows as an extra table. Any JSONL whose rows carry "
+            f"{', '.join(METRIC_FIELDS)} is accepted."
         ),
     )
     parser.add_argument("records", nargs="+", metavar="RECORDS.jsonl", help="scored records (JSONL)")
@@ -87,6 +94,9 @@ def run(args: argparse.Namespace) -> int:
     rows = read_metric_rows(args.records, redact=True)
     if not rows:
         raise InputError("no records found", path=", ".join(args.records), hint="score some rollouts first")
+    renamed = Counter(r.renamed_from for r in rows if r.renamed_from is not None)
+    if renamed:
+        print(f"prefix-exec: note: {legacy_note(dict(renamed))}", file=sys.stderr)
     for warning in tasksets.check_pooling(((r.dataset, r.task_set) for r in rows), allow=args.mix_task_sets):
         print(f"prefix-exec: warning: {warning}", file=sys.stderr)
     for warning in coverage_warnings(args.records, rows):

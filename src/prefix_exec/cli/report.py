@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from typing import Any
 
 from prefix_exec import tasksets
 from prefix_exec.cli.common import add_summary_options, condition_pair
 from prefix_exec.coverage import coverage_warnings
+from prefix_exec.domains import legacy_note
 from prefix_exec.extras import require
 from prefix_exec.report import Options, load, write_report
 from prefix_exec.report.build import FORMATS
@@ -93,6 +95,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_plots:
         require("matplotlib", why="the report's figures", alternative="pass --no-plots for a report without figures")
     records = load(args.inputs)
+    renamed = Counter(str(r.metadata["renamed_from"]) for r in records if "renamed_from" in r.metadata)
+    if renamed:
+        print(f"prefix-exec: note: {legacy_note(dict(renamed))}", file=sys.stderr)
     for warning in tasksets.check_pooling(
         ((r.dataset, tasksets.task_set_of(r.metadata)) for r in records), allow=args.mix_task_sets
     ):

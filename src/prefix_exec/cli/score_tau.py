@@ -121,7 +121,7 @@ def _mismatches(results: TauResults, env: TauEnvironment) -> list[Disagreement]:
     """``task_mismatch`` entries: simulations whose conversation does not fit their task (envs/tau/mismatch)."""
     found = []
     for rollout in results.rollouts:
-        if rollout.task_id not in env.tasks or rollout.transcript is None:
+        if not env.knows(rollout.task_id) or rollout.transcript is None:
             continue  # an unknown task is reported when scoring
         entry = task_mismatch(
             env.task(rollout.task_id),

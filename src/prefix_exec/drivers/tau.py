@@ -40,11 +40,13 @@ from typing import Any
 
 from prefix_exec.agents.episode import render
 from prefix_exec.agents.variants import Agent
+from prefix_exec.domains import TAU3, local_id, qualify
 from prefix_exec.drivers.base import Outcome
 from prefix_exec.drivers.tau_horizon import MAX_ERRORS, MAX_STEPS, Horizon, failed_calls
 from prefix_exec.envs.tau import RolloutEnvironment, TauEnvironment, load_domain
 from prefix_exec.envs.tau.backend import import_tau2
 from prefix_exec.envs.tau.judge import count, metered, metering, new_usage
+from prefix_exec.envs.tau.pool import TauPool
 from prefix_exec.envs.tau.tasks import paper_task_ids
 from prefix_exec.errors import InputError
 from prefix_exec.llm.config import EndpointConfig
@@ -116,7 +118,10 @@ def _tau2() -> dict[str, Any]:
 
 
 class TauDriver:
-    """``domain`` is ``airline`` or ``retail``; tasks are the paper's set (50 + 114) unless the grid lists some.
+    """``domain`` is ``airline``, ``retail`` or both (a sequence): one dataset, ``tau3`` unless ``dataset``
+    says otherwise, whose task ids are qualified with their domain (``airline/18``, :mod:`prefix_exec.domains`)
+    and which the live and the scoring environments route to that domain's environment. The tasks are the
+    paper's set (50 airline + 114 retail) unless the grid lists some.
 
     ``max_steps`` and ``max_errors`` are tau2's horizon (its defaults, 200 and 10; both >= 1). ``max_turns``
     (``None``: no cap, as in tau2) caps the user messages the agent answers.
@@ -124,7 +129,7 @@ class TauDriver:
 
     def __init__(
         self,
-        domain: str,
+        domain: str | Sequence[str],
         *,
         user: EndpointConfig,
         judge: EndpointConfig | None = None,
@@ -137,29 +142,25 @@ class TauDriver:
         Horizon(max_steps, max_errors)  # validates the limits now, not at the first run
         if max_turns is not None and max_turns < 1:
             raise ValueError(f"max_turns must be >= 1 or None, got {max_turns}")
-        self._env = TauEnvironment(load_domain(domain, data))
-        self.domain = domain
-        self.dataset = dataset or self._env.name
+        domains = (domain,) if isinstance(domain, str) else tuple(domain)
+        if not domains or len(set(domains)) != len(domains):
+            raise ValueError(f"expected one or more distinct tau domains, got {domains!r}")
+        self._pool = TauPool({name: TauEnvironment(load_domain(name, data)) for name in domains})
+        self.domains = domains
+        self.dataset = dataset or TAU3
         self.user = LiteLLMModel.of(user)
         self.judge = LiteLLMModel.of(judge) if judge is not None else None
         self.max_steps = max_steps
         self.max_errors = max_errors
         self.max_turns = max_turns
-        toolkit = self._env.domain.make_toolkit(self._env.domain.base_db)
-        self.tools = [
-            ToolSchema(
-                t.openai_schema["function"]["name"],
-                t.openai_schema["function"]["description"],
-                t.openai_schema["function"]["parameters"],
-            )
-            for t in toolkit.get_tools().values()
-        ]
+        self.tools = {name: _tool_schemas(env) for name, env in self._pool.envs.items()}
 
     def task_ids(self) -> list[str]:
-        return list(paper_task_ids(self._env.domain))
+        """The paper's tasks of each domain, domain by domain, as ``<domain>/<id>``."""
+        return [qualify(name, t) for name, env in self._pool.envs.items() for t in paper_task_ids(env.domain)]
 
-    def environment(self) -> TauEnvironment:
-        return self._env
+    def environment(self) -> TauPool:
+        return self._pool
 
     def env_for(self, rollout: Rollout) -> RolloutEnvironment:
         """The environment bound to what the agent saw before each action, so replay's information check
@@ -180,12 +181,13 @@ class TauDriver:
                     for c in calls
                     if c.observation is not None and not c.observation.error
                 ]
-        return self._env.bind(replace(rollout, transcript=tuple(view)))
+        return self._pool.bind(replace(rollout, transcript=tuple(view)))
 
     def run(self, agent: Agent, task_id: str, trial: int = 0) -> Outcome:
         tau = _tau2()
         msg = tau["message"]
-        task = tau["tasks"].Task.model_validate(self._env.task(task_id))
+        env = self._pool.part(task_id)
+        task = tau["tasks"].Task.model_validate(env.task(task_id))
         judged = _nl_judged(tau, task)
         if judged and self.judge is None:
             raise InputError(
@@ -200,8 +202,8 @@ class TauDriver:
         # Live, the session is tau2's environment; our checks run when the rollout is scored (env_for), and live
         # only for the guarded variant, whose guard is the point of the comparison.
         guarded = agent.variant.guarded
-        session = self._env.start(task_id, evidence=()) if guarded else self._env.start(task_id, strict=False)
-        episode = agent.start(system_prompt(self._env.domain.policy), self.tools)
+        session = env.start(task_id, evidence=()) if guarded else env.start(task_id, strict=False)
+        episode = agent.start(system_prompt(env.domain.policy), self.tools[env.domain.name])
         episode.say({"role": "assistant", "content": FIRST_AGENT_MESSAGE})
         outgoing = msg.AssistantMessage(role="assistant", content=FIRST_AGENT_MESSAGE)
         trajectory: list[Any] = [outgoing]
@@ -236,8 +238,8 @@ class TauDriver:
                 str(reply.content),
                 turn,
                 plan=planned,
-                state=state_summary(self._env.domain.name, self._env.initial_db(task_id)) if planned else "",
-                policy=self._env.domain.policy if planned else "",
+                state=state_summary(env.domain.name, env.initial_db(task_id)) if planned else "",
+                policy=env.domain.policy if planned else "",
                 budget=horizon,
             )
             trajectory.extend(_tool_messages(msg, episode.actions[before:]))
@@ -249,7 +251,7 @@ class TauDriver:
             if termination is None and result.stop is not None:
                 raise RuntimeError("the turn stopped on tau2's horizon, but tau2's limits are not reached")
             turn += 1
-        reward, notes = self._evaluate(tau, task, task_id, trajectory, termination, started, judged)
+        reward, notes = self._evaluate(tau, task, env, task_id, trajectory, termination, started, judged)
         notes.update(
             {
                 "termination": termination,
@@ -260,7 +262,8 @@ class TauDriver:
                 "tau2_messages": len(trajectory),
             }
         )
-        notes["tau2"] = self._env.domain.provenance.to_json()
+        notes["tau2"] = env.domain.provenance.to_json()
+        notes["domain"] = env.domain.name
         notes["user_seed"] = args.get("seed")
         notes["user_messages"] = users
         return Outcome(episode, int(reward >= 1.0 - 1e-6), notes)
@@ -269,6 +272,7 @@ class TauDriver:
         self,
         tau: dict[str, Any],
         task: Any,
+        env: TauEnvironment,
         task_id: str,
         trajectory: list[Any],
         termination: str,
@@ -291,7 +295,7 @@ class TauDriver:
         reason = termination if termination != "max_turns" else "max_steps"
         simulation = tau["simulation"].SimulationRun(
             id=str(uuid.uuid4()),
-            task_id=task_id,
+            task_id=local_id(env.domain.name, task_id),
             start_time=str(started),
             end_time=str(now),
             duration=now - started,
@@ -300,7 +304,7 @@ class TauDriver:
         )
         with metering(judge_usage):
             info = evaluator.evaluate_simulation(
-                simulation=simulation, task=task, evaluation_type=kind, solo_mode=False, domain=self.domain
+                simulation=simulation, task=task, evaluation_type=kind, solo_mode=False, domain=env.domain.name
             )
         if judged:
             notes["judge"] = {**judge_usage, "model": self.judge.model if self.judge else None}
@@ -308,6 +312,19 @@ class TauDriver:
         if info.reward_breakdown:
             notes["reward_breakdown"] = {str(getattr(k, "value", k)): v for k, v in info.reward_breakdown.items()}
         return float(info.reward), notes
+
+
+def _tool_schemas(env: TauEnvironment) -> list[ToolSchema]:
+    """The domain's agent tools as the model sees them (tau2's OpenAI schemas)."""
+    toolkit = env.domain.make_toolkit(env.domain.base_db)
+    return [
+        ToolSchema(
+            t.openai_schema["function"]["name"],
+            t.openai_schema["function"]["description"],
+            t.openai_schema["function"]["parameters"],
+        )
+        for t in toolkit.get_tools().values()
+    ]
 
 
 def _nl_judged(tau: dict[str, Any], task: Any) -> bool:

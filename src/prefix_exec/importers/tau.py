@@ -8,7 +8,9 @@ exactly one :class:`~prefix_exec.trajectory.Rollout`:
 - ``success``: 1 when ``reward_info.reward`` is 1.0 (within 1e-9), else 0;
 - ``model``: ``info.agent_info.llm`` unless overridden; ``method``: ``info.agent_info.implementation``
   (``llm_agent``) unless overridden;
-- ``dataset``: ``tau3-<domain>`` from ``info.environment_info.domain_name``;
+- ``dataset``: ``tau3``, one dataset for both domains, and ``task_id`` qualified with the domain
+  (``airline/18``; :mod:`prefix_exec.domains`): the domains number their tasks independently. The domain,
+  from ``info.environment_info.domain_name`` (or ``--domain``), is also ``metadata.domain``;
 - ``transcript``: the messages (role, content, tool calls, ids, error flags), which the environment uses
   for the information-availability check;
 - ``metadata``: the simulation id, termination reason, recorded reward and the 1-based depth of the first
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from prefix_exec.domains import TAU3, qualify
 from prefix_exec.envs.tau.backend import Provenance
 from prefix_exec.envs.tau.dispatch import depth_error
 from prefix_exec.errors import InputError
@@ -168,7 +171,7 @@ def _unscorable(simulation: Any) -> str | None:
 def with_provenance(results: TauResults, provenance: Provenance, differing: tuple[str, ...] = ()) -> TauResults:
     """``results`` with every rollout's metadata naming the installed tau2 and task set; ``differing`` lists the
     task ids whose embedded definition differs from the installed one."""
-    changed = set(differing)
+    changed = {qualify(results.domain, task_id) for task_id in differing}
     rollouts = tuple(
         replace(
             rollout,
@@ -244,8 +247,8 @@ def rollout_of(simulation: Mapping[str, Any], *, domain: str, model: str, method
                 first_error = len(actions)
     reward = float((simulation.get("reward_info") or {})["reward"])
     return Rollout(
-        dataset=f"tau3-{domain}",
-        task_id=str(simulation["task_id"]),
+        dataset=TAU3,
+        task_id=qualify(domain, str(simulation["task_id"])),
         model=model,
         method=method,
         actions=tuple(actions),
@@ -253,6 +256,7 @@ def rollout_of(simulation: Mapping[str, Any], *, domain: str, model: str, method
         trial=int(simulation.get("trial") or 0),
         transcript=tuple(transcript),
         metadata={
+            "domain": domain,
             "simulation_id": simulation.get("id"),
             "termination_reason": simulation.get("termination_reason"),
             "reward": reward,

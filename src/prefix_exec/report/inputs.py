@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from prefix_exec.domains import read_key
 from prefix_exec.errors import InputError
 from prefix_exec.io import read_records
 from prefix_exec.jsonl import UnitKey, expand_inputs
@@ -86,9 +87,20 @@ def split_verifier_variants(records: Sequence[PrefixRecord]) -> list[PrefixRecor
 
 
 def metric_rows(records: Iterable[PrefixRecord]) -> list[MetricRow]:
+    """The rows :func:`~prefix_exec.summary.summarize` needs; a pooled dataset's rows name their domain."""
     return [
         MetricRow(
-            r.dataset, r.task_id, r.model, r.method, r.trial, r.T, r.fed, r.success, r.label.value if r.label else None
+            r.dataset,
+            r.task_id,
+            r.model,
+            r.method,
+            r.trial,
+            r.T,
+            r.fed,
+            r.success,
+            r.label.value if r.label else None,
+            domain=read_key(r.dataset, r.task_id, r.metadata).domain,
+            renamed_from=renamed if isinstance(renamed := r.metadata.get("renamed_from"), str) else None,
         )
         for r in records
     ]

@@ -38,6 +38,7 @@ def _bfcl(spec: DatasetSpec, grid: Grid) -> Driver:
 
 
 def _tau(spec: DatasetSpec, grid: Grid) -> Driver:
+    from prefix_exec.domains import TAU_DOMAINS
     from prefix_exec.drivers.tau import TauDriver
 
     check_options(
@@ -49,6 +50,16 @@ def _tau(spec: DatasetSpec, grid: Grid) -> Driver:
     for key in ("user_model", "judge_model"):
         if key in spec.options:
             check_grid_model(spec, grid, key)
+    domain = spec.options["domain"]
+    domains = [domain] if isinstance(domain, str) else domain
+    if not isinstance(domains, list) or not domains or any(d not in TAU_DOMAINS for d in domains):
+        raise InputError(
+            f"expected {' or '.join(map(repr, TAU_DOMAINS))}, or a list of them, got {domain!r}",
+            field=f"datasets.{spec.name}.domain",
+            hint='the paper\'s tau3 is domain = ["airline", "retail"] (164 tasks, ids like "airline/18")',
+        )
+    if len(set(domains)) != len(domains):
+        raise InputError(f"a domain is listed twice: {domain!r}", field=f"datasets.{spec.name}.domain")
     judge = option(spec, "judge_model")
     limits = {
         key: integer_at_least(spec.options[key], f"datasets.{spec.name}.{key}", minimum=1)
@@ -56,7 +67,7 @@ def _tau(spec: DatasetSpec, grid: Grid) -> Driver:
         if key in spec.options
     }
     return TauDriver(
-        str(spec.options["domain"]),
+        tuple(domains),
         user=grid.endpoint(str(spec.options["user_model"]), 0),
         judge=grid.endpoint(str(judge), 0) if judge else None,
         dataset=spec.name,

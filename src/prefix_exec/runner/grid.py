@@ -376,7 +376,11 @@ def select_tasks(spec: DatasetSpec, available: list[str], seed: int | None) -> l
     if spec.tasks is not None:
         missing = [t for t in spec.tasks if t not in set(available)]
         if missing:
-            raise InputError(f"dataset {spec.name!r} has no task {missing[0]!r}", field="datasets.tasks")
+            raise InputError(
+                f"dataset {spec.name!r} has no task {missing[0]!r}",
+                field="datasets.tasks",
+                hint=f"its task ids look like {', '.join(map(repr, available[:3]))}" if available else None,
+            )
         return list(spec.tasks)
     if spec.sample is not None and spec.sample < len(available):
         return sorted(random.Random(f"{seed}:{spec.name}").sample(sorted(available), spec.sample))

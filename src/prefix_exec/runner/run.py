@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from prefix_exec.domains import legacy
 from prefix_exec.drivers.base import Driver
 from prefix_exec.errors import InputError
 from prefix_exec.io import JsonlWriter, completed_keys, cost_to_json, read_rollouts, record_to_json
@@ -132,6 +133,7 @@ def run_grid(
                 path=out,
                 hint="pass --resume to continue it, or a fresh --out",
             )
+        check_pooled_ids(grid, completed_keys(rollouts_path), out)
         check_settings(grid, out)
         copy = out / GRID_COPY
         if not copy.exists():
@@ -194,6 +196,20 @@ def check_run_directory(out: Path) -> None:
             f"{', ...' if len(others) > 3 else ''})",
             path=out,
             hint="pass a new or empty folder as --out, or the folder of an earlier run",
+        )
+
+
+def check_pooled_ids(grid: Grid, done: set[UnitKey], out: Path) -> None:
+    """Refuse to resume tau units made before tau3 was pooled (``tau3-airline``, task ``18``): the grid now
+    names them ``airline/18``, so they would silently run again beside the old ones."""
+    tau = {d.name for d in grid.datasets if d.kind == "tau"}
+    old = next((key for key in sorted(done) if key[0] in tau and legacy(key[0], key[1]) is not None), None)
+    if old is not None:
+        raise InputError(
+            f"this run directory holds tau units made before tau3 was pooled (dataset {old[0]}, task {old[1]}); "
+            "task ids are now domain-qualified (airline/18), so --resume cannot continue them",
+            path=out,
+            hint="start a fresh --out for tau (the old records still read with 'prefix-exec metrics' and 'report')",
         )
 
 

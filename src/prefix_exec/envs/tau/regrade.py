@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TextIO
 
+from prefix_exec.domains import qualify
 from prefix_exec.envs.tau.backend import import_tau2
 from prefix_exec.envs.tau.dispatch import run_tool
 from prefix_exec.envs.tau.session import TauEnvironment
@@ -91,7 +92,7 @@ def regrade_db(env: TauEnvironment, simulation: Mapping[str, Any]) -> Regrade:
     reward_info = simulation.get("reward_info") or {}
     recorded = (reward_info.get("db_check") or {}).get("db_match")
     return Regrade(
-        task_id=task_id,
+        task_id=qualify(env.domain.name, task_id),
         trial=int(simulation.get("trial") or 0),
         simulation_id=simulation.get("id"),
         recorded=None if recorded is None else bool(recorded),

@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from prefix_exec.domains import local_id
 from prefix_exec.envs.tau.backend import Domain, to_json_text
 from prefix_exec.envs.tau.binding import binding_error
 from prefix_exec.envs.tau.dispatch import run_tool
@@ -48,10 +49,12 @@ _SCHEMA_EXCEPTIONS = ("TypeError", "KeyError", "AttributeError", "ValidationErro
 
 
 class TauEnvironment:
-    """One tau2 domain with its tasks. ``name`` is the dataset name, ``tau3-<domain>``.
+    """One tau2 domain with its tasks. ``name`` is the environment's name, ``tau3-<domain>`` (records of both
+    domains form the one dataset ``tau3``, with task ids ``<domain>/<id>``).
 
-    ``tasks`` maps task id to a raw tau2 task dict (as embedded in a results file); ids not in it fall back to
-    the package's ``tasks.json``. Initial states are built once per task and shared, like the base DB.
+    ``tasks`` maps the domain's own task id (``18``) to a raw tau2 task dict (as embedded in a results file);
+    ids not in it fall back to the package's ``tasks.json``. Every method taking a task id accepts it bare or
+    qualified with this domain (``airline/18``). Initial states are built once per task and shared, like the base DB.
     """
 
     def __init__(
@@ -66,12 +69,21 @@ class TauEnvironment:
         self._initial: dict[str, Any] = {}
 
     def task(self, task_id: str) -> Mapping[str, Any]:
-        """The raw task definition. Raises ``KeyError`` for an unknown id."""
-        return self.tasks[str(task_id)]
+        """The raw task definition of ``airline/18`` or ``18`` (:mod:`prefix_exec.domains`). Raises
+        ``KeyError`` for an unknown id, or one qualified with another domain."""
+        return self.tasks[local_id(self.domain.name, task_id)]
+
+    def knows(self, task_id: str) -> bool:
+        """Whether :meth:`task` has ``task_id``."""
+        try:
+            self.task(task_id)
+        except KeyError:
+            return False
+        return True
 
     def initial_db(self, task_id: str) -> Any:
         """The task's initial DB (shared: never mutate it; sessions work on lazy copies)."""
-        task_id = str(task_id)
+        task_id = local_id(self.domain.name, task_id)
         if task_id not in self._initial:
             self._initial[task_id] = apply_initial_state(self.domain, self.task(task_id))
         return self._initial[task_id]
