@@ -123,6 +123,7 @@ def test_paired_pec_at_k_is_the_difference_of_the_two_curves_at_depth_k():
     points = [found.differences[f"PEC@{k}"].point for k in range(1, 5)]
     assert points == pytest.approx([-0.25, 0.0, 0.0, -0.25])
     assert found.common_tasks == 4
+    assert (found.dataset, found.a, found.b) == ("d", a, b)
     # The difference's replicates are the two conditions' replicates at the same depth, subtracted.
     for k in range(1, 5):
         d = found.differences[f"PEC@{k}"]
@@ -141,12 +142,14 @@ def test_paired_differences_over_one_common_task_and_over_none():
     s = summarize(rows, resamples=300, seed=4)
     one = s.compare_conditions(("d", "m", "a"), ("d", "m", "b"), ("TER", "mean_FED", "success", "PEC@1"))
     assert one.common_tasks == 1
+    assert one.dataset == "d"
     expected = {"TER": 1.0, "mean_FED": 2.0, "success": -1.0, "PEC@1": 1.0}
     for statistic, value in expected.items():
         d = one.differences[statistic]
         assert (d.point, d.low, d.high) == pytest.approx((value, value, value)), statistic
     none = s.compare_conditions(("d", "m", "a"), ("d", "m", "c"), ("TER", "success"))
     assert none.common_tasks == 0
+    assert none.dataset == "d"
     assert none.as_dict()["common_tasks"] == 0
     for statistic in ("TER", "success"):
         d = none.differences[statistic]
