@@ -124,6 +124,8 @@ def test_paired_pec_at_k_is_the_difference_of_the_two_curves_at_depth_k():
     assert points == pytest.approx([-0.25, 0.0, 0.0, -0.25])
     assert found.common_tasks == 4
     assert (found.dataset, found.a, found.b) == ("d", a, b)
+    doc = found.as_dict()
+    assert (doc["dataset"], doc["a"], doc["b"]) == ("d", {"model": "m", "method": "a"}, {"model": "m", "method": "b"})
     # The difference's replicates are the two conditions' replicates at the same depth, subtracted.
     for k in range(1, 5):
         d = found.differences[f"PEC@{k}"]
