@@ -22,8 +22,6 @@ import fcntl
 import hashlib
 import json
 import sqlite3
-import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +30,7 @@ from prefix_exec.agents.shared_plan import KeyedLocks, SharedPlan
 from prefix_exec.errors import InputError
 from prefix_exec.io import cost_to_json
 from prefix_exec.jsonl import dumps
+from prefix_exec.sqlite_file import SqliteFile
 from prefix_exec.trajectory import CallCost
 
 #: The store's file name in a run directory.
@@ -55,10 +54,8 @@ class PlanStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
         try:
-            self._setup()
+            self._file = SqliteFile(self.path, _SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise InputError(
                 f"the plan store cannot be opened: {exc}",
@@ -66,37 +63,17 @@ class PlanStore:
                 hint="it holds the run's shared initial plans; delete it only to have every plan asked again",
             ) from None
 
-    def _setup(self) -> None:
-        # As for the response cache: several workers switching a fresh file to WAL at once retry.
-        for attempt in range(1, 41):
-            try:
-                with self._connect() as db:
-                    if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                        db.execute("PRAGMA journal_mode=WAL")
-                    db.execute(_SCHEMA)
-                return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or attempt == 40:
-                    raise
-                time.sleep(0.025 * attempt)
-
-    def _connect(self) -> sqlite3.Connection:
-        db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        if db is None:
-            db = sqlite3.connect(self.path, timeout=30.0)
-            db.execute("PRAGMA synchronous=NORMAL")
-            self._local.db = db
-        return db
-
     def get(self, key: tuple[str, str, str, int, int, str]) -> SharedPlan | None:
         """The plan stored under ``(dataset, task_id, model, trial, turn, request digest)``, or ``None``."""
         where = " AND ".join(f"{c.strip()} = ?" for c in _COLUMNS.split(","))
-        row = self._connect().execute(f"SELECT content, cost, generated_by FROM plans WHERE {where}", key).fetchone()
+        row = (
+            self._file.connect().execute(f"SELECT content, cost, generated_by FROM plans WHERE {where}", key).fetchone()
+        )
         return None if row is None else _plan(self.path, key, row)
 
     def put(self, key: tuple[str, str, str, int, int, str], plan: SharedPlan) -> SharedPlan:
         """Store ``plan`` under ``key`` unless a plan is there; return ``plan`` when stored, else the stored one."""
-        with self._connect() as db:
+        with self._file.connect() as db:
             inserted = db.execute(
                 f"INSERT OR IGNORE INTO plans ({_COLUMNS}, content, cost, generated_by) VALUES ({', '.join('?' * 9)})",
                 (*key, json.dumps(plan.content), dumps(cost_to_json(plan.cost)), plan.generated_by),
@@ -124,18 +101,10 @@ class PlanStore:
                     fcntl.lockf(handle, fcntl.LOCK_UN, 1, byte)
 
     def __len__(self) -> int:
-        return int(self._connect().execute("SELECT COUNT(*) FROM plans").fetchone()[0])
+        return int(self._file.connect().execute("SELECT COUNT(*) FROM plans").fetchone()[0])
 
     def for_unit(self, dataset: str, task_id: str, model: str, trial: int) -> UnitPlans:
         return UnitPlans(self, (dataset, task_id, model, trial))
-
-    def __getstate__(self) -> dict[str, Any]:
-        # Connections do not cross process boundaries (Ray workers); each process opens its own.
-        return {"path": self.path}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.path = state["path"]
-        self._local = threading.local()
 
 
 class UnitPlans:
