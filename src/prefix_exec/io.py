@@ -20,6 +20,7 @@ from prefix_exec.jsonl import completed_keys as completed_keys
 from prefix_exec.jsonl import dumps as dumps
 from prefix_exec.jsonl import iter_json_lines as iter_json_lines
 from prefix_exec.jsonl import utf8_lines as utf8_lines
+from prefix_exec.methods import split_verifier_variants, verifier_setting
 from prefix_exec.redaction import redact_json, redact_text
 from prefix_exec.tasksets import task_set_of
 from prefix_exec.trajectory import (
@@ -343,6 +344,7 @@ def metric_row_from_json(data: Any, *, path: str | None = None, line: int | None
         renamed_from=key.renamed_from,
         # agent telemetry, for the cost columns (checked as a record's is, only when the row has a cost list)
         agent_cost=agent_cost(cost_from_json(f.sub(c, f"cost[{i}]")) for i, c in enumerate(_list(f, "cost"))),
+        verifier=verifier_setting(metadata) if isinstance(metadata, Mapping) else None,
     )
 
 
@@ -363,26 +365,33 @@ def read_records(path: str | Path, *, redact: bool = False) -> Iterator[PrefixRe
 
 def read_metric_rows(paths: Iterable[str | Path], *, redact: bool = False) -> list[MetricRow]:
     """Rows from every file; a unit (dataset, task, model, method, trial) seen twice is an InputError,
-    since counting one rollout twice would narrow every interval. ``redact``: credentials in URLs are
-    removed from the rows' names (dataset, task, model, method, label, task set)."""
-    rows: list[MetricRow] = []
-    first: dict[UnitKey, str] = {}
+    since counting one rollout twice would narrow every interval. A method whose rows carry two or more
+    verifier settings (verifier reruns) is split into one method per setting first, as the report does
+    (:func:`~prefix_exec.methods.split_verifier_variants`). ``redact``: credentials in URLs are removed from
+    the rows' names (dataset, task, model, method, label, task set)."""
+    found: list[tuple[MetricRow, str, int]] = []
     for path in paths:
         for number, data in iter_json_lines(path):
             row = metric_row_from_json(data, path=str(path), line=number)
-            if redact:
-                row = _redacted(row)
-            key = (row.dataset, row.task_id, row.model, row.method, row.trial)
-            if key in first:
-                raise InputError(
-                    f"this rollout (dataset {row.dataset}, task {row.task_id}, model {row.model}, method "
-                    f"{row.method}, trial {row.trial}) is already at {first[key]}",
-                    path=path,
-                    line=number,
-                    hint="pass each records file once; give repeated runs distinct trial numbers",
-                )
-            first[key] = f"{path}:{number}"
-            rows.append(row)
+            found.append((_redacted(row) if redact else row, str(path), number))
+    rows = split_verifier_variants(
+        [row for row, _, _ in found],
+        lambda r: (r.dataset, r.model, r.method),
+        lambda r: r.verifier,
+        lambda r, name: replace(r, method=name),
+    )
+    first: dict[UnitKey, str] = {}
+    for row, (_, path, number) in zip(rows, found, strict=True):
+        key = (row.dataset, row.task_id, row.model, row.method, row.trial)
+        if key in first:
+            raise InputError(
+                f"this rollout (dataset {row.dataset}, task {row.task_id}, model {row.model}, method "
+                f"{row.method}, trial {row.trial}) is already at {first[key]}",
+                path=path,
+                line=number,
+                hint="pass each records file once; give repeated runs distinct trial numbers",
+            )
+        first[key] = f"{path}:{number}"
     return rows
 
 

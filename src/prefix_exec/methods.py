@@ -12,7 +12,12 @@ wins, so ``dual-loop-accept-all`` is the control and not ``dual-loop``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
+from typing import Any
+
+#: ``(verifier model or rule, K_val)`` as text: what a dual-loop or accept-all rollout notes of its setting.
+Setting = tuple[str, str]
 
 
 class Method(StrEnum):
@@ -55,3 +60,40 @@ def method_of(name: str) -> Method | None:
             if key.startswith(k) and (best is None or len(k) > best[0]):
                 best = (len(k), method)
     return None if best is None else best[1]
+
+
+def verifier_setting(metadata: Mapping[str, Any]) -> Setting | None:
+    """``(verifier model, K_val)`` from ``metadata.verifier_model`` (or ``verifier_rule``: the accept-all control's
+    ``accept-all``) and ``metadata.k_val`` (or ``K_val``); ``None`` when neither is there."""
+    model = metadata.get("verifier_model", metadata.get("verifier_rule"))
+    k_val = metadata.get("k_val", metadata.get("K_val"))
+    if model is None and k_val is None:
+        return None
+    return (str(model or ""), str(k_val if k_val is not None else ""))
+
+
+def split_verifier_variants[T](
+    items: Sequence[T],
+    condition: Callable[[T], tuple[str, str, str]],
+    setting: Callable[[T], Setting | None],
+    renamed: Callable[[T, str], T],
+) -> list[T]:
+    """A condition whose items carry two or more verifier settings (verifier reruns under one method name)
+    becomes one method per setting, named ``dual-loop [verifier=M, K_val=K]`` (``renamed(item, name)``), so
+    each setting is its own condition. Items of a condition with one setting are returned unchanged."""
+    found: dict[tuple[str, str, str], set[Setting]] = {}
+    for item in items:
+        value = setting(item)
+        if value is not None:
+            found.setdefault(condition(item), set()).add(value)
+    varied = {cond for cond, values in found.items() if len(values) > 1}
+    if not varied:
+        return list(items)
+    out = []
+    for item in items:
+        value = setting(item)
+        cond = condition(item)
+        if cond in varied and value is not None:
+            item = renamed(item, f"{cond[2]} [verifier={value[0]}, K_val={value[1]}]")
+        out.append(item)
+    return out

@@ -290,6 +290,8 @@ class MetricRow:
     renamed_from: str | None = None
     #: The agent-side cost of the rollout, from its ``cost`` list (:func:`agent_cost`), when it has one.
     agent_cost: AgentCost | None = None
+    #: ``(verifier model or rule, K_val)`` from ``metadata`` (:func:`prefix_exec.methods.verifier_setting`).
+    verifier: tuple[str, str] | None = None
 
 
 def excerpt(result: Any) -> Any:

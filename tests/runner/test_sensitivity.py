@@ -249,3 +249,22 @@ def test_metrics_shows_the_f3_table_in_every_format(runs: dict[str, Any]) -> Non
         assert row["d_tokens"] == pytest.approx(a["tokens"] - b["tokens"])
     assert main(["metrics", records, "--out", str(out / "m.md")]) == 0
     assert "Sensitivity controls (Table F.3)" in (out / "m.md").read_text()
+
+
+def test_metrics_splits_the_verifier_reruns_as_the_report_does(runs: dict[str, Any]) -> None:
+    tmp = runs["tmp"]
+    both = [str(tmp / "run" / "records.jsonl"), str(tmp / "rerun" / "records.jsonl")]
+    assert main(["metrics", *both, "--format", "json", "--out", str(tmp / "both.json")]) == 0
+    doc = json.loads((tmp / "both.json").read_text())
+    methods = sorted(c["method"] for c in doc["conditions"])
+    one, two = "dual-loop [verifier=m, K_val=1]", "dual-loop [verifier=m, K_val=2]"
+    assert methods == sorted([one, two, "dual-loop-accept-all", "plan-conditioned"])
+    assert [(r["a"]["method"], r["b"]["method"]) for r in doc["sensitivity"]] == [
+        (one, "dual-loop-accept-all"),
+        (two, "dual-loop-accept-all"),
+        ("dual-loop-accept-all", "plan-conditioned"),
+        (one, "plan-conditioned"),
+        (two, "plan-conditioned"),
+    ]
+    # a records file passed twice is still two copies of each rollout
+    assert main(["metrics", both[0], both[0]]) == 2

@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from prefix_exec import methods
 from prefix_exec.domains import read_key
 from prefix_exec.errors import InputError
 from prefix_exec.io import read_records
@@ -56,34 +57,20 @@ def load(paths: Sequence[str | Path]) -> list[PrefixRecord]:
 
 
 def verifier_setting(record: PrefixRecord) -> tuple[str, str] | None:
-    """``(verifier model, K_val)`` from ``metadata.verifier_model`` (or ``verifier_rule``: the accept-all control's
-    ``accept-all``) and ``metadata.k_val`` (or ``K_val``)."""
-    model = record.metadata.get("verifier_model", record.metadata.get("verifier_rule"))
-    k_val = record.metadata.get("k_val", record.metadata.get("K_val"))
-    if model is None and k_val is None:
-        return None
-    return (str(model or ""), str(k_val if k_val is not None else ""))
+    """The record's verifier setting (:func:`prefix_exec.methods.verifier_setting`)."""
+    return methods.verifier_setting(record.metadata)
 
 
 def split_verifier_variants(records: Sequence[PrefixRecord]) -> list[PrefixRecord]:
     """A method whose records carry two or more verifier settings (a sensitivity grid run under one method
     name) becomes one method per setting, named ``dual-loop [verifier=M, K_val=K]``, so that each setting
-    is its own condition. Records of a method with a single setting are returned unchanged."""
-    settings: dict[tuple[str, str, str], set[tuple[str, str]]] = {}
-    for r in records:
-        setting = verifier_setting(r)
-        if setting is not None:
-            settings.setdefault((r.dataset, r.model, r.method), set()).add(setting)
-    varied = {cond for cond, values in settings.items() if len(values) > 1}
-    if not varied:
-        return list(records)
-    out = []
-    for r in records:
-        setting = verifier_setting(r)
-        if (r.dataset, r.model, r.method) in varied and setting is not None:
-            r = dataclasses.replace(r, method=f"{r.method} [verifier={setting[0]}, K_val={setting[1]}]")
-        out.append(r)
-    return out
+    is its own condition (:func:`prefix_exec.methods.split_verifier_variants`)."""
+    return methods.split_verifier_variants(
+        records,
+        lambda r: (r.dataset, r.model, r.method),
+        verifier_setting,
+        lambda r, name: dataclasses.replace(r, method=name),
+    )
 
 
 def metric_rows(records: Iterable[PrefixRecord]) -> list[MetricRow]:
