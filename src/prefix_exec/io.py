@@ -371,9 +371,10 @@ def read_metric_rows(paths: Iterable[str | Path], *, redact: bool = False) -> li
     the rows' names (dataset, task, model, method, label, task set)."""
     found: list[tuple[MetricRow, str, int]] = []
     for path in paths:
+        where = str(path)  # one string per file, not per row
         for number, data in iter_json_lines(path):
-            row = metric_row_from_json(data, path=str(path), line=number)
-            found.append((_redacted(row) if redact else row, str(path), number))
+            row = metric_row_from_json(data, path=where, line=number)
+            found.append((_redacted(row) if redact else row, where, number))
     rows = split_verifier_variants(
         [row for row, _, _ in found],
         lambda r: (r.dataset, r.model, r.method),
