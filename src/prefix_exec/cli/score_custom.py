@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
 from prefix_exec.cli.common import add_scoring_options, finish, output_options
-from prefix_exec.envs.custom import load_spec
+from prefix_exec.envs.custom import CustomEnvironment, load_spec
+from prefix_exec.envs.spec_formats import FORM_NAMES
 from prefix_exec.errors import InputError
 from prefix_exec.io import iter_json_lines, rollout_from_json
 from prefix_exec.replay import Skipped
@@ -26,7 +28,13 @@ def register(benchmarks: Any, name: str) -> None:
             "examples/ticketing."
         ),
     )
-    parser.add_argument("--tools", required=True, metavar="SPEC", help="tool spec file (.json, .yaml or .yml)")
+    parser.add_argument(
+        "--tools",
+        required=True,
+        metavar="SPEC",
+        help="tool spec file (.json, .yaml or .yml): our spec, an OpenAI tools array or an MCP tools/list result",
+    )
+    add_hooks_option(parser)
     parser.add_argument("rollouts", nargs="+", metavar="ROLLOUTS.jsonl", help="canonical rollout files")
     add_scoring_options(parser)
     parser.set_defaults(run=run)
@@ -52,15 +60,35 @@ def read_units(
             yield rollout
 
 
+def add_hooks_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--hooks",
+        metavar="HOOKS.yaml",
+        help="side file layering refs, produces, invalidates, precondition/effect hooks, state and tasks onto "
+        "the --tools spec, keyed by tool name (docs/custom.md)",
+    )
+
+
+def note_schema_only(env: CustomEnvironment, source: str) -> None:
+    """Say on stderr that only schema checks apply, when the spec declares no refs or hooks."""
+    if env.schema_only:
+        print(
+            f"prefix-exec: note: {source} declares argument schemas only: only schema checks apply "
+            "(tool names, turn exposure, arguments); layer refs and hooks with --hooks (docs/custom.md)",
+            file=sys.stderr,
+        )
+
+
 def run(args: argparse.Namespace) -> int:
-    env = load_spec(args.tools)
+    env = load_spec(args.tools, hooks=args.hooks)
+    note_schema_only(env, f"{args.tools} ({FORM_NAMES[env.form]})")
     units = read_units(args.rollouts, keep_going=args.keep_going, model=args.model, method=args.method)
     report = score_to_file(
         units,
         lambda _r: env,
         args.out,
         desc=f"scoring {env.name}",
-        inputs=[*args.rollouts, args.tools],
+        inputs=[*args.rollouts, args.tools, *([args.hooks] if args.hooks else [])],
         **output_options(args),
     )
     return finish(report, args.out)

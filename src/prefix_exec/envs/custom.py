@@ -14,6 +14,8 @@ complete example. Per action the session checks, collecting every cause that app
 
 Checks 3 to 5 run only when the arguments are schema-valid, since hooks may rely on the schema. Hooks are
 the user's trusted code, loaded from the spec; model output only ever reaches them as validated JSON values.
+The spec may also be an OpenAI ``tools`` array or an MCP ``tools/list`` result, with a hooks side file
+layered on top (:mod:`prefix_exec.envs.spec_formats`).
 """
 
 from __future__ import annotations
@@ -23,14 +25,23 @@ import importlib
 import importlib.util
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import jsonschema
-import yaml
+from jsonschema.validators import validator_for
 
+from prefix_exec.envs.spec_formats import SPEC_SCHEMA as SPEC_SCHEMA
+from prefix_exec.envs.spec_formats import (
+    check_layer,
+    openai_tools_spec,
+    read_document,
+    read_side_file,
+    schema_problem,
+    to_spec,
+)
 from prefix_exec.errors import InputError
 from prefix_exec.trajectory import FailureLabel, ToolCall, Verdict
 
@@ -71,91 +82,75 @@ class TaskSpec:
     given: Mapping[str, tuple[Any, ...]]
 
 
-SPEC_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["tools"],
-    "additionalProperties": False,
-    "properties": {
-        "name": {"type": "string"},
-        "description": {"type": "string"},
-        "hooks": {"type": "string"},
-        "allow_no_tool": {"type": "boolean"},
-        "initial_state": {"type": "object"},
-        "given": {"$ref": "#/$defs/given"},
-        "tasks": {
-            "type": "object",
-            "additionalProperties": {
-                "type": "object",
-                "additionalProperties": False,
-                "properties": {
-                    "description": {"type": "string"},
-                    "initial_state": {"type": "object"},
-                    "allow_no_tool": {"type": "boolean"},
-                    "given": {"$ref": "#/$defs/given"},
-                },
-            },
-        },
-        "tools": {
-            "type": "array",
-            "minItems": 1,
-            "items": {
-                "type": "object",
-                "required": ["name"],
-                "additionalProperties": False,
-                "properties": {
-                    "name": {"type": "string", "minLength": 1},
-                    "description": {"type": "string"},
-                    "parameters": {"type": "object"},
-                    "refs": {"type": "object", "additionalProperties": {"type": "string"}},
-                    "produces": {"type": "object", "additionalProperties": {"type": "string"}},
-                    "invalidates": {"type": "object", "additionalProperties": {"type": "string"}},
-                    "precondition": {"type": "string"},
-                    "effect": {"type": "string"},
-                    "exposed_from_turn": {"type": "integer", "minimum": 0},
-                },
-            },
-        },
-    },
-    "$defs": {"given": {"type": "object", "additionalProperties": {"type": "array"}}},
-}
+def load_spec(path: str | Path, *, hooks: str | Path | None = None) -> CustomEnvironment:
+    """Read and validate a tool spec file and load its hooks.
 
-
-def load_spec(path: str | Path) -> CustomEnvironment:
-    """Read and validate a tool spec file (``.json``, ``.yaml`` or ``.yml``) and load its hooks."""
+    The file (``.json``, or YAML otherwise) is our spec, an OpenAI ``tools`` array or an MCP ``tools/list``
+    result (:mod:`prefix_exec.envs.spec_formats`). ``hooks`` is an optional side file that layers ``refs``,
+    ``produces``, ``invalidates``, hooks, state and tasks onto it, keyed by tool name.
+    """
     p = Path(path)
     if not p.is_file():
         raise InputError("no such tool spec file", path=p, hint="pass --tools with a JSON or YAML spec")
-    try:
-        text = p.read_text(encoding="utf-8")
-        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot parse the tool spec: {exc}", path=p) from None
-    errors = sorted(jsonschema.Draft202012Validator(SPEC_SCHEMA).iter_errors(data), key=lambda e: list(e.path))
-    if errors:
-        e = errors[0]
-        raise InputError(
-            e.message, path=p, field=_json_path(e.absolute_path) or None, hint="see docs/custom.md for the format"
-        )
-    module = _load_hooks(data.get("hooks"), p) if data.get("hooks") else None
+    data, form = to_spec(read_document(p, what="tool spec"), path=p)
+    if hooks is None:
+        return environment_from_spec(data, p, form=form)
+    side_path = Path(hooks)
+    if not side_path.is_file():
+        raise InputError("no such hooks file", path=side_path, hint="pass --hooks with a YAML or JSON file")
+    side = read_side_file(side_path)
+    check_layer(data, p, side, side_path)
+    return environment_from_spec(data, p, form=form, side=side, side_path=side_path)
+
+
+def environment_from_tools(
+    tools: Any, *, name: str, path: str | Path, line: int | None = None, prefix: str = "tools"
+) -> CustomEnvironment:
+    """A schema-only environment from an OpenAI ``tools`` list found at ``prefix`` in record ``line`` of
+    ``path`` (a transcript's own list). Raises :class:`InputError` naming that place when it is malformed."""
+    spec = openai_tools_spec(tools, path=path, line=line, prefix=prefix)
+    return environment_from_spec({**spec, "name": name}, Path(path), form="openai")
+
+
+def environment_from_spec(
+    data: Mapping[str, Any],
+    path: Path,
+    *,
+    form: str = "spec",
+    side: Mapping[str, Any] | None = None,
+    side_path: Path | None = None,
+) -> CustomEnvironment:
+    """The environment of a validated spec dict (``path``: where it was read, for errors and relative hooks),
+    with an optional validated side file (:func:`~prefix_exec.envs.spec_formats.check_layer` passed)."""
+    module = _load_hooks(data["hooks"], path) if data.get("hooks") else None
+    layers: Mapping[str, Any] = {}
+    side_module = None
+    if side is not None and side_path is not None:
+        layers = side.get("tools") or {}
+        # A side file without its own module names functions of the spec's module.
+        side_module = _load_hooks(side["hooks"], side_path) if side.get("hooks") else module
     tools = {}
     for i, raw in enumerate(data["tools"]):
-        tool = _tool(raw, module, p, f"tools[{i}]")
+        tool = _tool(raw, module, path, f"tools[{i}]")
         if tool.name in tools:
-            raise InputError(f"tool {tool.name!r} is declared twice", path=p, field=f"tools[{i}].name")
+            raise InputError(f"tool {tool.name!r} is declared twice", path=path, field=f"tools[{i}].name")
+        if tool.name in layers and side_path is not None:
+            tool = _layered(tool, layers[tool.name], side_module, side_path)
         tools[tool.name] = tool
-    base_state = data.get("initial_state", {})
-    base_allow = bool(data.get("allow_no_tool", False))
-    base_given = data.get("given", {})
+    top = {**data, **{k: v for k, v in (side or {}).items() if k != "tools"}}
+    base_state = top.get("initial_state", {})
+    base_allow = bool(top.get("allow_no_tool", False))
+    base_given = top.get("given", {})
     tasks = {
         str(tid): TaskSpec(
             initial_state=t.get("initial_state", base_state),
             allow_no_tool=bool(t.get("allow_no_tool", base_allow)),
             given={k: tuple(v) for k, v in {**base_given, **t.get("given", {})}.items()},
         )
-        for tid, t in (data.get("tasks") or {}).items()
+        for tid, t in (top.get("tasks") or {}).items()
     }
     default = TaskSpec(base_state, base_allow, {k: tuple(v) for k, v in base_given.items()})
-    return CustomEnvironment(data.get("name", p.stem), tools, tasks, default if not tasks else None)
+    return CustomEnvironment(top.get("name", path.stem), tools, tasks, default if not tasks else None, form=form)
 
 
 def _json_path(parts: Any) -> str:
@@ -179,34 +174,20 @@ def _load_hooks(ref: str, spec_path: Path) -> ModuleType:
             f"cannot load hooks {ref!r}: {exc}",
             path=spec_path,
             field="hooks",
-            hint="give a .py file relative to the spec, or an importable dotted module path",
+            hint="give a .py file relative to this file, or an importable dotted module path",
         ) from None
 
 
 def _tool(raw: Mapping[str, Any], module: ModuleType | None, path: Path, where: str) -> ToolSpec:
     parameters = raw.get("parameters", {"type": "object", "properties": {}, "additionalProperties": False})
-    try:
-        jsonschema.Draft202012Validator.check_schema(parameters)
-    except jsonschema.SchemaError as exc:
-        raise InputError(f"not a valid JSON Schema: {exc.message}", path=path, field=f"{where}.parameters") from None
-    hooks: dict[str, Hook | None] = {}
-    for kind in ("precondition", "effect"):
-        name = raw.get(kind)
-        if name is None:
-            hooks[kind] = None
-            continue
-        fn = getattr(module, name, None) if module is not None else None
-        if not callable(fn):
-            raise InputError(
-                f"hook {name!r} not found" + ("" if module else ": the spec names no 'hooks' module"),
-                path=path,
-                field=f"{where}.{kind}",
-            )
-        hooks[kind] = fn
+    problem = schema_problem(parameters)
+    if problem is not None:
+        raise InputError(problem, path=path, field=f"{where}.parameters")
+    hooks = _hooks(raw, module, path, where)
     return ToolSpec(
         name=raw["name"],
         parameters=parameters,
-        validator=jsonschema.Draft202012Validator(parameters),
+        validator=validator_for(parameters, default=jsonschema.Draft202012Validator)(parameters),
         refs=raw.get("refs", {}),
         produces=raw.get("produces", {}),
         invalidates=raw.get("invalidates", {}),
@@ -216,16 +197,64 @@ def _tool(raw: Mapping[str, Any], module: ModuleType | None, path: Path, where: 
     )
 
 
+def _layered(tool: ToolSpec, layer: Mapping[str, Any], module: ModuleType | None, path: Path) -> ToolSpec:
+    """``tool`` with a side file's keys for it (none of which the spec sets: check_layer refused that)."""
+    hooks = _hooks(layer, module, path, f"tools.{tool.name}")
+    return replace(
+        tool,
+        refs=layer.get("refs", tool.refs),
+        produces=layer.get("produces", tool.produces),
+        invalidates=layer.get("invalidates", tool.invalidates),
+        precondition=hooks["precondition"] or tool.precondition,
+        effect=hooks["effect"] or tool.effect,
+        exposed_from_turn=layer.get("exposed_from_turn", tool.exposed_from_turn),
+    )
+
+
+def _hooks(raw: Mapping[str, Any], module: ModuleType | None, path: Path, where: str) -> dict[str, Hook | None]:
+    """The precondition and effect functions ``raw`` names, looked up in ``module`` (an allow-list: only
+    names the user's own spec gives, in the user's own hooks module)."""
+    hooks: dict[str, Hook | None] = {}
+    for kind in ("precondition", "effect"):
+        name = raw.get(kind)
+        if name is None:
+            hooks[kind] = None
+            continue
+        fn = getattr(module, name, None) if module is not None else None
+        if not callable(fn):
+            raise InputError(
+                f"hook {name!r} not found" + ("" if module else ": the file names no 'hooks' module"),
+                path=path,
+                field=f"{where}.{kind}",
+            )
+        hooks[kind] = fn
+    return hooks
+
+
 class CustomEnvironment:
     """An :class:`~prefix_exec.envs.base.Environment` over a loaded tool spec."""
 
     def __init__(
-        self, name: str, tools: Mapping[str, ToolSpec], tasks: Mapping[str, TaskSpec], default: TaskSpec | None
+        self,
+        name: str,
+        tools: Mapping[str, ToolSpec],
+        tasks: Mapping[str, TaskSpec],
+        default: TaskSpec | None,
+        *,
+        form: str = "spec",
     ) -> None:
         self.name = name
         self.tools = dict(tools)
         self.tasks = dict(tasks)
         self.default = default
+        #: The form the spec was read as: ``spec``, ``openai`` or ``mcp`` (see spec_formats.FORM_NAMES).
+        self.form = form
+
+    @property
+    def schema_only(self) -> bool:
+        """True when no tool declares refs, produces, invalidates or hooks: only the schema checks apply
+        (names, exposure and arguments), as for an OpenAI or MCP tool list without a side file."""
+        return not any(t.refs or t.produces or t.invalidates or t.precondition or t.effect for t in self.tools.values())
 
     def start(self, task_id: str) -> CustomSession:
         task = self.tasks.get(task_id, self.default)

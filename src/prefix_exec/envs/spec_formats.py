@@ -1,0 +1,417 @@
+"""The forms a tool spec can take, read into our spec format (``docs/custom.md``).
+
+``--tools`` accepts three forms, told apart by their shape (never by a name inside the file):
+
+- ``spec``: our own spec, an object with ``tools: [{name, parameters, refs, produces, ...}]`` (JSON or YAML);
+- ``openai``: an OpenAI ``tools`` array, ``[{"type": "function", "function": {"name", "description",
+  "parameters"}}]`` (Chat Completions). The flat Responses-API items ``{"type": "function", "name",
+  "parameters"}`` and the legacy ``functions`` items ``{"name", "parameters"}`` are read too, and so is an object
+  holding such an array under ``tools`` (a request body, a fine-tuning line);
+- ``mcp``: an MCP ``tools/list`` result, ``{"tools": [{"name", "description", "inputSchema", ...}]}``, or the
+  JSON-RPC response that wraps it in ``result``.
+
+The two ecosystem forms declare argument schemas only: converted, each tool keeps its name, description and
+JSON Schema, and nothing else applies. A hooks side file (``--hooks``) layers our ``refs``, ``produces``,
+``invalidates``, precondition/effect hooks, state and tasks onto any form, keyed by tool name
+(:data:`SIDE_SCHEMA`, :func:`check_layer`). Every error names the file, the JSON path and the form it was read as.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import jsonschema
+import yaml
+from jsonschema.validators import validator_for
+
+from prefix_exec.errors import InputError
+from prefix_exec.jsonl import MAX_LINE_CHARS, check_regular_file
+
+#: What each form is called in messages.
+FORM_NAMES: Mapping[str, str] = {
+    "spec": "a prefix-exec tool spec",
+    "openai": "an OpenAI tools array",
+    "mcp": "an MCP tools/list result",
+}
+_FORM_HINTS: Mapping[str, str] = {
+    "spec": "see docs/custom.md for the format",
+    "openai": 'expected [{"type": "function", "function": {"name", "description", "parameters"}}, ...]',
+    "mcp": 'expected {"tools": [{"name", "description", "inputSchema": {"type": "object", ...}}, ...]}',
+}
+#: Largest spec or side file read, in characters (a spec is kilobytes; a bigger file is an input error).
+MAX_SPEC_CHARS = MAX_LINE_CHARS
+
+SPEC_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["tools"],
+    "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string"},
+        "description": {"type": "string"},
+        "hooks": {"type": "string"},
+        "allow_no_tool": {"type": "boolean"},
+        "initial_state": {"type": "object"},
+        "given": {"$ref": "#/$defs/given"},
+        "tasks": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "description": {"type": "string"},
+                    "initial_state": {"type": "object"},
+                    "allow_no_tool": {"type": "boolean"},
+                    "given": {"$ref": "#/$defs/given"},
+                },
+            },
+        },
+        "tools": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": ["name"],
+                "additionalProperties": False,
+                "properties": {
+                    "name": {"type": "string", "minLength": 1},
+                    "description": {"type": "string"},
+                    "parameters": {"type": "object"},
+                    "refs": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "produces": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "invalidates": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "precondition": {"type": "string"},
+                    "effect": {"type": "string"},
+                    "exposed_from_turn": {"type": "integer", "minimum": 0},
+                },
+            },
+        },
+    },
+    "$defs": {"given": {"type": "object", "additionalProperties": {"type": "array"}}},
+}
+
+#: The per-tool keys a side file may layer on: everything but the tool's name, description and schema.
+LAYER_KEYS: tuple[str, ...] = ("refs", "produces", "invalidates", "precondition", "effect", "exposed_from_turn")
+_TOOL_PROPERTIES: Mapping[str, Any] = SPEC_SCHEMA["properties"]["tools"]["items"]["properties"]
+#: The hooks side file: our spec's top-level keys, with ``tools`` a mapping from tool name to layered keys.
+SIDE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        **{k: v for k, v in SPEC_SCHEMA["properties"].items() if k != "tools"},
+        "tools": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {k: _TOOL_PROPERTIES[k] for k in LAYER_KEYS},
+            },
+        },
+    },
+    "$defs": SPEC_SCHEMA["$defs"],
+}
+
+_OPENAI_FUNCTION: dict[str, Any] = {
+    "type": "object",
+    "required": ["name"],
+    "properties": {
+        "name": {"type": "string", "minLength": 1},
+        "description": {"type": ["string", "null"]},
+        "parameters": {"type": ["object", "null"]},
+        "strict": {"type": ["boolean", "null"]},
+    },
+}
+_MCP_RESULT: dict[str, Any] = {
+    "type": "object",
+    "required": ["tools"],
+    "properties": {
+        "tools": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "inputSchema"],
+                "properties": {
+                    "name": {"type": "string", "minLength": 1},
+                    "title": {"type": "string"},
+                    "description": {"type": "string"},
+                    "inputSchema": {
+                        "type": "object",
+                        "required": ["type"],
+                        "properties": {"type": {"const": "object"}},
+                    },
+                    "outputSchema": {"type": "object"},
+                    "annotations": {"type": "object"},
+                },
+            },
+        },
+        "nextCursor": {"type": ["string", "null"]},
+    },
+}
+
+
+class _Where:
+    """Where a document came from (file, line of a JSONL file, JSON path of the list in it), for errors."""
+
+    def __init__(self, path: str | Path, line: int | None, prefix: str, form: str) -> None:
+        self.path, self.line, self.prefix, self.form = path, line, prefix, form
+
+    def fail(self, message: str, parts: Sequence[Any] = (), hint: str | None = None) -> InputError:
+        field = self.prefix + json_path(parts, leading=bool(self.prefix))
+        hint = hint or f"read as {FORM_NAMES[self.form]}: {_FORM_HINTS[self.form]}"
+        return InputError(message, path=self.path, line=self.line, field=field or None, hint=hint)
+
+    def validate(self, schema: Mapping[str, Any], data: Any, parts: Sequence[Any] = ()) -> None:
+        errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(data), key=lambda e: list(e.path))
+        if errors:
+            raise self.fail(schema_message(errors[0]), [*parts, *errors[0].absolute_path])
+
+
+def schema_message(error: jsonschema.ValidationError) -> str:
+    """A validation error in one short line: jsonschema's own message quotes the whole offending value."""
+    if error.validator == "type":
+        wanted = error.validator_value
+        names = " or ".join(wanted) if isinstance(wanted, list) else str(wanted)
+        return f"expected {names}, got {_json_type(error.instance)}"
+    text = error.message
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
+
+
+def json_path(parts: Sequence[Any], *, leading: bool = False) -> str:
+    """``tools[2].function.name`` from ``["tools", 2, "function", "name"]``; ``leading`` keeps a first dot."""
+    text = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in parts)
+    return text if leading else text.lstrip(".")
+
+
+def read_document(path: Path, *, what: str) -> Any:
+    """A JSON (``.json``) or YAML document from a regular file; an :class:`InputError` when unreadable."""
+    check_regular_file(path)
+    with path.open(encoding="utf-8") as fh:
+        text = fh.read(MAX_SPEC_CHARS + 1)
+    if len(text) > MAX_SPEC_CHARS:
+        raise InputError(f"the {what} is larger than {MAX_SPEC_CHARS:,} characters", path=path)
+    try:
+        return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        message = f"cannot parse the {what}: {exc.msg} at column {exc.colno}"
+        raise InputError(message, path=path, line=exc.lineno) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(f"cannot parse the {what}: {problem}", path=path, line=line) from None
+    except (RecursionError, ValueError) as exc:  # nesting past the recursion limit, an over-long integer
+        reason = str(exc).split(";")[0] or "nested too deeply"
+        raise InputError(f"cannot parse the {what}: {reason}", path=path) from None
+
+
+def detect_form(data: Any) -> str:
+    """``spec``, ``openai`` or ``mcp`` by the document's shape (see the module docstring)."""
+    if isinstance(data, list):
+        return "openai"
+    if not isinstance(data, Mapping):
+        return "spec"
+    if "jsonrpc" in data or ("result" in data and "tools" not in data):
+        return "mcp"
+    tools = data.get("tools")
+    if isinstance(tools, list):
+        items = [t for t in tools if isinstance(t, Mapping)]
+        if any("inputSchema" in t for t in items):
+            return "mcp"
+        if any(t.get("type") == "function" or "function" in t for t in items):
+            return "openai"
+    return "spec"
+
+
+def to_spec(data: Any, *, path: str | Path, line: int | None = None, prefix: str = "") -> tuple[dict[str, Any], str]:
+    """The document as a validated spec dict of our format, and the form it was read as.
+
+    ``path``, ``line`` and ``prefix`` (the JSON path of ``data`` inside its file) locate errors.
+    """
+    form = detect_form(data)
+    where = _Where(path, line, prefix, form)
+    if form == "openai":
+        tools = data if isinstance(data, list) else data["tools"]
+        return openai_spec(tools, where, [] if isinstance(data, list) else ["tools"]), form
+    if form == "mcp":
+        return _mcp_spec(data, where), form
+    where.validate(SPEC_SCHEMA, data)
+    return dict(data), form
+
+
+def openai_tools_spec(
+    tools: Any, *, path: str | Path, line: int | None = None, prefix: str = "tools"
+) -> dict[str, Any]:
+    """An OpenAI ``tools`` list (a transcript's own, at ``prefix`` in record ``line``) as a spec dict."""
+    return openai_spec(tools, _Where(path, line, prefix, "openai"), [])
+
+
+def openai_spec(tools: Any, where: _Where, parts: list[Any]) -> dict[str, Any]:
+    if not isinstance(tools, list):
+        raise where.fail(f"expected a list of tools, got {type(tools).__name__}", parts)
+    if not tools:
+        raise where.fail("the list declares no tools", parts)
+    converted: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for i, item in enumerate(tools):
+        at = [*parts, i]
+        if not isinstance(item, Mapping):
+            raise where.fail(f"expected a tool object, got {type(item).__name__}", at)
+        kind = item.get("type", "function")
+        if kind != "function":
+            raise where.fail(
+                f"only function tools can be replayed, this is a {kind!r} tool",
+                [*at, "type"],
+                hint="drop the built-in tools from the list: replay checks calls of declared functions",
+            )
+        nested = "function" in item
+        function = item["function"] if nested else item
+        fn_at = [*at, "function"] if nested else at
+        where.validate(_OPENAI_FUNCTION, function, fn_at)
+        converted.append(_tool(function, function.get("parameters"), where, fn_at, "parameters", seen))
+    return {"tools": converted}
+
+
+def _mcp_spec(data: Mapping[str, Any], where: _Where) -> dict[str, Any]:
+    parts: list[Any] = []
+    if "jsonrpc" in data or ("result" in data and "tools" not in data):
+        if "error" in data:
+            error = data["error"] if isinstance(data["error"], Mapping) else {}
+            raise where.fail(
+                f"a JSON-RPC error response ({error.get('code')}: {error.get('message')}), not a tools/list result",
+                ["error"],
+                hint="save the response to a successful tools/list request",
+            )
+        if not isinstance(data.get("result"), Mapping):
+            raise where.fail("a JSON-RPC response without a 'result' object", ["result"])
+        data, parts = data["result"], ["result"]
+    where.validate(_MCP_RESULT, data, parts)
+    if data.get("nextCursor") is not None:
+        raise where.fail(
+            "one page of a paginated tools/list (nextCursor is set): tools on later pages would be unknown",
+            [*parts, "nextCursor"],
+            hint="request the later pages (params.cursor) and put all their tools in one 'tools' list",
+        )
+    if not data["tools"]:
+        raise where.fail("the result lists no tools", [*parts, "tools"])
+    converted: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for i, tool in enumerate(data["tools"]):
+        converted.append(_tool(tool, tool["inputSchema"], where, [*parts, "tools", i], "inputSchema", seen))
+    return {"tools": converted}
+
+
+def _tool(
+    raw: Mapping[str, Any], schema: Any, where: _Where, at: list[Any], key: str, seen: set[str]
+) -> dict[str, Any]:
+    """One converted tool: name, description, and its argument schema (checked here, with the path)."""
+    if raw["name"] in seen:
+        raise where.fail(f"tool {raw['name']!r} is declared twice", [*at, "name"])
+    seen.add(raw["name"])
+    tool: dict[str, Any] = {"name": raw["name"]}
+    if isinstance(raw.get("description"), str):
+        tool["description"] = raw["description"]
+    if schema is not None:
+        if schema.get("type", "object") != "object":
+            message = f"arguments are an object, but the schema's type is {schema['type']!r}"
+            raise where.fail(message, [*at, key, "type"])
+        problem = schema_problem(schema)
+        if problem is not None:
+            raise where.fail(problem, [*at, key])
+        tool["parameters"] = dict(schema)
+    return tool
+
+
+def schema_problem(schema: Mapping[str, Any]) -> str | None:
+    """Why ``schema`` cannot check arguments, or ``None``: not valid under its ``$schema`` dialect (draft
+    2020-12 by default), or a ``$ref`` that is not a JSON pointer into the schema itself. Nothing is ever
+    fetched, so a remote ``$ref`` would fail at the first call instead of here."""
+    try:
+        validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        return f"not a valid JSON Schema: {exc.message}"
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and not _resolves(schema, ref):
+                return f"$ref {ref!r} does not point into this schema (only local '#/...' references are read)"
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return None
+
+
+def _resolves(root: Any, ref: str) -> bool:
+    if not ref.startswith("#"):
+        return False
+    node = root
+    for token in [t for t in unquote(ref[1:]).split("/")[1:]]:
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return False
+    return True
+
+
+def read_side_file(path: Path) -> dict[str, Any]:
+    """A validated hooks side file (:data:`SIDE_SCHEMA`)."""
+    data = read_document(path, what="hooks file")
+    where = _Where(path, None, "", "spec")
+    errors = sorted(jsonschema.Draft202012Validator(SIDE_SCHEMA).iter_errors(data), key=lambda e: list(e.path))
+    if errors:
+        raise where.fail(
+            schema_message(errors[0]),
+            list(errors[0].absolute_path),
+            hint="a hooks file holds hooks, allow_no_tool, initial_state, given, tasks and "
+            "tools: {TOOL_NAME: {refs, produces, invalidates, precondition, effect, exposed_from_turn}}; "
+            "see docs/custom.md",
+        )
+    return dict(data)
+
+
+def check_layer(spec: Mapping[str, Any], spec_path: str | Path, side: Mapping[str, Any], side_path: Path) -> None:
+    """Refuse a side file that names a tool the spec does not declare, or sets a key the spec sets too."""
+    names = [t["name"] for t in spec["tools"]]
+    for key in side:
+        if key != "tools" and key in spec:
+            raise InputError(
+                f"{key!r} is set both here and in the tool spec {spec_path}",
+                path=side_path,
+                field=key,
+                hint="keep it in one of the two files",
+            )
+    raw_tools = {t["name"]: t for t in spec["tools"]}
+    for name, layer in (side.get("tools") or {}).items():
+        if name not in raw_tools:
+            shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
+            raise InputError(
+                f"no tool named {name!r} in the tool spec {spec_path}",
+                path=side_path,
+                field=f"tools.{name}",
+                hint=f"the spec declares: {shown}",
+            )
+        for key in layer:
+            if key in raw_tools[name]:
+                raise InputError(
+                    f"{key!r} of tool {name!r} is set both here and in the tool spec {spec_path}",
+                    path=side_path,
+                    field=f"tools.{name}.{key}",
+                    hint="keep it in one of the two files",
+                )
