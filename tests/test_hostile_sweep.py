@@ -127,6 +127,62 @@ def custom_cases() -> Iterator[Case]:
         )
 
 
+def openai_cases() -> Iterator[Case]:
+    """Transcripts scored on their own tools list, so the hostile value may sit in the list too."""
+    login = {"type": "function", "function": {"name": "login", "arguments": '{"username": "sam"}'}}
+    first = {
+        "task_id": "g0",
+        "model": "m",
+        "success": 1,
+        "metadata": {"note": "x"},
+        "messages": [
+            {"role": "user", "content": "log in"},
+            {"role": "assistant", "tool_calls": [{"id": "c1", **login}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        ],
+        "tools": [{"type": "function", "function": {"name": "login", "parameters": {"type": "object"}}}],
+    }
+    second, base = {**first, "task_id": "g1"}, {**first, "task_id": "hostile"}
+    lines: dict[str, str] = {f"garbage-{k}": v for k, v in GARBAGE_LINES.items()}
+    for path in paths_of(base):
+        if path != ("task_id",):
+            for label, raw in values_for(path).items():
+                lines[f"{'.'.join(map(str, path))}={label}"] = mutate(base, path, raw)
+    for name, line in lines.items():
+        yield Case(
+            f"openai:{name}",
+            {"in.jsonl": "\n".join([json.dumps(first), line, json.dumps(second)]) + "\n"},
+            lambda d: ["score", "openai", str(d / "in.jsonl"), "--out", str(d / "out.jsonl"), "--keep-going"],
+            "out.jsonl",
+            ("g0", "g1"),
+        )
+
+
+def spec_cases() -> Iterator[Case]:
+    """Hostile MCP tools/list results and OpenAI tools arrays as --tools."""
+    response = json.loads((TICKETING / "mcp-tools-list.json").read_text(encoding="utf-8"))
+    response["result"]["tools"] = response["result"]["tools"][:1]
+    array = [{"type": "function", "function": {"name": "login", "parameters": {"type": "object"}}}]
+    for form, document in (("mcp", response), ("openai", array)):
+        for path in paths_of(document):
+            for label, raw in {k: RAW_VALUES[k] for k in CORE}.items():
+                yield Case(
+                    f"spec:{form}:{'.'.join(map(str, path))}={label}",
+                    {"tools.json": mutate(document, path, raw)},
+                    lambda d: [
+                        "score",
+                        "custom",
+                        "--tools",
+                        str(d / "tools.json"),
+                        str(TICKETING / "rollouts.jsonl"),
+                        "--out",
+                        str(d / "out.jsonl"),
+                        "--keep-going",
+                    ],
+                    "out.jsonl",
+                )
+
+
 def bfcl_cases() -> Iterator[Case]:
     good = {"id": "multi_turn_base_1", "result": [[[{"pwd": "{}"}]]]}
     good2 = {"id": "multi_turn_base_3", "result": [["[ls()]"]]}
@@ -309,6 +365,8 @@ def tau_and_toolsandbox_cases() -> Iterator[Case]:
 def all_cases() -> list[Case]:
     return [
         *custom_cases(),
+        *openai_cases(),
+        *spec_cases(),
         *bfcl_cases(),
         *metrics_cases(),
         *report_cases(),
@@ -324,7 +382,17 @@ def listing(folder: Path) -> set[Path]:
 def test_the_sweep_has_hundreds_of_cases_across_every_input() -> None:
     cases = all_cases()
     kinds = {c.name.split(":")[0] for c in cases}
-    assert len(cases) >= 200 and kinds == {"custom", "bfcl", "metrics", "report", "grid", "tau", "toolsandbox"}
+    assert len(cases) >= 200 and kinds == {
+        "custom",
+        "openai",
+        "spec",
+        "bfcl",
+        "metrics",
+        "report",
+        "grid",
+        "tau",
+        "toolsandbox",
+    }
 
 
 def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(

@@ -146,13 +146,19 @@ def test_local_refs_are_followed(tmp_path: Path) -> None:
 
 
 def test_a_transcripts_own_tools_list_is_an_environment() -> None:
-    env = environment_from_tools(
-        [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}], name="d", path="t.jsonl"
-    )
+    openai = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    env = environment_from_tools(openai, name="d", path="t.jsonl")
     assert (env.name, env.form, env.schema_only) == ("d", "openai", True)
+    mcp = [{"name": "f", "inputSchema": {"type": "object", "properties": {"x": {"type": "integer"}}}}]
+    env = environment_from_tools(mcp, name="d", path="t.jsonl")
+    assert env.form == "mcp"
+    assert not env.start("any").step(ToolCall("f", {"x": "one"})).accepted
     with pytest.raises(InputError) as info:
         environment_from_tools([{"type": "function", "function": {}}], name="d", path="t.jsonl", line=7)
     assert (info.value.path, info.value.line, info.value.field) == ("t.jsonl", 7, "tools[0].function")
+    with pytest.raises(InputError) as info:
+        environment_from_tools([*mcp, {"name": "g"}], name="d", path="t.json", prefix="[3].")
+    assert (info.value.line, info.value.field) == (None, "[3].tools[1]")
 
 
 FN = {"type": "function", "function": {"name": "a", "parameters": {"type": "object"}}}

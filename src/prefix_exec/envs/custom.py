@@ -34,14 +34,8 @@ import jsonschema
 from jsonschema.validators import validator_for
 
 from prefix_exec.envs.spec_formats import SPEC_SCHEMA as SPEC_SCHEMA
-from prefix_exec.envs.spec_formats import (
-    check_layer,
-    openai_tools_spec,
-    read_document,
-    read_side_file,
-    schema_problem,
-    to_spec,
-)
+from prefix_exec.envs.spec_formats import read_document, schema_problem, to_spec, tools_list_spec
+from prefix_exec.envs.spec_layers import check_layer, read_side_file
 from prefix_exec.errors import InputError
 from prefix_exec.trajectory import FailureLabel, ToolCall, Verdict
 
@@ -104,12 +98,14 @@ def load_spec(path: str | Path, *, hooks: str | Path | None = None) -> CustomEnv
 
 
 def environment_from_tools(
-    tools: Any, *, name: str, path: str | Path, line: int | None = None, prefix: str = "tools"
+    tools: Any, *, name: str, path: str | Path, line: int | None = None, prefix: str = ""
 ) -> CustomEnvironment:
-    """A schema-only environment from an OpenAI ``tools`` list found at ``prefix`` in record ``line`` of
-    ``path`` (a transcript's own list). Raises :class:`InputError` naming that place when it is malformed."""
-    spec = openai_tools_spec(tools, path=path, line=line, prefix=prefix)
-    return environment_from_spec({**spec, "name": name}, Path(path), form="openai")
+    """A schema-only environment from a transcript's own ``tools`` list (OpenAI function tools or MCP tools),
+    found at ``{prefix}tools`` in record ``line`` of ``path``. Raises :class:`InputError` naming that place
+    when it is malformed."""
+    spec = tools_list_spec(tools, path=path, line=line, prefix=prefix)
+    form = "mcp" if any(isinstance(t, Mapping) and "inputSchema" in t for t in tools) else "openai"
+    return environment_from_spec({**spec, "name": name}, Path(path), form=form)
 
 
 def environment_from_spec(

@@ -11,9 +11,8 @@
   JSON-RPC response that wraps it in ``result``.
 
 The two ecosystem forms declare argument schemas only: converted, each tool keeps its name, description and
-JSON Schema, and nothing else applies. A hooks side file (``--hooks``) layers our ``refs``, ``produces``,
-``invalidates``, precondition/effect hooks, state and tasks onto any form, keyed by tool name
-(:data:`SIDE_SCHEMA`, :func:`check_layer`). Every error names the file, the JSON path and the form it was read as.
+JSON Schema, and nothing else applies; a hooks side file layers the rest on (:mod:`prefix_exec.envs.spec_layers`).
+Every error names the file, the JSON path and the form it was read as.
 """
 
 from __future__ import annotations
@@ -93,27 +92,6 @@ SPEC_SCHEMA: dict[str, Any] = {
     "$defs": {"given": {"type": "object", "additionalProperties": {"type": "array"}}},
 }
 
-#: The per-tool keys a side file may layer on: everything but the tool's name, description and schema.
-LAYER_KEYS: tuple[str, ...] = ("refs", "produces", "invalidates", "precondition", "effect", "exposed_from_turn")
-_TOOL_PROPERTIES: Mapping[str, Any] = SPEC_SCHEMA["properties"]["tools"]["items"]["properties"]
-#: The hooks side file: our spec's top-level keys, with ``tools`` a mapping from tool name to layered keys.
-SIDE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        **{k: v for k, v in SPEC_SCHEMA["properties"].items() if k != "tools"},
-        "tools": {
-            "type": "object",
-            "additionalProperties": {
-                "type": "object",
-                "additionalProperties": False,
-                "properties": {k: _TOOL_PROPERTIES[k] for k in LAYER_KEYS},
-            },
-        },
-    },
-    "$defs": SPEC_SCHEMA["$defs"],
-}
-
 _OPENAI_FUNCTION: dict[str, Any] = {
     "type": "object",
     "required": ["name"],
@@ -175,7 +153,7 @@ def schema_message(error: jsonschema.ValidationError) -> str:
         wanted = error.validator_value
         names = " or ".join(wanted) if isinstance(wanted, list) else str(wanted)
         return f"expected {names}, got {_json_type(error.instance)}"
-    text = error.message
+    text = str(error.message)
     return text if len(text) <= 200 else text[:197] + "..."
 
 
@@ -186,7 +164,9 @@ def _json_type(value: Any) -> str:
         return "boolean"
     if isinstance(value, (int, float)):
         return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object" if isinstance(value, Mapping) else type(value).__name__
 
 
 def json_path(parts: Sequence[Any], *, leading: bool = False) -> str:
@@ -251,11 +231,12 @@ def to_spec(data: Any, *, path: str | Path, line: int | None = None, prefix: str
     return dict(data), form
 
 
-def openai_tools_spec(
-    tools: Any, *, path: str | Path, line: int | None = None, prefix: str = "tools"
-) -> dict[str, Any]:
-    """An OpenAI ``tools`` list (a transcript's own, at ``prefix`` in record ``line``) as a spec dict."""
-    return openai_spec(tools, _Where(path, line, prefix, "openai"), [])
+def tools_list_spec(tools: Any, *, path: str | Path, line: int | None = None, prefix: str = "") -> dict[str, Any]:
+    """A transcript's own ``tools`` list, found at ``{prefix}tools`` in record ``line`` of ``path``, as a spec
+    dict: OpenAI function tools, or MCP tools (items with an ``inputSchema``)."""
+    if isinstance(tools, list) and any(isinstance(t, Mapping) and "inputSchema" in t for t in tools):
+        return _mcp_spec({"tools": tools}, _Where(path, line, prefix.rstrip("."), "mcp"))
+    return openai_spec(tools, _Where(path, line, prefix + "tools", "openai"), [])
 
 
 def openai_spec(tools: Any, where: _Where, parts: list[Any]) -> dict[str, Any]:
@@ -338,6 +319,8 @@ def schema_problem(schema: Mapping[str, Any]) -> str | None:
     """Why ``schema`` cannot check arguments, or ``None``: not valid under its ``$schema`` dialect (draft
     2020-12 by default), or a ``$ref`` that is not a JSON pointer into the schema itself. Nothing is ever
     fetched, so a remote ``$ref`` would fail at the first call instead of here."""
+    if not isinstance(schema.get("$schema", ""), str):
+        return "not a valid JSON Schema: '$schema' must be a string (the URI of a dialect)"
     try:
         validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
     except jsonschema.SchemaError as exc:
@@ -368,50 +351,3 @@ def _resolves(root: Any, ref: str) -> bool:
         else:
             return False
     return True
-
-
-def read_side_file(path: Path) -> dict[str, Any]:
-    """A validated hooks side file (:data:`SIDE_SCHEMA`)."""
-    data = read_document(path, what="hooks file")
-    where = _Where(path, None, "", "spec")
-    errors = sorted(jsonschema.Draft202012Validator(SIDE_SCHEMA).iter_errors(data), key=lambda e: list(e.path))
-    if errors:
-        raise where.fail(
-            schema_message(errors[0]),
-            list(errors[0].absolute_path),
-            hint="a hooks file holds hooks, allow_no_tool, initial_state, given, tasks and "
-            "tools: {TOOL_NAME: {refs, produces, invalidates, precondition, effect, exposed_from_turn}}; "
-            "see docs/custom.md",
-        )
-    return dict(data)
-
-
-def check_layer(spec: Mapping[str, Any], spec_path: str | Path, side: Mapping[str, Any], side_path: Path) -> None:
-    """Refuse a side file that names a tool the spec does not declare, or sets a key the spec sets too."""
-    names = [t["name"] for t in spec["tools"]]
-    for key in side:
-        if key != "tools" and key in spec:
-            raise InputError(
-                f"{key!r} is set both here and in the tool spec {spec_path}",
-                path=side_path,
-                field=key,
-                hint="keep it in one of the two files",
-            )
-    raw_tools = {t["name"]: t for t in spec["tools"]}
-    for name, layer in (side.get("tools") or {}).items():
-        if name not in raw_tools:
-            shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
-            raise InputError(
-                f"no tool named {name!r} in the tool spec {spec_path}",
-                path=side_path,
-                field=f"tools.{name}",
-                hint=f"the spec declares: {shown}",
-            )
-        for key in layer:
-            if key in raw_tools[name]:
-                raise InputError(
-                    f"{key!r} of tool {name!r} is set both here and in the tool spec {spec_path}",
-                    path=side_path,
-                    field=f"tools.{name}.{key}",
-                    hint="keep it in one of the two files",
-                )

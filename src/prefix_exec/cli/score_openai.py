@@ -1,0 +1,166 @@
+"""``prefix-exec score openai``: score OpenAI-format transcripts, one rollout per conversation."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from prefix_exec.cli.common import add_scoring_options, finish, output_options
+from prefix_exec.cli.score_custom import add_hooks_option, note_schema_only
+from prefix_exec.envs.custom import CustomEnvironment, environment_from_tools, load_spec
+from prefix_exec.envs.spec_formats import FORM_NAMES
+from prefix_exec.errors import InputError
+from prefix_exec.importers.openai_transcripts import Identity, read_conversations, tools_digest
+from prefix_exec.jsonl import expand_inputs
+from prefix_exec.replay import Skipped
+from prefix_exec.scoring import score_to_file
+from prefix_exec.trajectory import Rollout
+
+#: The records' note when a conversation's own tools list served as its spec.
+SCHEMA_ONLY_NOTE = "schema checks only: the conversation's own tools list served as the spec (no --tools)"
+
+
+def register(benchmarks: Any, name: str) -> None:
+    parser: argparse.ArgumentParser = benchmarks.add_parser(
+        name,
+        help="OpenAI-format transcripts (messages with tool_calls, tool replies), on a tool spec or their own tools",
+        description=(
+            "Score OpenAI-format transcripts: JSONL with one conversation per line (or a .json file of one or a "
+            "list), each with 'messages' (assistant tool_calls with JSON-string arguments, tool replies by "
+            "tool_call_id) and optionally the 'tools' list offered. One rollout per conversation. With --tools "
+            "the calls are checked against that spec (ours, an OpenAI tools array or an MCP tools/list result, "
+            "plus --hooks); without it each conversation's own tools list is the spec, and only schema checks "
+            "apply. Identity fields are dotted paths into the conversation. See docs/custom.md."
+        ),
+    )
+    parser.add_argument(
+        "transcripts", nargs="+", metavar="TRANSCRIPTS", help="JSONL or .json files (or folders of them)"
+    )
+    parser.add_argument(
+        "--tools",
+        metavar="SPEC",
+        help="tool spec: ours, an OpenAI tools array or an MCP tools/list result (default: each conversation's "
+        "own 'tools' list, schema checks only)",
+    )
+    add_hooks_option(parser)
+    fields = parser.add_argument_group("where the rollout's identity comes from (dotted paths into a conversation)")
+    fields.add_argument("--task-id-field", metavar="PATH", help="task id (default: task_id, metadata.task_id or id)")
+    fields.add_argument(
+        "--success-field",
+        metavar="PATH",
+        help="final success, 0/1 or true/false (default: success, metadata.success, reward or metadata.reward)",
+    )
+    fields.add_argument(
+        "--model-field", metavar="PATH", help="model (default: model or metadata.model; or a fixed --model)"
+    )
+    fields.add_argument(
+        "--method-field",
+        metavar="PATH",
+        help="method (default: method or metadata.method, else 'default'; or a fixed --method)",
+    )
+    fields.add_argument("--trial-field", metavar="PATH", help="trial number (default: trial or metadata.trial, else 0)")
+    fields.add_argument(
+        "--dataset",
+        help="dataset name for every record (default: dataset or metadata.dataset, else the --tools spec's name, "
+        "else 'openai')",
+    )
+    add_scoring_options(parser)  # --model and --method: fixed names instead of fields
+    parser.set_defaults(run=run)
+
+
+def identity_of(args: argparse.Namespace, default_dataset: str) -> Identity:
+    """The :class:`Identity` the options describe; a field named both ways is a usage error."""
+    for fixed, field in (("model", "model_field"), ("method", "method_field")):
+        if getattr(args, fixed) and getattr(args, field):
+            raise InputError(f"give --{fixed} or --{fixed}-field, not both")
+    paths = {
+        name: getattr(args, f"{name}_field")
+        for name in ("task_id", "success", "model", "method", "trial")
+        if getattr(args, f"{name}_field")
+    }
+    values = {name: getattr(args, name) for name in ("model", "method", "dataset") if getattr(args, name)}
+    return Identity(paths, values, {"method": "default", "trial": 0, "dataset": default_dataset})
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.hooks and not args.tools:
+        raise InputError(
+            "--hooks layers onto a --tools spec",
+            hint="pass the tool list as --tools too (its own file, or the transcript's tools saved as a JSON array)",
+        )
+    files = expand_inputs(
+        args.transcripts,
+        lambda folder: [*folder.glob("*.jsonl"), *folder.glob("*.json")],
+        none_found="no .jsonl or .json files in this folder",
+    )
+    spec: CustomEnvironment | None = None
+    if args.tools:
+        spec = load_spec(args.tools, hooks=args.hooks)
+        note_schema_only(spec, f"{args.tools} ({FORM_NAMES[spec.form]})")
+    else:
+        print(
+            "prefix-exec: note: no --tools: each conversation's own tools list is its spec, so only schema checks "
+            "apply (tool names, arguments); the records say so in metadata.spec_note",
+            file=sys.stderr,
+        )
+    identity = identity_of(args, spec.name if spec is not None else "openai")
+    envs: dict[str, CustomEnvironment] = {}
+    units = _units(files, identity, spec, envs, keep_going=args.keep_going)
+    report = score_to_file(
+        units,
+        lambda rollout: spec if spec is not None else envs[rollout.metadata["tools_digest"]],
+        args.out,
+        desc="scoring transcripts",
+        inputs=[*files, *(p for p in (args.tools, args.hooks) if p)],
+        **output_options(args),
+    )
+    return finish(report, args.out)
+
+
+def _units(
+    files: list[Path],
+    identity: Identity,
+    spec: CustomEnvironment | None,
+    envs: dict[str, CustomEnvironment],
+    *,
+    keep_going: bool,
+) -> Iterator[Rollout | Skipped]:
+    """Rollouts of every conversation; without a spec, each gets the environment of its own tools list
+    (built once per distinct list, kept in ``envs`` by digest)."""
+    for path in files:
+        for item in read_conversations(path, identity, tolerant=keep_going):
+            try:
+                if isinstance(item, InputError):
+                    raise item
+                rollout = item.rollout
+                if spec is None:
+                    if item.tools is None:
+                        raise InputError(
+                            "the conversation carries no 'tools' list to check its calls against",
+                            path=item.path,
+                            line=item.line,
+                            field=item.prefix + "tools",
+                            hint="pass --tools SPEC (the tool list offered, or our spec)",
+                        )
+                    digest = tools_digest(item.tools)
+                    if digest not in envs:
+                        envs[digest] = environment_from_tools(
+                            item.tools,
+                            name=rollout.dataset,
+                            path=item.path,
+                            line=item.line,
+                            prefix=item.prefix + "tools",
+                        )
+                    metadata = {**rollout.metadata, "spec_note": SCHEMA_ONLY_NOTE, "tools_digest": digest}
+                    rollout = replace(rollout, metadata=metadata)
+            except InputError as exc:
+                if not keep_going:
+                    raise
+                where = f"{exc.path}:{exc.line}" if exc.line is not None else str(exc.path)
+                yield Skipped(where, exc.detail())
+                continue
+            yield rollout
