@@ -23,20 +23,20 @@ setup:
 	@test -n "$(PYTHON)" || { echo 'make setup: Python 3.12 not found; install it, or run make setup PYTHON=/path/to/python3.12' >&2; exit 2; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,plot,llm,ray,tau-sim]'
-	$(BIN)/pip install --quiet --no-deps bfcl-eval==2026.3.23 mpmath
+	$(BIN)/pip install --quiet -e '.[dev,report,llm,ray,tau-sim,bfcl]'
+	$(BIN)/pip install --quiet --no-deps bfcl-eval==2026.3.23
 	$(BIN)/python scripts/install_tau2.py --provider '$(TAU2_PROVIDER)' --source '$(TAU2_SOURCE)' --fallback $(VENV)/tau2-nvidia
 	@$(MAKE) --no-print-directory toolsandbox
 	@echo "setup done: run '$(BIN)/prefix-exec --help' or 'make demo'"
 
 # A folder is built from a copy in a temporary folder (nothing is written into it); anything else goes to pip as
-# given. Its declared pins do not install on Python 3.12, so it goes in with --no-deps plus requirements/toolsandbox.txt.
+# given. Its declared pins do not install on Python 3.12, so it goes in with --no-deps plus the [toolsandbox] extra.
 toolsandbox:
 	@if [ -z "$(TOOLSANDBOX)" ]; then echo "ToolSandbox not found (no ../shared/vendor/ToolSandbox): skipped; make toolsandbox TOOLSANDBOX=<checkout or URL>"; \
 	elif [ -d "$(TOOLSANDBOX)" ]; then tmp=$$(mktemp -d) && cp -r "$(TOOLSANDBOX)/tool_sandbox" "$(TOOLSANDBOX)/pyproject.toml" \
 		"$(TOOLSANDBOX)/README.md" "$(TOOLSANDBOX)/LICENSE" "$$tmp/" && chmod -R u+w "$$tmp" \
-		&& $(BIN)/pip install --quiet --no-deps "$$tmp" && rm -rf "$$tmp" && $(BIN)/pip install --quiet -r requirements/toolsandbox.txt; \
-	else $(BIN)/pip install --quiet --no-deps "$(TOOLSANDBOX)" && $(BIN)/pip install --quiet -r requirements/toolsandbox.txt; fi
+		&& $(BIN)/pip install --quiet --no-deps "$$tmp" && rm -rf "$$tmp" && $(BIN)/pip install --quiet -e '.[toolsandbox]'; \
+	else $(BIN)/pip install --quiet --no-deps "$(TOOLSANDBOX)" && $(BIN)/pip install --quiet -e '.[toolsandbox]'; fi
 
 # The no-key demo: synthetic fault-injected agents on BFCL ground truth, scored by the real BFCL environment,
 # with the calibration matrix and the full report in out/demo/report.html (see docs/demo.md).

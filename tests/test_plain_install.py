@@ -33,8 +33,8 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
 #: Optional top-level modules a plain install must not have (else the test would prove nothing).
 OPTIONAL = ("matplotlib", "openai", "ray", "litellm", "pandas", "bfcl_eval", "mpmath", "tau2", "loguru", "tool_sandbox")
-BFCL = "pip install --no-deps bfcl-eval==2026.3.23 mpmath"
-PLOT = "pip install 'prefix-exec[plot]'"
+BFCL = "pip install 'prefix-exec[bfcl]' && pip install --no-deps bfcl-eval==2026.3.23"
+PLOT = "pip install 'prefix-exec[report]'"
 
 
 def core_dependencies() -> list[str]:
@@ -166,7 +166,10 @@ def test_missing_extras_are_exit_2_with_the_install_command(plain: Path, tmp_pat
     refused(prefix_exec(plain, "score", "bfcl", str(bfcl), "--out", "bfcl.jsonl", cwd=tmp_path), BFCL)
     tau = shared_data / "tau" / "gpt-4.1_airline_1trial.json"
     refused(
-        prefix_exec(plain, "score", "tau", str(tau), "--out", "tau.jsonl", cwd=tmp_path), "make setup", "tau2-bench"
+        prefix_exec(plain, "score", "tau", str(tau), "--out", "tau.jsonl", cwd=tmp_path),
+        "pip install 'prefix-exec[tau]'",
+        "make setup",
+        "tau2-bench",
     )
 
     grid = tmp_path / "grid.toml"
@@ -196,6 +199,23 @@ def test_what_needs_nothing_optional_works(plain: Path, tmp_path: Path, shared_d
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert len((tmp_path / "ticketing.jsonl").read_text().splitlines()) == 12
+    done = prefix_exec(
+        plain, "score", "custom", "--tools", str(ticketing / "mcp-tools-list.json"), "--hooks",
+        str(ticketing / "mcp-hooks.yaml"), str(ticketing / "rollouts.jsonl"), "--out", "mcp.jsonl", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "mcp.jsonl").read_text() == (tmp_path / "ticketing.jsonl").read_text()
+    conversation = {
+        "task_id": "t",
+        "model": "m",
+        "success": 1,
+        "messages": [{"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{}"}}]}],
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
+    }
+    (tmp_path / "transcripts.jsonl").write_text(json.dumps(conversation) + "\n")
+    done = prefix_exec(plain, "score", "openai", "transcripts.jsonl", "--out", "openai.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "openai.jsonl").read_text())["executable"] is True
     (tmp_path / "labels.json").write_text('{"a": ["x"], "b": ["y"], "c": ["x"], "d": ["y"]}')
     done = prefix_exec(plain, "sample", "labels.json", "-n", "2", "--out", "chosen.txt", cwd=tmp_path)
     assert done.returncode == 0, done.stderr

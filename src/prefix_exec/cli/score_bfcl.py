@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
             **output_options(args),
         )
     except ImportError as exc:
-        raise InputError(str(exc), hint=INSTALL_HINT) from None
+        raise InputError(str(exc), hint=None if INSTALL_HINT in str(exc) else INSTALL_HINT) from None
     return finish(report, args.out)
 
 
