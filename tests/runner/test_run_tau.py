@@ -18,15 +18,21 @@ from prefix_exec.envs.tau import TauEnvironment, load_domain
 TASKS = ["retail/34", "retail/108"]  # tau3 retail: 34 is graded without NL assertions, 108 with them
 
 
+def models_toml(base_url: str) -> str:
+    """The grid's ``[[models]]``: ``agent`` (the one condition), ``user-sim`` and ``judge``, all served at
+    ``base_url``, no retries."""
+    return "".join(
+        f'[[models]]\nname = "{name}"\nmodel = "{name}"\nbase_url = "{base_url}"\napi_key_env = ""\n'
+        f"max_retries = 0\n{'condition = false' if name != 'agent' else ''}\n"
+        for name in ("agent", "user-sim", "judge")
+    )
+
+
 def test_a_tau_grid_run_records_the_tau3_task_set_and_marks_judged_tasks(tmp_path: Path) -> None:
     script = TauScript(TauEnvironment(load_domain("retail")), [t.split("/")[1] for t in TASKS])
     with ScriptedServer(script) as server:
         grid = tmp_path / "grid.toml"
-        models = "".join(
-            f'[[models]]\nname = "{name}"\nmodel = "{name}"\nbase_url = "{server.base_url}"\napi_key_env = ""\n'
-            f"max_retries = 0\n{'condition = false' if name != 'agent' else ''}\n"
-            for name in ("agent", "user-sim", "judge")
-        )
+        models = models_toml(server.base_url)
         grid.write_text(
             f'seed = 0\ntrials = 1\nmethods = ["react"]\n[[datasets]]\nname = "tau3-retail"\nkind = "tau"\n'
             f'domain = "retail"\nuser_model = "user-sim"\njudge_model = "judge"\ntasks = {json.dumps(TASKS)}\n'
@@ -70,11 +76,7 @@ def test_the_pooled_tau3_dataset_runs_both_domains_under_qualified_ids(tmp_path:
     scripts = [TauScript(TauEnvironment(load_domain(t.split("/")[0])), [t]) for t in tasks]
     with ScriptedServer(PooledScript(*scripts)) as server:
         grid = tmp_path / "grid.toml"
-        models = "".join(
-            f'[[models]]\nname = "{name}"\nmodel = "{name}"\nbase_url = "{server.base_url}"\napi_key_env = ""\n'
-            f"max_retries = 0\n{'condition = false' if name != 'agent' else ''}\n"
-            for name in ("agent", "user-sim", "judge")
-        )
+        models = models_toml(server.base_url)
         grid.write_text(
             'seed = 0\ntrials = 1\nmethods = ["react"]\n[[datasets]]\nname = "tau3"\nkind = "tau"\n'
             'domain = ["airline", "retail"]\nuser_model = "user-sim"\njudge_model = "judge"\n'
