@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from prefix_exec.cli.common import add_identity_options, add_output_options, budget_options, finish, require
+from prefix_exec.cli.common import add_identity_options, add_output_options, finish, output_options, require
 from prefix_exec.envs.base import Environment
 from prefix_exec.errors import InputError
 from prefix_exec.importers.inspect_log import INSTALL_HINT, InspectLog, generic_rollout, log_files, read_log
@@ -183,15 +183,12 @@ def run(args: argparse.Namespace) -> int:
         sources.units,
         lambda rollout: sources.env_of[id(rollout)](rollout),
         args.out,
-        resume=args.resume,
-        overwrite=args.overwrite,
-        keep_going=args.keep_going,
         total=len(sources.units),
         desc="scoring inspect",
         prepare=prepare,
         on_record=consistency.add if consistency is not None else None,
         inputs=[*paths, *([args.tools] if args.tools else [])],
-        **budget_options(args),
+        **output_options(args),
     )
     unregraded = _report_checks(args, sources, consistency)
     status = finish(report, args.out)
