@@ -15,59 +15,11 @@ from typing import Any
 
 import pytest
 
-from fakes.inspect_logs import BfclScript, bfcl_cache, convert_to_json, run_inspect
-from fakes.openai_server import ScriptedServer
+from fakes.inspect_logs import BFCL_TASKS as TASKS
+from fakes.inspect_logs import BfclScript, convert_to_json
 from prefix_exec.cli import main
-from prefix_exec.envs.bfcl import backend
-from prefix_exec.envs.bfcl.calls import bind_positional, parse_call
-from prefix_exec.envs.bfcl.tasks import load_task
 
 pytestmark = pytest.mark.slow
-
-TASKS = ("multi_turn_base_1", "multi_turn_base_2", "multi_turn_miss_func_0")
-
-
-def truth(task_id: str) -> list[list[list[tuple[str, dict[str, Any]]]]]:
-    """BFCL's ground truth of a task, one call per step."""
-    turns = []
-    for sources in load_task(task_id).ground_truth:
-        steps = []
-        for source in sources:
-            call = parse_call(source)
-            steps.append([(call.name, bind_positional(call, backend.positional_names))])
-        turns.append(steps)
-    return turns
-
-
-def script() -> BfclScript:
-    base_1 = truth("multi_turn_base_1")
-    # two calls in one step; then mv without its required destination (a schema failure, refused by inspect
-    # too), then the right mv: FED 4, Y 1 after recovery
-    base_1[0] = [[("ls", {"a": True}), ("pwd", {})]]
-    base_1[1] = [[("cd", {"folder": "workspace"})], [("mv", {"source": "log.txt"})], *base_1[1][1:]]
-    base_2 = truth("multi_turn_base_2")
-    base_2[4] = []  # the last turn answered in text only: every call executable, Y 0
-    miss_func = truth("multi_turn_miss_func_0")
-    assert miss_func[2] == [] and load_task("multi_turn_miss_func_0").missed_function == {"sort": 3}
-    miss_func[2] = [[("sort", {"file_name": "final_report.pdf"})]]  # before it is revealed at turn 3
-    turns = {"multi_turn_base_1": base_1, "multi_turn_base_2": base_2, "multi_turn_miss_func_0": miss_func}
-    return BfclScript(turns, {t: load_task(t).questions[0] for t in TASKS})
-
-
-@pytest.fixture(scope="module")
-def bfcl_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, BfclScript]:
-    folder = tmp_path_factory.mktemp("inspect-bfcl")
-    cache = bfcl_cache(folder / "cache")
-    plan = script()
-    with ScriptedServer(plan.respond) as server:
-        log = run_inspect(
-            "inspect_evals.bfcl.bfcl@bfcl",
-            ["-T", "categories=multi_turn_base,multi_turn_miss_func", "--sample-id", ",".join(TASKS)],
-            server,
-            folder / "logs",
-            {"INSPECT_EVALS_CACHE_DIR": str(cache)},
-        )
-    return log, plan
 
 
 def rows(path: Path) -> list[dict[str, Any]]:
@@ -86,9 +38,9 @@ def score_inspect(log: Path, out: Path, *extra: str) -> int:
 
 
 def test_records_equal_those_of_the_same_calls_in_a_result_file(
-    bfcl_log: tuple[Path, BfclScript], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    inspect_bfcl: tuple[Path, BfclScript], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    log, plan = bfcl_log
+    log, plan = inspect_bfcl
     out = tmp_path / "inspect.jsonl"
     assert score_inspect(log, out) == 0
     err = capsys.readouterr().err
@@ -117,8 +69,8 @@ def test_records_equal_those_of_the_same_calls_in_a_result_file(
     assert base_1["metadata"]["inspect"]["sample_id"] == "multi_turn_base_1"
 
 
-def test_json_log_gives_the_same_records(bfcl_log: tuple[Path, BfclScript], tmp_path: Path) -> None:
-    log, _ = bfcl_log
+def test_json_log_gives_the_same_records(inspect_bfcl: tuple[Path, BfclScript], tmp_path: Path) -> None:
+    log, _ = inspect_bfcl
     as_json = convert_to_json(log, tmp_path / "json")
     eval_out, json_out = tmp_path / "eval.jsonl", tmp_path / "json.jsonl"
     assert score_inspect(log, eval_out) == 0
@@ -132,9 +84,9 @@ def test_json_log_gives_the_same_records(bfcl_log: tuple[Path, BfclScript], tmp_
 
 
 def test_corrupt_log_is_exit_2_and_keep_going_scores_the_rest(
-    bfcl_log: tuple[Path, BfclScript], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    inspect_bfcl: tuple[Path, BfclScript], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    log, _ = bfcl_log
+    log, _ = inspect_bfcl
     broken = tmp_path / "broken.eval"
     data = log.read_bytes()
     broken.write_bytes(data[: len(data) // 2])
@@ -160,9 +112,9 @@ def _rewritten(log: Path, target: Path, change: Any) -> Path:
 
 
 def test_unknown_task_needs_a_tool_spec(
-    bfcl_log: tuple[Path, BfclScript], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    inspect_bfcl: tuple[Path, BfclScript], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    log, _ = bfcl_log
+    log, _ = inspect_bfcl
 
     def rename(parsed: Any) -> None:
         parsed.eval.task = "helpdesk"
@@ -191,9 +143,9 @@ def test_unknown_task_needs_a_tool_spec(
 
 
 def test_samples_without_score_or_tool_calls(
-    bfcl_log: tuple[Path, BfclScript], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    inspect_bfcl: tuple[Path, BfclScript], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    log, _ = bfcl_log
+    log, _ = inspect_bfcl
 
     def damage(parsed: Any) -> None:
         first, second = parsed.samples[0], parsed.samples[1]
@@ -215,3 +167,19 @@ def test_samples_without_score_or_tool_calls(
     assert sorted(records) == ["multi_turn_base_2", "multi_turn_miss_func_0"]
     # a sample whose model never called a tool is a no-tool rollout (T = 1), as in a result file
     assert records["multi_turn_base_2"]["no_tool"] is True and records["multi_turn_base_2"]["T"] == 1
+
+
+def test_resume_keeps_the_records_and_their_regrade(
+    inspect_bfcl: tuple[Path, BfclScript], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log, _ = inspect_bfcl
+    out = tmp_path / "out.jsonl"
+    assert score_inspect(log, out) == 0
+    first = out.read_text(encoding="utf-8").splitlines()
+    out.write_text("\n".join(first[:1]) + "\n", encoding="utf-8")  # as if killed after the first record
+    capsys.readouterr()
+    assert score_inspect(log, out, "--resume") == 0
+    err = capsys.readouterr().err
+    assert "1 already in the output were kept (--resume)" in err
+    assert "regrade (BFCL's multi-turn rule): 3/3 agree" in err  # counted over the whole output
+    assert out.read_text(encoding="utf-8").splitlines() == first

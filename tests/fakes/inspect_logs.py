@@ -21,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from fakes.openai_server import ScriptedServer, text_message
+from prefix_exec.envs.bfcl import backend
+from prefix_exec.envs.bfcl.calls import bind_positional, parse_call
+from prefix_exec.envs.bfcl.tasks import load_task
 
 REPO = Path(__file__).resolve().parents[2]
 Call = tuple[str, Mapping[str, Any]]
@@ -69,6 +72,7 @@ def run_inspect(task: str, args: Sequence[str], server: ScriptedServer, log_dir:
         "none",
         "--max-connections",
         "4",
+        "--no-log-realtime",  # no live-view buffer: the log file is all a test reads
     ]
     environment = {
         **os.environ,
@@ -220,3 +224,86 @@ class TauScript:
         document = {"info": info, "tasks": list(tasks), "simulations": simulations}
         path.write_text(json.dumps(document), encoding="utf-8")
         return path
+
+
+# ------------------------------------------------------------------------------------------- the tests' logs
+
+BFCL_TASKS = ("multi_turn_base_1", "multi_turn_base_2", "multi_turn_miss_func_0")
+
+
+def truth(task_id: str) -> list[list[list[Call]]]:
+    """BFCL's ground truth of a task, one call per step."""
+    turns = []
+    for sources in load_task(task_id).ground_truth:
+        steps: list[list[Call]] = []
+        for source in sources:
+            call = parse_call(source)
+            steps.append([(call.name, bind_positional(call, backend.positional_names))])
+        turns.append(steps)
+    return turns
+
+
+def bfcl_plan() -> BfclScript:
+    """Three BFCL samples: a recovery after a schema failure, an executable run that fails Y, a miss_func tool
+    called before it is revealed."""
+    base_1 = truth("multi_turn_base_1")
+    # two calls in one step; then mv without its required destination (a schema failure, refused by inspect
+    # too), then the right mv: FED 4, Y 1 after recovery
+    base_1[0] = [[("ls", {"a": True}), ("pwd", {})]]
+    base_1[1] = [[("cd", {"folder": "workspace"})], [("mv", {"source": "log.txt"})], *base_1[1][1:]]
+    base_2 = truth("multi_turn_base_2")
+    base_2[4] = []  # the last turn answered in text only: every call executable, Y 0
+    miss_func = truth("multi_turn_miss_func_0")
+    assert miss_func[2] == [] and load_task("multi_turn_miss_func_0").missed_function == {"sort": 3}
+    miss_func[2] = [[("sort", {"file_name": "final_report.pdf"})]]  # before it is revealed at turn 3
+    turns = {"multi_turn_base_1": base_1, "multi_turn_base_2": base_2, "multi_turn_miss_func_0": miss_func}
+    return BfclScript(turns, {t: load_task(t).questions[0] for t in BFCL_TASKS})
+
+
+def bfcl_log(folder: Path, plan: BfclScript) -> Path:
+    """A real log of inspect_evals/bfcl on :data:`BFCL_TASKS`, played by ``plan``."""
+    cache = bfcl_cache(folder / "cache")
+    with ScriptedServer(plan.respond) as server:
+        return run_inspect(
+            "inspect_evals.bfcl.bfcl@bfcl",
+            ["-T", "categories=multi_turn_base,multi_turn_miss_func", "--sample-id", ",".join(BFCL_TASKS)],
+            server,
+            folder / "logs",
+            {"INSPECT_EVALS_CACHE_DIR": str(cache)},
+        )
+
+
+#: Two tau2 airline samples: a clean cancellation (task 19), a made-up reservation id then the right one (1).
+TAU_PLAN = TauScript(
+    greetings={
+        "19": "Hi, I am olivia_gonzalez_2305 and I want to cancel my Texas trip.",
+        "1": "Hello, I am raj_sanchez_7340 and my reservation is Q69X3R.",
+    },
+    calls={
+        "19": [
+            ("get_user_details", {"user_id": "olivia_gonzalez_2305"}),
+            ("get_reservation_details", {"reservation_id": "Z7GOZK"}),
+            ("cancel_reservation", {"reservation_id": "Z7GOZK"}),
+        ],
+        "1": [
+            ("get_user_details", {"user_id": "raj_sanchez_7340"}),
+            ("get_reservation_details", {"reservation_id": "ZZZ999"}),
+            ("get_reservation_details", {"reservation_id": "Q69X3R"}),
+        ],
+    },
+    marker_of={"19": "olivia_gonzalez_2305", "1": "raj_sanchez_7340"},
+)
+#: The error flag of each call's reply: inspect_evals' tools fail on the made-up id.
+TAU_ERRORS = {"19": [False, False, False], "1": [False, True, False]}
+
+
+def tau_log(folder: Path) -> Path:
+    """A real log of inspect_evals/tau2_airline on :data:`TAU_PLAN`'s tasks."""
+    with ScriptedServer(TAU_PLAN.respond) as server:
+        return run_inspect(
+            "inspect_evals.tau2.tau2@tau2_airline",
+            ["-T", "shuffle=false", "--sample-id", ",".join(TAU_PLAN.calls)],
+            server,
+            folder / "logs",
+            {},
+        )

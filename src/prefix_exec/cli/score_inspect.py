@@ -13,6 +13,7 @@ import argparse
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from prefix_exec.cli.common import add_identity_options, add_output_options, finish, output_options, require
@@ -22,9 +23,10 @@ from prefix_exec.importers.inspect_log import INSTALL_HINT, InspectLog, generic_
 from prefix_exec.importers.inspect_tau import TASKS as TAU_TASKS
 from prefix_exec.importers.tau import TauResults
 from prefix_exec.io import read_records
+from prefix_exec.jsonl import UnitKey
 from prefix_exec.replay import Skipped
 from prefix_exec.scoring import score_to_file
-from prefix_exec.trajectory import Rollout
+from prefix_exec.trajectory import PrefixRecord, Rollout
 
 SUPPORTED = "BFCL multi-turn (inspect_evals/bfcl) and tau2 airline/retail (inspect_evals/tau2_airline, tau2_retail)"
 EnvFor = Callable[[Rollout], Environment]
@@ -186,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
         total=len(sources.units),
         desc="scoring inspect",
         prepare=prepare,
-        on_record=consistency.add if consistency is not None else None,
+        on_record=_tau_only(sources, consistency),
         inputs=[*paths, *([args.tools] if args.tools else [])],
         **output_options(args),
     )
@@ -195,14 +197,35 @@ def run(args: argparse.Namespace) -> int:
     return 2 if unregraded else status
 
 
+def _tau_only(sources: Sources, consistency: Any) -> Callable[[PrefixRecord], None] | None:
+    """The consistency check's ``on_record``, fed only the records of tau2 samples (BFCL's observations are
+    inspect's replies, which that report is not about)."""
+    if consistency is None:
+        return None
+    keys = _tau_keys(sources)
+
+    def add(record: PrefixRecord) -> None:
+        if record.key in keys:
+            consistency.add(record)
+
+    return add
+
+
+def _tau_keys(sources: Sources) -> set[UnitKey]:
+    return {rollout.key for results in sources.tau_files for rollout in results.rollouts}
+
+
 def _report_checks(args: argparse.Namespace, sources: Sources, consistency: Any) -> int:
     """The tau consistency report and both regrades, on stderr; returns how many samples could not be regraded."""
-    records = list(read_records(args.out)) if (args.regrade or args.resume) else []
+    wanted = (args.regrade or args.resume) and Path(args.out).exists()  # no output when nothing was scored
+    records = list(read_records(args.out)) if wanted else []
     if consistency is not None:
         if args.resume:  # records kept from an earlier run: compare every record of the output again
             consistency.restart()
+            keys = _tau_keys(sources)
             for record in records:
-                consistency.add(record)
+                if record.key in keys:
+                    consistency.add(record)
         consistency.write(args.consistency or f"{args.out}.consistency.json", sys.stderr)
     if not args.regrade:
         return 0

@@ -1,0 +1,23 @@
+"""Real inspect logs shared by the ``score inspect`` tests: each is made once per session by ``inspect eval``
+(tests/fakes/inspect_logs.py), since a run costs seconds per sample."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fakes.inspect_logs import BfclScript, bfcl_log, bfcl_plan, tau_log
+
+
+@pytest.fixture(scope="session")
+def inspect_bfcl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, BfclScript]:
+    """A log of inspect_evals/bfcl (three multi-turn samples) and the plan that played it."""
+    plan = bfcl_plan()
+    return bfcl_log(tmp_path_factory.mktemp("inspect-bfcl"), plan), plan
+
+
+@pytest.fixture(scope="session")
+def inspect_tau(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A log of inspect_evals/tau2_airline (two samples, fakes.inspect_logs.TAU_PLAN)."""
+    return tau_log(tmp_path_factory.mktemp("inspect-tau"))
