@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import zipfile
 from pathlib import Path
 
@@ -70,3 +71,14 @@ def test_a_folder_without_logs_is_exit_2(tmp_path: Path, capsys: pytest.CaptureF
     (tmp_path / "notes.txt").write_text("x", encoding="utf-8")
     assert main(["score", "inspect", str(tmp_path), "--out", str(tmp_path / "out.jsonl")]) == 2
     assert "no inspect logs (.eval or .json) in this folder" in capsys.readouterr().err
+
+
+def test_without_inspect_ai_the_extra_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "inspect_ai", None)  # as if not installed
+    log = tmp_path / "run.eval"
+    log.write_text("x", encoding="utf-8")
+    assert main(["score", "inspect", str(log), "--out", str(tmp_path / "out.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "this command needs the inspect_ai package" in err and "pip install 'prefix-exec[inspect]'" in err
