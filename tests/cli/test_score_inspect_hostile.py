@@ -81,4 +81,5 @@ def test_without_inspect_ai_the_extra_is_named(
     log.write_text("x", encoding="utf-8")
     assert main(["score", "inspect", str(log), "--out", str(tmp_path / "out.jsonl")]) == 2
     err = capsys.readouterr().err
-    assert "this command needs the inspect_ai package" in err and "pip install 'prefix-exec[inspect]'" in err
+    assert "this command needs inspect_ai, which is not installed" in err
+    assert "pip install 'prefix-exec[inspect]'" in err

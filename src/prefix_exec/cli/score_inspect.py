@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prefix_exec.cli.common import add_identity_options, add_output_options, finish, output_options, require
+from prefix_exec.cli.common import add_scoring_options, finish, output_options
 from prefix_exec.envs.base import Environment
 from prefix_exec.errors import InputError
-from prefix_exec.importers.inspect_log import INSTALL_HINT, InspectLog, generic_rollout, log_files, read_log
+from prefix_exec.extras import require
+from prefix_exec.importers.inspect_log import InspectLog, generic_rollout, log_files, read_log
 from prefix_exec.importers.inspect_tau import TASKS as TAU_TASKS
 from prefix_exec.importers.tau import TauResults
 from prefix_exec.io import read_records
@@ -63,8 +64,7 @@ def register(benchmarks: Any, name: str) -> None:
         metavar="DIR",
         help="tau2 data folder holding tau2/domains/<domain>/db.json (default: TAU2_DATA_DIR, then the package's)",
     )
-    add_identity_options(parser)
-    add_output_options(parser)
+    add_scoring_options(parser)
     parser.set_defaults(run=run)
 
 
@@ -104,6 +104,7 @@ class Sources:
 
     def _bfcl(self) -> Environment:
         if "bfcl" not in self.shared:
+            require("bfcl_eval", "mpmath", why="BFCL's tasks and backend classes, for a BFCL log")
             from prefix_exec.envs.bfcl import BfclEnvironment
             from prefix_exec.envs.bfcl.tasks import INSTALL_HINT as BFCL_HINT
 
@@ -144,7 +145,7 @@ class Sources:
 
 
 def run(args: argparse.Namespace) -> int:
-    require("inspect_ai", install=INSTALL_HINT)
+    require("inspect_ai", why="inspect_ai's own log reader reads the logs")
     paths = [str(p) for p in log_files(args.logs)]
     sources = Sources(args)
     for path in paths:

@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec.errors import InputError
+from prefix_exec.extras import install_hint
 from prefix_exec.jsonl import check_regular_file, expand_inputs
 from prefix_exec.trajectory import Observation, Rollout, ToolCall
 
 SUCCESS_TOLERANCE = 1e-9
-INSTALL_HINT = "install the inspect extra: pip install 'prefix-exec[inspect]'"
+INSTALL_HINT = install_hint("inspect_ai")
 #: File suffixes inspect writes; a folder argument is searched for these.
 LOG_SUFFIXES = (".eval", ".json")
 
