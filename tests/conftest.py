@@ -63,8 +63,18 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     from loguru import logger
 
     logger.disable("tau2")  # tau2 logs its data folder and registry at import; none of it is a test's output
-    required = ("bfcl_eval", "tau2", "tool_sandbox", "ray", "litellm", "matplotlib", "openai", "inspect_ai")
-    missing = [m for m in (*required, "inspect_evals") if not find_spec(m)]
+    required = (
+        "bfcl_eval",
+        "tau2",
+        "tool_sandbox",
+        "ray",
+        "litellm",
+        "matplotlib",
+        "openai",
+        "inspect_ai",
+        "inspect_evals",
+    )
+    missing = [m for m in required if not find_spec(m)]
     if missing:
         raise pytest.UsageError(f"not installed: {', '.join(missing)}; run 'make setup' first")
 

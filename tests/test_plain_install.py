@@ -172,6 +172,9 @@ def test_missing_extras_are_exit_2_with_the_install_command(plain: Path, tmp_pat
         "tau2-bench",
     )
 
+    done = prefix_exec(plain, "score", "inspect", str(records), "--out", "inspect.jsonl", cwd=tmp_path)
+    refused(done, "this command needs inspect_ai", "pip install 'prefix-exec[inspect]'")
+
     grid = tmp_path / "grid.toml"
     grid.write_text(
         f'seed = 1\nmethods = ["react"]\n[[datasets]]\nname = "ticketing"\nkind = "custom"\n'
