@@ -124,6 +124,11 @@ def test_unknown_task_needs_a_tool_spec(
     assert score_inspect(other, out) == 2
     err = capsys.readouterr().err
     assert "task 'helpdesk' is not one prefix-exec maps to a benchmark" in err and "--tools SPEC" in err
+    # with --keep-going the log is listed and the others are scored
+    assert main(["score", "inspect", str(other), str(log), "--out", str(out), "--keep-going"]) == 2
+    err = capsys.readouterr().err
+    assert "helpdesk.eval: task 'helpdesk' is not one" in err and "scored 3 rollouts" in err
+    out.unlink()
     # a spec declaring only three of the file system's tools
     spec = tmp_path / "tools.json"
     tools = [

@@ -160,7 +160,12 @@ def run(args: argparse.Namespace) -> int:
             f"prefix-exec: {log.name}: task {log.task}, {len(log.samples)} sample(s), status {log.status}",
             file=sys.stderr,
         )
-        sources.read(log)
+        try:
+            sources.read(log)
+        except InputError as exc:  # an unknown task without --tools, a tau2 domain that does not load
+            if not args.keep_going:
+                raise
+            sources.units.append(Skipped(path, exc.describe()))
     prepare = None
     if args.regrade and "bfcl" in sources.shared:
         from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
