@@ -62,9 +62,10 @@ def test_records_equal_those_of_the_same_conversations_in_a_results_file(
     assert main(["score", "tau", str(native_file), "--out", str(native), *args]) == 0
     ours = sorted((comparable(r) for r in rows(out)), key=lambda r: r["task_id"])
     theirs = sorted((comparable(r) for r in rows(native)), key=lambda r: r["task_id"])
-    assert [r["task_id"] for r in ours] == ["1", "19"]
+    assert [r["task_id"] for r in ours] == ["airline/1", "airline/19"]
     assert ours == theirs
-    by_task = {r["task_id"]: r for r in rows(out)}
+    by_task = {r["task_id"].removeprefix("airline/"): r for r in rows(out)}
+    assert {r["dataset"] for r in rows(out)} == {"tau3"}
     assert {t: r["success"] for t, r in by_task.items()} == {"1": 1, "19": 1}
     assert by_task["19"]["fed"] == 4 and by_task["19"]["T"] == 3
     assert (by_task["1"]["fed"], by_task["1"]["label"]) == (2, "dependency")
@@ -90,8 +91,8 @@ def test_bfcl_and_tau2_logs_in_one_run(
         ("bfcl", "multi_turn_base_1"),
         ("bfcl", "multi_turn_base_2"),
         ("bfcl", "multi_turn_miss_func_0"),
-        ("tau3-airline", "1"),
-        ("tau3-airline", "19"),
+        ("tau3", "airline/1"),
+        ("tau3", "airline/19"),
     ]
     # the consistency report is about the tau2 samples only, as when their log is scored alone
     assert json.loads(Path(f"{mixed}.consistency.json").read_text()) == json.loads(

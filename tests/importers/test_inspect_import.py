@@ -197,7 +197,8 @@ def test_tau2_log_reads_through_the_native_importer() -> None:
     results = tau_results(log, model="m", method="x")
     assert results.domain == "airline" and list(results.tasks) == ["1"] and not results.skipped
     (rollout,) = results.rollouts
-    assert rollout.dataset == "tau3-airline" and rollout.success == 1
+    assert (rollout.dataset, rollout.task_id, rollout.success) == ("tau3", "airline/1", 1)
+    assert rollout.metadata["domain"] == "airline"
     assert [a.call_id for a in rollout.actions] == ["c0", "c0~1"]
     assert rollout.actions[0].observation is not None and rollout.actions[0].observation.error is True
     assert rollout.actions[1].parse_error == "inspect could not parse the arguments: not JSON"
