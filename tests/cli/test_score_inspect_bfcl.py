@@ -137,6 +137,7 @@ def test_unknown_task_needs_a_tool_spec(
         {"name": "cd", "parameters": {"type": "object", "properties": {"folder": {"type": "string"}}}},
     ]
     spec.write_text(json.dumps({"name": "files", "tools": tools}), encoding="utf-8")
+    capsys.readouterr()
     assert score_inspect(other, out, "--tools", str(spec)) == 0
     records = {r["task_id"]: r for r in rows(out)}
     assert {r["dataset"] for r in records.values()} == {"helpdesk"}
@@ -145,6 +146,15 @@ def test_unknown_task_needs_a_tool_spec(
     assert (base_1["fed"], base_1["label"], base_1["success"]) == (4, "schema", 1)  # Y is still the log's
     assert [a["turn"] for a in base_1["actions"][:4]] == [0, 0, 1, 1]
     assert base_1["actions"][0]["call_id"] == "call_t0_s0_0"  # inspect's own ids on this path
+    assert "declares argument schemas only" in capsys.readouterr().err
+    # the same tools as an OpenAI tools array give the same records
+    openai_tools = tmp_path / "openai-tools.json"
+    openai_tools.write_text(json.dumps([{"type": "function", "function": t} for t in tools]), encoding="utf-8")
+    again = tmp_path / "again.jsonl"
+    assert score_inspect(other, again, "--tools", str(openai_tools)) == 0
+    assert [{k: v for k, v in r.items() if k != "metadata"} for r in rows(again)] == [
+        {k: v for k, v in r.items() if k != "metadata"} for r in rows(out)
+    ]
 
 
 def test_samples_without_score_or_tool_calls(

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec.cli.common import add_scoring_options, finish, output_options
+from prefix_exec.cli.score_custom import add_hooks_option, note_schema_only
 from prefix_exec.envs.base import Environment
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
@@ -48,8 +49,10 @@ def register(benchmarks: Any, name: str) -> None:
     parser.add_argument(
         "--tools",
         metavar="SPEC",
-        help="tool spec (JSON/YAML, see docs/custom.md) for logs of tasks other than BFCL and tau2 airline/retail",
+        help="tool spec for logs of tasks other than BFCL and tau2 airline/retail: our JSON/YAML spec, an OpenAI "
+        "tools array or an MCP tools/list result (docs/custom.md)",
     )
+    add_hooks_option(parser)
     parser.add_argument("--scorer", metavar="NAME", help="the score that is Y when a sample has several")
     parser.add_argument(
         "--no-regrade", dest="regrade", action="store_false", help="do not regrade BFCL and tau2 samples"
@@ -139,8 +142,11 @@ class Sources:
             )
         if "spec" not in self.shared:
             from prefix_exec.envs.custom import load_spec
+            from prefix_exec.envs.spec_formats import FORM_NAMES
 
-            self.shared["spec"] = load_spec(path)
+            env = load_spec(path, hooks=self.args.hooks)
+            note_schema_only(env, f"{path} ({FORM_NAMES[env.form]})")
+            self.shared["spec"] = env
         return self.shared["spec"]
 
 
@@ -195,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
         desc="scoring inspect",
         prepare=prepare,
         on_record=_tau_only(sources, consistency),
-        inputs=[*paths, *([args.tools] if args.tools else [])],
+        inputs=[*paths, *(p for p in (args.tools, args.hooks) if p)],
         **output_options(args),
     )
     unregraded = _report_checks(args, sources, consistency)
