@@ -131,3 +131,22 @@ def test_parallel_calls_sequential_lets_a_call_use_its_siblings_result(shared_da
     _, (sequential,), _ = _score(path, tmp_path, "--parallel-calls", "sequential")
     assert parallel.label is not None and parallel.label.value == "information"  # the documented default rule
     assert sequential.fed > parallel.fed
+
+
+def test_resuming_an_output_of_the_layout_before_the_pooling_is_refused(
+    shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Old records (tau3-airline, task 18) do not match the new ids (airline/18): --resume would score every
+    simulation again beside them, so it is refused before anything is written."""
+    from prefix_exec.io import record_to_json
+    from prefix_exec.trajectory import PrefixRecord
+
+    out = tmp_path / "old.jsonl"
+    line = json.dumps(record_to_json(PrefixRecord("tau3-airline", "18", "gpt-4.1", "llm_agent", 0, 1, 2, 1)))
+    out.write_text(line + "\n", encoding="utf-8")
+    results = str(shared_data / "tau" / "gpt-4.1_airline_1trial.json")
+    assert main(["score", "tau", results, "--out", str(out), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "before tau3 was pooled (dataset tau3-airline, task 18)" in err and "--overwrite" in err
+    assert "Traceback" not in err
+    assert out.read_text(encoding="utf-8") == line + "\n"  # untouched

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from prefix_exec.cli.common import add_scoring_options, finish, output_options
+from prefix_exec.domains import legacy
 from prefix_exec.envs.tau import TauEnvironment, load_domain
 from prefix_exec.envs.tau.consistency import Consistency, Disagreement
 from prefix_exec.envs.tau.mismatch import task_mismatch
@@ -20,7 +21,7 @@ from prefix_exec.envs.tau.tasks import check_embedded
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.tau import TauResults, read_results, with_provenance
-from prefix_exec.io import read_records
+from prefix_exec.io import RECORD_KIND, completed_keys, read_records
 from prefix_exec.replay import Skipped
 from prefix_exec.scoring import score_to_file
 from prefix_exec.trajectory import Rollout
@@ -70,6 +71,8 @@ def register(benchmarks: Any, name: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     require("tau2", "loguru", why="tau2's domains replay the calls")
+    if args.resume:
+        _refuse_old_layout(args.out)
     files: list[TauResults] = []
     units: list[Rollout | Skipped] = []
     for path in args.results:
@@ -111,6 +114,19 @@ def run(args: argparse.Namespace) -> int:
         unregraded = regrade_files(files, envs, consistency.scored, keep_going=args.keep_going, log=sys.stderr)
     status = finish(report, args.out)
     return 2 if unregraded else status
+
+
+def _refuse_old_layout(out: str) -> None:
+    """An output written before tau3 was pooled (``tau3-airline``, task ``18``) cannot be resumed: every
+    simulation would be scored again under its new id (``airline/18``) beside the old record."""
+    old = next((k for k in sorted(completed_keys(out, kind=RECORD_KIND)) if legacy(k[0], k[1]) is not None), None)
+    if old is not None:
+        raise InputError(
+            f"this output holds records made before tau3 was pooled (dataset {old[0]}, task {old[1]}); task ids are "
+            "now domain-qualified (airline/18), so --resume cannot continue it",
+            path=out,
+            hint="pass --overwrite to score the files again in the new layout, or choose another --out",
+        )
 
 
 def _environment(results: TauResults, data: str | None, *, sequential: bool = False) -> TauEnvironment:
