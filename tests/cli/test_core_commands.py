@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -208,3 +209,25 @@ def test_out_of_range_options_are_usage_errors(argv, capsys):
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert "must lie in" in err or "must be >= 1" in err
+
+
+def test_a_raising_user_hook_skips_its_rollouts_and_scores_the_rest(ticketing, tmp_path):
+    example = tmp_path / "ticketing"
+    shutil.copytree(ticketing, example)
+    hooks = example / "hooks.py"
+    hooks.write_text(hooks.read_text() + "\n\ndef search_tickets(state, args):\n    raise RuntimeError('hook bug')\n")
+    out = tmp_path / "o.jsonl"
+    argv = ["score", "custom", "--tools", str(example / "tools.yaml"), str(example / "rollouts.jsonl")]
+    proc = subprocess.run(
+        [sys.executable, "-m", "prefix_exec.cli", *argv, "--out", str(out), "--keep-going"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert "the effect hook 'search_tickets' of tool 'search_tickets' raised RuntimeError: hook bug" in proc.stderr
+    skipped = [line for line in proc.stderr.splitlines() if line.startswith("prefix-exec: skipped ")]
+    assert len(skipped) >= 1
+    assert all("hook bug" in line for line in skipped)
+    assert len(out.read_text().splitlines()) == 12 - len(skipped)

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from prefix_exec.envs.custom import load_spec
-from prefix_exec.errors import InputError
+from prefix_exec.errors import InputError, ReplayError
 from prefix_exec.io import read_rollouts
 from prefix_exec.replay import replay
 from prefix_exec.trajectory import FailureLabel, Rollout, ToolCall
@@ -155,3 +155,34 @@ def test_bad_specs_are_input_errors(tmp_path, spec, fragment):
 def test_unknown_task_when_tasks_are_declared(env):
     with pytest.raises(KeyError):
         env.start("no-such-task")
+
+
+def _spec_with_hooks(tmp_path, hooks_source):
+    (tmp_path / "h.py").write_text(hooks_source)
+    spec = tmp_path / "s.json"
+    spec.write_text(json.dumps({"hooks": "h.py", "tools": [{"name": "a", "precondition": "check", "effect": "apply"}]}))
+    return load_spec(spec)
+
+
+def test_a_hook_that_raises_is_a_replay_error_naming_hook_tool_and_line(tmp_path):
+    env = _spec_with_hooks(
+        tmp_path,
+        "def check(state, args):\n    return None\n\ndef apply(state, args):\n    return state['missing']\n",
+    )
+    with pytest.raises(ReplayError) as caught:
+        env.start("any").step(ToolCall("a", {}))
+    message = str(caught.value)
+    assert "the effect hook 'apply' of tool 'a' raised KeyError: 'missing' at h.py:5" in message
+    assert "fix the hooks module" in message
+
+
+def test_a_precondition_that_raises_leaves_the_state_alone(tmp_path):
+    env = _spec_with_hooks(
+        tmp_path,
+        "def check(state, args):\n    raise ValueError('bad hook')\n\ndef apply(state, args):\n    state['n'] = 1\n",
+    )
+    session = env.start("any")
+    with pytest.raises(ReplayError) as caught:
+        session.step(ToolCall("a", {}))
+    assert "precondition hook 'check' of tool 'a' raised ValueError: bad hook at h.py:2" in str(caught.value)
+    assert session.state == {}

@@ -24,6 +24,7 @@ import copy
 import importlib
 import importlib.util
 import json
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -36,7 +37,7 @@ from jsonschema.validators import validator_for
 from prefix_exec.envs.spec_formats import SPEC_SCHEMA as SPEC_SCHEMA
 from prefix_exec.envs.spec_formats import read_document, schema_problem, to_spec, tools_list_spec
 from prefix_exec.envs.spec_layers import check_layer, read_side_file
-from prefix_exec.errors import InputError
+from prefix_exec.errors import InputError, ReplayError
 from prefix_exec.trajectory import FailureLabel, ToolCall, Verdict
 
 Hook = Callable[[dict[str, Any], dict[str, Any]], Any]
@@ -308,7 +309,7 @@ class CustomSession:
                 causes.append(FailureLabel.STATE_CONSISTENCY)
                 reasons.append(f"{param}={args[param]!r} refers to a {kind} that is no longer current")
         if tool.precondition is not None:
-            outcome = tool.precondition(self.state, args)
+            outcome = _run_hook(tool, "precondition", tool.precondition, self.state, args)
             if isinstance(outcome, Reject):
                 causes.append(outcome.cause)
                 reasons.append(outcome.reason)
@@ -319,7 +320,7 @@ class CustomSession:
             return Verdict.reject(causes, "; ".join(reasons))
         # Effects run on a copy so a rejected transition leaves the state as it was.
         state = copy.deepcopy(self.state) if tool.effect is not None else self.state
-        result = tool.effect(state, args) if tool.effect is not None else None
+        result = _run_hook(tool, "effect", tool.effect, state, args) if tool.effect is not None else None
         if isinstance(result, Reject):
             return Verdict.reject(result.cause, result.reason)
         self.state = state
@@ -333,6 +334,21 @@ class CustomSession:
         for kind, path in tool.produces.items():
             for value in _select(result, path):
                 self.produced.setdefault(kind, {})[_key(value)] = True
+
+
+def _run_hook(tool: ToolSpec, kind: str, hook: Hook, state: dict[str, Any], args: dict[str, Any]) -> Any:
+    """Call a user hook; an exception in it is a :class:`ReplayError` for this rollout (a bug in the hooks
+    module, named with the raising line), so it is one skipped unit under ``--keep-going``, not a traceback."""
+    try:
+        return hook(state, args)
+    except Exception as exc:  # the user's code may raise anything; budgets (BaseException) pass through
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+        name = getattr(hook, "__name__", repr(hook))
+        raise ReplayError(
+            f"the {kind} hook {name!r} of tool {tool.name!r} raised {type(exc).__name__}: {exc}{where}; "
+            "fix the hooks module (hooks get the task's state dict and the schema-valid arguments)"
+        ) from None
 
 
 def _key(value: Any) -> str:
