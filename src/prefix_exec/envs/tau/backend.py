@@ -7,11 +7,11 @@ the same module paths for what replay needs (``tau2.domains.<d>.data_model``, ``
 ``tau2.environment.toolkit``, ``tau2.environment.tool``, ``tau2.utils.utils.DATA_DIR``); the data directory is
 resolved here in the order: explicit argument, ``TAU2_DATA_DIR``, ``tau2.utils.utils.DATA_DIR``.
 
-Only a small part of tau2's declared dependency tree is needed (``requirements/tau.txt``): the domain modules pull
-``toml``, ``loguru``, ``python-dotenv``, ``deepdiff``, ``docstring-parser``, ``addict`` and ``pydantic``; Sierra's
-``tau2/__init__.py`` also imports its runner, agents and evaluator, hence ``rich``, ``pandas``, ``httpx`` and
-``litellm``. litellm is told to use its bundled price list (``LITELLM_LOCAL_MODEL_COST_MAP``), so no import
-reaches the network.
+Only a small part of tau2's declared dependency tree is needed (the ``[tau]`` extra in pyproject.toml): the domain
+modules pull ``toml``, ``loguru``, ``python-dotenv``, ``deepdiff``, ``docstring-parser``, ``addict`` and
+``pydantic``; Sierra's ``tau2/__init__.py`` also imports its runner, agents and evaluator, hence ``rich``,
+``pandas``, ``httpx`` and ``litellm``. litellm is told to use its bundled price list
+(``LITELLM_LOCAL_MODEL_COST_MAP``), so no import reaches the network.
 
 Every domain carries its :class:`Provenance`: which tau2 distribution and version, and which task set (the
 paper's selection of ``tasks.json``, named when it is one of the known ones). Records say it in ``metadata``.
