@@ -135,17 +135,19 @@ def test_paired_pec_at_k_is_the_difference_of_the_two_curves_at_depth_k():
 
 
 def test_paired_differences_over_one_common_task_and_over_none():
-    # a ran t0, t1, t2; b ran t2, t3; c ran t4 only. The only task a and b share is t2, so every difference is
-    # t2's: TER a(t2) = 1 (FED 3 = T + 1), b(t2) = 0 (FED 1); mean FED 3 - 1 = 2; success 0 - 1 = -1. Every
-    # resample that draws t2 gives exactly that (the others are left out), so the interval is one point.
+    # a ran t0, t1, t2; b ran t2 (twice) and t3; c ran t4 only. The only task a and b share is t2, so every
+    # difference is t2's, each side its own mean over its rollouts there: a(t2) is FED 3 of T 2 (executable),
+    # Y 0; b(t2) is FED 1 and FED 3 of T 2, Y 1 and 0. TER 1 - 1/2; mean FED 3 - 2; success 0 - 1/2; PEC@1
+    # 1 - 1/2. Every resample that draws t2 gives exactly that (the others are left out): a one-point interval.
     rows = rows_for("d", "m", "a", [1, 2, 3], [2, 2, 2], [0, 1, 0], tasks=["t0", "t1", "t2"])
     rows += rows_for("d", "m", "b", [1, 2], [2, 1], [1, 1], tasks=["t2", "t3"])
+    rows.append(MetricRow("d", "t2", "m", "b", 1, 2, 3, 0))
     rows += rows_for("d", "m", "c", [2], [1], [1], tasks=["t4"])
     s = summarize(rows, resamples=300, seed=4)
     one = s.compare_conditions(("d", "m", "a"), ("d", "m", "b"), ("TER", "mean_FED", "success", "PEC@1"))
     assert one.common_tasks == 1
     assert one.dataset == "d"
-    expected = {"TER": 1.0, "mean_FED": 2.0, "success": -1.0, "PEC@1": 1.0}
+    expected = {"TER": 0.5, "mean_FED": 1.0, "success": -0.5, "PEC@1": 0.5}
     for statistic, value in expected.items():
         d = one.differences[statistic]
         assert (d.point, d.low, d.high) == pytest.approx((value, value, value)), statistic
