@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from hostile_files import FIFO, ZERO, write_case_file
 from prefix_exec.cli import main
 
 TICKETING = Path(__file__).resolve().parents[1] / "examples" / "ticketing"
@@ -47,10 +48,6 @@ FULL_AT = {("dataset",), ("model",), ("method",), ("trial",), ("success",), ("ac
 
 def values_for(path: tuple[str | int, ...]) -> dict[str, str]:
     return RAW_VALUES if path in FULL_AT else {k: RAW_VALUES[k] for k in CORE}
-
-
-#: File contents that stand for a FIFO and a symlink to /dev/zero.
-FIFO, ZERO = "\u0000FIFO", "\u0000ZERO"
 
 
 @dataclass(frozen=True)
@@ -407,12 +404,7 @@ def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
         for name, text in case.files.items():
             path = folder / name
             path.parent.mkdir(parents=True, exist_ok=True)
-            if text == FIFO:
-                os.mkfifo(path)
-            elif text == ZERO:
-                path.symlink_to("/dev/zero")
-            else:
-                path.write_text(text, encoding="utf-8", errors="surrogatepass")
+            write_case_file(path, text)
         before = listing(folder)
         start = time.monotonic()
         try:

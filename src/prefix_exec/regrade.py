@@ -20,9 +20,9 @@ from typing import TextIO
 
 from prefix_exec.envs.bfcl import FinalSuccess
 from prefix_exec.envs.bfcl.tasks import load_task
-from prefix_exec.envs.tau.regrade import ResultsFile, regrade_db
+from prefix_exec.envs.tau.regrade import ResultsFile, regrades
 from prefix_exec.envs.tau.session import TauEnvironment
-from prefix_exec.errors import InputError, ReplayError
+from prefix_exec.errors import ReplayError
 from prefix_exec.jsonl import UnitKey
 from prefix_exec.trajectory import PrefixRecord, Rollout
 
@@ -93,30 +93,16 @@ def tau_agreement(
     """The DB check of every scored tau2 sample, recomputed, against its Y; and how many could not be
     regraded (a malformed task: without ``keep_going`` the first raises :class:`InputError`)."""
     agreement = Agreement("tau2 DB check", apart_note="with Y = 0 match the DB (another reward part failed)")
-    failed = 0
-    done: set[UnitKey] = set()
-    for results in files:
-        for rollout, simulation in zip(results.rollouts, results.sources, strict=True):
-            if rollout.key not in scored or rollout.key in done:
-                continue
-            done.add(rollout.key)
-            try:
-                result = regrade_db(envs[results.path], simulation)
-            except InputError as exc:
-                where = f"{results.path}: task {rollout.task_id} trial {rollout.trial}"
-                if not keep_going:
-                    raise InputError(f"regrade: {where}: {exc.detail()}", hint="pass --keep-going") from None
-                failed += 1
-                print(f"prefix-exec: regrade: skipped {where}: {exc.detail()}", file=log)
-                continue
-            agreement.compared += 1
-            if result.recomputed == bool(rollout.success):
-                agreement.agreed += 1
-            elif result.recomputed:
-                agreement.apart += 1
-            else:
-                agreement.differing.append(
-                    f"{rollout.dataset} task {rollout.task_id} trial {rollout.trial}: log Y=1, but the DB does not "
-                    "match the task's expected actions"
-                )
-    return agreement, failed
+    skipped: list[str] = []
+    for _, rollout, result in regrades(files, envs, scored, keep_going=keep_going, log=log, skipped=skipped):
+        agreement.compared += 1
+        if result.recomputed == bool(rollout.success):
+            agreement.agreed += 1
+        elif result.recomputed:
+            agreement.apart += 1
+        else:
+            agreement.differing.append(
+                f"{rollout.dataset} task {rollout.task_id} trial {rollout.trial}: log Y=1, but the DB does not "
+                "match the task's expected actions"
+            )
+    return agreement, len(skipped)

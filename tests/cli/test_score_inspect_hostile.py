@@ -4,16 +4,15 @@ traceback, a hang or an output file; with ``--keep-going`` each is listed and th
 from __future__ import annotations
 
 import json
-import os
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from hostile_files import FIFO, ZERO, write_case_file
 from prefix_exec.cli import main
 
-FIFO, ZERO = "<fifo>", "<dev-zero>"
 HOSTILE = {
     "empty": "",
     "not-json": "hello",
@@ -29,22 +28,13 @@ HOSTILE = {
 }
 
 
-def write(path: Path, text: str) -> None:
-    if text == FIFO:
-        os.mkfifo(path)
-    elif text == ZERO:
-        path.symlink_to("/dev/zero")
-    else:
-        path.write_text(text, encoding="utf-8", errors="surrogatepass")
-
-
 @pytest.mark.parametrize("suffix", [".json", ".eval"])
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_a_file_that_is_not_a_log_is_exit_2(
     name: str, suffix: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / f"{name}{suffix}"
-    write(path, HOSTILE[name])
+    write_case_file(path, HOSTILE[name])
     out = tmp_path / "out.jsonl"
     assert main(["score", "inspect", str(path), "--out", str(out)]) == 2
     err = capsys.readouterr().err

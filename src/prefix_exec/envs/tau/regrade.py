@@ -11,7 +11,7 @@ are not recomputed: the recorded reward stays Y.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TextIO
 
@@ -114,23 +114,19 @@ class ResultsFile(Protocol):
     def sources(self) -> Sequence[Mapping[str, Any]]: ...
 
 
-def regrade_files(
+def regrades(
     files: Sequence[ResultsFile],
     envs: Mapping[str, TauEnvironment],
     scored: set[UnitKey],
     *,
     keep_going: bool,
     log: TextIO,
-) -> int:
-    """Recompute the DB check of every scored simulation (``envs`` by file path); those skipped while scoring
-    (listed there) and repeats of a unit are not. Each disagreement, each simulation that cannot be regraded
-    and a closing count go to ``log``.
-
-    Only simulations whose file records a ``db_check`` count as compared. Returns how many scored simulations
-    could not be regraded (a malformed task): without ``keep_going`` the first one raises :class:`InputError`.
-    """
-    compared = reproduced = unrecorded = 0
-    skipped: list[str] = []
+    skipped: list[str],
+) -> Iterator[tuple[ResultsFile, Rollout, Regrade]]:
+    """The DB regrade of every scored simulation (``envs`` by file path), once per unit: those skipped while
+    scoring and repeats of a unit are passed over. A simulation that cannot be regraded (a malformed task) is
+    printed to ``log`` and appended to ``skipped``; without ``keep_going`` the first one raises
+    :class:`InputError` instead."""
     done: set[UnitKey] = set()
     for results in files:
         for rollout, simulation in zip(results.rollouts, results.sources, strict=True):
@@ -148,14 +144,35 @@ def regrade_files(
                 skipped.append(where)
                 print(f"prefix-exec: regrade: skipped {where}: {exc.detail()}", file=log)
                 continue
-            if not result.compared:
-                unrecorded += 1
-                continue
-            compared += 1
-            if result.agrees:
-                reproduced += 1
-            else:
-                print(f"  regrade: {results.path}: {result.describe()}", file=log)
+            yield results, rollout, result
+
+
+def regrade_files(
+    files: Sequence[ResultsFile],
+    envs: Mapping[str, TauEnvironment],
+    scored: set[UnitKey],
+    *,
+    keep_going: bool,
+    log: TextIO,
+) -> int:
+    """Recompute the DB check of every scored simulation (``envs`` by file path); those skipped while scoring
+    (listed there) and repeats of a unit are not. Each disagreement, each simulation that cannot be regraded
+    and a closing count go to ``log``.
+
+    Only simulations whose file records a ``db_check`` count as compared. Returns how many scored simulations
+    could not be regraded (a malformed task): without ``keep_going`` the first one raises :class:`InputError`.
+    """
+    compared = reproduced = unrecorded = 0
+    skipped: list[str] = []
+    for results, _, result in regrades(files, envs, scored, keep_going=keep_going, log=log, skipped=skipped):
+        if not result.compared:
+            unrecorded += 1
+            continue
+        compared += 1
+        if result.agrees:
+            reproduced += 1
+        else:
+            print(f"  regrade: {results.path}: {result.describe()}", file=log)
     text = f"prefix-exec: regrade: {reproduced}/{compared} recorded DB checks reproduced"
     if unrecorded:
         text += f"; {unrecorded} simulation(s) record no db_check, not compared"
