@@ -37,8 +37,10 @@ def test_result_file_with_flags(shared_data: Path, tmp_path: Path) -> None:
     source = shared_data / "bfcl" / "glyphh-ada-1.1" / "BFCL_v4_multi_turn_miss_func_result.json"
     assert main(["score", "bfcl", str(source), "--out", str(out), "--model", "M", "--method", "X"]) == 0
     records = rows(out)
-    assert len(records) == 200 and {(r["model"], r["method"]) for r in records} == {("M", "X")}
-    assert any(r["success"] == 0 for r in records) and any(r["success"] == 1 for r in records)
+    assert len(records) == 200
+    assert {(r["model"], r["method"]) for r in records} == {("M", "X")}
+    assert any(r["success"] == 0 for r in records)
+    assert any(r["success"] == 1 for r in records)
 
 
 def test_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -75,6 +77,7 @@ def test_lone_surrogates_in_fc_prompting_and_folder_names_are_escaped(tmp_path: 
     assert main(["score", "bfcl", str(folder), "--out", str(out), "--model", "x\udcff"]) == 0
     records = rows(out)
     assert [r["task_id"] for r in records] == ["multi_turn_base_1", "multi_turn_base_3"]
-    assert {r["model"] for r in records} == {"x\udcff"} and records[0]["actions"][0]["arguments"] == {"a": "\ud800"}
+    assert {r["model"] for r in records} == {"x\udcff"}
+    assert records[0]["actions"][0]["arguments"] == {"a": "\ud800"}
     assert main(["score", "bfcl", str(folder), "--out", str(tmp_path / "r2.jsonl")]) == 0
     assert {r["model"] for r in rows(tmp_path / "r2.jsonl")} == {"m\udcff"}

@@ -60,12 +60,14 @@ def test_records_equal_those_of_the_same_calls_in_a_result_file(
     assert [a["call_id"] for a in base_1["actions"][:4]] == ["t0.s0.c0", "t0.s0.c1", "t1.s0.c0", "t1.s1.c0"]
     assert (base_2["fed"], base_2["T"] + 1, base_2["success"]) == (base_2["T"] + 1, base_2["T"] + 1, 0)
     assert (miss_func["fed"], miss_func["label"], miss_func["success"]) == (6, "schema", 1)
-    assert miss_func["actions"][5]["name"] == "sort" and miss_func["actions"][5]["turn"] == 2
+    assert miss_func["actions"][5]["name"] == "sort"
+    assert miss_func["actions"][5]["turn"] == 2
     # the log's own record of each call: inspect refused the unknown tool and the missing argument
     assert miss_func["actions"][5]["observation"]["error"] is True
     assert "sort" in miss_func["actions"][5]["observation"]["content"]
     assert base_1["actions"][3]["observation"]["error"] is True
-    assert base_1["metadata"]["turns"] == 4 and base_1["metadata"]["regrade"] == {"success": 1}
+    assert base_1["metadata"]["turns"] == 4
+    assert base_1["metadata"]["regrade"] == {"success": 1}
     assert base_1["metadata"]["inspect"]["sample_id"] == "multi_turn_base_1"
 
 
@@ -93,11 +95,13 @@ def test_corrupt_log_is_exit_2_and_keep_going_scores_the_rest(
     out = tmp_path / "out.jsonl"
     assert score_inspect(broken, out) == 2
     err = capsys.readouterr().err
-    assert "broken.eval: not a readable inspect log" in err and "Traceback" not in err
+    assert "broken.eval: not a readable inspect log" in err
+    assert "Traceback" not in err
     assert not out.exists()
     assert main(["score", "inspect", str(broken), str(log), "--out", str(out), "--keep-going"]) == 2
     err = capsys.readouterr().err
-    assert "broken.eval" in err and "scored 3 rollouts" in err
+    assert "broken.eval" in err
+    assert "scored 3 rollouts" in err
     assert len(rows(out)) == 3
 
 
@@ -123,11 +127,13 @@ def test_unknown_task_needs_a_tool_spec(
     out = tmp_path / "out.jsonl"
     assert score_inspect(other, out) == 2
     err = capsys.readouterr().err
-    assert "task 'helpdesk' is not one prefix-exec maps to a benchmark" in err and "--tools SPEC" in err
+    assert "task 'helpdesk' is not one prefix-exec maps to a benchmark" in err
+    assert "--tools SPEC" in err
     # with --keep-going the log is listed and the others are scored
     assert main(["score", "inspect", str(other), str(log), "--out", str(out), "--keep-going"]) == 2
     err = capsys.readouterr().err
-    assert "helpdesk.eval: task 'helpdesk' is not one" in err and "scored 3 rollouts" in err
+    assert "helpdesk.eval: task 'helpdesk' is not one" in err
+    assert "scored 3 rollouts" in err
     out.unlink()
     # a spec declaring only three of the file system's tools
     spec = tmp_path / "tools.json"
@@ -174,14 +180,16 @@ def test_samples_without_score_or_tool_calls(
     out = tmp_path / "out.jsonl"
     assert score_inspect(damaged, out) == 2
     err = capsys.readouterr().err
-    assert "the sample has no score" in err and "Traceback" not in err
+    assert "the sample has no score" in err
+    assert "Traceback" not in err
     assert score_inspect(damaged, out, "--keep-going", "--overwrite") == 2
     err = capsys.readouterr().err
     assert "sample multi_turn_base_1 epoch 1: unscorable: the sample has no score" in err
     records = {r["task_id"]: r for r in rows(out)}
     assert sorted(records) == ["multi_turn_base_2", "multi_turn_miss_func_0"]
     # a sample whose model never called a tool is a no-tool rollout (T = 1), as in a result file
-    assert records["multi_turn_base_2"]["no_tool"] is True and records["multi_turn_base_2"]["T"] == 1
+    assert records["multi_turn_base_2"]["no_tool"] is True
+    assert records["multi_turn_base_2"]["T"] == 1
 
 
 def test_resume_keeps_the_records_and_their_regrade(

@@ -38,7 +38,8 @@ def test_a_file_that_is_not_a_log_is_exit_2(
     out = tmp_path / "out.jsonl"
     assert main(["score", "inspect", str(path), "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert f"{path.name}:" in err and "Traceback" not in err
+    assert f"{path.name}:" in err
+    assert "Traceback" not in err
     assert not out.exists()
 
 
@@ -52,8 +53,10 @@ def test_a_zip_that_is_not_a_log_and_keep_going(tmp_path: Path, capsys: pytest.C
     out = tmp_path / "out.jsonl"
     assert main(["score", "inspect", str(archive), str(other), "--out", str(out), "--keep-going"]) == 2
     err = capsys.readouterr().err
-    assert "fake.eval: not a readable inspect log" in err and "other.json: not a readable inspect log" in err
-    assert "scored 0 rollouts" in err and "2 could not be scored" in err
+    assert "fake.eval: not a readable inspect log" in err
+    assert "other.json: not a readable inspect log" in err
+    assert "scored 0 rollouts" in err
+    assert "2 could not be scored" in err
     assert "Traceback" not in err
 
 

@@ -43,7 +43,8 @@ def inspect_tasks() -> list[dict[str, Any]]:
     import importlib.util
 
     spec = importlib.util.find_spec("inspect_evals.tau2")
-    assert spec is not None and spec.submodule_search_locations
+    assert spec is not None
+    assert spec.submodule_search_locations
     root = Path(next(iter(spec.submodule_search_locations)))
     tasks = json.loads((root / "data" / "domains" / "airline" / "tasks.json").read_text(encoding="utf-8"))
     return [t for t in tasks if t["id"] in SCRIPT.calls]
@@ -67,7 +68,8 @@ def test_records_equal_those_of_the_same_conversations_in_a_results_file(
     by_task = {r["task_id"].removeprefix("airline/"): r for r in rows(out)}
     assert {r["dataset"] for r in rows(out)} == {"tau3"}
     assert {t: r["success"] for t, r in by_task.items()} == {"1": 1, "19": 1}
-    assert by_task["19"]["fed"] == 4 and by_task["19"]["T"] == 3
+    assert by_task["19"]["fed"] == 4
+    assert by_task["19"]["T"] == 3
     assert (by_task["1"]["fed"], by_task["1"]["label"]) == (2, "dependency")
     assert "ZZZ999" in by_task["1"]["reason"]
     assert by_task["1"]["actions"][1]["observation"]["content"] == "Reservation ZZZ999 not found"
@@ -86,7 +88,8 @@ def test_bfcl_and_tau2_logs_in_one_run(
     capsys.readouterr()
     assert main(["score", "inspect", str(inspect_bfcl[0]), str(inspect_tau), "--out", str(mixed)]) == 0
     err = capsys.readouterr().err
-    assert "regrade (BFCL's multi-turn rule): 3/3 agree" in err and "regrade (tau2 DB check): 2/2 agree" in err
+    assert "regrade (BFCL's multi-turn rule): 3/3 agree" in err
+    assert "regrade (tau2 DB check): 2/2 agree" in err
     assert sorted((r["dataset"], r["task_id"]) for r in rows(mixed)) == [
         ("bfcl", "multi_turn_base_1"),
         ("bfcl", "multi_turn_base_2"),

@@ -42,11 +42,15 @@ def test_a_bare_list_of_simulations_is_read_with_domain_and_model(
     path = _file(shared_data, tmp_path, lambda data: None, bare=True)
     assert main(["score", "tau", str(path), "--out", str(tmp_path / "x.jsonl")]) == 2
     err = capsys.readouterr().err
-    assert "does not say its domain" in err and "--domain airline" in err and "Traceback" not in err
+    assert "does not say its domain" in err
+    assert "--domain airline" in err
+    assert "Traceback" not in err
     assert main(["score", "tau", str(path), "--domain", "airline", "--out", str(tmp_path / "x.jsonl")]) == 2
     assert "--model" in capsys.readouterr().err  # a bare list names no agent model either
     code, records, _ = _score(path, tmp_path, "--domain", "airline", "--model", "m")
-    assert code == 0 and len(records) == 2 and {r.model for r in records} == {"m"}
+    assert code == 0
+    assert len(records) == 2
+    assert {r.model for r in records} == {"m"}
     assert {(r.dataset, r.metadata["domain"]) for r in records} == {("tau3", "airline")}
     assert all(r.task_id.startswith("airline/") for r in records)
 
@@ -74,10 +78,15 @@ def test_a_simulation_without_task_id_or_reward_is_one_reported_unit(
     path = _file(shared_data, tmp_path, lambda data: change(data["simulations"][1]))
     code, _, _ = _score(path, tmp_path)
     err = capsys.readouterr().err
-    assert code == 2 and reason in err and "simulations[1]" in err and "Traceback" not in err
+    assert code == 2
+    assert reason in err
+    assert "simulations[1]" in err
+    assert "Traceback" not in err
     code, records, _ = _score(path, tmp_path, "--keep-going")
     err = capsys.readouterr().err
-    assert code == 2 and len(records) == 1 and f"skipped {path}: simulations[1]: {reason}" in err
+    assert code == 2
+    assert len(records) == 1
+    assert f"skipped {path}: simulations[1]: {reason}" in err
 
 
 def test_swapped_task_ids_are_task_mismatch_entries_and_clean_files_have_none(
@@ -85,7 +94,9 @@ def test_swapped_task_ids_are_task_mismatch_entries_and_clean_files_have_none(
 ) -> None:
     clean = _file(shared_data, tmp_path, lambda data: None, count=20)
     code, records, consistency = _score(clean, tmp_path)
-    assert code == 0 and len(records) == 20 and not [e for e in consistency if e["kind"] == "task_mismatch"]
+    assert code == 0
+    assert len(records) == 20
+    assert not [e for e in consistency if e["kind"] == "task_mismatch"]
 
     def swap(data: dict[str, Any]) -> None:
         first, second = data["simulations"][:2]
@@ -94,7 +105,8 @@ def test_swapped_task_ids_are_task_mismatch_entries_and_clean_files_have_none(
     swapped = _file(shared_data, tmp_path, swap)
     code, records, consistency = _score(swapped, tmp_path)
     flagged = [e for e in consistency if e["kind"] == "task_mismatch"]
-    assert len(records) == 2 and len(flagged) == 2
+    assert len(records) == 2
+    assert len(flagged) == 2
     assert {e["task_id"] for e in flagged} == {r.task_id for r in records}
     assert "does not fit its task" in flagged[0]["replay_reason"]
     assert "[task_mismatch]" in capsys.readouterr().err
@@ -129,7 +141,8 @@ def test_parallel_calls_sequential_lets_a_call_use_its_siblings_result(shared_da
     path = _file(shared_data, tmp_path, _merge_dependent_pair, count=20)
     _, (parallel,), _ = _score(path, tmp_path)
     _, (sequential,), _ = _score(path, tmp_path, "--parallel-calls", "sequential")
-    assert parallel.label is not None and parallel.label.value == "information"  # the documented default rule
+    assert parallel.label is not None
+    assert parallel.label.value == "information"  # the documented default rule
     assert sequential.fed > parallel.fed
 
 
@@ -147,6 +160,7 @@ def test_resuming_an_output_of_the_layout_before_the_pooling_is_refused(
     results = str(shared_data / "tau" / "gpt-4.1_airline_1trial.json")
     assert main(["score", "tau", results, "--out", str(out), "--resume"]) == 2
     err = capsys.readouterr().err
-    assert "before tau3 was pooled (dataset tau3-airline, task 18)" in err and "--overwrite" in err
+    assert "before tau3 was pooled (dataset tau3-airline, task 18)" in err
+    assert "--overwrite" in err
     assert "Traceback" not in err
     assert out.read_text(encoding="utf-8") == line + "\n"  # untouched

@@ -378,10 +378,14 @@ def test_tau_planners_see_the_goal_tools_a_state_summary_and_the_domain_policy()
     planning = [b for b in requests if b["model"] == "agent" and not b.get("tools")]
     assert len(planning) >= 2  # the planner and the verifier
     summary = state_summary("airline", TauEnvironment(domain).initial_db("3"))
-    assert summary.startswith("airline database with ") and "users: 500" in summary and "reservations: 2000" in summary
+    assert summary.startswith("airline database with ")
+    assert "users: 500" in summary
+    assert "reservations: 2000" in summary
     policy_line = next(line for line in domain.policy.splitlines() if len(line) > 40)
     for body in planning:
         text = json.dumps(body["messages"], ensure_ascii=False)
-        assert "Policy (the executor must follow it)" in text and json.dumps(policy_line)[1:-1] in text
+        assert "Policy (the executor must follow it)" in text
+        assert json.dumps(policy_line)[1:-1] in text
         assert json.dumps(summary)[1:-1] in text
-        assert "Goal:" in text and "Tools:" in text
+        assert "Goal:" in text
+        assert "Tools:" in text

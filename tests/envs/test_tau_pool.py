@@ -11,7 +11,8 @@ from prefix_exec.envs.tau.pool import TauPool
 def test_colliding_ids_reach_their_own_domain() -> None:
     airline, retail = TauEnvironment(load_domain("airline")), TauEnvironment(load_domain("retail"))
     pool = TauPool({"airline": airline, "retail": retail})
-    assert pool.part("airline/18") is airline and pool.part("retail/18") is retail
+    assert pool.part("airline/18") is airline
+    assert pool.part("retail/18") is retail
     assert pool.part("airline/18").task("airline/18") == airline.tasks["18"]
     assert pool.part("retail/18").task("retail/18") == retail.tasks["18"]
     assert airline.tasks["18"] != retail.tasks["18"]  # the same bare id, two different tasks

@@ -33,7 +33,8 @@ Turns = Sequence[Sequence[Sequence[Call]]]
 
 def _module_file(name: str) -> str:
     spec = importlib.util.find_spec(name)
-    assert spec is not None and spec.origin is not None, f"{name} is not installed (make setup)"
+    assert spec is not None, f"{name} is not installed (make setup)"
+    assert spec.origin is not None, f"{name} is not installed (make setup)"
     return spec.origin
 
 
@@ -84,7 +85,8 @@ def run_inspect(task: str, args: Sequence[str], server: ScriptedServer, log_dir:
     done = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=900, check=False)
     logs = sorted(log_dir.glob("*.eval"))
     failed = f"inspect eval failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    assert done.returncode == 0 and len(logs) == 1, failed
+    assert done.returncode == 0, failed
+    assert len(logs) == 1, failed
     assert not server.errors, server.errors
     return logs[0]
 
@@ -94,7 +96,8 @@ def convert_to_json(log: Path, out: Path) -> Path:
     command = [str(Path(sys.executable).parent / "inspect"), "log", "convert", str(log), "--to", "json"]
     done = subprocess.run([*command, "--output-dir", str(out)], capture_output=True, text=True, timeout=300)
     converted = sorted(out.glob("*.json"))
-    assert done.returncode == 0 and len(converted) == 1, done.stderr[-3000:]
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(converted) == 1, done.stderr[-3000:]
     return converted[0]
 
 
@@ -254,7 +257,8 @@ def bfcl_plan() -> BfclScript:
     base_2 = truth("multi_turn_base_2")
     base_2[4] = []  # the last turn answered in text only: every call executable, Y 0
     miss_func = truth("multi_turn_miss_func_0")
-    assert miss_func[2] == [] and load_task("multi_turn_miss_func_0").missed_function == {"sort": 3}
+    assert miss_func[2] == []
+    assert load_task("multi_turn_miss_func_0").missed_function == {"sort": 3}
     miss_func[2] = [[("sort", {"file_name": "final_report.pdf"})]]  # before it is revealed at turn 3
     turns = {"multi_turn_base_1": base_1, "multi_turn_base_2": base_2, "multi_turn_miss_func_0": miss_func}
     return BfclScript(turns, {t: load_task(t).questions[0] for t in BFCL_TASKS})

@@ -77,7 +77,8 @@ def test_bfcl_sample_gives_the_calls_of_the_same_fc_result(script: list[Any]) ->
     native, fmt = decode_result(result)
     assert fmt == "FC"
     assert [replace(a, observation=None) for a in rollout.actions] == native
-    assert rollout.metadata["turns"] == len(script) and rollout.metadata["category"] == "base"
+    assert rollout.metadata["turns"] == len(script)
+    assert rollout.metadata["category"] == "base"
     assert all(
         a.observation is not None and a.observation.content == f"result of call_{a.call_id[-1]}"
         for a in rollout.actions
@@ -86,14 +87,18 @@ def test_bfcl_sample_gives_the_calls_of_the_same_fc_result(script: list[Any]) ->
 
 def test_bfcl_samples_it_cannot_replay_say_why() -> None:
     single = bfcl_rollout(LOG, sample([], id="simple_python_3"), model="m", method="x")
-    assert isinstance(single, Skipped) and "not one prefix-exec replays" in single.error
+    assert isinstance(single, Skipped)
+    assert "not one prefix-exec replays" in single.error
     metadata = {"category_name": "multi_turn_composite"}
     composite = bfcl_rollout(LOG, sample([], id="multi_turn_composite_1", metadata=metadata), model="m", method="x")
-    assert isinstance(composite, Skipped) and "BFCL category multi_turn_composite is not one" in composite.error
+    assert isinstance(composite, Skipped)
+    assert "BFCL category multi_turn_composite is not one" in composite.error
     wrong = bfcl_rollout(LOG, sample([], metadata={"category_name": "multi_turn_miss_func"}), model="m", method="x")
-    assert isinstance(wrong, Skipped) and "says its category is multi_turn_miss_func" in wrong.error
+    assert isinstance(wrong, Skipped)
+    assert "says its category is multi_turn_miss_func" in wrong.error
     unscored = bfcl_rollout(LOG, replace(sample([]), y=None, unscorable="unscorable: no score"), model="m", method="x")
-    assert isinstance(unscored, Skipped) and unscored.error == "unscorable: no score"
+    assert isinstance(unscored, Skipped)
+    assert unscored.error == "unscorable: no score"
 
 
 def test_parse_errors_are_schema_failures_of_that_call() -> None:
@@ -107,7 +112,8 @@ def test_parse_errors_are_schema_failures_of_that_call() -> None:
     assert not isinstance(rollout, Skipped)
     (action,) = rollout.actions
     assert action.parse_error == "inspect could not parse the arguments: Expecting value: line 1 column 2"
-    assert action.observation is not None and (action.observation.error, action.observation.content) == (True, "bad")
+    assert action.observation is not None
+    assert (action.observation.error, action.observation.content) == (True, "bad")
 
 
 def scored(**values: Any) -> SimpleNamespace:
@@ -124,7 +130,9 @@ def test_y_is_one_only_for_a_full_score(value: Any, y: int) -> None:
 
 def test_scores_that_are_not_one_value_are_unscorable() -> None:
     y, why, _ = success_of(scored(s={"a": 1, "b": 0}), None)
-    assert y is None and why is not None and "not one value (dict)" in why
+    assert y is None
+    assert why is not None
+    assert "not one value (dict)" in why
     assert success_of(SimpleNamespace(scores=None), None)[1] == (
         "unscorable: the sample has no score (was the log written with --no-score?)"
     )
@@ -133,8 +141,10 @@ def test_scores_that_are_not_one_value_are_unscorable() -> None:
 def test_several_scorers_need_a_choice() -> None:
     both = scored(accuracy="C", judge="I")
     y, why, _ = success_of(both, None)
-    assert y is None and why == "the sample has several scores (accuracy, judge); choose Y with --scorer NAME"
-    assert success_of(both, "judge")[0] == 0 and success_of(both, "accuracy")[0] == 1
+    assert y is None
+    assert why == "the sample has several scores (accuracy, judge); choose Y with --scorer NAME"
+    assert success_of(both, "judge")[0] == 0
+    assert success_of(both, "accuracy")[0] == 1
     assert success_of(both, "other")[1] == "the sample has no score 'other' (it has accuracy, judge)"
 
 
@@ -174,8 +184,11 @@ def test_tau2_sample_is_a_tau2_simulation_with_each_reply_on_its_call() -> None:
     built = simulation_of(tau_sample({"StoredAgentState:AirlineAgent:messages": agent_messages()}))
     assert not isinstance(built, Skipped)
     simulation, task, parse_errors = built
-    assert task["id"] == "1" and parse_errors == {}
-    assert simulation["task_id"] == "1" and simulation["trial"] == 0 and simulation["reward_info"] == {"reward": 1.0}
+    assert task["id"] == "1"
+    assert parse_errors == {}
+    assert simulation["task_id"] == "1"
+    assert simulation["trial"] == 0
+    assert simulation["reward_info"] == {"reward": 1.0}
     roles = [m["role"] for m in simulation["messages"]]
     assert roles == ["user", "assistant", "tool", "assistant", "tool", "assistant"]  # no system prompt, as tau2's
     first, second = simulation["messages"][1]["tool_calls"][0], simulation["messages"][3]["tool_calls"][0]
@@ -187,7 +200,8 @@ def test_tau2_sample_is_a_tau2_simulation_with_each_reply_on_its_call() -> None:
         "error": True,
         "requestor": "assistant",
     }
-    assert simulation["messages"][4]["id"] == "c0~1" and simulation["messages"][4]["error"] is False
+    assert simulation["messages"][4]["id"] == "c0~1"
+    assert simulation["messages"][4]["error"] is False
 
 
 def test_tau2_log_reads_through_the_native_importer() -> None:
@@ -195,12 +209,15 @@ def test_tau2_log_reads_through_the_native_importer() -> None:
     stored[4]["tool_calls"][0]["parse_error"] = "not JSON"
     log = replace(LOG, task="tau2_airline", samples=(tau_sample({"StoredAgentState:AirlineAgent:messages": stored}),))
     results = tau_results(log, model="m", method="x")
-    assert results.domain == "airline" and list(results.tasks) == ["1"] and not results.skipped
+    assert results.domain == "airline"
+    assert list(results.tasks) == ["1"]
+    assert not results.skipped
     (rollout,) = results.rollouts
     assert (rollout.dataset, rollout.task_id, rollout.success) == ("tau3", "airline/1", 1)
     assert rollout.metadata["domain"] == "airline"
     assert [a.call_id for a in rollout.actions] == ["c0", "c0~1"]
-    assert rollout.actions[0].observation is not None and rollout.actions[0].observation.error is True
+    assert rollout.actions[0].observation is not None
+    assert rollout.actions[0].observation.error is True
     assert rollout.actions[1].parse_error == "inspect could not parse the arguments: not JSON"
     assert rollout.metadata["inspect"]["sample_id"] == "1"
 
@@ -210,9 +227,11 @@ def test_tau2_samples_it_cannot_map_say_why() -> None:
     assert isinstance(missing, Skipped)
     assert "store has no agent conversation (StoredAgentState:AirlineAgent:messages)" in missing.error
     untasked = simulation_of(sample([], metadata={"instance": "AirlineAgent"}))
-    assert isinstance(untasked, Skipped) and "not an inspect_evals tau2 sample" in untasked.error
+    assert isinstance(untasked, Skipped)
+    assert "not an inspect_evals tau2 sample" in untasked.error
     bad = simulation_of(tau_sample({"StoredAgentState:AirlineAgent:messages": [{"role": "wizard"}]}))
-    assert isinstance(bad, Skipped) and "holds a message inspect cannot read" in bad.error
+    assert isinstance(bad, Skipped)
+    assert "holds a message inspect cannot read" in bad.error
 
 
 def test_generic_rollout_keeps_inspects_ids_and_counts_turns_by_user_messages() -> None:

@@ -45,7 +45,9 @@ def test_metrics_print_the_pooled_row_then_the_per_domain_view(
     assert "| tau3-retail | m1 | react | 2 | 1.00 [1.00, 1.00]" in view
     assert ("layout before tau3 was pooled" in err) == old
     if old:
-        assert "4 record(s)" in err and "2 tau3-airline, 2 tau3-retail" in err and "prefix-exec score tau" in err
+        assert "4 record(s)" in err
+        assert "2 tau3-airline, 2 tau3-retail" in err
+        assert "prefix-exec score tau" in err
 
     assert main(["metrics", str(path), "--resamples", "200", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -59,8 +61,10 @@ def test_the_report_has_a_per_domain_section(tmp_path: Path, capsys: pytest.Capt
     assert "layout before tau3 was pooled" in capsys.readouterr().err
     table2 = (tmp_path / "rep" / "table2.md").read_text(encoding="utf-8")
     domains = (tmp_path / "rep" / "table2_domains.md").read_text(encoding="utf-8")
-    assert "| tau3 | m1 | react | 4 |" in table2 and "tau3-retail" not in table2
-    assert "| tau3-airline | m1 | react | 2 |" in domains and "| tau3-retail | m1 | react | 2 |" in domains
+    assert "| tau3 | m1 | react | 4 |" in table2
+    assert "tau3-retail" not in table2
+    assert "| tau3-airline | m1 | react | 2 |" in domains
+    assert "| tau3-retail | m1 | react | 2 |" in domains
     page = (tmp_path / "rep" / "report.html").read_text(encoding="utf-8")
     assert page.index('<h2 id="table2-domains">') > page.index('<h2 id="table2">')
     assert 'id="t-table2_domains"' in page

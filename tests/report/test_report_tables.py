@@ -107,7 +107,8 @@ def test_label_counts_link_to_label_groups() -> None:
     react2 = rows[("m2", "react")]
     assert [c.text for c in react2[3:]] == ["0", "0", "4", "0", "0", "0", "4"]
     assert react2[5].link == anchors.label(("bfcl_demo", "m2", "react"), "precondition")
-    assert react2[3].link is None and react2[8].link is None  # zero counts link nowhere
+    assert react2[3].link is None
+    assert react2[8].link is None  # zero counts link nowhere
 
 
 def test_decomposition_recombines_to_success() -> None:
@@ -153,7 +154,8 @@ def test_ranking_divergence_flags_the_headline_case() -> None:
     assert agreement["m1"][5] == "no"
     # m2: success tied at 0 (both lead), AUC-PEC led by dual-loop alone, who is among the success leaders:
     # no divergence, and tau is undefined because the success ranking is constant.
-    assert agreement["m2"][3] == "undefined (a ranking is constant)" and agreement["m2"][5] == "no"
+    assert agreement["m2"][3] == "undefined (a ranking is constant)"
+    assert agreement["m2"][5] == "no"
     t = ranking(s, Anchors.of(s))
     dual = next(r for r in t.rows if r[1].text == "m1" and r[2].text == "dual-loop")
     assert (dual[4].text, dual[6].text, dual[9].text) == ("1", "3", "-2")
@@ -265,10 +267,14 @@ def test_csv_and_markdown_cells_are_neutralised() -> None:
     assert cells[:3] == ["'" + text for text in hostile[:3]]  # shown as text, never run as a formula
     assert cells[-1] == "-0.05"  # a number stays a number
     md = to_markdown(table)
-    assert "<script>" not in md and "&lt;script&gt;" in md and "a\\|b c" in md
+    assert "<script>" not in md
+    assert "&lt;script&gt;" in md
+    assert "a\\|b c" in md
 
 
 def test_an_empty_paired_table_says_why() -> None:
     rows = [record("react", t, T=2, fed=3, success=1, model=m) for t in ("t1", "t2") for m in ("a", "b")]
     t = paired_differences(summary_of(rows))
-    assert t.rows == () and "--pair A:B" in t.note and "leaderboard" in t.note
+    assert t.rows == ()
+    assert "--pair A:B" in t.note
+    assert "leaderboard" in t.note

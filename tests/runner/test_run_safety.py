@@ -37,16 +37,20 @@ def test_a_poison_answer_stays_in_its_unit_and_resume_finishes(tmp_path: Path, c
         out = tmp_path / "run"
         first = main(["run", str(grid), "--out", str(out)])
         err = capsys.readouterr().err
-        assert first in (0, 2) and "Traceback" not in err
+        assert first in (0, 2)
+        assert "Traceback" not in err
         done = {(r["task_id"]) for r in lines(out / "rollouts.jsonl")}
         failed = {(r["task_id"]) for r in lines(out / "failures.jsonl")}
-        assert len(done | failed) == 6 and len(done) >= 5  # every unit is accounted for, the others scored
+        assert len(done | failed) == 6
+        assert len(done) >= 5  # every unit is accounted for, the others scored
         assert any("\ud800" in json.dumps(r, ensure_ascii=False) for r in lines(out / "rollouts.jsonl")) or failed
         # The resume replays the poison answers from the cache: it ends, and writes nothing twice.
         again = main(["run", str(grid), "--out", str(out), "--resume"])
-        assert again in (0, 2) and "Traceback" not in capsys.readouterr().err
+        assert again in (0, 2)
+        assert "Traceback" not in capsys.readouterr().err
         keys = [r["task_id"] for r in lines(out / "rollouts.jsonl")]
-        assert len(keys) == len(set(keys)) and len(set(keys) | failed) == 6
+        assert len(keys) == len(set(keys))
+        assert len(set(keys) | failed) == 6
         (out / "records.jsonl").read_bytes().decode("utf-8")  # valid UTF-8 on disk
 
 

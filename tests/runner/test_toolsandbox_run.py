@@ -75,7 +75,8 @@ def rows(path: Path) -> dict[tuple[Any, ...], dict[str, Any]]:
 def test_local_runs_use_spawned_processes_and_ray_gives_identical_records(
     tmp_path: Path, ray_session: RaySession
 ) -> None:
-    assert run_local.__doc__ and "spawned processes" in run_local.__doc__
+    assert run_local.__doc__
+    assert "spawned processes" in run_local.__doc__
     # The session's one Ray instance (runner/conftest.py): a second ray.init here fails whenever an earlier
     # test in the same session has started it.
     with ScriptedServer(ByFirstMessage()) as server:
@@ -85,7 +86,8 @@ def test_local_runs_use_spawned_processes_and_ray_gives_identical_records(
     assert (local.written, local.failed, remote.written, remote.failed) == (4, 0, 4, 0)
     for name in ("records.jsonl", "rollouts.jsonl"):
         here, there = rows(tmp_path / "local" / name), rows(tmp_path / "ray" / name)
-        assert len(here) == 4 and here == there
+        assert len(here) == 4
+        assert here == there
     records = rows(tmp_path / "local" / "records.jsonl")
     assert {k: (r["fed"], r["label"], r["success"]) for k, r in records.items()} == {
         ("wifi_off", "react"): (2, None, 1),
