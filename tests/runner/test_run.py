@@ -67,13 +67,25 @@ def rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+#: Metadata that says how the run was scheduled, not what the agent did: answers served from the cache, and which
+#: unit of a (task, model, trial) asked the planner first for the initial plan the others share (its digest and
+#: its cost, charged to every rollout that uses it, are the same either way).
+SCHEDULING = ("cached_calls", "plan_source", "plan_generated_by", "plans_discarded")
+
+
 def strip_latency(row: dict[str, Any]) -> dict[str, Any]:
-    """The row without wall-clock times (latency, queue, backoff) and the count of answers served from the cache."""
+    """The row without wall-clock times (latency, queue, backoff) and the metadata that depends on the order in
+    which units ran (:data:`SCHEDULING`)."""
     row = dict(row)
     row["cost"] = [
         {k: v for k, v in c.items() if k not in ("latency_s", "queue_s", "backoff_s")} for c in row.get("cost", [])
     ]
-    row["metadata"] = {k: v for k, v in row.get("metadata", {}).items() if k != "cached_calls"}
+    row["metadata"] = {k: v for k, v in row.get("metadata", {}).items() if k not in SCHEDULING}
+    if "transcript" in row:  # a planner note's shared plan says the same: its source and maker
+        row["transcript"] = [
+            {**e, "plan": {"digest": e["plan"]["digest"]}} if isinstance(e.get("plan"), dict) else e
+            for e in row["transcript"]
+        ]
     return row
 
 
