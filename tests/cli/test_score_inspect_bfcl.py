@@ -9,7 +9,10 @@ without tool calls.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,14 +40,31 @@ def score_inspect(log: Path, out: Path, *extra: str) -> int:
     return main(["score", "inspect", str(log), "--out", str(out), "--model", "m", "--method", "x", *extra])
 
 
+@dataclass(frozen=True)
+class Scored:
+    """The whole log scored once with the default options: the records file and what was printed on stderr."""
+
+    out: Path
+    err: str
+
+
+@pytest.fixture(scope="module")
+def scored(inspect_bfcl: tuple[Path, BfclScript], tmp_path_factory: pytest.TempPathFactory) -> Scored:
+    log, _ = inspect_bfcl
+    out = tmp_path_factory.mktemp("scored") / "inspect.jsonl"
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = score_inspect(log, out)
+    assert code == 0, err.getvalue()
+    return Scored(out, err.getvalue())
+
+
 def test_records_equal_those_of_the_same_calls_in_a_result_file(
-    inspect_bfcl: tuple[Path, BfclScript], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    inspect_bfcl: tuple[Path, BfclScript], scored: Scored, tmp_path: Path
 ) -> None:
-    log, plan = inspect_bfcl
-    out = tmp_path / "inspect.jsonl"
-    assert score_inspect(log, out) == 0
-    err = capsys.readouterr().err
-    assert "regrade (BFCL's multi-turn rule): 3/3 agree with the log's Y" in err
+    _, plan = inspect_bfcl
+    out = scored.out
+    assert "regrade (BFCL's multi-turn rule): 3/3 agree with the log's Y" in scored.err
     native_dir = tmp_path / "native"
     plan.result_file(native_dir, "base")
     plan.result_file(native_dir, "miss_func")
@@ -71,11 +91,10 @@ def test_records_equal_those_of_the_same_calls_in_a_result_file(
     assert base_1["metadata"]["inspect"]["sample_id"] == "multi_turn_base_1"
 
 
-def test_json_log_gives_the_same_records(inspect_bfcl: tuple[Path, BfclScript], tmp_path: Path) -> None:
+def test_json_log_gives_the_same_records(inspect_bfcl: tuple[Path, BfclScript], scored: Scored, tmp_path: Path) -> None:
     log, _ = inspect_bfcl
     as_json = convert_to_json(log, tmp_path / "json")
-    eval_out, json_out = tmp_path / "eval.jsonl", tmp_path / "json.jsonl"
-    assert score_inspect(log, eval_out) == 0
+    eval_out, json_out = scored.out, tmp_path / "json.jsonl"
     assert score_inspect(as_json, json_out) == 0
 
     def strip(record: dict[str, Any]) -> dict[str, Any]:
@@ -193,14 +212,12 @@ def test_samples_without_score_or_tool_calls(
 
 
 def test_resume_keeps_the_records_and_their_regrade(
-    inspect_bfcl: tuple[Path, BfclScript], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    inspect_bfcl: tuple[Path, BfclScript], scored: Scored, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     log, _ = inspect_bfcl
     out = tmp_path / "out.jsonl"
-    assert score_inspect(log, out) == 0
-    first = out.read_text(encoding="utf-8").splitlines()
+    first = scored.out.read_text(encoding="utf-8").splitlines()
     out.write_text("\n".join(first[:1]) + "\n", encoding="utf-8")  # as if killed after the first record
-    capsys.readouterr()
     assert score_inspect(log, out, "--resume") == 0
     err = capsys.readouterr().err
     assert "1 already in the output were kept (--resume)" in err

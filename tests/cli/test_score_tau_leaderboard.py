@@ -1,8 +1,9 @@
 """Every file of ``../shared/data/tau/leaderboard`` (17 real public tau2-bench runs) read by ``score tau``, with
-what each yields; the same table is in docs/tau.md."""
+what each yields as docs/tau.md's table states it (the numbers are written once, there)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 from pathlib import Path
@@ -15,26 +16,28 @@ pytest.importorskip("tau2", reason="tau2 is installed by 'make setup' (scripts/i
 from prefix_exec.cli import main
 from prefix_exec.importers.tau import read_results
 from prefix_exec.io import read_records
+from shared_folder import REPO
 
-BARE = "adaptive-agent-opus-4.6_airline_bare-list.json"
-#: file -> (records, fully executable, Y = 1, simulations skipped), under tau3 with the default rules.
-YIELDS = {
-    "azure-gpt-4o_airline.json": (50, 43, 23, 0),
-    "e2e_airline_baseline.json": (1, 1, 1, 0),
-    "e2e_retail_baseline.json": (1, 1, 1, 0),
-    "ft-gpt-4.1-sft_airline.json": (20, 19, 13, 0),
-    "ft-gpt-4.1-sft_retail.json": (40, 23, 34, 0),
-    "ironforge-deepseek_airline.json": (4, 4, 1, 0),
-    "ironforge-gpt-5.4_airline.json": (7, 7, 2, 0),
-    "ironforge-grok3_airline.json": (8, 8, 2, 0),
-    "ironforge-o3_airline.json": (9, 9, 3, 0),
-    "ironforge-sonnet-4.6_airline.json": (7, 5, 2, 0),
-    "qwen2.5-7b_airline.json": (50, 20, 9, 0),
-    "whissle_airline_run1.json": (50, 44, 28, 0),
-    "toolorchestra-gpt-5_airline_no-task-ids.json": (0, 0, 0, 50),  # no task_id in any simulation
-    "toolorchestra-gpt-5_retail_no-task-ids.json": (0, 0, 0, 114),
-    BARE: (50, 48, 49, 0),  # a bare list: --domain airline --model claude-opus-4-6
-}
+BARE = "adaptive-agent-opus-4.6_airline_bare-list.json"  # a bare list: --domain airline --model claude-opus-4-6
+
+
+def documented_yields() -> dict[str, tuple[int, int, int, int]]:
+    """The table under "What each leaderboard file yields" in docs/tau.md, which states what each file yields
+    under tau3 with the default rules: file -> (records, fully executable, Y = 1, simulations skipped), where
+    a dash is 0 and the skipped are the simulations without a record."""
+    section = (REPO / "docs" / "tau.md").read_text(encoding="utf-8").split("### What each leaderboard file yields")[1]
+    lines = itertools.dropwhile(lambda line: not line.startswith("|"), section.splitlines())
+    table = list(itertools.takewhile(lambda line: line.startswith("|"), lines))
+    assert table[0].split("|")[1:6] == [" file ", " simulations ", " records ", " fully executable ", " Y = 1 "]
+    yields = {}
+    for row in table[2:]:
+        name, *counts = (cell.strip() for cell in row.split("|")[1:6])
+        simulations, records, executable, success = (0 if count == "\u2014" else int(count) for count in counts)
+        yields[name.strip("`")] = (records, executable, success, simulations - records)
+    return yields
+
+
+YIELDS = documented_yields()
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ pytest.importorskip("tau2", reason="tau2 is installed by 'make setup' (scripts/i
 
 from fakes.openai_server import ScriptedServer
 from fakes.tau_agent import TauScript
+from grid_files import served_model
 from prefix_exec.cli import main
 from prefix_exec.envs.tau import TauEnvironment, load_domain
 
@@ -21,10 +22,8 @@ TASKS = ["retail/34", "retail/108"]  # tau3 retail: 34 is graded without NL asse
 def models_toml(base_url: str) -> str:
     """The grid's ``[[models]]``: ``agent`` (the one condition), ``user-sim`` and ``judge``, all served at
     ``base_url``, no retries."""
-    return "".join(
-        f'[[models]]\nname = "{name}"\nmodel = "{name}"\nbase_url = "{base_url}"\napi_key_env = ""\n'
-        f"max_retries = 0\n{'condition = false' if name != 'agent' else ''}\n"
-        for name in ("agent", "user-sim", "judge")
+    return served_model("agent", base_url, max_retries=0) + "".join(
+        served_model(name, base_url, max_retries=0, condition=False) for name in ("user-sim", "judge")
     )
 
 
@@ -113,11 +112,8 @@ def test_resuming_a_run_made_before_the_pooling_is_refused(tmp_path: Path, capsy
     grid.write_text(
         'seed = 0\ntrials = 1\nmethods = ["react"]\n[[datasets]]\nname = "tau3-airline"\nkind = "tau"\n'
         'domain = "airline"\nuser_model = "user-sim"\n'
-        + "".join(
-            f'[[models]]\nname = "{n}"\nmodel = "{n}"\nbase_url = "http://127.0.0.1:9/v1"\napi_key_env = ""\n'
-            f"{'condition = false' if n != 'agent' else ''}\n"
-            for n in ("agent", "user-sim")
-        ),
+        + served_model("agent", "http://127.0.0.1:9/v1")
+        + served_model("user-sim", "http://127.0.0.1:9/v1", condition=False),
         encoding="utf-8",
     )
     assert main(["run", str(grid), "--out", str(out), "--resume"]) == 2

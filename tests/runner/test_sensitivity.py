@@ -18,6 +18,7 @@ import pytest
 
 from fakes.bfcl_agent import BfclScript
 from fakes.openai_server import ScriptedServer, text_message
+from grid_files import served_model, table
 from prefix_exec.cli import main
 from prefix_exec.io import read_records
 from prefix_exec.runner.plan_store import PlanStore
@@ -64,23 +65,11 @@ class Sensitivity:
 
 
 def write_grid(path: Path, url: str, *, methods: list[str], k_val: int, extra: str = "") -> Path:
-    path.write_text(f"""
-methods = {json.dumps(methods)}
-[agent]
-k_val = {k_val}
-[run]
-cache = false
-{extra}
-[[datasets]]
-name = "bfcl"
-kind = "bfcl"
-tasks = {json.dumps(TASKS)}
-[[models]]
-name = "m"
-model = "m"
-base_url = "{url}"
-api_key_env = ""
-""")
+    path.write_text(
+        f"methods = {json.dumps(methods)}\n[agent]\nk_val = {k_val}\n[run]\ncache = false\n{extra}\n"
+        + table("datasets", name="bfcl", kind="bfcl", tasks=TASKS)
+        + served_model("m", url)
+    )
     return path
 
 

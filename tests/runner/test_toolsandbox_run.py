@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from fakes.openai_server import ScriptedServer
 from fakes.toolsandbox_agent import ToolSandboxScript
+from grid_files import served_model, table
 from prefix_exec.runner.executors import run_local
 from prefix_exec.runner.run import run_grid
 
@@ -37,26 +38,12 @@ class ByFirstMessage(ToolSandboxScript):
 
 def write_grid(tmp_path: Path, base_url: str) -> Path:
     grid = tmp_path / "grid.toml"
-    grid.write_text(f"""
-methods = ["react", "plan-conditioned"]
-[[datasets]]
-name = "ts"
-kind = "toolsandbox"
-user_model = "user"
-tasks = {json.dumps(TASKS)}
-[[models]]
-name = "agent"
-model = "agent"
-base_url = "{base_url}"
-api_key_env = ""
-max_retries = 0
-[[models]]
-name = "user"
-model = "user-sim"
-base_url = "{base_url}"
-api_key_env = ""
-condition = false
-""")
+    grid.write_text(
+        'methods = ["react", "plan-conditioned"]\n'
+        + table("datasets", name="ts", kind="toolsandbox", user_model="user", tasks=TASKS)
+        + served_model("agent", base_url, max_retries=0)
+        + served_model("user", base_url, model="user-sim", condition=False)
+    )
     return grid
 
 
