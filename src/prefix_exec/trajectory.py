@@ -140,6 +140,23 @@ def agent_cost(costs: Iterable[CallCost]) -> AgentCost | None:
 
 
 @dataclass(frozen=True)
+class Unit:
+    """The identity of one rollout: a unit of a run's grid (:mod:`prefix_exec.runner.grid`), and the first
+    fields of every record scored from it (:class:`PrefixRecord`, :class:`MetricRow`). ``key`` matches
+    :attr:`Rollout.key`."""
+
+    dataset: str
+    task_id: str
+    model: str
+    method: str
+    trial: int
+
+    @property
+    def key(self) -> UnitKey:
+        return (self.dataset, self.task_id, self.model, self.method, self.trial)
+
+
+@dataclass(frozen=True)
 class Rollout:
     """A predicted trajectory a_1..a_T plus the benchmark's final success Y.
 
@@ -211,7 +228,7 @@ class Verdict:
 
 
 @dataclass(frozen=True)
-class PrefixRecord:
+class PrefixRecord(Unit):
     """A scored rollout: the protocol's per-rollout quantities.
 
     ``T`` >= 1 is the number of evaluated action slots (1 for the terminal no-tool action). ``fed`` is the
@@ -220,11 +237,6 @@ class PrefixRecord:
     rollout, including the steps after the first failure (recovery), for reports.
     """
 
-    dataset: str
-    task_id: str
-    model: str
-    method: str
-    trial: int
     T: int
     fed: int
     success: int
@@ -264,20 +276,11 @@ class PrefixRecord:
         verdict = self.failing_verdict
         return verdict.reason if verdict else None
 
-    @property
-    def key(self) -> UnitKey:
-        return (self.dataset, self.task_id, self.model, self.method, self.trial)
-
 
 @dataclass(frozen=True)
-class MetricRow:
+class MetricRow(Unit):
     """The minimal fields metrics need (a record without its verdicts); any JSONL with them can be summarized."""
 
-    dataset: str
-    task_id: str
-    model: str
-    method: str
-    trial: int
     T: int
     fed: int
     success: int

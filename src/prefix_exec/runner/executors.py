@@ -27,8 +27,9 @@ from typing import Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.extras import install_hint
-from prefix_exec.runner.grid import Grid, Unit
+from prefix_exec.runner.grid import Grid
 from prefix_exec.runner.worker import UnitResult, UnitWorker
+from prefix_exec.trajectory import Unit
 
 EXECUTORS = ("local", "ray")
 #: Dataset kinds whose benchmark state is process-global, so a local run uses worker processes.

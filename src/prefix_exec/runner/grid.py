@@ -19,12 +19,13 @@ from typing import Any
 
 from prefix_exec.agents.variants import AgentSettings
 from prefix_exec.errors import InputError
-from prefix_exec.jsonl import UnitKey, check_regular_file
+from prefix_exec.jsonl import check_regular_file
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.methods import METHODS
 from prefix_exec.redaction import redact_url
 from prefix_exec.runner.credentials import URL_ENV, endpoint_url
 from prefix_exec.runner.plan_store import PLANS
+from prefix_exec.trajectory import Unit
 
 #: Upper bounds of a grid, each with a clear message: trials, agent step settings, a dataset's sample, the
 #: expanded units, and the grid file's size.
@@ -36,21 +37,6 @@ MAX_GRID_BYTES = 1_000_000
 TOP_KEYS = {"seed", "trials", "methods", "agent", "datasets", "models", "run", "base_dir"}
 #: Every ``[agent]`` setting is an integer field of :class:`AgentSettings`.
 AGENT_KEYS = tuple(f.name for f in fields(AgentSettings))
-
-
-@dataclass(frozen=True)
-class Unit:
-    """One rollout to produce. ``key`` matches :attr:`prefix_exec.trajectory.Rollout.key`."""
-
-    dataset: str
-    task_id: str
-    model: str
-    method: str
-    trial: int
-
-    @property
-    def key(self) -> UnitKey:
-        return (self.dataset, self.task_id, self.model, self.method, self.trial)
 
 
 @dataclass(frozen=True)

@@ -39,10 +39,11 @@ from prefix_exec.replay import replay
 from prefix_exec.runner.credentials import needs_redaction, write_grid_copy
 from prefix_exec.runner.datasets import make_driver
 from prefix_exec.runner.executors import execute
-from prefix_exec.runner.grid import Grid, Unit, expand, load_grid, select_tasks
+from prefix_exec.runner.grid import Grid, expand, load_grid, select_tasks
 from prefix_exec.runner.plan_store import PLANS, PlanStore
 from prefix_exec.runner.progress import Progress
 from prefix_exec.runner.worker import UnitResult
+from prefix_exec.trajectory import Unit
 
 ROLLOUTS, RECORDS, FAILURES, CACHE, GRID_COPY = (
     "rollouts.jsonl",

@@ -24,8 +24,9 @@ from prefix_exec.llm.cache import ResponseCache
 from prefix_exec.redaction import redact_text
 from prefix_exec.replay import replay
 from prefix_exec.runner.datasets import make_driver
-from prefix_exec.runner.grid import Grid, Unit, decoding
+from prefix_exec.runner.grid import Grid, decoding
 from prefix_exec.runner.plan_store import PlanStore
+from prefix_exec.trajectory import Unit
 
 
 @dataclass(frozen=True)
