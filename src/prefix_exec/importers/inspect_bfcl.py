@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from prefix_exec.envs.bfcl.tasks import category_of
 from prefix_exec.importers.bfcl import DATASET
-from prefix_exec.importers.inspect_log import InspectLog, InspectSample, provenance, replies, tool_call
+from prefix_exec.importers.inspect_log import InspectLog, InspectSample, replies, sample_rollout, tool_call
 from prefix_exec.replay import Skipped
 from prefix_exec.trajectory import Rollout, ToolCall
 
@@ -55,13 +55,5 @@ def bfcl_rollout(log: InspectLog, sample: InspectSample, *, model: str, method: 
             reply = answered.get(call.id) if call.id is not None else None
             actions.append(tool_call(call, f"t{max(turn, 0)}.s{step}.c{position}", max(turn, 0), reply))
         step += 1
-    return Rollout(
-        dataset=DATASET,
-        task_id=sample.id,
-        model=model,
-        method=method,
-        actions=tuple(actions),
-        success=sample.y,
-        trial=sample.trial,
-        metadata={"category": ours, "turns": max(turn + 1, 0), **provenance(log, sample)},
-    )
+    metadata = {"category": ours, "turns": max(turn + 1, 0)}
+    return sample_rollout(log, sample, actions, dataset=DATASET, model=model, method=method, metadata=metadata)

@@ -269,15 +269,30 @@ def generic_rollout(log: InspectLog, sample: InspectSample, *, model: str, metho
         for call in message.calls:
             reply = answered.get(call.id) if call.id is not None else None
             actions.append(tool_call(call, call.id, max(users - 1, 0), reply))
+    return sample_rollout(log, sample, actions, dataset=log.task, model=model, method=method)
+
+
+def sample_rollout(
+    log: InspectLog,
+    sample: InspectSample,
+    actions: Iterable[ToolCall],
+    *,
+    dataset: str,
+    model: str,
+    method: str,
+    metadata: Mapping[str, Any] | None = None,
+) -> Rollout:
+    """The rollout of ``sample`` with these actions: its id as ``task_id``, its Y and trial, and ``metadata``
+    followed by the sample's :func:`provenance`."""
     return Rollout(
-        dataset=log.task,
+        dataset=dataset,
         task_id=sample.id,
         model=model,
         method=method,
         actions=tuple(actions),
         success=sample.y,
         trial=sample.trial,
-        metadata=provenance(log, sample),
+        metadata={**(metadata or {}), **provenance(log, sample)},
     )
 
 

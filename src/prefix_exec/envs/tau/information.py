@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from copy import copy as shallow_copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,31 +146,22 @@ class Timeline:
         evidence: Evidence | None,
         texts: tuple[tuple[int, str], ...] = (),
         messages: tuple[int, ...] = (),
-        *,
-        calls: int = 0,
-        seen_upto: int = 0,
-        pending: Sequence[str] = (),
-        online: bool = False,
     ) -> None:
         self.evidence = evidence
         self.texts = texts
         self.messages = messages
-        self.calls = calls  # calls checked so far: the 0-based index of the next one
-        self._seen_upto = seen_upto
-        self._pending = list(pending)  # accepted results not yet visible (the current message's calls)
-        self._online = online  # begin_message() was called: the driver marks answer boundaries
+        self.calls = 0  # calls checked so far: the 0-based index of the next one
+        self._seen_upto = 0
+        self._pending: list[str] = []  # accepted results not yet visible (the current message's calls)
+        self._online = False  # begin_message() was called: the driver marks answer boundaries
 
     def copy(self) -> Timeline:
-        """An independent twin (a session's fork): the evidence and the pending results are copied."""
-        return Timeline(
-            self.evidence.copy() if self.evidence is not None else None,
-            self.texts,
-            self.messages,
-            calls=self.calls,
-            seen_upto=self._seen_upto,
-            pending=self._pending,
-            online=self._online,
-        )
+        """An independent twin (a session's fork): the evidence and the pending results are copied, the
+        rest (immutable) shared."""
+        twin = shallow_copy(self)
+        twin.evidence = self.evidence.copy() if self.evidence is not None else None
+        twin._pending = list(self._pending)
+        return twin
 
     def observe(self, text: Any) -> None:
         """Add a text the agent has now seen (a user turn, for online use)."""
