@@ -69,6 +69,16 @@ def estimate_cell(e: Estimate | None, *, bold: bool = False, link: str | None = 
     return Cell(estimate_text(e, digits), e.point, bold, link, raw)
 
 
+def estimate_headers(name: str) -> tuple[str, str, str]:
+    """The CSV headers of an :func:`estimate_cell` column: ``name``, ``name_low``, ``name_high``."""
+    return (name, f"{name}_low", f"{name}_high")
+
+
+def plain_headers(*names: str) -> tuple[tuple[str], ...]:
+    """The CSV headers of one-value columns (text and number cells): one header a column, its name."""
+    return tuple((name,) for name in names)
+
+
 def number_cell(x: float | int | None, *, digits: int = 2, bold: bool = False, link: str | None = None) -> Cell:
     if x is None:
         return Cell("undefined", None, bold, link, ("",))

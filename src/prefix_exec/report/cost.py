@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from prefix_exec.report.cells import Cell, Table, estimate_cell, number_cell, text_cell
+from prefix_exec.report.cells import Cell, Table, estimate_cell, estimate_headers, number_cell, plain_headers, text_cell
 from prefix_exec.report.inputs import verifier_setting
 from prefix_exec.report.layout import Anchors, blocks_of, is_dual_loop, is_plan_conditioned, tagged_rows
 from prefix_exec.summary import Condition, ConditionSummary, Summary
@@ -158,16 +158,10 @@ def verifier_sensitivity(
         "+seconds",
     )
     csv_cols = (
-        ("dataset",),
-        ("model",),
-        ("variant",),
-        ("verifier_model",),
-        ("K_val",),
-        ("baseline",),
-        ("d_TER", "d_TER_low", "d_TER_high"),
-        ("d_AUC_PEC", "d_AUC_PEC_low", "d_AUC_PEC_high"),
-        ("d_tokens",),
-        ("d_seconds",),
+        *plain_headers("dataset", "model", "variant", "verifier_model", "K_val", "baseline"),
+        estimate_headers("d_TER"),
+        estimate_headers("d_AUC_PEC"),
+        *plain_headers("d_tokens", "d_seconds"),
     )
     rows: list[tuple[Cell, ...]] = []
     for block in blocks_of(summary):

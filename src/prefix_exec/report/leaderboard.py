@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from prefix_exec.errors import InputError
-from prefix_exec.report.cells import Cell, Table, text_cell
+from prefix_exec.report.cells import Cell, Table, plain_headers, text_cell
 from prefix_exec.report.layout import Anchors, Block, leaderboard_blocks, tagged_rows
 from prefix_exec.report.metric_tables import (
     TABLE2_BOLD,
@@ -47,14 +47,9 @@ def leaderboard(summary: Summary, anchors: Anchors | None = None, blocks: Sequen
         "rank shift",
     )
     csv_cols = (
-        ("dataset",),
-        ("model",),
-        ("method",),
+        *plain_headers("dataset", "model", "method"),
         *TABLE2_CSV,
-        ("outcome_rank",),
-        ("prefix_rank_AUC_PEC",),
-        ("TER_rank",),
-        ("rank_shift",),
+        *plain_headers("outcome_rank", "prefix_rank_AUC_PEC", "TER_rank", "rank_shift"),
     )
 
     def rows_of(block: Block) -> Iterator[tuple[Cell, ...]]:

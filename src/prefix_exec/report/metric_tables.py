@@ -15,7 +15,9 @@ from prefix_exec.report.cells import (
     Table,
     block_maxima,
     estimate_cell,
+    estimate_headers,
     number_cell,
+    plain_headers,
     text_cell,
 )
 from prefix_exec.report.layout import Anchors, Block, blocks_of, tagged_rows
@@ -34,12 +36,12 @@ def _ident(c: ConditionSummary) -> list[Cell]:
 TABLE2_COLUMNS = ("N", "TER", "mean FED", "AUC-PEC", "RR-Eligible", "RR", "success")
 TABLE2_CSV = (
     ("N",),
-    ("TER", "TER_low", "TER_high"),
-    ("mean_FED", "mean_FED_low", "mean_FED_high"),
-    ("AUC_PEC", "AUC_PEC_low", "AUC_PEC_high"),
+    estimate_headers("TER"),
+    estimate_headers("mean_FED"),
+    estimate_headers("AUC_PEC"),
     ("RR_eligible",),
-    ("RR", "RR_low", "RR_high"),
-    ("success", "success_low", "success_high"),
+    estimate_headers("RR"),
+    estimate_headers("success"),
 )
 #: Columns of :data:`TABLE2_COLUMNS` (0-based) where block maxima are bolded.
 TABLE2_BOLD = (1, 2, 3, 5, 6)
@@ -84,7 +86,7 @@ def table2(summary: Summary, anchors: Anchors | None = None) -> Table:
     """One block per dataset x model, one row per method; with ``anchors`` every cell links to the
     condition's rollouts. ``prefix-exec metrics`` prints this table too (without links)."""
     columns = ("dataset", "model", "method", *TABLE2_COLUMNS)
-    csv_cols = (("dataset",), ("model",), ("method",), *TABLE2_CSV)
+    csv_cols = (*plain_headers("dataset", "model", "method"), *TABLE2_CSV)
     rows, tags = tagged_rows(
         blocks_of(summary),
         lambda block: ((*_ident(c), *cells) for c, cells in zip(block.rows, table2_cells(block, anchors), strict=True)),
@@ -132,7 +134,7 @@ def checkpoints(summary: Summary, anchors: Anchors, ks: Sequence[int] = DEFAULT_
     Beyond the dataset's longest rollout no rollout reaches k, so the fixed-cohort PEC(k) is exactly 0 in
     the sample and in every resample: ``0.00 [0.00, 0.00]``, not ``n/a`` (as in the paper's Table G.1)."""
     columns = ("dataset", "model", "method", *(f"PEC@{k}" for k in ks))
-    csv_cols = (("dataset",), ("model",), ("method",), *((f"PEC@{k}", f"PEC@{k}_low", f"PEC@{k}_high") for k in ks))
+    csv_cols = (*plain_headers("dataset", "model", "method"), *(estimate_headers(f"PEC@{k}") for k in ks))
 
     def row(c: ConditionSummary) -> tuple[Cell, ...]:
         link = anchors.condition(c.condition)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from prefix_exec.methods import Method, method_of
-from prefix_exec.report.cells import Cell, Table, estimate_cell, number_cell, text_cell
+from prefix_exec.report.cells import Cell, Table, estimate_cell, estimate_headers, number_cell, plain_headers, text_cell
 from prefix_exec.report.cost import ConditionCost
 from prefix_exec.report.layout import Anchors, Block, blocks_of, is_dual_loop, is_plan_conditioned
 from prefix_exec.selection import label, pair_conditions, split_pair
@@ -69,11 +69,8 @@ def comparison_table(
     difference with its CI. With ``anchors`` the A and B cells link to the two conditions' rollouts."""
     columns = ("dataset", "A", "B", "common tasks", *(heading for _, heading in PAIRED_STATISTICS))
     csv_cols = (
-        ("dataset",),
-        ("A",),
-        ("B",),
-        ("common_tasks",),
-        *((f"d_{s}", f"d_{s}_low", f"d_{s}_high") for s, _ in PAIRED_STATISTICS),
+        *plain_headers("dataset", "A", "B", "common_tasks"),
+        *(estimate_headers(f"d_{s}") for s, _ in PAIRED_STATISTICS),
     )
     rows: list[tuple[Cell, ...]] = []
     tags: list[str] = []
@@ -212,14 +209,9 @@ def sensitivity_table(rows: Sequence[SensitivityRow], anchors: Anchors | None = 
         "Δseconds / rollout",
     )
     csv_cols = (
-        ("dataset",),
-        ("model",),
-        ("A",),
-        ("B",),
-        ("common_tasks",),
-        *((f"d_{s}", f"d_{s}_low", f"d_{s}_high") for s, _ in SENSITIVITY_STATISTICS),
-        ("d_tokens",),
-        ("d_seconds",),
+        *plain_headers("dataset", "model", "A", "B", "common_tasks"),
+        *(estimate_headers(f"d_{s}") for s, _ in SENSITIVITY_STATISTICS),
+        *plain_headers("d_tokens", "d_seconds"),
     )
     cells: list[tuple[Cell, ...]] = []
     tags: list[str] = []

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from prefix_exec.report.cells import Cell, Table, estimate_cell, number_cell, text_cell
+from prefix_exec.report.cells import Cell, Table, estimate_cell, estimate_headers, number_cell, plain_headers, text_cell
 from prefix_exec.report.layout import Anchors, Block, blocks_of, tagged_rows
 from prefix_exec.stats import Estimate, percentile_interval
 from prefix_exec.summary import ConditionSummary, Summary
@@ -145,14 +145,10 @@ def ranking_agreement(
         "diverges",
     )
     csv_cols = (
-        ("dataset",),
-        ("block",),
-        ("leader_success",),
-        ("leader_AUC_PEC",),
-        ("leader_TER",),
-        ("tau_AUC_PEC", "tau_AUC_PEC_low", "tau_AUC_PEC_high"),
-        ("tau_TER", "tau_TER_low", "tau_TER_high"),
-        ("diverges",),
+        *plain_headers("dataset", "block", "leader_success", "leader_AUC_PEC", "leader_TER"),
+        estimate_headers("tau_AUC_PEC"),
+        estimate_headers("tau_TER"),
+        *plain_headers("diverges"),
     )
     rows: list[tuple[Cell, ...]] = []
     for block in blocks_of(summary) if blocks is None else blocks:
