@@ -43,7 +43,12 @@ TARGETS: dict[str, tuple[re.Pattern[str] | None, tuple[str, ...]]] = {
     "stats.py": (None, ("tests/test_stats.py", "tests/test_stats_bootstrap.py", "tests/test_summary.py")),
     "summary.py": (
         None,
-        ("tests/test_summary.py", "tests/test_stats_bootstrap.py", "tests/report/test_report_tables.py"),
+        (
+            "tests/test_summary.py",
+            "tests/test_summary_domains.py",  # the per-domain view (Summary.domains)
+            "tests/test_stats_bootstrap.py",
+            "tests/report/test_report_tables.py",
+        ),
     ),
     "replay.py": (None, ("tests/test_replay.py", "tests/envs/test_custom.py", "tests/importers")),
     "importers/tau.py": (INDEX_LINES, ("tests/importers/test_tau_import.py",)),

@@ -79,6 +79,24 @@ def test_invalid_inputs_are_rejected(fed, T, y):
         metrics.as_arrays(fed, T, y)
 
 
+@pytest.mark.parametrize(
+    ("fed", "T", "y"),
+    [
+        pytest.param([[1, 2]], [[1, 1]], [[0, 1]], id="2-D, all of one shape"),
+        pytest.param(3, 2, 1, id="0-D, one rollout not in a list"),
+        pytest.param([1, 2], [1], [0, 1], id="T shorter (numpy would broadcast it)"),
+        pytest.param([2], [1, 1], [1], id="T longer"),
+        pytest.param([1, 2], [1, 1], [1], id="y shorter"),
+        pytest.param([1, 2], [1], None, id="no y, fed and T of two lengths"),
+    ],
+)
+def test_the_shape_check_names_each_mismatch(fed, T, y):
+    """Each case is caught by the shape check itself (its message), not by a later check that a broadcast
+    happens to trip, nor accepted with the arrays broadcast against each other."""
+    with pytest.raises(ValueError, match="fed, T and y must be 1-D of equal length"):
+        metrics.as_arrays(fed, T, y)
+
+
 @st.composite
 def rollouts(draw):
     n = draw(st.integers(1, 40))

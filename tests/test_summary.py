@@ -158,3 +158,35 @@ def test_paired_differences_over_one_common_task_and_over_none():
     for statistic in ("TER", "success"):
         d = none.differences[statistic]
         assert np.isnan([d.point, d.low, d.high]).all(), statistic
+
+
+def test_a_difference_over_part_of_the_tasks_uses_the_dataset_draws():
+    """a ran 14 tasks, b 12 of them. Over the 12 they share, a - b must be what it is for a condition that
+    ran only those 12 with a's rollouts there ("a-common"): both sides of every difference are then ratios
+    over the same tasks on the same draws, the dataset's (one resample-count matrix for every interval of
+    dataset d). a - b restricts a to the common tasks on its own, so this holds only if it draws from d's
+    generator too, not from one seeded by another name (the model's, say)."""
+    rng = np.random.default_rng(21)
+    tasks = [f"t{j:02}" for j in range(14)]
+    Ts = rng.integers(1, 6, 14)
+    feds = [int(rng.integers(1, t + 2)) for t in Ts]
+    ys = rng.integers(0, 2, 14)
+    b_Ts = rng.integers(1, 6, 12)
+    b_feds = [int(rng.integers(1, t + 2)) for t in b_Ts]
+    b_ys = rng.integers(0, 2, 12)
+    rows = rows_for("d", "m", "a", feds, Ts, ys, tasks=tasks)
+    rows += rows_for("d", "m", "a-common", feds[:12], Ts[:12], ys[:12], tasks=tasks[:12])
+    rows += rows_for("d", "m", "b", b_feds, b_Ts, b_ys, tasks=tasks[:12])
+    s = summarize(rows, resamples=2000, seed=8)
+    partial = s.compare_conditions(("d", "m", "a"), ("d", "m", "b"))
+    common = s.compare_conditions(("d", "m", "a-common"), ("d", "m", "b"))
+    assert partial.common_tasks == 12
+    # the point is each side's mean over the 12 shared tasks (one rollout each), by hand
+    a_ter = np.mean(np.array(feds[:12]) == Ts[:12] + 1)
+    b_ter = np.mean(np.array(b_feds) == b_Ts + 1)
+    assert partial.differences["TER"].point == pytest.approx(a_ter - b_ter)
+    assert partial.differences["success"].point == pytest.approx(np.mean(ys[:12]) - np.mean(b_ys))
+    for statistic, d in partial.differences.items():
+        same = common.differences[statistic]
+        assert d.low < d.high, statistic  # a real interval, which another draw would move
+        assert (d.point, d.low, d.high) == pytest.approx((same.point, same.low, same.high)), statistic
