@@ -10,6 +10,7 @@ from typing import Any
 
 from prefix_exec.cli.common import add_scoring_options, finish, float_between, output_options
 from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
+from prefix_exec.envs.bfcl.sample import DEPRECATED_NAMES, NAME, stratified_200
 from prefix_exec.envs.bfcl.tasks import INSTALL_HINT, load_task
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
@@ -38,7 +39,7 @@ def register(benchmarks: Any, name: str) -> None:
     )
     parser.add_argument(
         "--sample",
-        choices=("stratified-200", "paper"),
+        choices=(NAME, *DEPRECATED_NAMES),
         help=(
             "score only our deterministic 4 x 50 stratified sample of task ids (a seeded draw of the paper's "
             "design; the paper publishes no ids). 'paper' is a deprecated alias"
@@ -77,7 +78,6 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("give result files or folders, or --ground-truth (not both)")
     try:
         env = BfclEnvironment(time_limit=args.time_limit, information=args.information)
-        from prefix_exec.envs.bfcl.sample import DEPRECATED_NAMES, NAME, stratified_200
         from prefix_exec.importers.bfcl import ground_truth_rollouts, read_results
 
         if args.sample in DEPRECATED_NAMES:

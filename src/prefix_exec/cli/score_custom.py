@@ -28,13 +28,11 @@ def register(benchmarks: Any, name: str) -> None:
             "examples/ticketing."
         ),
     )
-    parser.add_argument(
-        "--tools",
+    add_spec_options(
+        parser,
+        "tool spec file (.json, .yaml or .yml): our spec, an OpenAI tools array or an MCP tools/list result",
         required=True,
-        metavar="SPEC",
-        help="tool spec file (.json, .yaml or .yml): our spec, an OpenAI tools array or an MCP tools/list result",
     )
-    add_hooks_option(parser)
     parser.add_argument("rollouts", nargs="+", metavar="ROLLOUTS.jsonl", help="canonical rollout files")
     add_scoring_options(parser)
     parser.set_defaults(run=run)
@@ -60,7 +58,10 @@ def read_units(
             yield rollout
 
 
-def add_hooks_option(parser: argparse.ArgumentParser) -> None:
+def add_spec_options(parser: argparse.ArgumentParser, tools_help: str, *, required: bool = False) -> None:
+    """``--tools SPEC``, the tool spec (its help says where it applies), and ``--hooks``, the side file
+    layered onto it: what every command that replays on a tool spec takes."""
+    parser.add_argument("--tools", required=required, metavar="SPEC", help=tools_help)
     parser.add_argument(
         "--hooks",
         metavar="HOOKS.yaml",

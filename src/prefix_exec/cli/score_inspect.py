@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec.cli.common import add_scoring_options, finish, output_options
-from prefix_exec.cli.score_custom import add_hooks_option, note_schema_only
+from prefix_exec.cli.score_custom import add_spec_options, note_schema_only
+from prefix_exec.cli.score_tau import add_tau2_data_option
 from prefix_exec.envs.base import Environment
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
@@ -46,13 +47,11 @@ def register(benchmarks: Any, name: str) -> None:
         ),
     )
     parser.add_argument("logs", nargs="+", metavar="LOG", help="inspect logs (.eval or .json) or folders of them")
-    parser.add_argument(
-        "--tools",
-        metavar="SPEC",
-        help="tool spec for logs of tasks other than BFCL and tau2 airline/retail: our JSON/YAML spec, an OpenAI "
+    add_spec_options(
+        parser,
+        "tool spec for logs of tasks other than BFCL and tau2 airline/retail: our JSON/YAML spec, an OpenAI "
         "tools array or an MCP tools/list result (docs/custom.md)",
     )
-    add_hooks_option(parser)
     parser.add_argument("--scorer", metavar="NAME", help="the score that is Y when a sample has several")
     parser.add_argument(
         "--no-regrade", dest="regrade", action="store_false", help="do not regrade BFCL and tau2 samples"
@@ -62,11 +61,7 @@ def register(benchmarks: Any, name: str) -> None:
         metavar="PATH.json",
         help="where to write the tau consistency report (default: <out>.consistency.json, when a tau2 log is read)",
     )
-    parser.add_argument(
-        "--tau2-data",
-        metavar="DIR",
-        help="tau2 data folder holding tau2/domains/<domain>/db.json (default: TAU2_DATA_DIR, then the package's)",
-    )
+    add_tau2_data_option(parser)
     add_scoring_options(parser)
     parser.set_defaults(run=run)
 

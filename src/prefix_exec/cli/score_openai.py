@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec.cli.common import add_scoring_options, finish, output_options
-from prefix_exec.cli.score_custom import add_hooks_option, note_schema_only
+from prefix_exec.cli.score_custom import add_spec_options, note_schema_only
 from prefix_exec.envs.custom import CustomEnvironment, environment_from_tools, load_spec
 from prefix_exec.envs.spec_formats import FORM_NAMES
 from prefix_exec.errors import InputError
@@ -22,6 +22,14 @@ from prefix_exec.trajectory import Rollout
 
 #: The records' note when a conversation's own tools list served as its spec.
 SCHEMA_ONLY_NOTE = "schema checks only: the conversation's own tools list served as the spec (no --tools)"
+#: The identity fields a ``--<name>-field PATH`` option reads from a conversation, and each option's help.
+FIELDS = {
+    "task_id": "task id (default: task_id, metadata.task_id or id)",
+    "success": "final success, 0/1 or true/false (default: success, metadata.success, reward or metadata.reward)",
+    "model": "model (default: model or metadata.model; or a fixed --model)",
+    "method": "method (default: method or metadata.method, else 'default'; or a fixed --method)",
+    "trial": "trial number (default: trial or metadata.trial, else 0)",
+}
 
 
 def register(benchmarks: Any, name: str) -> None:
@@ -40,29 +48,14 @@ def register(benchmarks: Any, name: str) -> None:
     parser.add_argument(
         "transcripts", nargs="+", metavar="TRANSCRIPTS", help="JSONL or .json files (or folders of them)"
     )
-    parser.add_argument(
-        "--tools",
-        metavar="SPEC",
-        help="tool spec: ours, an OpenAI tools array or an MCP tools/list result (default: each conversation's "
+    add_spec_options(
+        parser,
+        "tool spec: ours, an OpenAI tools array or an MCP tools/list result (default: each conversation's "
         "own 'tools' list, schema checks only)",
     )
-    add_hooks_option(parser)
     fields = parser.add_argument_group("where the rollout's identity comes from (dotted paths into a conversation)")
-    fields.add_argument("--task-id-field", metavar="PATH", help="task id (default: task_id, metadata.task_id or id)")
-    fields.add_argument(
-        "--success-field",
-        metavar="PATH",
-        help="final success, 0/1 or true/false (default: success, metadata.success, reward or metadata.reward)",
-    )
-    fields.add_argument(
-        "--model-field", metavar="PATH", help="model (default: model or metadata.model; or a fixed --model)"
-    )
-    fields.add_argument(
-        "--method-field",
-        metavar="PATH",
-        help="method (default: method or metadata.method, else 'default'; or a fixed --method)",
-    )
-    fields.add_argument("--trial-field", metavar="PATH", help="trial number (default: trial or metadata.trial, else 0)")
+    for name, what in FIELDS.items():
+        fields.add_argument(f"--{name.replace('_', '-')}-field", metavar="PATH", help=what)
     fields.add_argument(
         "--dataset",
         help="dataset name for every record (default: dataset or metadata.dataset, else the --tools spec's name, "
@@ -77,11 +70,7 @@ def identity_of(args: argparse.Namespace, default_dataset: str) -> Identity:
     for fixed, field in (("model", "model_field"), ("method", "method_field")):
         if getattr(args, fixed) and getattr(args, field):
             raise InputError(f"give --{fixed} or --{fixed}-field, not both")
-    paths = {
-        name: getattr(args, f"{name}_field")
-        for name in ("task_id", "success", "model", "method", "trial")
-        if getattr(args, f"{name}_field")
-    }
+    paths = {name: getattr(args, f"{name}_field") for name in FIELDS if getattr(args, f"{name}_field")}
     values = {name: getattr(args, name) for name in ("model", "method", "dataset") if getattr(args, name)}
     return Identity(paths, values, {"method": "default", "trial": 0, "dataset": default_dataset})
 

@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from prefix_exec.cli.common import add_scoring_options, finish, output_options
-from prefix_exec.domains import legacy
+from prefix_exec.domains import TAU_DOMAINS, legacy
 from prefix_exec.envs.tau import TauEnvironment, load_domain
 from prefix_exec.envs.tau.consistency import Consistency, Disagreement
 from prefix_exec.envs.tau.mismatch import task_mismatch
@@ -51,7 +51,7 @@ def register(benchmarks: Any, name: str) -> None:
     )
     parser.add_argument(
         "--domain",
-        choices=("airline", "retail"),
+        choices=TAU_DOMAINS,
         help="the domain of files that do not name theirs (info.environment_info.domain_name)",
     )
     parser.add_argument(
@@ -61,12 +61,17 @@ def register(benchmarks: Any, name: str) -> None:
         help="calls logged in one assistant message: parallel (default; a call cannot use a sibling's result) "
         "or sequential (each sees the results of the calls before it; for harnesses that log steps that way)",
     )
+    add_tau2_data_option(parser)
+    parser.set_defaults(run=run)
+
+
+def add_tau2_data_option(parser: argparse.ArgumentParser) -> None:
+    """``--tau2-data DIR``: where the tau2 domains' databases are, for the commands that regrade tau2 rollouts."""
     parser.add_argument(
         "--tau2-data",
         metavar="DIR",
         help="tau2 data folder holding tau2/domains/<domain>/db.json (default: TAU2_DATA_DIR, then the package's)",
     )
-    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
