@@ -44,29 +44,24 @@ _FORM_HINTS: Mapping[str, str] = {
 #: Largest spec or side file read, in characters (a spec is kilobytes; a bigger file is an input error).
 MAX_SPEC_CHARS = MAX_LINE_CHARS
 
+#: What a spec sets for all its tasks and an entry of its ``tasks`` may set for one task.
+_TASK_SETTINGS: dict[str, Any] = {
+    "description": {"type": "string"},
+    "initial_state": {"type": "object"},
+    "allow_no_tool": {"type": "boolean"},
+    "given": {"$ref": "#/$defs/given"},
+}
 SPEC_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["tools"],
     "additionalProperties": False,
     "properties": {
         "name": {"type": "string"},
-        "description": {"type": "string"},
         "hooks": {"type": "string"},
-        "allow_no_tool": {"type": "boolean"},
-        "initial_state": {"type": "object"},
-        "given": {"$ref": "#/$defs/given"},
+        **_TASK_SETTINGS,
         "tasks": {
             "type": "object",
-            "additionalProperties": {
-                "type": "object",
-                "additionalProperties": False,
-                "properties": {
-                    "description": {"type": "string"},
-                    "initial_state": {"type": "object"},
-                    "allow_no_tool": {"type": "boolean"},
-                    "given": {"$ref": "#/$defs/given"},
-                },
-            },
+            "additionalProperties": {"type": "object", "additionalProperties": False, "properties": _TASK_SETTINGS},
         },
         "tools": {
             "type": "array",
