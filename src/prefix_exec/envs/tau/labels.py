@@ -41,66 +41,75 @@ class ErrorRule:
         return re.search(self.pattern, message, flags=re.IGNORECASE) is not None
 
 
+def _rules(label: FailureLabel, *rows: tuple[str, str]) -> tuple[ErrorRule, ...]:
+    """The rows of one label, each ``(pattern, rationale)``, in the order they are tried."""
+    return tuple(ErrorRule(pattern, label, rationale) for pattern, rationale in rows)
+
+
 ERROR_TABLE: tuple[ErrorRule, ...] = (
     # Argument validators: the values do not pass the tool's own checks on its arguments.
-    ErrorRule(r"^Tool '.*' not found", SCHEMA, "the tool is not exposed"),
-    ErrorRule(r"Invalid characters in expression", SCHEMA, "calculate: the expression fails its validator"),
-    ErrorRule(
-        r"division by zero|invalid syntax|^Invalid expression$|exponent too large|too large to convert to float|"
-        r"never closed|unexpected EOF",
+    *_rules(
         SCHEMA,
-        "calculate: the expression does not evaluate",
-    ),
-    ErrorRule(r"^Invalid reason$", SCHEMA, "cancel_pending_order: reason outside its allowed values"),
-    ErrorRule(
-        r"number of items to be exchanged should match",
-        SCHEMA,
-        "item_ids and new_item_ids differ in length: the arguments are inconsistent with each other",
-    ),
-    ErrorRule(
-        r"new item id should be different from the old item id",
-        SCHEMA,
-        "modify_pending_order_items: an item mapped to itself",
-    ),
-    ErrorRule(r"unexpected keyword argument|missing \d+ required", SCHEMA, "arguments do not bind (Python)"),
-    ErrorRule(
-        r"object has no attribute|object is not (subscriptable|iterable)|unsupported operand|validation error",
-        SCHEMA,
-        "an argument of the wrong shape reached the tool",
+        (r"^Tool '.*' not found", "the tool is not exposed"),
+        (r"Invalid characters in expression", "calculate: the expression fails its validator"),
+        (
+            r"division by zero|invalid syntax|^Invalid expression$|exponent too large|too large to convert to float|"
+            r"never closed|unexpected EOF",
+            "calculate: the expression does not evaluate",
+        ),
+        (r"^Invalid reason$", "cancel_pending_order: reason outside its allowed values"),
+        (
+            r"number of items to be exchanged should match",
+            "item_ids and new_item_ids differ in length: the arguments are inconsistent with each other",
+        ),
+        (
+            r"new item id should be different from the old item id",
+            "modify_pending_order_items: an item mapped to itself",
+        ),
+        (r"unexpected keyword argument|missing \d+ required", "arguments do not bind (Python)"),
+        (
+            r"object has no attribute|object is not (subscriptable|iterable)|unsupported operand|validation error",
+            "an argument of the wrong shape reached the tool",
+        ),
     ),
     # References to records that do not exist: the data dependency is broken.
-    ErrorRule(r"^(User|Reservation|Order|Product|Variant) (\S+ )?not found", DEPENDENCY, "unknown record id"),
-    ErrorRule(r"^Flight \S+ not found( on date \S+)?$", DEPENDENCY, "unknown flight, or no such flight date"),
-    ErrorRule(r"^Payment method (\S+ )?not found", DEPENDENCY, "unknown payment method id for this user"),
-    ErrorRule(
-        r"^(Item \S+ not found|Some item not found|Number of \S+ not found\.?|\S+ not found)$",
+    *_rules(
         DEPENDENCY,
-        "an item id that is not in the order (or more copies than the order holds)",
+        (r"^(User|Reservation|Order|Product|Variant) (\S+ )?not found", "unknown record id"),
+        (r"^Flight \S+ not found( on date \S+)?$", "unknown flight, or no such flight date"),
+        (r"^Payment method (\S+ )?not found", "unknown payment method id for this user"),
+        (
+            r"^(Item \S+ not found|Some item not found|Number of \S+ not found\.?|\S+ not found)$",
+            "an item id that is not in the order (or more copies than the order holds)",
+        ),
     ),
     # The records exist, but the policy or the state does not allow the transition.
-    ErrorRule(r"^Non-(pending|delivered) order cannot be", PRECONDITION, "order status does not allow it"),
-    ErrorRule(r"not found or available$", PRECONDITION, "the new item exists but is not available"),
-    ErrorRule(r"not available on date", PRECONDITION, "the flight is not bookable on that date"),
-    ErrorRule(r"^Not enough seats", PRECONDITION, "not enough seats left in the cabin"),
-    ErrorRule(r"Payment amount does not add up", PRECONDITION, "payments do not sum to the total price"),
-    ErrorRule(
-        r"balance is not enough|Not enough balance|Insufficient gift card balance",
+    *_rules(
         PRECONDITION,
-        "gift card or certificate balance too low",
+        (r"^Non-(pending|delivered) order cannot be", "order status does not allow it"),
+        (r"not found or available$", "the new item exists but is not available"),
+        (r"not available on date", "the flight is not bookable on that date"),
+        (r"^Not enough seats", "not enough seats left in the cabin"),
+        (r"Payment amount does not add up", "payments do not sum to the total price"),
+        (
+            r"balance is not enough|Not enough balance|Insufficient gift card balance",
+            "gift card or certificate balance too low",
+        ),
+        (r"Certificate cannot be used", "certificates cannot pay for updates"),
+        (r"^Too many (reservations|certificates)", "the task's id pool is exhausted"),
+        (r"Number of passengers does not match", "passenger count must stay the same"),
+        (r"should be the original payment method", "refunds go to the original method"),
     ),
-    ErrorRule(r"Certificate cannot be used", PRECONDITION, "certificates cannot pay for updates"),
-    ErrorRule(r"^Too many (reservations|certificates)", PRECONDITION, "the task's id pool is exhausted"),
-    ErrorRule(r"Number of passengers does not match", PRECONDITION, "passenger count must stay the same"),
-    ErrorRule(r"should be the original payment method", PRECONDITION, "refunds go to the original method"),
-    ErrorRule(
-        r"exactly one payment for a pending order",
+    *_rules(
         STATE,
-        "the order's payment was already changed: the agent acts on a stale view of it",
-    ),
-    ErrorRule(
-        r"new payment method should be different from the current one",
-        STATE,
-        "the order already uses that payment method: a redundant transition",
+        (
+            r"exactly one payment for a pending order",
+            "the order's payment was already changed: the agent acts on a stale view of it",
+        ),
+        (
+            r"new payment method should be different from the current one",
+            "the order already uses that payment method: a redundant transition",
+        ),
     ),
 )
 
