@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -213,14 +213,7 @@ def read_result_file(
             actions, fmt, turns = [], "FC", 0
             notes = {"inference_error": str(result)[:500]}
         row_model, row_method = identity(path, model, method, fmt)
-        yield Rollout(
-            dataset=DATASET,
-            task_id=task_id,
-            model=row_model,
-            method=row_method,
-            actions=tuple(actions),
-            metadata={"category": category, "turns": turns, "source": where, **notes},
-        )
+        yield task_rollout(task_id, row_model, row_method, actions, category, turns, {"source": where, **notes})
 
 
 def read_results(
@@ -244,13 +237,26 @@ def ground_truth_rollout(task: BfclTask) -> Rollout:
             parsed = parse_call(source)
             arguments = bind_positional(parsed, backend.positional_names)
             actions.append(ToolCall(parsed.name, arguments, f"t{turn}.s0.c{index}", turn, raw=source))
+    return task_rollout(task.id, "ground_truth", "bfcl", actions, task.category, task.turns)
+
+
+def task_rollout(
+    task_id: str,
+    model: str,
+    method: str,
+    actions: Iterable[ToolCall],
+    category: str,
+    turns: int,
+    notes: Mapping[str, Any] | None = None,
+) -> Rollout:
+    """A BFCL rollout of ``task_id``: ``metadata`` holds its category and number of turns, then ``notes``."""
     return Rollout(
         dataset=DATASET,
-        task_id=task.id,
-        model="ground_truth",
-        method="bfcl",
+        task_id=task_id,
+        model=model,
+        method=method,
         actions=tuple(actions),
-        metadata={"category": task.category, "turns": task.turns},
+        metadata={"category": category, "turns": turns, **(notes or {})},
     )
 
 

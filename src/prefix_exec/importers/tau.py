@@ -25,7 +25,7 @@ embedded ``tasks`` are returned alongside, so no tasks.json is needed.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -125,31 +125,42 @@ def read_results(
         )
     method = method or str(agent.get("implementation") or "llm_agent")
     tasks = {str(t["id"]): t for t in data.get("tasks") or [] if isinstance(t, Mapping) and "id" in t}
+    rollouts, skipped, sources = _read_simulations(
+        data["simulations"], text_path, domain=domain, model=str(model), method=method
+    )
+    return TauResults(
+        path=text_path,
+        domain=domain,
+        info=info,
+        tasks=tasks,
+        rollouts=rollouts,
+        skipped=skipped,
+        simulations=tuple(data["simulations"]),
+        sources=sources,
+    )
+
+
+def _read_simulations(
+    simulations: Sequence[Any], text_path: str, *, domain: str, model: str, method: str
+) -> tuple[tuple[Rollout, ...], tuple[Skipped, ...], tuple[Mapping[str, Any], ...]]:
+    """The rollouts of the readable simulations, the others skipped with the reason, and the readable ones'
+    simulation objects (``sources``, aligned with the rollouts)."""
     rollouts: list[Rollout] = []
     sources: list[Mapping[str, Any]] = []
     skipped: list[Skipped] = []
-    for index, simulation in enumerate(data["simulations"]):
+    for index, simulation in enumerate(simulations):
         where = f"{text_path}: simulations[{index}]"
         problem = _unscorable(simulation)
         if problem is not None:
             skipped.append(Skipped(where, problem))
             continue
         try:
-            rollouts.append(rollout_of(simulation, domain=domain, model=str(model), method=method, source=text_path))
+            rollouts.append(rollout_of(simulation, domain=domain, model=model, method=method, source=text_path))
         except (KeyError, TypeError, ValueError) as exc:
             skipped.append(Skipped(where, f"unreadable simulation: {exc!r}"))
             continue
         sources.append(simulation)
-    return TauResults(
-        path=text_path,
-        domain=domain,
-        info=info,
-        tasks=tasks,
-        rollouts=tuple(rollouts),
-        skipped=tuple(skipped),
-        simulations=tuple(data["simulations"]),
-        sources=tuple(sources),
-    )
+    return tuple(rollouts), tuple(skipped), tuple(sources)
 
 
 def _unscorable(simulation: Any) -> str | None:
