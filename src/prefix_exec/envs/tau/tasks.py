@@ -41,7 +41,13 @@ def paper_task_ids(domain: Domain) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class TaskSetCheck:
-    """How a results file's embedded tasks relate to the paper's selection."""
+    """How a results file's embedded tasks relate to the paper's selection.
+
+    ``selected`` counts the task ids of the paper's selection in the installed tau2's ``domain``, ``expected``
+    those the paper gives (they differ when the installed data is another version). ``embedded`` is the file's
+    task ids in natural order; ``outside`` those of them not in the selection, ``differing`` those whose
+    embedded definition differs from the installed one.
+    """
 
     domain: str
     selected: int
