@@ -79,6 +79,22 @@ def plain_headers(*names: str) -> tuple[tuple[str], ...]:
     return tuple((name,) for name in names)
 
 
+def difference_columns(
+    headings: Sequence[str],
+    csv_headers: Sequence[str],
+    statistics: Sequence[tuple[str, str]],
+    cost_headings: Sequence[str] = (),
+) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+    """The headings and CSV headers of a table of paired differences: the identity columns (``headings``,
+    one CSV header each), then a column per ``(statistic, heading)`` (CSV ``d_<statistic>`` with its
+    interval), then, with ``cost_headings``, the token and seconds differences (CSV ``d_tokens``,
+    ``d_seconds``)."""
+    columns = (*headings, *(heading for _, heading in statistics), *cost_headings)
+    cost_csv = plain_headers("d_tokens", "d_seconds") if cost_headings else ()
+    csv = (*plain_headers(*csv_headers), *(estimate_headers(f"d_{s}") for s, _ in statistics), *cost_csv)
+    return columns, csv
+
+
 def number_cell(x: float | int | None, *, digits: int = 2, bold: bool = False, link: str | None = None) -> Cell:
     if x is None:
         return Cell("undefined", None, bold, link, ("",))

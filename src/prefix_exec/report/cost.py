@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from prefix_exec.report.cells import Cell, Table, estimate_cell, estimate_headers, number_cell, plain_headers, text_cell
+from prefix_exec.report.cells import Cell, Table, difference_columns, estimate_cell, number_cell, text_cell
 from prefix_exec.report.inputs import verifier_setting
 from prefix_exec.report.layout import Anchors, blocks_of, is_dual_loop, is_plan_conditioned, tagged_rows
 from prefix_exec.summary import Condition, ConditionSummary, Summary
@@ -136,6 +136,10 @@ def verifier_settings(records: Iterable[PrefixRecord]) -> dict[Condition, tuple[
     return {cond: sorted(values)[0] if len(values) == 1 else ("mixed", "mixed") for cond, values in found.items()}
 
 
+#: The paired differences the verifier-sensitivity table shows: (statistic, heading).
+VERIFIER_STATISTICS = (("TER", "ΔTER"), ("AUC_PEC", "ΔAUC-PEC"))
+
+
 def verifier_sensitivity(
     summary: Summary,
     settings: Mapping[Condition, tuple[str, str]],
@@ -145,23 +149,11 @@ def verifier_sensitivity(
     and the extra mean tokens and seconds. ``None`` unless the grid varies the verifier setting."""
     if len(set(settings.values())) < 2:
         return None
-    columns = (
-        "dataset",
-        "model",
-        "variant",
-        "verifier model",
-        "K_val",
-        "baseline",
-        "ΔTER",
-        "ΔAUC-PEC",
-        "+tokens",
-        "+seconds",
-    )
-    csv_cols = (
-        *plain_headers("dataset", "model", "variant", "verifier_model", "K_val", "baseline"),
-        estimate_headers("d_TER"),
-        estimate_headers("d_AUC_PEC"),
-        *plain_headers("d_tokens", "d_seconds"),
+    columns, csv_cols = difference_columns(
+        ("dataset", "model", "variant", "verifier model", "K_val", "baseline"),
+        ("dataset", "model", "variant", "verifier_model", "K_val", "baseline"),
+        VERIFIER_STATISTICS,
+        ("+tokens", "+seconds"),
     )
     rows: list[tuple[Cell, ...]] = []
     for block in blocks_of(summary):
@@ -173,7 +165,7 @@ def verifier_sensitivity(
             if c.condition not in settings:
                 continue
             model, k_val = settings[c.condition]
-            extra = _extra(costs, c.condition, base)
+            extra = cost_difference(costs, c.condition, base)
             rows.append(
                 (
                     text_cell(block.dataset),
@@ -182,8 +174,10 @@ def verifier_sensitivity(
                     text_cell(model),
                     text_cell(k_val),
                     text_cell(base[2]),
-                    estimate_cell(summary.difference(c.condition, base, "TER"), digits=3),
-                    estimate_cell(summary.difference(c.condition, base, "AUC_PEC"), digits=3),
+                    *(
+                        estimate_cell(summary.difference(c.condition, base, s), digits=3)
+                        for s, _ in VERIFIER_STATISTICS
+                    ),
                     number_cell(extra[0], digits=0),
                     number_cell(extra[1], digits=1),
                 )
@@ -192,7 +186,11 @@ def verifier_sensitivity(
     return Table("verifier_sensitivity", "Verifier sensitivity", columns, tuple(rows), note=note, csv_columns=csv_cols)
 
 
-def _extra(costs: Mapping[Condition, ConditionCost], a: Condition, b: Condition) -> tuple[float | None, float | None]:
+def cost_difference(
+    costs: Mapping[Condition, ConditionCost], a: Condition, b: Condition
+) -> tuple[float | None, float | None]:
+    """Mean tokens and seconds per rollout of ``a`` minus those of ``b``; ``(None, None)`` unless both have
+    telemetry."""
     if a not in costs or b not in costs:
         return (None, None)
     return (costs[a].tokens - costs[b].tokens, costs[a].latency_s - costs[b].latency_s)

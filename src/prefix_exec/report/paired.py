@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from prefix_exec.methods import Method, method_of
-from prefix_exec.report.cells import Cell, Table, estimate_cell, estimate_headers, number_cell, plain_headers, text_cell
-from prefix_exec.report.cost import ConditionCost
+from prefix_exec.report.cells import Cell, Table, difference_columns, estimate_cell, number_cell, text_cell
+from prefix_exec.report.cost import ConditionCost, cost_difference
 from prefix_exec.report.layout import Anchors, Block, blocks_of, is_dual_loop, is_plan_conditioned
 from prefix_exec.selection import label, pair_conditions, split_pair
 from prefix_exec.stats import Estimate
@@ -67,10 +67,8 @@ def comparison_table(
 ) -> Table:
     """One row per comparison: dataset, A and B as ``model/method``, the common task count, and each
     difference with its CI. With ``anchors`` the A and B cells link to the two conditions' rollouts."""
-    columns = ("dataset", "A", "B", "common tasks", *(heading for _, heading in PAIRED_STATISTICS))
-    csv_cols = (
-        *plain_headers("dataset", "A", "B", "common_tasks"),
-        *(estimate_headers(f"d_{s}") for s, _ in PAIRED_STATISTICS),
+    columns, csv_cols = difference_columns(
+        ("dataset", "A", "B", "common tasks"), ("dataset", "A", "B", "common_tasks"), PAIRED_STATISTICS
     )
     rows: list[tuple[Cell, ...]] = []
     tags: list[str] = []
@@ -175,10 +173,7 @@ def sensitivity_rows(summary: Summary, costs: Mapping[Condition, ConditionCost])
             s: found.differences[s] if s in found.differences else _unbootstrapped(summary, a, s) for s in names
         }
         comparison = dataclasses.replace(found, differences=differences)
-        tokens = seconds = None
-        if a in costs and b in costs:
-            tokens, seconds = costs[a].tokens - costs[b].tokens, costs[a].latency_s - costs[b].latency_s
-        rows.append(SensitivityRow(comparison, tokens, seconds))
+        rows.append(SensitivityRow(comparison, *cost_difference(costs, a, b)))
     return rows
 
 
@@ -198,20 +193,11 @@ def _unbootstrapped(summary: Summary, a: Condition, statistic: str) -> Estimate:
 def sensitivity_table(rows: Sequence[SensitivityRow], anchors: Anchors | None = None) -> Table:
     """The F.3 table: one row per comparison, the paired differences with CIs (three decimals), Δtokens and
     Δseconds per rollout."""
-    columns = (
-        "dataset",
-        "model",
-        "A",
-        "B",
-        "common tasks",
-        *(heading for _, heading in SENSITIVITY_STATISTICS),
-        "Δtokens / rollout",
-        "Δseconds / rollout",
-    )
-    csv_cols = (
-        *plain_headers("dataset", "model", "A", "B", "common_tasks"),
-        *(estimate_headers(f"d_{s}") for s, _ in SENSITIVITY_STATISTICS),
-        *plain_headers("d_tokens", "d_seconds"),
+    columns, csv_cols = difference_columns(
+        ("dataset", "model", "A", "B", "common tasks"),
+        ("dataset", "model", "A", "B", "common_tasks"),
+        SENSITIVITY_STATISTICS,
+        ("Δtokens / rollout", "Δseconds / rollout"),
     )
     cells: list[tuple[Cell, ...]] = []
     tags: list[str] = []
