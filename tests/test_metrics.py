@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -42,6 +44,16 @@ def test_scalars_by_hand():
 def test_pec_past_the_longest_rollout_is_zero_and_elig_is_undefined():
     np.testing.assert_allclose(metrics.pec(FED, T, max_depth=6)[4:], [0.0, 0.0])
     assert np.isnan(metrics.pec_elig(FED, T, max_depth=6)[4:]).all()
+
+
+def test_undefined_depths_are_nan_without_a_numpy_warning():
+    """Depths 5 and 6 have no eligible rollout (n_k = 0): NaN is set there, not computed as 0 / 0, which
+    would print numpy's "invalid value encountered" warning beside every summary of the CLI."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        elig = metrics.pec_elig(FED, T, max_depth=6)
+    np.testing.assert_allclose(elig[:4], [3 / 4, 2 / 3, 1 / 2, 0.0])
+    assert np.isnan(elig[4:]).all()
 
 
 def test_rr_is_undefined_not_zero_when_nothing_failed():

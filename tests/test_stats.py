@@ -113,3 +113,36 @@ def test_chunked_bootstrap_never_holds_the_count_matrix():
     assert reps.shape == (resamples, 2)
     assert np.allclose(reps, 1.0)
     assert peak < 64 * 2**20
+
+
+@pytest.mark.parametrize(("n_tasks", "resamples"), [(0, 5), (-1, 5), (5, 0), (5, -2)])
+def test_counts_need_a_task_and_a_resample(n_tasks, resamples):
+    """The guard names both bounds; without it numpy raises its own error for no task ("high <= 0") and an
+    empty (0, n) matrix passes for no resample."""
+    with pytest.raises(ValueError, match="need n_tasks >= 1 and resamples >= 1"):
+        resample_counts(n_tasks, resamples, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize(("n_tasks", "resamples"), [(0, 5), (-1, 5), (5, 0), (5, -2)])
+def test_replicates_need_a_task_and_a_resample(n_tasks, resamples):
+    """As for the counts; without the guard, no task is a ZeroDivisionError (the block size) and no resample
+    an AssertionError (no block drawn)."""
+    num, den = np.ones((3, 1)), np.ones((3, 1))
+    with pytest.raises(ValueError, match="need n_tasks >= 1 and resamples >= 1"):
+        bootstrap_replicates(n_tasks, resamples, np.random.default_rng(0), num, den)
+
+
+def test_one_task_or_one_resample_is_a_bootstrap():
+    # One task: every resample draws it once, so every replicate is its own ratio, 3 / 2.
+    point, reps = bootstrap_replicates(1, 4, np.random.default_rng(0), [[3.0]], [[2.0]])
+    assert point.tolist() == [1.5]
+    assert reps.tolist() == [[1.5]] * 4
+    # One resample of three tasks: its replicate is the ratio of the drawn tasks' sums.
+    num, den = np.array([[1.0], [2.0], [6.0]]), np.array([[1.0], [1.0], [2.0]])
+    counts = resample_counts(3, 1, np.random.default_rng(9))
+    assert counts.sum() == 3
+    point, reps = bootstrap_replicates(3, 1, np.random.default_rng(9), num, den)
+    assert point.tolist() == [9.0 / 4.0]
+    assert reps.shape == (1, 1)
+    drawn = np.repeat(np.arange(3), counts[0])
+    assert reps[0, 0] == pytest.approx(num[drawn].sum() / den[drawn].sum())
