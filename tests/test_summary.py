@@ -190,3 +190,20 @@ def test_a_difference_over_part_of_the_tasks_uses_the_dataset_draws():
         same = common.differences[statistic]
         assert d.low < d.high, statistic  # a real interval, which another draw would move
         assert (d.point, d.low, d.high) == pytest.approx((same.point, same.low, same.high)), statistic
+
+
+def test_task_sums_hold_each_condition_own_per_task_sums():
+    # a: t0 twice (FED 3 of T 2, Y 1: executable; FED 1 of T 2, Y 0), t1 once (FED 2 of T 1, Y 1: executable).
+    # b: t0 once (FED 2 of T 2, Y 0). Max T is 2, so the statistics are the four scalars, PEC@1 and PEC@2.
+    rows = rows_for("d", "m", "a", [3, 1, 2], [2, 2, 1], [1, 0, 1], tasks=["t0", "t0", "t1"])
+    rows += rows_for("d", "m", "b", [2], [2], [0], tasks=["t0"])
+    s = summarize(rows, resamples=50, seed=0)
+    a, b = s.task_sums[("d", "m", "a")], s.task_sums[("d", "m", "b")]
+    assert a.names == ("TER", "AUC_PEC", "mean_FED", "success", "PEC@1", "PEC@2")
+    assert b.names == a.names
+    # per task, the sums over its rollouts of: FED = T + 1, (FED - 1) / T, FED, Y, FED > 1, FED > 2
+    np.testing.assert_array_equal(a.numerators, [[1 + 0, 1 + 0, 3 + 1, 1 + 0, 1 + 0, 1 + 0], [1, 1, 2, 1, 1, 0]])
+    np.testing.assert_array_equal(a.denominators, [2, 1])
+    np.testing.assert_array_equal(b.numerators, [[0, 0.5, 2, 0, 1, 0], [0, 0, 0, 0, 0, 0]])
+    np.testing.assert_array_equal(b.denominators, [1, 0])
+    assert b.tasks().tolist() == [True, False]
