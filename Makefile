@@ -45,8 +45,9 @@ toolsandbox:
 demo:
 	$(BIN)/prefix-exec demo --out out/demo
 
-# The whole suite, slow end-to-end tests included: what CI runs. test-quick leaves out the tests marked slow
-# (subprocesses, Ray, whole real fixtures) for a fast loop while editing; it is never enough before landing.
+# The whole suite, slow end-to-end tests included: what CI runs, on one pytest-xdist worker per core (see
+# docs/testing.md). test-quick leaves out the tests marked slow (subprocesses, Ray, whole real fixtures) for a
+# fast loop while editing; it is never enough before landing.
 test: lint
 	$(BIN)/python -m pytest
 

@@ -185,7 +185,8 @@ def mutants_of(file: str, only: re.Pattern[str] | None) -> list[Mutant]:
 def run_tests(src_root: Path, tests: tuple[str, ...], timeout: float, with_slow: bool) -> tuple[str, str]:
     """Run ``tests`` against the package under ``src_root``: ("passed" | "failed" | "timeout", output tail)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(src_root), os.environ.get("PYTHONPATH", "")]))
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--no-header", *tests]
+    # -n 0: one mutant runs a few modules, which two pytest-xdist workers would only slow down (start-up).
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cacheprovider", "--no-header", *tests]
     if not with_slow:
         cmd += ["-m", "not slow"]
     try:

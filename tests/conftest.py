@@ -11,6 +11,7 @@ import shutil
 import tempfile
 from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -102,6 +103,65 @@ def pytest_runtest_makereport(
     report = yield
     _no_skips(report)
     return report
+
+
+#: Session fixtures that cost seconds to build, and the modules that use them. ``make test`` runs the suite on
+#: pytest-xdist workers, each with its own session: a module's tests always stay on one worker (so its
+#: module-scoped fixtures are built once), and the modules sharing one of these builds form one group too.
+SHARED_BUILDS = {
+    "ray_session": ("tests/runner/test_run.py", "tests/runner/test_run_dir.py", "tests/runner/test_toolsandbox_run.py"),
+    "inspect_bfcl": ("tests/cli/test_score_inspect_bfcl.py", "tests/cli/test_score_inspect_tau.py"),
+    "inspect_tau": ("tests/cli/test_score_inspect_bfcl.py", "tests/cli/test_score_inspect_tau.py"),
+}
+#: The groups that take tens of seconds start first, so that no worker is left alone with one at the end.
+SLOW_FIRST = (
+    "tests/drivers/test_toolsandbox.py",
+    "tests/cli/test_score_inspect_bfcl.py",
+    "tests/runner/test_run.py",
+    "tests/drivers/test_tau.py",
+    "tests/cli/test_score_tau_leaderboard.py",
+    "tests/envs/test_tau_providers.py",
+    "tests/test_plain_install.py",
+)
+
+
+def group_of(module: str) -> str:
+    """The worker group of a test module (its path from the repository): the first module of the shared build
+    it uses, else itself."""
+    for modules in SHARED_BUILDS.values():
+        if module in modules:
+            return modules[0]
+    return module
+
+
+def _module(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Checks that :data:`SHARED_BUILDS` names every module using a shared build, and puts :data:`SLOW_FIRST`'s
+    groups first (the order of the modules within each group, and of the tests within a module, is kept)."""
+    for item in items:
+        for fixture, modules in SHARED_BUILDS.items():
+            if fixture in getattr(item, "fixturenames", ()) and _module(item.nodeid) not in modules:
+                raise pytest.UsageError(f"{_module(item.nodeid)} uses {fixture}: add it to SHARED_BUILDS in {__file__}")
+    rank = {group: index for index, group in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(group_of(_module(item.nodeid)), len(rank)))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist's scope scheduling, one scope per :func:`group_of`, in collection order (for the default
+    ``--dist load``; any other ``--dist`` given is xdist's own)."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(_module(nodeid))
+
+    return GroupScheduling(config, log)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

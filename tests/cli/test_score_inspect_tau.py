@@ -50,17 +50,31 @@ def inspect_tasks() -> list[dict[str, Any]]:
     return [t for t in tasks if t["id"] in SCRIPT.calls]
 
 
+ARGS = ["--model", "model", "--method", "llm_agent"]
+
+
+@pytest.fixture(scope="module")
+def scored_alone(inspect_tau: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The log scored by itself (reading it costs seconds: its events hold the airline DB at every step), and
+    what ``score inspect`` printed."""
+    import contextlib
+    import io
+
+    out = tmp_path_factory.mktemp("inspect-tau-scored") / "inspect.jsonl"
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert main(["score", "inspect", str(inspect_tau), "--out", str(out), *ARGS]) == 0
+    return out, err.getvalue()
+
+
 def test_records_equal_those_of_the_same_conversations_in_a_results_file(
-    inspect_tau: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    scored_alone: tuple[Path, str], tmp_path: Path
 ) -> None:
-    out = tmp_path / "inspect.jsonl"
-    args = ["--model", "model", "--method", "llm_agent"]
-    assert main(["score", "inspect", str(inspect_tau), "--out", str(out), *args]) == 0
-    err = capsys.readouterr().err
+    out, err = scored_alone
     assert "regrade (tau2 DB check): 2/2 agree with the log's Y" in err
     native_file = SCRIPT.results_file(tmp_path / "airline.json", inspect_tasks(), ERRORS, {t: 1.0 for t in ERRORS})
     native = tmp_path / "native.jsonl"
-    assert main(["score", "tau", str(native_file), "--out", str(native), *args]) == 0
+    assert main(["score", "tau", str(native_file), "--out", str(native), *ARGS]) == 0
     ours = sorted((comparable(r) for r in rows(out)), key=lambda r: r["task_id"])
     theirs = sorted((comparable(r) for r in rows(native)), key=lambda r: r["task_id"])
     assert [r["task_id"] for r in ours] == ["airline/1", "airline/19"]
@@ -81,12 +95,14 @@ def test_records_equal_those_of_the_same_conversations_in_a_results_file(
 
 
 def test_bfcl_and_tau2_logs_in_one_run(
-    inspect_tau: Path, inspect_bfcl: tuple[Path, BfclScript], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    inspect_tau: Path,
+    inspect_bfcl: tuple[Path, BfclScript],
+    scored_alone: tuple[Path, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    alone, mixed = tmp_path / "alone.jsonl", tmp_path / "mixed.jsonl"
-    assert main(["score", "inspect", str(inspect_tau), "--out", str(alone)]) == 0
-    capsys.readouterr()
-    assert main(["score", "inspect", str(inspect_bfcl[0]), str(inspect_tau), "--out", str(mixed)]) == 0
+    alone, mixed = scored_alone[0], tmp_path / "mixed.jsonl"
+    assert main(["score", "inspect", str(inspect_bfcl[0]), str(inspect_tau), "--out", str(mixed), *ARGS]) == 0
     err = capsys.readouterr().err
     assert "regrade (BFCL's multi-turn rule): 3/3 agree" in err
     assert "regrade (tau2 DB check): 2/2 agree" in err
