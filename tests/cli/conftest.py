@@ -19,5 +19,5 @@ def inspect_bfcl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, BfclSc
 
 @pytest.fixture(scope="session")
 def inspect_tau(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A log of inspect_evals/tau2_airline (two samples, fakes.inspect_logs.TAU_PLAN)."""
+    """A log of inspect_evals/tau2_airline (one sample, fakes.inspect_logs.TAU_PLAN)."""
     return tau_log(tmp_path_factory.mktemp("inspect-tau"))

@@ -277,28 +277,23 @@ def bfcl_log(folder: Path, plan: BfclScript) -> Path:
         )
 
 
-#: Two tau2 airline samples: a clean cancellation (task 19), a made-up reservation id then the right one (1).
+#: One tau2 airline sample (inspect_evals' tau2 copies the airline DB into the sample's store at every step, so
+#: each sample costs seconds to run and to read): a cancellation where the agent first asks for a made-up
+#: reservation id, which fails, then the right one, then cancels it (a DB write the regrade checks).
 TAU_PLAN = TauScript(
-    greetings={
-        "19": "Hi, I am olivia_gonzalez_2305 and I want to cancel my Texas trip.",
-        "1": "Hello, I am raj_sanchez_7340 and my reservation is Q69X3R.",
-    },
+    greetings={"19": "Hi, I am olivia_gonzalez_2305 and I want to cancel my Texas trip."},
     calls={
         "19": [
             ("get_user_details", {"user_id": "olivia_gonzalez_2305"}),
+            ("get_reservation_details", {"reservation_id": "ZZZ999"}),
             ("get_reservation_details", {"reservation_id": "Z7GOZK"}),
             ("cancel_reservation", {"reservation_id": "Z7GOZK"}),
         ],
-        "1": [
-            ("get_user_details", {"user_id": "raj_sanchez_7340"}),
-            ("get_reservation_details", {"reservation_id": "ZZZ999"}),
-            ("get_reservation_details", {"reservation_id": "Q69X3R"}),
-        ],
     },
-    marker_of={"19": "olivia_gonzalez_2305", "1": "raj_sanchez_7340"},
+    marker_of={"19": "olivia_gonzalez_2305"},
 )
 #: The error flag of each call's reply: inspect_evals' tools fail on the made-up id.
-TAU_ERRORS = {"19": [False, False, False], "1": [False, True, False]}
+TAU_ERRORS = {"19": [False, True, False, False]}
 
 
 def tau_log(folder: Path) -> Path:
