@@ -27,25 +27,26 @@ def test_every_method_has_a_variant_and_the_allow_list_is_the_enum() -> None:
     assert [m for m in Method if VARIANTS[m].guarded] == [Method.GUARDED_REACT]
 
 
-@pytest.mark.parametrize(
-    ("name", "method"),
-    [
-        ("react", Method.REACT),
-        ("ReAct (synthetic)", Method.REACT),
-        ("Plan-Cond. ReAct", Method.PLAN_CONDITIONED),
-        ("plan-conditioned", Method.PLAN_CONDITIONED),
-        ("dual-loop [verifier=M, K_val=3]", Method.DUAL_LOOP),
-        ("dual-loop-accept-all", Method.DUAL_LOOP_ACCEPT_ALL),  # the longest matching key wins
-        ("Dual Loop (accept all) [verifier=accept-all, K_val=3]", Method.DUAL_LOOP_ACCEPT_ALL),
-        ("dual-loop-accepted", Method.DUAL_LOOP),
-        (" Dual Loop ", Method.DUAL_LOOP),
-        ("prompt_planning", Method.PROMPT_PLANNING),
-        ("guarded-react", Method.GUARDED_REACT),
-        ("regraded", None),
-        ("planner", None),  # "plan" alone is no variant's prefix
-        ("", None),
-    ],
-)
+#: A record's free-form method name -> the variant it maps onto (None: no variant).
+NAMES: dict[str, Method | None] = {
+    "react": Method.REACT,
+    "ReAct (synthetic)": Method.REACT,
+    "Plan-Cond. ReAct": Method.PLAN_CONDITIONED,
+    "plan-conditioned": Method.PLAN_CONDITIONED,
+    "dual-loop [verifier=M, K_val=3]": Method.DUAL_LOOP,
+    "dual-loop-accept-all": Method.DUAL_LOOP_ACCEPT_ALL,  # the longest matching key wins
+    "Dual Loop (accept all) [verifier=accept-all, K_val=3]": Method.DUAL_LOOP_ACCEPT_ALL,
+    "dual-loop-accepted": Method.DUAL_LOOP,
+    " Dual Loop ": Method.DUAL_LOOP,
+    "prompt_planning": Method.PROMPT_PLANNING,
+    "guarded-react": Method.GUARDED_REACT,
+    "regraded": None,
+    "planner": None,  # "plan" alone is no variant's prefix
+    "": None,
+}
+
+
+@pytest.mark.parametrize(("name", "method"), NAMES.items())
 def test_a_record_name_maps_onto_a_variant_by_its_key_prefix(name: str, method: Method | None) -> None:
     assert method_of(name) is method
 
