@@ -230,3 +230,21 @@ def test_keep_going_skips_an_unreadable_file(
     assert main(["score", "tau", str(broken), airline, "--out", str(out), "--keep-going"]) == 2
     assert len(list(read_records(out))) == 20
     assert "skipped" in capsys.readouterr().err
+
+
+def test_keep_going_skips_a_file_of_a_domain_replay_does_not_model(
+    shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    airline = files(shared_data)[0]
+    data = json.loads(Path(airline).read_text(encoding="utf-8"))
+    data["info"]["environment_info"]["domain_name"] = "telecom"
+    telecom = tmp_path / "telecom.json"
+    telecom.write_text(json.dumps(data), encoding="utf-8")
+    out = tmp_path / "r.jsonl"
+    assert main(["score", "tau", str(telecom), airline, "--out", str(out), "--keep-going", "--regrade"]) == 2
+    assert len(list(read_records(out))) == 20  # the airline file's simulations, all scored
+    err = capsys.readouterr().err
+    assert f"skipped {telecom}: tau domain 'telecom' is not supported" in err
+    assert "regrade: 20/20 recorded DB checks reproduced" in err
+    assert main(["score", "tau", str(telecom), airline, "--out", str(tmp_path / "strict.jsonl")]) == 2
+    assert not (tmp_path / "strict.jsonl").exists()  # without --keep-going the batch stops before writing

@@ -89,10 +89,18 @@ def run(args: argparse.Namespace) -> int:
             units.append(Skipped(path, exc.describe()))  # reported by score_to_file, never dropped
     envs: dict[str, TauEnvironment] = {}
     mismatched: list[Disagreement] = []
-    for index, results in enumerate(files):
-        env = _environment(results, args.tau2_data, sequential=args.parallel_calls == "sequential")
+    readable, files = files, []
+    for results in readable:
+        try:  # a domain replay does not model (telecom, say) is one file's error
+            env = _environment(results, args.tau2_data, sequential=args.parallel_calls == "sequential")
+        except InputError as exc:
+            if not args.keep_going:
+                raise
+            units.append(Skipped(results.path, exc.describe()))
+            continue
         check = check_embedded(env.domain, results.tasks)
-        results = files[index] = with_provenance(results, env.domain.provenance, check.differing)
+        results = with_provenance(results, env.domain.provenance, check.differing)
+        files.append(results)
         envs[results.path] = env
         print(f"prefix-exec: {results.path}: {check.describe()}", file=sys.stderr)
         units.extend(results.units)
