@@ -45,7 +45,7 @@ toolsandbox:
 demo:
 	$(BIN)/prefix-exec demo --out out/demo
 
-# The whole suite, slow end-to-end tests included: what CI runs, on one pytest-xdist worker per core (see
+# The whole suite, slow end-to-end tests included: what CI runs, on pytest-xdist workers (one more than the cores; see
 # docs/testing.md). test-quick leaves out the tests marked slow (subprocesses, Ray, whole real fixtures) for a
 # fast loop while editing; it is never enough before landing.
 test: lint

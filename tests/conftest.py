@@ -150,6 +150,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``--numprocesses=auto``: one worker more than this process may use cores (``--maxprocesses`` caps it),
+    since many end-to-end tests wait on a subprocess, a server or Ray with their core idle. On 2 quiet cores
+    the whole suite took 286 s on 2 workers, 259 s on 3 and 286 s on 4 (one run each)."""
+    return len(os.sched_getaffinity(0)) + 1
+
+
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """pytest-xdist's scope scheduling, one scope per :func:`group_of`, in collection order (for the default
     ``--dist load``; any other ``--dist`` given is xdist's own)."""
