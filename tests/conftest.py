@@ -154,15 +154,17 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``--numprocesses=auto``: one worker more than this process may use cores (``--maxprocesses`` caps it),
     since many end-to-end tests wait on a subprocess, a server or Ray with their core idle. On 2 quiet cores
     the whole suite took 286 s on 2 workers, 259 s on 3 and 286 s on 4 (one run each)."""
-    # sched_getaffinity (the cores this process may use, under a cgroup or taskset) exists on Linux only
+    # sched_getaffinity (the cores this process may run on: a taskset or cpuset may allow fewer) is Linux only
     usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
     return len(usable) + 1
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """pytest-xdist's scope scheduling, one scope per :func:`group_of`, in collection order (for the default
-    ``--dist load``; any other ``--dist`` given is xdist's own)."""
+    """pytest-xdist's scope scheduling, one scope per :func:`group_of`, in collection order (``pyproject.toml``
+    passes ``--no-loadscope-reorder``, which keeps :data:`SLOW_FIRST` first), for the default ``--dist load``;
+    any other ``--dist`` given is xdist's own. xdist's ``--dist loadgroup`` marks cannot do this under pytest 9:
+    xdist 3.8 groups by renaming ``item._nodeid``, which pytest 9 no longer reads, so nothing is grouped."""
     if config.getvalue("dist") != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
