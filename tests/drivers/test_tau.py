@@ -67,7 +67,8 @@ def play(
 @pytest.mark.slow
 def test_gold_play_succeeds_by_tau2s_evaluator_for_every_variant() -> None:
     # Each variant plays one task and each task is played by two variants: every tau2 evaluation costs about a
-    # second (it builds the airline DB three times), and the variants' scripted plays differ only in prompts.
+    # second (it builds the airline DB three times), and the variants' scripted plays differ only in their planning
+    # requests.
     pairs = [(method, AIRLINE[i % len(AIRLINE)]) for i, method in enumerate(METHODS)]
     assert {t for _, t in pairs} == set(AIRLINE)
     results, models, _ = play("airline", AIRLINE, METHODS, pairs=pairs)
