@@ -3,7 +3,7 @@
 inspect_evals' BFCL multi-turn samples go to the BFCL environment and its tau2 airline/retail samples to the
 tau environment, mapped to what the native importers produce (``importers/inspect_bfcl.py``,
 ``importers/inspect_tau.py``), so they get the same replay, labels and Y rules as native files. Any other task
-is replayed on the tool spec given with ``--tools``. Y is the log's score; the regrade (``prefix_exec.regrade``)
+is replayed on the tool spec given with ``--tools``. Y is the log's score; the regrade (``prefix_exec.log_agreement``)
 is reported against it.
 """
 
@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     prepare = None
     if args.regrade and "bfcl" in sources.shared:
         from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
-        from prefix_exec.regrade import with_bfcl_regrade
+        from prefix_exec.log_agreement import with_bfcl_regrade
 
         env = sources.shared["bfcl"]
         assert isinstance(env, BfclEnvironment)
@@ -236,7 +236,7 @@ def _report_checks(args: argparse.Namespace, sources: Sources, consistency: Any)
         consistency.write(args.consistency or f"{args.out}.consistency.json", sys.stderr)
     if not args.regrade:
         return 0
-    from prefix_exec.regrade import bfcl_agreement, tau_agreement
+    from prefix_exec.log_agreement import bfcl_agreement, tau_agreement
 
     if "bfcl" in sources.shared:
         bfcl_agreement(records).write(sys.stderr)

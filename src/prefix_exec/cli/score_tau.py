@@ -80,23 +80,16 @@ def run(args: argparse.Namespace) -> int:
         _refuse_old_layout(args.out)
     files: list[TauResults] = []
     units: list[Rollout | Skipped] = []
-    for path in args.results:
-        try:
-            files.append(read_results(path, model=args.model, method=args.method, domain=args.domain))
-        except InputError as exc:
-            if not args.keep_going:
-                raise
-            units.append(Skipped(path, exc.describe()))  # reported by score_to_file, never dropped
     envs: dict[str, TauEnvironment] = {}
     mismatched: list[Disagreement] = []
-    readable, files = files, []
-    for results in readable:
-        try:  # a domain replay does not model (telecom, say) is one file's error
+    for path in args.results:
+        try:  # an unreadable file, or one of a domain replay does not model (telecom, say), is one file's error
+            results = read_results(path, model=args.model, method=args.method, domain=args.domain)
             env = _environment(results, args.tau2_data, sequential=args.parallel_calls == "sequential")
         except InputError as exc:
             if not args.keep_going:
                 raise
-            units.append(Skipped(results.path, exc.describe()))
+            units.append(Skipped(path, exc.describe()))  # reported by score_to_file, never dropped
             continue
         check = check_embedded(env.domain, results.tasks)
         results = with_provenance(results, env.domain.provenance, check.differing)
