@@ -108,10 +108,11 @@ def pytest_runtest_makereport(
 #: Session fixtures that cost seconds to build, and the modules that use them. ``make test`` runs the suite on
 #: pytest-xdist workers, each with its own session: a module's tests always stay on one worker (so its
 #: module-scoped fixtures are built once), and the modules sharing one of these builds form one group too.
+_INSPECT_LOG_USERS = ("tests/cli/test_score_inspect_bfcl.py", "tests/cli/test_score_inspect_tau.py")
 SHARED_BUILDS = {
     "ray_session": ("tests/runner/test_run.py", "tests/runner/test_run_dir.py", "tests/runner/test_toolsandbox_run.py"),
-    "inspect_bfcl": ("tests/cli/test_score_inspect_bfcl.py", "tests/cli/test_score_inspect_tau.py"),
-    "inspect_tau": ("tests/cli/test_score_inspect_bfcl.py", "tests/cli/test_score_inspect_tau.py"),
+    "inspect_bfcl": _INSPECT_LOG_USERS,
+    "inspect_tau": _INSPECT_LOG_USERS,
 }
 #: The groups that take tens of seconds start first, so that no worker is left alone with one at the end.
 SLOW_FIRST = (
