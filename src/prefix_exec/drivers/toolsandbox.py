@@ -47,6 +47,7 @@ from prefix_exec.envs.toolsandbox.live import (
 )
 from prefix_exec.envs.toolsandbox.sample import SUBSET, paper_sample, rapid_api_note, runnable, subset_name
 from prefix_exec.envs.toolsandbox.semantics import ScenarioFacts, final_success, locate_minefields
+from prefix_exec.llm.client import openai_client
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.llm.types import Completion, ToolSchema
 from prefix_exec.trajectory import Rollout
@@ -140,15 +141,13 @@ class ToolSandboxDriver:
         return Outcome(episode, final_success(similarity, self.similarity_threshold), notes)
 
     def _user_role(self, trial: int) -> Any:
-        from openai import OpenAI
-
         role = toolsandbox("user").OpenAIAPIUser
         user = role.__new__(role)  # its __init__ only builds a client for OpenAI's URL, which needs a key
         user.model_name = self.user.model
-        user.openai_client = OpenAI(
+        user.openai_client = openai_client(
             base_url=self.user.base_url,
             api_key=self.user.api_key() or "none",
-            timeout=self.user.timeout_s,
+            timeout_s=self.user.timeout_s,
             max_retries=self.user.max_retries,
         )
         return user

@@ -32,8 +32,8 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from prefix_exec.extras import install_hint
 from prefix_exec.llm.cache import ResponseCache, request_key
+from prefix_exec.llm.client import import_openai, openai_client
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.llm.decode import decode_answer, response_problem
 from prefix_exec.llm.textcalls import with_tools_prompt
@@ -86,14 +86,6 @@ def refuses_tools(message: str) -> bool:
     return _REFUSES_TOOLS.search(message) is not None
 
 
-def _import_openai() -> Any:
-    try:
-        import openai
-    except ImportError:
-        raise ImportError(f"running agents needs the openai client: {install_hint('openai')}") from None
-    return openai
-
-
 class _BadAnswer(Exception):
     """A 2xx whose body is no chat completion; ``retryable`` unless it is not JSON at all (not the API)."""
 
@@ -124,9 +116,9 @@ class ChatBackend:
         self.on_retry = on_retry
         self._sleep = sleep
         self._rng = rng or random.Random()
-        self._openai = _import_openai()
-        self._client = self._openai.OpenAI(
-            base_url=config.base_url, api_key=config.api_key(), timeout=config.timeout_s, max_retries=0
+        self._openai = import_openai()
+        self._client = openai_client(
+            base_url=config.base_url, api_key=config.api_key(), timeout_s=config.timeout_s, max_retries=0
         )
         self._slots = slots if slots is not None else endpoint_slots(config.base_url, config.max_concurrency)
         # Shared by every backend and scoped view of this model and URL, so ``auto`` learns once per process.
