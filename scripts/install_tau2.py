@@ -23,6 +23,7 @@ Exit status 2 with what to run when the source is missing or is not a tau2-bench
 from __future__ import annotations
 
 import argparse
+import compileall
 import shutil
 import subprocess
 import sys
@@ -104,6 +105,9 @@ def _link_checkout(checkout: Path, version: str, site: Path) -> None:
             shutil.copyfile(checkout / part, copy / part)
     for path in (copy, *copy.rglob("*")):  # the vendor folder is read-only; the copy must not be
         path.chmod(path.stat().st_mode | 0o200)
+    # Compiled as pip compiles what it installs: where bytecode is not written (PYTHONDONTWRITEBYTECODE), every
+    # process importing tau2 would otherwise compile its 110 modules again (about 0.7 s of CPU each time).
+    compileall.compile_dir(copy / "src", quiet=1)
     (site / PTH_NAME).write_text(f"{copy / 'src'}\n", encoding="utf-8")
     info = site / f"tau2-{version}.dist-info"
     info.mkdir(exist_ok=True)
