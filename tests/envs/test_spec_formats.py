@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from prefix_exec.envs.custom import CustomEnvironment, environment_from_tools, load_spec
-from prefix_exec.envs.spec_formats import detect_form
+from prefix_exec.envs.spec_formats import detect_form, read_document
 from prefix_exec.errors import InputError
 from prefix_exec.io import read_rollouts, record_to_json
 from prefix_exec.replay import replay
@@ -270,3 +270,15 @@ def test_unreadable_files_are_input_errors(ticketing: Path, tmp_path: Path) -> N
     assert info.value.line == 2
     with pytest.raises(InputError, match="no such hooks file"):
         load_spec(ticketing / "mcp-tools-list.json", hooks=tmp_path / "absent.yaml")
+    broken = tmp_path / "tools.yaml"
+    broken.write_text("name: t\ntools:\n  - name: a\n   description: b\n")
+    with pytest.raises(InputError, match="cannot parse the tool spec") as info:
+        load_spec(broken)
+    assert info.value.line == 4
+
+
+@pytest.mark.parametrize("name", ["tools.yaml", "mcp-hooks.yaml"])
+def test_yaml_is_read_as_safe_load_reads_it(ticketing: Path, name: str) -> None:
+    # read_document parses with libyaml where PyYAML has it: the document must be safe_load's, type for type.
+    text = (ticketing / name).read_text()
+    assert repr(read_document(ticketing / name, what="spec")) == repr(yaml.safe_load(text))
