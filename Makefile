@@ -66,5 +66,6 @@ bench:
 	$(BIN)/python benchmarks/bootstrap.py
 	$(BIN)/python benchmarks/bfcl.py
 	$(BIN)/python benchmarks/tau.py
+	$(BIN)/python benchmarks/regrade.py
 	$(BIN)/python benchmarks/runner.py
 	$(BIN)/python benchmarks/toolsandbox.py

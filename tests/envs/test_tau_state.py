@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from prefix_exec.envs.tau.state import fork_db, lazy_db
+from prefix_exec.envs.tau.state import RecordTexts, db_json, fork_db, lazy_db
 
 
 class Record(BaseModel):
@@ -87,6 +87,32 @@ def test_lazy_copies_match_eager_copies(ops: list[tuple[str, str, bool]]) -> Non
     for twin, _, twin_eager in forks:
         assert twin.model_dump() == twin_eager.model_dump()
     assert shared.model_dump() == pristine  # the shared DB is never touched
+
+
+TEXTS: RecordTexts = {}  # one cache across examples, as one environment's regrades share one
+SHARED = shared_store()
+
+
+@settings(max_examples=200, deadline=None)
+@given(operations, st.sampled_from(["x", 3, None]))
+def test_db_json_is_the_text_tau2_hashes(ops: list[tuple[str, str, bool]], odd: str | int | None) -> None:
+    """Whatever the calls did, db_json (shared records' texts from a cache) is json.dumps of the whole dump."""
+    lazy, flag = lazy_db(SHARED)
+    for op, key, writing in ops:
+        if op == "fork":
+            lazy, flag = fork_db(lazy)
+        else:
+            apply(lazy, flag, op, key, writing)
+    if odd is not None:  # a tool that wrote a value of the wrong type, or a key that is not a string
+        dict.__setitem__(lazy.other, odd, Record.model_construct(value="1", tags=[]))
+    try:
+        expected = json.dumps(lazy.model_dump(warnings=False), sort_keys=True, default=str)
+    except TypeError:  # keys of mixed types cannot be sorted: tau2's hash fails the same way
+        with pytest.raises(TypeError):
+            db_json(lazy, TEXTS)
+    else:
+        assert db_json(lazy, TEXTS) == expected
+    assert SHARED.model_dump() == shared_store().model_dump()
 
 
 def test_iteration_outside_writes_hands_out_shared_records() -> None:

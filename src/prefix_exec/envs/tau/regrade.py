@@ -11,15 +11,16 @@ are not recomputed: the recorded reward stays Y.
 
 from __future__ import annotations
 
+import hashlib
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TextIO
 
 from prefix_exec.domains import qualify
-from prefix_exec.envs.tau.backend import import_tau2
 from prefix_exec.envs.tau.dispatch import run_tool
 from prefix_exec.envs.tau.session import TauEnvironment
-from prefix_exec.envs.tau.state import lazy_db
+from prefix_exec.envs.tau.state import RecordTexts, db_json, lazy_db
 from prefix_exec.envs.tau.tasks import expected_actions
 from prefix_exec.errors import InputError
 from prefix_exec.jsonl import UnitKey
@@ -54,9 +55,18 @@ class Regrade:
         )
 
 
+#: The JSON of each environment's base-DB records (:func:`~prefix_exec.envs.tau.state.db_json`), kept while the
+#: environment lives: one DB's text (~7 MB for airline), shared by every task that starts from the base DB.
+_BASE_TEXTS: weakref.WeakKeyDictionary[TauEnvironment, RecordTexts] = weakref.WeakKeyDictionary()
+
+
 def db_hash(env: TauEnvironment, task_id: str, calls: Iterable[tuple[str, Mapping[str, Any]]]) -> str:
-    """The tau2 DB hash after running ``calls`` (name, arguments) from the task's initial state."""
-    db, flag = lazy_db(env.initial_db(task_id))
+    """The tau2 DB hash after running ``calls`` (name, arguments) from the task's initial state: tau2's
+    ``get_dict_hash`` of the DB, the SHA-256 of :func:`~prefix_exec.envs.tau.state.db_json`."""
+    initial = env.initial_db(task_id)
+    # A task with its own initial DB (initialization data or actions) is written whole each time, as before.
+    texts = _BASE_TEXTS.setdefault(env, {}) if initial is env.domain.base_db else {}
+    db, flag = lazy_db(initial)
     toolkit = env.domain.make_toolkit(db)
     for name, arguments in calls:
         spec = env.domain.tools.get(name)
@@ -67,8 +77,7 @@ def db_hash(env: TauEnvironment, task_id: str, calls: Iterable[tuple[str, Mappin
             pass
         finally:
             flag.writing = False
-    digest: str = import_tau2("tau2.utils.utils").get_dict_hash(toolkit.db.model_dump())
-    return digest
+    return hashlib.sha256(db_json(toolkit.db, texts).encode()).hexdigest()
 
 
 def regrade_db(env: TauEnvironment, simulation: Mapping[str, Any]) -> Regrade:
