@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 # The shared data is found as the tests find it (tests/shared_folder.py).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from timing import median_run
 
 from prefix_exec.envs.tau import TauEnvironment, load_domain
 from prefix_exec.envs.tau import regrade as regrade_module
@@ -50,16 +49,6 @@ def whole_dump(db: Any, texts: Any) -> str:
     return json.dumps(db.model_dump(), sort_keys=True, default=str)
 
 
-def timed(run: Callable[[], list[Regrade]], repeats: int) -> tuple[float, list[Regrade]]:
-    times: list[float] = []
-    found: list[Regrade] = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        found = run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), found
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -68,10 +57,10 @@ def main() -> None:
     for domain in files:
         load_domain(domain)
     ours = regrade_module.db_json
-    fast, fast_found = timed(lambda: regrade_all(files), args.repeats)
+    fast, fast_found = median_run(lambda: regrade_all(files), args.repeats)
     regrade_module.db_json = whole_dump  # db_hash looks it up in its module
     try:
-        slow, slow_found = timed(lambda: regrade_all(files), args.repeats)
+        slow, slow_found = median_run(lambda: regrade_all(files), args.repeats)
     finally:
         regrade_module.db_json = ours
     if fast_found != slow_found:

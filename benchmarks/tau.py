@@ -18,16 +18,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 # The shared data is found as the tests find it (tests/shared_folder.py): beside the repository or its
 # worktree folder, or at PREFIX_EXEC_SHARED_DATA.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from timing import median_run
 
 from prefix_exec.envs.tau import TauEnvironment, load_domain
 from prefix_exec.envs.tau import backend as tau_backend
@@ -67,16 +66,6 @@ def naive(results: TauResults) -> list[str]:
     return rows
 
 
-def timed(run: Callable[[TauResults], list[str]], results: TauResults, repeats: int) -> tuple[float, list[str]]:
-    times: list[float] = []
-    rows: list[str] = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        rows = run(results)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), rows
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -85,8 +74,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         results = read_results(fifty_simulation_file(Path(folder)))
     assert len(results.rollouts) == SIMULATIONS
-    fast, fast_rows = timed(ours, results, args.repeats)
-    slow, slow_rows = timed(naive, results, args.repeats)
+    fast, fast_rows = median_run(lambda: ours(results), args.repeats)
+    slow, slow_rows = median_run(lambda: naive(results), args.repeats)
     if fast_rows != slow_rows:
         raise SystemExit("the two sides produced different records: the benchmark is void")
     actions = sum(len(r.actions) for r in results.rollouts)
