@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from prefix_exec.envs.tau.state import RecordTexts, db_json, fork_db, lazy_db
 
@@ -115,6 +115,51 @@ def test_db_json_is_the_text_tau2_hashes(ops: list[tuple[str, str, bool]], odd: 
     assert SHARED.model_dump() == shared_store().model_dump()
 
 
+class Special(Record):
+    extra_field: int = 5
+
+
+class Other(BaseModel):
+    b: int
+
+
+class Excluded(BaseModel):
+    rows: dict[str, Record]
+    hidden: dict[str, Record] = Field(exclude=True)
+    note: str = Field(default="n", exclude=True)
+
+
+class Aliased(BaseModel):
+    model_config = ConfigDict(serialize_by_alias=True)
+    rows: dict[str, Record] = Field(alias="Rows")
+
+
+class Serialized(BaseModel):
+    rows: dict[str, Record]
+
+    @field_serializer("rows")
+    def _count(self, rows: dict[str, Record]) -> int:
+        return len(rows)
+
+
+def _unusual_dbs() -> dict[str, BaseModel]:
+    rows = {"a": Record(value=1, tags=[])}
+    return {
+        "a subclass record": Store.model_construct(rows={"s": Special(value=1, tags=[])}, other={}),
+        "another model": Store.model_construct(rows={"o": Other(b=2)}, other={}),
+        "excluded fields": Excluded(rows=rows, hidden=rows),
+        "aliased field": Aliased(Rows=rows),
+        "a field serializer": Serialized(rows=rows),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_unusual_dbs()))
+def test_db_json_of_an_unusual_db_is_its_whole_dump(case: str) -> None:
+    lazy, _ = lazy_db(_unusual_dbs()[case])
+    expected = json.dumps(lazy.model_dump(warnings=False), sort_keys=True, default=str)
+    assert db_json(lazy, {}) == expected
+
+
 def test_iteration_outside_writes_hands_out_shared_records() -> None:
     shared = shared_store()
     lazy, _ = lazy_db(shared)
@@ -127,7 +172,7 @@ def test_iteration_outside_writes_hands_out_shared_records() -> None:
 
 pytest.importorskip("tau2", reason="tau2 is installed by 'make setup' (scripts/install_tau2.py)")
 
-from prefix_exec.envs.tau import TauEnvironment, load_domain  # noqa: E402
+from prefix_exec.envs.tau import TauEnvironment, load_domain, regrade  # noqa: E402
 from prefix_exec.envs.tau.backend import import_tau2, to_json_text  # noqa: E402
 from prefix_exec.envs.tau.regrade import db_hash  # noqa: E402
 from prefix_exec.importers.tau import read_results  # noqa: E402
@@ -157,3 +202,7 @@ def test_every_recorded_call_matches_tau2s_own_environment(shared_data: Path, do
                 got = f"Error: {exc}"
             assert got == expected, (rollout.task_id, name)
         assert db_hash(env, rollout.task_id, calls) == reference.get_db_hash()
+    # The base DB's record texts are written once for the process, whatever the environment.
+    texts = regrade._base_texts(env.domain.base_db)
+    assert texts
+    assert regrade._base_texts(TauEnvironment(load_domain(domain)).domain.base_db) is texts

@@ -55,9 +55,18 @@ class Regrade:
         )
 
 
-#: The JSON of each environment's base-DB records (:func:`~prefix_exec.envs.tau.state.db_json`), kept while the
-#: environment lives: one DB's text (~7 MB for airline), shared by every task that starts from the base DB.
-_BASE_TEXTS: weakref.WeakKeyDictionary[TauEnvironment, RecordTexts] = weakref.WeakKeyDictionary()
+#: The JSON of each base DB's records (:func:`~prefix_exec.envs.tau.state.db_json`), by the DB's ``id``, while the
+#: DB lives (a pydantic model is not hashable, so no WeakKeyDictionary): one DB's text (~12 MB for airline),
+#: shared by every environment of the domain and every task that starts from its base DB.
+_BASE_TEXTS: dict[int, tuple[weakref.ref[Any], RecordTexts]] = {}
+
+
+def _base_texts(base_db: Any) -> RecordTexts:
+    key = id(base_db)
+    entry = _BASE_TEXTS.get(key)
+    if entry is None or entry[0]() is not base_db:
+        entry = _BASE_TEXTS[key] = (weakref.ref(base_db, lambda _: _BASE_TEXTS.pop(key, None)), {})
+    return entry[1]
 
 
 def db_hash(env: TauEnvironment, task_id: str, calls: Iterable[tuple[str, Mapping[str, Any]]]) -> str:
@@ -65,7 +74,7 @@ def db_hash(env: TauEnvironment, task_id: str, calls: Iterable[tuple[str, Mappin
     ``get_dict_hash`` of the DB, the SHA-256 of :func:`~prefix_exec.envs.tau.state.db_json`."""
     initial = env.initial_db(task_id)
     # A task with its own initial DB (initialization data or actions) is written whole each time, as before.
-    texts = _BASE_TEXTS.setdefault(env, {}) if initial is env.domain.base_db else {}
+    texts = _base_texts(initial) if initial is env.domain.base_db else {}
     db, flag = lazy_db(initial)
     toolkit = env.domain.make_toolkit(db)
     for name, arguments in calls:

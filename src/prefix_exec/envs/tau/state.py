@@ -23,6 +23,7 @@ many DBs share it.
 from __future__ import annotations
 
 import json
+import typing
 from collections.abc import ItemsView, ValuesView
 from typing import Any
 
@@ -153,31 +154,63 @@ def db_json(db: Any, texts: RecordTexts) -> str:
     The records of a :class:`CopyOnAccess` table that are still shared are not serialized again: their text
     is taken from ``texts`` (filled here), so hashing a DB after a few calls costs the records the calls
     touched, not the whole DB (airline's takes ~0.1 s). The text is tau2's to the byte: json.dumps of a dict
-    with sorted string keys is ``{"key": value, ...}`` of its members' own texts, and a record's
-    ``model_dump()`` is its part of the DB's. A DB with computed or extra fields, a table with a key that is
-    not a string and a record that is not a pydantic model are written whole instead.
+    with sorted string keys is ``{"key": value, ...}`` of its members' own texts, and a record whose class is
+    exactly its table's declared one dumps as its part of the DB does. Anything else is written whole: a DB
+    class whose dump is not its fields' own (serializers, computed, excluded or aliased fields, extras), a
+    table of another declared type, a key that is not a string, a record of another class.
     """
     model = type(db)
-    if getattr(model, "model_computed_fields", None) or getattr(db, "model_extra", None):
+    if model not in _RECORD_TYPES:
+        _RECORD_TYPES[model] = _record_types(model)
+    record_types = _RECORD_TYPES[model]
+    if record_types is None or getattr(db, "model_extra", None):
         return _dumps(db.model_dump())
     parts = []
     for name in sorted(model.model_fields):
         value = getattr(db, name)
-        text = _table_json(value, texts) if isinstance(value, CopyOnAccess) else None
+        record_type = record_types.get(name)
+        text = None
+        if record_type is not None and isinstance(value, CopyOnAccess):
+            text = _table_json(value, record_type, texts)
         if text is None:
             text = _dumps(db.model_dump(include={name})[name])
         parts.append(f"{json.dumps(name)}: {text}")
     return "{" + ", ".join(parts) + "}"
 
 
-def _table_json(table: CopyOnAccess, texts: RecordTexts) -> str | None:
+_RECORD_TYPES: dict[type, dict[str, Any] | None] = {}
+
+
+def _record_types(model: Any) -> dict[str, Any] | None:
+    """The record class of each ``dict[str, Record]`` field of ``model``, or ``None`` when the model's dump is
+    not plainly its fields' own dumps (then :func:`db_json` writes it whole)."""
+    decorators = model.__pydantic_decorators__
+    fields = model.model_fields
+    if (
+        model.model_config.get("serialize_by_alias")
+        or model.model_computed_fields
+        or decorators.field_serializers
+        or decorators.model_serializers
+        or any(f.exclude or getattr(f, "exclude_if", None) or f.alias or f.serialization_alias for f in fields.values())
+    ):
+        return None
+    found = {}
+    for name, field in fields.items():
+        args = typing.get_args(field.annotation)
+        is_table = typing.get_origin(field.annotation) is dict and len(args) == 2 and args[0] is str
+        if is_table and isinstance(args[1], type) and hasattr(args[1], "model_fields"):  # a pydantic model
+            found[name] = args[1]
+    return found
+
+
+def _table_json(table: CopyOnAccess, record_type: Any, texts: RecordTexts) -> str | None:
     keys = list(dict.keys(table))
     if not all(isinstance(k, str) for k in keys):
         return None
     members = []
     for key in sorted(keys):
         record = dict.__getitem__(table, key)
-        if not hasattr(record, "model_dump"):
+        if type(record) is not record_type:  # a subclass or another model dumps otherwise inside the DB
             return None
         if key in table._owned:  # copied, and maybe changed, by this DB's calls
             text = _dumps(record.model_dump())
