@@ -42,24 +42,29 @@ def test_many_backends_build_one_tls_context(contexts: list[ssl.SSLContext]) -> 
     assert len({id(b._client._client) for b in backends}) == 5  # each has its own HTTP client (pool, timeouts)
 
 
-def test_each_client_reaches_its_own_server_with_its_own_timeout(contexts: list[ssl.SSLContext]) -> None:
+def test_each_client_reaches_its_own_server(contexts: list[ssl.SSLContext]) -> None:
     with ScriptedServer(lambda _: text_message("a")) as a, ScriptedServer(lambda _: text_message("b")) as b:
         answers = [
-            ChatBackend(EndpointConfig(model="m", base_url=server.base_url, timeout_s=7.0, api_key_env="")).complete(
+            ChatBackend(EndpointConfig(model="m", base_url=server.base_url, api_key_env="")).complete(
                 [{"role": "user", "content": "hi"}]
             )
             for server in (a, b)
         ]
         assert [c.message["content"] for c in answers] == ["a", "b"]
         assert len(a.requests) == len(b.requests) == 1
-    assert openai_client(base_url=a.base_url, api_key="k", timeout_s=7.0, max_retries=0).timeout == 7.0
     assert len(contexts) == 1
 
 
-def test_the_http_client_is_closed_when_its_client_is_collected() -> None:
+def test_the_http_client_is_closed_when_its_last_client_is_collected(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert client_module._tls_context() is not None  # else clients get openai's own default, and this tests nothing
     client = openai_client(base_url="http://127.0.0.1:9/v1", api_key="k", timeout_s=1.0, max_retries=0)
-    http = client._client
-    assert not http.is_closed
+    closed: list[object] = []
+    monkeypatch.setattr(type(client._client), "close", lambda self: closed.append(self))
+    sibling = client.with_options(timeout=2.0)  # shares the HTTP client
     del client
     gc.collect()
-    assert http.is_closed
+    assert closed == []
+    assert not sibling._client.is_closed
+    del sibling
+    gc.collect()
+    assert len(closed) == 1

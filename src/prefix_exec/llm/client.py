@@ -4,17 +4,17 @@
 of CPU per client, where a run builds a backend per unit (and a ToolSandbox unit a second client for its
 user). :func:`openai_client` gives each client an HTTP client of its own (its own connection pool and
 timeouts) on one TLS context per process, built once by the client's own HTTP library (``httpx``, or
-``httpx2`` in openai 2 and later) exactly as its default is: the same CA store, with ``SSL_CERT_FILE`` and
+``httpx2`` in recent releases) exactly as its default is: the same CA store, with ``SSL_CERT_FILE`` and
 ``SSL_CERT_DIR`` read when the first client is built. A library without ``create_ssl_context`` gets the
 client's default construction.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import ssl
-import weakref
 from typing import Any
 
 from prefix_exec.extras import install_hint
@@ -38,16 +38,26 @@ def _tls_context() -> ssl.SSLContext | None:
     return create() if callable(create) else None
 
 
+@functools.cache
+def _http_client_class() -> Any:
+    """``openai.DefaultHttpxClient`` closed when it is collected, as the client's own default HTTP client is (a
+    client's ``with_options()`` and ``copy()`` share it, so it is closed when the last of them goes)."""
+    base: Any = import_openai().DefaultHttpxClient
+
+    class ClosedWhenCollected(base):  # type: ignore[misc]
+        def __del__(self) -> None:
+            if not self.is_closed:
+                with contextlib.suppress(Exception):  # at interpreter exit its modules may be gone already
+                    self.close()
+
+    return ClosedWhenCollected
+
+
 def openai_client(*, base_url: str, api_key: str, timeout_s: float, max_retries: int) -> Any:
-    """An ``openai.OpenAI`` client for ``base_url``; its HTTP client is closed when the client is collected,
-    as the client's own default HTTP client is."""
+    """An ``openai.OpenAI`` client for ``base_url`` on an HTTP client of its own (see the module docstring)."""
     openai = import_openai()
     context = _tls_context()
-    if context is None:
-        return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=max_retries)
-    http = openai.DefaultHttpxClient(verify=context)
-    client = openai.OpenAI(
-        base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=max_retries, http_client=http
-    )
-    weakref.finalize(client, http.close)
-    return client
+    options: dict[str, Any] = {}
+    if context is not None:
+        options["http_client"] = _http_client_class()(verify=context)
+    return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=max_retries, **options)
