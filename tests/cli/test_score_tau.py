@@ -9,8 +9,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("tau2", reason="tau2 is installed by 'make setup' (scripts/install_tau2.py)")
-
 from prefix_exec.cli import main
 from prefix_exec.io import read_records
 

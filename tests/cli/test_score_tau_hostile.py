@@ -14,8 +14,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("tau2", reason="tau2 is installed by 'make setup' (scripts/install_tau2.py)")
-
 from prefix_exec.cli import main
 from prefix_exec.envs.tau import TauEnvironment, load_domain
 from prefix_exec.envs.tau.regrade import regrade_db

@@ -10,9 +10,6 @@ from typing import Any
 import pytest
 
 # The simulator and evaluator need tau2's LLM dependencies, beyond the replay set (see docs/runner.md).
-pytest.importorskip("litellm")
-pytest.importorskip("pandas")
-
 from fakes.openai_server import ScriptedServer
 from fakes.tau_agent import TauScript
 from prefix_exec.agents import METHODS, Agent

@@ -169,8 +169,6 @@ def test_calls_without_a_recorded_flag_are_not_compared() -> None:
 
 # --- needs tau2 -----------------------------------------------------------------------------------------
 
-pytest.importorskip("tau2", reason="tau2 is installed by 'make setup' (scripts/install_tau2.py)")
-
 from prefix_exec.envs.tau import TauEnvironment, load_domain  # noqa: E402
 from prefix_exec.envs.tau.backend import data_dir  # noqa: E402
 from prefix_exec.envs.tau.regrade import regrade_db  # noqa: E402

@@ -8,8 +8,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("tau2", reason="tau2 is installed by 'make setup' (scripts/install_tau2.py)")
-
 from prefix_exec.envs.base import Environment, Session
 from prefix_exec.envs.tau import TauEnvironment, load_domain
 from prefix_exec.envs.tau.state import CopyOnAccess

@@ -170,8 +170,6 @@ def test_iteration_outside_writes_hands_out_shared_records() -> None:
 
 # --- tau2 as the oracle ---------------------------------------------------------------------------------
 
-pytest.importorskip("tau2", reason="tau2 is installed by 'make setup' (scripts/install_tau2.py)")
-
 from prefix_exec.envs.tau import TauEnvironment, load_domain, regrade  # noqa: E402
 from prefix_exec.envs.tau.backend import import_tau2, to_json_text  # noqa: E402
 from prefix_exec.envs.tau.regrade import db_hash  # noqa: E402

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from inspect_ai.scorer import Score
 
 from prefix_exec.errors import InputError
 from prefix_exec.importers.bfcl import decode_result
@@ -117,6 +116,8 @@ def test_parse_errors_are_schema_failures_of_that_call() -> None:
 
 
 def scored(**values: Any) -> SimpleNamespace:
+    from inspect_ai.scorer import Score  # imported here: collecting this module on every worker costs nothing
+
     return SimpleNamespace(scores={name: Score(value=value) for name, value in values.items()})
 
 

@@ -173,8 +173,6 @@ def test_calls_before_the_first_user_message_are_turn_0(shared_data: Path, tmp_p
 
 # --- the real files, replayed ---------------------------------------------------------------------------
 
-tau2 = pytest.importorskip("tau2", reason="tau2 is installed by 'make setup' (scripts/install_tau2.py)")
-
 from prefix_exec.envs.tau import TauEnvironment, load_domain  # noqa: E402
 from prefix_exec.envs.tau.consistency import disagreements  # noqa: E402
 

@@ -106,7 +106,6 @@ def test_the_cli_reports_a_bad_grid_with_exit_2(tmp_path: Path, capsys: pytest.C
 
 
 def test_tau_dataset_options_reach_the_driver_and_bad_ones_are_input_errors() -> None:
-    pytest.importorskip("tau2")
     from prefix_exec.runner.datasets import make_driver
 
     tau = {"name": "air", "kind": "tau", "domain": "airline", "user_model": "judge", "max_steps": 50, "max_errors": 3}

@@ -8,8 +8,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("tau2", reason="tau2 is installed by 'make setup' (scripts/install_tau2.py)")
-
 from fakes.openai_server import ScriptedServer
 from fakes.tau_agent import TauScript
 from grid_files import served_model
