@@ -14,8 +14,7 @@ from pathlib import Path
 from prefix_exec.agents.variants import Agent
 from prefix_exec.drivers.base import Outcome
 from prefix_exec.envs.base import Environment
-from prefix_exec.envs.custom import CustomEnvironment, CustomSession, load_spec
-from prefix_exec.envs.spec_formats import read_document, to_spec
+from prefix_exec.envs.custom import CustomEnvironment, CustomSession, environment_from_spec, read_spec
 from prefix_exec.llm.types import ToolSchema
 from prefix_exec.trajectory import Rollout
 
@@ -31,9 +30,10 @@ class CustomDriver:
 
     def __init__(self, spec: str | Path, *, dataset: str | None = None, state_chars: int = 2000) -> None:
         self.spec = Path(spec)
-        self._env = load_spec(self.spec)
-        # The spec as load_spec read it, in our format whatever form the file has (an OpenAI array, MCP).
-        raw, _ = to_spec(read_document(self.spec, what="tool spec"), path=self.spec)
+        # Read once, in our format whatever form the file has (an OpenAI array, MCP): the environment is built
+        # from it as load_spec builds one, and the tool and task descriptions the model sees come from it too.
+        raw, form = read_spec(self.spec)
+        self._env = environment_from_spec(raw, self.spec, form=form)
         self.dataset = dataset or self._env.name
         self.descriptions = {str(k): str((v or {}).get("description", k)) for k, v in (raw.get("tasks") or {}).items()}
         self.tools = [

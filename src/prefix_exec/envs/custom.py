@@ -77,6 +77,14 @@ class TaskSpec:
     given: Mapping[str, tuple[Any, ...]]
 
 
+def read_spec(path: Path) -> tuple[dict[str, Any], str]:
+    """A tool spec file as a validated spec dict of our format, and the form it was read as (see
+    :func:`load_spec`)."""
+    if not path.is_file():
+        raise InputError("no such tool spec file", path=path, hint="pass --tools with a JSON or YAML spec")
+    return to_spec(read_document(path, what="tool spec"), path=path)
+
+
 def load_spec(path: str | Path, *, hooks: str | Path | None = None) -> CustomEnvironment:
     """Read and validate a tool spec file and load its hooks.
 
@@ -85,9 +93,7 @@ def load_spec(path: str | Path, *, hooks: str | Path | None = None) -> CustomEnv
     ``produces``, ``invalidates``, hooks, state and tasks onto it, keyed by tool name.
     """
     p = Path(path)
-    if not p.is_file():
-        raise InputError("no such tool spec file", path=p, hint="pass --tools with a JSON or YAML spec")
-    data, form = to_spec(read_document(p, what="tool spec"), path=p)
+    data, form = read_spec(p)
     if hooks is None:
         return environment_from_spec(data, p, form=form)
     side_path = Path(hooks)
