@@ -55,6 +55,8 @@ def call_to_json(call: ToolCall) -> dict[str, Any]:
         row["call_id"] = call.call_id
     if call.observation is not None:
         row["observation"] = {"content": call.observation.content, "error": call.observation.error}
+        if call.observation.error_type is not None:
+            row["observation"]["error_type"] = call.observation.error_type
     if call.raw is not None:
         row["raw"] = call.raw
     if call.parse_error is not None:
@@ -186,7 +188,11 @@ def call_from_json(f: _Fields) -> ToolCall:
     obs = None
     if f.data.get("observation") is not None:
         o = f.sub(f.data["observation"], "observation")
-        obs = Observation(content=o.data.get("content"), error=o.get("error", bool, required=False))
+        obs = Observation(
+            content=o.data.get("content"),
+            error=o.get("error", bool, required=False),
+            error_type=o.get("error_type", str, required=False),
+        )
     return ToolCall(
         name=f.get("name", str),
         arguments=f.get("arguments", dict, required=False, default={}),

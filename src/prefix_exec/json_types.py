@@ -13,10 +13,10 @@ what they add is the statement of what the container is.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeAlias
+from typing import Any
 
-JsonValue: TypeAlias = Any
-JsonObject: TypeAlias = dict[str, Any]
-JsonMapping: TypeAlias = Mapping[str, Any]
+type JsonValue = Any
+type JsonObject = dict[str, Any]
+type JsonMapping = Mapping[str, Any]
 
 __all__ = ["JsonMapping", "JsonObject", "JsonValue"]

@@ -67,12 +67,15 @@ _LABEL_ORDER: tuple[FailureLabel, ...] = tuple(FailureLabel)
 class Observation:
     """What the benchmark returned for a call when the rollout was produced (not replayed).
 
-    ``error`` is the recorded error flag where the log has one (tau2's ``error``, ToolSandbox's exception),
-    ``None`` when the log does not say.
+    ``error`` is the recorded error flag where the log has one (tau2's ``error``, ToolSandbox's exception,
+    MCP's ``isError``, Anthropic's ``is_error``, LangChain's ``status``), ``None`` when the log does not say.
+    ``error_type`` is the error's kind where the log names one (inspect's ``ToolCallError.type``, an
+    exception class), ``None`` otherwise.
     """
 
     content: Any = None
     error: bool | None = None
+    error_type: str | None = None
 
 
 @dataclass(frozen=True)
