@@ -9,9 +9,8 @@ import pytest
 
 from prefix_exec.errors import InputError
 from prefix_exec.io import read_records
-from prefix_exec.replay import Skipped
 from prefix_exec.scoring import score_to_file
-from prefix_exec.trajectory import Rollout, ToolCall
+from prefix_exec.trajectory import Rollout, Skipped, ToolCall
 from test_replay import CounterEnv, rollout
 
 

@@ -7,14 +7,14 @@ the first rejection fixes FED and replay stops there, because by definition no l
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from prefix_exec import budget
 from prefix_exec.envs.base import Environment, Session
 from prefix_exec.errors import ReplayError
 from prefix_exec.trajectory import FailureLabel, PrefixRecord, Rollout, ToolCall, Verdict, excerpt
 
-__all__ = ["ReplayError", "Skipped", "check_action", "replay", "replay_session", "with_success"]
+__all__ = ["ReplayError", "check_action", "replay", "replay_session", "with_success"]
 
 
 def check_action(session: Session, call: ToolCall) -> Verdict:
@@ -74,17 +74,6 @@ def replay(rollout: Rollout, env: Environment) -> PrefixRecord:
     except KeyError as exc:
         raise ReplayError(f"{_where(rollout)}: environment {env.name!r} has no task {exc}") from None
     return replay_session(rollout, session)
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """An input unit that could not be scored, and why. Reported, never silently dropped.
-
-    ``where`` names the unit (a file and line, or a rollout's identity) so the user can find it.
-    """
-
-    where: str
-    error: str
 
 
 def with_success(rollout: Rollout, success: int) -> Rollout:

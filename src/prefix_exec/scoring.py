@@ -1,7 +1,7 @@
 """Score a stream of rollouts into a records file: resumable, with progress, and nothing silently dropped.
 
 Every benchmark's ``score`` command funnels through :func:`score_to_file`. Importers yield rollouts, or
-:class:`~prefix_exec.replay.Skipped` for an input unit they could not read; replay errors become ``Skipped``
+:class:`~prefix_exec.trajectory.Skipped` for an input unit they could not read; replay errors become ``Skipped``
 too when the user asked to keep going. Records are appended and fsynced one by one, so a kill loses at most
 the rollout in flight, and ``resume`` skips units already in the file.
 """
@@ -24,8 +24,8 @@ from prefix_exec.errors import InputError
 from prefix_exec.io import RECORD_KIND, JsonlWriter, completed_keys, record_to_json
 from prefix_exec.jsonl import UnitKey
 from prefix_exec.redaction import redact_json
-from prefix_exec.replay import ReplayError, Skipped, replay
-from prefix_exec.trajectory import PrefixRecord, Rollout
+from prefix_exec.replay import ReplayError, replay
+from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Typed records of the protocol: tool calls, rollouts, verdicts and scored prefix records.
+"""Typed records of the protocol: tool calls, rollouts (or the input units skipped unscored), verdicts and scored
+prefix records.
 
 Data flows one way: an importer or the runner builds a :class:`Rollout`; :func:`prefix_exec.replay.replay`
 walks it against an environment and returns a :class:`PrefixRecord`; metrics read records.
@@ -183,6 +184,17 @@ class Rollout:
     def key(self) -> UnitKey:
         """The unit identity ``(dataset, task_id, model, method, trial)``."""
         return (self.dataset, self.task_id, self.model, self.method, self.trial)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An input unit that could not be scored, and why. Reported, never silently dropped.
+
+    ``where`` names the unit (a file and line, or a rollout's identity) so the user can find it.
+    """
+
+    where: str
+    error: str
 
 
 @dataclass(frozen=True)

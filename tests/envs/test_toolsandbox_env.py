@@ -18,8 +18,8 @@ from prefix_exec.envs.toolsandbox import (
     split_exception,
 )
 from prefix_exec.importers.toolsandbox import ImportOptions, read_toolsandbox
-from prefix_exec.replay import ReplayError, Skipped, replay
-from prefix_exec.trajectory import FailureLabel, Observation, PrefixRecord, Rollout, ToolCall
+from prefix_exec.replay import ReplayError, replay
+from prefix_exec.trajectory import FailureLabel, Observation, PrefixRecord, Rollout, Skipped, ToolCall
 
 S, D, P, C, INFO = (
     FailureLabel.SCHEMA,

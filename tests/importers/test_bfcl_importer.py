@@ -22,8 +22,8 @@ from prefix_exec.importers.bfcl import (
     read_result_file,
     read_results,
 )
-from prefix_exec.replay import Skipped, replay, with_success
-from prefix_exec.trajectory import FailureLabel, Rollout
+from prefix_exec.replay import replay, with_success
+from prefix_exec.trajectory import FailureLabel, Rollout, Skipped
 
 
 def test_fc_steps_become_calls_with_turns_and_ids() -> None:

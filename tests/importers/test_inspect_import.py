@@ -29,7 +29,7 @@ from prefix_exec.importers.inspect_log import (
     success_of,
 )
 from prefix_exec.importers.inspect_tau import simulation_of, tau_results
-from prefix_exec.replay import Skipped
+from prefix_exec.trajectory import Skipped
 
 LOG = InspectLog(
     path="/logs/run.eval", task="bfcl", model="openai/m", method="bfcl_solver", status="success", samples=()

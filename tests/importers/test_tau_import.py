@@ -10,8 +10,8 @@ import pytest
 
 from prefix_exec.errors import InputError
 from prefix_exec.importers.tau import read_results
-from prefix_exec.replay import Skipped, replay
-from prefix_exec.trajectory import FailureLabel, PrefixRecord
+from prefix_exec.replay import replay
+from prefix_exec.trajectory import FailureLabel, PrefixRecord, Skipped
 
 FILES = {"airline": 20, "retail": 40}
 

@@ -19,8 +19,8 @@ from prefix_exec.importers.toolsandbox import (
     read_toolsandbox,
     scenario_dirs,
 )
-from prefix_exec.replay import Skipped, replay
-from prefix_exec.trajectory import FailureLabel, Rollout
+from prefix_exec.replay import replay
+from prefix_exec.trajectory import FailureLabel, Rollout, Skipped
 
 
 def _rollouts(paths: list[Path], **options: Any) -> dict[str, Rollout]:

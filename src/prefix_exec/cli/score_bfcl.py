@@ -15,9 +15,9 @@ from prefix_exec.envs.bfcl.tasks import INSTALL_HINT, load_task
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.bfcl import PROMPTING_Y
-from prefix_exec.replay import ReplayError, Skipped, with_success
+from prefix_exec.replay import ReplayError, with_success
 from prefix_exec.scoring import score_to_file
-from prefix_exec.trajectory import Rollout
+from prefix_exec.trajectory import Rollout, Skipped
 
 
 def register(benchmarks: Any, name: str) -> None:

@@ -13,9 +13,8 @@ from prefix_exec.envs.custom import CustomEnvironment, load_spec
 from prefix_exec.envs.spec_formats import FORM_NAMES
 from prefix_exec.errors import InputError
 from prefix_exec.io import iter_json_lines, rollout_from_json
-from prefix_exec.replay import Skipped
 from prefix_exec.scoring import score_to_file
-from prefix_exec.trajectory import Rollout
+from prefix_exec.trajectory import Rollout, Skipped
 
 
 def register(benchmarks: Any, name: str) -> None:

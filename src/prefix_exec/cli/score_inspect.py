@@ -27,9 +27,8 @@ from prefix_exec.importers.inspect_tau import TASKS as TAU_TASKS
 from prefix_exec.importers.tau import TauResults
 from prefix_exec.io import read_records
 from prefix_exec.jsonl import UnitKey
-from prefix_exec.replay import Skipped
 from prefix_exec.scoring import score_to_file
-from prefix_exec.trajectory import PrefixRecord, Rollout
+from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
 
 SUPPORTED = "BFCL multi-turn (inspect_evals/bfcl) and tau2 airline/retail (inspect_evals/tau2_airline, tau2_retail)"
 EnvFor = Callable[[Rollout], Environment]

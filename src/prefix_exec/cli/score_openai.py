@@ -16,9 +16,8 @@ from prefix_exec.envs.spec_formats import FORM_NAMES
 from prefix_exec.errors import InputError
 from prefix_exec.importers.openai_transcripts import Identity, read_conversations, tools_digest
 from prefix_exec.jsonl import expand_inputs
-from prefix_exec.replay import Skipped
 from prefix_exec.scoring import score_to_file
-from prefix_exec.trajectory import Rollout
+from prefix_exec.trajectory import Rollout, Skipped
 
 #: The records' note when a conversation's own tools list served as its spec.
 SCHEMA_ONLY_NOTE = "schema checks only: the conversation's own tools list served as the spec (no --tools)"

@@ -22,9 +22,8 @@ from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.tau import TauResults, read_results, with_provenance
 from prefix_exec.io import RECORD_KIND, completed_keys, read_records
-from prefix_exec.replay import Skipped
 from prefix_exec.scoring import score_to_file
-from prefix_exec.trajectory import Rollout
+from prefix_exec.trajectory import Rollout, Skipped
 
 
 def register(benchmarks: Any, name: str) -> None:

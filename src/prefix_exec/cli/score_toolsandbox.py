@@ -10,10 +10,9 @@ from typing import Any
 from prefix_exec.cli.common import add_scoring_options, finish, float_between, output_options
 from prefix_exec.envs.toolsandbox import recorded_environment
 from prefix_exec.importers.toolsandbox import ImportOptions, read_toolsandbox
-from prefix_exec.replay import Skipped
 from prefix_exec.sampling import read_names
 from prefix_exec.scoring import score_to_file
-from prefix_exec.trajectory import PrefixRecord, Rollout
+from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
 
 
 def register(benchmarks: Any, name: str) -> None:

@@ -35,8 +35,7 @@ from prefix_exec.envs.bfcl.checker import BFCL_CALLS, executed_calls
 from prefix_exec.envs.bfcl.tasks import CATEGORIES, BfclTask, all_tasks
 from prefix_exec.errors import InputError
 from prefix_exec.jsonl import expand_inputs, numbered_lines
-from prefix_exec.replay import Skipped
-from prefix_exec.trajectory import Rollout, ToolCall
+from prefix_exec.trajectory import Rollout, Skipped, ToolCall
 
 DATASET = "bfcl"
 UNPARSED = "<unparsed>"

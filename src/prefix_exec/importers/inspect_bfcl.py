@@ -19,8 +19,7 @@ from __future__ import annotations
 from prefix_exec.envs.bfcl.tasks import category_of
 from prefix_exec.importers.bfcl import DATASET
 from prefix_exec.importers.inspect_log import InspectLog, InspectSample, replies, sample_rollout, tool_call
-from prefix_exec.replay import Skipped
-from prefix_exec.trajectory import Rollout, ToolCall
+from prefix_exec.trajectory import Rollout, Skipped, ToolCall
 
 #: inspect_evals' task name for BFCL (all categories share it; the sample says its category).
 TASK = "bfcl"

@@ -11,7 +11,7 @@ those; nothing here knows a benchmark.
 Y is the log scorer's value, read by inspect's own ``value_to_float`` (``"C"``/``"I"``, booleans, yes/no,
 numbers): 1 when it is 1.0 (within 1e-9), else 0, so partial credit (``"P"``, 0.5) is a failure, as tau2's
 reward is. A log with several scorers needs ``scorer`` to name the one that is Y. A sample that errored, or has
-no usable score, is unscorable: it is reported with the reason (:class:`~prefix_exec.replay.Skipped`).
+no usable score, is unscorable: it is reported with the reason (:class:`~prefix_exec.trajectory.Skipped`).
 
 ``inspect_ai`` is imported lazily (the ``inspect`` extra); the rest of prefix-exec does not need it.
 """

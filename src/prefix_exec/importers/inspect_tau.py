@@ -24,8 +24,7 @@ from typing import Any
 
 from prefix_exec.importers.inspect_log import InspectLog, InspectSample, Message, normalize_messages, provenance
 from prefix_exec.importers.tau import TauResults, rollout_of
-from prefix_exec.replay import Skipped
-from prefix_exec.trajectory import Rollout
+from prefix_exec.trajectory import Rollout, Skipped
 
 #: inspect_evals' tau2 tasks that our tau environment replays, and their domain.
 TASKS: Mapping[str, str] = {"tau2_airline": "airline", "tau2_retail": "retail"}

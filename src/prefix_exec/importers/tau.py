@@ -35,8 +35,7 @@ from prefix_exec.envs.tau.backend import Provenance
 from prefix_exec.envs.tau.dispatch import depth_error
 from prefix_exec.errors import InputError
 from prefix_exec.jsonl import check_regular_file
-from prefix_exec.replay import Skipped
-from prefix_exec.trajectory import Observation, Rollout, ToolCall
+from prefix_exec.trajectory import Observation, Rollout, Skipped, ToolCall
 
 REWARD_TOLERANCE = 1e-9
 

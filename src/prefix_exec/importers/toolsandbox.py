@@ -62,8 +62,7 @@ from prefix_exec.importers.toolsandbox_rows import (
     load_json,
     minefields_from_conversation,
 )
-from prefix_exec.replay import Skipped
-from prefix_exec.trajectory import Observation, Rollout, ToolCall
+from prefix_exec.trajectory import Observation, Rollout, Skipped, ToolCall
 
 __all__ = [
     "ImportOptions",
