@@ -72,18 +72,7 @@ def read_results(
     the reason, the others are read.
     """
     text_path = str(path)
-    if Path(path).exists():
-        check_regular_file(Path(path))  # a FIFO or /dev/zero would block or fill memory
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"cannot read the results file: {exc.strerror or exc}", path=text_path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc.msg})", path=text_path, line=exc.lineno) from None
-    except RecursionError:
-        raise InputError("JSON nested too deep to read", path=text_path) from None
-    except ValueError as exc:  # an integer past Python's 4,300-digit limit
-        raise InputError(f"not usable JSON ({str(exc).split(';')[0]})", path=text_path) from None
+    data = _load_json(path)
     if isinstance(data, list):  # a bare list of simulations, as some harnesses write
         data = {"simulations": data}
     if not isinstance(data, Mapping) or not isinstance(data.get("simulations"), list):
@@ -95,23 +84,7 @@ def read_results(
         )
     raw_info = data.get("info")
     info: Mapping[str, Any] = raw_info if isinstance(raw_info, Mapping) else {}
-    environment = info.get("environment_info")
-    named = str((environment.get("domain_name") if isinstance(environment, Mapping) else None) or "")
-    if named and domain and named != domain:
-        raise InputError(
-            f"--domain {domain}, but the file says {named}",
-            path=text_path,
-            field="info.environment_info.domain_name",
-            hint="drop --domain for files that name their domain",
-        )
-    domain = named or domain or ""
-    if not domain:
-        raise InputError(
-            "the file does not say its domain",
-            path=text_path,
-            field="info.environment_info.domain_name",
-            hint="pass --domain airline or --domain retail",
-        )
+    domain = _domain(info, domain, text_path)
     raw_agent = info.get("agent_info")
     agent: Mapping[str, Any] = raw_agent if isinstance(raw_agent, Mapping) else {}
     model = model or agent.get("llm")
@@ -137,6 +110,46 @@ def read_results(
         simulations=tuple(data["simulations"]),
         sources=sources,
     )
+
+
+def _load_json(path: str | Path) -> Any:
+    """The parsed JSON of the file at ``path``; one that cannot be read or parsed raises :class:`InputError`."""
+    text_path = str(path)
+    if Path(path).exists():
+        check_regular_file(Path(path))  # a FIFO or /dev/zero would block or fill memory
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read the results file: {exc.strerror or exc}", path=text_path) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON ({exc.msg})", path=text_path, line=exc.lineno) from None
+    except RecursionError:
+        raise InputError("JSON nested too deep to read", path=text_path) from None
+    except ValueError as exc:  # an integer past Python's 4,300-digit limit
+        raise InputError(f"not usable JSON ({str(exc).split(';')[0]})", path=text_path) from None
+
+
+def _domain(info: Mapping[str, Any], given: str | None, text_path: str) -> str:
+    """The file's domain: ``info.environment_info.domain_name``, else ``given`` (``--domain``). Naming neither,
+    or two different ones, raises :class:`InputError`."""
+    environment = info.get("environment_info")
+    named = str((environment.get("domain_name") if isinstance(environment, Mapping) else None) or "")
+    if named and given and named != given:
+        raise InputError(
+            f"--domain {given}, but the file says {named}",
+            path=text_path,
+            field="info.environment_info.domain_name",
+            hint="drop --domain for files that name their domain",
+        )
+    domain = named or given or ""
+    if not domain:
+        raise InputError(
+            "the file does not say its domain",
+            path=text_path,
+            field="info.environment_info.domain_name",
+            hint="pass --domain airline or --domain retail",
+        )
+    return domain
 
 
 def _read_simulations(
@@ -202,16 +215,8 @@ def rollout_of(simulation: Mapping[str, Any], *, domain: str, model: str, method
     Raises ``KeyError``, ``TypeError`` or ``ValueError`` when broken (a message or tool call that is not an
     object included).
     """
-    messages = simulation["messages"]
-    if not isinstance(messages, list):
-        raise ValueError("'messages' is not a list")
-    for index, message in enumerate(messages):
-        if not isinstance(message, Mapping):
-            raise ValueError(f"messages[{index}] is not an object: {message!r}")
-        calls = message.get("tool_calls")
-        if calls is not None and not (isinstance(calls, list) and all(isinstance(c, Mapping) for c in calls)):
-            raise ValueError(f"messages[{index}].tool_calls is not a list of objects: {calls!r}")
-    results = {m.get("id"): m for m in messages if isinstance(m, Mapping) and m.get("role") == "tool"}
+    messages = _messages(simulation)
+    results = {m.get("id"): m for m in messages if m.get("role") == "tool"}
     actions: list[ToolCall] = []
     transcript: list[dict[str, Any]] = []
     users = 0
@@ -226,34 +231,9 @@ def rollout_of(simulation: Mapping[str, Any], *, domain: str, model: str, method
         for call in message.get("tool_calls") or ():
             if call.get("requestor", "assistant") != "assistant":
                 continue
-            recorded = results.get(call.get("id"))
-            observation = None
-            if recorded is not None:
-                observation = Observation(content=recorded.get("content"), error=recorded.get("error"))
-            arguments = call.get("arguments")
-            parse_error = None
-            if isinstance(arguments, str):  # some writers keep the raw JSON string
-                try:
-                    arguments = json.loads(arguments)
-                except json.JSONDecodeError as exc:
-                    parse_error, arguments = f"arguments are not JSON: {exc.msg}", {}
-            if not isinstance(arguments, Mapping):
-                parse_error = parse_error or f"arguments must be an object, got {type(arguments).__name__}"
-                arguments = {}
-            deep = depth_error(arguments)
-            if deep is not None:  # copying or checking it would exhaust the stack: the simulation is unreadable
-                raise ValueError(f"tool call {call.get('id')!r} ({call.get('name')}): {deep}")
-            actions.append(
-                ToolCall(
-                    name=str(call["name"]),
-                    arguments=dict(arguments),
-                    call_id=call.get("id"),
-                    turn=max(users - 1, 0),
-                    observation=observation,
-                    parse_error=parse_error,
-                )
-            )
-            if first_error is None and observation is not None and observation.error:
+            action = _action(call, results.get(call.get("id")), turn=max(users - 1, 0))
+            actions.append(action)
+            if first_error is None and action.observation is not None and action.observation.error:
                 first_error = len(actions)
     reward = float((simulation.get("reward_info") or {})["reward"])
     return Rollout(
@@ -273,6 +253,50 @@ def rollout_of(simulation: Mapping[str, Any], *, domain: str, model: str, method
             "first_recorded_error": first_error,
             "source": Path(source).name if source else None,
         },
+    )
+
+
+def _messages(simulation: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The simulation's messages; ``ValueError`` unless they are objects whose ``tool_calls`` are lists of objects."""
+    messages = simulation["messages"]
+    if not isinstance(messages, list):
+        raise ValueError("'messages' is not a list")
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            raise ValueError(f"messages[{index}] is not an object: {message!r}")
+        calls = message.get("tool_calls")
+        if calls is not None and not (isinstance(calls, list) and all(isinstance(c, Mapping) for c in calls)):
+            raise ValueError(f"messages[{index}].tool_calls is not a list of objects: {calls!r}")
+    return messages
+
+
+def _action(call: Mapping[str, Any], recorded: Mapping[str, Any] | None, *, turn: int) -> ToolCall:
+    """One assistant tool call with its ``recorded`` tool message (if any) as the observation. Arguments that are
+    not a JSON object are kept as a parse error (an empty object replayed); ones nested too deep to check raise
+    ``ValueError``, a call without a name ``KeyError``."""
+    observation = None
+    if recorded is not None:
+        observation = Observation(content=recorded.get("content"), error=recorded.get("error"))
+    arguments = call.get("arguments")
+    parse_error = None
+    if isinstance(arguments, str):  # some writers keep the raw JSON string
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError as exc:
+            parse_error, arguments = f"arguments are not JSON: {exc.msg}", {}
+    if not isinstance(arguments, Mapping):
+        parse_error = parse_error or f"arguments must be an object, got {type(arguments).__name__}"
+        arguments = {}
+    deep = depth_error(arguments)
+    if deep is not None:  # copying or checking it would exhaust the stack: the simulation is unreadable
+        raise ValueError(f"tool call {call.get('id')!r} ({call.get('name')}): {deep}")
+    return ToolCall(
+        name=str(call["name"]),
+        arguments=dict(arguments),
+        call_id=call.get("id"),
+        turn=turn,
+        observation=observation,
+        parse_error=parse_error,
     )
 
 

@@ -236,46 +236,21 @@ def scenario_rollout(
     folder: Path, result: ScenarioResult | None, options: ImportOptions, *, model: str
 ) -> Rollout | Skipped:
     """The rollout of one scenario folder, or ``Skipped`` with the reason it cannot be scored."""
-    context, conversation = folder / CONTEXT, folder / CONVERSATION
     if result is not None and result.error is not None:
         return Skipped(str(folder), f"its {SUMMARY} row is malformed: {result.error}")
     metadata: dict[str, Any] = {"scenario_dir": str(folder), "environment_faults": []}
-    if context.is_file():
-        recorded = calls_from_execution_context(context)
-        metadata["source"] = "execution_context"
-        if result is not None:
-            hits = locate_minefields(result.minefields, recorded.rows)
-            minefields = [(h["depth"], h["minefield"], h["similarity"]) for h in hits]
-            metadata["minefield_source"] = SUMMARY
-        elif conversation.is_file():
-            minefields, metadata["minefield_source"] = minefields_from_conversation(conversation), CONVERSATION
-        else:
-            minefields, metadata["minefield_source"] = [], None
-    elif conversation.is_file():
-        recorded = calls_from_conversation(conversation)
-        metadata["source"] = "conversation"
-        minefields, metadata["minefield_source"] = list(recorded.minefields), CONVERSATION
-    else:
+    read = _recorded(folder, result, metadata)
+    if read is None:
         return Skipped(str(folder), f"neither {CONTEXT} nor {CONVERSATION} is present")
+    recorded, minefields = read
     calls = list(recorded.calls)
-    aborted = result.exception_type if result else None
-    if result is None and not conversation.is_file():
+    if result is None and not (folder / CONVERSATION).is_file():
         return Skipped(
             str(folder),
             f"the run aborted ({CONVERSATION} is missing) and there is no {SUMMARY} saying why, so the failing "
             "call is unknown; score the complete run folder",
         )
-    if aborted:
-        metadata["aborted_with"] = aborted
-        attempted = _aborted_call(result, calls[-1].turn if calls else 0) if result else None
-        if attempted is not None:
-            calls.append(attempted)
-        else:
-            metadata["environment_faults"].append({"depth": None, "error": f"run aborted with {aborted}"})
-    for depth, call in enumerate(calls, start=1):
-        observation = call.observation
-        if observation is not None and observation.error and classify_exception(str(observation.content)).label is None:
-            metadata["environment_faults"].append({"depth": depth, "error": str(observation.content)})
+    _note_faults(calls, result, metadata)
     hits = [MinefieldHit(depth=d, minefield=i, similarity=sim) for d, i, sim in minefields]
     facts = ScenarioFacts.of_scenario(list(result.categories) if result else [], hits)
     metadata.update(facts.to_metadata(list(result.categories) if result else [], hits, metadata["source"]))
@@ -302,6 +277,51 @@ def scenario_rollout(
         success=success,
         metadata=metadata,
     )
+
+
+def _recorded(
+    folder: Path, result: ScenarioResult | None, metadata: dict[str, Any]
+) -> tuple[RecordedCalls, list[tuple[int, int, float]]] | None:
+    """The scenario's recorded calls and its minefield hits ``(depth, minefield, similarity)``: from the
+    execution context when there is one, else from the conversation (a heuristic); ``None`` with neither. Where
+    each came from goes in ``metadata`` (``source``, ``minefield_source``)."""
+    context, conversation = folder / CONTEXT, folder / CONVERSATION
+    if context.is_file():
+        recorded = calls_from_execution_context(context)
+        metadata["source"] = "execution_context"
+        if result is not None:
+            hits = locate_minefields(result.minefields, recorded.rows)
+            minefields = [(h["depth"], h["minefield"], h["similarity"]) for h in hits]
+            metadata["minefield_source"] = SUMMARY
+        elif conversation.is_file():
+            minefields, metadata["minefield_source"] = minefields_from_conversation(conversation), CONVERSATION
+        else:
+            minefields, metadata["minefield_source"] = [], None
+        return recorded, minefields
+    if conversation.is_file():
+        recorded = calls_from_conversation(conversation)
+        metadata["source"] = "conversation"
+        metadata["minefield_source"] = CONVERSATION
+        return recorded, list(recorded.minefields)
+    return None
+
+
+def _note_faults(calls: list[ToolCall], result: ScenarioResult | None, metadata: dict[str, Any]) -> None:
+    """An aborted run: the call its abort attempted appended to ``calls`` as a failing last action (or, for an
+    abort that is not the agent's, an environment fault), noted in ``metadata.aborted_with``. Then every recorded
+    error that is not the agent's (no failure label: a missing API key, say) in ``metadata.environment_faults``."""
+    aborted = result.exception_type if result else None
+    if aborted:
+        metadata["aborted_with"] = aborted
+        attempted = _aborted_call(result, calls[-1].turn if calls else 0) if result else None
+        if attempted is not None:
+            calls.append(attempted)
+        else:
+            metadata["environment_faults"].append({"depth": None, "error": f"run aborted with {aborted}"})
+    for depth, call in enumerate(calls, start=1):
+        observation = call.observation
+        if observation is not None and observation.error and classify_exception(str(observation.content)).label is None:
+            metadata["environment_faults"].append({"depth": depth, "error": str(observation.content)})
 
 
 def _aborted_call(result: ScenarioResult, turn: int) -> ToolCall | None:

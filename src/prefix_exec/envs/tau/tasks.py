@@ -137,6 +137,28 @@ def apply_initial_state(domain: Domain, task: Mapping[str, Any]) -> Any:
 
     A malformed ``initial_state`` (wrong shapes, data tau2's model rejects) raises :class:`InputError`.
     """
+    data, actions, required = _initial_state(task)
+    if not data and not actions:
+        return domain.base_db
+    db = domain.base_db
+    if data:
+        update = import_tau2("tau2.utils.pydantic_utils").update_pydantic_model_with_dict
+        try:
+            db = update(db, data)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:  # pydantic's ValidationError included
+            raise _malformed(task, f"initialization_data.agent_data does not fit the DB: {exc}") from None
+    else:
+        db = db.model_copy(deep=True)
+    toolkit = domain.make_toolkit(db)
+    for index, action in enumerate(actions):
+        _run_initial(domain, toolkit, task, action, required=index < required)
+    return toolkit.db
+
+
+def _initial_state(task: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, list[dict[str, Any]], int]:
+    """The task's ``initial_state`` checked for shape: the initialization data for the agent's DB (or ``None``),
+    the actions to run (``func_name``, ``arguments``, ``env_type``: the initialization actions, then the tool
+    calls of the message history), and how many of them are initialization actions (those must succeed)."""
     state = task.get("initial_state") or {}
     if not isinstance(state, Mapping):
         raise _malformed(task, f"expected an object, got {state!r}")
@@ -161,36 +183,29 @@ def apply_initial_state(domain: Domain, task: Mapping[str, Any]) -> Any:
         for message in history
         for c in message.get("tool_calls") or []
     ]
-    if not data and not actions:
-        return domain.base_db
-    db = domain.base_db
-    if data:
-        update = import_tau2("tau2.utils.pydantic_utils").update_pydantic_model_with_dict
-        try:
-            db = update(db, data)
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:  # pydantic's ValidationError included
-            raise _malformed(task, f"initialization_data.agent_data does not fit the DB: {exc}") from None
-    else:
-        db = db.model_copy(deep=True)
-    toolkit = domain.make_toolkit(db)
-    required = len(init_actions)
-    for index, action in enumerate(actions):
-        name = action["func_name"]
-        if action["env_type"] != "assistant":
-            raise InputError(f"task {task.get('id')}: user-side initial action {name} (airline/retail have none)")
-        arguments = action["arguments"] or {}
-        if not isinstance(arguments, Mapping) or depth_error(arguments) is not None:
-            raise _malformed(task, f"the arguments of {name!r} are not an object of at most {MAX_DEPTH} levels")
-        if index < required and name not in domain.tools:
-            raise InputError(
-                f"task {task.get('id')}: initialization action {name!r} is not a tool of {domain.name}",
-                field="initial_state.initialization_actions",
-                hint=f"{domain.name}'s tools: {', '.join(sorted(domain.tools))}",
-            )
-        try:
-            run_tool(domain, toolkit, str(name), arguments)
-        except Exception as exc:
-            if index < required:
-                raise InputError(f"task {task.get('id')}: initialization action {name} fails: {exc}") from None
-            # a failing call of the initial message history changed nothing in tau2 either
-    return toolkit.db
+    return data, actions, len(init_actions)
+
+
+def _run_initial(
+    domain: Domain, toolkit: Any, task: Mapping[str, Any], action: Mapping[str, Any], *, required: bool
+) -> None:
+    """Run one initial action on ``toolkit``. A ``required`` one (an initialization action) that is not a tool of
+    the domain, or fails, raises :class:`InputError`; a failing call of the message history changes nothing."""
+    name = action["func_name"]
+    if action["env_type"] != "assistant":
+        raise InputError(f"task {task.get('id')}: user-side initial action {name} (airline/retail have none)")
+    arguments = action["arguments"] or {}
+    if not isinstance(arguments, Mapping) or depth_error(arguments) is not None:
+        raise _malformed(task, f"the arguments of {name!r} are not an object of at most {MAX_DEPTH} levels")
+    if required and name not in domain.tools:
+        raise InputError(
+            f"task {task.get('id')}: initialization action {name!r} is not a tool of {domain.name}",
+            field="initial_state.initialization_actions",
+            hint=f"{domain.name}'s tools: {', '.join(sorted(domain.tools))}",
+        )
+    try:
+        run_tool(domain, toolkit, str(name), arguments)
+    except Exception as exc:
+        if required:
+            raise InputError(f"task {task.get('id')}: initialization action {name} fails: {exc}") from None
+        # a failing call of the initial message history changed nothing in tau2 either
