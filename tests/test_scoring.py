@@ -1,17 +1,19 @@
-"""score_to_file: the one loop every ``score`` command runs (replay, skip, resume, refuse to overwrite)."""
+"""score_to_file: the one loop every ``score`` command runs (replay each rollout on its environment, skip, resume,
+refuse to overwrite)."""
 
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from prefix_exec.errors import InputError
 from prefix_exec.io import read_records
-from prefix_exec.scoring import score_to_file
+from prefix_exec.scoring import Scorable, paired, score_to_file
 from prefix_exec.trajectory import Rollout, Skipped, ToolCall
-from test_replay import CounterEnv, rollout
+from test_replay import CounterEnv, CounterSession, rollout
 
 
 def units() -> list[Rollout | Skipped]:
@@ -26,7 +28,7 @@ def units() -> list[Rollout | Skipped]:
 
 def test_keep_going_scores_the_rest_and_lists_every_unit_it_could_not_score(tmp_path: Path) -> None:
     out, log = tmp_path / "r.jsonl", io.StringIO()
-    report = score_to_file(units(), lambda _r: CounterEnv(), out, keep_going=True, log=log)
+    report = score_to_file(paired(units(), CounterEnv()), out, keep_going=True, log=log)
     records = list(read_records(out))
     assert [(r.task_id, r.fed, r.T) for r in records] == [("t1", 2, 1), ("t2", 2, 2)]
     assert (report.written, report.executable, report.resumed) == (2, 1, 0)
@@ -43,17 +45,75 @@ def test_keep_going_scores_the_rest_and_lists_every_unit_it_could_not_score(tmp_
 def test_without_keep_going_the_first_bad_unit_stops_and_the_records_before_it_stay(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
     with pytest.raises(InputError, match=r"missing.*no task"):
-        score_to_file(units(), lambda _r: CounterEnv(), out)
+        score_to_file(paired(units(), CounterEnv()), out)
     assert [r.task_id for r in read_records(out)] == ["t1"]
 
 
 def test_a_full_output_is_refused_then_resumed_without_rescoring(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
     good = [u for u in units() if isinstance(u, Rollout) and u.task_id != "missing"][:2]
-    score_to_file(good[:1], lambda _r: CounterEnv(), out)
+    score_to_file(paired(good[:1], CounterEnv()), out)
     with pytest.raises(InputError, match="already holds records"):
-        score_to_file(good, lambda _r: CounterEnv(), out)
+        score_to_file(paired(good, CounterEnv()), out)
     env = CounterEnv()
-    report = score_to_file(good, lambda _r: env, out, resume=True)
+    report = score_to_file(paired(good, env), out, resume=True)
     assert (report.written, report.resumed, env.starts) == (1, 1, 1)
     assert [r.task_id for r in read_records(out)] == ["t1", "t2"]
+
+
+class OffsetEnv(CounterEnv):
+    """A counter that starts at ``offset``: the same rollout replays differently here and on a :class:`CounterEnv`."""
+
+    def __init__(self, offset: int) -> None:
+        super().__init__()
+        self.offset = offset
+
+    def start(self, task_id: str) -> CounterSession:
+        session = super().start(task_id)
+        session.value = self.offset
+        return session
+
+
+def test_each_rollout_replays_on_its_own_environment_also_when_prepare_replaces_it(tmp_path: Path) -> None:
+    """Two rollouts, two environments, one run: each executable only on its own environment. ``prepare`` returns a
+    new object (what once needed a table of environments keyed by the rollout's id()); it keeps its pair's."""
+    zero, ten = CounterEnv(), OffsetEnv(10)
+    on_zero = Rollout("toy", "a", "m", "react", actions=(ToolCall("inc"), ToolCall("need", {"n": 1})))
+    on_ten = Rollout("toy", "b", "m", "react", actions=(ToolCall("inc"), ToolCall("need", {"n": 11})))
+    prepared: list[Rollout] = []
+
+    def prepare(unit: Rollout) -> Rollout:
+        prepared.append(replace(unit, success=1))
+        return prepared[-1]
+
+    out = tmp_path / "r.jsonl"
+    report = score_to_file([Scorable(on_zero, zero), Scorable(on_ten, ten)], out, prepare=prepare)
+    records = list(read_records(out))
+    assert [(r.task_id, r.fed, r.T, r.success) for r in records] == [("a", 3, 2, 1), ("b", 3, 2, 1)]
+    assert (report.written, report.executable) == (2, 2)
+    assert (zero.starts, ten.starts) == (1, 1)
+    # swapped, each rollout fails its last call: the pairing decides, not the order
+    swapped = score_to_file([Scorable(on_zero, ten), Scorable(on_ten, zero)], out, prepare=prepare, overwrite=True)
+    assert [(r.task_id, r.fed, r.reason) for r in read_records(out)] == [
+        ("a", 2, "counter is 11"),
+        ("b", 2, "counter is 1"),
+    ]
+    assert swapped.executable == 0
+
+
+def test_an_environment_built_from_the_rollout_gets_the_prepared_one_and_only_when_replayed(tmp_path: Path) -> None:
+    built: list[Rollout] = []
+
+    def env_for(unit: Rollout) -> CounterEnv:
+        built.append(unit)
+        return CounterEnv()
+
+    first, second = rollout(("inc", {}), success=None), rollout(("inc", {}), success=None)
+    second = replace(second, task_id="t2")
+    out = tmp_path / "r.jsonl"
+    score_to_file([Scorable(first, env_for)], out, prepare=lambda unit: replace(unit, success=0))
+    assert [(u.task_id, u.success) for u in built] == [("t1", 0)]  # the rollout prepare returned
+    pairs = [Scorable(first, env_for), Scorable(second, env_for), Scorable(second, env_for)]
+    report = score_to_file(pairs, out, resume=True, keep_going=True, prepare=lambda unit: replace(unit, success=1))
+    assert [(u.task_id, u.success) for u in built] == [("t1", 0), ("t2", 1)]  # not for the kept one, nor the repeat
+    assert (report.written, report.resumed, len(report.skipped)) == (1, 1, 1)

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TextIO
+from typing import Any, TextIO
 
 from prefix_exec.envs.bfcl import FinalSuccess
 from prefix_exec.envs.bfcl.tasks import load_task
-from prefix_exec.envs.tau.regrade import ResultsFile, regrades
-from prefix_exec.envs.tau.session import TauEnvironment
+from prefix_exec.envs.tau.regrade import regrades
+from prefix_exec.envs.tau.results import LoadedResults
 from prefix_exec.errors import ReplayError
 from prefix_exec.jsonl import UnitKey
 from prefix_exec.trajectory import PrefixRecord, Rollout
@@ -83,8 +83,7 @@ def bfcl_agreement(records: Iterable[PrefixRecord]) -> Agreement:
 
 
 def tau_agreement(
-    files: Sequence[ResultsFile],
-    envs: Mapping[str, TauEnvironment],
+    files: Sequence[LoadedResults[Any]],
     scored: set[UnitKey],
     *,
     keep_going: bool,
@@ -94,7 +93,7 @@ def tau_agreement(
     regraded (a malformed task: without ``keep_going`` the first raises :class:`InputError`)."""
     agreement = Agreement("tau2 DB check", apart_note="with Y = 0 match the DB (another reward part failed)")
     skipped: list[str] = []
-    for _, rollout, result in regrades(files, envs, scored, keep_going=keep_going, log=log, skipped=skipped):
+    for _, rollout, result in regrades(files, scored, keep_going=keep_going, log=log, skipped=skipped):
         agreement.compared += 1
         if result.recomputed == bool(rollout.success):
             agreement.agreed += 1

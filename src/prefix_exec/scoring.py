@@ -1,9 +1,10 @@
 """Score a stream of rollouts into a records file: resumable, with progress, and nothing silently dropped.
 
-Every benchmark's ``score`` command funnels through :func:`score_to_file`. Importers yield rollouts, or
-:class:`~prefix_exec.trajectory.Skipped` for an input unit they could not read; replay errors become ``Skipped``
-too when the user asked to keep going. Records are appended and fsynced one by one, so a kill loses at most
-the rollout in flight, and ``resume`` skips units already in the file.
+Every benchmark's ``score`` command funnels through :func:`score_to_file`. It takes :class:`Scorable` pairs,
+each rollout with the environment it replays on (so one run may mix environments: two tau domains, BFCL and
+tau samples of inspect logs), or :class:`~prefix_exec.trajectory.Skipped` for an input unit that could not be
+read; replay errors become ``Skipped`` too when the user asked to keep going. Records are appended and fsynced
+one by one, so a kill loses at most the rollout in flight, and ``resume`` skips units already in the file.
 """
 
 from __future__ import annotations
@@ -27,6 +28,34 @@ from prefix_exec.redaction import redact_json
 from prefix_exec.replay import ReplayError, replay
 from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
 
+#: An environment built for one rollout, from the rollout: tau's reads its transcript (the information
+#: check), ToolSandbox's recorded one its recorded replies.
+EnvFor = Callable[[Rollout], Environment]
+
+
+@dataclass(frozen=True)
+class Scorable:
+    """One rollout to score and the environment it replays on.
+
+    ``env`` is the environment, or an :data:`EnvFor` that builds the rollout's own from it. That runs only
+    when the rollout is replayed (not for one kept by ``resume``), inside its budget, on the rollout as
+    ``prepare`` returned it; whatever ``prepare`` returns keeps this pair's environment.
+    """
+
+    rollout: Rollout
+    env: Environment | EnvFor
+
+    def environment(self, rollout: Rollout) -> Environment:
+        """The environment ``rollout`` (this pair's, or ``prepare``'s copy of it) replays on."""
+        return self.env if isinstance(self.env, Environment) else self.env(rollout)
+
+
+def paired(units: Iterable[Rollout | Skipped], env: Environment | EnvFor) -> Iterator[Scorable | Skipped]:
+    """``units`` (a reader's rollouts and skipped inputs, read as they are asked for) with every rollout paired
+    with ``env``."""
+    for unit in units:
+        yield Scorable(unit, env) if isinstance(unit, Rollout) else unit
+
 
 @dataclass
 class ScoreReport:
@@ -47,8 +76,7 @@ class ScoreReport:
 
 
 def score_to_file(
-    units: Iterable[Rollout | Skipped],
-    env_for: Callable[[Rollout], Environment],
+    units: Iterable[Scorable | Skipped],
     out: str | Path,
     *,
     resume: bool = False,
@@ -63,7 +91,7 @@ def score_to_file(
     call_memory_mb: int = budget.DEFAULT_CALL_MEMORY_MB,
     inputs: Iterable[str | Path] = (),
 ) -> ScoreReport:
-    """Replay every rollout in ``units`` and append its record to ``out``.
+    """Replay every rollout in ``units`` on its environment and append its record to ``out``.
 
     Without ``keep_going`` the first unit that cannot be scored raises :class:`InputError` (records written
     before it stay on disk). With it, each such unit is reported on ``log`` and in the returned report.
@@ -78,8 +106,34 @@ def score_to_file(
     ``prepare`` may raise :class:`ReplayError` or :class:`InputError` for a unit it cannot handle.
     ``inputs`` are the files read: an ``out`` that is one of them is refused before anything is touched.
     """
-    log = log if log is not None else sys.stderr
     path = Path(out)
+    _check_output(path, inputs, resume=resume, overwrite=overwrite)
+    fresh = not path.exists() or path.stat().st_size == 0
+    report = ScoreReport()
+    scorer = _Scorer(
+        report,
+        keep_going=keep_going,
+        log=log if log is not None else sys.stderr,
+        on_record=on_record,
+        prepare=prepare,
+        rollout_seconds=rollout_seconds,
+        call_memory_mb=call_memory_mb,
+    )
+    with hold_lock(path):
+        try:
+            scorer.score(units, path, resume=resume, total=total, desc=desc)
+        except BaseException:
+            # A failed run leaves no empty output behind (a non-empty one keeps its records for --resume).
+            _drop_if_empty(path, fresh)
+            raise
+        if report.skipped:  # exit 2: nothing scored leaves nothing behind
+            _drop_if_empty(path, fresh)
+    return report
+
+
+def _check_output(path: Path, inputs: Iterable[str | Path], *, resume: bool, overwrite: bool) -> None:
+    """An :class:`InputError` unless ``path`` may be written: not one of ``inputs``, not a folder or device,
+    and, when it already holds records, continued (``resume``) or replaced (``overwrite``) on purpose."""
     refuse_input_as_output(path, inputs)
     if path.exists() and not path.is_file():
         raise InputError(
@@ -91,32 +145,6 @@ def score_to_file(
             path=path,
             hint="pass --resume to continue it, --overwrite to replace it, or choose another --out",
         )
-    fresh = not path.exists() or path.stat().st_size == 0
-    report = ScoreReport()
-    with hold_lock(path):
-        try:
-            _score_locked(
-                units,
-                env_for,
-                path,
-                report,
-                resume=resume,
-                keep_going=keep_going,
-                total=total,
-                desc=desc,
-                log=log,
-                on_record=on_record,
-                prepare=prepare,
-                rollout_seconds=rollout_seconds,
-                call_memory_mb=call_memory_mb,
-            )
-        except BaseException:
-            # A failed run leaves no empty output behind (a non-empty one keeps its records for --resume).
-            _drop_if_empty(path, fresh)
-            raise
-        if report.skipped:  # exit 2: nothing scored leaves nothing behind
-            _drop_if_empty(path, fresh)
-    return report
 
 
 def _drop_if_empty(path: Path, fresh: bool) -> None:
@@ -124,55 +152,74 @@ def _drop_if_empty(path: Path, fresh: bool) -> None:
         path.unlink()
 
 
-def _score_locked(
-    units: Iterable[Rollout | Skipped],
-    env_for: Callable[[Rollout], Environment],
-    path: Path,
-    report: ScoreReport,
-    *,
-    resume: bool,
-    keep_going: bool,
-    total: int | None,
-    desc: str,
-    log: TextIO,
-    on_record: Callable[[PrefixRecord], None] | None,
-    prepare: Callable[[Rollout], Rollout] | None,
-    rollout_seconds: float | None,
-    call_memory_mb: int,
-) -> None:
-    done = completed_keys(path, kind=RECORD_KIND) if resume else set()
-    seen: set[UnitKey] = set()
-    with (
-        JsonlWriter(path, append=resume) as writer,
-        tqdm(total=total, desc=desc, unit="rollout", disable=None, file=sys.stderr) as bar,
-    ):
-        for unit in units:
-            bar.update(1)
-            if isinstance(unit, Skipped):
-                _skip(report, unit, keep_going, log)
-                continue
-            if unit.key in seen:
-                _skip(report, Skipped(_name(unit), "duplicate: the input holds this rollout twice"), keep_going, log)
-                continue
-            seen.add(unit.key)
-            if unit.key in done:
-                report.resumed += 1
-                continue
-            try:
-                with budget.rollout_budget(rollout_seconds, call_memory_mb):
-                    ready = prepare(unit) if prepare is not None else unit
-                    record = replay(ready, env_for(ready))
-            except (ReplayError, InputError, budget.OverBudget) as exc:
-                _skip(report, Skipped(_name(unit), str(exc)), keep_going, log)
-                continue
-            row = record_to_json(record)
-            if "metadata" in row:  # an input's settings (another tool's api_base) lose URL credentials
-                row["metadata"] = redact_json(row["metadata"])
-            writer.write(row)
-            report.written += 1
-            report.executable += int(record.executable)
-            if on_record is not None:
-                on_record(record)
+@dataclass(frozen=True)
+class _Scorer:
+    """One scoring run's settings (see :func:`score_to_file`) and the report it fills."""
+
+    report: ScoreReport
+    keep_going: bool
+    log: TextIO
+    on_record: Callable[[PrefixRecord], None] | None
+    prepare: Callable[[Rollout], Rollout] | None
+    rollout_seconds: float | None
+    call_memory_mb: int
+
+    def score(
+        self, units: Iterable[Scorable | Skipped], path: Path, *, resume: bool, total: int | None, desc: str
+    ) -> None:
+        """Score ``units`` into ``path`` (held locked by the caller), appending when ``resume``."""
+        done = completed_keys(path, kind=RECORD_KIND) if resume else set()
+        seen: set[UnitKey] = set()
+        with (
+            JsonlWriter(path, append=resume) as writer,
+            tqdm(total=total, desc=desc, unit="rollout", disable=None, file=sys.stderr) as bar,
+        ):
+            for unit in units:
+                bar.update(1)
+                if isinstance(unit, Skipped):
+                    self.skip(unit)
+                    continue
+                key = unit.rollout.key
+                if key in seen:
+                    self.skip(Skipped(_name(unit.rollout), "duplicate: the input holds this rollout twice"))
+                    continue
+                seen.add(key)
+                if key in done:
+                    self.report.resumed += 1
+                    continue
+                record = self.replay(unit)
+                if record is not None:
+                    self.write(writer, record)
+
+    def replay(self, unit: Scorable) -> PrefixRecord | None:
+        """The record of ``unit``, prepared and replayed inside its budget; ``None`` when it cannot be scored
+        (skipped, or raised without ``keep_going``)."""
+        try:
+            with budget.rollout_budget(self.rollout_seconds, self.call_memory_mb):
+                ready = self.prepare(unit.rollout) if self.prepare is not None else unit.rollout
+                return replay(ready, unit.environment(ready))
+        except (ReplayError, InputError, budget.OverBudget) as exc:
+            self.skip(Skipped(_name(unit.rollout), str(exc)))
+            return None
+
+    def write(self, writer: JsonlWriter, record: PrefixRecord) -> None:
+        row = record_to_json(record)
+        if "metadata" in row:  # an input's settings (another tool's api_base) lose URL credentials
+            row["metadata"] = redact_json(row["metadata"])
+        writer.write(row)
+        self.report.written += 1
+        self.report.executable += int(record.executable)
+        if self.on_record is not None:
+            self.on_record(record)
+
+    def skip(self, unit: Skipped) -> None:
+        if not self.keep_going:
+            raise InputError(
+                f"{unit.where}: {unit.error}",
+                hint="fix the input, or pass --keep-going to score the rest and list the failures",
+            )
+        self.report.skipped.append(unit)
+        print(f"prefix-exec: skipped {unit.where}: {unit.error}", file=self.log)
 
 
 def refuse_input_as_output(out: Path, inputs: Iterable[str | Path]) -> None:
@@ -219,13 +266,3 @@ def hold_lock(path: Path) -> Iterator[None]:
 
 def _name(unit: Rollout) -> str:
     return f"task {unit.task_id} (model {unit.model}, method {unit.method}, trial {unit.trial})"
-
-
-def _skip(report: ScoreReport, unit: Skipped, keep_going: bool, log: TextIO) -> None:
-    if not keep_going:
-        raise InputError(
-            f"{unit.where}: {unit.error}",
-            hint="fix the input, or pass --keep-going to score the rest and list the failures",
-        )
-    report.skipped.append(unit)
-    print(f"prefix-exec: skipped {unit.where}: {unit.error}", file=log)

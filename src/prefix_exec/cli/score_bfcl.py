@@ -16,7 +16,7 @@ from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.bfcl import PROMPTING_Y
 from prefix_exec.replay import ReplayError, with_success
-from prefix_exec.scoring import score_to_file
+from prefix_exec.scoring import paired, score_to_file
 from prefix_exec.trajectory import Rollout, Skipped
 
 
@@ -97,8 +97,7 @@ def run(args: argparse.Namespace) -> int:
             total = None
         checker = FinalSuccess(env.templates)
         report = score_to_file(
-            units,
-            lambda rollout: env,
+            paired(units, env),
             args.out,
             total=total,
             desc="bfcl",

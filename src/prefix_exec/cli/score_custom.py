@@ -13,7 +13,7 @@ from prefix_exec.envs.custom import CustomEnvironment, load_spec
 from prefix_exec.envs.spec_formats import FORM_NAMES
 from prefix_exec.errors import InputError
 from prefix_exec.io import iter_json_lines, rollout_from_json
-from prefix_exec.scoring import score_to_file
+from prefix_exec.scoring import paired, score_to_file
 from prefix_exec.trajectory import Rollout, Skipped
 
 
@@ -84,8 +84,7 @@ def run(args: argparse.Namespace) -> int:
     note_schema_only(env, f"{args.tools} ({FORM_NAMES[env.form]})")
     units = read_units(args.rollouts, keep_going=args.keep_going, model=args.model, method=args.method)
     report = score_to_file(
-        units,
-        lambda _r: env,
+        paired(units, env),
         args.out,
         desc=f"scoring {env.name}",
         inputs=[*args.rollouts, args.tools, *([args.hooks] if args.hooks else [])],

@@ -14,10 +14,10 @@ from prefix_exec.cli.score_custom import add_spec_options, note_schema_only
 from prefix_exec.envs.custom import CustomEnvironment, environment_from_tools, load_spec
 from prefix_exec.envs.spec_formats import FORM_NAMES
 from prefix_exec.errors import InputError
-from prefix_exec.importers.openai_transcripts import Identity, read_conversations, tools_digest
+from prefix_exec.importers.openai_transcripts import Conversation, Identity, read_conversations, tools_digest
 from prefix_exec.jsonl import expand_inputs
-from prefix_exec.scoring import score_to_file
-from prefix_exec.trajectory import Rollout, Skipped
+from prefix_exec.scoring import Scorable, score_to_file
+from prefix_exec.trajectory import Skipped
 
 #: The records' note when a conversation's own tools list served as its spec.
 SCHEMA_ONLY_NOTE = "schema checks only: the conversation's own tools list served as the spec (no --tools)"
@@ -96,11 +96,9 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     identity = identity_of(args, spec.name if spec is not None else "openai")
-    envs: dict[str, CustomEnvironment] = {}
-    units = _units(files, identity, spec, envs, keep_going=args.keep_going)
+    units = _units(files, identity, spec, keep_going=args.keep_going)
     report = score_to_file(
         units,
-        lambda rollout: spec if spec is not None else envs[rollout.metadata["tools_digest"]],
         args.out,
         desc="scoring transcripts",
         inputs=[*files, *(p for p in (args.tools, args.hooks) if p)],
@@ -110,45 +108,46 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _units(
-    files: list[Path],
-    identity: Identity,
-    spec: CustomEnvironment | None,
-    envs: dict[str, CustomEnvironment],
-    *,
-    keep_going: bool,
-) -> Iterator[Rollout | Skipped]:
-    """Rollouts of every conversation; without a spec, each gets the environment of its own tools list
-    (built once per distinct list, kept in ``envs`` by digest)."""
+    files: list[Path], identity: Identity, spec: CustomEnvironment | None, *, keep_going: bool
+) -> Iterator[Scorable | Skipped]:
+    """Rollouts of every conversation, each with ``spec`` or, without one, the environment of its own tools list
+    (built once per distinct list, kept by digest)."""
+    envs: dict[str, CustomEnvironment] = {}
     for path in files:
         for item in read_conversations(path, identity, tolerant=keep_going):
             try:
                 if isinstance(item, InputError):
                     raise item
-                rollout = item.rollout
-                if spec is None:
-                    if item.tools is None:
-                        raise InputError(
-                            "the conversation carries no 'tools' list to check its calls against",
-                            path=item.path,
-                            line=item.line,
-                            field=item.prefix + "tools",
-                            hint="pass --tools SPEC (the tool list offered, or our spec)",
-                        )
-                    digest = tools_digest(item.tools)
-                    if digest not in envs:
-                        envs[digest] = environment_from_tools(
-                            item.tools,
-                            name=rollout.dataset,
-                            path=item.path,
-                            line=item.line,
-                            prefix=item.prefix + "tools",
-                        )
-                    metadata = {**rollout.metadata, "spec_note": SCHEMA_ONLY_NOTE, "tools_digest": digest}
-                    rollout = replace(rollout, metadata=metadata)
+                pair = Scorable(item.rollout, spec) if spec is not None else _with_own_tools(item, envs)
             except InputError as exc:
                 if not keep_going:
                     raise
                 where = f"{exc.path}:{exc.line}" if exc.line is not None else str(exc.path)
                 yield Skipped(where, exc.detail())
                 continue
-            yield rollout
+            yield pair
+
+
+def _with_own_tools(item: Conversation, envs: dict[str, CustomEnvironment]) -> Scorable:
+    """The conversation's rollout with the environment of its own tools list (from ``envs``, by digest, or built
+    and kept there), its metadata saying so; a conversation without one raises :class:`InputError`."""
+    if item.tools is None:
+        raise InputError(
+            "the conversation carries no 'tools' list to check its calls against",
+            path=item.path,
+            line=item.line,
+            field=item.prefix + "tools",
+            hint="pass --tools SPEC (the tool list offered, or our spec)",
+        )
+    rollout = item.rollout
+    digest = tools_digest(item.tools)
+    if digest not in envs:
+        envs[digest] = environment_from_tools(
+            item.tools,
+            name=rollout.dataset,
+            path=item.path,
+            line=item.line,
+            prefix=item.prefix + "tools",
+        )
+    metadata = {**rollout.metadata, "spec_note": SCHEMA_ONLY_NOTE, "tools_digest": digest}
+    return Scorable(replace(rollout, metadata=metadata), envs[digest])

@@ -13,17 +13,15 @@ from typing import Any
 
 from prefix_exec.cli.common import add_scoring_options, finish, output_options
 from prefix_exec.domains import TAU_DOMAINS, legacy
-from prefix_exec.envs.tau import TauEnvironment, load_domain
 from prefix_exec.envs.tau.consistency import Consistency, Disagreement
-from prefix_exec.envs.tau.mismatch import task_mismatch
 from prefix_exec.envs.tau.regrade import regrade_files
-from prefix_exec.envs.tau.tasks import check_embedded
+from prefix_exec.envs.tau.results import LoadedResults, load_results
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
-from prefix_exec.importers.tau import TauResults, read_results, with_provenance
+from prefix_exec.importers.tau import TauResults, read_results
 from prefix_exec.io import RECORD_KIND, completed_keys, read_records
-from prefix_exec.scoring import score_to_file
-from prefix_exec.trajectory import Rollout, Skipped
+from prefix_exec.scoring import Scorable, paired, score_to_file
+from prefix_exec.trajectory import Skipped
 
 
 def register(benchmarks: Any, name: str) -> None:
@@ -77,31 +75,25 @@ def run(args: argparse.Namespace) -> int:
     require("tau2", "loguru", why="tau2's domains replay the calls")
     if args.resume:
         _refuse_old_layout(args.out)
-    files: list[TauResults] = []
-    units: list[Rollout | Skipped] = []
-    envs: dict[str, TauEnvironment] = {}
+    files: list[LoadedResults[TauResults]] = []
+    units: list[Scorable | Skipped] = []
     mismatched: list[Disagreement] = []
     for path in args.results:
         try:  # an unreadable file, or one of a domain replay does not model (telecom, say), is one file's error
             results = read_results(path, model=args.model, method=args.method, domain=args.domain)
-            env = _environment(results, args.tau2_data, sequential=args.parallel_calls == "sequential")
+            loaded = load_results(results, args.tau2_data, sequential=args.parallel_calls == "sequential")
         except InputError as exc:
             if not args.keep_going:
                 raise
             units.append(Skipped(path, exc.describe()))  # reported by score_to_file, never dropped
             continue
-        check = check_embedded(env.domain, results.tasks)
-        results = with_provenance(results, env.domain.provenance, check.differing)
-        files.append(results)
-        envs[results.path] = env
-        print(f"prefix-exec: {results.path}: {check.describe()}", file=sys.stderr)
-        units.extend(results.units)
-        mismatched += _mismatches(results, env)
-    by_rollout = {id(r): envs[f.path] for f in files for r in f.rollouts}
+        files.append(loaded)
+        print(f"prefix-exec: {loaded.results.path}: {loaded.check.describe()}", file=sys.stderr)
+        units += paired([*loaded.results.rollouts, *loaded.results.skipped], loaded.env.bind)
+        mismatched += loaded.mismatches()
     consistency = Consistency()
     report = score_to_file(
         units,
-        lambda rollout: by_rollout[id(rollout)].bind(rollout),
         args.out,
         total=len(units),
         desc="scoring tau",
@@ -110,13 +102,11 @@ def run(args: argparse.Namespace) -> int:
         **output_options(args),
     )
     if args.resume:  # the kept records were scored by an earlier run: compare every record of the output again
-        consistency.restart()
-        for record in read_records(args.out):
-            consistency.add(record)
+        consistency.compare_again(read_records(args.out))
     consistency.write(args.consistency or f"{args.out}.consistency.json", sys.stderr, first=mismatched)
     unregraded = 0
     if args.regrade:
-        unregraded = regrade_files(files, envs, consistency.scored, keep_going=args.keep_going, log=sys.stderr)
+        unregraded = regrade_files(files, consistency.scored, keep_going=args.keep_going, log=sys.stderr)
     status = finish(report, args.out)
     return 2 if unregraded else status
 
@@ -132,25 +122,3 @@ def _refuse_old_layout(out: str) -> None:
             path=out,
             hint="pass --overwrite to score the files again in the new layout, or choose another --out",
         )
-
-
-def _environment(results: TauResults, data: str | None, *, sequential: bool = False) -> TauEnvironment:
-    return TauEnvironment(load_domain(results.domain, data), results.tasks, sequential_calls=sequential)
-
-
-def _mismatches(results: TauResults, env: TauEnvironment) -> list[Disagreement]:
-    """``task_mismatch`` entries: simulations whose conversation does not fit their task (envs/tau/mismatch)."""
-    found = []
-    for rollout in results.rollouts:
-        if not env.knows(rollout.task_id) or rollout.transcript is None:
-            continue  # an unknown task is reported when scoring
-        entry = task_mismatch(
-            env.task(rollout.task_id),
-            rollout.transcript,
-            dataset=rollout.dataset,
-            task_id=rollout.task_id,
-            trial=rollout.trial,
-        )
-        if entry is not None:
-            found.append(entry)
-    return found

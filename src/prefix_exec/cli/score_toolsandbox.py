@@ -11,7 +11,7 @@ from prefix_exec.cli.common import add_scoring_options, finish, float_between, o
 from prefix_exec.envs.toolsandbox import recorded_environment
 from prefix_exec.importers.toolsandbox import ImportOptions, read_toolsandbox
 from prefix_exec.sampling import read_names
-from prefix_exec.scoring import score_to_file
+from prefix_exec.scoring import paired, score_to_file
 from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
 
 
@@ -76,8 +76,7 @@ def run(args: argparse.Namespace) -> int:
             faulty.append(record.task_id)
 
     report = score_to_file(
-        units,
-        recorded_environment,
+        paired(units, recorded_environment),
         args.out,
         desc="scoring toolsandbox",
         on_record=note_faults,

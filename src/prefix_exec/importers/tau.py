@@ -15,8 +15,9 @@ exactly one :class:`~prefix_exec.trajectory.Rollout`:
   for the information-availability check;
 - ``metadata``: the simulation id, termination reason, recorded reward and the 1-based depth of the first
   recorded ``error=True`` call (``None`` when there is none); once the file is matched with the installed tau2
-  (:func:`with_provenance`), also ``tau2`` (provider, version, task set, task digest) and ``task_definition``
-  (``installed``, or ``embedded (differs from installed)`` for a task whose embedded definition differs).
+  (:func:`prefix_exec.envs.tau.results.load_results`), also ``tau2`` (provider, version, task set, task digest)
+  and ``task_definition`` (``installed``, or ``embedded (differs from installed)`` for a task whose embedded
+  definition differs).
 
 User-side tool calls (``requestor: user``, telecom only) are not agent actions and are not imported. The file's
 embedded ``tasks`` are returned alongside, so no tasks.json is needed.
@@ -54,10 +55,24 @@ class TauResults:
     #: The simulation each rollout was read from (same order as ``rollouts``).
     sources: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)
 
-    @property
-    def units(self) -> list[Rollout | Skipped]:
-        """Rollouts and unreadable simulations, in file order, for ``score_to_file``."""
-        return [*self.rollouts, *self.skipped]
+    def with_provenance(self, provenance: Provenance, differing: tuple[str, ...] = ()) -> TauResults:
+        """This file with every rollout's metadata naming the installed tau2 and task set; ``differing`` lists
+        the task ids whose embedded definition differs from the installed one."""
+        changed = {qualify(self.domain, task_id) for task_id in differing}
+        rollouts = tuple(
+            replace(
+                rollout,
+                metadata={
+                    **rollout.metadata,
+                    "tau2": provenance.to_json(),
+                    "task_definition": "embedded (differs from installed)"
+                    if rollout.task_id in changed
+                    else "installed",
+                },
+            )
+            for rollout in self.rollouts
+        )
+        return replace(self, rollouts=rollouts)
 
 
 def read_results(
@@ -189,24 +204,6 @@ def _unscorable(simulation: Any) -> str | None:
     if simulation["reward_info"].get("reward") is None:
         return "unscorable: reward_info.reward is missing (no reward was recorded)"
     return None
-
-
-def with_provenance(results: TauResults, provenance: Provenance, differing: tuple[str, ...] = ()) -> TauResults:
-    """``results`` with every rollout's metadata naming the installed tau2 and task set; ``differing`` lists the
-    task ids whose embedded definition differs from the installed one."""
-    changed = {qualify(results.domain, task_id) for task_id in differing}
-    rollouts = tuple(
-        replace(
-            rollout,
-            metadata={
-                **rollout.metadata,
-                "tau2": provenance.to_json(),
-                "task_definition": "embedded (differs from installed)" if rollout.task_id in changed else "installed",
-            },
-        )
-        for rollout in results.rollouts
-    )
-    return replace(results, rollouts=rollouts)
 
 
 def rollout_of(simulation: Mapping[str, Any], *, domain: str, model: str, method: str, source: str = "") -> Rollout:

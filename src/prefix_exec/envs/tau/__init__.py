@@ -16,6 +16,8 @@
 - :mod:`.tasks`: the paper's task set, checked against a results file's embedded tasks; a task's initial state
   and expected actions;
 - :mod:`.regrade`: the DB part of the reward, recomputed for every scored simulation of the results files.
+- :mod:`.results`: a read results file matched with the installed tau2 (its environment, task-set check and
+  provenance: :func:`~.results.load_results`, what ``score tau`` and ``score inspect`` both run).
 
 Nothing here imports tau2 at module import time; the first environment built does.
 """

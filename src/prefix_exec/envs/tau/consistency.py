@@ -130,6 +130,13 @@ class Consistency:
         self.found.clear()
         self.calls = 0
 
+    def compare_again(self, records: Iterable[PrefixRecord]) -> None:
+        """Forget the comparisons made so far and make them on ``records`` (a resumed output's every record,
+        the kept ones included), adding them to the scored units."""
+        self.restart()
+        for record in records:
+            self.add(record)
+
     def write(self, path: str, log: TextIO, *, first: Sequence[Disagreement] = ()) -> None:
         """Write the report (a JSON list of :meth:`Disagreement.to_json`: the entries ``first``, then those
         found) to ``path`` and say on ``log`` what it holds: every entry, or that replay agrees, or that no call

@@ -15,10 +15,11 @@ import hashlib
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TextIO
+from typing import Any, TextIO
 
 from prefix_exec.domains import qualify
 from prefix_exec.envs.tau.dispatch import run_tool
+from prefix_exec.envs.tau.results import LoadedResults, ReadResults
 from prefix_exec.envs.tau.session import TauEnvironment
 from prefix_exec.envs.tau.state import RecordTexts, db_json, lazy_db
 from prefix_exec.envs.tau.tasks import expected_actions
@@ -119,40 +120,27 @@ def regrade_db(env: TauEnvironment, simulation: Mapping[str, Any]) -> Regrade:
     )
 
 
-class ResultsFile(Protocol):
-    """One read results file: its path, and its rollouts with the simulation each came from (aligned)."""
-
-    @property
-    def path(self) -> str: ...
-
-    @property
-    def rollouts(self) -> Sequence[Rollout]: ...
-
-    @property
-    def sources(self) -> Sequence[Mapping[str, Any]]: ...
-
-
 def regrades(
-    files: Sequence[ResultsFile],
-    envs: Mapping[str, TauEnvironment],
+    files: Sequence[LoadedResults[Any]],
     scored: set[UnitKey],
     *,
     keep_going: bool,
     log: TextIO,
     skipped: list[str],
-) -> Iterator[tuple[ResultsFile, Rollout, Regrade]]:
-    """The DB regrade of every scored simulation (``envs`` by file path), once per unit: those skipped while
-    scoring and repeats of a unit are passed over. A simulation that cannot be regraded (a malformed task) is
-    printed to ``log`` and appended to ``skipped``; without ``keep_going`` the first one raises
-    :class:`InputError` instead."""
+) -> Iterator[tuple[ReadResults, Rollout, Regrade]]:
+    """The DB regrade of every scored simulation of ``files``, each on its file's environment, once per unit:
+    those skipped while scoring and repeats of a unit are passed over. A simulation that cannot be regraded (a
+    malformed task) is printed to ``log`` and appended to ``skipped``; without ``keep_going`` the first one
+    raises :class:`InputError` instead."""
     done: set[UnitKey] = set()
-    for results in files:
+    for loaded in files:
+        results = loaded.results
         for rollout, simulation in zip(results.rollouts, results.sources, strict=True):
             if rollout.key not in scored or rollout.key in done:  # skipped while scoring, or a duplicate
                 continue
             done.add(rollout.key)
             try:
-                result = regrade_db(envs[results.path], simulation)
+                result = regrade_db(loaded.env, simulation)
             except InputError as exc:
                 where = f"{results.path}: task {rollout.task_id} trial {rollout.trial}"
                 if not keep_going:
@@ -166,23 +154,22 @@ def regrades(
 
 
 def regrade_files(
-    files: Sequence[ResultsFile],
-    envs: Mapping[str, TauEnvironment],
+    files: Sequence[LoadedResults[Any]],
     scored: set[UnitKey],
     *,
     keep_going: bool,
     log: TextIO,
 ) -> int:
-    """Recompute the DB check of every scored simulation (``envs`` by file path); those skipped while scoring
-    (listed there) and repeats of a unit are not. Each disagreement, each simulation that cannot be regraded
-    and a closing count go to ``log``.
+    """Recompute the DB check of every scored simulation of ``files`` on its file's environment; those skipped
+    while scoring (listed there) and repeats of a unit are not. Each disagreement, each simulation that cannot
+    be regraded and a closing count go to ``log``.
 
     Only simulations whose file records a ``db_check`` count as compared. Returns how many scored simulations
     could not be regraded (a malformed task): without ``keep_going`` the first one raises :class:`InputError`.
     """
     compared = reproduced = unrecorded = 0
     skipped: list[str] = []
-    for results, _, result in regrades(files, envs, scored, keep_going=keep_going, log=log, skipped=skipped):
+    for results, _, result in regrades(files, scored, keep_going=keep_going, log=log, skipped=skipped):
         if not result.compared:
             unrecorded += 1
             continue

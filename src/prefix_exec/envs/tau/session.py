@@ -121,7 +121,8 @@ class TauEnvironment:
 
 
 class RolloutEnvironment:
-    """A :class:`TauEnvironment` bound to one rollout's transcript (what ``score_to_file``'s ``env_for`` returns).
+    """A :class:`TauEnvironment` bound to one rollout's transcript (:meth:`TauEnvironment.bind`, which a scored
+    tau rollout is paired with).
 
     Before the k-th action, the session's evidence holds every user, system and tool message that precedes the
     assistant message issuing that action (calls of one message share the texts before it), and the replayed

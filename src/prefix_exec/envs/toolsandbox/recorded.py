@@ -48,7 +48,8 @@ class RecordedSession:
 class RecordedToolSandbox:
     """The environment of one imported rollout: ``start(task_id)`` replays that rollout's record.
 
-    Use :func:`recorded_environment` as the ``env_for`` of :func:`~prefix_exec.scoring.score_to_file`.
+    Pair each rollout with :func:`recorded_environment` (a :class:`~prefix_exec.scoring.Scorable` builds it
+    from the rollout when scoring).
     """
 
     name = DATASET

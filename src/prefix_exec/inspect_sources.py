@@ -1,0 +1,180 @@
+"""inspect_ai eval logs as :class:`~prefix_exec.scoring.Scorable` pairs: each sample with the environment it replays on.
+
+inspect_evals' BFCL multi-turn samples go to the BFCL environment and its tau2 airline/retail samples to the tau
+environment, mapped to what the native importers produce (:mod:`prefix_exec.importers.inspect_bfcl`,
+:mod:`prefix_exec.importers.inspect_tau`), so they get the same replay, labels and Y rules as native files. Any
+other task is replayed on a tool spec (``--tools``). Y is the log's score; the regrades
+(:mod:`prefix_exec.log_agreement`) and the tau consistency report are made by :meth:`InspectSources.check`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from prefix_exec.envs.base import Environment
+from prefix_exec.envs.tau.consistency import Consistency
+from prefix_exec.envs.tau.results import LoadedResults, load_results
+from prefix_exec.errors import InputError
+from prefix_exec.extras import require
+from prefix_exec.importers.inspect_log import InspectLog, generic_rollout
+from prefix_exec.importers.inspect_tau import TASKS as TAU_TASKS
+from prefix_exec.importers.tau import TauResults
+from prefix_exec.io import read_records
+from prefix_exec.jsonl import UnitKey
+from prefix_exec.scoring import EnvFor, Scorable, paired
+from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
+
+if TYPE_CHECKING:
+    from prefix_exec.envs.bfcl import BfclEnvironment
+    from prefix_exec.envs.custom import CustomEnvironment
+
+SUPPORTED = "BFCL multi-turn (inspect_evals/bfcl) and tau2 airline/retail (inspect_evals/tau2_airline, tau2_retail)"
+
+
+@dataclass
+class InspectSources:
+    """What one run read: the units to score (each rollout paired with its environment), the tau2 logs as loaded
+    results files, and the environments the samples of several logs share (BFCL's, the spec's, built once).
+
+    ``tau2_data`` is the tau2 data folder (``None``: the default); ``tools`` and ``hooks`` the spec for other
+    tasks. The task-set check of each tau2 log is printed on ``notes``; ``on_spec`` sees the spec once loaded
+    (with its source's description), to say what it checks.
+    """
+
+    notes: TextIO
+    tau2_data: str | None = None
+    tools: str | None = None
+    hooks: str | None = None
+    on_spec: Callable[[CustomEnvironment, str], None] | None = None
+    units: list[Scorable | Skipped] = field(default_factory=list)
+    tau_files: list[LoadedResults[TauResults]] = field(default_factory=list)
+    #: The tau consistency check, made when the first tau2 log is read.
+    consistency: Consistency | None = None
+    bfcl: BfclEnvironment | None = None
+    spec: CustomEnvironment | None = None
+
+    def read(self, log: InspectLog, *, model: str, method: str) -> None:
+        """Add the samples of ``log`` to :attr:`units`. An unknown task without a spec, or an environment that
+        cannot be built, raises :class:`InputError` (nothing of the log is added)."""
+        if log.task == "bfcl":
+            from prefix_exec.importers.inspect_bfcl import bfcl_rollout
+
+            env = self._bfcl()
+            self._add([bfcl_rollout(log, s, model=model, method=method) for s in log.samples], env)
+        elif log.task in TAU_TASKS:
+            from prefix_exec.importers.inspect_tau import tau_results
+
+            loaded = load_results(tau_results(log, model=model, method=method), self.tau2_data)
+            print(f"prefix-exec: {log.name}: {loaded.check.describe()}", file=self.notes)
+            self.tau_files.append(loaded)
+            self.consistency = self.consistency or Consistency()
+            tau_units: list[Rollout | Skipped] = [*loaded.results.rollouts, *loaded.results.skipped]
+            self._add(tau_units, loaded.env.bind)
+        else:
+            spec = self._spec(log)
+            units: list[Rollout | Skipped] = [
+                Skipped(s.where, s.unscorable) if s.unscorable else generic_rollout(log, s, model=model, method=method)
+                for s in log.samples
+            ]
+            self._add(units, spec)
+
+    def _add(self, units: list[Rollout | Skipped], env: Environment | EnvFor) -> None:
+        self.units += paired(units, env)
+
+    def _bfcl(self) -> BfclEnvironment:
+        if self.bfcl is None:
+            require("bfcl_eval", "mpmath", why="BFCL's tasks and backend classes, for a BFCL log")
+            from prefix_exec.envs.bfcl import BfclEnvironment
+            from prefix_exec.envs.bfcl.tasks import INSTALL_HINT as BFCL_HINT
+
+            try:
+                self.bfcl = BfclEnvironment()
+            except ImportError as exc:
+                raise InputError(str(exc), hint=BFCL_HINT) from None
+        return self.bfcl
+
+    def _spec(self, log: InspectLog) -> CustomEnvironment:
+        if self.tools is None:
+            raise InputError(
+                f"task {log.task!r} is not one prefix-exec maps to a benchmark ({SUPPORTED})",
+                path=log.path,
+                hint="replay it on your tools' spec: prefix-exec score inspect --tools SPEC LOG ... (docs/custom.md)",
+            )
+        if self.spec is None:
+            from prefix_exec.envs.custom import load_spec
+            from prefix_exec.envs.spec_formats import FORM_NAMES
+
+            self.spec = load_spec(self.tools, hooks=self.hooks)
+            if self.on_spec is not None:
+                self.on_spec(self.spec, f"{self.tools} ({FORM_NAMES[self.spec.form]})")
+        return self.spec
+
+    def bfcl_regrade(self) -> Callable[[Rollout], Rollout] | None:
+        """A ``prepare`` for :func:`~prefix_exec.scoring.score_to_file` that puts BFCL's multi-turn rule on every
+        BFCL sample (``metadata.regrade``; its Y stays the log's); ``None`` when no BFCL log was read."""
+        if self.bfcl is None:
+            return None
+        from prefix_exec.envs.bfcl import FinalSuccess
+        from prefix_exec.log_agreement import with_bfcl_regrade
+
+        checker = FinalSuccess(self.bfcl.templates)
+
+        def prepare(rollout: Rollout) -> Rollout:
+            return with_bfcl_regrade(rollout, checker) if rollout.dataset == "bfcl" else rollout
+
+        return prepare
+
+    def tau_keys(self) -> set[UnitKey]:
+        """The units of the tau2 samples."""
+        return {rollout.key for loaded in self.tau_files for rollout in loaded.results.rollouts}
+
+    def on_record(self) -> Callable[[PrefixRecord], None] | None:
+        """The ``on_record`` of :func:`~prefix_exec.scoring.score_to_file`: the consistency check fed only the
+        records of tau2 samples (BFCL's observations are inspect's replies, which that report is not about);
+        ``None`` when no tau2 log was read."""
+        consistency = self.consistency
+        if consistency is None:
+            return None
+        keys = self.tau_keys()
+
+        def add(record: PrefixRecord) -> None:
+            if record.key in keys:
+                consistency.add(record)
+
+        return add
+
+    def check(
+        self,
+        out: str,
+        *,
+        report: str | None,
+        regrade: bool,
+        resume: bool,
+        keep_going: bool,
+        log: TextIO,
+    ) -> int:
+        """The tau consistency report (to ``report``, default ``<out>.consistency.json``) and both regrades of the
+        records in ``out``, on ``log``; returns how many samples could not be regraded."""
+        wanted = (regrade or resume) and Path(out).exists()  # no output when nothing was scored
+        records = list(read_records(out)) if wanted else []
+        consistency = self.consistency
+        if consistency is not None:
+            if resume:  # records kept from an earlier run: compare every record of the output again
+                keys = self.tau_keys()
+                consistency.compare_again(record for record in records if record.key in keys)
+            consistency.write(report or f"{out}.consistency.json", log)
+        if not regrade:
+            return 0
+        from prefix_exec.log_agreement import bfcl_agreement, tau_agreement
+
+        if self.bfcl is not None:
+            bfcl_agreement(records).write(log)
+        if not self.tau_files:
+            return 0
+        scored = consistency.scored if consistency is not None else set()
+        agreement, failed = tau_agreement(self.tau_files, scored, keep_going=keep_going, log=log)
+        agreement.write(log)
+        return failed
