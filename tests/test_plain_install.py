@@ -82,11 +82,10 @@ def copy_installed(requirements: list[str], site: Path) -> None:
             shutil.copy2(Path(str(dist.locate_file(name))), target)
 
 
-@pytest.fixture(scope="module")
-def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The ``bin`` folder of a fresh environment with a plain install of this source tree."""
-    root = tmp_path_factory.mktemp("plain")
-    source = root / "source"  # pip builds in the tree it is given: a copy keeps build/ out of the repository
+def source_copy(root: Path) -> Path:
+    """A copy of what pip needs to build this project, in ``root/source`` (pip builds in the tree it is given:
+    a copy keeps build/ and the egg-info out of the repository)."""
+    source = root / "source"
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, source / name)
@@ -95,6 +94,14 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
         source / "src" / "prefix_exec",
         ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
     )
+    return source
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ``bin`` folder of a fresh environment with a plain install of this source tree."""
+    root = tmp_path_factory.mktemp("plain")
+    source = source_copy(root)
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
     python = venv / "bin" / "python"
@@ -109,6 +116,39 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
     found = subprocess.run([python, "-c", probe, *OPTIONAL], capture_output=True, text=True, check=True, timeout=120)
     assert json.loads(found.stdout) == []
     return venv / "bin"
+
+
+PYTHON_3_11 = shutil.which("python3.11")
+
+
+@pytest.mark.parametrize(
+    "pip",
+    [
+        # pip checks requires-python against the target it is given: this runs on any machine.
+        pytest.param([sys.executable, "-m", "pip", "install", "--python-version", "3.11"], id="target-3.11"),
+        # What a user types (issue 24): a real 3.11 interpreter's own pip, where one is installed.
+        pytest.param(
+            [PYTHON_3_11 or "python3.11", "-m", "pip", "install"],
+            id="python3.11",
+            marks=pytest.mark.skipif(PYTHON_3_11 is None, reason="no python3.11 on PATH"),
+        ),
+    ],
+)
+def test_pip_refuses_python_3_11(pip: list[str], tmp_path: Path) -> None:
+    """methods.py and report/layout.py use 3.12 syntax: pip itself refuses 3.11, after reading the metadata and
+    before installing anything (--dry-run --no-deps keep the check to this project, a few seconds)."""
+    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
+    env.setdefault("PIP_RETRIES", "1")
+    done = subprocess.run(
+        [*pip, "--dry-run", "--no-deps", str(source_copy(tmp_path))],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "ERROR: Package 'prefix-exec' requires a different Python: 3.11." in done.stderr
+    assert done.stderr.rstrip().endswith("not in '>=3.12'")
 
 
 def prefix_exec(plain: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
