@@ -108,3 +108,28 @@ def test_temperature_omit_and_max_completion_tokens_shape_the_request() -> None:
     assert "max_completion_tokens" not in sent
     with pytest.raises(InputError, match='"omit"'):
         EndpointConfig.from_mapping({"model": "m", "temperature": None})
+
+
+def test_decoding_names_what_shapes_the_answers_and_no_credential() -> None:
+    cfg = EndpointConfig(
+        model="o-mini",
+        base_url="https://user:s3cret@example.com/v1?api_key=abc",
+        temperature=None,
+        seed=7,
+        max_completion_tokens=512,
+        tool_mode="auto",
+        timeout_s=5.0,
+        max_concurrency=2,
+    )
+    assert cfg.decoding() == {
+        "model": "o-mini",
+        "base_url": "https://***@example.com/v1?api_key=***",
+        "max_completion_tokens": 512,
+        "tool_mode": "auto",
+    }  # no temperature (not sent), seed (the caller's), timeouts or caps (how a unit runs, not what it says)
+    assert EndpointConfig(model="m").decoding() == {
+        "model": "m",
+        "base_url": "https://api.openai.com/v1",
+        "temperature": 0.0,
+        "tool_mode": "native",
+    }

@@ -21,6 +21,17 @@ TOOL_MODES = ("native", "text", "auto")
 #: The grid spelling of ``temperature = None`` (TOML has no null): the request carries no temperature.
 OMIT = "omit"
 
+#: Endpoint settings that shape a model's answers (the seed is set apart: a grid's, plus the trial).
+DECODING_KEYS = (
+    "model",
+    "base_url",
+    "temperature",
+    "reasoning_effort",
+    "max_tokens",
+    "max_completion_tokens",
+    "tool_mode",
+)
+
 
 @dataclass(frozen=True)
 class EndpointConfig:
@@ -77,6 +88,15 @@ class EndpointConfig:
 
     def with_seed(self, seed: int | None) -> EndpointConfig:
         return replace(self, seed=seed)
+
+    def decoding(self) -> dict[str, Any]:
+        """The settings that shape the answers (:data:`DECODING_KEYS`) as JSON; unset ones (``None``: not sent)
+        are left out. The URL is written without credentials (``user:pass@``, ``?api_key=``): these settings
+        go into a run's settings.json and every rollout and record."""
+        found = {k: getattr(self, k) for k in DECODING_KEYS if getattr(self, k) is not None}
+        if isinstance(found.get("base_url"), str):
+            found["base_url"] = redact_url(found["base_url"])
+        return found
 
     @classmethod
     def from_mapping(

@@ -22,7 +22,6 @@ from prefix_exec.errors import InputError
 from prefix_exec.jsonl import check_regular_file
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.methods import METHODS
-from prefix_exec.redaction import redact_url
 from prefix_exec.runner.credentials import URL_ENV, endpoint_url
 from prefix_exec.runner.plan_store import PLANS
 from prefix_exec.trajectory import Unit
@@ -117,7 +116,7 @@ class Grid:
                 d.name: {"kind": d.kind, "options": _resolved(self, d.options), "tasks": d.tasks, "sample": d.sample}
                 for d in self.datasets
             },
-            "models": {m.name: decoding(m.endpoint) for m in self.models},
+            "models": {m.name: m.endpoint.decoding() for m in self.models},
         }
 
     def resolve(self, path: str) -> Path:
@@ -128,28 +127,6 @@ class Grid:
 def _resolved(grid: Grid, options: Mapping[str, Any]) -> dict[str, Any]:
     """Dataset options with file options as absolute paths, so two copies of one grid compare equal."""
     return {k: str(grid.resolve(v)) if k in PATH_OPTIONS and isinstance(v, str) else v for k, v in options.items()}
-
-
-#: Endpoint settings that shape a model's answers (the seed is the grid's, plus the trial).
-DECODING_KEYS = (
-    "model",
-    "base_url",
-    "temperature",
-    "reasoning_effort",
-    "max_tokens",
-    "max_completion_tokens",
-    "tool_mode",
-)
-
-
-def decoding(endpoint: EndpointConfig) -> dict[str, Any]:
-    """The decoding settings of ``endpoint`` as JSON; unset ones (``None``: not sent) are left out. The URL is
-    written without credentials (``user:pass@``, ``?api_key=``): these settings go into settings.json and
-    every rollout and record."""
-    found = {k: getattr(endpoint, k) for k in DECODING_KEYS if getattr(endpoint, k, None) is not None}
-    if isinstance(found.get("base_url"), str):
-        found["base_url"] = redact_url(found["base_url"])
-    return found
 
 
 #: Dataset options that name files or folders, resolved against the grid's folder.

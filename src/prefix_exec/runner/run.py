@@ -24,15 +24,15 @@ import shutil
 import sqlite3
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from prefix_exec.domains import legacy
 from prefix_exec.drivers.base import Driver
 from prefix_exec.errors import InputError
-from prefix_exec.io import JsonlWriter, completed_keys, cost_to_json, read_rollouts, record_to_json
+from prefix_exec.io import JsonlWriter, completed_keys, read_rollouts, record_to_json, rollout_to_json
 from prefix_exec.jsonl import UnitKey, latest_by_unit
 from prefix_exec.llm.cache import ResponseCache
 from prefix_exec.replay import replay
@@ -43,7 +43,7 @@ from prefix_exec.runner.grid import Grid, expand, load_grid, select_tasks
 from prefix_exec.runner.plan_store import PLANS, PlanStore
 from prefix_exec.runner.progress import Progress
 from prefix_exec.runner.worker import UnitResult
-from prefix_exec.trajectory import Unit
+from prefix_exec.trajectory import Rollout, Unit
 
 ROLLOUTS, RECORDS, FAILURES, CACHE, GRID_COPY = (
     "rollouts.jsonl",
@@ -306,13 +306,7 @@ def _catch_up(
             orphans.discard(rollout.key)
             report.rescored += 1
         if rollout.key in resumed:
-            _charge(
-                report,
-                grid,
-                rollout.model,
-                [cost_to_json(c) for c in rollout.cost],
-                int(rollout.metadata.get("retries", 0)),
-            )
+            _charge(report, grid, rollout)
 
 
 def _write(
@@ -330,20 +324,19 @@ def _write(
         report.failed += 1
         report.retries += result.retries
         return
-    rollouts.write(result.rollout)
-    records.write(result.record)
+    rollouts.write(rollout_to_json(result.rollout))
+    records.write(record_to_json(result.record))
     report.written += 1
-    _charge(
-        report, grid, u.model, result.rollout.get("cost", []), int(result.rollout.get("metadata", {}).get("retries", 0))
-    )
+    _charge(report, grid, result.rollout)
 
 
-def _charge(report: RunReport, grid: Grid, unit_model: str, costs: Iterable[dict[str, Any]], retries: int) -> None:
-    report.retries += retries
-    for cost in costs:
-        price_in, price_out = call_prices(grid, unit_model, cost.get("model"))
-        report.tokens += int(cost["prompt_tokens"]) + int(cost["completion_tokens"])
-        report.usd += (cost["prompt_tokens"] * price_in + cost["completion_tokens"] * price_out) / 1e6
+def _charge(report: RunReport, grid: Grid, rollout: Rollout) -> None:
+    """Add the rollout's retries, and the tokens and price of its LLM calls, to the run's totals."""
+    report.retries += int(rollout.metadata.get("retries", 0))
+    for cost in rollout.cost:
+        price_in, price_out = call_prices(grid, rollout.model, cost.model)
+        report.tokens += int(cost.prompt_tokens) + int(cost.completion_tokens)
+        report.usd += (cost.prompt_tokens * price_in + cost.completion_tokens * price_out) / 1e6
 
 
 def call_prices(grid: Grid, unit_model: str, call_model: str | None) -> tuple[float, float]:

@@ -2,8 +2,9 @@
 
 A worker builds each dataset's driver and each (model, trial) backend once and reuses them, and gives each
 unit's agent the plan store's book of that unit's (dataset, task, model, trial): the shared initial plans.
-``run`` returns plain JSON-able rows so results cross process boundaries unchanged: the canonical rollout and
-the record replay gives it, or the error that stopped the unit (a failed unit is retried by ``--resume``).
+``run`` returns the canonical rollout and the record replay gives it, as records (the run's writer turns them
+into JSON lines), or the error that stopped the unit (a failed unit is retried by ``--resume``). A result
+crosses process boundaries (a spawned process, a Ray actor) by pickling: records are frozen dataclasses.
 """
 
 from __future__ import annotations
@@ -18,24 +19,24 @@ from typing import Any
 
 from prefix_exec.agents.variants import Agent
 from prefix_exec.drivers.base import Driver, to_rollout
-from prefix_exec.io import record_to_json, rollout_to_json
 from prefix_exec.llm.backend import ChatBackend
 from prefix_exec.llm.cache import ResponseCache
 from prefix_exec.redaction import redact_text
 from prefix_exec.replay import replay
 from prefix_exec.runner.datasets import make_driver
-from prefix_exec.runner.grid import Grid, decoding
+from prefix_exec.runner.grid import Grid
 from prefix_exec.runner.plan_store import PlanStore
-from prefix_exec.trajectory import Unit
+from prefix_exec.trajectory import PrefixRecord, Rollout, Unit
 
 
 @dataclass(frozen=True)
 class UnitResult:
-    """``rollout``/``record`` are canonical JSON rows; ``error`` is set instead when the unit failed."""
+    """``rollout`` and the ``record`` replay gives it; ``error`` is set instead when the unit failed.
+    ``seconds`` is the unit's wall time; ``retries`` the LLM requests a failed unit retried."""
 
     unit: Unit
-    rollout: dict[str, Any] | None = None
-    record: dict[str, Any] | None = None
+    rollout: Rollout | None = None
+    record: PrefixRecord | None = None
     error: str | None = None
     seconds: float = 0.0
     retries: int = 0
@@ -93,7 +94,7 @@ class UnitWorker:
                 trial=unit.trial,
             )
             backend = self.backend(unit.model, unit.trial)
-            notes: dict[str, Any] = {"decoding": {**decoding(backend.config), "seed": backend.config.seed}}
+            notes: dict[str, Any] = {"decoding": {**backend.config.decoding(), "seed": backend.config.seed}}
             fallback = backend.text_fallback
             if fallback is not None:  # tool_mode auto: the server refused native tools, calls went as text
                 notes["text_fallback"] = fallback
@@ -104,4 +105,4 @@ class UnitWorker:
             detail = redact_text("".join(traceback.format_exception_only(type(exc), exc)).strip())
             retries = len(getattr(exc, "retries", ()))  # a BackendError lists the retries it made
             return UnitResult(unit, error=detail, seconds=time.perf_counter() - started, retries=retries)
-        return UnitResult(unit, rollout_to_json(rollout), record_to_json(record), seconds=time.perf_counter() - started)
+        return UnitResult(unit, rollout, record, seconds=time.perf_counter() - started)
