@@ -24,7 +24,7 @@ import shutil
 import sqlite3
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
@@ -113,41 +113,14 @@ def run_grid(
     check_api_keys(grid)
     out = Path(out)
     grid = replace(grid, run_dir=out.resolve())
-    if out.exists() and not out.is_dir():
-        raise InputError("--out must be a directory, and this is a file", path=out, hint="pass a new folder name")
+    open_run_directory(out)
     rollouts_path, records_path = out / ROLLOUTS, out / RECORDS
-    check_run_directory(out)
-    created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
-    try:
-        # Everything a resume reads is checked before anything is written, so a refusal leaves no file behind.
-        completed_keys(rollouts_path)
-        completed_keys(records_path)
-    except InputError:
-        if created:
-            shutil.rmtree(out, ignore_errors=True)
-        raise
     with run_lock(out):
-        if not resume and rollouts_path.exists() and rollouts_path.stat().st_size:
-            raise InputError(
-                "the run directory already has rollouts",
-                path=out,
-                hint="pass --resume to continue it, or a fresh --out",
-            )
-        check_pooled_ids(grid, completed_keys(rollouts_path), out)
-        check_settings(grid, out)
-        copy = out / GRID_COPY
-        if not copy.exists():
-            write_grid_copy(Path(grid_path), grid.base_dir, copy)
-        elif needs_redaction(copy):  # an earlier version copied credentials: the copy keeps none from now on
-            write_grid_copy(copy, grid.base_dir, copy)
+        check_resumable(grid, out, resume)
+        keep_grid_copy(Path(grid_path), grid, out)
         units = plan_units(grid)
         report = RunReport(planned=len(units))
-        cache = out / CACHE if grid.cache else None
-        if cache is not None:
-            open_cache(cache)  # create it here, once, before workers open it concurrently
-        if grid.plan_store is not None:
-            PlanStore(grid.plan_store)  # likewise; a file that is not a plan store is an input error here
+        cache = open_stores(grid, out)
         with (
             JsonlWriter(rollouts_path, append=True) as rollouts,
             JsonlWriter(records_path, append=True) as records,
@@ -160,25 +133,96 @@ def run_grid(
                 grid, rollouts_path, done - completed_keys(records_path), {u.key for u in units} & done, records, report
             )
             progress = Progress(len(units), report.resumed, log, report)
-            in_a_row = 0
-            try:
-                for result in execute(executor, grid, cache, todo, max_concurrency):
-                    _write(result, rollouts, records, failures, report, grid)
-                    if result.error is None:
-                        done.add(result.unit.key)
-                    progress.update()
-                    in_a_row = in_a_row + 1 if result.error is not None else 0
-                    if max_consecutive_failures and in_a_row >= max_consecutive_failures:
-                        report.aborted = (
-                            f"{in_a_row} units failed in a row; the last error: {result.error} "
-                            f"(fix the cause, then --resume)"
-                        )
-                        break
-            finally:
-                progress.close()
+            _write_results(
+                execute(executor, grid, cache, todo, max_concurrency),
+                lambda result: _write(result, rollouts, records, failures, report, grid),
+                done,
+                progress,
+                max_consecutive_failures,
+                report,
+            )
         compact_failures(out / FAILURES, done)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def open_run_directory(out: Path) -> None:
+    """Make ``out`` (a new folder, or one an earlier run made) and read what a resume will read, so a bad file
+    is refused before anything is written; a folder made here is removed again on that refusal."""
+    if out.exists() and not out.is_dir():
+        raise InputError("--out must be a directory, and this is a file", path=out, hint="pass a new folder name")
+    check_run_directory(out)
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        completed_keys(out / ROLLOUTS)
+        completed_keys(out / RECORDS)
+    except InputError:
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+def check_resumable(grid: Grid, out: Path, resume: bool) -> None:
+    """Refuse a run directory with rollouts unless ``resume``, one with units of before tau3 was pooled, and
+    one whose settings differ from the grid's (else record the grid's settings in it)."""
+    rollouts = out / ROLLOUTS
+    if not resume and rollouts.exists() and rollouts.stat().st_size:
+        raise InputError(
+            "the run directory already has rollouts",
+            path=out,
+            hint="pass --resume to continue it, or a fresh --out",
+        )
+    check_pooled_ids(grid, completed_keys(rollouts), out)
+    check_settings(grid, out)
+
+
+def keep_grid_copy(grid_path: Path, grid: Grid, out: Path) -> None:
+    """Write the run directory's copy of the grid, once; an older copy that still holds credentials is
+    rewritten without them."""
+    copy = out / GRID_COPY
+    if not copy.exists():
+        write_grid_copy(grid_path, grid.base_dir, copy)
+    elif needs_redaction(copy):  # an earlier version copied credentials: the copy keeps none from now on
+        write_grid_copy(copy, grid.base_dir, copy)
+
+
+def open_stores(grid: Grid, out: Path) -> Path | None:
+    """Create the response cache (its path is returned; ``None`` with ``cache = false``) and the plan store
+    here, once, before workers open them concurrently; a file that is neither is an input error here."""
+    cache = out / CACHE if grid.cache else None
+    if cache is not None:
+        open_cache(cache)
+    if grid.plan_store is not None:
+        PlanStore(grid.plan_store)
+    return cache
+
+
+def _write_results(
+    results: Iterable[UnitResult],
+    write: Callable[[UnitResult], None],
+    done: set[UnitKey],
+    progress: Progress,
+    max_consecutive_failures: int,
+    report: RunReport,
+) -> None:
+    """Write each unit's result as it finishes (adding the key of each written one to ``done``) until all are
+    written or ``max_consecutive_failures`` failed in a row (``report.aborted`` then says so)."""
+    in_a_row = 0
+    try:
+        for result in results:
+            write(result)
+            if result.error is None:
+                done.add(result.unit.key)
+            progress.update()
+            in_a_row = in_a_row + 1 if result.error is not None else 0
+            if max_consecutive_failures and in_a_row >= max_consecutive_failures:
+                report.aborted = (
+                    f"{in_a_row} units failed in a row; the last error: {result.error} (fix the cause, then --resume)"
+                )
+                break
+    finally:
+        progress.close()
 
 
 #: The files a run directory may hold (and their temporary and journal siblings).
