@@ -176,7 +176,29 @@ def parse_grid(data: Mapping[str, Any], *, base_dir: Path) -> Grid:
             field="models",
             hint="set condition = true (the default) on the models to run",
         )
-    agent = dict(_table(data, "agent"))
+    settings, verifier = _agent_table(_table(data, "agent"), models)
+    datasets = tuple(_dataset(d, i) for i, d in enumerate(_list(data, "datasets", dict)))
+    _unique([d.name for d in datasets], "datasets", what="dataset name")
+    cache, plans = _run_table(_table(data, "run"))
+    trials = integer_at_least(data.get("trials", 1), "trials", minimum=1, maximum=MAX_TRIALS)
+    seed = integer_at_least(data.get("seed", 0), "seed", minimum=0, maximum=2**63 - 1)
+    return Grid(
+        datasets=datasets,
+        models=models,
+        methods=methods,
+        trials=trials,
+        seed=seed,
+        agent=settings,
+        verifier_model=verifier,
+        cache=cache,
+        base_dir=base_dir,
+        plans=None if plans is None else _under(base_dir, plans),
+    )
+
+
+def _agent_table(table: Mapping[str, Any], models: Sequence[ModelSpec]) -> tuple[AgentSettings, str | None]:
+    """The ``[agent]`` table: the agents' settings and the verifier model (a grid model's name, or ``None``)."""
+    agent = dict(table)
     verifier = agent.pop("verifier_model", None)
     if verifier is not None and verifier not in {m.name for m in models}:
         raise InputError(f"verifier_model {verifier!r} is not a model of the grid", field="agent.verifier_model")
@@ -194,9 +216,11 @@ def parse_grid(data: Mapping[str, Any], *, base_dir: Path) -> Grid:
             if k in agent
         }
     )
-    datasets = tuple(_dataset(d, i) for i, d in enumerate(_list(data, "datasets", dict)))
-    _unique([d.name for d in datasets], "datasets", what="dataset name")
-    run = _table(data, "run")
+    return settings, verifier
+
+
+def _run_table(run: Mapping[str, Any]) -> tuple[bool, str | None]:
+    """The ``[run]`` table: whether LLM answers are cached, and the plan store to share (a path as written)."""
     unknown = sorted(set(run) - {"cache", "plans"})
     if unknown:
         raise InputError(f"unknown key {unknown[0]!r}", field=f"run.{unknown[0]}", hint="known: cache, plans")
@@ -210,20 +234,7 @@ def parse_grid(data: Mapping[str, Any], *, base_dir: Path) -> Grid:
             field="run.plans",
             hint="the plans.sqlite of the run whose initial plans this one reuses",
         )
-    trials = integer_at_least(data.get("trials", 1), "trials", minimum=1, maximum=MAX_TRIALS)
-    seed = integer_at_least(data.get("seed", 0), "seed", minimum=0, maximum=2**63 - 1)
-    return Grid(
-        datasets=datasets,
-        models=models,
-        methods=methods,
-        trials=trials,
-        seed=seed,
-        agent=settings,
-        verifier_model=verifier,
-        cache=cache,
-        base_dir=base_dir,
-        plans=None if plans is None else _under(base_dir, plans),
-    )
+    return cache, plans
 
 
 def _under(base_dir: Path, path: str) -> Path:
