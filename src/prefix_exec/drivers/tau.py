@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from prefix_exec.agents.episode import render
+from prefix_exec.agents.episode import Episode, render
 from prefix_exec.agents.variants import Agent
 from prefix_exec.domains import TAU3, local_id, qualify
 from prefix_exec.drivers.base import Outcome
@@ -47,6 +47,7 @@ from prefix_exec.envs.tau import RolloutEnvironment, TauEnvironment, load_domain
 from prefix_exec.envs.tau.backend import import_tau2
 from prefix_exec.envs.tau.judge import count, metered, metering, new_usage
 from prefix_exec.envs.tau.pool import TauPool
+from prefix_exec.envs.tau.session import Tau2Session, TauSession
 from prefix_exec.envs.tau.tasks import paper_task_ids
 from prefix_exec.errors import InputError
 from prefix_exec.llm.config import EndpointConfig
@@ -101,6 +102,21 @@ class LiteLLMModel:
         if config.seed is not None:
             args["seed"] = config.seed
         return cls(f"openai/{config.model}", args)
+
+
+class Conversation:
+    """One task's conversation as tau2's orchestrator keeps it: the simulated user and its state, the message
+    it answers next (``outgoing``, the agent's opening first), tau2's messages so far (``trajectory``), the
+    user's texts the agent answered (``users``), the simulator's token usage, tau2's horizon and the start time
+    (``time.time()``)."""
+
+    def __init__(self, msg: Any, user: Any, user_state: Any, horizon: Horizon) -> None:
+        self.msg, self.user, self.user_state, self.horizon = msg, user, user_state, horizon
+        self.outgoing: Any = msg.AssistantMessage(role="assistant", content=FIRST_AGENT_MESSAGE)
+        self.trajectory: list[Any] = [self.outgoing]
+        self.usage = new_usage()
+        self.users: list[str] = []
+        self.started = time.time()
 
 
 def _tau2() -> dict[str, Any]:
@@ -205,22 +221,48 @@ class TauDriver:
         session = env.start(task_id, evidence=()) if guarded else env.start(task_id, strict=False)
         episode = agent.start(system_prompt(env.domain.policy), self.tools[env.domain.name])
         episode.say({"role": "assistant", "content": FIRST_AGENT_MESSAGE})
-        outgoing = msg.AssistantMessage(role="assistant", content=FIRST_AGENT_MESSAGE)
-        trajectory: list[Any] = [outgoing]
-        usage = new_usage()
-        users: list[str] = []
-        started = time.time()
-        horizon = Horizon(self.max_steps, self.max_errors)
+        talk = Conversation(msg, user, user_state, Horizon(self.max_steps, self.max_errors))
+        termination = self._converse(talk, agent, episode, session, env, task_id)
+        reward, notes = self._evaluate(tau, task, env, task_id, talk.trajectory, termination, talk.started, judged)
+        notes.update(
+            {
+                "termination": termination,
+                "simulator": talk.usage,
+                "user_model": self.user.model,
+                "tau2_steps": talk.horizon.steps,
+                "tau2_errors": talk.horizon.errors,
+                "tau2_messages": len(talk.trajectory),
+            }
+        )
+        notes["tau2"] = env.domain.provenance.to_json()
+        notes["domain"] = env.domain.name
+        notes["user_seed"] = args.get("seed")
+        notes["user_messages"] = talk.users
+        return Outcome(episode, int(reward >= 1.0 - 1e-6), notes)
+
+    def _converse(
+        self,
+        talk: Conversation,
+        agent: Agent,
+        episode: Episode,
+        session: TauSession | Tau2Session,
+        env: TauEnvironment,
+        task_id: str,
+    ) -> str:
+        """tau2's orchestration of one task: the user simulator and the agent take turns until the user stops,
+        tau2's horizon ends it or ``max_turns`` is reached; returns tau2's termination reason (or
+        ``max_turns``)."""
+        msg, user, horizon = talk.msg, talk.user, talk.horizon
         termination: str | None = None
         turn = 0
         while termination is None:
             if self.max_turns is not None and turn >= self.max_turns:
                 termination = "max_turns"
                 break
-            reply, user_state = user.generate_next_message(outgoing, user_state)
+            reply, talk.user_state = user.generate_next_message(talk.outgoing, talk.user_state)
             horizon.steps += 1
-            count(usage, reply)
-            trajectory.append(reply)
+            count(talk.usage, reply)
+            talk.trajectory.append(reply)
             if user.is_stop(reply):
                 termination = "user_stop"
                 episode.transcript.append({"role": "user", "content": reply.content})  # the agent never answers it
@@ -228,7 +270,7 @@ class TauDriver:
             if termination is not None:
                 break
             session.observe(reply.content)
-            users.append(str(reply.content))
+            talk.users.append(str(reply.content))
             before = len(episode.actions)
             # tau2's horizon is the turn's only cap: each turn may use what is left of the conversation's budget.
             planned = turn == 0
@@ -242,31 +284,16 @@ class TauDriver:
                 policy=env.domain.policy if planned else "",
                 budget=horizon,
             )
-            trajectory.extend(_tool_messages(msg, episode.actions[before:]))
+            talk.trajectory.extend(_tool_messages(msg, episode.actions[before:]))
             horizon.errors = failed_calls(episode)
             if result.stop is None:
-                outgoing = msg.AssistantMessage(role="assistant", content=result.answer or "")
-                trajectory.append(outgoing)
+                talk.outgoing = msg.AssistantMessage(role="assistant", content=result.answer or "")
+                talk.trajectory.append(talk.outgoing)
             termination = horizon.reason()
             if termination is None and result.stop is not None:
                 raise RuntimeError("the turn stopped on tau2's horizon, but tau2's limits are not reached")
             turn += 1
-        reward, notes = self._evaluate(tau, task, env, task_id, trajectory, termination, started, judged)
-        notes.update(
-            {
-                "termination": termination,
-                "simulator": usage,
-                "user_model": self.user.model,
-                "tau2_steps": horizon.steps,
-                "tau2_errors": horizon.errors,
-                "tau2_messages": len(trajectory),
-            }
-        )
-        notes["tau2"] = env.domain.provenance.to_json()
-        notes["domain"] = env.domain.name
-        notes["user_seed"] = args.get("seed")
-        notes["user_messages"] = users
-        return Outcome(episode, int(reward >= 1.0 - 1e-6), notes)
+        return termination
 
     def _evaluate(
         self,
