@@ -314,7 +314,6 @@ def _summarize_dataset(
     ci_depth: int,
 ) -> tuple[list[ConditionSummary], dict[Condition, dict[str, np.ndarray]], dict[Condition, TaskSums]]:
     tasks = sorted({r.task_id for r in rows})
-    task_index = {t: j for j, t in enumerate(tasks)}
     groups: dict[Condition, list[MetricRow]] = defaultdict(list)
     for r in rows:
         groups[(r.dataset, r.model, r.method)].append(r)
@@ -323,21 +322,7 @@ def _summarize_dataset(
     depth = min(ci_depth, max_t)
     names = [*SCALARS, *(f"PEC@{k}" for k in range(1, depth + 1))]
     width = len(names)
-
-    # Per-task sums of each statistic (numerators) and per-task rollout counts (denominators).
-    num = np.zeros((len(tasks), width * len(conditions)))
-    den = np.zeros((len(tasks), len(conditions)))
-    arrays: dict[Condition, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    for c_i, cond in enumerate(conditions):
-        group = groups[cond]
-        fed, T, y = metrics.as_arrays([r.fed for r in group], [r.T for r in group], [r.success for r in group])
-        arrays[cond] = (fed, T, y)
-        per_rollout = [metrics.PER_ROLLOUT[name](fed, T, y) for name in SCALARS]
-        values = np.column_stack([*per_rollout, metrics.survival_matrix(fed, depth)]).astype(np.float64)
-        ti = np.array([task_index[r.task_id] for r in group])
-        cols = slice(c_i * width, (c_i + 1) * width)
-        np.add.at(num[:, cols], ti, values)
-        np.add.at(den[:, c_i], ti, 1.0)
+    num, den, arrays = _task_sums(tasks, [groups[cond] for cond in conditions], depth)
 
     groups_of = np.repeat(np.arange(len(conditions)), width)
     point, reps = bootstrap_replicates(len(tasks), resamples, rng, num, den, groups=groups_of)
@@ -348,33 +333,68 @@ def _summarize_dataset(
     sums: dict[Condition, TaskSums] = {}
     for c_i, cond in enumerate(conditions):
         sums[cond] = TaskSums(tuple(names), num[:, c_i * width : (c_i + 1) * width], den[:, c_i])
-        fed, T, y = arrays[cond]
         block = dict(zip(names, est[c_i * width : (c_i + 1) * width], strict=True))
         rep_map[cond] = {name: reps[:, c_i * width + j] for j, name in enumerate(names)}
-        rec = metrics.recovery(fed, T, y)
-        wilson = wilson_interval(rec.successes, rec.eligible, level)
-        elig = metrics.pec_elig(fed, T, max_t)
-        summaries.append(
-            ConditionSummary(
-                dataset=dataset,
-                model=cond[1],
-                method=cond[2],
-                N=len(fed),
-                n_tasks=len({r.task_id for r in groups[cond]}),
-                TER=block["TER"],
-                AUC_PEC=block["AUC_PEC"],
-                mean_FED=block["mean_FED"],
-                success=block["success"],
-                RR=Estimate(rec.rate, *wilson) if rec.rate is not None and wilson else None,
-                RR_eligible=rec.eligible,
-                RR_successes=rec.successes,
-                mean_T=float(T.mean()),
-                PEC=tuple(float(v) for v in metrics.pec(fed, T, max_t)),
-                PEC_CI=tuple(block[f"PEC@{k}"] for k in range(1, depth + 1)),
-                PEC_elig=tuple(None if np.isnan(v) else float(v) for v in elig),
-                n_k=tuple(int(v) for v in metrics.n_k(T, max_t)),
-                decomposition=metrics.decompose(fed, T, y),
-                labels=dict(Counter(r.label for r in groups[cond] if r.label)),
-            )
-        )
+        summaries.append(_condition_summary(cond, groups[cond], arrays[c_i], block, max_t, depth, level))
     return summaries, rep_map, sums
+
+
+def _task_sums(
+    tasks: Sequence[str], groups: Sequence[Sequence[MetricRow]], depth: int
+) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    """Per-task sums of each statistic (numerators: a row per task of ``tasks``, and per group of rows, one
+    column per statistic, :data:`SCALARS` then PEC(1..``depth``)) and per-task rollout counts (denominators: a
+    column per group); and each group's ``(fed, T, y)`` arrays."""
+    task_index = {t: j for j, t in enumerate(tasks)}
+    width = len(SCALARS) + depth
+    num = np.zeros((len(tasks), width * len(groups)))
+    den = np.zeros((len(tasks), len(groups)))
+    arrays: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for c_i, group in enumerate(groups):
+        fed, T, y = metrics.as_arrays([r.fed for r in group], [r.T for r in group], [r.success for r in group])
+        arrays.append((fed, T, y))
+        per_rollout = [metrics.PER_ROLLOUT[name](fed, T, y) for name in SCALARS]
+        values = np.column_stack([*per_rollout, metrics.survival_matrix(fed, depth)]).astype(np.float64)
+        ti = np.array([task_index[r.task_id] for r in group])
+        cols = slice(c_i * width, (c_i + 1) * width)
+        np.add.at(num[:, cols], ti, values)
+        np.add.at(den[:, c_i], ti, 1.0)
+    return num, den, arrays
+
+
+def _condition_summary(
+    cond: Condition,
+    group: Sequence[MetricRow],
+    arrays: tuple[np.ndarray, np.ndarray, np.ndarray],
+    block: dict[str, Estimate],
+    max_t: int,
+    depth: int,
+    level: float,
+) -> ConditionSummary:
+    """One condition's summary from its rows, their ``(fed, T, y)`` arrays and its bootstrapped estimates
+    (``block``, by statistic name); curves run to ``max_t``, the dataset's largest T."""
+    fed, T, y = arrays
+    rec = metrics.recovery(fed, T, y)
+    wilson = wilson_interval(rec.successes, rec.eligible, level)
+    elig = metrics.pec_elig(fed, T, max_t)
+    return ConditionSummary(
+        dataset=cond[0],
+        model=cond[1],
+        method=cond[2],
+        N=len(fed),
+        n_tasks=len({r.task_id for r in group}),
+        TER=block["TER"],
+        AUC_PEC=block["AUC_PEC"],
+        mean_FED=block["mean_FED"],
+        success=block["success"],
+        RR=Estimate(rec.rate, *wilson) if rec.rate is not None and wilson else None,
+        RR_eligible=rec.eligible,
+        RR_successes=rec.successes,
+        mean_T=float(T.mean()),
+        PEC=tuple(float(v) for v in metrics.pec(fed, T, max_t)),
+        PEC_CI=tuple(block[f"PEC@{k}"] for k in range(1, depth + 1)),
+        PEC_elig=tuple(None if np.isnan(v) else float(v) for v in elig),
+        n_k=tuple(int(v) for v in metrics.n_k(T, max_t)),
+        decomposition=metrics.decompose(fed, T, y),
+        labels=dict(Counter(r.label for r in group if r.label)),
+    )
