@@ -62,6 +62,8 @@ def build_tables(
     options: Options,
     pairs: Sequence[tuple[Condition, Condition]] | None = None,
 ) -> list[Section]:
+    """The report's sections in page order, each with its tables (figures are added by :func:`write_report`);
+    the per-domain, leaderboard, cost and sensitivity sections only where the summary has something for them."""
     anchors = Anchors.of(summary)
     costs = cost_tables(summary, records, anchors)
     sections = [Section("table2", "Table 2", [table2(summary, anchors)])]
@@ -75,21 +77,7 @@ def build_tables(
                 "this extra view splits them by domain, each domain with its own bootstrap.",
             )
         )
-    boards = leaderboard_blocks(summary)
-    if boards:
-        sections.append(
-            Section(
-                "leaderboard",
-                "Leaderboard",
-                [
-                    leaderboard(summary, anchors, boards),
-                    ranking_agreement(summary, boards, name="leaderboard_agreement"),
-                    against_reference(summary, anchors, options.reference),
-                ],
-                lead="A dataset that holds several models gets one view across all its conditions: Table 2's "
-                "columns, outcome rank against prefix rank, and paired differences against a reference.",
-            )
-        )
+    sections += _leaderboard_section(summary, anchors, options.reference)
     sections += [
         Section(
             "ranking",
@@ -107,19 +95,45 @@ def build_tables(
     ]
     if costs:
         sections.append(Section("cost", "Cost", costs))
-    sensitivity = sensitivity_rows(summary, condition_costs(records))
-    if sensitivity:
-        sections.append(
-            Section(
-                "sensitivity",
-                "Sensitivity controls (Table F.3)",
-                [sensitivity_table(sensitivity, anchors)],
-                lead="Where a block holds the dual-loop-accept-all control: the effect of verification "
-                "(dual-loop − control) apart from that of the dual-loop wrapper (control − plan-conditioned), "
-                "on the same initial plans.",
-            )
-        )
+    sections += _sensitivity_section(summary, records, anchors)
     return sections
+
+
+def _leaderboard_section(summary: Summary, anchors: Anchors, reference: str | None) -> list[Section]:
+    """The leaderboard section (none when no dataset holds several models)."""
+    boards = leaderboard_blocks(summary)
+    if not boards:
+        return []
+    return [
+        Section(
+            "leaderboard",
+            "Leaderboard",
+            [
+                leaderboard(summary, anchors, boards),
+                ranking_agreement(summary, boards, name="leaderboard_agreement"),
+                against_reference(summary, anchors, reference),
+            ],
+            lead="A dataset that holds several models gets one view across all its conditions: Table 2's "
+            "columns, outcome rank against prefix rank, and paired differences against a reference.",
+        )
+    ]
+
+
+def _sensitivity_section(summary: Summary, records: Sequence[PrefixRecord], anchors: Anchors) -> list[Section]:
+    """The sensitivity controls' section (none when no block holds the dual-loop-accept-all control)."""
+    sensitivity = sensitivity_rows(summary, condition_costs(records))
+    if not sensitivity:
+        return []
+    return [
+        Section(
+            "sensitivity",
+            "Sensitivity controls (Table F.3)",
+            [sensitivity_table(sensitivity, anchors)],
+            lead="Where a block holds the dual-loop-accept-all control: the effect of verification "
+            "(dual-loop − control) apart from that of the dual-loop wrapper (control − plan-conditioned), "
+            "on the same initial plans.",
+        )
+    ]
 
 
 def write_report(
