@@ -1,4 +1,4 @@
-"""Consistency report: where our replay and the recorded run disagree on whether a call failed.
+"""tau's consistency report: where our replay and the recorded run disagree on whether a call failed.
 
 For every replayed action (depths 1..min(FED, T)) the record holds our verdict and the recorded tool message's
 ``error`` flag. A disagreement (we reject what the run accepted, or accept what it rejected) means version
@@ -11,49 +11,21 @@ says which by its ``kind``:
   make rejected the call (schema binding or information availability);
 - ``task_mismatch`` (depth 0, a whole simulation): its conversation does not fit the task it is filed under
   (:mod:`prefix_exec.envs.tau.mismatch`).
+
+The report's machinery (:class:`~prefix_exec.consistency.Disagreement`, the collector and its file) is
+:mod:`prefix_exec.consistency`, shared with the generic environment's report; :class:`Consistency` here is that
+collector with tau's comparison.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any, TextIO
+from dataclasses import dataclass, field
 
-from prefix_exec.jsonl import UnitKey
+from prefix_exec.consistency import Compare, Disagreement, summarize
+from prefix_exec.consistency import Consistency as Collector
 from prefix_exec.trajectory import PrefixRecord
 
-
-@dataclass(frozen=True)
-class Disagreement:
-    """One call whose replayed outcome differs from the recorded one. ``depth`` is 1-based."""
-
-    dataset: str
-    task_id: str
-    trial: int
-    depth: int
-    tool: str
-    arguments: dict[str, Any]
-    recorded_error: bool
-    recorded_content: Any
-    replay_accepted: bool
-    replay_label: str | None
-    replay_reason: str
-    kind: str
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def describe(self) -> str:
-        if self.kind == "task_mismatch":  # a whole simulation (envs/tau/mismatch.py), not one call
-            return f"{self.dataset} task {self.task_id} trial {self.trial}: {self.replay_reason} [{self.kind}]"
-        ours = "accepted" if self.replay_accepted else f"rejected ({self.replay_label}: {self.replay_reason})"
-        theirs = f"error: {self.recorded_content}" if self.recorded_error else "accepted"
-        return (
-            f"{self.dataset} task {self.task_id} trial {self.trial} call {self.depth} {self.tool}: "
-            f"recorded {theirs}; replay {ours} [{self.kind}]"
-        )
+__all__ = ["Consistency", "Disagreement", "compare", "compared", "disagreements", "summarize"]
 
 
 def disagreements(record: PrefixRecord) -> list[Disagreement]:
@@ -103,61 +75,14 @@ def compared(record: PrefixRecord) -> int:
     )
 
 
-def summarize(entries: Iterable[Disagreement]) -> dict[str, int]:
-    """Counts by kind, for the command's summary line."""
-    counts: dict[str, int] = {}
-    for entry in entries:
-        counts[entry.kind] = counts.get(entry.kind, 0) + 1
-    return counts
+def compare(record: PrefixRecord) -> tuple[list[Disagreement], int]:
+    """tau's comparison of one record (:data:`prefix_exec.consistency.Compare`)."""
+    return disagreements(record), compared(record)
 
 
 @dataclass
-class Consistency:
-    """The consistency check of one scoring run, fed one record at a time (``score_to_file``'s ``on_record``):
-    the disagreements found, how many calls had a recorded error flag to compare, and the units scored."""
+class Consistency(Collector):
+    """The consistency check of a ``score tau`` run (or of an inspect log's tau2 samples): the shared collector
+    with tau's :func:`compare`."""
 
-    found: list[Disagreement] = field(default_factory=list)
-    calls: int = 0
-    scored: set[UnitKey] = field(default_factory=set)
-
-    def add(self, record: PrefixRecord) -> None:
-        self.found.extend(disagreements(record))
-        self.calls += compared(record)
-        self.scored.add(record.key)
-
-    def restart(self) -> None:
-        """Forget the comparisons (not the scored units), to compare a resumed output's every record again."""
-        self.found.clear()
-        self.calls = 0
-
-    def compare_again(self, records: Iterable[PrefixRecord]) -> None:
-        """Forget the comparisons made so far and make them on ``records`` (a resumed output's every record,
-        the kept ones included), adding them to the scored units."""
-        self.restart()
-        for record in records:
-            self.add(record)
-
-    def write(self, path: str, log: TextIO, *, first: Sequence[Disagreement] = ()) -> None:
-        """Write the report (a JSON list of :meth:`Disagreement.to_json`: the entries ``first``, then those
-        found) to ``path`` and say on ``log`` what it holds: every entry, or that replay agrees, or that no call
-        could be compared."""
-        entries = [*first, *self.found]
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(
-            json.dumps([d.to_json() for d in entries], indent=1, default=str) + "\n", encoding="utf-8"
-        )
-        if not self.calls:
-            print(f"prefix-exec: consistency: no call with a recorded error flag to compare -> {path}", file=log)
-            return
-        if not entries:
-            agrees = f"replay agrees with every recorded error flag ({self.calls} calls)"
-            print(f"prefix-exec: consistency: {agrees} -> {path}", file=log)
-            return
-        counts = ", ".join(f"{n} {kind}" for kind, n in sorted(summarize(entries).items()))
-        print(
-            f"prefix-exec: consistency: {len(entries)} disagreement(s) ({counts}) in {self.calls} calls compared "
-            f"-> {path}",
-            file=log,
-        )
-        for entry in entries:
-            print(f"  {entry.describe()}", file=log)
+    compare: Compare = field(default=compare)
