@@ -3,8 +3,10 @@
 inspect_evals' BFCL multi-turn samples go to the BFCL environment and its tau2 airline/retail samples to the tau
 environment, mapped to what the native importers produce (:mod:`prefix_exec.importers.inspect_bfcl`,
 :mod:`prefix_exec.importers.inspect_tau`), so they get the same replay, labels and Y rules as native files. Any
-other task is replayed on a tool spec (``--tools``). Y is the log's score; the regrades
-(:mod:`prefix_exec.log_agreement`) and the tau consistency report are made by :meth:`InspectSources.check`.
+other task is replayed on the generic environment, on a tool spec (``--tools``), with the recorded outcomes as
+evidence (:mod:`prefix_exec.evidence`). Y is the log's score; the regrades (:mod:`prefix_exec.log_agreement`)
+and the consistency report (tau2 samples by tau's comparison, the others by the evidence policy's) are made by
+:meth:`InspectSources.check`.
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from prefix_exec import evidence
+from prefix_exec.consistency import Consistency, Disagreement
 from prefix_exec.envs.base import Environment
-from prefix_exec.envs.tau.consistency import Consistency
+from prefix_exec.envs.tau.consistency import compare as tau_compare
 from prefix_exec.envs.tau.results import LoadedResults, load_results
 from prefix_exec.errors import InputError
+from prefix_exec.evidence import DEFAULT_POLICY, EvidencePolicy
 from prefix_exec.extras import require
 from prefix_exec.importers.inspect_log import InspectLog, generic_rollout
 from prefix_exec.importers.inspect_tau import TASKS as TAU_TASKS
@@ -40,8 +45,9 @@ class InspectSources:
     results files, and the environments the samples of several logs share (BFCL's, the spec's, built once).
 
     ``tau2_data`` is the tau2 data folder (``None``: the default); ``tools`` and ``hooks`` the spec for other
-    tasks. The task-set check of each tau2 log is printed on ``notes``; ``on_spec`` sees the spec once loaded
-    (with its source's description), to say what it checks.
+    tasks, and ``policy`` how their samples' recorded outcomes count. The task-set check of each tau2 log is
+    printed on ``notes``; ``on_spec`` sees the spec once loaded (with its source's description), to say what it
+    checks. :attr:`generic` holds the units replayed on the generic environment.
     """
 
     notes: TextIO
@@ -49,9 +55,11 @@ class InspectSources:
     tools: str | None = None
     hooks: str | None = None
     on_spec: Callable[[CustomEnvironment, str], None] | None = None
+    policy: EvidencePolicy = DEFAULT_POLICY
     units: list[Scorable | Skipped] = field(default_factory=list)
     tau_files: list[LoadedResults[TauResults]] = field(default_factory=list)
-    #: The tau consistency check, made when the first tau2 log is read.
+    generic: set[UnitKey] = field(default_factory=set)
+    #: The consistency check, made by :meth:`on_record` when a tau2 log or another task's log was read.
     consistency: Consistency | None = None
     bfcl: BfclEnvironment | None = None
     spec: CustomEnvironment | None = None
@@ -70,7 +78,6 @@ class InspectSources:
             loaded = load_results(tau_results(log, model=model, method=method), self.tau2_data)
             print(f"prefix-exec: {log.name}: {loaded.check.describe()}", file=self.notes)
             self.tau_files.append(loaded)
-            self.consistency = self.consistency or Consistency()
             tau_units: list[Rollout | Skipped] = [*loaded.results.rollouts, *loaded.results.skipped]
             self._add(tau_units, loaded.env.bind)
         else:
@@ -79,6 +86,7 @@ class InspectSources:
                 Skipped(s.where, s.unscorable) if s.unscorable else generic_rollout(log, s, model=model, method=method)
                 for s in log.samples
             ]
+            self.generic.update(unit.key for unit in units if isinstance(unit, Rollout))
             self._add(units, spec)
 
     def _add(self, units: list[Rollout | Skipped], env: Environment | EnvFor) -> None:
@@ -107,7 +115,7 @@ class InspectSources:
             from prefix_exec.envs.custom import load_spec
             from prefix_exec.envs.spec_formats import FORM_NAMES
 
-            self.spec = load_spec(self.tools, hooks=self.hooks)
+            self.spec = load_spec(self.tools, hooks=self.hooks, policy=self.policy)
             if self.on_spec is not None:
                 self.on_spec(self.spec, f"{self.tools} ({FORM_NAMES[self.spec.form]})")
         return self.spec
@@ -132,19 +140,24 @@ class InspectSources:
         return {rollout.key for loaded in self.tau_files for rollout in loaded.results.rollouts}
 
     def on_record(self) -> Callable[[PrefixRecord], None] | None:
-        """The ``on_record`` of :func:`~prefix_exec.scoring.score_to_file`: the consistency check fed only the
-        records of tau2 samples (BFCL's observations are inspect's replies, which that report is not about);
-        ``None`` when no tau2 log was read."""
-        consistency = self.consistency
-        if consistency is None:
+        """The ``on_record`` of :func:`~prefix_exec.scoring.score_to_file`: the consistency check (made here,
+        :attr:`consistency`), tau2 samples compared by tau's rule, other tasks' samples by the evidence policy's
+        (:func:`prefix_exec.evidence.disagreements`), BFCL samples not at all (their observations are inspect's
+        replies, which that report is not about); ``None`` when neither was read."""
+        if not self.tau_files and not self.generic:
             return None
-        keys = self.tau_keys()
+        tau_keys, generic = self.tau_keys(), self.generic
+        generic_compare = evidence.compare(self.policy)
 
-        def add(record: PrefixRecord) -> None:
-            if record.key in keys:
-                consistency.add(record)
+        def compare(record: PrefixRecord) -> tuple[list[Disagreement], int]:
+            if record.key in tau_keys:
+                return tau_compare(record)
+            if record.key in generic:
+                return generic_compare(record)
+            return [], 0
 
-        return add
+        self.consistency = Consistency(compare, theirs="recorded outcome") if generic else Consistency(compare)
+        return self.consistency.add
 
     def check(
         self,
@@ -156,16 +169,18 @@ class InspectSources:
         keep_going: bool,
         log: TextIO,
     ) -> int:
-        """The tau consistency report (to ``report``, default ``<out>.consistency.json``) and both regrades of the
-        records in ``out``, on ``log``; returns how many samples could not be regraded."""
+        """The consistency report (to ``report``, default ``<out>.consistency.json``; always with a tau2 log, else
+        when a call had a recorded outcome or ``report`` is given) and both regrades of the records in ``out``, on
+        ``log``; returns how many samples could not be regraded."""
         wanted = (regrade or resume) and Path(out).exists()  # no output when nothing was scored
         records = list(read_records(out)) if wanted else []
         consistency = self.consistency
         if consistency is not None:
             if resume:  # records kept from an earlier run: compare every record of the output again
-                keys = self.tau_keys()
+                keys = self.tau_keys() | self.generic
                 consistency.compare_again(record for record in records if record.key in keys)
-            consistency.write(report or f"{out}.consistency.json", log)
+            if self.tau_files or consistency.calls or report:
+                consistency.write(report or f"{out}.consistency.json", log)
         if not regrade:
             return 0
         from prefix_exec.log_agreement import bfcl_agreement, tau_agreement

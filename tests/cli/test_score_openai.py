@@ -138,32 +138,85 @@ def test_an_mcp_list_with_the_side_file_as_the_spec(ticketing: Path, tmp_path: P
 def test_without_tools_the_transcripts_own_list_checks_schemas_only(
     ticketing: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The own list (tools.yaml's schemas as OpenAI tools) gives the records of the MCP list without hooks,
-    each saying in its metadata that only schema checks applied; stderr says so once."""
+    """The own list (tools.yaml's schemas as OpenAI tools) gives the records of the MCP list without hooks when
+    the replies' text is not evidence (--no-error-pattern), each saying in its metadata that only schema checks
+    applied; stderr says so once."""
     want = custom_records(ticketing, tmp_path, "mcp-tools-list.json")
     capsys.readouterr()
     out = tmp_path / "openai.jsonl"
-    argv = [
-        "score",
-        "openai",
-        str(transcripts(ticketing, tmp_path)),
-        "--dataset",
-        "ticketing",
-        "--out",
-        str(out),
-        *NAMED,
-    ]
-    assert main(argv) == 0
+    path = transcripts(ticketing, tmp_path)
+    argv = ["score", "openai", str(path), "--dataset", "ticketing", "--out", str(out), *NAMED]
+    assert main([*argv, "--no-error-pattern"]) == 0
     err = capsys.readouterr().err
     assert "no --tools" in err
     assert "only schema checks" in err
     got = read(out)
+    # the no-tool verdict names its own list where the MCP list's names the file's form
+    rule = "no-tool rule: the spec is {}, which does not say that a task needs a tool"
+    (no_tool,) = [(g, w) for g, w in zip(got, want, strict=True) if g["no_tool"]]
+    assert no_tool[0]["verdicts"][0]["notes"][1] == rule.format("the conversation's own tools list")
+    assert no_tool[1]["verdicts"][0]["notes"][1] == rule.format("only a tools list (an MCP tools/list result)")
+    no_tool[0]["verdicts"][0]["notes"] = no_tool[1]["verdicts"][0]["notes"]
     assert [scored(r) for r in got] == want
     assert {r["metadata"]["spec_note"] for r in got} == {
         "schema checks only: the conversation's own tools list served as the spec (no --tools)"
     }
     assert len({r["metadata"]["tools_digest"] for r in got}) == 1
-    assert sum(not r["executable"] for r in got) == 2
+    assert sum(not r["executable"] for r in got) == 1  # the no-tool conversation is executable (a tools list)
+    # without the pattern no reply is a refusal, so the schema failure (the server's "Error: ..." reply) is the
+    # one call where our check rejected what the log shows as a success
+    assert "consistency: 1 disagreement(s) (1 extra-check) in 29 calls compared" in err
+    assert "new-laptop trial 0 call 2 create_ticket: recorded accepted; replay rejected (schema: " in err
+
+
+def test_recorded_errors_reject_what_the_schemas_accept(
+    ticketing: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """By default a reply beginning 'Error' is the tool's refusal: on the own list (schemas only) each rollout
+    now fails where the ticketing server refused, as with the full spec, but labelled by the classifier from the
+    recorded text; the consistency report lists those steps (our checks accepted them)."""
+    full = {(r["task_id"], r["method"]): r for r in custom_records(ticketing, tmp_path)}
+    capsys.readouterr()
+    out = tmp_path / "openai.jsonl"
+    path = transcripts(ticketing, tmp_path)
+    assert main(["score", "openai", str(path), "--dataset", "ticketing", "--out", str(out), *NAMED]) == 0
+    err = capsys.readouterr().err
+    got = {(r["task_id"], r["method"]): r for r in read(out)}
+    # same first-error depths as the spec with refs and hooks: the server's refusals are where it refused
+    assert {k: r["fed"] for k, r in got.items()} == {k: r["fed"] for k, r in full.items()}
+    recorded = [r for r in got.values() if not r["executable"] and r["verdicts"][-1]["notes"][0] != "source: our check"]
+    assert recorded, "some failures come from the recorded outcome"
+    for record in recorded:
+        verdict = record["verdicts"][-1]
+        assert verdict["notes"][0] == "source: recorded outcome (error pattern)"
+        assert verdict["notes"][1].startswith("classifier: ")
+        assert verdict["reason"].startswith("the recorded outcome refused the call (the reply matches the error")
+        assert '"Error: ' in verdict["reason"]
+    report = json.loads((tmp_path / "openai.jsonl.consistency.json").read_text())
+    assert {e["kind"] for e in report} == {"recorded-refusal"}
+    assert sorted((e["task_id"], e["depth"]) for e in report) == sorted((r["task_id"], r["fed"]) for r in recorded)
+    assert f"{len(report)} disagreement(s) ({len(report)} recorded-refusal)" in err
+    # --require-tools makes the no-tool conversation a failure
+    again = tmp_path / "again.jsonl"
+    argv = ["score", "openai", str(path), "--dataset", "ticketing", "--out", str(again), *NAMED, "--require-tools"]
+    assert main(argv) == 0
+    (no_tool,) = [r for r in read(again) if r["no_tool"]]
+    assert (no_tool["fed"], no_tool["label"]) == (1, "precondition")
+    assert no_tool["verdicts"][0]["notes"] == ["source: our check", "no-tool rule: --require-tools"]
+
+
+@pytest.mark.parametrize("pattern", ["(unclosed", "*x"])
+def test_a_bad_error_pattern_is_an_input_error(
+    ticketing: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], pattern: str
+) -> None:
+    out = tmp_path / "out.jsonl"
+    path = transcripts(ticketing, tmp_path)
+    assert main(["score", "openai", str(path), "--out", str(out), "--error-pattern", pattern]) == 2
+    err = capsys.readouterr().err
+    assert "--error-pattern" in err
+    assert "not a valid regular expression" in err
+    assert "Traceback" not in err
+    assert not out.exists()
 
 
 def test_a_fixed_model_and_a_json_list(ticketing: Path, tmp_path: Path) -> None:

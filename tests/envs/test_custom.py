@@ -137,7 +137,6 @@ def test_example_rollouts_score_as_documented(env, ticketing):
 @pytest.mark.parametrize(
     ("spec", "fragment"),
     [
-        ({"tools": []}, "should be non-empty"),
         ({"tools": [{"name": "a", "parameters": {"type": "nope"}}]}, "not a valid JSON Schema"),
         ({"tools": [{"name": "a"}, {"name": "a"}]}, "declared twice"),
         ({"tools": [{"name": "a", "effect": "go"}]}, "hook 'go' not found"),

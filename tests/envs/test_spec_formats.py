@@ -69,14 +69,18 @@ def test_mcp_list_alone_checks_schemas_only(ticketing: Path) -> None:
     assert env.name == "mcp-tools-list"
     got = {(r["task_id"], r["method"]): r for r in records(env, ticketing)}
     # Without refs and hooks only the schema failure of the plan-conditioned rollouts is left (the
-    # priority 'medium' of new-laptop); the rest of them replay in full. The no-tool rollout fails at depth 1:
-    # nothing says its task may end without a tool call.
+    # priority 'medium' of new-laptop); the rest of them replay in full. The no-tool rollout is executable: a
+    # tools list alone does not say that a task needs a tool, and its verdict says so.
     failing = {key: (r["fed"], r["label"]) for key, r in got.items() if not r["executable"]}
-    assert failing == {
-        ("new-laptop", "plan-conditioned"): (2, "schema"),
-        ("what-can-you-do", "react"): (1, "precondition"),
-    }
+    assert failing == {("new-laptop", "plan-conditioned"): (2, "schema")}
     assert "'medium' is not one of" in got[("new-laptop", "plan-conditioned")]["reason"]
+    no_tool = got[("what-can-you-do", "react")]
+    assert (no_tool["no_tool"], no_tool["T"], no_tool["fed"]) == (True, 1, 2)
+    assert no_tool["verdicts"][0]["notes"] == [
+        "source: our check",
+        "no-tool rule: the spec is only a tools list (an MCP tools/list result), which does not say that a task "
+        "needs a tool",
+    ]
 
 
 @pytest.mark.parametrize("shape", ["chat", "responses", "legacy", "request-body"])
@@ -168,7 +172,6 @@ MCP_TOOL = {"name": "a", "inputSchema": {"type": "object"}}
 @pytest.mark.parametrize(
     ("document", "fragment", "field"),
     [
-        ([], "declares no tools", None),
         ([FN, {"type": "web_search_preview"}], "only function tools", "[1].type"),
         ([{"type": "function", "function": {"parameters": {}}}], "'name' is a required property", "[0].function"),
         ([{"type": "function", "function": {"name": 3}}], "expected string, got number", "[0].function.name"),
@@ -208,7 +211,6 @@ MCP_TOOL = {"name": "a", "inputSchema": {"type": "object"}}
             "tools[0].inputSchema",
         ),
         ({"tools": [MCP_TOOL, MCP_TOOL]}, "declared twice", "tools[1].name"),
-        ({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}, "lists no tools", "result.tools"),
         ({"tools": [{"name": "a", "colour": "red"}]}, "Additional properties", "tools[0]"),
     ],
 )

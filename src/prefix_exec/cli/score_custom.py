@@ -1,20 +1,30 @@
-"""``prefix-exec score custom``: score rollouts on tools declared in a JSON/YAML spec."""
+"""``prefix-exec score custom``: score rollouts on tools declared in a JSON/YAML spec.
+
+Also the options and the run every command that replays on a tool spec shares (``score custom``, ``score openai``
+/ ``score transcripts``, ``score inspect``'s generic path): :func:`add_spec_options`, :func:`policy_of` and
+:func:`score_on_spec`, which writes the consistency report of our checks against the recorded outcomes.
+"""
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+from prefix_exec import evidence
 from prefix_exec.cli.common import add_scoring_options, finish, output_options
+from prefix_exec.consistency import Consistency
 from prefix_exec.envs.custom import CustomEnvironment, load_spec
 from prefix_exec.envs.spec_formats import FORM_NAMES
 from prefix_exec.errors import InputError
-from prefix_exec.io import iter_json_lines, rollout_from_json
-from prefix_exec.scoring import paired, score_to_file
-from prefix_exec.trajectory import Rollout, Skipped
+from prefix_exec.evidence import DEFAULT_ERROR_PATTERN, EvidencePolicy
+from prefix_exec.io import iter_json_lines, read_records, rollout_from_json
+from prefix_exec.scoring import Scorable, paired, score_to_file
+from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
 
 
 def register(benchmarks: Any, name: str) -> None:
@@ -58,8 +68,10 @@ def read_units(
 
 
 def add_spec_options(parser: argparse.ArgumentParser, tools_help: str, *, required: bool = False) -> None:
-    """``--tools SPEC``, the tool spec (its help says where it applies), and ``--hooks``, the side file
-    layered onto it: what every command that replays on a tool spec takes."""
+    """What every command that replays on a tool spec takes: ``--tools SPEC`` (its help says where it applies),
+    ``--hooks``, the side file layered onto it, how recorded outcomes count (``--error-pattern``,
+    ``--no-error-pattern``, ``--require-tools``; :func:`policy_of` reads them) and where the consistency report
+    goes (``--consistency``)."""
     parser.add_argument("--tools", required=required, metavar="SPEC", help=tools_help)
     parser.add_argument(
         "--hooks",
@@ -67,6 +79,86 @@ def add_spec_options(parser: argparse.ArgumentParser, tools_help: str, *, requir
         help="side file layering refs, produces, invalidates, precondition/effect hooks, state and tasks onto "
         "the --tools spec, keyed by tool name (docs/custom.md)",
     )
+    evidence_options = parser.add_argument_group("recorded outcomes as evidence (docs/custom.md)")
+    patterns = evidence_options.add_mutually_exclusive_group()
+    patterns.add_argument(
+        "--error-pattern",
+        metavar="REGEX",
+        default=DEFAULT_ERROR_PATTERN,
+        help="a recorded tool reply without an error flag whose text this Python regex finds (re.search, first "
+        "10,000 characters) is a refusal of the call (default: %(default)r, replies beginning with 'Error')",
+    )
+    patterns.add_argument(
+        "--no-error-pattern",
+        action="store_true",
+        help="only a log's own error flags make a recorded refusal; no reply text does",
+    )
+    evidence_options.add_argument(
+        "--require-tools",
+        action="store_true",
+        help="a rollout without any tool call fails (precondition at depth 1) whatever the spec allows",
+    )
+    evidence_options.add_argument(
+        "--consistency",
+        metavar="PATH.json",
+        help="where to write the consistency report: calls where our checks and the recorded outcome disagree "
+        "(default: <out>.consistency.json, written when a call has a recorded outcome; for tau2 samples, "
+        "replay against tau2's error flags)",
+    )
+
+
+def policy_of(args: argparse.Namespace) -> EvidencePolicy:
+    """The :class:`~prefix_exec.evidence.EvidencePolicy` the options of :func:`add_spec_options` describe; a
+    pattern that is not a regular expression is an :class:`InputError`."""
+    pattern: re.Pattern[str] | None = None
+    if not args.no_error_pattern:
+        try:
+            pattern = evidence.compile_pattern(args.error_pattern)
+        except ValueError as exc:
+            raise InputError(
+                f"--error-pattern {args.error_pattern!r:.80}: {exc}",
+                hint="give a Python regular expression, e.g. '\\A\\s*Error\\b', or --no-error-pattern",
+            ) from None
+    return EvidencePolicy(error_pattern=pattern, require_tools=args.require_tools)
+
+
+def spec_consistency(policy: EvidencePolicy) -> Consistency:
+    """The consistency collector of the generic environment: our checks against the recorded outcomes."""
+    return Consistency(evidence.compare(policy), theirs="recorded outcome")
+
+
+def write_consistency(args: argparse.Namespace, consistency: Consistency, keys: Callable[[PrefixRecord], bool]) -> None:
+    """Write ``consistency``'s report to ``--consistency`` (default ``<out>.consistency.json``) when a call had a
+    recorded outcome or the option was given; with ``--resume`` every record of the output that ``keys``
+    accepts is compared again first (the kept ones were scored by an earlier run)."""
+    if args.resume and Path(args.out).is_file():
+        consistency.compare_again(record for record in read_records(args.out) if keys(record))
+    if consistency.calls or args.consistency:
+        consistency.write(args.consistency or f"{args.out}.consistency.json", sys.stderr)
+
+
+def score_on_spec(
+    units: Iterable[Scorable | Skipped],
+    args: argparse.Namespace,
+    *,
+    desc: str,
+    inputs: list[str | Path],
+    total: int | None = None,
+) -> int:
+    """Score ``units`` into ``--out`` (``score_to_file`` with :func:`output_options`), write the consistency
+    report (:func:`write_consistency`) and return the command's exit code."""
+    consistency = spec_consistency(policy_of(args))
+    report = score_to_file(
+        units,
+        args.out,
+        total=total,
+        desc=desc,
+        on_record=consistency.add,
+        inputs=inputs,
+        **output_options(args),
+    )
+    write_consistency(args, consistency, lambda _record: True)
+    return finish(report, args.out)
 
 
 def note_schema_only(env: CustomEnvironment, source: str) -> None:
@@ -80,14 +172,12 @@ def note_schema_only(env: CustomEnvironment, source: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    env = load_spec(args.tools, hooks=args.hooks)
+    env = load_spec(args.tools, hooks=args.hooks, policy=policy_of(args))
     note_schema_only(env, f"{args.tools} ({FORM_NAMES[env.form]})")
     units = read_units(args.rollouts, keep_going=args.keep_going, model=args.model, method=args.method)
-    report = score_to_file(
+    return score_on_spec(
         paired(units, env),
-        args.out,
+        args,
         desc=f"scoring {env.name}",
         inputs=[*args.rollouts, args.tools, *([args.hooks] if args.hooks else [])],
-        **output_options(args),
     )
-    return finish(report, args.out)

@@ -3,8 +3,11 @@
 inspect_evals' BFCL multi-turn samples go to the BFCL environment and its tau2 airline/retail samples to the
 tau environment, mapped to what the native importers produce (``importers/inspect_bfcl.py``,
 ``importers/inspect_tau.py``), so they get the same replay, labels and Y rules as native files. Any other task
-is replayed on the tool spec given with ``--tools`` (``prefix_exec.inspect_sources`` pairs each sample with its
-environment). Y is the log's score; the regrade (``prefix_exec.log_agreement``) is reported against it.
+is replayed on the generic environment, on the tool spec given with ``--tools``, with the recorded outcomes as
+evidence (:mod:`prefix_exec.evidence`); ``prefix_exec.inspect_sources`` pairs each sample with its environment.
+Y is the log's score; the regrade (``prefix_exec.log_agreement``) is reported against it. One consistency report
+holds the tau2 samples' replay against tau2's error flags and the other samples' checks against their recorded
+outcomes.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import sys
 from typing import Any
 
 from prefix_exec.cli.common import add_scoring_options, finish, output_options
-from prefix_exec.cli.score_custom import add_spec_options, note_schema_only
+from prefix_exec.cli.score_custom import add_spec_options, note_schema_only, policy_of
 from prefix_exec.cli.score_tau import add_tau2_data_option
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
@@ -31,8 +34,8 @@ def register(benchmarks: Any, name: str) -> None:
         description=(
             "Replay the tool calls of inspect_ai eval logs (.eval or .json, read with inspect_ai's own reader) "
             f"prefix by prefix. {SUPPORTED} samples go to our BFCL and tau environments; any other task is "
-            "replayed on the tool spec given with --tools. Y is the log's score; our regrade is reported "
-            "against it. Needs the inspect extra. See docs/inspect.md."
+            "replayed on the tool spec given with --tools, its recorded tool errors counting as refusals. Y is "
+            "the log's score; our regrade is reported against it. Needs the inspect extra. See docs/inspect.md."
         ),
     )
     parser.add_argument("logs", nargs="+", metavar="LOG", help="inspect logs (.eval or .json) or folders of them")
@@ -45,11 +48,6 @@ def register(benchmarks: Any, name: str) -> None:
     parser.add_argument(
         "--no-regrade", dest="regrade", action="store_false", help="do not regrade BFCL and tau2 samples"
     )
-    parser.add_argument(
-        "--consistency",
-        metavar="PATH.json",
-        help="where to write the tau consistency report (default: <out>.consistency.json, when a tau2 log is read)",
-    )
     add_tau2_data_option(parser)
     add_scoring_options(parser)
     parser.set_defaults(run=run)
@@ -58,7 +56,9 @@ def register(benchmarks: Any, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     require("inspect_ai", why="inspect_ai's own log reader reads the logs")
     paths = [str(p) for p in log_files(args.logs)]
-    sources = InspectSources(sys.stderr, args.tau2_data, args.tools, args.hooks, on_spec=note_schema_only)
+    sources = InspectSources(
+        sys.stderr, args.tau2_data, args.tools, args.hooks, on_spec=note_schema_only, policy=policy_of(args)
+    )
     for path in paths:
         try:
             log = read_log(path, scorer=args.scorer)

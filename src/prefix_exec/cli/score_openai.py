@@ -9,14 +9,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from prefix_exec.cli.common import add_scoring_options, finish, output_options
-from prefix_exec.cli.score_custom import add_spec_options, note_schema_only
+from prefix_exec.cli.common import add_scoring_options
+from prefix_exec.cli.score_custom import add_spec_options, note_schema_only, policy_of, score_on_spec
 from prefix_exec.envs.custom import CustomEnvironment, environment_from_tools, load_spec
 from prefix_exec.envs.spec_formats import FORM_NAMES
 from prefix_exec.errors import InputError
+from prefix_exec.evidence import EvidencePolicy
 from prefix_exec.importers.openai_transcripts import Conversation, Identity, read_conversations, tools_digest
 from prefix_exec.jsonl import expand_inputs
-from prefix_exec.scoring import Scorable, score_to_file
+from prefix_exec.scoring import Scorable
 from prefix_exec.trajectory import Skipped
 
 #: The records' note when a conversation's own tools list served as its spec.
@@ -75,6 +76,7 @@ def identity_of(args: argparse.Namespace, default_dataset: str) -> Identity:
 
 
 def run(args: argparse.Namespace) -> int:
+    policy = policy_of(args)
     if args.hooks and not args.tools:
         raise InputError(
             "--hooks layers onto a --tools spec",
@@ -87,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     )
     spec: CustomEnvironment | None = None
     if args.tools:
-        spec = load_spec(args.tools, hooks=args.hooks)
+        spec = load_spec(args.tools, hooks=args.hooks, policy=policy)
         note_schema_only(spec, f"{args.tools} ({FORM_NAMES[spec.form]})")
     else:
         print(
@@ -96,29 +98,32 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     identity = identity_of(args, spec.name if spec is not None else "openai")
-    units = _units(files, identity, spec, keep_going=args.keep_going)
-    report = score_to_file(
+    units = _units(files, identity, spec, keep_going=args.keep_going, policy=policy)
+    return score_on_spec(
         units,
-        args.out,
+        args,
         desc="scoring transcripts",
         inputs=[*files, *(p for p in (args.tools, args.hooks) if p)],
-        **output_options(args),
     )
-    return finish(report, args.out)
 
 
 def _units(
-    files: list[Path], identity: Identity, spec: CustomEnvironment | None, *, keep_going: bool
+    files: list[Path],
+    identity: Identity,
+    spec: CustomEnvironment | None,
+    *,
+    keep_going: bool,
+    policy: EvidencePolicy,
 ) -> Iterator[Scorable | Skipped]:
     """Rollouts of every conversation, each with ``spec`` or, without one, the environment of its own tools list
-    (built once per distinct list, kept by digest)."""
+    (built once per distinct list, kept by digest, with ``policy``)."""
     envs: dict[str, CustomEnvironment] = {}
     for path in files:
         for item in read_conversations(path, identity, tolerant=keep_going):
             try:
                 if isinstance(item, InputError):
                     raise item
-                pair = Scorable(item.rollout, spec) if spec is not None else _with_own_tools(item, envs)
+                pair = Scorable(item.rollout, spec) if spec is not None else _with_own_tools(item, envs, policy)
             except InputError as exc:
                 if not keep_going:
                     raise
@@ -128,7 +133,7 @@ def _units(
             yield pair
 
 
-def _with_own_tools(item: Conversation, envs: dict[str, CustomEnvironment]) -> Scorable:
+def _with_own_tools(item: Conversation, envs: dict[str, CustomEnvironment], policy: EvidencePolicy) -> Scorable:
     """The conversation's rollout with the environment of its own tools list (from ``envs``, by digest, or built
     and kept there), its metadata saying so; a conversation without one raises :class:`InputError`."""
     if item.tools is None:
@@ -148,6 +153,7 @@ def _with_own_tools(item: Conversation, envs: dict[str, CustomEnvironment]) -> S
             path=item.path,
             line=item.line,
             prefix=item.prefix + "tools",
+            policy=policy,
         )
     metadata = {**rollout.metadata, "spec_note": SCHEMA_ONLY_NOTE, "tools_digest": digest}
     return Scorable(replace(rollout, metadata=metadata), envs[digest])

@@ -12,7 +12,8 @@
 
 The two ecosystem forms declare argument schemas only: converted, each tool keeps its name, description and
 JSON Schema, and nothing else applies; a hooks side file layers the rest on (:mod:`prefix_exec.envs.spec_layers`).
-Every error names the file, the JSON path and the form it was read as.
+An empty list is a valid spec declaring no tool: every call is then an unknown tool, and a rollout without a call
+is executable (:mod:`prefix_exec.envs.custom`). Every error names the file, the JSON path and the form it was read as.
 """
 
 from __future__ import annotations
@@ -69,7 +70,6 @@ SPEC_SCHEMA: dict[str, Any] = {
         },
         "tools": {
             "type": "array",
-            "minItems": 1,
             "items": {
                 "type": "object",
                 "required": ["name"],
@@ -127,6 +127,10 @@ _MCP_RESULT: dict[str, Any] = {
         "nextCursor": {"type": ["string", "null"]},
     },
 }
+
+
+#: The keys of an MCP tools/list result (``_meta`` is the protocol's own metadata).
+_MCP_RESULT_KEYS = frozenset({"tools", "nextCursor", "_meta"})
 
 
 class _Where:
@@ -205,6 +209,8 @@ def detect_form(data: Any) -> str:
     if "jsonrpc" in data or ("result" in data and "tools" not in data):
         return "mcp"
     tools = data.get("tools")
+    if tools == [] and set(data) <= _MCP_RESULT_KEYS:
+        return "mcp"  # an empty tools/list result: nothing but the (empty) list
     if isinstance(tools, list):
         items = [t for t in tools if isinstance(t, Mapping)]
         if any("inputSchema" in t for t in items):
@@ -241,8 +247,6 @@ def tools_list_spec(tools: Any, *, path: str | Path, line: int | None = None, pr
 def openai_spec(tools: Any, where: _Where, parts: list[Any]) -> dict[str, Any]:
     if not isinstance(tools, list):
         raise where.fail(f"expected a list of tools, got {type(tools).__name__}", parts)
-    if not tools:
-        raise where.fail("the list declares no tools", parts)
     converted: list[dict[str, Any]] = []
     seen: set[str] = set()
     for i, item in enumerate(tools):
@@ -284,8 +288,6 @@ def _mcp_spec(data: Mapping[str, Any], where: _Where) -> dict[str, Any]:
             [*parts, "nextCursor"],
             hint="request the later pages (params.cursor) and put all their tools in one 'tools' list",
         )
-    if not data["tools"]:
-        raise where.fail("the result lists no tools", [*parts, "tools"])
     converted: list[dict[str, Any]] = []
     seen: set[str] = set()
     for i, tool in enumerate(data["tools"]):
