@@ -118,6 +118,7 @@ SHARED_BUILDS = {
 SLOW_FIRST = (
     "tests/drivers/test_toolsandbox.py",
     "tests/cli/test_score_inspect_bfcl.py",
+    "tests/cli/test_score_inspect_generic.py",
     "tests/runner/test_run.py",
     "tests/drivers/test_tau.py",
     "tests/cli/test_score_tau_leaderboard.py",

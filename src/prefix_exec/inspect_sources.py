@@ -3,8 +3,9 @@
 inspect_evals' BFCL multi-turn samples go to the BFCL environment and its tau2 airline/retail samples to the tau
 environment, mapped to what the native importers produce (:mod:`prefix_exec.importers.inspect_bfcl`,
 :mod:`prefix_exec.importers.inspect_tau`), so they get the same replay, labels and Y rules as native files. Any
-other task is replayed on the generic environment, on a tool spec (``--tools``), with the recorded outcomes as
-evidence (:mod:`prefix_exec.evidence`). Y is the log's score; the regrades (:mod:`prefix_exec.log_agreement`)
+other task is replayed on the generic environment, on a tool spec (``--tools``) or, without one, on each
+sample's own tool list (from its model events; schema checks only), with the recorded outcomes as evidence
+(:mod:`prefix_exec.evidence`). Y is the log's score; the regrades (:mod:`prefix_exec.log_agreement`)
 and the consistency report (tau2 samples by tau's comparison, the others by the evidence policy's) are made by
 :meth:`InspectSources.check`.
 """
@@ -12,7 +13,7 @@ and the consistency report (tau2 samples by tau's comparison, the others by the 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -24,7 +25,7 @@ from prefix_exec.envs.tau.results import LoadedResults, load_results
 from prefix_exec.errors import InputError
 from prefix_exec.evidence import DEFAULT_POLICY, EvidencePolicy
 from prefix_exec.extras import require
-from prefix_exec.importers.inspect_log import InspectLog, generic_rollout
+from prefix_exec.importers.inspect_log import InspectLog, InspectSample, generic_rollout
 from prefix_exec.importers.inspect_tau import TASKS as TAU_TASKS
 from prefix_exec.importers.tau import TauResults
 from prefix_exec.io import read_records
@@ -37,6 +38,13 @@ if TYPE_CHECKING:
     from prefix_exec.envs.custom import CustomEnvironment
 
 SUPPORTED = "BFCL multi-turn (inspect_evals/bfcl) and tau2 airline/retail (inspect_evals/tau2_airline, tau2_retail)"
+#: The records' note when a sample's own tools list served as its spec.
+SCHEMA_ONLY_NOTE = "schema checks only: the sample's own tools list served as the spec (no --tools)"
+
+
+def is_benchmark(task: str) -> bool:
+    """Whether a log's task (its name without the package) is one mapped to a benchmark's environment."""
+    return task == "bfcl" or task in TAU_TASKS
 
 
 @dataclass
@@ -47,7 +55,8 @@ class InspectSources:
     ``tau2_data`` is the tau2 data folder (``None``: the default); ``tools`` and ``hooks`` the spec for other
     tasks, and ``policy`` how their samples' recorded outcomes count. The task-set check of each tau2 log is
     printed on ``notes``; ``on_spec`` sees the spec once loaded (with its source's description), to say what it
-    checks. :attr:`generic` holds the units replayed on the generic environment.
+    checks. :attr:`generic` holds the units replayed on the generic environment; without ``tools``, each sample
+    of another task replays on its own tool list's environment (:attr:`own`, one per distinct list).
     """
 
     notes: TextIO
@@ -63,10 +72,12 @@ class InspectSources:
     consistency: Consistency | None = None
     bfcl: BfclEnvironment | None = None
     spec: CustomEnvironment | None = None
+    own: dict[str, CustomEnvironment] = field(default_factory=dict)
 
     def read(self, log: InspectLog, *, model: str, method: str) -> None:
-        """Add the samples of ``log`` to :attr:`units`. An unknown task without a spec, or an environment that
-        cannot be built, raises :class:`InputError` (nothing of the log is added)."""
+        """Add the samples of ``log`` to :attr:`units`. An environment that cannot be built (a spec, a tau2
+        domain) raises :class:`InputError` (nothing of the log is added); a sample that cannot be scored (no
+        score, no tool list) is added as :class:`~prefix_exec.trajectory.Skipped`."""
         if log.task == "bfcl":
             from prefix_exec.importers.inspect_bfcl import bfcl_rollout
 
@@ -81,13 +92,12 @@ class InspectSources:
             tau_units: list[Rollout | Skipped] = [*loaded.results.rollouts, *loaded.results.skipped]
             self._add(tau_units, loaded.env.bind)
         else:
-            spec = self._spec(log)
-            units: list[Rollout | Skipped] = [
-                Skipped(s.where, s.unscorable) if s.unscorable else generic_rollout(log, s, model=model, method=method)
-                for s in log.samples
-            ]
-            self.generic.update(unit.key for unit in units if isinstance(unit, Rollout))
-            self._add(units, spec)
+            spec = self._spec() if self.tools is not None else None
+            for sample in log.samples:
+                unit = self._generic(log, sample, model, method, spec)
+                if isinstance(unit, Scorable):
+                    self.generic.add(unit.rollout.key)
+                self.units.append(unit)
 
     def _add(self, units: list[Rollout | Skipped], env: Environment | EnvFor) -> None:
         self.units += paired(units, env)
@@ -104,13 +114,9 @@ class InspectSources:
                 raise InputError(str(exc), hint=BFCL_HINT) from None
         return self.bfcl
 
-    def _spec(self, log: InspectLog) -> CustomEnvironment:
-        if self.tools is None:
-            raise InputError(
-                f"task {log.task!r} is not one prefix-exec maps to a benchmark ({SUPPORTED})",
-                path=log.path,
-                hint="replay it on your tools' spec: prefix-exec score inspect --tools SPEC LOG ... (docs/custom.md)",
-            )
+    def _spec(self) -> CustomEnvironment:
+        """The ``tools`` spec with ``hooks``, loaded once."""
+        assert self.tools is not None
         if self.spec is None:
             from prefix_exec.envs.custom import load_spec
             from prefix_exec.envs.spec_formats import FORM_NAMES
@@ -119,6 +125,36 @@ class InspectSources:
             if self.on_spec is not None:
                 self.on_spec(self.spec, f"{self.tools} ({FORM_NAMES[self.spec.form]})")
         return self.spec
+
+    def _generic(
+        self, log: InspectLog, sample: InspectSample, model: str, method: str, spec: CustomEnvironment | None
+    ) -> Scorable | Skipped:
+        """A sample of another task with its environment: ``spec``, or (``None``) the environment of its own tool
+        list, built once per distinct list; or why it cannot be scored."""
+        if sample.unscorable:
+            return Skipped(sample.where, sample.unscorable)
+        rollout = generic_rollout(log, sample, model=model, method=method)
+        if spec is not None:
+            return Scorable(rollout, spec)
+        if sample.tools is None:
+            return Skipped(
+                sample.where,
+                "the sample records no tool list (no model call in its events); pass --tools SPEC (docs/custom.md)",
+            )
+        from prefix_exec.envs.custom import environment_from_tools
+        from prefix_exec.importers.openai_transcripts import tools_digest
+
+        tools = [dict(t) for t in sample.tools]
+        digest = tools_digest(tools)
+        if digest not in self.own:
+            try:
+                self.own[digest] = environment_from_tools(
+                    tools, name=log.task, path=log.path, origin="the sample's own tools list", policy=self.policy
+                )
+            except InputError as exc:
+                return Skipped(sample.where, f"its tool list cannot check calls: {exc.detail()}")
+        metadata = {**rollout.metadata, "spec_note": SCHEMA_ONLY_NOTE, "tools_digest": digest}
+        return Scorable(replace(rollout, metadata=metadata), self.own[digest])
 
     def bfcl_regrade(self) -> Callable[[Rollout], Rollout] | None:
         """A ``prepare`` for :func:`~prefix_exec.scoring.score_to_file` that puts BFCL's multi-turn rule on every

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fakes.inspect_logs import BfclScript, bfcl_log, bfcl_plan, tau_log
+from fakes.inspect_logs import BfclScript, bfcl_log, bfcl_plan, notes_log, tau_log
 
 
 @pytest.fixture(scope="session")
@@ -21,3 +21,11 @@ def inspect_bfcl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, BfclSc
 def inspect_tau(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A log of inspect_evals/tau2_airline (one sample, fakes.inspect_logs.TAU_PLAN)."""
     return tau_log(tmp_path_factory.mktemp("inspect-tau"))
+
+
+@pytest.fixture(scope="session")
+def inspect_notes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Logs of two tasks of no benchmark (tests/fakes/inspect_notes_task.py): ``notes`` (tools, one sample
+    without a call) and ``qa`` (no tool offered)."""
+    folder = tmp_path_factory.mktemp("inspect-notes")
+    return notes_log(folder / "notes", "notes"), notes_log(folder / "qa", "qa")

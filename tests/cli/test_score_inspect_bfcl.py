@@ -134,7 +134,7 @@ def _rewritten(log: Path, target: Path, change: Any) -> Path:
     return target
 
 
-def test_unknown_task_needs_a_tool_spec(
+def test_another_task_is_scored_on_its_own_tool_lists_or_on_a_spec(
     inspect_bfcl: tuple[Path, BfclScript], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     log, _ = inspect_bfcl
@@ -144,15 +144,23 @@ def test_unknown_task_needs_a_tool_spec(
 
     other = _rewritten(log, tmp_path / "helpdesk.eval", rename)
     out = tmp_path / "out.jsonl"
-    assert score_inspect(other, out) == 2
+    # without --tools each sample is checked against the tools its model calls were offered (schema checks only)
+    assert score_inspect(other, out) == 0
     err = capsys.readouterr().err
-    assert "task 'helpdesk' is not one prefix-exec maps to a benchmark" in err
-    assert "--tools SPEC" in err
-    # with --keep-going the log is listed and the others are scored
-    assert main(["score", "inspect", str(other), str(log), "--out", str(out), "--keep-going"]) == 2
-    err = capsys.readouterr().err
-    assert "helpdesk.eval: task 'helpdesk' is not one" in err
-    assert "scored 3 rollouts" in err
+    assert "no --tools: each sample of a task other than BFCL and tau2 is checked against its own tool list" in err
+    own = {r["task_id"]: r for r in rows(out)}
+    assert sorted(own) == sorted(TASKS)
+    assert {r["metadata"]["spec_note"] for r in own.values()} == {
+        "schema checks only: the sample's own tools list served as the spec (no --tools)"
+    }
+    # mv without its required destination: our schema check, at the step inspect refused too
+    base_1 = own["multi_turn_base_1"]
+    assert (base_1["fed"], base_1["label"], base_1["verdicts"][3]["notes"]) == (4, "schema", ["source: our check"])
+    assert "'destination' is a required property" in base_1["reason"]
+    # sort before it is revealed: in the sample's list (offered later), but inspect refused the call then
+    miss_func = own["multi_turn_miss_func_0"]
+    assert (miss_func["fed"], miss_func["actions"][5]["name"]) == (6, "sort")
+    assert miss_func["verdicts"][5]["notes"][0] == "source: recorded outcome (error flag)"
     out.unlink()
     # a spec declaring only three of the file system's tools
     spec = tmp_path / "tools.json"

@@ -58,12 +58,13 @@ def _text(message: Mapping[str, Any]) -> str:
 
 
 def run_inspect(task: str, args: Sequence[str], server: ScriptedServer, log_dir: Path, env: Mapping[str, str]) -> Path:
-    """``inspect eval <task module>@<task> ARGS`` against ``server``; returns the one log it wrote."""
+    """``inspect eval <task module or .py file>@<task> ARGS`` against ``server``; returns the one log it wrote."""
     module, _, name = task.partition("@")
+    source = module if module.endswith(".py") else _module_file(module)
     command = [
         str(Path(sys.executable).parent / "inspect"),
         "eval",
-        f"{_module_file(module)}@{name}",
+        f"{source}@{name}",
         *args,
         "--model",
         "openai-api/scripted/model",
@@ -306,3 +307,31 @@ def tau_log(folder: Path) -> Path:
             folder / "logs",
             {},
         )
+
+
+# ------------------------------------------------------------------------------ a task of no benchmark
+
+NOTES_TASKS = str(Path(__file__).with_name("inspect_notes_task.py"))
+
+
+def notes_respond(body: dict[str, Any]) -> dict[str, Any]:
+    """The model of tests/fakes/inspect_notes_task.py: the note sample creates a note, appends to a made-up id
+    (which the tool refuses), then to the right one; a question is answered in text."""
+    messages = body["messages"]
+    if "two plus two" in _text(next(m for m in messages if m["role"] == "user")):
+        return text_message("4")
+    done = sum(1 for m in messages if m["role"] == "assistant")
+    script = [
+        ("create_note", {"text": "hi"}),
+        ("append_note", {"note_id": "N-9", "text": "bye"}),
+        ("append_note", {"note_id": "N-1", "text": "bye"}),
+    ]
+    if done < len(script):
+        return _assistant([script[done]], f"call_{done}")
+    return text_message("done")
+
+
+def notes_log(folder: Path, task: str) -> Path:
+    """A real log of ``task`` (``notes`` or ``qa``) of tests/fakes/inspect_notes_task.py."""
+    with ScriptedServer(notes_respond) as server:
+        return run_inspect(f"{NOTES_TASKS}@{task}", [], server, folder / "logs", {})

@@ -3,8 +3,10 @@
 inspect_evals' BFCL multi-turn samples go to the BFCL environment and its tau2 airline/retail samples to the
 tau environment, mapped to what the native importers produce (``importers/inspect_bfcl.py``,
 ``importers/inspect_tau.py``), so they get the same replay, labels and Y rules as native files. Any other task
-is replayed on the generic environment, on the tool spec given with ``--tools``, with the recorded outcomes as
-evidence (:mod:`prefix_exec.evidence`); ``prefix_exec.inspect_sources`` pairs each sample with its environment.
+is replayed on the generic environment: on the tool spec given with ``--tools``, or without it on each sample's
+own tool list (the tools its model calls were offered; schema checks only, an empty list included), with the
+recorded outcomes as evidence (:mod:`prefix_exec.evidence`); ``prefix_exec.inspect_sources`` pairs each sample
+with its environment.
 Y is the log's score; the regrade (``prefix_exec.log_agreement``) is reported against it. One consistency report
 holds the tau2 samples' replay against tau2's error flags and the other samples' checks against their recorded
 outcomes.
@@ -22,7 +24,7 @@ from prefix_exec.cli.score_tau import add_tau2_data_option
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.inspect_log import log_files, read_log
-from prefix_exec.inspect_sources import SUPPORTED, InspectSources
+from prefix_exec.inspect_sources import SUPPORTED, InspectSources, is_benchmark
 from prefix_exec.scoring import score_to_file
 from prefix_exec.trajectory import Skipped
 
@@ -30,19 +32,22 @@ from prefix_exec.trajectory import Skipped
 def register(benchmarks: Any, name: str) -> None:
     parser: argparse.ArgumentParser = benchmarks.add_parser(
         name,
-        help="inspect_ai eval logs: inspect_evals' BFCL and tau2 on our environments, other tasks on --tools",
+        help="inspect_ai eval logs: inspect_evals' BFCL and tau2 on our environments, other tasks on --tools or "
+        "on their own tool lists",
         description=(
             "Replay the tool calls of inspect_ai eval logs (.eval or .json, read with inspect_ai's own reader) "
             f"prefix by prefix. {SUPPORTED} samples go to our BFCL and tau environments; any other task is "
-            "replayed on the tool spec given with --tools, its recorded tool errors counting as refusals. Y is "
-            "the log's score; our regrade is reported against it. Needs the inspect extra. See docs/inspect.md."
+            "replayed on the tool spec given with --tools, or without it on each sample's own tool list (schema "
+            "checks only), its recorded tool errors counting as refusals. Y is the log's score; our regrade is "
+            "reported against it. Needs the inspect extra. See docs/inspect.md."
         ),
     )
     parser.add_argument("logs", nargs="+", metavar="LOG", help="inspect logs (.eval or .json) or folders of them")
     add_spec_options(
         parser,
         "tool spec for logs of tasks other than BFCL and tau2 airline/retail: our JSON/YAML spec, an OpenAI "
-        "tools array or an MCP tools/list result (docs/custom.md)",
+        "tools array or an MCP tools/list result (default: each sample's own tool list, schema checks only; "
+        "docs/custom.md)",
     )
     parser.add_argument("--scorer", metavar="NAME", help="the score that is Y when a sample has several")
     parser.add_argument(
@@ -59,9 +64,12 @@ def run(args: argparse.Namespace) -> int:
     sources = InspectSources(
         sys.stderr, args.tau2_data, args.tools, args.hooks, on_spec=note_schema_only, policy=policy_of(args)
     )
+    # Without --tools a task of neither benchmark is scored on its samples' own tool lists, read from their events.
+    own_tools = None if args.tools else (lambda task: not is_benchmark(task))
+    noted = False
     for path in paths:
         try:
-            log = read_log(path, scorer=args.scorer)
+            log = read_log(path, scorer=args.scorer, tools=own_tools)
         except InputError as exc:
             if not args.keep_going:
                 raise
@@ -71,9 +79,17 @@ def run(args: argparse.Namespace) -> int:
             f"prefix-exec: {log.name}: task {log.task}, {len(log.samples)} sample(s), status {log.status}",
             file=sys.stderr,
         )
+        if own_tools is not None and own_tools(log.task) and not noted:
+            noted = True
+            print(
+                "prefix-exec: note: no --tools: each sample of a task other than BFCL and tau2 is checked against "
+                "its own tool list, so only schema checks apply (tool names, arguments); the records say so in "
+                "metadata.spec_note",
+                file=sys.stderr,
+            )
         try:
             sources.read(log, model=args.model or log.model, method=args.method or log.method)
-        except InputError as exc:  # an unknown task without --tools, a tau2 domain that does not load
+        except InputError as exc:  # a --tools spec or a tau2 domain that does not load
             if not args.keep_going:
                 raise
             sources.units.append(Skipped(path, exc.describe()))

@@ -1,31 +1,37 @@
 """inspect_ai eval logs (``.eval`` or ``.json``), read with inspect_ai's own reader, as plain data.
 
 A log holds one task run: its header (task, model, solver plan, status) and one sample per (id, epoch). This
-module reads a log with :func:`inspect_ai.log.read_eval_log` (attachments resolved, events left out) and turns
-each sample into an :class:`InspectSample` of plain JSON-like values: its messages normalized to
-:class:`Message` (role, text, tool calls, the tool reply's id and error), its metadata, its store, and Y from
-its score. The benchmark mappings (:mod:`~prefix_exec.importers.inspect_bfcl`,
-:mod:`~prefix_exec.importers.inspect_tau`) and the generic one (:func:`generic_rollout`) build rollouts from
-those; nothing here knows a benchmark.
+module reads a log with :func:`inspect_ai.log.read_eval_log` (attachments resolved, events left out unless the
+samples' tool lists are wanted) and turns each sample into an :class:`InspectSample` of plain JSON-like values:
+its messages normalized to :class:`Message` (role, text, tool calls, the tool reply's id, error and error type),
+its metadata, its store, its tool list (from its model events, when read) and Y from its score. The benchmark
+mappings (:mod:`~prefix_exec.importers.inspect_bfcl`, :mod:`~prefix_exec.importers.inspect_tau`) and the generic
+one (:func:`generic_rollout`) build rollouts from those; nothing here knows a benchmark.
 
 Y is the log scorer's value, read by inspect's own ``value_to_float`` (``"C"``/``"I"``, booleans, yes/no,
 numbers): 1 when it is 1.0 (within 1e-9), else 0, so partial credit (``"P"``, 0.5) is a failure, as tau2's
 reward is. A log with several scorers needs ``scorer`` to name the one that is Y. A sample that errored, or has
 no usable score, is unscorable: it is reported with the reason (:class:`~prefix_exec.trajectory.Skipped`).
 
-``inspect_ai`` is imported lazily (the ``inspect`` extra); the rest of prefix-exec does not need it.
+``inspect_ai`` is imported lazily (the ``inspect`` extra); the rest of prefix-exec does not need it. Reading a
+log makes inspect load its plugin registry, which logs warnings of other packages' making (inspect_evals'
+``Unexpected exception loading entrypoints ...`` when one of its evals' dependencies is missing, ``Could not
+find sandbox environment plugin for type 'k8s'`` for a log run in a sandbox not installed here): those two
+messages, and only those, are dropped (:func:`quiet_registry`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.extras import install_hint
+from prefix_exec.json_types import JsonObject
 from prefix_exec.jsonl import check_regular_file, expand_inputs
 from prefix_exec.trajectory import Observation, Rollout, ToolCall
 
@@ -51,7 +57,9 @@ class Message:
     """One chat message, normalized: ``role`` is system, user, assistant or tool; ``text`` its text parts.
 
     A tool message carries the ``tool_call_id`` it answers and ``error``, inspect's error message when the
-    tool failed (or was refused: an unknown tool, arguments that do not fit its schema), else ``None``.
+    tool failed (or was refused: an unknown tool, arguments that do not fit its schema), else ``None``;
+    ``error_type`` is inspect's kind of that error (``ToolCallError.type``: ``parsing``, ``permission``,
+    ``file_not_found``, ``unknown`` for a ``ToolError``, ...).
     """
 
     role: str
@@ -59,6 +67,7 @@ class Message:
     calls: tuple[Call, ...] = ()
     tool_call_id: str | None = None
     error: str | None = None
+    error_type: str | None = None
 
 
 @dataclass(frozen=True)
@@ -74,6 +83,9 @@ class InspectSample:
     y: int | None
     unscorable: str | None = None
     score: Any = None
+    #: The tools offered to the model, as OpenAI function tools, from the sample's model events (the union over
+    #: its model calls, by name, first seen first); ``None`` when events were not read or none called a model.
+    tools: tuple[JsonObject, ...] | None = None
 
     @property
     def trial(self) -> int:
@@ -107,18 +119,26 @@ def log_files(paths: Iterable[str | Path]) -> list[Path]:
     )
 
 
-def read_log(path: str | Path, *, scorer: str | None = None) -> InspectLog:
+def read_log(path: str | Path, *, scorer: str | None = None, tools: Callable[[str], bool] | None = None) -> InspectLog:
     """Read one log with inspect_ai's reader. A file inspect cannot read raises :class:`InputError`.
 
-    ``scorer`` names the score that is Y when a sample has several (``None``: the only one).
+    ``scorer`` names the score that is Y when a sample has several (``None``: the only one). ``tools`` says, from
+    the log's task name, whether to read the samples' tool lists (:attr:`InspectSample.tools`): that reads the
+    samples' events, which are otherwise left out (inspect_evals' tau2 copies its database into them at every
+    step), so such a log is read a second time, with them. (Not its header first: inspect's streaming header
+    reader crashes the process on some malformed ``.json`` files, a 5,000-digit number for one.)
     """
     check_regular_file(Path(path))
+    quiet_registry()
     try:
         from inspect_ai.log import read_eval_log
     except ModuleNotFoundError as exc:
         raise InputError(f"this command needs inspect_ai, which is not installed ({exc})", hint=INSTALL_HINT) from None
     try:
         log = read_eval_log(str(path), resolve_attachments=True, exclude_fields={"events"})
+        events = tools is not None and tools(_bare(log.eval.task))
+        if events:
+            log = read_eval_log(str(path), resolve_attachments=True)
     except Exception as exc:  # inspect's reader raises zip, JSON, pydantic and OS errors alike: all bad input here
         raise InputError(
             f"not a readable inspect log ({type(exc).__name__}: {_first_line(exc)})",
@@ -127,7 +147,7 @@ def read_log(path: str | Path, *, scorer: str | None = None) -> InspectLog:
         ) from None
     plan = [step.solver for step in (log.plan.steps if log.plan else [])]
     method = "+".join(_bare(s) for s in plan) or "inspect"
-    samples = tuple(_sample(str(path), s, scorer) for s in log.samples or ())
+    samples = tuple(_sample(str(path), s, scorer, tools=events) for s in log.samples or ())
     return InspectLog(
         path=str(path),
         task=_bare(log.eval.task),
@@ -139,6 +159,32 @@ def read_log(path: str | Path, *, scorer: str | None = None) -> InspectLog:
     )
 
 
+#: Warnings inspect's plugin registry logs for other packages, by logger: the start of each message dropped.
+REGISTRY_NOISE: Mapping[str, str] = {
+    "inspect_ai._util.entrypoints": "Unexpected exception loading entrypoints",
+    "inspect_ai.util._sandbox.environment": "Could not find sandbox environment plugin",
+}
+
+
+class _DropMessage(logging.Filter):
+    """Drops the records whose message starts with ``start``; every other record passes."""
+
+    def __init__(self, start: str) -> None:
+        super().__init__()
+        self.start = start
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(self.start)
+
+
+def quiet_registry() -> None:
+    """Drop :data:`REGISTRY_NOISE` (once per process; the loggers' other messages still pass)."""
+    for name, start in REGISTRY_NOISE.items():
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _DropMessage) for f in logger.filters):
+            logger.addFilter(_DropMessage(start))
+
+
 def _bare(name: str) -> str:
     return str(name).rsplit("/", 1)[-1]
 
@@ -148,7 +194,7 @@ def _first_line(exc: Exception) -> str:
     return text[0][:300] if text else "no message"
 
 
-def _sample(path: str, sample: Any, scorer: str | None) -> InspectSample:
+def _sample(path: str, sample: Any, scorer: str | None, *, tools: bool = False) -> InspectSample:
     where = f"{Path(path).name}: sample {sample.id} epoch {sample.epoch}"
     y, unscorable, value = success_of(sample, scorer)
     if sample.error is not None:
@@ -164,7 +210,29 @@ def _sample(path: str, sample: Any, scorer: str | None) -> InspectSample:
         y=y,
         unscorable=unscorable,
         score=value,
+        tools=sample_tools(sample.events or ()) if tools else None,
     )
+
+
+def sample_tools(events: Iterable[Any]) -> tuple[JsonObject, ...] | None:
+    """The tools a sample's model events offered, as OpenAI function tools: the union over its model calls by
+    name (first seen first, its first definition kept); ``None`` when no event called a model."""
+    found: dict[str, JsonObject] = {}
+    called = False
+    for event in events:
+        if getattr(event, "event", None) != "model":
+            continue
+        called = True
+        for info in getattr(event, "tools", None) or ():
+            if info.name not in found:
+                function: JsonObject = {
+                    "name": str(info.name),
+                    "parameters": info.parameters.model_dump(exclude_none=True),
+                }
+                if info.description:
+                    function["description"] = str(info.description)
+                found[info.name] = {"type": "function", "function": function}
+    return tuple(found.values()) if called else None
 
 
 def _first_line_text(text: Any) -> str:
@@ -216,6 +284,7 @@ def normalize_messages(messages: Iterable[Any]) -> Iterator[Message]:
             calls=calls,
             tool_call_id=getattr(message, "tool_call_id", None) if message.role == "tool" else None,
             error=str(error.message) if error is not None else None,
+            error_type=str(error.type) if error is not None and getattr(error, "type", None) else None,
         )
 
 
@@ -232,11 +301,12 @@ def replies(messages: Sequence[Message], index: int) -> dict[str, Message]:
 
 
 def observation_of(reply: Message | None) -> Observation | None:
-    """What the tool answered when the log was made: its text (inspect's error message for a failed call)."""
+    """What the tool answered when the log was made: its text (inspect's error message and type for a failed
+    call). inspect records a failure on the reply, so a reply without one has the flag ``False``."""
     if reply is None:
         return None
     if reply.error is not None:
-        return Observation(content=reply.error, error=True)
+        return Observation(content=reply.error, error=True, error_type=reply.error_type)
     return Observation(content=reply.text, error=False)
 
 
