@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -303,3 +304,16 @@ def test_a_disagreement_keeps_a_bounded_excerpt_of_the_content() -> None:
     assert isinstance(entry.recorded_content, str)
     assert len(entry.recorded_content) < 1100
     json.dumps(entry.to_json())
+
+
+def test_the_documented_table_is_the_classifier() -> None:
+    """docs/custom.md's table lists the rules in order with their labels and the default last."""
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "custom.md").read_text(encoding="utf-8")
+    table = docs[docs.index("| rule | reads |") :].split("\n\n", 1)[0].splitlines()[2:]
+    rows = [[cell.strip() for cell in line.strip("|").split(" | ")] for line in table]
+    documented = [(row[0], row[1], row[-1].strip("`")) for row in rows]
+    expected = [(rule.name, rule.on, rule.label.value) for rule in RULES]
+    assert documented == [*expected, (DEFAULT_RULE, "any", DEFAULT_LABEL.value)]
+    for row, rule in zip(rows, RULES, strict=False):
+        if rule.on == "type":
+            assert row[2] == f"`{rule.pattern.replace('|', chr(92) + '|')}`"
