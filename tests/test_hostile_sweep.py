@@ -155,6 +155,74 @@ def openai_cases() -> Iterator[Case]:
         )
 
 
+#: Tool replies a log may record, as the JSON text of a tool message's content (evidence_cases).
+REPLIES = {
+    "error-5mb": json.dumps("Error: " + "x" * 5_000_000),
+    "error-lone-surrogate": '"Error: \\ud800 tail"',
+    "json-list-300k": json.dumps(json.dumps(list(range(300_000)))),
+    "json-deep-text": json.dumps("[" * 100_000 + "]" * 100_000),
+    "json-unclosed": json.dumps("[" * 100_000),
+    "json-nan": json.dumps("NaN"),
+    "json-huge-int": json.dumps("9" * 5000),
+    "parts-list": json.dumps([{"type": "text", "text": "Error: " + "y" * 100_000}] * 20),
+    "object": json.dumps({"ids": list(range(100_000)), "error": "Error"}),
+}
+
+
+def evidence_cases() -> Iterator[Case]:
+    """Huge and odd recorded results, as a transcript's tool replies, scored with a side file whose produces reads
+    them (every id of a list), and as a canonical rollout's observation with an error flag and type."""
+    tools = [
+        {"type": "function", "function": {"name": "list_ids", "parameters": {"type": "object"}}},
+        {"type": "function", "function": {"name": "use", "parameters": {"type": "object", "properties": {"id": {}}}}},
+    ]
+    side = "tools:\n  list_ids: {produces: {thing: '[*]', other: 'ids[*]'}}\n  use: {refs: {id: thing}}\n"
+
+    def conversation(task: str, reply: str) -> str:
+        listed = {"type": "function", "function": {"name": "list_ids", "arguments": "{}"}}
+        use = {"type": "function", "function": {"name": "use", "arguments": '{"id": 1}'}}
+        messages = [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "tool_calls": [{"id": "c1", **listed}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "\u0000REPLY\u0000"},
+            {"role": "assistant", "tool_calls": [{"id": "c2", **use}]},
+            {"role": "tool", "tool_call_id": "c2", "content": "done"},
+        ]
+        line = json.dumps({"task_id": task, "model": "m", "success": 1, "messages": messages})
+        return line.replace(json.dumps("\u0000REPLY\u0000"), reply)
+
+    good = json.dumps("[1, 2]")
+    for name, reply in REPLIES.items():
+        text = "\n".join([conversation("g0", good), conversation("hostile", reply), conversation("g1", good)]) + "\n"
+        yield Case(
+            f"evidence:{name}",
+            {"in.jsonl": text, "tools.json": json.dumps(tools), "side.yaml": side},
+            lambda d: [
+                *("score", "openai", str(d / "in.jsonl"), "--tools", str(d / "tools.json")),
+                *("--hooks", str(d / "side.yaml"), "--out", str(d / "out.jsonl"), "--keep-going"),
+            ],
+            "out.jsonl",
+            ("g0", "g1"),
+        )
+    good_rollout = json.loads((TICKETING / "rollouts.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    observed = {**good_rollout, "trial": 7}  # one of the spec's tasks, another unit
+    observed["actions"] = [{**observed["actions"][0], "observation": {"content": "x", "error": True}}]
+    for path in [("actions", 0, "observation", "content"), ("actions", 0, "observation", "error_type")]:
+        for label in ("huge-int", "surrogate", "long-text", "deep-list", "empty-object", "html"):
+            line = mutate(observed, path, RAW_VALUES[label])
+            rows = [json.dumps(good_rollout), line, json.dumps({**good_rollout, "method": "other"})]
+            yield Case(
+                f"evidence:{'.'.join(map(str, path))}={label}",
+                {"in.jsonl": "\n".join(rows) + "\n"},
+                lambda d: [
+                    *("score", "custom", "--tools", str(TICKETING / "tools.yaml"), str(d / "in.jsonl")),
+                    *("--out", str(d / "out.jsonl"), "--keep-going"),
+                ],
+                "out.jsonl",
+                (good_rollout["task_id"],),
+            )
+
+
 def spec_cases() -> Iterator[Case]:
     """Hostile MCP tools/list results and OpenAI tools arrays as --tools."""
     response = json.loads((TICKETING / "mcp-tools-list.json").read_text(encoding="utf-8"))
@@ -363,6 +431,7 @@ def all_cases() -> list[Case]:
     return [
         *custom_cases(),
         *openai_cases(),
+        *evidence_cases(),
         *spec_cases(),
         *bfcl_cases(),
         *metrics_cases(),
@@ -382,6 +451,7 @@ def test_the_sweep_has_hundreds_of_cases_across_every_input() -> None:
     assert len(cases) >= 200 and kinds == {
         "custom",
         "openai",
+        "evidence",
         "spec",
         "bfcl",
         "metrics",

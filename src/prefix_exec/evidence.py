@@ -58,6 +58,9 @@ TEXT_CHARS = 10_000
 QUOTE_CHARS = 300
 #: Longest recorded result text parsed as JSON for ``produces``; a longer one feeds nothing.
 PARSE_CHARS = 1_000_000
+#: Most values of one kind a recorded result registers for ``produces`` (a ``[*]`` path over a hostile list of
+#: millions would otherwise hold them all); the accepted verdict notes a cut.
+PRODUCED_VALUES = 10_000
 #: The label of a refusal no rule of :data:`RULES` explains (see the module docstring).
 DEFAULT_LABEL = FailureLabel.PRECONDITION
 

@@ -13,7 +13,7 @@ import pytest
 
 from prefix_exec.consistency import Consistency
 from prefix_exec.envs.custom import CustomEnvironment, environment_from_tools, load_spec
-from prefix_exec.evidence import SOURCE_CHECK, EvidencePolicy, compare
+from prefix_exec.evidence import PRODUCED_VALUES, SOURCE_CHECK, EvidencePolicy, compare
 from prefix_exec.guard import check
 from prefix_exec.replay import replay
 from prefix_exec.trajectory import FailureLabel, Observation, PrefixRecord, Rollout, ToolCall
@@ -110,6 +110,23 @@ def test_without_a_recorded_result_nothing_is_produced(notes: CustomEnvironment)
     assert (rec.fed, rec.label) == (2, FailureLabel.DEPENDENCY)
     plain = call("create_note", {"text": "hi"}, "Note created.")  # text with no id in it
     assert score(notes, plain, call("append_note", {"note_id": "N-1", "text": "x"})).fed == 2
+
+
+def test_a_recorded_result_registers_a_bounded_number_of_values(tmp_path: Path) -> None:
+    spec = write(tmp_path, "tools.json", NOTE_TOOLS)
+    side = write(tmp_path, "side.yaml", "tools:\n  create_note: {produces: {note: '[*]'}}\n")
+    env = load_spec(spec, hooks=side)
+    session = env.start("t")
+    ids = [f"N-{i}" for i in range(PRODUCED_VALUES + 5)]
+    verdict = session.step(call("create_note", {"text": "hi"}, json.dumps(ids)))
+    assert verdict.accepted
+    assert verdict.notes == (
+        SOURCE_CHECK,
+        f"produces: the recorded result holds {PRODUCED_VALUES + 5} values of note; the first {PRODUCED_VALUES} count",
+    )
+    assert len(session.produced["note"]) == PRODUCED_VALUES
+    assert json.dumps(ids[0]) in session.produced["note"]
+    assert json.dumps(ids[-1]) not in session.produced["note"]
 
 
 def test_an_effect_hook_simulates_the_tool_and_its_result_is_what_produces_read(ticketing: Path) -> None:

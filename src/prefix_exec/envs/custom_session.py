@@ -154,9 +154,11 @@ class CustomSession:
         if refused is not None:
             return Verdict.reject(refused.label, refused.reason, notes=refused.notes)
         self.state = state
-        produced = result if tool.effect is not None else _recorded(tool, call)
-        self._register(tool, args, produced)
-        return Verdict.accept(result, notes=(SOURCE_CHECK,))
+        if tool.effect is not None:
+            self._register(tool, args, result)
+            return Verdict.accept(result, notes=(SOURCE_CHECK,))
+        cut = self._register(tool, args, _recorded(tool, call), limit=evidence.PRODUCED_VALUES)
+        return Verdict.accept(result, notes=(SOURCE_CHECK, *cut))
 
     def _check(self, tool: ToolSpec, call: ToolCall, args: dict[str, Any]) -> tuple[list[FailureLabel], list[str]]:
         """Every cause our checks 1 to 4 find (the module docstring), and their reasons."""
@@ -190,13 +192,23 @@ class CustomSession:
                 reasons.append(str(outcome))
         return causes, reasons
 
-    def _register(self, tool: ToolSpec, args: Mapping[str, Any], result: Any) -> None:
+    def _register(self, tool: ToolSpec, args: Mapping[str, Any], result: Any, *, limit: int | None = None) -> list[str]:
+        """Apply the call's ``invalidates`` and ``produces``; with ``limit``, at most that many values of a kind
+        are taken from ``result``, and the notes returned say where more were left out."""
         for kind, param in tool.invalidates.items():
             if param in args:
                 self.produced.setdefault(kind, {})[_key(args[param])] = False
+        notes: list[str] = []
         for kind, path in tool.produces.items():
-            for value in _select(result, path):
+            values = _select(result, path)
+            if limit is not None and len(values) > limit:
+                notes.append(
+                    f"produces: the recorded result holds {len(values)} values of {kind}; the first {limit} count"
+                )
+                values = values[:limit]
+            for value in values:
                 self.produced.setdefault(kind, {})[_key(value)] = True
+        return notes
 
 
 def _recorded(tool: ToolSpec, call: ToolCall) -> Any:
