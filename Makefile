@@ -13,7 +13,7 @@ TOOLSANDBOX ?= $(firstword $(wildcard ../shared/vendor/ToolSandbox ../../shared/
 TAU2_PROVIDER ?= sierra
 TAU2_SOURCE   ?= $(abspath $(firstword $(wildcard ../shared/vendor/tau2-bench ../../shared/vendor/tau2-bench)))
 
-.PHONY: setup toolsandbox demo test test-quick lint bench
+.PHONY: setup toolsandbox mcp-servers demo test test-quick lint bench
 
 # Installs prefix-exec with all its extras into $(VENV), then BFCL's data and backend classes with --no-deps
 # (bfcl-eval's declared dependencies pull in ~6 GB of torch/CUDA that replay never uses), then the tau2 package
@@ -26,11 +26,12 @@ setup:
 	@test -n "$(PYTHON)" || { echo 'make setup: Python 3.12 not found; install it, or run make setup PYTHON=/path/to/python3.12' >&2; exit 2; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,report,llm,ray,tau-sim,bfcl,inspect]'
+	$(BIN)/pip install --quiet -e '.[dev,report,llm,ray,tau-sim,bfcl,inspect,guard]'
 	$(BIN)/pip install --quiet --no-deps bfcl-eval==2026.3.23
 	$(BIN)/pip install --quiet --no-deps -r requirements/inspect-evals.txt
 	$(BIN)/python scripts/install_tau2.py --provider '$(TAU2_PROVIDER)' --source '$(TAU2_SOURCE)' --fallback $(VENV)/tau2-nvidia
 	@$(MAKE) --no-print-directory toolsandbox
+	@$(MAKE) --no-print-directory mcp-servers
 	$(BIN)/python -m compileall -q src
 	@echo "setup done: run '$(BIN)/prefix-exec --help' or 'make demo'"
 
@@ -42,6 +43,13 @@ toolsandbox:
 		"$(TOOLSANDBOX)/README.md" "$(TOOLSANDBOX)/LICENSE" "$$tmp/" && chmod -R u+w "$$tmp" \
 		&& $(BIN)/pip install --quiet --no-deps "$$tmp" && rm -rf "$$tmp" && $(BIN)/pip install --quiet -e '.[toolsandbox]'; \
 	else $(BIN)/pip install --quiet --no-deps "$(TOOLSANDBOX)" && $(BIN)/pip install --quiet -e '.[toolsandbox]'; fi
+
+# Third-party MCP servers from npm for the guard's end-to-end tests (tests/guard), pinned, in $(VENV)/mcp-servers
+# (the tests find them there through sys.prefix). Without npm it says so and the tests that need them skip.
+MCP_NPM_SERVERS := @modelcontextprotocol/server-filesystem@2026.8.31
+mcp-servers:
+	@if command -v npm >/dev/null 2>&1; then npm install --prefix $(VENV)/mcp-servers --no-audit --no-fund --silent $(MCP_NPM_SERVERS); \
+	else echo "npm not found: the guard's tests against npm MCP servers will skip; install node and npm, then make mcp-servers"; fi
 
 # The no-key demo: synthetic fault-injected agents on BFCL ground truth, scored by the real BFCL environment,
 # with the calibration matrix and the full report in out/demo/report.html (see docs/demo.md).

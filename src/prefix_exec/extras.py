@@ -23,6 +23,7 @@ tau           what tau replay and live runs import        ``pip install --no-dep
 toolsandbox   ToolSandbox's runtime dependencies          ``pip install --no-deps`` of ToolSandbox itself: it is not
                                                           on PyPI, and its declared pins fail on Python 3.12
 inspect       inspect_ai: reading inspect eval logs       -
+guard         the MCP SDK: ``prefix-exec guard``          -
 tau-sim       litellm and pandas: live tau runs           -
 ============  ==========================================  ===========================================================
 
@@ -100,6 +101,7 @@ EXTRAS: tuple[Extra, ...] = (
         "make toolsandbox TOOLSANDBOX=PATH-TO-ToolSandbox from your own checkout",
     ),
     Extra("inspect", "reading inspect_ai eval logs", ("inspect_ai",)),
+    Extra("guard", "the official MCP SDK, for the MCP proxy prefix-exec guard", ("mcp",)),
     Extra("tau-sim", "tau2's user simulator and judge for live tau runs", ("litellm", "pandas")),
 )
 #: Extra name -> the extra.

@@ -11,6 +11,7 @@ these functions, so the user's files stay as they are and no output repeats a se
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -88,3 +89,65 @@ def redact_json(value: Any) -> Any:
                 elif isinstance(item, dict | list):
                     stack.append(item)
     return value
+
+
+def _secret_name(name: str) -> bool:
+    return any(word in name.lower() for word in SECRET_WORDS)
+
+
+def redact_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """A command line without its secrets, and the secret values removed from it.
+
+    A value is secret when its option or variable name holds one of :data:`SECRET_WORDS`: ``--api-key VALUE``,
+    ``--token=VALUE``, ``GITHUB_TOKEN=VALUE`` (as ``env`` takes it); each becomes :data:`MARK`. URLs lose their
+    credentials (:func:`redact_url`), which count as removed values too.
+    """
+    shown: list[str] = []
+    removed: list[str] = []
+    secret_next = False
+    for arg in argv:
+        if secret_next and not arg.startswith("-"):
+            shown.append(MARK)
+            removed.append(arg)
+            secret_next = False
+            continue
+        secret_next = False
+        name, sep, value = arg.partition("=")
+        if "://" in name:  # a URL (its query may hold '=')
+            sep = value = ""
+        if sep and value and _secret_name(name.lstrip("-")):
+            shown.append(f"{name}={MARK}")
+            removed.append(value)
+        elif arg.startswith("-") and not sep and _secret_name(arg.lstrip("-")):
+            shown.append(arg)
+            secret_next = True
+        else:
+            redacted = redact_text(arg)
+            if redacted != arg:
+                removed.extend(_url_secrets(arg))
+            shown.append(redacted)
+    return shown, removed
+
+
+def _url_secrets(text: str) -> list[str]:
+    """The credentials :func:`redact_text` takes out of ``text``: userinfo and secret parameter values."""
+    found: list[str] = []
+    for match in _URL.finditer(text):
+        try:
+            parts = urlsplit(match.group())
+        except ValueError:
+            continue
+        if "@" in parts.netloc:
+            found.append(parts.netloc.rpartition("@")[0])
+        for chunk in (parts.query, parts.fragment):
+            for item in chunk.split("&"):
+                name, sep, value = item.partition("=")
+                if sep and value and _secret_name(name):
+                    found.append(value)
+    return found
+
+
+def secret_environment(environ: Mapping[str, str]) -> list[str]:
+    """The values of the environment variables whose names hold one of :data:`SECRET_WORDS` (``API_KEY``,
+    ``GITHUB_TOKEN``, ``DB_PASSWORD``...): what a record must never contain."""
+    return [value for name, value in environ.items() if value and _secret_name(name)]

@@ -33,6 +33,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("report", "prefix_exec.cli.report"),
     ("demo", "prefix_exec.cli.demo"),
     ("run", "prefix_exec.cli.run"),
+    ("guard", "prefix_exec.cli.guard"),
 )
 
 

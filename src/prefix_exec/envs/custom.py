@@ -68,14 +68,29 @@ def load_spec(
     """
     p = Path(path)
     data, form = read_spec(p)
+    return layered_environment(data, p, form=form, hooks=hooks, policy=policy)
+
+
+def layered_environment(
+    data: Mapping[str, Any],
+    path: Path,
+    *,
+    form: str = "spec",
+    hooks: str | Path | None = None,
+    policy: EvidencePolicy = DEFAULT_POLICY,
+) -> CustomEnvironment:
+    """The environment of a validated spec dict, read from ``path`` as ``form``, with the hooks side file
+    ``hooks`` (when given) layered on: the one way ``score custom --tools SPEC --hooks SIDE`` and the guard
+    (``prefix-exec guard``, on a server's ``tools/list`` result) build an environment from a spec and a side file.
+    """
     if hooks is None:
-        return environment_from_spec(data, p, form=form, policy=policy)
+        return environment_from_spec(data, path, form=form, policy=policy)
     side_path = Path(hooks)
     if not side_path.is_file():
         raise InputError("no such hooks file", path=side_path, hint="pass --hooks with a YAML or JSON file")
     side = read_side_file(side_path)
-    check_layer(data, p, side, side_path)
-    return environment_from_spec(data, p, form=form, side=side, side_path=side_path, policy=policy)
+    check_layer(data, path, side, side_path)
+    return environment_from_spec(data, path, form=form, side=side, side_path=side_path, policy=policy)
 
 
 def environment_from_tools(

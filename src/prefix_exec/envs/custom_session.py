@@ -119,6 +119,11 @@ class CustomSession:
             self.env, self.task, copy.deepcopy(self.state), {k: dict(v) for k, v in self.produced.items()}
         )
 
+    def reference(self, kind: str, value: Any) -> bool | None:
+        """Whether ``value`` is a current ``kind`` (True), a ``kind`` no longer current (False: an ``invalidates``
+        used it up), or no ``kind`` an earlier call produced or the task gave (None)."""
+        return self.produced.get(kind, {}).get(_key(value))
+
     def finish_without_tools(self) -> Verdict:
         """The terminal no-tool action: accepted when the task allows it and ``--require-tools`` is off; the
         verdict notes the rule that decided."""

@@ -4,6 +4,17 @@
 environment's verdict (a call the model's output could not be parsed into is a ``schema`` rejection without
 reaching the environment). An agent can then execute only accepted calls and hand rejections back to the
 model as feedback; that is the ``guarded-react`` variant. The cost is one fork and one extra step per call.
+
+The same check guards agents we do not run: ``prefix-exec guard`` (docs/guard.md) is an MCP proxy that
+checks every ``tools/call`` before the real server sees it and records the session for scoring. Its modules,
+one per concern, need the ``[guard]`` extra (the MCP SDK) and are imported only by that command:
+
+- :mod:`.shadow`: the guard's picture of one MCP session (the environment from the server's tools and the
+  side file, the live session) and the verdicts;
+- :mod:`.refusal`: the text a refused call returns, in words a model can act on;
+- :mod:`.log` and :mod:`.recorder`: one session as a rollout and a record, and the files ``--record`` writes;
+- :mod:`.pump`: the message pump between client and server that intercepts ``tools/list`` and ``tools/call``;
+- :mod:`.stdio` and :mod:`.http`: the two transports, on the SDK's own.
 """
 
 from __future__ import annotations

@@ -1,0 +1,164 @@
+"""``prefix-exec guard``: an MCP proxy that checks every tool call before it runs and records the session.
+
+See docs/guard.md. Two transports: stdio (``-- COMMAND [ARGS...]``, the client launches the guard in place of
+the server) and Streamable HTTP (``--listen HOST:PORT --upstream URL``). The MCP SDK (the ``[guard]`` extra) is
+imported only when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from prefix_exec.errors import InputError
+from prefix_exec.extras import require
+from prefix_exec.redaction import redact_command, redact_url, secret_environment
+
+
+def register(commands: Any, name: str) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name,
+        help="an MCP proxy that checks every tool call before it runs, and records the session for scoring",
+        description=(
+            "Run in place of an MCP server (stdio: prefix-exec guard [OPTIONS] -- COMMAND [ARGS...]) or in front "
+            "of one (Streamable HTTP: --listen HOST:PORT --upstream URL). Every tools/call is checked against "
+            "the session's state (argument schemas from the server's tools/list; refs, produces, invalidates, "
+            "hooks and state from --hooks) before it is forwarded. See docs/guard.md."
+        ),
+    )
+    parser.add_argument(
+        "--hooks",
+        metavar="HOOKS.yaml",
+        help="side file layered onto the server's tools, as for score custom --hooks (docs/custom.md)",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=("enforce", "observe"),
+        default="enforce",
+        help="enforce: a rejected call is answered with a refusal and never reaches the server (default); "
+        "observe: it is forwarded and the verdict recorded",
+    )
+    parser.add_argument(
+        "--record",
+        metavar="DIR",
+        help="write DIR/rollouts.jsonl, DIR/records.jsonl and DIR/tools.json, kept current call by call",
+    )
+    parser.add_argument("--task", help="the hooks file's task this session plays (when it declares tasks)")
+    parser.add_argument("--dataset", help="the dataset name of the recorded rollouts (default: the server's name)")
+    parser.add_argument(
+        "--call-timeout",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="longest wait for the server's answer to one request; past it the client gets an error and the "
+        "session ends (default: 120)",
+    )
+    parser.add_argument(
+        "--max-message-bytes",
+        type=int,
+        default=16 * 1024 * 1024,
+        metavar="N",
+        help="largest client message, HTTP body or tool result passed on (default: 16 MiB)",
+    )
+    parser.add_argument("--listen", metavar="HOST:PORT", help="serve Streamable HTTP here (with --upstream)")
+    parser.add_argument("--upstream", metavar="URL", help="the MCP server's Streamable HTTP endpoint (with --listen)")
+    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the MCP server to run")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    command = list(args.command[1:] if args.command[:1] == ["--"] else args.command)
+    http = args.listen is not None or args.upstream is not None
+    _check_usage(args, command, http)
+    require("mcp", why="prefix-exec guard speaks MCP through the official SDK")
+    from prefix_exec.guard.options import GuardOptions
+    from prefix_exec.guard.recorder import Recorder
+
+    options = GuardOptions(
+        mode=args.mode,
+        hooks=_hooks(args.hooks, args.task),
+        task=args.task,
+        record=Path(args.record) if args.record else None,
+        call_timeout_s=args.call_timeout,
+        max_message_bytes=args.max_message_bytes,
+    )
+    shown, removed = redact_command(command)
+    secrets = [*secret_environment(os.environ), *removed]
+    recorder = Recorder(options.record, secrets=secrets) if options.record is not None else None
+    try:
+        if http:
+            return _serve_http(args, options, recorder)
+        return _serve_stdio(command, shown, args.dataset, options, recorder)
+    finally:
+        if recorder is not None:
+            recorder.close()
+
+
+def _check_usage(args: argparse.Namespace, command: list[str], http: bool) -> None:
+    if http and (args.listen is None or args.upstream is None):
+        raise InputError(
+            "--listen and --upstream go together", hint="prefix-exec guard --listen HOST:PORT --upstream URL"
+        )
+    if http and command:
+        raise InputError("give either -- COMMAND (stdio) or --listen/--upstream (HTTP), not both")
+    if not http and not command:
+        raise InputError(
+            "no MCP server to guard", hint="prefix-exec guard [OPTIONS] -- COMMAND [ARGS...], or --listen/--upstream"
+        )
+    if args.call_timeout <= 0 or args.max_message_bytes <= 0:
+        raise InputError("--call-timeout and --max-message-bytes must be positive")
+
+
+def _hooks(path: str | None, task: str | None) -> Path | None:
+    """The side file, read and validated now, so a mistake is an exit 2 before any server starts."""
+    if path is None:
+        return None
+    from prefix_exec.envs.spec_layers import read_side_file
+
+    side_path = Path(path)
+    if not side_path.is_file():
+        raise InputError("no such hooks file", path=side_path, hint="pass --hooks with a YAML or JSON file")
+    side = read_side_file(side_path)
+    tasks = side.get("tasks") or {}
+    if tasks and task is None:
+        raise InputError(
+            f"the hooks file declares tasks ({', '.join(sorted(tasks)[:8])})",
+            path=side_path,
+            field="tasks",
+            hint="pass --task with the task the guarded session plays",
+        )
+    if task is not None and task not in tasks:
+        raise InputError(f"--task {task!r}: the hooks file declares no such task", path=side_path, field="tasks")
+    return side_path
+
+
+def _serve_stdio(command: list[str], shown: list[str], dataset: str | None, options: Any, recorder: Any) -> int:
+    import anyio
+
+    from prefix_exec.guard.session import new_session
+    from prefix_exec.guard.stdio import serve_stdio
+
+    session = new_session(options, recorder, transport="stdio", origin={"command": shown}, dataset=dataset)
+    try:
+        reason = anyio.run(serve_stdio, command, session, options)
+    except OSError as exc:
+        raise InputError(
+            f"cannot start the MCP server {shown[0]!r}: {exc.strerror or exc}",
+            hint="check the command after --",
+        ) from None
+    print(f"prefix-exec guard: session ended: {reason}", file=sys.stderr, flush=True)
+    return 0
+
+
+def _serve_http(args: argparse.Namespace, options: Any, recorder: Any) -> int:
+    from prefix_exec.guard.http import serve_http
+
+    host, _, port = str(args.listen).rpartition(":")
+    if not host or not port.isdigit():
+        raise InputError(f"--listen {args.listen!r}: expected HOST:PORT", hint="for example --listen 127.0.0.1:8765")
+    origin = {"upstream": redact_url(args.upstream)}
+    serve_http(host, int(port), args.upstream, options, recorder, origin=origin, dataset=args.dataset)
+    return 0

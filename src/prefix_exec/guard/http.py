@@ -1,0 +1,191 @@
+"""The Streamable HTTP guard: ``prefix-exec guard --listen HOST:PORT --upstream URL``.
+
+An ASGI app (served by uvicorn) in front of an MCP server's Streamable HTTP endpoint. Each MCP session the
+client opens (an ``initialize`` without a session id) gets a session id of its own, the SDK's
+:class:`~mcp.server.streamable_http.StreamableHTTPServerTransport` towards the client, an SDK
+:func:`~mcp.client.streamable_http.streamable_http_client` connection to the upstream (which opens the
+upstream's own session) and a :class:`~prefix_exec.guard.pump.Pump` between them, with its own shadow state
+and rollout: sessions are independent. A request naming an unknown session id gets 404, as the SDK's own
+session manager answers; ``DELETE`` ends the session, and so do the idle timeout and the upstream failing.
+
+The guard needs a session to keep a session's state in, so it speaks the session-based protocol versions
+(the ``initialize`` handshake). A request of the 2026 per-request protocol is answered with the SDK's
+"unsupported protocol version" error listing the handshake versions, on which SDK clients in ``auto`` mode
+fall back to ``initialize``. Request bodies over the size bound get 413 before they are parsed.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from typing import Any
+from uuid import uuid4
+
+import anyio
+import uvicorn
+from anyio.abc import TaskGroup, TaskStatus
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
+from mcp.server.transport_security import RequestBodyLimitMiddleware
+from mcp.types import UNSUPPORTED_PROTOCOL_VERSION, ErrorData, JSONRPCError
+from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from prefix_exec.guard.options import GuardOptions
+from prefix_exec.guard.pump import Pump, Streams
+from prefix_exec.guard.recorder import Recorder
+from prefix_exec.guard.session import new_session
+from prefix_exec.json_types import JsonObject
+
+#: A session with no request in flight for this long is ended, in seconds (the SDK's default).
+IDLE_TIMEOUT_S = 30 * 60
+#: Most sessions open at once; a request that would open one more gets 503.
+MAX_SESSIONS = 1000
+
+
+class GuardApp:
+    """The ASGI app: routes each request to its session's transport, opening sessions as clients ask."""
+
+    def __init__(
+        self, upstream: str, options: GuardOptions, recorder: Recorder | None, origin: JsonObject, dataset: str | None
+    ) -> None:
+        self.upstream, self.options, self.recorder, self.origin, self.dataset = (
+            upstream,
+            options,
+            recorder,
+            origin,
+            dataset,
+        )
+        self.sessions: dict[str, StreamableHTTPServerTransport] = {}
+        self._group: TaskGroup | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "http":
+            await self._request(scope, receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        """The sessions' task group lives from startup to shutdown; at shutdown every session ends (its
+        record closed) before uvicorn stops."""
+        message = await receive()
+        if message["type"] != "lifespan.startup":
+            return
+        async with anyio.create_task_group() as group:
+            self._group = group
+            await send({"type": "lifespan.startup.complete"})
+            await receive()  # lifespan.shutdown
+            group.cancel_scope.cancel()
+        self._group = None
+        await send({"type": "lifespan.shutdown.complete"})
+
+    async def _request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        session_id = headers.get(MCP_SESSION_ID_HEADER)
+        version = headers.get("mcp-protocol-version")
+        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            await _unsupported(version)(scope, receive, send)
+        elif session_id is not None:
+            transport = self.sessions.get(session_id)
+            if transport is None:
+                await _error_response("Session not found", 404)(scope, receive, send)
+                return
+            await transport.handle_request(scope, receive, send)
+            if transport.is_terminated:
+                self.sessions.pop(session_id, None)
+        elif len(self.sessions) >= MAX_SESSIONS or self._group is None:
+            await _error_response("Too many open sessions", 503)(scope, receive, send)
+        else:
+            await self._open(scope, receive, send)
+
+    async def _open(self, scope: Scope, receive: Receive, send: Send) -> None:
+        session_id = uuid4().hex
+        transport = StreamableHTTPServerTransport(mcp_session_id=session_id, idle_timeout=IDLE_TIMEOUT_S)
+        self.sessions[session_id] = transport
+        assert self._group is not None
+        await self._group.start(self._run, transport)
+        status: list[int] = []
+
+        async def watch(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                status.append(message["status"])
+            await send(message)
+
+        await transport.handle_request(scope, receive, watch)
+        if not status or status[0] >= 400:  # nothing was established: no session to keep
+            self.sessions.pop(session_id, None)
+            await transport.terminate()
+
+    async def _run(self, transport: StreamableHTTPServerTransport, *, task_status: TaskStatus[None]) -> None:
+        session_id = str(transport.mcp_session_id)
+        try:
+            async with transport.connect() as (client_read, client_write):
+                task_status.started()
+                await self._pump(session_id, transport, Streams(client_read, client_write))
+        except Exception as exc:  # one session's failure (the upstream refused) never takes the others down
+            print(f"prefix-exec guard: session {session_id[:12]} ended: {exc}", file=sys.stderr, flush=True)
+        finally:
+            self.sessions.pop(session_id, None)
+            with anyio.CancelScope(shield=True):
+                await transport.terminate()
+
+    async def _pump(self, session_id: str, transport: StreamableHTTPServerTransport, client: Streams) -> None:
+        guarded = new_session(
+            self.options,
+            self.recorder,
+            transport="streamable-http",
+            origin=self.origin,
+            session_id=session_id,
+            dataset=self.dataset,
+        )
+        async with streamable_http_client(self.upstream) as (server_read, server_write):
+            pump = Pump(client, Streams(server_read, server_write), guarded, self.options, version_header=True)
+            idle = transport.idle_scope or anyio.CancelScope()
+            with idle:
+                await pump.run()
+            if idle.cancelled_caught:
+                guarded.log.end("idle timeout")
+                guarded.save()
+
+
+def serve_http(
+    host: str,
+    port: int,
+    upstream: str,
+    options: GuardOptions,
+    recorder: Recorder | None,
+    *,
+    origin: JsonObject,
+    dataset: str | None = None,
+) -> None:
+    """Serve until SIGINT or SIGTERM (uvicorn's own handling; every session's record is closed at shutdown).
+    Port 0 picks a free port; the address is printed on stderr either way."""
+    app = RequestBodyLimitMiddleware(GuardApp(upstream, options, recorder, origin, dataset), options.max_message_bytes)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host.strip("[]"), port))
+    bound = sock.getsockname()[1]
+    shown = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
+    print(
+        f"prefix-exec guard: listening on http://{shown}:{bound}/ (upstream {origin['upstream']})",
+        file=sys.stderr,
+        flush=True,
+    )
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _error_response(text: str, status: int) -> Response:
+    body = JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=-32600, message=f"prefix-exec guard: {text}"))
+    return Response(body.model_dump_json(by_alias=True, exclude_unset=True), status, media_type="application/json")
+
+
+def _unsupported(version: str) -> Response:
+    data = {"supported": list(HANDSHAKE_PROTOCOL_VERSIONS), "requested": version}
+    text = "prefix-exec guard keeps per-session state: use the initialize handshake"
+    body = JSONRPCError(
+        jsonrpc="2.0", id=None, error=ErrorData(code=UNSUPPORTED_PROTOCOL_VERSION, message=text, data=data)
+    )
+    return Response(body.model_dump_json(by_alias=True, exclude_unset=True), 400, media_type="application/json")

@@ -1,0 +1,160 @@
+"""One MCP session as the guard saw it: its calls and verdicts, kept as a canonical rollout and a scored record.
+
+The rollout holds every ``tools/call`` in the order the live session was stepped (each with the server's
+answer as its observation; a refused call with the refusal it got), so ``score custom --tools DIR/tools.json
+--hooks SIDE DIR/rollouts.jsonl`` replays it. The record holds the guard's own verdicts: FED is the depth of
+the first call it rejected (``T + 1`` when none), its label that verdict's, and ``metadata.guard.calls`` the
+verdict on every call, the ones after FED included, with its latency.
+
+A session is one rollout however long it runs, so the files are rewritten per call; each call's JSON text is
+made once, when it settles (:class:`SessionLog`), and a :class:`Snapshot` splices them into the two lines,
+so a call costs the guard's event loop O(1) and the writer O(session).
+
+Final success Y is not something a proxy sees. The stated rule (:data:`SUCCESS_RULE`): 1 when the session's
+last call was accepted (or, with no call, the no-tool verdict was), else 0; ``metadata.success_rule`` says so.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from prefix_exec.io import call_to_json, record_to_json, rollout_to_json, verdict_to_json
+from prefix_exec.json_types import JsonObject
+from prefix_exec.jsonl import dumps
+from prefix_exec.trajectory import PrefixRecord, Rollout, ToolCall, Verdict
+
+SUCCESS_RULE = "heuristic: 1 when the session's last tool call was accepted (a proxy never sees the task's outcome)"
+# Placeholders spliced with the JSON text of each list (a string no JSON encoder writes for our own fields).
+_ACTIONS, _VERDICTS, _CALLS = "\x00actions\x00", "\x00verdicts\x00", "\x00calls\x00"
+
+
+def now_iso() -> str:
+    """The wall-clock time now, ISO 8601 in UTC with milliseconds."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class SessionLog:
+    """The calls of one session. ``info`` is ``metadata.guard``: mode, transport, the server's command (its
+    secrets removed) or URL, the server's and client's names and versions, the protocol version, start and
+    end; ``calls`` is added when the lines are made."""
+
+    def __init__(self, task_id: str, *, method: str, info: JsonObject, trial: int = 0) -> None:
+        self.task_id = task_id
+        self.trial = trial
+        self.method = method
+        self.dataset: str | None = None
+        self.info: JsonObject = {**info, "started_at": now_iso()}
+        self.started = time.perf_counter()
+        self.actions: list[ToolCall] = []
+        self.fed: int | None = None
+        self.failing: Verdict | None = None
+        self.last_accepted = True
+        self.action_texts: list[str] = []
+        self.verdict_texts: list[str] = []
+        self.call_texts: list[str] = []
+
+    @property
+    def model(self) -> str:
+        client = self.info.get("client")
+        return str(client.get("name")) if isinstance(client, dict) and client.get("name") else "unknown-client"
+
+    def add(self, call: ToolCall, verdict: Verdict, entry: JsonObject) -> None:
+        """One settled call: the call (with its observation), the guard's verdict on it, and its entry in
+        ``metadata.guard.calls`` (forwarded or not, who decided, latencies)."""
+        step = len(self.actions) + 1
+        self.actions.append(call)
+        self.action_texts.append(dumps(call_to_json(call)))
+        if self.fed is None:
+            self.verdict_texts.append(dumps(verdict_to_json(step, call, verdict)))
+            if not verdict.accepted:
+                self.fed, self.failing = step, verdict
+        self.last_accepted = verdict.accepted
+        label = verdict.label.value if verdict.label else None
+        row = {"step": step, "tool": call.name, "accepted": verdict.accepted, "label": label, **entry}
+        self.call_texts.append(dumps(row))
+
+    def end(self, reason: str) -> None:
+        self.info.setdefault("ended_at", now_iso())
+        self.info.setdefault("end", reason)
+
+    def snapshot(self, dataset: str, no_tool: Verdict | None) -> Snapshot:
+        """The session as it stands; ``no_tool`` is the no-tool verdict, used when no call was made."""
+        return Snapshot(
+            dataset=dataset,
+            task_id=self.task_id,
+            trial=self.trial,
+            model=self.model,
+            method=self.method,
+            info=dict(self.info),
+            actions=tuple(self.action_texts),
+            verdicts=tuple(self.verdict_texts),
+            calls=tuple(self.call_texts),
+            fed=self.fed,
+            failing=self.failing,
+            last_accepted=self.last_accepted,
+            no_tool=no_tool,
+        )
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A session's state at one moment, immutable, so the writer thread can make its lines."""
+
+    dataset: str
+    task_id: str
+    trial: int
+    model: str
+    method: str
+    info: JsonObject
+    actions: tuple[str, ...]
+    verdicts: tuple[str, ...]
+    calls: tuple[str, ...]
+    fed: int | None
+    failing: Verdict | None
+    last_accepted: bool
+    no_tool: Verdict | None
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.dataset, self.task_id, self.trial)
+
+    def lines(self) -> tuple[str, str]:
+        """The rollout line and the record line (JSON, without the newline)."""
+        guard = {**self.info, "calls": _CALLS}
+        metadata = {"source": "prefix-exec guard", "success_rule": SUCCESS_RULE, "guard": guard}
+        if self.actions:
+            T, success = len(self.actions), int(self.last_accepted)
+            fed = self.fed if self.fed is not None else T + 1
+            verdicts = "[" + ",".join(self.verdicts) + "]"
+        else:
+            no_tool = self.no_tool or Verdict.accept()
+            T, success, fed = 1, int(no_tool.accepted), 2 if no_tool.accepted else 1
+            verdicts = "[" + dumps(verdict_to_json(1, None, no_tool)) + "]"
+        unit = (self.dataset, self.task_id, self.model, self.method)
+        rollout = rollout_to_json(Rollout(*unit, trial=self.trial, success=success, metadata=metadata))
+        record = record_to_json(
+            PrefixRecord(
+                *unit, trial=self.trial, T=T, fed=fed, success=success, no_tool=not self.actions, metadata=metadata
+            )
+        )
+        record["label"], record["reason"] = _label_and_reason(self.failing if self.actions else self.no_tool)
+        rollout["actions"] = record["actions"] = _ACTIONS
+        record["verdicts"] = _VERDICTS
+        return _splice(dumps(rollout), verdicts, self), _splice(dumps(record), verdicts, self)
+
+
+def _label_and_reason(verdict: Verdict | None) -> tuple[str | None, str | None]:
+    if verdict is None or verdict.accepted:
+        return None, None
+    return verdict.label.value if verdict.label else None, verdict.reason
+
+
+def _splice(line: str, verdicts: str, snapshot: Snapshot) -> str:
+    return (
+        line.replace(json.dumps(_ACTIONS), "[" + ",".join(snapshot.actions) + "]", 1)
+        .replace(json.dumps(_VERDICTS), verdicts, 1)
+        .replace(json.dumps(_CALLS), "[" + ",".join(snapshot.calls) + "]", 1)
+    )

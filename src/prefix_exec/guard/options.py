@@ -1,0 +1,33 @@
+"""The guard's settings, shared by both transports (``prefix-exec guard --help`` documents each)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+#: What the guard does with a call its checks reject: ``enforce`` answers it with a refusal and never forwards
+#: it; ``observe`` forwards it anyway and records the verdict.
+MODES = ("enforce", "observe")
+#: Default bound on one request's wait for the server's answer, in seconds.
+DEFAULT_CALL_TIMEOUT_S = 120.0
+#: Default bound on one message, in bytes (a client's line, a server's tools/call result, an HTTP body).
+DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class GuardOptions:
+    """``mode``: one of :data:`MODES`. ``hooks``: the side file layered onto the server's tools (None: schema
+    checks only). ``task``: the side file's task the session plays (required when it declares ``tasks``).
+    ``record``: the folder ``--record`` writes (None: nothing is written). ``call_timeout_s``: the longest wait
+    for the server's answer to one request. ``max_message_bytes``: the largest message passed on."""
+
+    mode: str = "enforce"
+    hooks: Path | None = None
+    task: str | None = None
+    record: Path | None = None
+    call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+
+    @property
+    def enforce(self) -> bool:
+        return self.mode == "enforce"

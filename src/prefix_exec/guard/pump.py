@@ -1,0 +1,399 @@
+"""The message pump between one MCP client and its server: every message passes, two are intercepted.
+
+The pump works on the SDK's stream pairs (``SessionMessage`` items, the transports doing all framing), one pair
+towards the client and one towards the server, so one pump serves stdio and Streamable HTTP alike:
+
+- a ``tools/list`` result is read into the session's environment (:class:`~prefix_exec.guard.shadow.Shadow`)
+  and passed on; when the side file does not fit the server's tools the client gets a JSON-RPC error naming
+  the problem instead, and every call is refused with it (the guard fails closed);
+- a ``tools/call`` is checked before it is forwarded. ``enforce``: a rejected call never reaches the server;
+  the client gets a tool result with ``isError: true`` in words a model can act on
+  (:mod:`prefix_exec.guard.refusal`). ``observe``: it is forwarded and the verdict recorded. The server's answer
+  then steps the live session (its ``isError`` and result are evidence, as in replay of a log). A call that
+  arrives before any listing makes the guard list the tools itself first.
+
+Every request forwarded has a deadline (``--call-timeout``). A server that exits, writes a line that is not
+JSON-RPC, or misses a deadline gets the client a JSON-RPC error for each request in flight, and the session
+ends (its record closed). A client message that is not JSON-RPC gets a JSON-RPC error and the session goes
+on. A tools/call result over the size bound is replaced by an error result (the call did run on the server).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+import anyio
+from mcp.shared.message import ClientMessageMetadata, SessionMessage
+from mcp.types import (
+    CLIENT_INFO_META_KEY,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    PROTOCOL_VERSION_META_KEY,
+    SERVER_INFO_META_KEY,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+)
+from mcp.types import JSONRPCMessage as Message
+from pydantic import ValidationError
+
+from prefix_exec.guard.options import GuardOptions
+from prefix_exec.guard.refusal import refusal_result
+from prefix_exec.guard.session import GuardedSession
+from prefix_exec.guard.shadow import MAX_PAGES, call_of, content_text, observation_of
+from prefix_exec.json_types import JsonMapping, JsonObject
+from prefix_exec.trajectory import Observation, ToolCall, Verdict
+
+#: The notification the stdio reader puts in place of a client line over the size bound (never forwarded).
+OVERSIZE_METHOD = "prefix-exec/oversize"
+#: How often deadlines are looked at, in seconds.
+TICK_S = 0.05
+_PREFIX = "prefix-exec guard: "
+
+
+class Inbound(Protocol):
+    def __aiter__(self) -> Inbound: ...
+    async def __anext__(self) -> SessionMessage | Exception: ...
+
+
+class Outbound(Protocol):
+    async def send(self, item: SessionMessage, /) -> None: ...
+
+
+@dataclass
+class Streams:
+    """One side's stream pair, as an SDK transport yields it."""
+
+    read: Inbound
+    write: Outbound
+
+
+@dataclass
+class Pending:
+    """A client request forwarded to the server and not answered yet (``perf_counter`` seconds)."""
+
+    method: str
+    received: float
+    forwarded: float = 0.0
+    call: ToolCall | None = None
+    verdict: Verdict | None = None
+
+
+@dataclass
+class _Waiter:
+    event: anyio.Event = field(default_factory=anyio.Event)
+    answer: Message | None = None
+
+
+class Pump:
+    """Pass messages between ``client`` and ``server`` until either side ends; see the module docstring.
+
+    ``session`` checks, steps and records the calls; ``version_header`` sets the negotiated
+    ``MCP-Protocol-Version`` on messages towards an HTTP server (a raw forward carries no header of its own).
+    """
+
+    def __init__(
+        self,
+        client: Streams,
+        server: Streams,
+        session: GuardedSession,
+        options: GuardOptions,
+        *,
+        version_header: bool = False,
+    ) -> None:
+        self.client, self.server, self.session, self.options = client, server, session, options
+        self.shadow, self.log = session.shadow, session.log
+        self.version_header = version_header
+        self.pending: dict[int | str, Pending] = {}
+        self.end_reason: str | None = None
+        self._internal: dict[str, _Waiter] = {}
+        self._next_internal = 0
+        self._scope: anyio.CancelScope | None = None
+
+    def stop(self, reason: str) -> None:
+        """End the session from outside (a signal, the HTTP session's end)."""
+        self._finish(reason)
+
+    async def run(self) -> str:
+        """Pump until the session ends; returns why it ended."""
+        async with anyio.create_task_group() as group:
+            self._scope = group.cancel_scope
+            group.start_soon(self._client_loop)
+            group.start_soon(self._server_loop)
+            group.start_soon(self._deadline_loop)
+        reason = self.end_reason or "the guard stopped"
+        self.log.end(reason)
+        self.session.save()
+        return reason
+
+    def _finish(self, reason: str) -> None:
+        if self.end_reason is None:
+            self.end_reason = reason
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def _fail(self, reason: str) -> None:
+        """Answer every request in flight with an error saying ``reason``, then end the session."""
+        if self.end_reason is not None:
+            return
+        self.end_reason = reason
+        for request_id, pending in list(self.pending.items()):
+            del self.pending[request_id]
+            await self._to_client(_error(request_id, INTERNAL_ERROR, _PREFIX + reason))
+            if pending.call is not None:
+                observation = Observation(_PREFIX + reason, error=True)
+                self._settle(pending, observation, answered=time.perf_counter(), sent=time.perf_counter())
+        self._finish(reason)
+
+    # ------------------------------------------------------------------------------------- client -> server
+
+    async def _client_loop(self) -> None:
+        async for item in self.client.read:
+            if isinstance(item, Exception):
+                await self._to_client(_error(None, *_malformed(item)))
+                continue
+            message = item.message
+            if isinstance(message, JSONRPCRequest):
+                await self._client_request(message)
+            elif isinstance(message, JSONRPCNotification) and message.method == OVERSIZE_METHOD:
+                await self._refuse_oversize(message.params or {})
+            else:
+                if isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+                    self._cancelled((message.params or {}).get("requestId"))
+                await self._to_server(message)
+        # The client closed its side: what is in flight is still answered (each wait bounded by its deadline).
+        while self.pending:
+            await anyio.sleep(TICK_S)
+        self._finish("the client closed the session")
+
+    async def _client_request(self, message: JSONRPCRequest) -> None:
+        received = time.perf_counter()
+        params = message.params or {}
+        self._note_client(message.method, params)
+        if message.method == "tools/call":
+            await self._tools_call(message, received)
+            return
+        if message.method == "tools/list" and not params.get("cursor"):
+            self.shadow.begin_listing()
+        pending = Pending(message.method, received, forwarded=time.perf_counter())
+        self.pending[message.id] = pending
+        await self._to_server(message)
+
+    async def _tools_call(self, message: JSONRPCRequest, received: float) -> None:
+        call = call_of(message.params, str(message.id))
+        if not self.shadow.ready and self.shadow.problem is None:
+            await self._list_tools(message.params or {})
+        if self.shadow.problem is not None:
+            await self._to_client(_error(message.id, INTERNAL_ERROR, _PREFIX + self.shadow.problem.describe()))
+            return
+        verdict = self.shadow.check(call)
+        if not verdict.accepted and self.options.enforce:
+            result = refusal_result(verdict, call, self.shadow.session)
+            await self._to_client(JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result))
+            refused = replace(call, observation=Observation(content_text(result["content"]), error=True))
+            entry = {"forwarded": False, "by": "check", "guard_ms": _ms(time.perf_counter() - received)}
+            self._record(refused, verdict, entry)
+            return
+        pending = Pending("tools/call", received, call=call, verdict=verdict)
+        self.pending[message.id] = pending
+        pending.forwarded = time.perf_counter()
+        await self._to_server(message)
+
+    async def _list_tools(self, params: JsonMapping) -> None:
+        """List the server's tools ourselves (a call came before any listing), copying the call's ``_meta``
+        (a 2026 server reads the protocol version and client from it)."""
+        meta = {k: v for k, v in (params.get("_meta") or {}).items() if k != "progressToken"}
+        self.shadow.begin_listing()
+        cursor: Any = None
+        for _ in range(MAX_PAGES):
+            self._next_internal += 1
+            request_id = f"prefix-exec-guard-{self._next_internal}"
+            waiter = self._internal[request_id] = _Waiter()
+            request_params = {**({"_meta": meta} if meta else {}), **({"cursor": cursor} if cursor else {})}
+            await self._to_server(
+                JSONRPCRequest(jsonrpc="2.0", id=request_id, method="tools/list", params=request_params or None)
+            )
+            with anyio.move_on_after(self.options.call_timeout_s):
+                await waiter.event.wait()
+            answer = waiter.answer
+            if not isinstance(answer, JSONRPCResponse):
+                why = answer.error.message if isinstance(answer, JSONRPCError) else "no answer in time"
+                await self._fail(f"the server did not list its tools ({why})")
+                return
+            if self.shadow.add_page(answer.result):
+                self._listed()
+                return
+            cursor = answer.result.get("nextCursor")
+
+    async def _refuse_oversize(self, params: JsonMapping) -> None:
+        request_id = params.get("id")
+        size = params.get("bytes")
+        text = f"the message is larger than {self.options.max_message_bytes:,} bytes ({size:,} or more); not passed on"
+        known = request_id if isinstance(request_id, int | str) else None
+        await self._to_client(_error(known, INVALID_REQUEST, _PREFIX + text))
+
+    def _cancelled(self, request_id: Any) -> None:
+        pending = self.pending.pop(request_id, None) if isinstance(request_id, int | str) else None
+        if pending is not None and pending.call is not None:
+            observation = Observation("the client cancelled this call before its result", error=None)
+            now = time.perf_counter()
+            self._settle(pending, observation, answered=now, sent=now)
+
+    # ------------------------------------------------------------------------------------- server -> client
+
+    async def _server_loop(self) -> None:
+        async for item in self.server.read:
+            if isinstance(item, Exception):
+                await self._fail(f"the server wrote a message that is not JSON-RPC ({_short(item)})")
+                return
+            message = item.message
+            if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
+                waiter = self._internal.pop(str(message.id), None) if isinstance(message.id, str) else None
+                if waiter is not None:
+                    waiter.answer = message
+                    waiter.event.set()
+                    continue
+                pending = self.pending.pop(message.id, None)
+                if pending is not None:
+                    await self._answer(pending, message)
+                    continue
+            await self._to_client(message)
+        await self._fail("the server closed its output (it exited)")
+
+    async def _answer(self, pending: Pending, message: JSONRPCResponse | JSONRPCError) -> None:
+        answered = time.perf_counter()
+        if isinstance(message, JSONRPCResponse):
+            self._note_server(pending.method, message.result)
+        if (
+            pending.method == "tools/list"
+            and isinstance(message, JSONRPCResponse)
+            and self.shadow.add_page(message.result)
+        ):
+            self._listed()
+            if self.shadow.problem is not None:
+                message = _error(message.id, INTERNAL_ERROR, _PREFIX + self.shadow.problem.describe())
+        if pending.call is None:
+            await self._to_client(message)
+            return
+        if isinstance(message, JSONRPCError):
+            observation = Observation(message.error.message, error=True)
+        elif "content" not in message.result or message.result.get("resultType", "complete") != "complete":
+            await self._to_client(message)  # not a final result (input required, a task): the call is not done
+            return
+        else:
+            observation, message = self._bounded(message)
+        await self._to_client(message)
+        self._settle(pending, observation, answered=answered, sent=time.perf_counter())
+
+    def _bounded(self, message: JSONRPCResponse) -> tuple[Observation, JSONRPCResponse]:
+        """The result's observation, or an error result in its place when it is over the size bound."""
+        blocks = message.result.get("content")
+        size = sum(len(b.get("text") or "") for b in blocks if isinstance(b, dict)) if isinstance(blocks, list) else 0
+        if size <= self.options.max_message_bytes:
+            return observation_of(message.result), message
+        text = (
+            f"{_PREFIX}the server's result ({size:,} characters) is larger than the bound "
+            f"({self.options.max_message_bytes:,}); the call ran, its result was not passed on"
+        )
+        result: JsonObject = {"content": [{"type": "text", "text": text}], "isError": True}
+        return Observation(text, error=True), JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result)
+
+    # ------------------------------------------------------------------------------------- bookkeeping
+
+    def _settle(self, pending: Pending, observation: Observation, *, answered: float, sent: float) -> None:
+        assert pending.call is not None and pending.verdict is not None
+        call = replace(pending.call, observation=observation)
+        if pending.verdict.accepted and self.shadow.ready:
+            verdict, by = self.shadow.settle(pending.call, observation), "result"
+            by = "check" if verdict.accepted else by
+        else:
+            verdict, by = pending.verdict, "check"
+        guard_s = (pending.forwarded - pending.received) + (sent - answered)
+        entry = {"forwarded": True, "by": by, "guard_ms": _ms(guard_s), "server_ms": _ms(answered - pending.forwarded)}
+        self._record(call, verdict, entry)
+
+    def _record(self, call: ToolCall, verdict: Verdict, entry: JsonObject) -> None:
+        self.log.add(call, verdict, entry)
+        self.session.save()
+
+    def _listed(self) -> None:
+        if self.shadow.problem is not None:
+            print(f"{_PREFIX}error: {self.shadow.problem.describe()}", flush=True, file=sys.stderr)
+
+    def _note_client(self, method: str, params: JsonMapping) -> None:
+        """The client's name, version and protocol version, from ``initialize`` or a 2026 request's ``_meta``."""
+        info = self.log.info
+        if method == "initialize":
+            info.setdefault("client", _identity(params.get("clientInfo")))
+            info.setdefault("protocol_version", params.get("protocolVersion"))
+        meta = params.get("_meta")
+        if isinstance(meta, dict) and CLIENT_INFO_META_KEY in meta and "client" not in info:
+            info["client"] = _identity(meta[CLIENT_INFO_META_KEY])
+            info["protocol_version"] = meta.get(PROTOCOL_VERSION_META_KEY)
+
+    def _note_server(self, method: str, result: JsonMapping) -> None:
+        if method == "initialize":
+            self.log.info["server"] = _identity(result.get("serverInfo"))
+            self.log.info["protocol_version"] = result.get("protocolVersion")
+        elif method == "server/discover" and isinstance(result.get("_meta"), dict):
+            self.log.info.setdefault("server", _identity(result["_meta"].get(SERVER_INFO_META_KEY)))
+
+    async def _to_client(self, message: Message) -> None:
+        try:
+            await self.client.write.send(SessionMessage(message))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._finish("the client went away")
+
+    async def _to_server(self, message: Message) -> None:
+        metadata = None
+        version = self.log.info.get("protocol_version")
+        if self.version_header and isinstance(version, str):
+            metadata = ClientMessageMetadata(headers={"mcp-protocol-version": version})
+        try:
+            await self.server.write.send(SessionMessage(message, metadata=metadata))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await self._fail("the server closed its input (it exited)")
+
+    async def _deadline_loop(self) -> None:
+        limit = self.options.call_timeout_s
+        while True:
+            await anyio.sleep(min(TICK_S, limit / 4))
+            now = time.perf_counter()
+            late = [p for p in self.pending.values() if now - p.forwarded > limit]
+            if late:
+                await self._fail(f"the server did not answer {late[0].method} within {limit:g} s (--call-timeout)")
+                return
+
+
+def _error(request_id: int | str | None, code: int, text: str) -> JSONRPCError:
+    return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=text))
+
+
+def _malformed(exc: Exception) -> tuple[int, str]:
+    """The JSON-RPC error for a client message the transport could not read."""
+    if isinstance(exc, ValidationError) and any(e.get("type") == "json_invalid" for e in exc.errors()):
+        return PARSE_ERROR, _PREFIX + "the message is not JSON"
+    what = "the message is not a JSON-RPC 2.0 request, notification or response"
+    return INVALID_REQUEST, f"{_PREFIX}{what} ({_short(exc)})"
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text[:200]
+
+
+def _identity(raw: Any) -> JsonObject | None:
+    """``{"name", "version"}`` of a clientInfo/serverInfo object (each cut to 200 characters)."""
+    if not isinstance(raw, dict):
+        return None
+    return {k: str(raw[k])[:200] for k in ("name", "version") if raw.get(k) is not None}
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)

@@ -1,0 +1,65 @@
+"""One guarded MCP session: its shadow (environment and live state), its log, and where the log is saved."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from prefix_exec.guard.log import SessionLog
+from prefix_exec.guard.options import GuardOptions
+from prefix_exec.guard.recorder import Recorder
+from prefix_exec.guard.shadow import Shadow
+from prefix_exec.json_types import JsonObject
+
+
+@dataclass
+class GuardedSession:
+    """``shadow`` checks and steps the calls, ``log`` keeps them; :meth:`save` hands the log to the recorder
+    (when there is one). ``dataset`` names the rollouts (default: the server's name, else ``mcp``)."""
+
+    shadow: Shadow
+    log: SessionLog
+    recorder: Recorder | None = None
+    dataset: str | None = None
+    _listings_saved: int = 0
+
+    def save(self) -> None:
+        if self.recorder is None:
+            return
+        if self.shadow.listings != self._listings_saved:
+            self._listings_saved = self.shadow.listings
+            self.recorder.add_tools(self.shadow.tools)
+        server = self.log.info.get("server")
+        name = server.get("name") if isinstance(server, dict) else None
+        no_tool = None if self.log.actions else self.shadow.finish_without_tools()
+        self.recorder.update(self.log.snapshot(self.dataset or str(name or "mcp"), no_tool))
+
+
+def new_session(
+    options: GuardOptions,
+    recorder: Recorder | None,
+    *,
+    transport: str,
+    origin: JsonObject,
+    session_id: str | None = None,
+    dataset: str | None = None,
+) -> GuardedSession:
+    """A fresh guarded session. ``origin`` says where the server is (``{"command": [...]}`` with its secrets
+    removed, or ``{"upstream": URL}``); ``session_id`` is the MCP session id where the transport has one.
+
+    The rollout's task is the session (its id), or with ``--task`` that task of the side file, in a trial of
+    its own (:meth:`Recorder.trial_for`), so ``score custom`` replays it on that task.
+    """
+    sid = session_id or f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{secrets.token_hex(3)}"
+    source = recorder.tools_path if recorder is not None else Path("tools.json")
+    shadow = Shadow(source, hooks=options.hooks, task=options.task)
+    info: JsonObject = {"mode": options.mode, "transport": transport, **origin, "session": sid}
+    task_id, trial = sid, 0
+    if options.task is not None:
+        task_id = info["task"] = options.task
+        trial = recorder.trial_for(options.task) if recorder is not None else 0
+    log = SessionLog(task_id, method=f"guard-{options.mode}", info=info, trial=trial)
+    return GuardedSession(shadow, log, recorder, dataset)

@@ -1,0 +1,67 @@
+"""Helpers for the guard's end-to-end tests: the guard as a subprocess, driven by the official MCP client.
+
+The guard runs as ``python -m prefix_exec guard ...`` with this process's environment (so the tests' own
+``PYTHONPATH`` points it at the tree under test); the client is the SDK's ``ClientSession`` over its
+``stdio_client``, as an agent host (Claude Desktop, the OpenAI Agents SDK's ``MCPServerStdio``) launches it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+FAKES = Path(__file__).resolve().parents[1] / "fakes"
+NOTES_SERVER = [sys.executable, str(FAKES / "mcp_notes_server.py")]
+HOSTILE_SERVER = [sys.executable, str(FAKES / "mcp_hostile_server.py")]
+#: Where make setup (make mcp-servers) installs the npm MCP servers.
+NPM_SERVERS = Path(sys.prefix) / "mcp-servers" / "node_modules" / ".bin"
+
+
+def npm_server(name: str) -> str:
+    """The installed npm MCP server ``name`` (``mcp-server-filesystem``); fails, naming the fix, when it is not
+    there (the suite skips nothing: make setup installs it, and node is on every machine of this project)."""
+    path = NPM_SERVERS / name
+    if shutil.which("node") is None:
+        pytest.fail(
+            f"node is not installed: {name} (an npm MCP server) needs it; install node and npm, then make setup"
+        )
+    if not path.exists():
+        pytest.fail(f"{name} is not installed in {NPM_SERVERS.parent.parent}: run make mcp-servers (make setup does)")
+    return str(path)
+
+
+def guard_params(
+    guard_args: Sequence[str], server: Sequence[str], env: dict[str, str] | None = None
+) -> StdioServerParameters:
+    """The guard in front of ``server``, as a client's server entry."""
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "prefix_exec", "guard", *guard_args, "--", *server],
+        env={**os.environ, **(env or {})},
+    )
+
+
+@asynccontextmanager
+async def connected(params: StdioServerParameters) -> AsyncIterator[ClientSession]:
+    """An initialized client session (its tools listed) over the given server entry."""
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        await session.list_tools()
+        yield session
+
+
+def text_of(result: Any) -> str:
+    return "\n".join(block.text for block in result.content if getattr(block, "type", "") == "text")
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
