@@ -74,6 +74,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         "openai",
         "inspect_ai",
         "inspect_evals",
+        "mcp",
+        "mcp_server_time",
     )
     missing = [m for m in required if not find_spec(m)]
     if missing:

@@ -65,3 +65,18 @@ def text_of(result: Any) -> str:
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def replayed(record_dir: Path, hooks: Path | None, out: Path) -> dict[str, tuple[int, int, str | None]]:
+    """``score custom --tools DIR/tools.json [--hooks SIDE] DIR/rollouts.jsonl``, offline: (T, FED, label) by task."""
+    from prefix_exec.cli import main
+
+    args = ["score", "custom", "--tools", str(record_dir / "tools.json")]
+    args += ["--hooks", str(hooks)] if hooks is not None else []
+    assert main([*args, str(record_dir / "rollouts.jsonl"), "--out", str(out)]) == 0
+    return outcomes(out)
+
+
+def outcomes(records: Path) -> dict[str, tuple[int, int, str | None]]:
+    """(T, FED, label) of each record, by task id."""
+    return {row["task_id"]: (row["T"], row["fed"], row["label"]) for row in read_jsonl(records)}

@@ -8,6 +8,7 @@ imported only when the command runs.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from pathlib import Path
@@ -77,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from prefix_exec.guard.options import GuardOptions
     from prefix_exec.guard.recorder import Recorder
 
+    _quiet_sdk_logs()
     options = GuardOptions(
         mode=args.mode,
         hooks=_hooks(args.hooks, args.task),
@@ -95,6 +97,23 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if recorder is not None:
             recorder.close()
+
+
+class _OneLine(logging.Formatter):
+    """A log record as one line on stderr: the MCP SDK logs a server's broken line with its traceback, which
+    says nothing to a user (the guard's own message says what happened)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"prefix-exec guard: {record.name}: {record.getMessage()}"
+
+
+def _quiet_sdk_logs() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine())
+    for name in ("mcp", "httpx", "httpx2", "uvicorn"):
+        sdk = logging.getLogger(name)
+        sdk.handlers, sdk.propagate = [handler], False
+        sdk.setLevel(logging.WARNING)
 
 
 def _check_usage(args: argparse.Namespace, command: list[str], http: bool) -> None:

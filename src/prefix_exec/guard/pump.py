@@ -20,6 +20,8 @@ on. A tools/call result over the size bound is replaced by an error result (the 
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -52,6 +54,9 @@ from prefix_exec.trajectory import Observation, ToolCall, Verdict
 
 #: The notification the stdio reader puts in place of a client line over the size bound (never forwarded).
 OVERSIZE_METHOD = "prefix-exec/oversize"
+# The top-level id of a JSON-RPC message, in the first bytes of a line that could not be read whole.
+_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
+_HEAD = 4096
 #: How often deadlines are looked at, in seconds.
 TICK_S = 0.05
 _PREFIX = "prefix-exec guard: "
@@ -156,7 +161,7 @@ class Pump:
     async def _client_loop(self) -> None:
         async for item in self.client.read:
             if isinstance(item, Exception):
-                await self._to_client(_error(None, *_malformed(item)))
+                await self._to_client(_error(*_malformed(item)))
                 continue
             message = item.message
             if isinstance(message, JSONRPCRequest):
@@ -375,12 +380,43 @@ def _error(request_id: int | str | None, code: int, text: str) -> JSONRPCError:
     return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=text))
 
 
-def _malformed(exc: Exception) -> tuple[int, str]:
-    """The JSON-RPC error for a client message the transport could not read."""
-    if isinstance(exc, ValidationError) and any(e.get("type") == "json_invalid" for e in exc.errors()):
-        return PARSE_ERROR, _PREFIX + "the message is not JSON"
-    what = "the message is not a JSON-RPC 2.0 request, notification or response"
-    return INVALID_REQUEST, f"{_PREFIX}{what} ({_short(exc)})"
+def _malformed(exc: Exception) -> tuple[int | str | None, int, str]:
+    """The id (when the line shows one), code and text of the error for a client line the transport could not
+    read: a parse error, or an invalid request."""
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    request_id = None
+    for seen in (e.get("input") for e in errors):
+        if isinstance(seen, str) and _unreadable(errors):  # the line itself: JSON the reader refused
+            request_id = request_id_in(seen.encode("utf-8", "replace"))
+        elif isinstance(seen, dict) and isinstance(seen.get("id"), int | str) and not isinstance(seen["id"], bool):
+            request_id = seen["id"]  # a JSON object that is no JSON-RPC message
+        if request_id is not None:
+            break
+    if _unreadable(errors):
+        return request_id, PARSE_ERROR, _PREFIX + "the message is not JSON (or not JSON this guard reads)"
+    return request_id, INVALID_REQUEST, _PREFIX + "the message is not a JSON-RPC 2.0 request, notification or response"
+
+
+def _unreadable(errors: list[Any]) -> bool:
+    return any(e.get("type") == "json_invalid" for e in errors)
+
+
+def request_id_in(line: bytes) -> int | str | None:
+    """The top-level id of a JSON-RPC message that could not be read whole, from its first bytes, or None.
+
+    SDK clients write ``jsonrpc``, ``id``, ``method``, then ``params``; an id found after ``"params"`` could be a
+    nested one and is not used, so a client that writes params first gets an error with id null (as JSON-RPC
+    allows for a message whose id cannot be read)."""
+    head = line[:_HEAD]
+    match = _ID.search(head)
+    if match is None or (b'"params"' in head and head.index(b'"params"') < match.start()):
+        return None
+    raw = match.group(1)
+    try:
+        found = json.loads(raw)
+    except ValueError:
+        return None
+    return found if isinstance(found, int | str) else None
 
 
 def _short(exc: Exception) -> str:

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import sys
 import threading
-from typing import IO
+from collections.abc import Iterator
 
 import anyio
 import anyio.from_thread
@@ -32,25 +31,28 @@ from mcp.server.stdio import stdio_server
 from mcp.types import JSONRPCNotification
 
 from prefix_exec.guard.options import GuardOptions
-from prefix_exec.guard.pump import OVERSIZE_METHOD, Pump, Streams
+from prefix_exec.guard.pump import OVERSIZE_METHOD, Pump, Streams, request_id_in
 from prefix_exec.guard.session import GuardedSession
 
 #: Lines buffered between the reader thread and the transport.
 _QUEUE = 16
-# The top-level id of a JSON-RPC message, looked for in the first bytes of an over-size line (SDK clients
-# write "jsonrpc", "id", "method", then "params"); an id after '"params"' could be a nested one and is not used.
-_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
-_HEAD = 4096
+#: Bytes read at a time, and kept of an over-size line (where its id is looked for).
+_CHUNK = 1 << 16
+_HEAD_BYTES = 4096
+#: Longest wait, at the end of a session, for the client to take what the guard still has to write (seconds).
+FLUSH_S = 5.0
 
 
 class BoundedLines:
-    """Lines of a binary stream as text, each at most ``limit`` bytes, read by a daemon thread.
+    """Lines of a file descriptor as text, each at most ``limit`` bytes, read by a daemon thread.
 
-    Async-iterable, as :func:`stdio_server` takes its ``stdin``; :meth:`close` ends the iteration.
+    Async-iterable, as :func:`stdio_server` takes its ``stdin``; :meth:`close` ends the iteration. The thread
+    reads the descriptor with ``os.read`` (no Python buffered reader, whose lock a daemon thread blocked in a
+    read would hold while the interpreter exits, which aborts it).
     """
 
-    def __init__(self, stream: IO[bytes], limit: int) -> None:
-        self.stream, self.limit = stream, limit
+    def __init__(self, fd: int, limit: int) -> None:
+        self.fd, self.limit = fd, limit
         self._send, self._receive = anyio.create_memory_object_stream[str](_QUEUE)
 
     def start(self) -> None:
@@ -74,38 +76,46 @@ class BoundedLines:
 
     def _read(self, send: MemoryObjectSendStream[str], token: anyio.lowlevel.EventLoopToken) -> None:
         try:
-            while True:
-                line = self.stream.readline(self.limit + 1)
-                if not line:
-                    break
-                if len(line) > self.limit and not line.endswith(b"\n"):
-                    text = self._oversize(line)
-                else:
-                    text = line.decode("utf-8", errors="replace")
+            for text in self._lines():
                 anyio.from_thread.run(send.send, text, token=token)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, RuntimeError, OSError, ValueError):
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, RuntimeError, OSError):
             pass  # the session ended (or the loop is gone): nothing more to read for
         finally:
             with contextlib.suppress(RuntimeError):
                 anyio.from_thread.run_sync(send.close, token=token)
 
-    def _oversize(self, head: bytes) -> str:
-        """Skip the rest of an over-size line; the notification that stands for it (with the request's id when
-        the line's head shows it)."""
-        size = len(head)
-        while True:
-            chunk = self.stream.readline(1 << 20)
-            size += len(chunk)
-            if not chunk or chunk.endswith(b"\n"):
-                break
-        start = head[:_HEAD]
-        match = _ID.search(start)
-        request_id: int | str | None = None
-        if match is not None and (b'"params"' not in start or start.index(b'"params"') > match.start()):
-            raw = match.group(1)
-            request_id = int(raw) if raw[:1] != b'"' else raw[1:-1].decode("utf-8", errors="replace")
-        notice = JSONRPCNotification(jsonrpc="2.0", method=OVERSIZE_METHOD, params={"id": request_id, "bytes": size})
-        return notice.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+    def _lines(self) -> Iterator[str]:
+        """Each line as text; a line over the bound as the notification that stands for it."""
+        pending = b""
+        skipping: tuple[bytes, int] | None = None  # (head, size so far) of an over-size line being skipped
+        while chunk := os.read(self.fd, _CHUNK):
+            pending += chunk
+            while True:
+                end = pending.find(b"\n")
+                if skipping is not None:
+                    head, size = skipping
+                    if end < 0:
+                        skipping, pending = (head, size + len(pending)), b""
+                        break
+                    skipping, pending = None, pending[end + 1 :]
+                    yield _oversize(head, size + end)
+                elif end < 0:
+                    if len(pending) > self.limit:
+                        skipping, pending = (pending[:_HEAD_BYTES], len(pending)), b""
+                    break
+                elif end > self.limit:
+                    yield _oversize(pending[:_HEAD_BYTES], end)
+                    pending = pending[end + 1 :]
+                else:
+                    yield pending[: end + 1].decode("utf-8", errors="replace")
+                    pending = pending[end + 1 :]
+
+
+def _oversize(head: bytes, size: int) -> str:
+    """The notification that stands for an over-size line (with the request's id when its head shows it)."""
+    params = {"id": request_id_in(head), "bytes": size}
+    notice = JSONRPCNotification(jsonrpc="2.0", method=OVERSIZE_METHOD, params=params)
+    return notice.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
 
 
 async def serve_stdio(command: list[str], session: GuardedSession, options: GuardOptions) -> str:
@@ -113,22 +123,26 @@ async def serve_stdio(command: list[str], session: GuardedSession, options: Guar
 
     Raises :class:`OSError` when the server cannot be started (the CLI says so and exits).
     """
-    reader = BoundedLines(sys.stdin.buffer, options.max_message_bytes)
+    reader = BoundedLines(sys.stdin.fileno(), options.max_message_bytes)
     reader.start()
     params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
     reason = "the guard stopped"
-    async with anyio.create_task_group() as group, stdio_server(stdin=reader) as (client_read, client_write):  # type: ignore[arg-type]
-        try:
-            async with stdio_client(params) as (server_read, server_write):
-                pump = Pump(Streams(client_read, client_write), Streams(server_read, server_write), session, options)
-                group.start_soon(_on_signals, pump)
-                reason = await pump.run()
-        finally:
-            # What the pump sent is written before stdout closes; then the reader stops, and the client sees
-            # the end of the session (our stdout closes when the process exits).
-            await client_write.aclose()
-            reader.close()
-            group.cancel_scope.cancel()
+    async with anyio.create_task_group() as signals:
+        with anyio.CancelScope() as bounded:
+            async with stdio_server(stdin=reader) as (client_read, client_write):  # type: ignore[arg-type]
+                try:
+                    async with stdio_client(params) as (server_read, server_write):
+                        client, server = Streams(client_read, client_write), Streams(server_read, server_write)
+                        pump = Pump(client, server, session, options)
+                        signals.start_soon(_on_signals, pump)
+                        reason = await pump.run()
+                finally:
+                    # Everything the pump sent is written and flushed before stdout closes (the transport's
+                    # writer ends once its stream is closed, and its reader once ours stops), within a bound.
+                    await client_write.aclose()
+                    reader.close()
+                    bounded.deadline = anyio.current_time() + FLUSH_S
+        signals.cancel_scope.cancel()
     return reason
 
 

@@ -1,0 +1,167 @@
+"""The hostile sweep extended to the guard: a client that sends lines that are not JSON-RPC, hostile values,
+huge payloads and unknown methods; a server that dies mid-call, never answers, writes garbage or returns a huge
+result; a signal. Each case is bounded in time: the guard answers every request (an error where it must), goes
+on where the session can, and otherwise ends the session with the record closed; never a hung client, never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from guard_client import HOSTILE_SERVER, read_jsonl
+from raw_guard import RawGuard
+
+pytestmark = pytest.mark.slow
+
+LIMIT = 100_000
+#: Lines that are not a JSON-RPC message, and the id their error names: each gets one error (with the id when the
+#: line's head shows one, else null), and the session goes on.
+MALFORMED: dict[str, tuple[str | bytes, int | None]] = {
+    "not-json": ("this is not json", None),
+    "truncated": ('{"jsonrpc": "2.0", "id": 5, "method": ', 5),
+    "array": ("[1, 2, 3]", None),
+    "number": ("42", None),
+    "no-method": ('{"jsonrpc": "2.0", "id": 6}', 6),
+    "wrong-version": ('{"jsonrpc": "1.0", "id": 7, "method": "tools/list"}', 7),
+    "params-list": ('{"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": [1]}', 8),
+    "deep": ("[" * 40_000 + "]" * 40_000, None),
+    "bom": ("\ufeff{}", None),
+    "nul": ("\u0000", None),
+    "bytes": (b"\xff\xfe\x00garbage", None),
+}
+#: tools/call arguments and names no schema accepts: each is refused (enforce) with a schema label.
+HOSTILE_CALLS: dict[str, dict[str, Any]] = {
+    "arguments-list": {"name": "echo", "arguments": [1, 2]},
+    "name-number": {"name": 12, "arguments": {}},
+    "unknown-tool": {"name": "rm_rf", "arguments": {}},
+    "nested-100": {"name": "echo", "arguments": {"text": json.loads("[" * 100 + "]" * 100)}},
+    "huge-int": {"name": "echo", "arguments": {"text": 10**4000}},
+}
+#: Requests the SDK's reader refuses as JSON (nesting past its limit, a lone surrogate): a parse error that names
+#: the request's id (read from the line's head), so the client's request ends.
+UNREADABLE: dict[str, dict[str, Any]] = {
+    "deep-argument": {"name": "echo", "arguments": {"text": json.loads("[" * 900 + "]" * 900)}},
+    "surrogate": {"name": "echo", "arguments": {"text": "\ud800"}},
+}
+
+
+def guard(tmp_path: Path, *extra: str) -> RawGuard:
+    args = ["--record", str(tmp_path / "record"), "--max-message-bytes", str(LIMIT), *extra]
+    return RawGuard(args, HOSTILE_SERVER, tmp_path / "stderr.txt")
+
+
+def echo(g: RawGuard, request_id: int, text: str = "ok") -> dict[str, Any]:
+    return g.request(request_id, "tools/call", {"name": "echo", "arguments": {"text": text}})
+
+
+def test_a_hostile_client_gets_errors_and_the_session_goes_on(tmp_path: Path) -> None:
+    with guard(tmp_path) as g:
+        assert g.initialize()["result"]["serverInfo"]["name"] == "hostile"
+        assert len(g.request(1, "tools/list")["result"]["tools"]) == 5
+        for name, (line, request_id) in MALFORMED.items():
+            g.send(line)
+            answer = g.response(request_id)
+            assert answer["error"]["code"] in (-32700, -32600), name
+            assert answer["error"]["message"].startswith("prefix-exec guard: "), name
+        for i, (name, params) in enumerate(HOSTILE_CALLS.items(), start=100):
+            head = f'{{"jsonrpc": "2.0", "id": {i}, "method": "tools/call", "params": '
+            g.send(head + json.dumps(params, ensure_ascii=True) + "}")
+            result = g.response(i)["result"]
+            assert result["isError"] and "schema" in result["content"][0]["text"], name
+        for i, (name, params) in enumerate(UNREADABLE.items(), start=150):
+            head = f'{{"jsonrpc": "2.0", "id": {i}, "method": "tools/call", "params": '
+            g.send(head + json.dumps(params, ensure_ascii=True) + "}")
+            assert g.response(i)["error"]["code"] == -32700, name
+        # A request whose id is not a string or number reads (the SDK's reader) as a notification: passed on.
+        g.send('{"jsonrpc": "2.0", "id": {"a": 1}, "method": "notifications/whatever"}')
+        unknown = g.request(200, "does/not/exist", {"x": 1})  # passed through: the server's own answer
+        assert unknown["error"]["code"] == -32601
+        g.send(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 201,
+                    "method": "tools/call",
+                    "params": {"name": "echo", "arguments": {"text": "x" * 2 * LIMIT}},
+                }
+            )
+        )
+        too_big = g.response(201)
+        assert too_big["error"]["code"] == -32600 and "larger than" in too_big["error"]["message"]
+        assert echo(g, 202)["result"]["content"][0]["text"] == "ok"  # the session went on
+        assert g.close() == 0
+        assert "Traceback" not in g.stderr()
+    row = read_jsonl(tmp_path / "record" / "records.jsonl")[0]
+    assert row["T"] == len(HOSTILE_CALLS) + 1 and row["fed"] == 1 and row["label"] == "schema"
+    assert row["metadata"]["guard"]["end"] == "the client closed the session"
+
+
+def test_a_huge_result_is_replaced_by_an_error_and_the_session_goes_on(tmp_path: Path) -> None:
+    with guard(tmp_path) as g:
+        g.initialize()
+        g.request(1, "tools/list")
+        result = g.request(2, "tools/call", {"name": "huge", "arguments": {"size": 2 * LIMIT}})["result"]
+        assert result["isError"] and "larger than the bound" in result["content"][0]["text"]
+        assert echo(g, 3)["result"]["isError"] is False
+
+
+@pytest.mark.parametrize(
+    ("tool", "extra", "why"),
+    [
+        ("die", [], "exited"),
+        ("hang", ["--call-timeout", "2"], "did not answer tools/call within 2 s"),
+        ("garbage", [], "not JSON-RPC"),
+    ],
+)
+def test_a_failing_server_gets_the_client_an_error_and_ends_the_session(
+    tmp_path: Path, tool: str, extra: list[str], why: str
+) -> None:
+    with guard(tmp_path, *extra) as g:
+        g.initialize()
+        g.request(1, "tools/list")
+        assert echo(g, 2)["result"]["content"][0]["text"] == "ok"
+        answer = g.request(3, "tools/call", {"name": tool, "arguments": {}})
+        assert answer["error"]["message"].startswith("prefix-exec guard: ") and why in answer["error"]["message"]
+        assert g.ends_within(30) == 0  # stdout closed and the process gone, with stdin still open
+        assert "Traceback" not in g.stderr()
+    row = read_jsonl(tmp_path / "record" / "records.jsonl")[0]
+    assert why in row["metadata"]["guard"]["end"] and row["metadata"]["guard"]["ended_at"]
+    assert row["T"] == 2 and [a["name"] for a in row["actions"]] == ["echo", tool]
+    assert row["actions"][1]["observation"]["error"] is True
+
+
+def test_sigterm_ends_the_session_with_the_record_closed(tmp_path: Path) -> None:
+    with guard(tmp_path) as g:
+        g.initialize()
+        g.request(1, "tools/list")
+        echo(g, 2)
+        g.terminate()
+        assert g.ends_within(30) == 0
+    row = read_jsonl(tmp_path / "record" / "records.jsonl")[0]
+    assert row["metadata"]["guard"]["end"] == "stopped by SIGTERM" and row["T"] == 1
+
+
+def test_a_call_before_any_listing_is_checked_on_a_listing_the_guard_makes(tmp_path: Path) -> None:
+    with guard(tmp_path) as g:
+        g.initialize()
+        assert echo(g, 1)["result"]["content"][0]["text"] == "ok"
+        refused = g.request(2, "tools/call", {"name": "echo", "arguments": {"text": 3}})["result"]
+        assert refused["isError"] and "schema" in refused["content"][0]["text"]
+        assert g.close() == 0
+    tools = json.loads((tmp_path / "record" / "tools.json").read_text())["tools"]
+    assert {t["name"] for t in tools} == {"echo", "die", "hang", "garbage", "huge"}
+
+
+def test_a_side_file_that_does_not_fit_the_server_fails_closed(tmp_path: Path) -> None:
+    side = tmp_path / "side.yaml"
+    side.write_text("tools:\n  send_email: {refs: {to: contact}}\n")
+    with guard(tmp_path, "--hooks", str(side)) as g:
+        g.initialize()
+        listed = g.request(1, "tools/list")
+        assert "no tool named 'send_email'" in listed["error"]["message"]
+        called = echo(g, 2)
+        assert "no tool named 'send_email'" in called["error"]["message"]
