@@ -20,6 +20,7 @@ on. A tools/call result over the size bound is replaced by an error result (the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
@@ -127,15 +128,16 @@ class Pump:
 
     async def run(self) -> str:
         """Pump until the session ends; returns why it ended."""
-        async with anyio.create_task_group() as group:
-            self._scope = group.cancel_scope
-            group.start_soon(self._client_loop)
-            group.start_soon(self._server_loop)
-            group.start_soon(self._deadline_loop)
-        reason = self.end_reason or "the guard stopped"
-        self.log.end(reason)
-        self.session.save()
-        return reason
+        try:
+            async with anyio.create_task_group() as group:
+                self._scope = group.cancel_scope
+                group.start_soon(self._client_loop)
+                group.start_soon(self._server_loop)
+                group.start_soon(self._deadline_loop)
+        finally:  # cancelled from outside too (the HTTP guard shutting down): the record is closed
+            self.log.end(self.end_reason or "the guard stopped")
+            self.session.save()
+        return self.end_reason or "the guard stopped"
 
     def _finish(self, reason: str) -> None:
         if self.end_reason is None:
@@ -159,23 +161,27 @@ class Pump:
     # ------------------------------------------------------------------------------------- client -> server
 
     async def _client_loop(self) -> None:
-        async for item in self.client.read:
-            if isinstance(item, Exception):
-                await self._to_client(_error(*_malformed(item)))
-                continue
-            message = item.message
-            if isinstance(message, JSONRPCRequest):
-                await self._client_request(message)
-            elif isinstance(message, JSONRPCNotification) and message.method == OVERSIZE_METHOD:
-                await self._refuse_oversize(message.params or {})
-            else:
-                if isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
-                    self._cancelled((message.params or {}).get("requestId"))
-                await self._to_server(message)
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):  # the transport closed it
+            async for item in self.client.read:
+                await self._from_client(item)
         # The client closed its side: what is in flight is still answered (each wait bounded by its deadline).
         while self.pending:
             await anyio.sleep(TICK_S)
         self._finish("the client closed the session")
+
+    async def _from_client(self, item: SessionMessage | Exception) -> None:
+        if isinstance(item, Exception):
+            await self._to_client(_error(*_malformed(item)))
+            return
+        message = item.message
+        if isinstance(message, JSONRPCRequest):
+            await self._client_request(message)
+        elif isinstance(message, JSONRPCNotification) and message.method == OVERSIZE_METHOD:
+            await self._refuse_oversize(message.params or {})
+        else:
+            if isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+                self._cancelled((message.params or {}).get("requestId"))
+            await self._to_server(message)
 
     async def _client_request(self, message: JSONRPCRequest) -> None:
         received = time.perf_counter()
@@ -253,23 +259,26 @@ class Pump:
     # ------------------------------------------------------------------------------------- server -> client
 
     async def _server_loop(self) -> None:
-        async for item in self.server.read:
-            if isinstance(item, Exception):
-                await self._fail(f"the server wrote a message that is not JSON-RPC ({_short(item)})")
-                return
-            message = item.message
-            if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
-                waiter = self._internal.pop(str(message.id), None) if isinstance(message.id, str) else None
-                if waiter is not None:
-                    waiter.answer = message
-                    waiter.event.set()
-                    continue
-                pending = self.pending.pop(message.id, None)
-                if pending is not None:
-                    await self._answer(pending, message)
-                    continue
-            await self._to_client(message)
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            async for item in self.server.read:
+                if isinstance(item, Exception):
+                    await self._fail(f"the server wrote a message that is not JSON-RPC ({_short(item)})")
+                    return
+                await self._from_server(item.message)
         await self._fail("the server closed its output (it exited)")
+
+    async def _from_server(self, message: Message) -> None:
+        if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
+            waiter = self._internal.pop(message.id, None) if isinstance(message.id, str) else None
+            if waiter is not None:
+                waiter.answer = message
+                waiter.event.set()
+                return
+            pending = self.pending.pop(message.id, None)
+            if pending is not None:
+                await self._answer(pending, message)
+                return
+        await self._to_client(message)
 
     async def _answer(self, pending: Pending, message: JSONRPCResponse | JSONRPCError) -> None:
         answered = time.perf_counter()
