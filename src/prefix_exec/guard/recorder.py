@@ -6,8 +6,10 @@
 
 Each settled call hands the session's :class:`~prefix_exec.guard.log.Snapshot` to a writer thread, so the
 client never waits for the disk. The writer replaces the session's line in both files (write a temporary
-file, fsync, rename), so the files are whole at every moment and a kill loses at most the calls whose write
-was in flight; when calls come faster than the disk, one write covers all that arrived meanwhile. Lines of
+file, fsync, rename), so the files are whole at every moment. A write's cost grows with the session, so the
+writer is paced (after a write of t seconds it waits 3t, at most 0.5 s) and one write covers every call that
+settled meanwhile: an agent's calls, seconds apart, are each written at once; under a flood of calls a kill
+loses at most the calls of the last pause and write (close, SIGTERM and SIGINT write everything). Lines of
 other sessions (earlier runs, or another guard recording into the same folder at the same time) are kept:
 the writer holds ``DIR/.guard.lock`` while it reads, changes and renames a file.
 
@@ -34,6 +36,9 @@ from prefix_exec.redaction import MARK, redact_text
 
 #: Longest wait for another guard's hold on the folder's lock before writing anyway, in seconds.
 LOCK_WAIT_S = 5.0
+#: After a write that took t seconds, the writer waits PACE * t before the next (at most MAX_PAUSE_S).
+PACE = 3.0
+MAX_PAUSE_S = 0.5
 #: Longest wait at close for the last write, in seconds.
 CLOSE_WAIT_S = 30.0
 
@@ -99,14 +104,20 @@ class Recorder:
         self._thread.join(CLOSE_WAIT_S)
 
     def _run(self) -> None:
+        pause = 0.0
         while True:
             with self._cond:
+                # Paced: after a write that took t seconds the next one waits PACE * t (a long session's lines
+                # cost more to rewrite; the writer keeps a bounded share of the CPU the proxy runs on), unless
+                # the recorder is closing.
+                self._cond.wait_for(lambda: self._closed, timeout=pause) if pause else None
                 while not self._pending and not self._tools_dirty and not self._closed:
                     self._cond.wait()
                 batch, self._pending = self._pending, {}
                 tools = dict(self._tools) if self._tools_dirty else None
                 self._tools_dirty = False
                 closing = self._closed
+            started = time.perf_counter()
             try:
                 if batch:
                     self._write_sessions(list(batch.values()))
@@ -114,6 +125,7 @@ class Recorder:
                     self._write_tools(tools)
             except OSError as exc:  # a full disk must not take the proxy down: say so once, keep serving
                 self._warn(f"cannot write the record in {self.folder}: {exc.strerror or exc}")
+            pause = min(PACE * (time.perf_counter() - started), MAX_PAUSE_S)
             if closing:
                 with self._cond:
                     if not self._pending and not self._tools_dirty:
