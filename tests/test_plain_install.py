@@ -32,7 +32,19 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 #: Optional top-level modules a plain install must not have (else the test would prove nothing).
-OPTIONAL = ("matplotlib", "openai", "ray", "litellm", "pandas", "bfcl_eval", "mpmath", "tau2", "loguru", "tool_sandbox")
+OPTIONAL = (
+    "matplotlib",
+    "openai",
+    "ray",
+    "litellm",
+    "pandas",
+    "bfcl_eval",
+    "mpmath",
+    "tau2",
+    "loguru",
+    "tool_sandbox",
+    "mcp",
+)
 BFCL = "pip install 'prefix-exec[bfcl]' && pip install --no-deps bfcl-eval==2026.3.23"
 PLOT = "pip install 'prefix-exec[report]'"
 
@@ -222,6 +234,8 @@ def test_missing_extras_are_exit_2_with_the_install_command(plain: Path, tmp_pat
         f'[[models]]\nname = "m"\nmodel = "x"\nbase_url = "http://127.0.0.1:9/v1"\napi_key_env = ""\n'
     )
     refused(prefix_exec(plain, "run", str(grid), "--out", "run", cwd=tmp_path), "pip install 'prefix-exec[llm]'")
+    guard = prefix_exec(plain, "guard", "--record", "guard", "--", "true", cwd=tmp_path)
+    refused(guard, "this command needs mcp", "pip install 'prefix-exec[guard]'")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["grid.toml", "records.jsonl"]  # nothing else written
 
 

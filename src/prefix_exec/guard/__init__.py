@@ -13,8 +13,11 @@ one per concern, need the ``[guard]`` extra (the MCP SDK) and are imported only 
   side file, the live session) and the verdicts;
 - :mod:`.refusal`: the text a refused call returns, in words a model can act on;
 - :mod:`.log` and :mod:`.recorder`: one session as a rollout and a record, and the files ``--record`` writes;
-- :mod:`.pump`: the message pump between client and server that intercepts ``tools/list`` and ``tools/call``;
-- :mod:`.stdio` and :mod:`.http`: the two transports, on the SDK's own.
+- :mod:`.pump`: the message pump between client and server that intercepts ``tools/list`` and ``tools/call``,
+  and :mod:`.messages`, the JSON-RPC pieces it answers with;
+- :mod:`.session` and :mod:`.options`: one guarded session's parts, and the settings;
+- :mod:`.stdio` (with :mod:`.pipes`, our ends of the client's pipes) and :mod:`.http`: the two transports, on
+  the SDK's own.
 """
 
 from __future__ import annotations

@@ -32,8 +32,9 @@ from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from prefix_exec.guard.messages import Streams
 from prefix_exec.guard.options import GuardOptions
-from prefix_exec.guard.pump import Pump, Streams
+from prefix_exec.guard.pump import Pump
 from prefix_exec.guard.recorder import Recorder
 from prefix_exec.guard.session import new_session
 from prefix_exec.json_types import JsonObject

@@ -26,7 +26,7 @@ import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectSendStream
 from mcp.types import JSONRPCNotification
 
-from prefix_exec.guard.pump import OVERSIZE_METHOD, request_id_in
+from prefix_exec.guard.messages import OVERSIZE_METHOD, request_id_in
 
 #: Bytes read at a time, and kept of an over-size line (where its id is looked for).
 CHUNK = 1 << 16

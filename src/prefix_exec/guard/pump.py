@@ -21,12 +21,10 @@ on. A tools/call result over the size bound is replaced by an error result (the 
 from __future__ import annotations
 
 import contextlib
-import json
-import re
 import sys
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 from mcp.shared.message import ClientMessageMetadata, SessionMessage
@@ -34,18 +32,26 @@ from mcp.types import (
     CLIENT_INFO_META_KEY,
     INTERNAL_ERROR,
     INVALID_REQUEST,
-    PARSE_ERROR,
     PROTOCOL_VERSION_META_KEY,
     SERVER_INFO_META_KEY,
-    ErrorData,
     JSONRPCError,
     JSONRPCNotification,
     JSONRPCRequest,
     JSONRPCResponse,
 )
 from mcp.types import JSONRPCMessage as Message
-from pydantic import ValidationError
 
+from prefix_exec.guard.messages import (
+    OVERSIZE_METHOD,
+    PREFIX,
+    Pending,
+    Streams,
+    error,
+    identity,
+    malformed,
+    ms,
+    short,
+)
 from prefix_exec.guard.options import GuardOptions
 from prefix_exec.guard.refusal import refusal_result
 from prefix_exec.guard.session import GuardedSession
@@ -53,42 +59,8 @@ from prefix_exec.guard.shadow import MAX_PAGES, call_of, content_text, observati
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.trajectory import Observation, ToolCall, Verdict
 
-#: The notification the stdio reader puts in place of a client line over the size bound (never forwarded).
-OVERSIZE_METHOD = "prefix-exec/oversize"
-# The top-level id of a JSON-RPC message, in the first bytes of a line that could not be read whole.
-_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
-_HEAD = 4096
 #: How often deadlines are looked at, in seconds.
 TICK_S = 0.05
-_PREFIX = "prefix-exec guard: "
-
-
-class Inbound(Protocol):
-    def __aiter__(self) -> Inbound: ...
-    async def __anext__(self) -> SessionMessage | Exception: ...
-
-
-class Outbound(Protocol):
-    async def send(self, item: SessionMessage, /) -> None: ...
-
-
-@dataclass
-class Streams:
-    """One side's stream pair, as an SDK transport yields it."""
-
-    read: Inbound
-    write: Outbound
-
-
-@dataclass
-class Pending:
-    """A client request forwarded to the server and not answered yet (``perf_counter`` seconds)."""
-
-    method: str
-    received: float
-    forwarded: float = 0.0
-    call: ToolCall | None = None
-    verdict: Verdict | None = None
 
 
 @dataclass
@@ -152,9 +124,9 @@ class Pump:
         self.end_reason = reason
         for request_id, pending in list(self.pending.items()):
             del self.pending[request_id]
-            await self._to_client(_error(request_id, INTERNAL_ERROR, _PREFIX + reason))
+            await self._to_client(error(request_id, INTERNAL_ERROR, PREFIX + reason))
             if pending.call is not None:
-                observation = Observation(_PREFIX + reason, error=True)
+                observation = Observation(PREFIX + reason, error=True)
                 self._settle(pending, observation, answered=time.perf_counter(), sent=time.perf_counter())
         self._finish(reason)
 
@@ -171,7 +143,7 @@ class Pump:
 
     async def _from_client(self, item: SessionMessage | Exception) -> None:
         if isinstance(item, Exception):
-            await self._to_client(_error(*_malformed(item)))
+            await self._to_client(error(*malformed(item)))
             return
         message = item.message
         if isinstance(message, JSONRPCRequest):
@@ -201,14 +173,14 @@ class Pump:
         if not self.shadow.ready and self.shadow.problem is None:
             await self._list_tools(message.params or {})
         if self.shadow.problem is not None:
-            await self._to_client(_error(message.id, INTERNAL_ERROR, _PREFIX + self.shadow.problem.describe()))
+            await self._to_client(error(message.id, INTERNAL_ERROR, PREFIX + self.shadow.problem.describe()))
             return
         verdict = self.shadow.check(call)
         if not verdict.accepted and self.options.enforce:
             result = refusal_result(verdict, call, self.shadow.session)
             await self._to_client(JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result))
             refused = replace(call, observation=Observation(content_text(result["content"]), error=True))
-            entry = {"forwarded": False, "by": "check", "guard_ms": _ms(time.perf_counter() - received)}
+            entry = {"forwarded": False, "by": "check", "guard_ms": ms(time.perf_counter() - received)}
             self._record(refused, verdict, entry)
             return
         pending = Pending("tools/call", received, call=call, verdict=verdict)
@@ -247,7 +219,7 @@ class Pump:
         size = params.get("bytes")
         text = f"the message is larger than {self.options.max_message_bytes:,} bytes ({size:,} or more); not passed on"
         known = request_id if isinstance(request_id, int | str) else None
-        await self._to_client(_error(known, INVALID_REQUEST, _PREFIX + text))
+        await self._to_client(error(known, INVALID_REQUEST, PREFIX + text))
 
     def _cancelled(self, request_id: Any) -> None:
         pending = self.pending.pop(request_id, None) if isinstance(request_id, int | str) else None
@@ -262,7 +234,7 @@ class Pump:
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             async for item in self.server.read:
                 if isinstance(item, Exception):
-                    await self._fail(f"the server wrote a message that is not JSON-RPC ({_short(item)})")
+                    await self._fail(f"the server wrote a message that is not JSON-RPC ({short(item)})")
                     return
                 await self._from_server(item.message)
         await self._fail("the server closed its output (it exited)")
@@ -291,7 +263,7 @@ class Pump:
         ):
             self._listed()
             if self.shadow.problem is not None:
-                message = _error(message.id, INTERNAL_ERROR, _PREFIX + self.shadow.problem.describe())
+                message = error(message.id, INTERNAL_ERROR, PREFIX + self.shadow.problem.describe())
         if pending.call is None:
             await self._to_client(message)
             return
@@ -312,7 +284,7 @@ class Pump:
         if size <= self.options.max_message_bytes:
             return observation_of(message.result), message
         text = (
-            f"{_PREFIX}the server's result ({size:,} characters) is larger than the bound "
+            f"{PREFIX}the server's result ({size:,} characters) is larger than the bound "
             f"({self.options.max_message_bytes:,}); the call ran, its result was not passed on"
         )
         result: JsonObject = {"content": [{"type": "text", "text": text}], "isError": True}
@@ -329,7 +301,7 @@ class Pump:
         else:
             verdict, by = pending.verdict, "check"
         guard_s = (pending.forwarded - pending.received) + (sent - answered)
-        entry = {"forwarded": True, "by": by, "guard_ms": _ms(guard_s), "server_ms": _ms(answered - pending.forwarded)}
+        entry = {"forwarded": True, "by": by, "guard_ms": ms(guard_s), "server_ms": ms(answered - pending.forwarded)}
         self._record(call, verdict, entry)
 
     def _record(self, call: ToolCall, verdict: Verdict, entry: JsonObject) -> None:
@@ -338,25 +310,25 @@ class Pump:
 
     def _listed(self) -> None:
         if self.shadow.problem is not None:
-            print(f"{_PREFIX}error: {self.shadow.problem.describe()}", flush=True, file=sys.stderr)
+            print(f"{PREFIX}error: {self.shadow.problem.describe()}", flush=True, file=sys.stderr)
 
     def _note_client(self, method: str, params: JsonMapping) -> None:
         """The client's name, version and protocol version, from ``initialize`` or a 2026 request's ``_meta``."""
         info = self.log.info
         if method == "initialize":
-            info.setdefault("client", _identity(params.get("clientInfo")))
+            info.setdefault("client", identity(params.get("clientInfo")))
             info.setdefault("protocol_version", params.get("protocolVersion"))
         meta = params.get("_meta")
         if isinstance(meta, dict) and CLIENT_INFO_META_KEY in meta and "client" not in info:
-            info["client"] = _identity(meta[CLIENT_INFO_META_KEY])
+            info["client"] = identity(meta[CLIENT_INFO_META_KEY])
             info["protocol_version"] = meta.get(PROTOCOL_VERSION_META_KEY)
 
     def _note_server(self, method: str, result: JsonMapping) -> None:
         if method == "initialize":
-            self.log.info["server"] = _identity(result.get("serverInfo"))
+            self.log.info["server"] = identity(result.get("serverInfo"))
             self.log.info["protocol_version"] = result.get("protocolVersion")
         elif method == "server/discover" and isinstance(result.get("_meta"), dict):
-            self.log.info.setdefault("server", _identity(result["_meta"].get(SERVER_INFO_META_KEY)))
+            self.log.info.setdefault("server", identity(result["_meta"].get(SERVER_INFO_META_KEY)))
 
     async def _to_client(self, message: Message) -> None:
         try:
@@ -383,62 +355,3 @@ class Pump:
             if late:
                 await self._fail(f"the server did not answer {late[0].method} within {limit:g} s (--call-timeout)")
                 return
-
-
-def _error(request_id: int | str | None, code: int, text: str) -> JSONRPCError:
-    return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=text))
-
-
-def _malformed(exc: Exception) -> tuple[int | str | None, int, str]:
-    """The id (when the line shows one), code and text of the error for a client line the transport could not
-    read: a parse error, or an invalid request."""
-    errors = exc.errors() if isinstance(exc, ValidationError) else []
-    request_id = None
-    for seen in (e.get("input") for e in errors):
-        if isinstance(seen, str) and _unreadable(errors):  # the line itself: JSON the reader refused
-            request_id = request_id_in(seen.encode("utf-8", "replace"))
-        elif isinstance(seen, dict) and isinstance(seen.get("id"), int | str) and not isinstance(seen["id"], bool):
-            request_id = seen["id"]  # a JSON object that is no JSON-RPC message
-        if request_id is not None:
-            break
-    if _unreadable(errors):
-        return request_id, PARSE_ERROR, _PREFIX + "the message is not JSON (or not JSON this guard reads)"
-    return request_id, INVALID_REQUEST, _PREFIX + "the message is not a JSON-RPC 2.0 request, notification or response"
-
-
-def _unreadable(errors: list[Any]) -> bool:
-    return any(e.get("type") == "json_invalid" for e in errors)
-
-
-def request_id_in(line: bytes) -> int | str | None:
-    """The top-level id of a JSON-RPC message that could not be read whole, from its first bytes, or None.
-
-    SDK clients write ``jsonrpc``, ``id``, ``method``, then ``params``; an id found after ``"params"`` could be a
-    nested one and is not used, so a client that writes params first gets an error with id null (as JSON-RPC
-    allows for a message whose id cannot be read)."""
-    head = line[:_HEAD]
-    match = _ID.search(head)
-    if match is None or (b'"params"' in head and head.index(b'"params"') < match.start()):
-        return None
-    raw = match.group(1)
-    try:
-        found = json.loads(raw)
-    except ValueError:
-        return None
-    return found if isinstance(found, int | str) else None
-
-
-def _short(exc: Exception) -> str:
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return text[:200]
-
-
-def _identity(raw: Any) -> JsonObject | None:
-    """``{"name", "version"}`` of a clientInfo/serverInfo object (each cut to 200 characters)."""
-    if not isinstance(raw, dict):
-        return None
-    return {k: str(raw[k])[:200] for k in ("name", "version") if raw.get(k) is not None}
-
-
-def _ms(seconds: float) -> float:
-    return round(seconds * 1000, 3)

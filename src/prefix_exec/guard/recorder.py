@@ -110,7 +110,8 @@ class Recorder:
                 # Paced: after a write that took t seconds the next one waits PACE * t (a long session's lines
                 # cost more to rewrite; the writer keeps a bounded share of the CPU the proxy runs on), unless
                 # the recorder is closing.
-                self._cond.wait_for(lambda: self._closed, timeout=pause) if pause else None
+                if pause:
+                    self._cond.wait_for(lambda: self._closed, timeout=pause)
                 while not self._pending and not self._tools_dirty and not self._closed:
                     self._cond.wait()
                 batch, self._pending = self._pending, {}

@@ -21,9 +21,10 @@ import anyio
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.server.stdio import stdio_server
 
+from prefix_exec.guard.messages import Streams
 from prefix_exec.guard.options import GuardOptions
 from prefix_exec.guard.pipes import open_stdin, open_stdout
-from prefix_exec.guard.pump import Pump, Streams
+from prefix_exec.guard.pump import Pump
 from prefix_exec.guard.session import GuardedSession
 
 #: Longest wait, at the end of a session, for the client to take what the guard still has to write (seconds).
