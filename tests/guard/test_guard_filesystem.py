@@ -118,6 +118,8 @@ def test_enforce_refuses_before_the_server_and_the_record_replays(tmp_path: Path
     for name in ("rollouts.jsonl", "records.jsonl", "tools.json"):
         assert SECRET not in (record / name).read_text()
     assert main(["metrics", str(record / "records.jsonl")]) == 0
+    report = ["report", str(record / "records.jsonl"), "--out", str(tmp_path / "report"), "--no-plots"]
+    assert main([*report, "--resamples", "50"]) == 0 and (tmp_path / "report" / "report.html").is_file()
 
 
 def test_observe_forwards_every_call_and_records_the_verdicts(tmp_path: Path, side: Path) -> None:

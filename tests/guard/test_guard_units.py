@@ -199,6 +199,23 @@ def test_the_recorder_keeps_other_lines_scrubs_secrets_and_survives_a_second_wri
     assert json.loads((folder / "tools.json").read_text())["tools"][0]["name"] == "create_note"
 
 
+def test_sessions_of_one_task_get_trials_of_their_own(tmp_path: Path, side: Path) -> None:
+    from prefix_exec.guard.options import GuardOptions
+    from prefix_exec.guard.session import new_session
+
+    (tmp_path / "tasked.yaml").write_text(SIDE + "tasks:\n  t1: {}\n")
+    recorder = Recorder(tmp_path / "record")
+    options = GuardOptions(hooks=tmp_path / "tasked.yaml", task="t1")
+    first = new_session(options, recorder, transport="stdio", origin={})
+    first.shadow.begin_listing()
+    first.shadow.add_page({"tools": TOOLS})
+    first.save()
+    recorder.close()
+    second = new_session(options, Recorder(tmp_path / "record"), transport="stdio", origin={})
+    assert (first.log.task_id, first.log.trial, second.log.task_id, second.log.trial) == ("t1", 0, "t1", 1)
+    assert first.shadow.ready and first.shadow.session is not None
+
+
 def test_command_lines_and_environments_lose_their_secrets() -> None:
     shown, removed = redact_command(
         ["srv", "--api-key", "k1", "--token=k2", "GITHUB_TOKEN=k3", "https://u:p@h/x?sig=k4", "-v", "dir"]
