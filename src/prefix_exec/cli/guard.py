@@ -47,6 +47,12 @@ def register(commands: Any, name: str) -> None:
         metavar="DIR",
         help="write DIR/rollouts.jsonl, DIR/records.jsonl and DIR/tools.json, kept current call by call",
     )
+    parser.add_argument(
+        "--require-tools",
+        action="store_true",
+        help="a session without any tool call fails (precondition), as score custom --require-tools; give it to "
+        "score custom too when you replay the record",
+    )
     parser.add_argument("--task", help="the hooks file's task this session plays (when it declares tasks)")
     parser.add_argument("--dataset", help="the dataset name of the recorded rollouts (default: the server's name)")
     parser.add_argument(
@@ -86,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
         record=Path(args.record) if args.record else None,
         call_timeout_s=args.call_timeout,
         max_message_bytes=args.max_message_bytes,
+        require_tools=args.require_tools,
     )
     shown, removed = redact_command(command)
     secrets = [*secret_environment(os.environ), *removed]

@@ -19,7 +19,8 @@ class GuardOptions:
     """``mode``: one of :data:`MODES`. ``hooks``: the side file layered onto the server's tools (None: schema
     checks only). ``task``: the side file's task the session plays (required when it declares ``tasks``).
     ``record``: the folder ``--record`` writes (None: nothing is written). ``call_timeout_s``: the longest wait
-    for the server's answer to one request. ``max_message_bytes``: the largest message passed on."""
+    for the server's answer to one request. ``max_message_bytes``: the largest message passed on.
+    ``require_tools``: a session without a tool call fails (``--require-tools``, as for ``score custom``)."""
 
     mode: str = "enforce"
     hooks: Path | None = None
@@ -27,6 +28,7 @@ class GuardOptions:
     record: Path | None = None
     call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    require_tools: bool = False
 
     @property
     def enforce(self) -> bool:

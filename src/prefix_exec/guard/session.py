@@ -55,8 +55,10 @@ def new_session(
     """
     sid = session_id or f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{secrets.token_hex(3)}"
     source = recorder.tools_path if recorder is not None else Path("tools.json")
-    shadow = Shadow(source, hooks=options.hooks, task=options.task)
+    shadow = Shadow(source, hooks=options.hooks, task=options.task, require_tools=options.require_tools)
     info: JsonObject = {"mode": options.mode, "transport": transport, **origin, "session": sid}
+    if options.require_tools:
+        info["require_tools"] = True
     task_id, trial = sid, 0
     if options.task is not None:
         task_id = info["task"] = options.task

@@ -21,6 +21,7 @@ from typing import Any
 from prefix_exec.envs.custom import CustomEnvironment, CustomSession, layered_environment
 from prefix_exec.envs.spec_formats import to_spec
 from prefix_exec.errors import InputError
+from prefix_exec.evidence import EvidencePolicy
 from prefix_exec.guard import check
 from prefix_exec.json_types import JsonMapping, JsonObject, JsonValue
 from prefix_exec.replay import check_action
@@ -39,8 +40,12 @@ class Shadow:
     server's tools, :attr:`problem` holds the error and no call can be checked.
     """
 
-    def __init__(self, source: Path, *, hooks: Path | None = None, task: str | None = None) -> None:
+    def __init__(
+        self, source: Path, *, hooks: Path | None = None, task: str | None = None, require_tools: bool = False
+    ) -> None:
         self.source, self.hooks, self.task = source, hooks, task
+        #: How the server's answers count (MCP's isError is the flag; ``require_tools`` for a session without a call).
+        self.policy = EvidencePolicy(require_tools=require_tools)
         self.env: CustomEnvironment | None = None
         self.session: CustomSession | None = None
         self.problem: InputError | None = None
@@ -80,7 +85,7 @@ class Shadow:
         self.listings += 1
         try:
             data, form = to_spec({"tools": tools}, path=self.source)
-            env = layered_environment(data, self.source, form=form, hooks=self.hooks)
+            env = layered_environment(data, self.source, form=form, hooks=self.hooks, policy=self.policy)
             session = _start(env, self.task)
         except InputError as exc:
             self.problem, self.env, self.session = exc, None, None
