@@ -1,9 +1,9 @@
 """An agent loop through the guard: a model behind the official ``openai`` client (the scripted OpenAI-compatible
 server of tests/fakes, a real HTTP server on loopback) chooses tool calls; the official MCP client runs them
 through ``prefix-exec guard`` in front of an SDK server, the way agent frameworks (the OpenAI Agents SDK's
-``MCPServerStdio``, LangGraph's MCP adapters) connect a model to MCP tools. The model first calls a tool before
-the session allows it, reads the refusal and recovers. The recorded session replays offline to the same FED and
-labels.
+``MCPServerStdio``, LangGraph's MCP adapters) connect a model to MCP tools. The model first appends to a note
+id it made up, reads the refusal (no earlier call returned that id: call create_note first) and recovers. The
+recorded session replays offline to the same FED and labels.
 """
 
 from __future__ import annotations
@@ -21,19 +21,13 @@ from fakes.openai_server import ScriptedServer, text_message, tool_message
 
 pytestmark = pytest.mark.slow
 
-HOOKS = """
-def created(state, args):
-    state["created"] = state.get("created", 0) + 1
-
-
-def has_note(state, args):
-    return None if state.get("created") else "no note was created in this session: create_note first"
-"""
-SIDE = "hooks: hooks.py\ntools:\n  create_note: {effect: created}\n  append_note: {precondition: has_note}\n"
+# The ids come from the server's own results: create_note's structured result feeds produces.
+SIDE = "tools:\n  create_note: {produces: {note: note_id}}\n  append_note: {refs: {note_id: note}}\n"
 
 
 def respond(request: dict[str, Any]) -> dict[str, Any]:
-    """The scripted model: append first (refused), then create, then append to the id the result gave."""
+    """The scripted model: append to a note id it made up (refused), then create, then append to the id the
+    result gave."""
     tools = [m for m in request["messages"] if m["role"] == "tool"]
     if not tools:
         return tool_message([("append_note", {"note_id": "N-1", "text": "draft"})])
@@ -75,7 +69,6 @@ async def agent(base_url: str, params: Any, task: str) -> list[dict[str, Any]]:
 
 
 def test_an_agent_recovers_from_a_refusal_and_its_session_replays(tmp_path: Path) -> None:
-    (tmp_path / "hooks.py").write_text(HOOKS)
     side = tmp_path / "side.yaml"
     side.write_text(SIDE)
     record = tmp_path / "record"
@@ -88,10 +81,11 @@ def test_an_agent_recovers_from_a_refusal_and_its_session_replays(tmp_path: Path
 
         messages = anyio.run(run)
     replies = [m["content"] for m in messages if m["role"] == "tool"]
-    assert len(replies) == 3 and "precondition" in replies[0] and "create_note first" in replies[0]
+    assert len(replies) == 3 and replies[0].startswith("prefix-exec guard did not run append_note: dependency: ")
+    assert "call create_note first and pass the note it returns" in replies[0]
     assert json.loads(replies[2])["text"] == "shopping list: milk"
     assert messages[-1]["content"].startswith("Done")
     row = read_jsonl(record / "records.jsonl")[0]
-    assert (row["T"], row["fed"], row["label"], row["success"]) == (3, 1, "precondition", 1)  # recovered
+    assert (row["T"], row["fed"], row["label"], row["success"]) == (3, 1, "dependency", 1)  # recovered
     assert [c["forwarded"] for c in row["metadata"]["guard"]["calls"]] == [False, True, True]
     assert replayed(record, side, tmp_path / "replay.jsonl") == outcomes(record / "records.jsonl")

@@ -41,6 +41,7 @@ from mcp.types import (
 )
 from mcp.types import JSONRPCMessage as Message
 
+from prefix_exec.evidence import SOURCE_RECORDED
 from prefix_exec.guard.messages import (
     OVERSIZE_METHOD,
     PREFIX,
@@ -295,11 +296,11 @@ class Pump:
     def _settle(self, pending: Pending, observation: Observation, *, answered: float, sent: float) -> None:
         assert pending.call is not None and pending.verdict is not None
         call = replace(pending.call, observation=observation)
-        if pending.verdict.accepted and self.shadow.ready:
-            verdict, by = self.shadow.settle(pending.call, observation), "result"
-            by = "check" if verdict.accepted else by
-        else:
-            verdict, by = pending.verdict, "check"
+        verdict = pending.verdict
+        if verdict.accepted and self.shadow.ready:
+            verdict = self.shadow.settle(pending.call, observation)
+        # Who decided: the server's own answer (a recorded refusal, evidence) or our check.
+        by = "result" if any(note.startswith(SOURCE_RECORDED) for note in verdict.notes) else "check"
         guard_s = (pending.forwarded - pending.received) + (sent - answered)
         entry = {"forwarded": True, "by": by, "guard_ms": ms(guard_s), "server_ms": ms(answered - pending.forwarded)}
         self._record(call, verdict, entry)
