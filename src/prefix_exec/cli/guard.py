@@ -16,6 +16,8 @@ from typing import Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
+from prefix_exec.guard.options import GuardOptions
+from prefix_exec.guard.recorder import Recorder
 from prefix_exec.redaction import redact_command, redact_url, secret_environment
 
 
@@ -81,9 +83,6 @@ def run(args: argparse.Namespace) -> int:
     http = args.listen is not None or args.upstream is not None
     _check_usage(args, command, http)
     require("mcp", why="prefix-exec guard speaks MCP through the official SDK")
-    from prefix_exec.guard.options import GuardOptions
-    from prefix_exec.guard.recorder import Recorder
-
     _quiet_sdk_logs()
     options = GuardOptions(
         mode=args.mode,
@@ -161,7 +160,9 @@ def _hooks(path: str | None, task: str | None) -> Path | None:
     return side_path
 
 
-def _serve_stdio(command: list[str], shown: list[str], dataset: str | None, options: Any, recorder: Any) -> int:
+def _serve_stdio(
+    command: list[str], shown: list[str], dataset: str | None, options: GuardOptions, recorder: Recorder | None
+) -> int:
     import anyio
 
     from prefix_exec.guard.session import new_session
@@ -179,7 +180,7 @@ def _serve_stdio(command: list[str], shown: list[str], dataset: str | None, opti
     return 0
 
 
-def _serve_http(args: argparse.Namespace, options: Any, recorder: Any) -> int:
+def _serve_http(args: argparse.Namespace, options: GuardOptions, recorder: Recorder | None) -> int:
     from prefix_exec.guard.http import serve_http
 
     host, _, port = str(args.listen).rpartition(":")
