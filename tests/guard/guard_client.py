@@ -80,3 +80,20 @@ def replayed(record_dir: Path, hooks: Path | None, out: Path) -> dict[str, tuple
 def outcomes(records: Path) -> dict[str, tuple[int, int, str | None]]:
     """(T, FED, label) of each record, by task id."""
     return {row["task_id"]: (row["T"], row["fed"], row["label"]) for row in read_jsonl(records)}
+
+
+def eventually(read: Any, check: Any, seconds: float = 30.0) -> Any:
+    """``read()`` once ``check(read())`` holds, polled for at most ``seconds`` (a recorder writes on a thread of
+    its own, a moment after the call); the last value read when it never does (for the failing assertion)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            value = read()
+            if check(value) or time.monotonic() > deadline:
+                return value
+        except (OSError, ValueError, IndexError):
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(0.05)

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -18,7 +19,7 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
-from guard_client import NOTES_SERVER, outcomes, read_jsonl, replayed, text_of
+from guard_client import NOTES_SERVER, eventually, outcomes, read_jsonl, replayed, text_of
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -109,8 +110,10 @@ def test_each_mcp_session_is_guarded_on_its_own(guarded: tuple[str, Path, Path],
     anyio.run(both)
     assert [error for error, _ in first] == [False, False]
     assert second[0][0] and "precondition" in second[0][1] and "create_note first" in second[0][1]
-    time.sleep(0.5)  # the writer thread rewrites the files after each call
-    rows = read_jsonl(record / "records.jsonl")
+    rows = eventually(  # both sessions ended (their clients' DELETE) and written
+        lambda: read_jsonl(record / "records.jsonl"),
+        lambda found: len(found) == 2 and all(r["metadata"]["guard"].get("end") for r in found),
+    )
     assert sorted((r["T"], r["fed"], r["label"]) for r in rows) == [(1, 1, "precondition"), (2, 3, None)]
     assert len({r["task_id"] for r in rows}) == 2 and all(
         r["metadata"]["guard"]["transport"] == "streamable-http" for r in rows
@@ -130,3 +133,31 @@ def test_http_refusals_of_the_transport(guarded: tuple[str, Path, Path]) -> None
         assert unknown.status_code == 404
         huge = client.post(url, content=json.dumps({**body, "params": {"x": "y" * 200_000}}), headers=headers)
         assert huge.status_code == 413
+
+
+def test_an_upstream_that_cannot_be_reached_gets_the_client_an_error(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        dead = probe.getsockname()[1]
+    args = ["--listen", "127.0.0.1:0", "--upstream", f"http://127.0.0.1:{dead}/mcp", "--record", str(tmp_path / "r")]
+    guard = subprocess.Popen([sys.executable, "-m", "prefix_exec", "guard", *args], stderr=subprocess.PIPE, text=True)
+    try:
+        url = _line(guard.stderr, r"listening on (http://\S+/)").group(1) + "mcp"
+        with pytest.raises(BaseExceptionGroup) as caught:
+            anyio.run(_session, url, [], [])
+        texts = [str(e) for e in _leaves(caught.value)]
+        assert any("prefix-exec guard: the upstream" in t and "failed" in t for t in texts), texts
+        end = eventually(
+            lambda: read_jsonl(tmp_path / "r" / "records.jsonl")[0]["metadata"]["guard"]["end"],
+            lambda text: text.startswith("the upstream"),
+        )
+        assert end.startswith(f"the upstream http://127.0.0.1:{dead}/mcp failed: ")
+    finally:
+        guard.kill()
+        guard.wait(timeout=30)
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]

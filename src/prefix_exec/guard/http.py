@@ -32,7 +32,7 @@ from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from prefix_exec.guard.messages import Streams
+from prefix_exec.guard.messages import Streams, short
 from prefix_exec.guard.options import GuardOptions
 from prefix_exec.guard.pump import Pump
 from prefix_exec.guard.recorder import Recorder
@@ -41,6 +41,8 @@ from prefix_exec.json_types import JsonObject
 
 #: A session with no request in flight for this long is ended, in seconds (the SDK's default).
 IDLE_TIMEOUT_S = 30 * 60
+#: How long the transport gets to deliver the last answers of a session that failed, in seconds.
+FLUSH_S = 0.5
 #: Most sessions open at once; a request that would open one more gets 503.
 MAX_SESSIONS = 1000
 
@@ -140,14 +142,30 @@ class GuardApp:
             session_id=session_id,
             dataset=self.dataset,
         )
-        async with streamable_http_client(self.upstream) as (server_read, server_write):
-            pump = Pump(client, Streams(server_read, server_write), guarded, self.options, version_header=True)
-            idle = transport.idle_scope or anyio.CancelScope()
-            with idle:
-                await pump.run()
-            if idle.cancelled_caught:
-                guarded.log.end("idle timeout")
-                guarded.save()
+        pump: Pump | None = None
+        try:
+            async with streamable_http_client(self.upstream) as (server_read, server_write):
+                pump = Pump(client, Streams(server_read, server_write), guarded, self.options, version_header=True)
+                idle = transport.idle_scope or anyio.CancelScope()
+                with idle:
+                    await pump.run()
+                if idle.cancelled_caught:
+                    guarded.log.end("idle timeout")
+                    guarded.save()
+        except Exception as exc:  # the upstream refused or broke: the client's requests in flight get the reason
+            if pump is None:
+                raise
+            await pump.abandon(f"the upstream {self.origin['upstream']} failed: {_leaf(exc)}")
+            # The transport writes each answer on its request's event stream from a task of its own: give it a
+            # moment before the session's streams close under it.
+            await anyio.sleep(FLUSH_S)
+
+
+def _leaf(exc: BaseException) -> str:
+    """The first underlying error of an exception group, in one line."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return short(exc) if isinstance(exc, Exception) else type(exc).__name__
 
 
 def serve_http(

@@ -73,7 +73,7 @@ class SessionLog:
                 self.fed, self.failing = step, verdict
         self.last_accepted = verdict.accepted
         label = verdict.label.value if verdict.label else None
-        row = {"step": step, "tool": call.name, "accepted": verdict.accepted, "label": label, **entry}
+        row = {"step": step, "tool": call.name, "at": now_iso(), "accepted": verdict.accepted, "label": label, **entry}
         self.call_texts.append(dumps(row))
 
     def end(self, reason: str) -> None:

@@ -95,6 +95,16 @@ class Pump:
         self._next_internal = 0
         self._scope: anyio.CancelScope | None = None
 
+    async def abandon(self, reason: str) -> None:
+        """After a failure outside the pump stopped it (an upstream transport that raised): answer what is in
+        flight with ``reason`` and record it as why the session ended."""
+        self.end_reason = None
+        for key in ("end", "ended_at"):
+            self.log.info.pop(key, None)
+        await self._fail(reason)
+        self.log.end(reason)
+        self.session.save()
+
     def stop(self, reason: str) -> None:
         """End the session from outside (a signal, the HTTP session's end)."""
         self._finish(reason)
