@@ -246,6 +246,7 @@ def test_command_lines_and_environments_lose_their_secrets() -> None:
         (["guard", "--call-timeout", "0", "--", "srv"], "must be positive"),
         (["guard", "--hooks", "missing.yaml", "--", "srv"], "no such hooks file"),
         (["guard", "--", "/no/such/server"], "cannot start the MCP server"),
+        (["guard", "--record", "{tmp}/never", "--", "/no/such/server"], "cannot start the MCP server"),
     ],
 )
 def test_usage_errors_exit_2_before_anything_runs(

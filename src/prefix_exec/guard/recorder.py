@@ -47,8 +47,7 @@ class Recorder:
     """The writer of one ``--record`` folder; :meth:`close` writes what is pending and stops the thread."""
 
     def __init__(self, folder: Path, *, secrets: Iterable[str] = ()) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        self.folder = folder
+        self.folder = folder  # made at the first write: a guard that never served a call leaves nothing behind
         self.rollouts, self.records, self.tools_path = (
             folder / "rollouts.jsonl",
             folder / "records.jsonl",
@@ -165,6 +164,7 @@ class Recorder:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
+        self.folder.mkdir(parents=True, exist_ok=True)
         with (self.folder / ".guard.lock").open("a") as handle:
             deadline = time.monotonic() + LOCK_WAIT_S
             while True:
