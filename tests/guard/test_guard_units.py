@@ -250,9 +250,10 @@ def test_command_lines_and_environments_lose_their_secrets() -> None:
     ],
 )
 def test_usage_errors_exit_2_before_anything_runs(
-    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(argv) == 2
+    assert main([arg.replace("{tmp}", str(tmp_path)) for arg in argv]) == 2
+    assert not (tmp_path / "never").exists()
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
 
