@@ -323,7 +323,7 @@ def test_the_per_step_limit_is_a_grid_setting(server: ScriptedServer, script: Sc
     settings = parse_grid(grid, base_dir=ticketing).agent
     assert settings.max_calls_per_step == 2
     script.calls_per_answer = 3
-    bot = Agent("react", agent(server, "react").executor.backend, settings=settings)
+    bot = Agent("react", agent(server, "react").executor, settings=settings)
     episode = converse(ticketing, bot, ["search"])
     assert len(episode.actions) == 2
     assert episode.metadata["dropped_calls"] == 1

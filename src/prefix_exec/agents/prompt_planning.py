@@ -29,7 +29,7 @@ def prepare(agent: Agent, episode: Episode, request: PlanRequest) -> None:
     listed = None if episode.tools_listed == episode.tools else episode.tools
     episode.tools_listed = list(episode.tools)
     episode.say({"role": "user", "content": prompt_plan_request(request.goal, listed)})
-    done = agent.executor.backend.complete(episode.messages, (), role="planner")
+    done = agent.executor.complete(episode.messages, (), role="planner")
     episode.charge(done)
     episode.say({"role": "assistant", "content": done.content or ""})
     episode.say({"role": "user", "content": PROMPT_PLAN_PROCEED})

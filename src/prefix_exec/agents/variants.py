@@ -1,4 +1,4 @@
-"""The agent variants: one executor, different ways of preparing each user turn, registered by method.
+"""The agent variants: one turn loop, different ways of preparing each user turn, registered by method.
 
 =================== ===============================================================================
 ``react``           no plan; the executor acts directly.
@@ -47,9 +47,9 @@ from typing import Any, Protocol
 from prefix_exec.agents import accept_all, dual_loop, plan_conditioned, prompt_planning
 from prefix_exec.agents.budget import TurnBudget
 from prefix_exec.agents.episode import Episode
-from prefix_exec.agents.executor import Executor, TurnResult
 from prefix_exec.agents.planning import PlanRequest, history_text
 from prefix_exec.agents.shared_plan import PlanBook
+from prefix_exec.agents.turn_loop import TurnLoop, TurnResult
 from prefix_exec.envs.base import Session
 from prefix_exec.llm.backend import ChatBackend
 from prefix_exec.llm.types import ToolSchema
@@ -102,8 +102,9 @@ class AgentSettings:
 
 
 class Agent:
-    """A variant bound to its backends. ``planner``/``verifier`` default to the executor's backend. ``plans``
-    is the book of this unit's shared initial plans (``None``: every initial plan is asked for)."""
+    """A variant bound to its backends, one per agent role: ``executor`` (whose :class:`TurnLoop` acts),
+    ``planner`` and ``verifier`` (both default to ``executor``). ``plans`` is the book of this unit's shared
+    initial plans (``None``: every initial plan is asked for)."""
 
     def __init__(
         self,
@@ -122,7 +123,8 @@ class Agent:
         self.method = Method(method)
         self.variant = VARIANTS[self.method]
         self.settings = settings
-        self.executor = Executor(
+        self.executor = executor
+        self.turn_loop = TurnLoop(
             executor,
             max_steps=settings.max_steps,
             guarded=self.variant.guarded,
@@ -166,6 +168,6 @@ class Agent:
             prepare(self, episode, request)
         else:
             episode.say({"role": "user", "content": content})
-        result = self.executor.run_turn(episode, session, turn, budget)
+        result = self.turn_loop.run_turn(episode, session, turn, budget)
         episode.history.append((content, result.answer))
         return result

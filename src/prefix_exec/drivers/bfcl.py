@@ -13,7 +13,7 @@ Per task (following ``bfcl_eval``'s ``base_handler`` multi-turn loop):
 - **steps**: the grid's ``max_steps`` (``AgentSettings.max_steps``, 20 by default) plays the role of BFCL's
   ``MAXIMUM_STEP_LIMIT`` (20). BFCL counts the steps whose calls it executed and force-quits when the count
   *exceeds* the limit, so a turn may use ``max_steps + 1`` model calls, and is force-quit when all of them
-  called tools. The driver gives the shared executor a turn budget of ``max_steps + 1`` model calls to match
+  called tools. The driver gives the shared turn loop a turn budget of ``max_steps + 1`` model calls to match
   (:class:`~prefix_exec.agents.budget.StepCap`);
 - **force quit**: a capped turn ends the episode (no later turn is played), and Y is BFCL's rule over the
   turns played, so it is 0 (``[force_terminated]``) unless the capped turn was the last one, exactly as

@@ -133,9 +133,7 @@ class ToolSandboxDriver:
         if error:
             notes["aborted_with"] = error["exception_type"]
         if self.files is not None:
-            folder = run_folder(
-                self.files, self.dataset, agent.executor.backend.config.model, agent.method, trial, task_id
-            )
+            folder = run_folder(self.files, self.dataset, agent.executor.config.model, agent.method, trial, task_id)
             write_run_files(folder, task_id, scenario, context, result, error)
             notes["scenario_dir"] = str(folder / "trajectories" / task_id)
         return Outcome(episode, final_success(similarity, self.similarity_threshold), notes)

@@ -48,7 +48,7 @@ class Session(Protocol):
 class MessageAware(Protocol):
     """A session that must know which calls one model answer issued together (parallel calls).
 
-    Driven online, such a session cannot see message boundaries; the executor calls :meth:`begin_message`
+    Driven online, such a session cannot see message boundaries; the turn loop calls :meth:`begin_message`
     before the calls of each answer. tau's information check needs it: a call never sees the result of a
     call issued in the same answer.
     """

@@ -1,14 +1,15 @@
-"""The one executor every variant shares: it asks the model for tool calls and runs them on the session.
+"""The turn loop every variant shares: it asks the executor's model for tool calls and runs them on the session.
 
-Per user turn the executor loops: one model call (a step), then every tool call of the answer in order,
-each result handed back to the model. The turn ends when the model answers without a tool call, or when the
-turn's budget (:mod:`~prefix_exec.agents.budget`) stops it before a model call: by default ``max_steps`` model
-calls (the horizon cap); a driver may pass a benchmark's own budget instead. A call whose arguments could not
-be parsed is an action (a schema failure at replay) and never reaches the environment. Recorded actions are named
-``t<turn>.s<step>.c<index>`` (0-based), as the importers name them; the model's own call id stays in the
-transcript. With a guard, each candidate call is first
-checked on a fork of the live session; a rejected call does not execute and is not an action, and the
-model gets the verdict back instead.
+The executor is the agent role that acts, beside the planner and the verifier: only its model sees the tools,
+and only its calls become actions (its cost role is ``executor``). Per user turn the loop goes: one model call
+(a step), then every tool call of the answer in order, each result handed back to the model. The turn ends when
+the model answers without a tool call, or when the turn's budget (:mod:`~prefix_exec.agents.budget`) stops it
+before a model call: by default ``max_steps`` model calls (the horizon cap); a driver may pass a benchmark's own
+budget instead. A call whose arguments could not be parsed is an action (a schema failure at replay) and never
+reaches the environment. Recorded actions are named ``t<turn>.s<step>.c<index>`` (0-based), as the importers
+name them; the model's own call id stays in the transcript. With a guard, each candidate call is first checked
+on a fork of the live session; a rejected call does not execute and is not an action, and the model gets the
+verdict back instead.
 
 At most ``max_calls_per_step`` calls of one answer run (the first ones, in order). Each call beyond that
 limit is not executed and is not an action: the model gets a tool reply saying so, and
@@ -41,8 +42,9 @@ class TurnResult:
     stop: str | None = None
 
 
-class Executor:
-    """Runs turns for one model. ``guarded`` turns on the runtime guard (the ``guarded-react`` variant)."""
+class TurnLoop:
+    """Runs turns for one model, the executor's ``backend``. ``guarded`` turns on the runtime guard (the
+    ``guarded-react`` variant)."""
 
     def __init__(
         self, backend: ChatBackend, *, max_steps: int = 20, guarded: bool = False, max_calls_per_step: int = 64
