@@ -256,7 +256,7 @@ def test_the_conversation_ends_and_scores_as_under_tau2s_orchestrator(
         len(simulation.messages),
     )
     assert agent_saw == upstream_saw  # the same tool answers, word for word
-    if termination != "max_steps":  # AgentSettings' 20-call cap never bites; only tau2's budget caps a turn
+    if termination != "max_steps":  # AgentSettings' 20-call cap never bites; only tau2's horizon caps a turn
         assert rollout.metadata.get("capped_turns") is None
 
 

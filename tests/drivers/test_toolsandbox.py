@@ -146,7 +146,7 @@ def test_the_multi_turn_scenario_answers_the_simulated_user_twice(played: Any) -
     assert [a.turn for a in rollout.actions] == [1, 1]
 
 
-def test_toolsandbox_max_messages_is_the_turn_budget(played: Any) -> None:
+def test_toolsandbox_max_messages_is_the_turn_limit(played: Any) -> None:
     for method in (m for n, m in PLAYS if n == "get_cellular"):
         rollout, _, _ = played[("get_cellular", method)]
         assert rollout.metadata["capped_turns"] == 1

@@ -5,14 +5,14 @@ shared initial plan (:func:`~prefix_exec.agents.plan_conditioned.initial_plan`, 
 ``dual-loop`` and ``plan-conditioned``), the rule approves it in exactly one verification round without any
 verifier call, and the plan conditions the executor through dual-loop's hand-over
 (:func:`~prefix_exec.agents.plan_conditioned.plan_control_text` with an approved verdict). The executor's
-budget (``max_steps``) and the noted validation budget ``k_val`` are the grid's, as for ``dual-loop``; no
+step cap (``max_steps``) and the noted validation budget ``k_val`` are the grid's, as for ``dual-loop``; no
 revision ever happens, so the rule never uses more than the first round.
 
 The rule approves plans that fail the structure check as well (dual-loop would ask for a rewrite): every plan
 is approved, and it is handed over as ``plan-conditioned`` hands an unreadable plan.
 
 What the control separates. Dual-loop − control is the effect of verification and revision on the same initial
-plan, budget and hand-over; control − plan-conditioned is what the dual-loop wrapper itself changes. In this
+plan, limits and hand-over; control − plan-conditioned is what the dual-loop wrapper itself changes. In this
 implementation an approved plan is handed to the executor in exactly plan-conditioned's words, so the
 executor of the control sees what plan-conditioned's sees: that difference is the run-to-run variation of the
 executor on one plan (0 with a deterministic server). The paper's own wrapper changed the executor guidance

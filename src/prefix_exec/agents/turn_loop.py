@@ -3,9 +3,9 @@
 The executor is the agent role that acts, beside the planner and the verifier: only its model sees the tools,
 and only its calls become actions (its cost role is ``executor``). Per user turn the loop goes: one model call
 (a step), then every tool call of the answer in order, each result handed back to the model. The turn ends when
-the model answers without a tool call, or when the turn's budget (:mod:`~prefix_exec.agents.budget`) stops it
+the model answers without a tool call, or when the turn's limit (:mod:`~prefix_exec.agents.turn_limit`) stops it
 before a model call: by default ``max_steps`` model calls (the horizon cap); a driver may pass a benchmark's own
-budget instead. A call whose arguments could not be parsed is an action (a schema failure at replay) and never
+limit instead. A call whose arguments could not be parsed is an action (a schema failure at replay) and never
 reaches the environment. Recorded actions are named ``t<turn>.s<step>.c<index>`` (0-based), as the importers
 name them; the model's own call id stays in the transcript. With a guard, each candidate call is first checked
 on a fork of the live session; a rejected call does not execute and is not an action, and the model gets the
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from prefix_exec.agents.budget import StepCap, TurnBudget
 from prefix_exec.agents.episode import Episode, render
+from prefix_exec.agents.turn_limit import StepCap, TurnLimit
 from prefix_exec.envs.base import MessageAware, Session
 from prefix_exec.guard import check
 from prefix_exec.llm.backend import ChatBackend
@@ -34,7 +34,7 @@ from prefix_exec.trajectory import Observation, ToolCall
 @dataclass(frozen=True)
 class TurnResult:
     """How a turn ended: the final answer text (``None`` when stopped), model calls used, the cap flag (a step
-    limit stopped the turn) and ``stop``, the budget's reason when it stopped the turn (``None``: answered)."""
+    limit stopped the turn) and ``stop``, the limit's reason when it stopped the turn (``None``: answered)."""
 
     answer: str | None
     steps: int
@@ -58,15 +58,15 @@ class TurnLoop:
         self.guarded = guarded
         self.max_calls_per_step = max_calls_per_step
 
-    def run_turn(self, episode: Episode, session: Session, turn: int, budget: TurnBudget | None = None) -> TurnResult:
-        """Run user turn ``turn`` (0-based) until the model answers in text or ``budget`` (default: a
-        :class:`~prefix_exec.agents.budget.StepCap` of ``max_steps``) stops it before a model call."""
-        budget = budget if budget is not None else StepCap(self.max_steps)
+    def run_turn(self, episode: Episode, session: Session, turn: int, limit: TurnLimit | None = None) -> TurnResult:
+        """Run user turn ``turn`` (0-based) until the model answers in text or ``limit`` (default: a
+        :class:`~prefix_exec.agents.turn_limit.StepCap` of ``max_steps``) stops it before a model call."""
+        limit = limit if limit is not None else StepCap(self.max_steps)
         step = 0
-        while (stop := budget.before_call(episode, step)) is None:
+        while (stop := limit.before_call(episode, step)) is None:
             step += 1
             done = self.backend.complete(episode.messages, episode.tools, role="executor")
-            budget.after_call(episode, done)
+            limit.after_call(episode, done)
             episode.charge(done)
             episode.say(done.message)
             if not done.calls:

@@ -35,7 +35,7 @@ revision notes the feedback; a verifier re-ask notes the correction (each clippe
 :data:`~prefix_exec.agents.planning.NOTE_CHARS` characters).
 
 Planner and verifier calls are cost (roles ``planner``/``verifier``), never actions, and never count in a
-turn's budget (:mod:`~prefix_exec.agents.budget`).
+turn's limit (:mod:`~prefix_exec.agents.turn_limit`).
 """
 
 from __future__ import annotations
@@ -45,11 +45,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from prefix_exec.agents import accept_all, dual_loop, plan_conditioned, prompt_planning
-from prefix_exec.agents.budget import TurnBudget
 from prefix_exec.agents.episode import Episode
 from prefix_exec.agents.planning import PlanRequest, history_text
 from prefix_exec.agents.shared_plan import PlanBook
+from prefix_exec.agents.turn_limit import TurnLimit
 from prefix_exec.agents.turn_loop import TurnLoop, TurnResult
+from prefix_exec.deprecation import deprecated
 from prefix_exec.envs.base import Session
 from prefix_exec.llm.backend import ChatBackend
 from prefix_exec.llm.types import ToolSchema
@@ -150,17 +151,24 @@ class Agent:
         plan: bool = True,
         state: str = "",
         policy: str = "",
-        budget: TurnBudget | None = None,
+        limit: TurnLimit | None = None,
+        budget: TurnLimit | None = None,
     ) -> TurnResult:
         """Hand the user's message to the agent and run the turn; ``plan`` False skips planning this turn.
-        ``budget`` bounds the executor's model calls (default: ``settings.max_steps`` per turn; see
-        :mod:`~prefix_exec.agents.budget`); planning is never counted in it. ``state`` and ``policy`` go to the
+        ``limit`` bounds the executor's model calls (default: ``settings.max_steps`` per turn; see
+        :mod:`~prefix_exec.agents.turn_limit`); planning is never counted in it. ``budget`` is the deprecated
+        spelling of ``limit``. ``state`` and ``policy`` go to the
         planner and verifier (:class:`PlanRequest`).
 
         Plans and plan requests ride in the user's message (and prompt-planning's plan is followed by a short
         user message), so the conversation keeps one system message and alternating roles, which strict chat
         templates of local servers require. The turn's message and final answer join ``episode.history``.
         """
+        if budget is not None:
+            if limit is not None:
+                raise TypeError("user_turn() takes limit or its deprecated spelling budget, not both")
+            deprecated("Agent.user_turn(budget=...)", "limit=...")
+            limit = budget
         prepare = self.variant.prepare if plan else None
         if prepare is not None:
             episode.record("planned_turns", turn)
@@ -168,6 +176,6 @@ class Agent:
             prepare(self, episode, request)
         else:
             episode.say({"role": "user", "content": content})
-        result = self.turn_loop.run_turn(episode, session, turn, budget)
+        result = self.turn_loop.run_turn(episode, session, turn, limit)
         episode.history.append((content, result.answer))
         return result

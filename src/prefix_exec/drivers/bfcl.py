@@ -13,8 +13,8 @@ Per task (following ``bfcl_eval``'s ``base_handler`` multi-turn loop):
 - **steps**: the grid's ``max_steps`` (``AgentSettings.max_steps``, 20 by default) plays the role of BFCL's
   ``MAXIMUM_STEP_LIMIT`` (20). BFCL counts the steps whose calls it executed and force-quits when the count
   *exceeds* the limit, so a turn may use ``max_steps + 1`` model calls, and is force-quit when all of them
-  called tools. The driver gives the shared turn loop a turn budget of ``max_steps + 1`` model calls to match
-  (:class:`~prefix_exec.agents.budget.StepCap`);
+  called tools. The driver gives the shared turn loop a turn limit of ``max_steps + 1`` model calls to match
+  (:class:`~prefix_exec.agents.turn_limit.StepCap`);
 - **force quit**: a capped turn ends the episode (no later turn is played), and Y is BFCL's rule over the
   turns played, so it is 0 (``[force_terminated]``) unless the capped turn was the last one, exactly as
   ``eval_runner`` compares turn counts; the rollout notes ``force_quit_turn`` and ``force_terminated``;
@@ -47,7 +47,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from prefix_exec.agents.budget import StepCap
+from prefix_exec.agents.turn_limit import StepCap
 from prefix_exec.agents.variants import Agent
 from prefix_exec.drivers.base import Outcome
 from prefix_exec.envs.base import Environment
@@ -165,7 +165,7 @@ def tool_schema(doc: Mapping[str, Any], *, hint: bool = True) -> BfclTool:
 
 
 def bfcl_steps(agent: Agent) -> StepCap:
-    """A turn budget with room for BFCL's step counting: ``max_steps + 1`` model calls (module docstring)."""
+    """A turn limit with room for BFCL's step counting: ``max_steps + 1`` model calls (module docstring)."""
     return StepCap(agent.settings.max_steps + 1)
 
 
@@ -231,7 +231,7 @@ class BfclDriver:
         docs = [doc for c in task.involved_classes for doc in function_docs(c).values()]
         guarded = agent.variant.guarded  # keeps the strict session live: its guard is the point
         session = self._env.start(task_id, strict=guarded)
-        budget = bfcl_steps(agent)
+        limit = bfcl_steps(agent)
         episode = agent.start("", [tool_schema(d) for d in docs if d["name"] not in held_names])
         played = 0
         quit_turn: int | None = None
@@ -240,7 +240,7 @@ class BfclDriver:
                 episode.tools.extend(tool_schema(d, hint=False) for d in docs if d["name"] in held[str(index)])
                 content = reveal_message()
             state = state_summary(session.instances, task.involved_classes, self.state_chars)
-            result = agent.user_turn(episode, session, content, index, state=state, budget=budget)
+            result = agent.user_turn(episode, session, content, index, state=state, limit=limit)
             played = index + 1
             if result.capped:
                 quit_turn = index  # BFCL's force quit: the whole entry stops here

@@ -12,9 +12,9 @@ One task is one conversation, as tau2's ``Orchestrator`` runs it with its ``LLMA
   and live only for ``guarded-react``, whose guard is the point of the comparison (its session is strict);
 - the horizon is tau2's (:mod:`prefix_exec.drivers.tau_horizon`): ``max_steps`` messages (200) and
   ``max_errors`` failed tool calls (10), counted and checked as tau2's orchestrator does, also inside a turn
-  (the horizon is the executor's turn budget), with tau2's termination names (``user_stop``, ``max_steps``,
+  (the horizon is the turn loop's limit), with tau2's termination names (``user_stop``, ``max_steps``,
   ``too_many_errors``). The agent's own per-turn
-  cap (``AgentSettings.max_steps``) does not apply: each turn may use what is left of tau2's budget.
+  cap (``AgentSettings.max_steps``) does not apply: each turn may use what is left of tau2's horizon.
   ``max_turns`` (off by default; not tau2's) can cap the user messages, ending as ``max_turns``;
 - Y is tau2's ``evaluate_simulation`` on the conversation, whose tool calls and tool messages are exactly
   those tau2 would have recorded: every executed call, failed ones with ``error=True``. Calls a guard
@@ -272,7 +272,7 @@ class TauDriver:
             session.observe(reply.content)
             talk.users.append(str(reply.content))
             before = len(episode.actions)
-            # tau2's horizon is the turn's only cap: each turn may use what is left of the conversation's budget.
+            # tau2's horizon is the turn's only cap: each turn may use what is left of the conversation's horizon.
             planned = turn == 0
             result = agent.user_turn(
                 episode,
@@ -282,7 +282,7 @@ class TauDriver:
                 plan=planned,
                 state=state_summary(env.domain.name, env.initial_db(task_id)) if planned else "",
                 policy=env.domain.policy if planned else "",
-                budget=horizon,
+                limit=horizon,
             )
             talk.trajectory.extend(_tool_messages(msg, episode.actions[before:]))
             horizon.errors = failed_calls(episode)

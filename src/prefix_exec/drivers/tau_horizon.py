@@ -8,8 +8,8 @@ simulation when ``step_count >= max_steps`` (termination ``max_steps``), then wh
 (``too_many_errors``, which wins when both hold). These checks also follow the user's stop message, so a stop
 on the last step ends as ``max_steps``. tau2's command-line defaults are 200 steps and 10 errors.
 
-The agent's executor runs a whole user turn by itself, so the tau driver hands it the :class:`Horizon` as the
-turn's budget (:mod:`prefix_exec.agents.budget`): the horizon counts the executor's model calls and, before the
+The agent's turn loop runs a whole user turn by itself, so the tau driver hands it the :class:`Horizon` as the
+turn's limit (:mod:`prefix_exec.agents.turn_limit`): the horizon counts the executor's model calls and, before the
 next one, stops the turn when tau2 would have ended the simulation after the previous tool results. Reaching
 ``max_steps`` inside a turn is a step cap (a capped turn); reaching ``max_errors`` is not. The driver counts the
 user's messages and checks the limits between turns.
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from prefix_exec.agents.budget import Stop
 from prefix_exec.agents.episode import Episode
+from prefix_exec.agents.turn_limit import Stop
 from prefix_exec.llm.types import Completion
 
 #: tau2's defaults (``tau2.config.DEFAULT_MAX_STEPS`` and ``DEFAULT_MAX_ERRORS``).
@@ -35,7 +35,7 @@ def failed_calls(episode: Episode) -> int:
 
 @dataclass
 class Horizon:
-    """tau2's step and error counts of one conversation, against its limits (both >= 1); a turn budget."""
+    """tau2's step and error counts of one conversation, against its limits (both >= 1); a turn limit."""
 
     max_steps: int = MAX_STEPS
     max_errors: int = MAX_ERRORS

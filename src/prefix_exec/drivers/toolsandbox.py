@@ -11,7 +11,7 @@ One task is one named scenario (of ToolSandbox's 1032), played by ``Scenario.pla
   ToolSandbox's execution environment code we build (never model text). The turn's answer goes to the user.
 
 The horizon is ToolSandbox's ``max_messages`` (30 rows after the starting ones), checked where ToolSandbox
-checks it, before each agent response (:class:`MessageBudget`, the executor's turn budget); ``Scenario.play``
+checks it, before each agent response (:class:`MessageLimit`, the turn loop's limit); ``Scenario.play``
 then stops the loop. One difference: ToolSandbox's loop may stop between an agent's tool-call rows and their
 execution, while our calls run as soon as the model emits them. A scenario that raises in the
 loop (an API error of the user model, say) ends as ToolSandbox's CLI records it: ``exception_type``, similarity 0.
@@ -34,8 +34,8 @@ from typing import Any
 
 import tqdm
 
-from prefix_exec.agents.budget import Stop
 from prefix_exec.agents.episode import Episode
+from prefix_exec.agents.turn_limit import Stop
 from prefix_exec.agents.variants import Agent
 from prefix_exec.drivers.base import Outcome
 from prefix_exec.drivers.toolsandbox_files import run_folder, write_run_files
@@ -181,15 +181,15 @@ def _agent_role(agent: Agent, facts: ScenarioFacts, max_messages: int) -> Any:
                 return
             context = ctx.get_current_context()
             if self.session is None:
-                self.last_row = context.max_sandbox_message_index  # where Scenario.play's budget starts
+                self.last_row = context.max_sandbox_message_index  # where Scenario.play's message count starts
                 self.session = ToolSandboxSession(context, facts)
                 system = next((m.content for m in visible if m.sender == ctx.RoleType.SYSTEM), "")
                 self.episode = agent.start(system, _tool_schemas(self.session))
             self.session.context = context  # the loop's current context (it never swaps it mid-scenario here)
             assert self.episode is not None
-            budget = MessageBudget(context, self.last_row + max_messages)
+            limit = MessageLimit(context, self.last_row + max_messages)
             result = agent.user_turn(
-                self.episode, self.session, str(visible[-1].content), self.turns, plan=self.turns == 0, budget=budget
+                self.episode, self.session, str(visible[-1].content), self.turns, plan=self.turns == 0, limit=limit
             )
             self.turns += 1
             if result.answer is not None:
@@ -202,8 +202,8 @@ def _agent_role(agent: Agent, facts: ScenarioFacts, max_messages: int) -> Any:
 
 
 @dataclass
-class MessageBudget:
-    """ToolSandbox's horizon as a turn budget: ``Scenario.play`` asks a role to respond only while the last
+class MessageLimit:
+    """ToolSandbox's horizon as a turn limit: ``Scenario.play`` asks a role to respond only while the last
     SANDBOX row index is below ``limit`` (its starting rows plus ``max_messages``); one of our model calls is
     one agent response. The stop is ``max_messages``, a capped turn."""
 

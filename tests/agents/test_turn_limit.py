@@ -1,4 +1,4 @@
-"""The executor's turn-budget hook, directly: asked before each executor model call, told after it."""
+"""The turn loop's turn-limit hook, directly: asked before each executor model call, told after it."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 from fakes.openai_server import ScriptedServer, text_message, tool_message
 from prefix_exec.agents import Agent, AgentSettings
-from prefix_exec.agents.budget import StepCap, Stop
 from prefix_exec.agents.episode import Episode
+from prefix_exec.agents.turn_limit import StepCap, Stop
 from prefix_exec.drivers.custom import CustomDriver
 from prefix_exec.drivers.tau_horizon import Horizon
 from prefix_exec.llm import ChatBackend, EndpointConfig
@@ -42,7 +42,7 @@ def server() -> Iterator[ScriptedServer]:
 
 @dataclass
 class Recorder:
-    """A budget that stops before call ``stop_at`` (0-based count of calls made) and records what it saw."""
+    """A limit that stops before call ``stop_at`` (0-based count of calls made) and records what it saw."""
 
     stop_at: int
     capped: bool = False
@@ -63,27 +63,27 @@ def agent(server: ScriptedServer, method: str = "react", **settings: int) -> Age
 
 
 def turn(
-    server: ScriptedServer, ticketing: Path, method: str, budget: Any, text: str = "log in", **settings: int
+    server: ScriptedServer, ticketing: Path, method: str, limit: Any, text: str = "log in", **settings: int
 ) -> tuple[Any, Episode, int]:
     bot = agent(server, method, **settings)
     session = CustomDriver(ticketing / "tools.yaml").environment().start("open-vpn-followup")
     episode = bot.start("system", CustomDriver(ticketing / "tools.yaml").tools)
     before = len(server.requests)
-    result = bot.user_turn(episode, session, text, 0, budget=budget)
+    result = bot.user_turn(episode, session, text, 0, limit=limit)
     executor_calls = sum(1 for b in server.requests[before:] if b.get("tools"))
     return result, episode, executor_calls
 
 
 @pytest.mark.parametrize("method", ["react", "dual-loop", "prompt-planning"])
-def test_a_budget_is_asked_before_every_executor_call_and_told_after_it(
+def test_a_limit_is_asked_before_every_executor_call_and_told_after_it(
     server: ScriptedServer, ticketing: Path, method: str
 ) -> None:
-    budget = Recorder(stop_at=3)
-    result, episode, executor_calls = turn(server, ticketing, method, budget, max_steps=1)
-    # The budget replaces the executor's own cap (max_steps=1 would have stopped after one call).
+    limit = Recorder(stop_at=3)
+    result, episode, executor_calls = turn(server, ticketing, method, limit, max_steps=1)
+    # The limit replaces the turn loop's own cap (max_steps=1 would have stopped after one call).
     assert executor_calls == 3
-    assert budget.asked == [0, 1, 2, 3]
-    assert budget.told == [1, 1, 1]  # planner and verifier calls are never counted
+    assert limit.asked == [0, 1, 2, 3]
+    assert limit.told == [1, 1, 1]  # planner and verifier calls are never counted
     assert (result.answer, result.steps, result.stop, result.capped) == (None, 3, "enough", False)
     assert "capped_turns" not in episode.metadata  # only a step limit is a capped turn
     assert len(episode.actions) == 3
@@ -98,7 +98,7 @@ def test_a_capped_stop_counts_as_a_capped_turn_and_a_stop_before_any_call_makes_
     assert not episode.actions
 
 
-def test_without_a_budget_the_cap_is_max_steps(server: ScriptedServer, ticketing: Path) -> None:
+def test_without_a_limit_the_cap_is_max_steps(server: ScriptedServer, ticketing: Path) -> None:
     result, episode, calls = turn(server, ticketing, "react", None, max_steps=2)
     assert (calls, result.steps, result.stop, result.capped) == (2, 2, "max_steps", True)
     assert episode.metadata["capped_turns"] == 1
@@ -108,12 +108,12 @@ def test_without_a_budget_the_cap_is_max_steps(server: ScriptedServer, ticketing
         StepCap(0)
 
 
-def test_an_answer_in_text_ends_the_turn_inside_the_budget(ticketing: Path) -> None:
+def test_an_answer_in_text_ends_the_turn_inside_the_limit(ticketing: Path) -> None:
     with ScriptedServer(lambda body: text_message("All done.")) as server:
-        budget = Recorder(stop_at=5)
-        result, _, calls = turn(server, ticketing, "react", budget)
+        limit = Recorder(stop_at=5)
+        result, _, calls = turn(server, ticketing, "react", limit)
     assert (calls, result.answer, result.stop, result.capped) == (1, "All done.", None, False)
-    assert (budget.asked, budget.told) == ([0], [0])
+    assert (limit.asked, limit.told) == ([0], [0])
 
 
 @pytest.mark.parametrize(
@@ -125,7 +125,7 @@ def test_an_answer_in_text_ends_the_turn_inside_the_budget(ticketing: Path) -> N
         ({"max_steps": 8}, 4, "max_steps", True),  # 7 left: ceil(7 / 2)
     ],
 )
-def test_taus_horizon_as_the_budget_caps_the_turn_at_its_step_limit(
+def test_taus_horizon_as_the_limit_caps_the_turn_at_its_step_limit(
     server: ScriptedServer, ticketing: Path, limits: dict[str, int], calls: int, stop: str, capped: bool
 ) -> None:
     horizon = Horizon(**limits, steps=1)  # the user's message was step 1
@@ -144,3 +144,20 @@ def test_taus_horizon_stops_a_turn_on_its_error_limit_without_capping_it(
     assert (made, result.stop, result.capped) == (3, "too_many_errors", False)
     assert "capped_turns" not in episode.metadata
     assert (horizon.steps, horizon.errors, horizon.reason()) == (7, 3, "too_many_errors")
+
+
+def test_the_deprecated_budget_keyword_still_works_and_says_so_once(
+    server: ScriptedServer, ticketing: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("prefix_exec.deprecation._SAID", set())
+    bot = agent(server, "react")
+    session = CustomDriver(ticketing / "tools.yaml").environment().start("open-vpn-followup")
+    episode = bot.start("system", CustomDriver(ticketing / "tools.yaml").tools)
+    old = Recorder(stop_at=2)
+    result = bot.user_turn(episode, session, "log in", 0, budget=old)
+    assert (old.asked, result.stop) == ([0, 1, 2], "enough")  # the old keyword is the limit
+    bot.user_turn(episode, session, "log in", 1, budget=Recorder(stop_at=1))
+    err = capsys.readouterr().err
+    assert err == "prefix-exec: Agent.user_turn(budget=...) is deprecated; use limit=...\n"  # once per process
+    with pytest.raises(TypeError, match="not both"):
+        bot.user_turn(episode, session, "log in", 2, limit=old, budget=old)

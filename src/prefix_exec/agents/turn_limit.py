@@ -1,14 +1,14 @@
-"""What bounds one user turn: a budget asked where the executor calls its model.
+"""What bounds one user turn: a limit the turn loop asks before each call of the executor's model.
 
-Before each executor model call the executor asks :meth:`TurnBudget.before_call` whether the turn goes on
+Before each executor model call the turn loop asks :meth:`TurnLimit.before_call` whether the turn goes on
 (``None``) or stops, and why (a :class:`Stop`); after each call it hands the answer to
-:meth:`TurnBudget.after_call`, which counts it. The executor's own per-turn cap is :class:`StepCap`; a driver
-passes another budget for a benchmark's own horizon (tau2's step and error counts, BFCL's step limit), which
+:meth:`TurnLimit.after_call`, which counts it. The loop's own per-turn cap is :class:`StepCap`; a driver
+passes another limit for a benchmark's own horizon (tau2's step and error counts, BFCL's step limit), which
 then replaces that cap for the turn. Only executor calls are asked about and counted: planner and verifier
 calls are not steps of the benchmark.
 
 A stop whose :attr:`Stop.capped` is true is a step limit: the turn counts in ``metadata["capped_turns"]``.
-A budget is asked before every call, including the first of a turn, and may keep counts across turns (tau2's
+A limit is asked before every call, including the first of a turn, and may keep counts across turns (tau2's
 counts are the conversation's).
 """
 
@@ -30,7 +30,7 @@ class Stop:
     capped: bool = True
 
 
-class TurnBudget(Protocol):
+class TurnLimit(Protocol):
     """A limit on a turn's executor model calls (see the module docstring)."""
 
     def before_call(self, episode: Episode, calls: int) -> Stop | None:
