@@ -11,7 +11,7 @@ extra         brings                                      then
 ============  ==========================================  ===========================================================
 report        matplotlib: figures and report.html         -
 llm           the openai client: ``run``                  -
-ray           Ray: ``run --executor ray``                 -
+ray           Ray: ``run --launcher ray``                 -
 bfcl          mpmath (BFCL's math API)                    ``pip install --no-deps bfcl-eval==2026.3.23``: bfcl-eval's
                                                           declared dependencies pin numpy 1.26.4 and pull in
                                                           torch/CUDA (about 6 GB) that replay never imports
@@ -75,7 +75,7 @@ class Extra:
 EXTRAS: tuple[Extra, ...] = (
     Extra("report", "figures and report.html", ("matplotlib",)),
     Extra("llm", "agents on OpenAI-compatible endpoints", ("openai",)),
-    Extra("ray", "Ray workers for run --executor ray", ("ray",)),
+    Extra("ray", "Ray workers for run --launcher ray", ("ray",)),
     Extra(
         "bfcl",
         "BFCL's data and backend classes",

@@ -238,12 +238,12 @@ def test_kill_9_mid_grid_then_resume_is_complete_and_duplicate_free(tmp_path: Pa
 
 
 @pytest.mark.slow
-def test_ray_and_local_executors_write_identical_records(
+def test_ray_and_local_launchers_write_identical_records(
     server: ScriptedServer, tmp_path: Path, ray_session: RaySession
 ) -> None:
     grid = write_grid(tmp_path, server.base_url, methods=METHODS)
     run_grid(grid, tmp_path / "local", max_concurrency=2)
-    report = run_grid(grid, tmp_path / "ray", executor="ray", max_concurrency=2)
+    report = run_grid(grid, tmp_path / "ray", launcher="ray", max_concurrency=2)
     assert report.written == 30
     assert report.failed == 0
     for name in ("records.jsonl", "rollouts.jsonl"):
@@ -255,19 +255,44 @@ def test_ray_and_local_executors_write_identical_records(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("executor", ["local", "ray"])
+@pytest.mark.parametrize("launcher", ["local", "ray"])
 def test_an_endpoint_cap_holds_across_all_workers(
-    executor: str, tmp_path: Path, request: pytest.FixtureRequest
+    launcher: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     # m1 and the judge share one server; the smaller cap (1) holds for every worker thread or Ray actor.
-    if executor == "ray":
+    if launcher == "ray":
         request.getfixturevalue("ray_session")
     with ScriptedServer(ticketing_agent.respond, latency_s=0.02) as server:
         grid = write_grid(tmp_path, server.base_url, methods=["react", "dual-loop"], extra="max_concurrency = 1")
         assert load_grid(grid).endpoint_caps() == {server.base_url: 1}
-        report = run_grid(grid, tmp_path / "run", executor=executor, max_concurrency=3)
+        report = run_grid(grid, tmp_path / "run", launcher=launcher, max_concurrency=3)
         assert (report.written, report.failed) == (12, 0)
         assert server.max_in_flight == 1
+
+
+def test_the_deprecated_executor_spellings_still_choose_the_launcher(
+    server: ScriptedServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    grid = write_grid(tmp_path, server.base_url, methods=["react"])
+    monkeypatch.setattr("prefix_exec.deprecation._SAID", set())
+    assert main(["run", str(grid), "--out", str(tmp_path / "cli"), "--executor", "local"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("is deprecated") == 1
+    assert "prefix-exec: --executor is deprecated; use --launcher\n" in err
+    report = run_grid(grid, tmp_path / "api", executor="local")
+    assert (report.written, report.failed) == (6, 0)
+    assert capsys.readouterr().err.startswith("prefix-exec: run_grid(executor=...) is deprecated; use launcher=...\n")
+    from prefix_exec.cli import build_parser
+
+    assert build_parser().parse_args(["run", str(grid), "--out", "x", "--executor", "ray"]).launcher == "ray"
+    assert build_parser().parse_args(["run", str(grid), "--out", "x"]).launcher == "local"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", str(grid), "--out", "x", "--executor", "threads"])  # choices still hold
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    help_text = capsys.readouterr().out
+    assert "--launcher" in help_text
+    assert "--executor" not in help_text  # the old spelling works, unadvertised
 
 
 @pytest.mark.parametrize(

@@ -159,7 +159,7 @@ def test_a_ray_worker_that_dies_fails_only_its_unit(
     died = ray_session.die_once
     assert not died.exists()
     monkeypatch.setenv("PREFIX_EXEC_TEST_DIE_ONCE", str(died))
-    report = run_grid(grid, tmp_path / "run", executor="ray", max_concurrency=2)
+    report = run_grid(grid, tmp_path / "run", launcher="ray", max_concurrency=2)
     assert died.exists()
     failures = rows(tmp_path / "run" / "failures.jsonl")
     assert (report.written, report.failed) == (11, 1)
@@ -196,13 +196,13 @@ def _sigint_default() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("executor", ["local", "ray"])
-def test_ctrl_c_exits_130_at_once_and_the_run_resumes(executor: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("launcher", ["local", "ray"])
+def test_ctrl_c_exits_130_at_once_and_the_run_resumes(launcher: str, tmp_path: Path) -> None:
     import signal
     import subprocess
     import sys
 
-    # The ray case starts its own Ray in the child, as 'prefix-exec run --executor ray' does on a laptop: that
+    # The ray case starts its own Ray in the child, as 'prefix-exec run --launcher ray' does on a laptop: that
     # start-up and its processes are part of what a Ctrl-C must cut short. Once 3 units are done, the server
     # holds every request, so the signal always lands mid-grid with units in flight (hung on their model call)
     # however slow the machine, and exiting "at once" cannot mean waiting for them.
@@ -210,7 +210,7 @@ def test_ctrl_c_exits_130_at_once_and_the_run_resumes(executor: str, tmp_path: P
     with ScriptedServer(script) as server:
         grid = write_grid(tmp_path, server.base_url, trials=2, methods=["react", "dual-loop"])
         out = tmp_path / "run"
-        cmd = [sys.executable, "-m", "prefix_exec", "run", str(grid), "--out", str(out), "--executor", executor]
+        cmd = [sys.executable, "-m", "prefix_exec", "run", str(grid), "--out", str(out), "--launcher", launcher]
         # Two workers: enough for units in flight beside the finished ones; each Ray actor is a process to start.
         cmd += ["--max-concurrency", "2"]
         # A job started with '&' inherits an ignored SIGINT, and so would this child: the test gives it the

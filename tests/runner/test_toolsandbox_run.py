@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from fakes.openai_server import ScriptedServer
 from fakes.toolsandbox_agent import ToolSandboxScript
 from grid_files import served_model, table
-from prefix_exec.runner.executors import run_local
+from prefix_exec.runner.launchers import run_local
 from prefix_exec.runner.run import run_grid
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def test_local_runs_use_spawned_processes_and_ray_gives_identical_records(
     with ScriptedServer(ByFirstMessage()) as server:
         grid = write_grid(tmp_path, server.base_url)
         local = run_grid(grid, tmp_path / "local", max_concurrency=2)
-        remote = run_grid(grid, tmp_path / "ray", executor="ray", max_concurrency=1)
+        remote = run_grid(grid, tmp_path / "ray", launcher="ray", max_concurrency=1)
     assert (local.written, local.failed, remote.written, remote.failed) == (4, 0, 4, 0)
     for name in ("records.jsonl", "rollouts.jsonl"):
         here, there = rows(tmp_path / "local" / name), rows(tmp_path / "ray" / name)

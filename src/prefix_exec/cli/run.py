@@ -9,8 +9,9 @@ import sys
 from typing import Any
 
 from prefix_exec.cli.common import non_negative_int, positive_int
+from prefix_exec.deprecation import DeprecatedOption
 from prefix_exec.extras import require
-from prefix_exec.runner.executors import EXECUTORS
+from prefix_exec.runner.launchers import LAUNCHERS
 
 EPILOG = """\
 RUN_DIR gets:
@@ -50,10 +51,18 @@ def register(subparsers: Any, name: str) -> None:
         help="continue RUN_DIR: skip finished units, retry failed ones, score orphan rollouts",
     )
     parser.add_argument(
-        "--executor",
-        choices=EXECUTORS,
+        "--launcher",
+        choices=LAUNCHERS,
         default="local",
-        help="local threads (default) or Ray actors (pip install 'prefix-exec[ray]')",
+        help="where units run: local threads (default) or Ray actors (pip install 'prefix-exec[ray]')",
+    )
+    parser.add_argument(
+        "--executor",
+        dest="launcher",
+        choices=LAUNCHERS,
+        action=DeprecatedOption,
+        new="--launcher",
+        help=argparse.SUPPRESS,
     )
     parser.add_argument(
         "--max-concurrency",
@@ -82,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
             args.grid,
             args.out,
             resume=args.resume,
-            executor=args.executor,
+            launcher=args.launcher,
             max_concurrency=args.max_concurrency,
             max_consecutive_failures=args.max_consecutive_failures,
         )

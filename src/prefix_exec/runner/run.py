@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
+from prefix_exec.deprecation import deprecated
 from prefix_exec.domains import legacy
 from prefix_exec.drivers.base import Driver
 from prefix_exec.errors import InputError
@@ -38,8 +39,8 @@ from prefix_exec.llm.cache import ResponseCache
 from prefix_exec.replay import replay
 from prefix_exec.runner.credentials import needs_redaction, write_grid_copy
 from prefix_exec.runner.datasets import make_driver
-from prefix_exec.runner.executors import execute
 from prefix_exec.runner.grid import Grid, expand, load_grid, select_tasks
+from prefix_exec.runner.launchers import launch
 from prefix_exec.runner.plan_store import PLANS, PlanStore
 from prefix_exec.runner.progress import Progress
 from prefix_exec.runner.worker import UnitResult
@@ -95,18 +96,25 @@ def run_grid(
     out: str | Path,
     *,
     resume: bool = False,
-    executor: str = "local",
+    launcher: str = "local",
     max_concurrency: int = 4,
     max_consecutive_failures: int = 20,
     log: TextIO | None = None,
+    executor: str | None = None,
 ) -> RunReport:
     """Run every unit of the grid at ``grid_path`` not yet in ``out``; see the module docstring for the files.
+
+    ``launcher`` is where units run (:data:`~prefix_exec.runner.launchers.LAUNCHERS`: ``local`` or ``ray``);
+    ``executor`` is its deprecated spelling.
 
     ``max_consecutive_failures`` stops the run after that many failed units in a row (a dead endpoint, an
     exhausted quota), so a broken setup fails in minutes, not after every unit; 0 never stops.
     Raises :class:`InputError` for a bad grid, a missing API key, a busy or unusable ``out``, or a grid whose
     settings differ from those the run directory was made with.
     """
+    if executor is not None:
+        deprecated("run_grid(executor=...)", "launcher=...")
+        launcher = executor
     log = log if log is not None else sys.stderr
     started = time.perf_counter()
     grid = load_grid(grid_path)
@@ -134,7 +142,7 @@ def run_grid(
             )
             progress = Progress(len(units), report.resumed, log, report)
             _write_results(
-                execute(executor, grid, cache, todo, max_concurrency),
+                launch(launcher, grid, cache, todo, max_concurrency),
                 lambda result: _write(result, rollouts, records, failures, report, grid),
                 done,
                 progress,

@@ -1,4 +1,5 @@
-"""Where units run: threads or processes on this machine (``local``) or Ray actors (``ray``), one worker each.
+"""Launchers, where units run: threads or processes on this machine (``local``) or Ray actors (``ray``), one
+worker each.
 
 Locally, units run on threads, unless a dataset's benchmark keeps its state in a process global (ToolSandbox's
 execution context, :data:`PROCESS_KINDS`): then every unit runs in a pool of spawned processes, one unit at a
@@ -31,7 +32,8 @@ from prefix_exec.runner.grid import Grid
 from prefix_exec.runner.worker import UnitResult, UnitWorker
 from prefix_exec.trajectory import Unit
 
-EXECUTORS = ("local", "ray")
+#: The launchers ``run --launcher`` offers.
+LAUNCHERS = ("local", "ray")
 #: Dataset kinds whose benchmark state is process-global, so a local run uses worker processes.
 PROCESS_KINDS = frozenset({"toolsandbox"})
 
@@ -143,7 +145,7 @@ def run_ray(grid: Grid, cache: Path | None, units: Sequence[Unit], concurrency: 
         import ray
         from ray.exceptions import RayError
     except ImportError:
-        raise InputError("--executor ray needs Ray", hint=install_hint("ray")) from None
+        raise InputError("--launcher ray needs Ray", hint=install_hint("ray")) from None
     if not ray.is_initialized():
         ray.init(address=os.environ.get("RAY_ADDRESS"), log_to_driver=False)
     gate = ray.remote(num_cpus=0)(_EndpointGate)
@@ -235,7 +237,10 @@ class _RayWorker:
         return self.worker.run(unit)
 
 
-def execute(name: str, grid: Grid, cache: Path | None, units: Sequence[Unit], concurrency: int) -> Iterator[UnitResult]:
-    if name == "ray":
+def launch(
+    launcher: str, grid: Grid, cache: Path | None, units: Sequence[Unit], concurrency: int
+) -> Iterator[UnitResult]:
+    """Run ``units`` with ``launcher`` (one of :data:`LAUNCHERS`) on ``concurrency`` workers."""
+    if launcher == "ray":
         return run_ray(grid, cache, units, concurrency)
     return run_local(grid, cache, units, concurrency)
