@@ -1,13 +1,13 @@
-"""Time prefix-exec's safe BFCL scoring against BFCL's own executor and checker on the same trusted inputs.
+"""Time prefix-exec's safe BFCL scoring against BFCL's own execution code and checker on the same trusted inputs.
 
 Inputs: BFCL's 800 ground-truth answers plus the 800 glyphh-ada-1.1 FC rollouts (bfcl/ of the shared data:
 ../shared/data beside the repository or its worktree folder, or PREFIX_EXEC_SHARED_DATA).
 
-- prefix-exec: decode each rollout (the importer), compute Y by BFCL's rule on the safe executor
+- prefix-exec: decode each rollout (the importer), compute Y by BFCL's rule on the safe invocation
   (``FinalSuccess``), then replay it prefix by prefix (``replay`` on ``BfclEnvironment``): the full work of
   ``prefix-exec score bfcl`` minus writing the records file. A fresh environment and checker per repeat, so
   the task templates and ground-truth caches are built inside the timed region.
-- BFCL: decode with BFCL's FC conversion, then BFCL's ``multi_turn_checker`` (its executor ``eval``s every
+- BFCL: decode with BFCL's FC conversion, then BFCL's ``multi_turn_checker`` (its execution code ``eval``s every
   call string; acceptable here only because both inputs are trusted), as the tests' oracle
   (tests/envs/bfcl_oracle.py) runs them. A fresh model name per rollout keeps
   BFCL's module-global instance cache from carrying state between rollouts.

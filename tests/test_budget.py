@@ -14,7 +14,7 @@ pytest.importorskip("bfcl_eval")
 
 from prefix_exec import budget
 from prefix_exec.cli import main
-from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess, backend, executor, load_task
+from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess, backend, invocation, load_task
 from prefix_exec.replay import replay
 from prefix_exec.trajectory import Rollout, ToolCall
 
@@ -46,11 +46,11 @@ def test_exchange_rate_string_repeat_is_refused_at_once() -> None:
     arguments = {"base_currency": "USD", "target_currency": "JPY", "value": "x" * 10_000_000}
     start = time.monotonic()
     with budget.rollout_budget(None, call_memory_mb=256):
-        outcome = executor.run_as_bfcl(instances, owners, "compute_exchange_rate", arguments)
+        outcome = invocation.invoke_as_bfcl(instances, owners, "compute_exchange_rate", arguments)
     assert outcome.refused is not None
     assert "memory budget of 256 MiB" in outcome.refused
     assert time.monotonic() - start < 30  # 110 x 10 MB was 3.3 GB and 15.7 s; here it fails at allocation
-    small = executor.run_as_bfcl(instances, owners, "compute_exchange_rate", {**arguments, "value": 10.0})
+    small = invocation.invoke_as_bfcl(instances, owners, "compute_exchange_rate", {**arguments, "value": 10.0})
     assert small.ran_clean
     assert "1100" in small.text
 
@@ -61,14 +61,14 @@ def test_exhausted_message_ids_are_refused_without_waiting() -> None:
     instances["MessageAPI"].generated_ids = set(range(10000, 100000))
     owners = {"send_message": "MessageAPI"}
     start = time.monotonic()
-    outcome = executor.run_as_bfcl(
+    outcome = invocation.invoke_as_bfcl(
         instances, owners, "send_message", {"receiver_id": "USR002", "message": "hi"}, time_limit=30.0
     )
     assert outcome.refused is not None
     assert "every message id" in outcome.refused
-    assert time.monotonic() - start < 5  # without the guard it loops until the 30 s bound
+    assert time.monotonic() - start < 5  # without the state check it loops until the 30 s bound
     instances["MessageAPI"].generated_ids = set(range(10000, 99999))  # one id left: it is found
-    ok = executor.run_as_bfcl(instances, owners, "send_message", {"receiver_id": "USR002", "message": "hi"})
+    ok = invocation.invoke_as_bfcl(instances, owners, "send_message", {"receiver_id": "USR002", "message": "hi"})
     assert ok.refused is None
 
 

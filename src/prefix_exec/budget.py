@@ -11,7 +11,7 @@ rollout inside :func:`rollout_budget`:
 - **Memory per call.** :func:`call_memory` caps the process's address space at its current size plus the
   budget for the duration of one call (``RLIMIT_AS``), so an allocation past it fails at once with
   ``MemoryError`` instead of swapping the machine. The cap is process-wide, so it is only applied on the
-  main thread (where ``prefix-exec score`` replays); worker threads rely on the static guards.
+  main thread (where ``prefix-exec score`` replays); worker threads rely on the static cost bounds.
 
 The budget is held in a context variable, so threads of a runner each see their own.
 """

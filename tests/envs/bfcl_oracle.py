@@ -1,4 +1,4 @@
-"""BFCL's own executor and checker, as a test oracle on trusted inputs only (it ``eval``s call strings).
+"""BFCL's own execution code and checker, as a test oracle on trusted inputs only (it ``eval``s call strings).
 
 Mirrors ``bfcl_eval.eval_checker.eval_runner._evaluate_single_multi_turn_entry`` (whose module imports
 every provider's client, so it is not imported here): force-termination on a wrong turn count, decoding
@@ -97,7 +97,7 @@ def bfcl_success_prompting(task_id: str, result: Any) -> bool:
     """BFCL's verdict for a prompting-format ``result``, step for step as ``_evaluate_single_multi_turn_entry``.
 
     That includes iterating a turn that is one string by character. Only for trusted inputs: BFCL's decoder
-    ``eval``s operator expressions and its executor ``eval``s every call.
+    ``eval``s operator expressions and its execution code ``eval``s every call.
     """
     decode = _prompting_decoder()
     task = load_task(task_id)

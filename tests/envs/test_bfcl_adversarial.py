@@ -1,7 +1,7 @@
 """Adversarial calls: nothing a model writes is ever run as code, and each such action is a schema failure.
 
 Every crafted call would create ``pwned`` in the working directory if it were evaluated (as BFCL's own
-executor would evaluate it). Two valid calls come first, so the failure must sit at depth 3.
+execution code would evaluate it). Two valid calls come first, so the failure must sit at depth 3.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("bfcl_eval")
 
 from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess, load_task
-from prefix_exec.envs.bfcl.executor import run
+from prefix_exec.envs.bfcl.invocation import invoke
 from prefix_exec.importers.bfcl import decode_result
 from prefix_exec.replay import replay
 from prefix_exec.trajectory import FailureLabel, Rollout, ToolCall
@@ -108,7 +108,7 @@ def test_the_wall_clock_bound_interrupts_a_python_loop() -> None:
             pass
 
     started = time.perf_counter()
-    outcome = run(spin, "spin", {}, time_limit=0.2)
+    outcome = invoke(spin, "spin", {}, time_limit=0.2)
     assert outcome.timed_out
     assert outcome.refused
     assert "time bound" in outcome.refused
@@ -165,7 +165,7 @@ def test_threads_never_see_each_others_math_precision() -> None:
     from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.math_api import MathAPI
 
     def log_text(precision: int) -> str:
-        return run(MathAPI().logarithm, "logarithm", {"value": 7, "base": 3, "precision": precision}).text
+        return invoke(MathAPI().logarithm, "logarithm", {"value": 7, "base": 3, "precision": precision}).text
 
     alone = {p: log_text(p) for p in (5, 60)}
     assert alone[5] != alone[60]
@@ -199,13 +199,13 @@ class SlowFinder(importlib.abc.MetaPathFinder):
 
 sys.modules.pop("mpmath", None)
 sys.meta_path.insert(0, SlowFinder())
-from prefix_exec.envs.bfcl.executor import run
+from prefix_exec.envs.bfcl.invocation import invoke
 
 importer = threading.Thread(target=lambda: __import__("mpmath"))
 importer.start()
 while "mpmath" not in sys.modules:
     time.sleep(0.001)
-print(run(lambda: {"ok": 1}, "probe", {}).text)
+print(invoke(lambda: {"ok": 1}, "probe", {}).text)
 importer.join()
 """
 

@@ -187,7 +187,7 @@ def test_polluted_long_context_constants_are_restored() -> None:
 
     key = next(iter(long_context.CREDIT_CARD_EXTENSION))
     original = long_context.CREDIT_CARD_EXTENSION[key]["balance"]
-    long_context.CREDIT_CARD_EXTENSION[key]["balance"] = original - 1000  # what BFCL's own executor can do
+    long_context.CREDIT_CARD_EXTENSION[key]["balance"] = original - 1000  # what BFCL's own execution code can do
     try:
         assert "CREDIT_CARD_EXTENSION" in backend.restore_long_context()
         assert long_context.CREDIT_CARD_EXTENSION[key]["balance"] == original

@@ -1,4 +1,4 @@
-"""BFCL's own execution (the live session of non-guarded variants) against bfcl_eval's executor and FinalSuccess,
+"""BFCL's own execution (the live session of non-guarded variants) against bfcl_eval's execution code and FinalSuccess,
 and the BFCL texts a strict session's rejections carry."""
 
 from __future__ import annotations
@@ -45,14 +45,14 @@ def actions() -> list[ToolCall]:
 
 
 def upstream() -> tuple[list[str], dict[str, Any]]:
-    """BFCL's own executor on the same calls (written as BFCL's FC decoder writes them: ``k=repr(v)``)."""
+    """BFCL's own execution code on the same calls (written as BFCL's FC decoder writes them: ``k=repr(v)``)."""
     task = load_task(TASK)
     sources = [f"{name}({','.join(f'{k}={v!r}' for k, v in args.items())})" for name, args, _ in CALLS]
     model = f"prefix_exec_test_{uuid.uuid4().hex}"  # BFCL keeps instances in its globals per model and task
     return execute_multi_turn_func_call(sources, dict(task.initial_config), list(task.involved_classes), model, TASK)
 
 
-def test_the_live_session_answers_and_changes_state_exactly_as_bfcls_executor(env: BfclEnvironment) -> None:
+def test_the_live_session_answers_and_changes_state_exactly_as_bfcls_own_execution(env: BfclEnvironment) -> None:
     session = env.start(TASK, strict=False)
     verdicts = [session.step(call) for call in actions()]
     texts, instances = upstream()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from prefix_exec.envs.bfcl import backend, executor
+from prefix_exec.envs.bfcl import backend, invocation
 from prefix_exec.envs.bfcl.checker import FinalSuccess, ground_truth_calls
 from prefix_exec.envs.bfcl.tasks import BfclTask, function_docs, load_category
 from prefix_exec.trajectory import ToolCall
@@ -56,7 +56,7 @@ class Witness:
             if owner is None:
                 return depth
             method = getattr(instances[owner], call.name)
-            outcome = executor.run(method, call.name, backend.call_arguments(owner, call.name, call.arguments))
+            outcome = invocation.invoke(method, call.name, backend.call_arguments(owner, call.name, call.arguments))
             if not outcome.ran_clean:
                 return depth
         return None

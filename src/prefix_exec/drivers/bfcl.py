@@ -23,7 +23,7 @@ Per task (following ``bfcl_eval``'s ``base_handler`` multi-turn loop):
 - long_context tasks run on the long-context state (the environment loads it by category);
 - **the live session follows BFCL** for every variant but ``guarded-react``: a call BFCL would execute is
   executed as BFCL executes it (held-back tools and wrongly typed arguments included, nothing rolled back;
-  on the safe executor, never ``eval``), and the agent gets BFCL's own answer text. Validity is measured
+  on the safe invocation, never ``eval``), and the agent gets BFCL's own answer text. Validity is measured
   when the rollout is scored, by strict replay (:meth:`BfclDriver.env_for`). ``guarded-react`` keeps the
   strict session live, because its guard is the point of the comparison;
 - Y is BFCL's final success rule (:class:`prefix_exec.envs.bfcl.FinalSuccess`) over the rollout's actions
@@ -35,7 +35,7 @@ Differences from BFCL's loop, by design: a call whose arguments are not JSON is 
 failure) and the model gets the error back instead of the turn ending; the step's other calls run, and Y
 skips only the undecodable call (``metadata["loop"]`` says so to :meth:`FinalSuccess.check_rollout`). A
 name that is not a method of an involved class is undefined rather than evaluated. Outside the main thread
-(runner threads, Ray actors) only the environment's static cost guard bounds a call, not its timer.
+(runner threads, Ray actors) only the environment's static cost bound bounds a call, not its timer.
 """
 
 from __future__ import annotations

@@ -3,10 +3,10 @@
 - :mod:`.tasks` reads the tasks, ground truth and function docs shipped in ``bfcl-eval``;
 - :mod:`.calls` decodes call strings with ``ast`` (literal arguments only, never ``eval``);
 - :mod:`.backend` builds fresh, isolated backend instances per rollout;
-- :mod:`.executor` runs one call under a static cost guard and a wall-clock bound;
+- :mod:`.invocation` invokes one call under a static cost bound and a wall-clock bound;
 - :mod:`.errors` maps backend errors to failure labels;
 - :mod:`.environment` is the :class:`~prefix_exec.envs.base.Environment` (per-action checks);
-- :mod:`.checker` is BFCL's final-success rule on the safe executor;
+- :mod:`.checker` is BFCL's final-success rule on the safe invocation;
 - :mod:`.sample` is our deterministic 4 x 50 stratified sample (``stratified-200``; not the paper's ids).
 
 ``bfcl_eval`` is imported only when a task or backend class is first needed.

@@ -1,16 +1,16 @@
 """BFCL's backend classes, loaded into fresh private instances per rollout.
 
-BFCL's own executor keeps instances in module globals keyed by model and task, so state leaks between
+BFCL's own execution code keeps instances in module globals keyed by model and task, so state leaks between
 runs in one process; and its long_context padding (``func_source_code/long_context.py``) is a set of
 module-level objects that the loaded instances share by reference (TravelAPI's extra credit cards, for
 example, whose balances a booking then changes). Here:
 
 - each task's initial instances are built once, with ``_load_scenario(config, long_context=...)`` exactly
-  as BFCL's executor calls it, and deep-copied right away into a private *template* that shares nothing
+  as BFCL's execution code calls it, and deep-copied right away into a private *template* that shares nothing
   with BFCL's modules;
 - before a long_context template is built, the long_context constants are checked against a pristine copy
   of that module (loaded from its file into a module object that is never registered) and restored in
-  place if anything (BFCL's own executor, say) changed them;
+  place if anything (BFCL's own execution code, say) changed them;
 - every session gets a private copy of the template. Copies keep each instance's seeded
   ``random.Random`` state, so forks and rebuilds replay deterministically.
 
@@ -62,7 +62,7 @@ def backend_class(class_name: str) -> type:
 
 @functools.cache
 def public_methods(class_name: str) -> Mapping[str, inspect.Signature]:
-    """The public tool methods of a class (what BFCL's executor maps), with their signatures minus ``self``."""
+    """The public tool methods of a class (what BFCL's execution code maps), with their signatures minus ``self``."""
     cls = backend_class(class_name)
     methods: dict[str, inspect.Signature] = {}
     for name, function in inspect.getmembers(cls, inspect.isfunction):
@@ -124,7 +124,7 @@ def call_arguments(class_name: str, method: str, arguments: Mapping[str, Any]) -
     (``mention`` extends a tweet's ``mentions``). Without private copies a rollout's ToolCall would change
     under it, and TwitterAPI's ``post_tweet(tags=[], mentions=[])`` defaults, stored in every tweet posted
     without them, would carry one rollout's mentions into every later rollout of the process (BFCL's own
-    executor has that leak).
+    execution code has that leak).
     """
     copied = {k: copy.deepcopy(v) if isinstance(v, list | dict) else v for k, v in arguments.items()}
     defaults = _mutable_defaults(class_name).get(method)

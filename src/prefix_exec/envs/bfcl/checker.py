@@ -1,4 +1,4 @@
-"""Final success Y by BFCL's multi-turn rule, re-implemented on the safe executor.
+"""Final success Y by BFCL's multi-turn rule, re-implemented on the safe invocation (:mod:`.invocation`).
 
 BFCL's rule (``multi_turn_checker`` and its caller in ``eval_runner``), which this follows step by step:
 
@@ -13,7 +13,7 @@ BFCL's rule (``multi_turn_checker`` and its caller in ``eval_runner``), which th
 
 Differences from BFCL by design: nothing is ``eval``-ed. A call that is not a plain public method of an
 involved class (BFCL would ``eval`` it) yields an error text and changes nothing; a call over the static
-cost guard yields an error text instead of hanging. Held-back miss_func tools and wrongly typed arguments
+cost bound yields an error text instead of hanging. Held-back miss_func tools and wrongly typed arguments
 *are* executed here, as BFCL executes them: Y is BFCL's outcome, not prefix validity.
 
 Ground-truth executions are deterministic, so they are cached per task.
@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from prefix_exec.envs.bfcl import backend, executor
+from prefix_exec.envs.bfcl import backend, invocation
 from prefix_exec.envs.bfcl.calls import bind_positional, parse_call
 from prefix_exec.envs.bfcl.tasks import BfclTask
 from prefix_exec.errors import InputError
@@ -59,11 +59,11 @@ class TurnTruth:
     instances: backend.Instances
 
 
-def run_lenient(
+def invoke_lenient(
     instances: backend.Instances, owners: Mapping[str, str], name: str, arguments: Mapping[str, Any]
 ) -> str:
-    """Execute as BFCL's executor would (any public method of an involved class), returning the result text."""
-    return executor.run_as_bfcl(instances, owners, name, arguments).text
+    """Execute as BFCL's own execution code would (any public method of an involved class); the result text."""
+    return invocation.invoke_as_bfcl(instances, owners, name, arguments).text
 
 
 def ground_truth_calls(task: BfclTask) -> list[list[tuple[str, dict[str, Any]]]]:
@@ -93,7 +93,7 @@ class FinalSuccess:
         owners = _owners(task)
         turns = []
         for calls in ground_truth_calls(task):
-            results = tuple(run_lenient(instances, owners, name, arguments) for name, arguments in calls)
+            results = tuple(invoke_lenient(instances, owners, name, arguments) for name, arguments in calls)
             snapshot = backend.clone(instances) if calls else {}
             turns.append(TurnTruth(len(calls), results, snapshot))
         self._truth[task.id] = turns
@@ -126,7 +126,7 @@ class FinalSuccess:
         produced: Counter[str] = Counter()
         for index, (calls, expected) in enumerate(zip(per_turn, truth, strict=True)):
             for call in calls:
-                text = run_lenient(instances, owners, call.name, call.arguments)
+                text = invoke_lenient(instances, owners, call.name, call.arguments)
                 if text in wanted:
                     produced[text] += 1
             if expected.calls == 0:
@@ -184,7 +184,7 @@ class FinalSuccess:
         owners = _owners(task)
         for calls in executed_calls(actions, turns, whole_steps):
             for call in calls:
-                run_lenient(instances, owners, call.name, call.arguments)
+                invoke_lenient(instances, owners, call.name, call.arguments)
         return instances
 
 

@@ -11,7 +11,7 @@ order (the first failing check decides; nothing runs after a schema failure):
 3. the arguments bind to BFCL's function doc: no unknown names, every required one present, each value of
    the doc's type (``string``, ``integer``, ``float`` (an int is accepted), ``boolean``, ``array`` (and its
    ``items`` type), ``dict``, ``any``); ``None`` only for an optional parameter -> ``schema``;
-4. the static cost guard and the per-call time bound (:mod:`.executor`) -> ``schema``;
+4. the static cost bound and the per-call time bound (:mod:`.invocation`) -> ``schema``;
 5. the backend result: an error result or a raised exception is rejected with the label of
    :mod:`.errors`; a soft result such as ``{"verification_status": false}`` is accepted with a note;
 6. information availability (:mod:`.information`, unless the environment was built with
@@ -27,8 +27,8 @@ call cleanly (a held-back tool, a wrongly typed argument), since no BFCL text de
 not run.
 
 **BFCL's own execution** (``strict=False``; the live session of every other variant). Every call runs as
-BFCL's executor runs it (:func:`.executor.run_as_bfcl`: held-back tools and wrongly typed arguments too,
-still through the safe decoder, the cost guard and the time bound, never ``eval``), nothing is rolled
+BFCL's own execution code runs it (:func:`.invocation.invoke_as_bfcl`: held-back tools and wrongly typed arguments too,
+still through the safe decoder, the cost bound and the time bound, never ``eval``), nothing is rolled
 back, and the verdict's ``result`` is BFCL's answer: accepted when the call ran cleanly, rejected (with the
 label and diagnosis strict mode would give) when BFCL's answer is an error. The state is therefore the one
 :class:`~prefix_exec.envs.bfcl.FinalSuccess` computes from the same calls.
@@ -41,7 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from prefix_exec.envs.bfcl import backend, executor, information
+from prefix_exec.envs.bfcl import backend, information, invocation
 from prefix_exec.envs.bfcl.calls import check_name
 from prefix_exec.envs.bfcl.errors import label_error, soft_signals
 from prefix_exec.envs.bfcl.tasks import BfclTask, function_docs, load_task
@@ -162,7 +162,7 @@ class BfclSession:
 
     def _bfcl_step(self, call: ToolCall) -> Verdict:
         """BFCL's own execution: the call runs as BFCL runs it and the verdict carries BFCL's answer."""
-        outcome = executor.run_as_bfcl(
+        outcome = invocation.invoke_as_bfcl(
             self.instances, self.exposure.owners, call.name, call.arguments, time_limit=self._time_limit
         )
         if outcome.ran_clean:
@@ -181,7 +181,7 @@ class BfclSession:
         owner = self.exposure.owners[name]
         arguments = dict(call.arguments)
         self._read_turns(call.turn)
-        outcome = self._run(owner, name, arguments)
+        outcome = self._invoke(owner, name, arguments)
         if outcome.ran_clean:
             notes = soft_signals(outcome.result)
             missing = self._unseen(name, arguments) if not notes else []
@@ -222,7 +222,7 @@ class BfclSession:
         problems = binding_problems(name, dict(call.arguments), function_docs(self.exposure.owners[name])[name])
         return "; ".join(problems) if problems else None
 
-    def _diagnosis(self, call: ToolCall, outcome: executor.Outcome) -> tuple[FailureLabel, str, tuple[str, ...]]:
+    def _diagnosis(self, call: ToolCall, outcome: invocation.CallOutcome) -> tuple[FailureLabel, str, tuple[str, ...]]:
         """Label, reason and notes of a call that BFCL's execution did not run cleanly."""
         if outcome.refused is not None:
             return FailureLabel.SCHEMA, outcome.refused, ()
@@ -235,14 +235,14 @@ class BfclSession:
         notes = () if classified else ("unclassified backend error",)
         return label, f"{call.name} {kind}: {message} ({why})", notes
 
-    def _bfcl_answer_on_fork(self, call: ToolCall) -> executor.Outcome:
+    def _bfcl_answer_on_fork(self, call: ToolCall) -> invocation.CallOutcome:
         """What BFCL would answer to ``call`` now, computed on a copy (the live state does not change)."""
         owners = self.exposure.owners
         try:
             instances = backend.clone(self.instances) if call.name in owners else self.instances
         except backend.StateTooDeep as exc:
-            return executor.Outcome(text=executor.error_text(str(exc)), refused=str(exc))
-        return executor.run_as_bfcl(instances, owners, call.name, call.arguments, time_limit=self._time_limit)
+            return invocation.CallOutcome(text=invocation.error_text(str(exc)), refused=str(exc))
+        return invocation.invoke_as_bfcl(instances, owners, call.name, call.arguments, time_limit=self._time_limit)
 
     def finish_without_tools(self) -> Verdict:
         # Every BFCL multi-turn task has tool calls in its ground truth: even miss_param, whose
@@ -274,30 +274,30 @@ class BfclSession:
         """Back to the state after the accepted calls: a failing backend call may have half-applied."""
         self.instances = self._templates.fresh(self.task)
         for name, arguments in self.accepted:
-            self._run(self.exposure.owners[name], name, arguments)
+            self._invoke(self.exposure.owners[name], name, arguments)
 
-    def _run(self, owner: str, name: str, arguments: dict[str, Any]) -> executor.Outcome:
-        refused = executor.guard(name, arguments)  # before the arguments are copied (deep values)
+    def _invoke(self, owner: str, name: str, arguments: dict[str, Any]) -> invocation.CallOutcome:
+        refused = invocation.cost_refusal(name, arguments)  # before the arguments are copied (deep values)
         if refused is None:
-            refused = executor.state_guard(name, self.instances[owner])
+            refused = invocation.state_refusal(name, self.instances[owner])
         if refused is not None:
-            return executor.Outcome(text=executor.error_text(refused), refused=refused)
+            return invocation.CallOutcome(text=invocation.error_text(refused), refused=refused)
         method = getattr(self.instances[owner], name)
         call = backend.call_arguments(owner, name, arguments)
-        return executor.run(method, name, call, time_limit=self._time_limit)
+        return invocation.invoke(method, name, call, time_limit=self._time_limit)
 
 
 class BfclEnvironment:
     """BFCL v3 multi-turn (base, miss_func, miss_param, long_context), on BFCL's own backend classes.
 
-    ``time_limit`` is the per-call wall-clock bound in seconds (main thread only; see :mod:`.executor`).
+    ``time_limit`` is the per-call wall-clock bound in seconds (main thread only; see :mod:`.invocation`).
     ``information`` turns the information check of strict sessions on (the default; :mod:`.information`).
     Task templates are cached, so one environment should serve many rollouts.
     """
 
     name = "bfcl"
 
-    def __init__(self, *, time_limit: float = executor.TIME_LIMIT, information: bool = True) -> None:
+    def __init__(self, *, time_limit: float = invocation.TIME_LIMIT, information: bool = True) -> None:
         self.time_limit = time_limit
         self.information = information
         self.templates = backend.Templates()

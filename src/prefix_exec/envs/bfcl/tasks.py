@@ -66,7 +66,7 @@ class BfclTask:
 
     @property
     def long_context(self) -> bool:
-        """BFCL loads the backend with its long-context padding for this category (as its executor does)."""
+        """BFCL loads the backend with its long-context padding for this category (as its execution code does)."""
         return "long_context" in self.category
 
 

@@ -1,17 +1,17 @@
-"""Run one decoded call on a backend instance: a static cost guard, a wall-clock bound, BFCL's result text.
+"""One decoded call invoked on an API instance: a static cost bound, a wall-clock bound, BFCL's result text.
 
 Time bound. A call runs in the caller's thread, and a Python thread cannot be killed, so the bound has two
 layers:
 
-1. **A static guard** (:func:`guard`) refuses, before anything runs, the argument values whose cost grows
-   without bound inside a single C-level operation that no signal can interrupt: ``power`` with an integer
+1. **A static cost bound** (:func:`cost_refusal`) refuses, before anything runs, the argument values whose cost
+   grows without bound inside a single C-level operation that no signal can interrupt: ``power`` with an integer
    result of more than :data:`MAX_RESULT_BITS` bits (``power(base=10, exponent=1000000000)``), a
    ``logarithm``/``square_root`` precision above :data:`MAX_PRECISION` digits, and ``round_number`` with
    more than :data:`MAX_PRECISION` decimal places. Every other BFCL method is linear in the size of its
    literal arguments and the task state.
 2. **A wall-clock alarm** of ``time_limit`` seconds (``signal.setitimer``) when the call runs on the main
    thread, which is where ``prefix-exec score`` replays. It interrupts any pure-Python loop. Off the main
-   thread (a library caller's worker) only the static guard applies.
+   thread (a library caller's worker) only the static cost bound applies.
 
 A call that trips either is refused and never half-runs past the bound. Inside a rollout's budget
 (:mod:`prefix_exec.budget`) the alarm is cut to the time the rollout has left, past it the rollout stops with
@@ -54,7 +54,7 @@ TIME_LIMIT = 2.0
 _ONE_CALL_AT_A_TIME = threading.Lock()
 
 
-#: Names BFCL's executor refuses before evaluating a call (its own safety list), whatever they refer to.
+#: Names BFCL's own execution code refuses before evaluating a call (its own safety list), whatever they refer to.
 BLOCKED_NAMES = frozenset({"kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run"})
 
 
@@ -63,13 +63,13 @@ class CallTimeout(BaseException):
 
 
 @dataclass(frozen=True)
-class Outcome:
+class CallOutcome:
     """What one call did.
 
-    ``text`` is the result as BFCL's executor records it (a str as is, a dict as JSON, anything else via
+    ``text`` is the result as BFCL's own execution code records it (a str as is, a dict as JSON, anything else via
     ``str``; a raised exception as ``"Error during execution: <message>"``), which the final-success check
     compares. ``error`` is the backend's error message (an error result or a raised exception),
-    ``exception`` the raised type's name, ``refused`` the reason a guard or the alarm stopped the call.
+    ``exception`` the raised type's name, ``refused`` the reason a static check or the alarm stopped the call.
     """
 
     text: str
@@ -102,7 +102,7 @@ def nesting_depth(value: Any) -> int:
     return deepest
 
 
-def guard(name: str, arguments: Mapping[str, Any]) -> str | None:
+def cost_refusal(name: str, arguments: Mapping[str, Any]) -> str | None:
     """Why the call's arguments exceed the static cost bound, or ``None`` when they are within it."""
     depth = nesting_depth(list(arguments.values()))
     if depth > MAX_NESTING + 1:
@@ -130,7 +130,7 @@ def guard(name: str, arguments: Mapping[str, Any]) -> str | None:
 _MESSAGE_IDS = range(10000, 100000)
 
 
-def state_guard(name: str, instance: Any) -> str | None:
+def state_refusal(name: str, instance: Any) -> str | None:
     """Why ``name`` cannot finish on ``instance``'s current state, or ``None`` (checked before it runs)."""
     if name == "send_message":
         taken = getattr(instance, "generated_ids", None)
@@ -178,16 +178,16 @@ def error_text(message: str) -> str:
     return f"Error during execution: {message}"
 
 
-def run(
+def invoke(
     method: Callable[..., Any], name: str, arguments: Mapping[str, Any], *, time_limit: float = TIME_LIMIT
-) -> Outcome:
-    """Call ``method(**arguments)`` under the guard and the alarm; never raises for a failing call."""
-    refused = guard(name, arguments)
+) -> CallOutcome:
+    """Call ``method(**arguments)`` under the cost bound and the alarm; never raises for a failing call."""
+    refused = cost_refusal(name, arguments)
     if refused is not None:
-        return Outcome(text=error_text(refused), refused=refused)
+        return CallOutcome(text=error_text(refused), refused=refused)
     budget.check()
     with _ONE_CALL_AT_A_TIME:
-        return _run_alone(method, name, arguments, min(time_limit, max(budget.remaining(), 0.001)))
+        return _invoke_alone(method, name, arguments, min(time_limit, max(budget.remaining(), 0.001)))
 
 
 def _mpmath() -> Any:
@@ -199,7 +199,9 @@ def _mpmath() -> Any:
     return importlib.import_module("mpmath")
 
 
-def _run_alone(method: Callable[..., Any], name: str, arguments: Mapping[str, Any], time_limit: float) -> Outcome:
+def _invoke_alone(
+    method: Callable[..., Any], name: str, arguments: Mapping[str, Any], time_limit: float
+) -> CallOutcome:
     mpmath = _mpmath()
     dps = mpmath.mp.dps if mpmath is not None else None
     context = decimal.getcontext()
@@ -222,10 +224,12 @@ def _run_alone(method: Callable[..., Any], name: str, arguments: Mapping[str, An
             return _timed_out(name, time_limit)
         except MemoryError:
             reason = f"{name}: exceeded the per-call memory budget of {budget.current().call_memory_mb} MiB"
-            return Outcome(text=error_text(reason), refused=reason)
+            return CallOutcome(text=error_text(reason), refused=reason)
         except Exception as exc:
             message = str(exc)
-            return Outcome(text=error_text(message), error=message or type(exc).__name__, exception=type(exc).__name__)
+            return CallOutcome(
+                text=error_text(message), error=message or type(exc).__name__, exception=type(exc).__name__
+            )
         finally:
             if armed:
                 signal.setitimer(signal.ITIMER_REAL, 0)
@@ -234,46 +238,47 @@ def _run_alone(method: Callable[..., Any], name: str, arguments: Mapping[str, An
                 mpmath.mp.dps = dps
     except CallTimeout:  # pragma: no cover - the alarm fired between the call's end and the timer reset
         return _timed_out(name, time_limit)
-    return Outcome(text=text, result=result, error=error_of(result))
+    return CallOutcome(text=text, result=result, error=error_of(result))
 
 
-def _timed_out(name: str, time_limit: float) -> Outcome:
+def _timed_out(name: str, time_limit: float) -> CallOutcome:
     reason = f"{name}: exceeded the per-call time bound of {time_limit:g} s"
-    return Outcome(text=error_text(reason), refused=reason, timed_out=True)
+    return CallOutcome(text=error_text(reason), refused=reason, timed_out=True)
 
 
-def run_as_bfcl(
+def invoke_as_bfcl(
     instances: backend.Instances,
     owners: Mapping[str, str],
     name: Any,
     arguments: Any,
     *,
     time_limit: float = TIME_LIMIT,
-) -> Outcome:
-    """Execute a decoded call as BFCL's executor would, on ``instances`` (changed in place, never rolled back).
+) -> CallOutcome:
+    """Execute a decoded call as BFCL's own execution code would, on ``instances`` (changed in place, never
+    rolled back).
 
     ``owners`` maps each public method of the task's involved classes to its class: every one of them runs,
     held-back miss_func functions and wrongly typed arguments included, as BFCL's ``eval`` runs them. The
     outcome's ``text`` is BFCL's answer: the result text, or ``"Error during execution: <message>"`` for
     BFCL's blocked names, an undefined name (``name 'x' is not defined``, as ``eval`` says it) and a raised
     exception. By design nothing is ``eval``-ed: a name that is not such a method is undefined here, where
-    BFCL would evaluate it (a builtin, say); and the static cost guard and the time bound still apply.
+    BFCL would evaluate it (a builtin, say); and the static cost bound and the time bound still apply.
     """
     if isinstance(name, str) and name in BLOCKED_NAMES:
         message = f"Function call {name} is not allowed."
-        return Outcome(text=error_text(message), error=message, exception="Exception")
+        return CallOutcome(text=error_text(message), error=message, exception="Exception")
     if not isinstance(name, str) or check_name(name) or name not in owners:
         message = f"name {name!r} is not defined"
-        return Outcome(text=error_text(message), error=message, exception="NameError")
+        return CallOutcome(text=error_text(message), error=message, exception="NameError")
     if not isinstance(arguments, Mapping):
         message = f"{name}: arguments are not named values"
-        return Outcome(text=error_text(message), error=message, exception="TypeError")
-    refused = guard(name, arguments)  # before the arguments are copied (deep values)
+        return CallOutcome(text=error_text(message), error=message, exception="TypeError")
+    refused = cost_refusal(name, arguments)  # before the arguments are copied (deep values)
     if refused is not None:
-        return Outcome(text=error_text(refused), refused=refused)
+        return CallOutcome(text=error_text(refused), refused=refused)
     owner = owners[name]
-    exhausted = state_guard(name, instances[owner])
+    exhausted = state_refusal(name, instances[owner])
     if exhausted is not None:
-        return Outcome(text=error_text(exhausted), refused=exhausted)
+        return CallOutcome(text=error_text(exhausted), refused=exhausted)
     method = getattr(instances[owner], name)
-    return run(method, name, backend.call_arguments(owner, name, arguments), time_limit=time_limit)
+    return invoke(method, name, backend.call_arguments(owner, name, arguments), time_limit=time_limit)
