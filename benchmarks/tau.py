@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from timing import median_run
 
 from prefix_exec.envs.tau import TauEnvironment, load_domain
-from prefix_exec.envs.tau import backend as tau_backend
-from prefix_exec.envs.tau.backend import import_tau2
+from prefix_exec.envs.tau import domain as tau_domain
+from prefix_exec.envs.tau.domain import import_tau2
 from prefix_exec.importers.tau import TauResults, read_results
 from prefix_exec.io import record_to_json
 from prefix_exec.replay import replay
@@ -50,7 +50,7 @@ def fifty_simulation_file(folder: Path) -> Path:
 
 
 def ours(results: TauResults) -> list[str]:
-    tau_backend._CACHE.clear()  # cold: the one parse per process is part of the cost
+    tau_domain._CACHE.clear()  # cold: the one parse per process is part of the cost
     env = TauEnvironment(load_domain("airline"), results.tasks)
     return [json.dumps(record_to_json(replay(r, env.bind(r)))) for r in results.rollouts]
 

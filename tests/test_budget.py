@@ -14,7 +14,7 @@ pytest.importorskip("bfcl_eval")
 
 from prefix_exec import budget
 from prefix_exec.cli import main
-from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess, backend, invocation, load_task
+from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess, api_classes, invocation, load_task
 from prefix_exec.replay import replay
 from prefix_exec.trajectory import Rollout, ToolCall
 
@@ -41,7 +41,7 @@ def test_call_memory_fails_one_huge_allocation_and_restores_the_limit() -> None:
 
 def test_exchange_rate_string_repeat_is_refused_at_once() -> None:
     task = load_task("multi_turn_base_150")
-    instances = backend.Templates().fresh(task)
+    instances = api_classes.Templates().fresh(task)
     owners = {"compute_exchange_rate": "TravelAPI"}
     arguments = {"base_currency": "USD", "target_currency": "JPY", "value": "x" * 10_000_000}
     start = time.monotonic()
@@ -57,7 +57,7 @@ def test_exchange_rate_string_repeat_is_refused_at_once() -> None:
 
 def test_exhausted_message_ids_are_refused_without_waiting() -> None:
     task = load_task("multi_turn_base_14")
-    instances = backend.Templates().fresh(task)
+    instances = api_classes.Templates().fresh(task)
     instances["MessageAPI"].generated_ids = set(range(10000, 100000))
     owners = {"send_message": "MessageAPI"}
     start = time.monotonic()

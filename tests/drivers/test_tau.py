@@ -185,7 +185,7 @@ def against_tau2(
     from tau2.registry import registry
 
     from prefix_exec.envs.tau import TauEnvironment
-    from prefix_exec.envs.tau.backend import import_tau2
+    from prefix_exec.envs.tau.domain import import_tau2
 
     env = TauEnvironment(load_domain("airline"))
     script = TauScript(env, ["3"], prefix=prefix)

@@ -11,7 +11,7 @@ pytest.importorskip("bfcl_eval")
 from prefix_exec.envs.base import Environment, Session
 from prefix_exec.envs.bfcl import (
     BfclEnvironment,
-    backend,
+    api_classes,
 )
 from prefix_exec.replay import replay
 from prefix_exec.trajectory import FailureLabel, Rollout, ToolCall
@@ -140,9 +140,9 @@ def test_positional_and_keyword_arguments_give_the_same_result(env: BfclEnvironm
 def test_rejection_leaves_the_state_unchanged(env: BfclEnvironment) -> None:
     session = env.start(BASE_0)
     assert session.step(ToolCall("cd", {"folder": "document"})).accepted
-    before = copy.deepcopy(backend.public_state(session.instances["GorillaFileSystem"]))
+    before = copy.deepcopy(api_classes.public_state(session.instances["GorillaFileSystem"]))
     assert not session.step(ToolCall("mv", {"source": "nope", "destination": "x"})).accepted
-    assert backend.public_state(session.instances["GorillaFileSystem"]) == before
+    assert api_classes.public_state(session.instances["GorillaFileSystem"]) == before
     assert session.step(ToolCall("pwd", {})).result == '{"current_working_directory": "/workspace/document"}'
 
 
@@ -189,7 +189,7 @@ def test_polluted_long_context_constants_are_restored() -> None:
     original = long_context.CREDIT_CARD_EXTENSION[key]["balance"]
     long_context.CREDIT_CARD_EXTENSION[key]["balance"] = original - 1000  # what BFCL's own execution code can do
     try:
-        assert "CREDIT_CARD_EXTENSION" in backend.restore_long_context()
+        assert "CREDIT_CARD_EXTENSION" in api_classes.restore_long_context()
         assert long_context.CREDIT_CARD_EXTENSION[key]["balance"] == original
     finally:
         long_context.CREDIT_CARD_EXTENSION[key]["balance"] = original
@@ -220,7 +220,7 @@ def test_mutable_default_arguments_do_not_leak_between_rollouts(unchecked: BfclE
     assert '"mentions": []' in second.step(ToolCall("post_tweet", {"content": "two"})).result
 
 
-def test_backend_never_mutates_the_rollouts_arguments(unchecked: BfclEnvironment) -> None:
+def test_the_api_never_mutates_the_rollouts_arguments(unchecked: BfclEnvironment) -> None:
     mentions: list[str] = []
     post = ToolCall("post_tweet", {"content": "x", "mentions": mentions})
     session = unchecked.start(BASE_0)

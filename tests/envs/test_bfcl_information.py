@@ -49,7 +49,7 @@ def test_a_credential_nobody_gave_is_an_information_failure(env: BfclEnvironment
     assert verdict.label is FailureLabel.INFORMATION
     assert "client_id='<UNKNOWN>'" in (verdict.reason or "")
     assert "grant_type" not in (verdict.reason or "")
-    # the call ran in the backend (it sets a new token); rejected, it leaves the state as it was
+    # the call ran in the API (it sets a new token); rejected, it leaves the state as it was
     assert session.instances["TravelAPI"].access_token == token
     # the token the user gives in turn 1 is available from then on, not before
     budget = {"access_token": "abc123xyz456", "budget_limit": 100.0}
@@ -73,8 +73,8 @@ def test_a_soft_failed_login_is_not_checked(env: BfclEnvironment) -> None:
     assert "soft: authentication_status=False" in verdict.notes
 
 
-def test_a_backend_failure_outranks_the_information_check(env: BfclEnvironment) -> None:
-    # an unseen token that the backend also refuses: the backend's label, earlier in the tie-break order
+def test_an_api_failure_outranks_the_information_check(env: BfclEnvironment) -> None:
+    # an unseen token that the API also refuses: the API's label, earlier in the tie-break order
     verdict = env.start(TRAVEL).step(ToolCall("set_budget_limit", {"access_token": "zzz", "budget_limit": 1.0}))
     assert not verdict.accepted
     assert verdict.label is not FailureLabel.INFORMATION

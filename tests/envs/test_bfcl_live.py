@@ -12,7 +12,7 @@ pytest.importorskip("bfcl_eval")
 
 from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import execute_multi_turn_func_call
 
-from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess, backend, load_task
+from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess, api_classes, load_task
 from prefix_exec.envs.bfcl.summary import state_summary
 from prefix_exec.trajectory import FailureLabel, ToolCall
 
@@ -58,7 +58,7 @@ def test_the_live_session_answers_and_changes_state_exactly_as_bfcls_own_executi
     texts, instances = upstream()
     assert [v.result for v in verdicts] == texts
     for name, instance in instances.items():
-        assert backend.public_state(session.instances[name]) == backend.public_state(instance), name
+        assert api_classes.public_state(session.instances[name]) == api_classes.public_state(instance), name
     # Accepted exactly when BFCL's answer is not an error; the wrongly typed and held-back calls ran.
     accepted = [v.accepted for v in verdicts]
     assert accepted == [True, True, False, False, False, False, True, True, False, True, True, True]
@@ -80,7 +80,7 @@ def test_final_success_runs_the_calls_into_the_live_state(env: BfclEnvironment) 
         session.step(call)
     computed = FinalSuccess(env.templates).model_state(load_task(TASK), actions())
     for name, instance in computed.items():
-        assert backend.public_state(instance) == backend.public_state(session.instances[name])
+        assert api_classes.public_state(instance) == api_classes.public_state(session.instances[name])
 
 
 def test_strict_rejections_carry_bfcls_answer_only_when_bfcl_answers_with_an_error(env: BfclEnvironment) -> None:

@@ -170,7 +170,7 @@ def test_calls_without_a_recorded_flag_are_not_compared() -> None:
 # --- needs tau2 -----------------------------------------------------------------------------------------
 
 from prefix_exec.envs.tau import TauEnvironment, load_domain  # noqa: E402
-from prefix_exec.envs.tau.backend import data_dir  # noqa: E402
+from prefix_exec.envs.tau.domain import data_dir  # noqa: E402
 from prefix_exec.envs.tau.regrade import regrade_db  # noqa: E402
 from prefix_exec.envs.tau.tasks import check_embedded, paper_task_ids  # noqa: E402
 from prefix_exec.errors import InputError  # noqa: E402

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from prefix_exec.envs.tau import TauEnvironment, load_domain
-from prefix_exec.envs.tau.backend import import_tau2
+from prefix_exec.envs.tau.domain import import_tau2
 from prefix_exec.trajectory import FailureLabel, ToolCall
 
 USER = "noah_muller_9847"

@@ -171,7 +171,7 @@ def test_iteration_outside_writes_hands_out_shared_records() -> None:
 # --- tau2 as the oracle ---------------------------------------------------------------------------------
 
 from prefix_exec.envs.tau import TauEnvironment, load_domain, regrade  # noqa: E402
-from prefix_exec.envs.tau.backend import import_tau2, to_json_text  # noqa: E402
+from prefix_exec.envs.tau.domain import import_tau2, to_json_text  # noqa: E402
 from prefix_exec.envs.tau.regrade import db_hash  # noqa: E402
 from prefix_exec.importers.tau import read_results  # noqa: E402
 

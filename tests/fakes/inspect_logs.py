@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from fakes.openai_server import ScriptedServer, text_message
-from prefix_exec.envs.bfcl import backend
+from prefix_exec.envs.bfcl import api_classes
 from prefix_exec.envs.bfcl.calls import bind_positional, parse_call
 from prefix_exec.envs.bfcl.tasks import load_task
 
@@ -242,7 +242,7 @@ def truth(task_id: str) -> list[list[list[Call]]]:
         steps: list[list[Call]] = []
         for source in sources:
             call = parse_call(source)
-            steps.append([(call.name, bind_positional(call, backend.positional_names))])
+            steps.append([(call.name, bind_positional(call, api_classes.positional_names))])
         turns.append(steps)
     return turns
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from fakes.openai_server import text_message, tool_message
 from fakes.planning import planning_answer
-from prefix_exec.envs.tau.backend import import_tau2
+from prefix_exec.envs.tau.domain import import_tau2
 from prefix_exec.envs.tau.information import identifier_arguments
 
 

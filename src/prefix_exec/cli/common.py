@@ -49,7 +49,7 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
         type=int_between(0, 1 << 20),
         default=budget.DEFAULT_CALL_MEMORY_MB,
         metavar="MiB",
-        help="memory budget of one backend call, MiB above the process's size; 0 for none (default: %(default)s)",
+        help="memory budget of one tool call, MiB above the process's size; 0 for none (default: %(default)s)",
     )
 
 

@@ -66,7 +66,7 @@ def register(benchmarks: Any, name: str) -> None:
         type=float_between(0.0, 3600.0, include_low=False),
         default=2.0,
         metavar="SECONDS",
-        help="wall-clock bound per backend call (default: %(default)s)",
+        help="wall-clock bound per API call (default: %(default)s)",
     )
     add_scoring_options(parser)
     parser.set_defaults(run=run)

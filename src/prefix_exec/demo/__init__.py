@@ -2,7 +2,7 @@
 
 - :mod:`.mutations`: the documented fault-injection operators, one or more per failure label;
 - :mod:`.agents`: synthetic "agents" (seeded operator mixes) standing in for methods;
-- :mod:`.bfcl`: ground truth, docs, the raw-backend witness and BFCL's final success;
+- :mod:`.bfcl`: ground truth, docs, the raw-API witness and BFCL's final success;
 - :mod:`.calibration`: injected against detected label and depth;
 - :mod:`.run`: the pipeline behind ``prefix-exec demo``.
 """

@@ -1,5 +1,5 @@
 """The demo's link to the BFCL environment: ground truth as tool calls, function docs, the witness run on
-BFCL's raw backend classes, and BFCL's final-success rule.
+BFCL's raw API classes, and BFCL's final-success rule.
 
 Everything here reads ``bfcl_eval``'s packaged data and classes (no network, no key).
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from prefix_exec.envs.bfcl import backend, invocation
+from prefix_exec.envs.bfcl import api_classes, invocation
 from prefix_exec.envs.bfcl.checker import FinalSuccess, ground_truth_calls
 from prefix_exec.envs.bfcl.tasks import BfclTask, function_docs, load_category
 from prefix_exec.trajectory import ToolCall
@@ -40,14 +40,14 @@ def docs(task: BfclTask) -> dict[str, Mapping[str, Any]]:
 
 
 class Witness:
-    """Runs calls on fresh raw backend instances of one task, with none of prefix-exec's per-action checks,
-    and reports the 1-based depth of the first call the backend itself refuses (error result, raised
+    """Runs calls on fresh raw API instances of one task, with none of prefix-exec's per-action checks,
+    and reports the 1-based depth of the first call the API itself refuses (error result, raised
     exception, unknown method), or ``None``."""
 
-    def __init__(self, task: BfclTask, templates: backend.Templates) -> None:
+    def __init__(self, task: BfclTask, templates: api_classes.Templates) -> None:
         self.task = task
         self.templates = templates
-        self.owners = {name: c for c in task.involved_classes for name in backend.public_methods(c)}
+        self.owners = {name: c for c in task.involved_classes for name in api_classes.public_methods(c)}
 
     def __call__(self, calls: Sequence[ToolCall]) -> int | None:
         instances = self.templates.fresh(self.task)
@@ -56,7 +56,7 @@ class Witness:
             if owner is None:
                 return depth
             method = getattr(instances[owner], call.name)
-            outcome = invocation.invoke(method, call.name, backend.call_arguments(owner, call.name, call.arguments))
+            outcome = invocation.invoke(method, call.name, api_classes.call_arguments(owner, call.name, call.arguments))
             if not outcome.ran_clean:
                 return depth
         return None

@@ -4,7 +4,7 @@ An operator turns a task's ground-truth calls into a faulty rollout and states w
 of the fault and the 1-based depth of the first call that must be rejected. Operators that change a call
 in place know that depth statically. Operators that *drop* a call (a prerequisite, a login, an engine
 start) cannot know statically where the omission first bites; for them a **witness** run executes the
-mutated calls on BFCL's own backend classes, with no prefix-exec checks, and the first call the backend
+mutated calls on BFCL's own API classes, with no prefix-exec checks, and the first call the API
 itself refuses is the injected depth. A candidate whose omission never bites is discarded.
 
 Each operator also gives the *repaired* variant that a recovering agent would produce: the faulty call,
@@ -21,7 +21,7 @@ then the fix, then the rest of the ground truth.
 | ``create_twice`` | state_consistency | state_consistency | a ``mkdir``/``touch`` is repeated at once |
 | ``invent_id`` | information | dependency | an id or file name the dialogue never produced |
 
-``invent_id`` is the one off-diagonal operator by design: BFCL's backends answer an invented id and a
+``invent_id`` is the one off-diagonal operator by design: BFCL's APIs answer an invented id and a
 not-yet-created one with the same "not found" error, so the scorer labels both ``dependency`` (see
 docs/demo.md). Its expected label says so, and the calibration checks that expectation.
 """
@@ -39,7 +39,7 @@ from prefix_exec.envs.bfcl.errors import C, D, P, S
 from prefix_exec.trajectory import FailureLabel, ToolCall
 
 Calls = tuple[ToolCall, ...]
-#: Runs calls on BFCL's raw backend for a task and returns the 1-based depth of the first refused call.
+#: Runs calls on BFCL's raw APIs for a task and returns the 1-based depth of the first refused call.
 Witness = Callable[[Calls], int | None]
 #: Function docs by tool name (BFCL's JSON docs), for type-aware mutations.
 Docs = Mapping[str, Mapping[str, Any]]
@@ -203,7 +203,7 @@ def _create_twice(calls: Calls, docs: Docs, witness: Witness, rng: random.Random
     for i in options:
         mutated = (*calls[: i + 1], calls[i], *calls[i + 1 :])
         if witness(mutated) != i + 2:
-            continue  # the backend tolerates the repeat here: not a fault
+            continue  # the API tolerates the repeat here: not a fault
         return Mutation("create_twice", C, C, i + 2, mutated, mutated, f"{calls[i].name}({_args(calls[i])}) made twice")
     return None
 
@@ -233,7 +233,7 @@ def _invent_id(calls: Calls, docs: Docs, witness: Witness, rng: random.Random) -
         bad = _with(calls[i], arguments={**calls[i].arguments, key: fake})
         mutated = _replace(calls, i, bad)
         if witness(mutated) != i + 1:
-            continue  # the backend accepts the invented value (a free-text field): not a fault
+            continue  # the API accepts the invented value (a free-text field): not a fault
         return _in_place("invent_id", calls, i, bad, f"{calls[i].name}: {key}={fake!r} was never produced", INFO, D)
     return None
 

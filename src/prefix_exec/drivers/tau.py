@@ -44,7 +44,7 @@ from prefix_exec.domains import TAU3, local_id, qualify
 from prefix_exec.drivers.base import Outcome
 from prefix_exec.drivers.tau_horizon import MAX_ERRORS, MAX_STEPS, Horizon, failed_calls
 from prefix_exec.envs.tau import RolloutEnvironment, TauEnvironment, load_domain
-from prefix_exec.envs.tau.backend import import_tau2
+from prefix_exec.envs.tau.domain import import_tau2
 from prefix_exec.envs.tau.judge import count, metered, metering, new_usage
 from prefix_exec.envs.tau.pool import TauPool
 from prefix_exec.envs.tau.session import Tau2Session, TauSession

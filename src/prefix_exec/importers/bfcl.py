@@ -29,7 +29,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from prefix_exec.envs.bfcl import backend, prompting
+from prefix_exec.envs.bfcl import api_classes, prompting
 from prefix_exec.envs.bfcl.calls import CallSyntaxError, bind_positional, parse_call, parse_call_list
 from prefix_exec.envs.bfcl.checker import BFCL_CALLS, executed_calls
 from prefix_exec.envs.bfcl.tasks import CATEGORIES, BfclTask, all_tasks
@@ -120,7 +120,7 @@ def _prompt_calls(text: str, turn: int, step_index: int) -> list[ToolCall]:
     for index, call in enumerate(parsed):
         call_id = f"t{turn}.s{step_index}.c{index}"
         try:
-            arguments = bind_positional(call, backend.positional_names)
+            arguments = bind_positional(call, api_classes.positional_names)
         except CallSyntaxError as exc:
             calls.append(ToolCall(call.name, {}, call_id, turn, raw=text, parse_error=str(exc)))
             continue
@@ -234,7 +234,7 @@ def ground_truth_rollout(task: BfclTask) -> Rollout:
     for turn, sources in enumerate(task.ground_truth):
         for index, source in enumerate(sources):
             parsed = parse_call(source)
-            arguments = bind_positional(parsed, backend.positional_names)
+            arguments = bind_positional(parsed, api_classes.positional_names)
             actions.append(ToolCall(parsed.name, arguments, f"t{turn}.s0.c{index}", turn, raw=source))
     return task_rollout(task.id, "ground_truth", "bfcl", actions, task.category, task.turns)
 

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec.domains import TAU3, qualify
-from prefix_exec.envs.tau.backend import Provenance
 from prefix_exec.envs.tau.dispatch import depth_error
+from prefix_exec.envs.tau.domain import Provenance
 from prefix_exec.errors import InputError
 from prefix_exec.jsonl import check_regular_file
 from prefix_exec.trajectory import Observation, Rollout, Skipped, ToolCall

@@ -6,7 +6,7 @@ a plain function name (an identifier, not a dunder) applied to literal positiona
 A literal is a string, number, boolean or ``None``, a negated number, or a list, tuple or dict of literals.
 Everything else (attribute access, names, nested calls, lambdas, comprehensions, operators, starred
 arguments, f-strings) raises :class:`CallSyntaxError` with the reason, and the caller scores it as a
-``schema`` failure. Positional arguments are bound to names by the backend method's signature order, as
+``schema`` failure. Positional arguments are bound to names by the API method's signature order, as
 BFCL's ``eval`` would bind them.
 """
 

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from prefix_exec.envs.bfcl import backend, invocation
+from prefix_exec.envs.bfcl import api_classes, invocation
 from prefix_exec.envs.bfcl.calls import bind_positional, parse_call
 from prefix_exec.envs.bfcl.tasks import BfclTask
 from prefix_exec.errors import InputError
@@ -56,11 +56,11 @@ class TurnTruth:
 
     calls: int
     results: tuple[str, ...]
-    instances: backend.Instances
+    instances: api_classes.Instances
 
 
 def invoke_lenient(
-    instances: backend.Instances, owners: Mapping[str, str], name: str, arguments: Mapping[str, Any]
+    instances: api_classes.Instances, owners: Mapping[str, str], name: str, arguments: Mapping[str, Any]
 ) -> str:
     """Execute as BFCL's own execution code would (any public method of an involved class); the result text."""
     return invocation.invoke_as_bfcl(instances, owners, name, arguments).text
@@ -73,7 +73,7 @@ def ground_truth_calls(task: BfclTask) -> list[list[tuple[str, dict[str, Any]]]]
         calls = []
         for source in turn:
             parsed = parse_call(source)
-            calls.append((parsed.name, bind_positional(parsed, backend.positional_names)))
+            calls.append((parsed.name, bind_positional(parsed, api_classes.positional_names)))
         turns.append(calls)
     return turns
 
@@ -81,8 +81,8 @@ def ground_truth_calls(task: BfclTask) -> list[list[tuple[str, dict[str, Any]]]]
 class FinalSuccess:
     """BFCL's final-success check with a per-task cache of the ground truth's executions."""
 
-    def __init__(self, templates: backend.Templates | None = None) -> None:
-        self.templates = templates if templates is not None else backend.Templates()
+    def __init__(self, templates: api_classes.Templates | None = None) -> None:
+        self.templates = templates if templates is not None else api_classes.Templates()
         self._truth: dict[str, list[TurnTruth]] = {}
 
     def truth(self, task: BfclTask) -> list[TurnTruth]:
@@ -94,7 +94,7 @@ class FinalSuccess:
         turns = []
         for calls in ground_truth_calls(task):
             results = tuple(invoke_lenient(instances, owners, name, arguments) for name, arguments in calls)
-            snapshot = backend.clone(instances) if calls else {}
+            snapshot = api_classes.clone(instances) if calls else {}
             turns.append(TurnTruth(len(calls), results, snapshot))
         self._truth[task.id] = turns
         return turns
@@ -136,7 +136,7 @@ class FinalSuccess:
             for class_name, reference in expected.instances.items():
                 differences = [
                     attr
-                    for attr, value in backend.public_state(reference).items()
+                    for attr, value in api_classes.public_state(reference).items()
                     if _differs(getattr(instances[class_name], attr, _MISSING), value)
                 ]
                 if differences:
@@ -177,7 +177,7 @@ class FinalSuccess:
 
     def model_state(
         self, task: BfclTask, actions: Sequence[ToolCall], *, whole_steps: bool = True
-    ) -> backend.Instances:
+    ) -> api_classes.Instances:
         """The model's instances after every call :meth:`check` would execute (all turns the actions reach)."""
         turns = max((call.turn + 1 for call in actions), default=0)
         instances = self.templates.fresh(task)
@@ -200,7 +200,7 @@ def _differs(found: Any, expected: Any) -> bool:
 
 
 def _owners(task: BfclTask) -> dict[str, str]:
-    return {name: c for c in task.involved_classes for name in backend.public_methods(c)}
+    return {name: c for c in task.involved_classes for name in api_classes.public_methods(c)}
 
 
 def _force_terminated(turns: int, expected: int) -> Check:

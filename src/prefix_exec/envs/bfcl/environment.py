@@ -1,4 +1,4 @@
-"""The BFCL v3 multi-turn environment: per-action checks on BFCL's own backend classes.
+"""The BFCL v3 multi-turn environment: per-action checks on BFCL's own API classes.
 
 A session has two modes.
 
@@ -12,16 +12,16 @@ order (the first failing check decides; nothing runs after a schema failure):
    the doc's type (``string``, ``integer``, ``float`` (an int is accepted), ``boolean``, ``array`` (and its
    ``items`` type), ``dict``, ``any``); ``None`` only for an optional parameter -> ``schema``;
 4. the static cost bound and the per-call time bound (:mod:`.invocation`) -> ``schema``;
-5. the backend result: an error result or a raised exception is rejected with the label of
+5. the API's result: an error result or a raised exception is rejected with the label of
    :mod:`.errors`; a soft result such as ``{"verification_status": false}`` is accepted with a note;
 6. information availability (:mod:`.information`, unless the environment was built with
    ``information=False``): a credential argument must have appeared in a user message, an earlier
    result or call, or a function doc -> ``information`` (the call ran, so the state is rebuilt).
 
-A rejected action leaves the state as it was: when the backend ran and failed, the session rebuilds its
+A rejected action leaves the state as it was: when the API ran and failed, the session rebuilds its
 instances from the task's template by re-running the accepted calls (deterministic, seeds included). The
 verdict's ``reason`` is our diagnosis; its ``result`` is BFCL's own answer whenever BFCL answers the call
-with an error (the backend's error text, ``Error during execution: name 'x' is not defined``, a missing
+with an error (the API's error text, ``Error during execution: name 'x' is not defined``, a missing
 argument's ``TypeError``), computed on a copy for checks 1-3; it is ``None`` when BFCL would have run the
 call cleanly (a held-back tool, a wrongly typed argument), since no BFCL text describes a call that did
 not run.
@@ -41,7 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from prefix_exec.envs.bfcl import backend, information, invocation
+from prefix_exec.envs.bfcl import api_classes, information, invocation
 from prefix_exec.envs.bfcl.calls import check_name
 from prefix_exec.envs.bfcl.errors import label_error, soft_signals
 from prefix_exec.envs.bfcl.tasks import BfclTask, function_docs, load_task
@@ -117,13 +117,13 @@ class Exposure:
 
     @classmethod
     def of(cls, task: BfclTask) -> Exposure:
-        owners = {name: c for c in task.involved_classes for name in backend.public_methods(c)}
+        owners = {name: c for c in task.involved_classes for name in api_classes.public_methods(c)}
         return cls(owners=owners, reveal=dict(task.missed_function))
 
     def problem(self, name: str, turn: int) -> str | None:
         """Why tool ``name`` is not exposed at ``turn``, or ``None``."""
         if name not in self.owners:
-            other = backend.method_owners().get(name)
+            other = api_classes.method_owners().get(name)
             if other is not None:
                 return f"tool {name!r} belongs to {other}, which this task does not involve"
             return f"unknown tool {name!r}"
@@ -134,13 +134,13 @@ class Exposure:
 
 
 class BfclSession:
-    """The live backend instances of one rollout. See the module docstring for the two modes."""
+    """The live API instances of one rollout. See the module docstring for the two modes."""
 
     def __init__(
         self,
         task: BfclTask,
-        instances: backend.Instances,
-        templates: backend.Templates,
+        instances: api_classes.Instances,
+        templates: api_classes.Templates,
         time_limit: float,
         *,
         strict: bool = True,
@@ -239,8 +239,8 @@ class BfclSession:
         """What BFCL would answer to ``call`` now, computed on a copy (the live state does not change)."""
         owners = self.exposure.owners
         try:
-            instances = backend.clone(self.instances) if call.name in owners else self.instances
-        except backend.StateTooDeep as exc:
+            instances = api_classes.clone(self.instances) if call.name in owners else self.instances
+        except api_classes.StateTooDeep as exc:
             return invocation.CallOutcome(text=invocation.error_text(str(exc)), refused=str(exc))
         return invocation.invoke_as_bfcl(instances, owners, call.name, call.arguments, time_limit=self._time_limit)
 
@@ -260,7 +260,7 @@ class BfclSession:
         evidence = self.evidence.copy() if self.evidence is not None else None
         twin = BfclSession(
             self.task,
-            backend.clone(self.instances),
+            api_classes.clone(self.instances),
             self._templates,
             self._time_limit,
             strict=self.strict,
@@ -271,7 +271,7 @@ class BfclSession:
         return twin
 
     def _rebuild(self) -> None:
-        """Back to the state after the accepted calls: a failing backend call may have half-applied."""
+        """Back to the state after the accepted calls: a failing API call may have half-applied."""
         self.instances = self._templates.fresh(self.task)
         for name, arguments in self.accepted:
             self._invoke(self.exposure.owners[name], name, arguments)
@@ -283,12 +283,12 @@ class BfclSession:
         if refused is not None:
             return invocation.CallOutcome(text=invocation.error_text(refused), refused=refused)
         method = getattr(self.instances[owner], name)
-        call = backend.call_arguments(owner, name, arguments)
+        call = api_classes.call_arguments(owner, name, arguments)
         return invocation.invoke(method, name, call, time_limit=self._time_limit)
 
 
 class BfclEnvironment:
-    """BFCL v3 multi-turn (base, miss_func, miss_param, long_context), on BFCL's own backend classes.
+    """BFCL v3 multi-turn (base, miss_func, miss_param, long_context), on BFCL's own API classes.
 
     ``time_limit`` is the per-call wall-clock bound in seconds (main thread only; see :mod:`.invocation`).
     ``information`` turns the information check of strict sessions on (the default; :mod:`.information`).
@@ -300,7 +300,7 @@ class BfclEnvironment:
     def __init__(self, *, time_limit: float = invocation.TIME_LIMIT, information: bool = True) -> None:
         self.time_limit = time_limit
         self.information = information
-        self.templates = backend.Templates()
+        self.templates = api_classes.Templates()
 
     def task(self, task_id: str) -> BfclTask:
         """The task ``task_id``; ``KeyError`` when BFCL has no such multi-turn task."""

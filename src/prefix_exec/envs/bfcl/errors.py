@@ -1,6 +1,6 @@
-"""Which failure label a BFCL backend error gets, and which results are soft (accepted, but noted).
+"""Which failure label a BFCL API error gets, and which results are soft (accepted, but noted).
 
-A backend call is rejected when it returns an error: a dict with an ``"error"`` key (TravelAPI's
+An API call is rejected when it returns an error: a dict with an ``"error"`` key (TravelAPI's
 ``{"booking_status": False, "error": ...}`` included), a list holding such a dict (TicketAPI's
 ``get_user_tickets``), a list holding an ``"Error: ..."`` string (TradingBot's ``get_watchlist``), or a
 raised exception. :data:`ERROR_TABLE` maps the message to a label; the first matching row wins, and rows
@@ -68,7 +68,7 @@ _DEPENDENCY_EXCEPTIONS = frozenset({"KeyError", "IndexError"})
 
 
 def label_error(message: str, exception: str | None = None) -> tuple[FailureLabel, str, bool]:
-    """``(label, why, classified)`` for a backend error message (and the exception type, if one was raised).
+    """``(label, why, classified)`` for an API error message (and the exception type, if one was raised).
 
     ``classified`` is False when no table row matched and the fallback was used.
     """
@@ -83,7 +83,7 @@ def label_error(message: str, exception: str | None = None) -> tuple[FailureLabe
 
 
 def error_of(result: Any) -> str | None:
-    """The error message carried by a backend result, or ``None`` for a normal result."""
+    """The error message carried by an API result, or ``None`` for a normal result."""
     if isinstance(result, Mapping) and "error" in result:
         return str(result["error"])
     if isinstance(result, list) and result:

@@ -16,8 +16,8 @@ miss_param where the agent should have asked: TravelAPI accepts any credentials,
 the call would be executable. Entity ids (files, orders, bookings, tickets, users, stock symbols) are
 *not* checked: BFCL's own answers use ids that exist in the task's state without ever looking them up
 (``rm(file_name='DylanProject.txt')`` with no ``ls``, ``cancel_order(order_id=12446)`` for "my most recent
-order"), so a textual rule over them would reject BFCL's ground truth. A call the backend answers with
-a soft failure (``authentication_status: False``) is not checked either: the backend already said the
+order"), so a textual rule over them would reject BFCL's ground truth. A call the API answers with
+a soft failure (``authentication_status: False``) is not checked either: the API already said the
 values did not match, and BFCL's own answer to ``multi_turn_*_188`` authenticates with a password the user
 never gave and is answered so. docs/bfcl.md lists the rule's false positives and negatives.
 """

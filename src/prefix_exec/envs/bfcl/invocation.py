@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from prefix_exec import budget
-from prefix_exec.envs.bfcl import backend
+from prefix_exec.envs.bfcl import api_classes
 from prefix_exec.envs.bfcl.calls import check_name
 from prefix_exec.envs.bfcl.errors import error_of
 
@@ -68,7 +68,7 @@ class CallOutcome:
 
     ``text`` is the result as BFCL's own execution code records it (a str as is, a dict as JSON, anything else via
     ``str``; a raised exception as ``"Error during execution: <message>"``), which the final-success check
-    compares. ``error`` is the backend's error message (an error result or a raised exception),
+    compares. ``error`` is the API's error message (an error result or a raised exception),
     ``exception`` the raised type's name, ``refused`` the reason a static check or the alarm stopped the call.
     """
 
@@ -247,7 +247,7 @@ def _timed_out(name: str, time_limit: float) -> CallOutcome:
 
 
 def invoke_as_bfcl(
-    instances: backend.Instances,
+    instances: api_classes.Instances,
     owners: Mapping[str, str],
     name: Any,
     arguments: Any,
@@ -281,4 +281,4 @@ def invoke_as_bfcl(
     if exhausted is not None:
         return CallOutcome(text=error_text(exhausted), refused=exhausted)
     method = getattr(instances[owner], name)
-    return invoke(method, name, backend.call_arguments(owner, name, arguments), time_limit=time_limit)
+    return invoke(method, name, api_classes.call_arguments(owner, name, arguments), time_limit=time_limit)

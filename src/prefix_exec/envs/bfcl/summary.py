@@ -2,14 +2,14 @@
 
 The summary is one JSON object: per involved stateful class (in the task's order; MathAPI has no state),
 the public attributes BFCL's own state log shows (``vars(instance)`` without ``_``-prefixed names), plus
-``cwd`` for the file system (its current directory is private, and plans depend on it). Backend objects
+``cwd`` for the file system (its current directory is private, and plans depend on it). API objects
 (the file system's ``Directory`` and ``File``) become their public attributes; a reference back to an
 object being written (``Directory.parent``) is left out.
 
 It is bounded by ``max_chars``: strings are cut to :data:`STRING_CHARS`, and lists and dicts keep their
-first *n* entries plus a ``"... N more"`` marker (the attributes of an instance or backend object are all
+first *n* entries plus a ``"... N more"`` marker (the attributes of an instance or API object are all
 kept), with *n* halved (8, 4, 2, 1) until the text fits; a text that still does not fit is cut and ends
-with ``…``. The same state always gives the same text: entries keep the backend's insertion order, sets
+with ``…``. The same state always gives the same text: entries keep the API's insertion order, sets
 are sorted, and no memory address or ``repr`` of an object appears.
 """
 
@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from prefix_exec.envs.bfcl import backend
+from prefix_exec.envs.bfcl import api_classes
 
 #: Longest string kept whole, in characters.
 STRING_CHARS = 80
@@ -30,12 +30,12 @@ ENTRY_LIMITS = (8, 4, 2, 1)
 
 
 def state_summary(instances: Mapping[str, Any], classes: tuple[str, ...], max_chars: int = 2000) -> str:
-    """The summary of ``instances`` (class name -> backend instance) for ``classes``, at most ``max_chars`` long."""
+    """The summary of ``instances`` (class name -> API instance) for ``classes``, at most ``max_chars`` long."""
     if max_chars < 1:
         raise ValueError("max_chars must be >= 1")
     text = ""
     for limit in ENTRY_LIMITS:
-        state = {name: _instance(instances[name], limit) for name in classes if name not in backend.STATELESS}
+        state = {name: _instance(instances[name], limit) for name in classes if name not in api_classes.STATELESS}
         text = json.dumps(state, ensure_ascii=False, separators=(",", ":"))
         if len(text) <= max_chars:
             return text
@@ -43,7 +43,7 @@ def state_summary(instances: Mapping[str, Any], classes: tuple[str, ...], max_ch
 
 
 def _instance(instance: Any, limit: int) -> Any:
-    shown = _compact(backend.public_state(instance), limit, 0, (id(instance),), attributes=True)
+    shown = _compact(api_classes.public_state(instance), limit, 0, (id(instance),), attributes=True)
     cwd = _cwd(instance)
     if cwd is not None and isinstance(shown, dict):
         shown = {"cwd": cwd, **shown}

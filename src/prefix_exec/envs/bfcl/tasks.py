@@ -24,7 +24,7 @@ from prefix_exec.extras import install_hint
 #: The four v3 multi-turn categories, in the paper's order.
 CATEGORIES: tuple[str, ...] = ("base", "miss_func", "miss_param", "long_context")
 
-#: The backend classes of the multi-turn categories and the doc file of each.
+#: The API classes of the multi-turn categories and the doc file of each.
 DOC_FILES: Mapping[str, str] = {
     "GorillaFileSystem": "gorilla_file_system.json",
     "MathAPI": "math_api.json",
@@ -66,7 +66,7 @@ class BfclTask:
 
     @property
     def long_context(self) -> bool:
-        """BFCL loads the backend with its long-context padding for this category (as its execution code does)."""
+        """BFCL loads the APIs with their long-context padding for this category (as its execution code does)."""
         return "long_context" in self.category
 
 
@@ -157,7 +157,7 @@ def all_tasks() -> list[BfclTask]:
 
 @functools.cache
 def function_docs(class_name: str) -> Mapping[str, Mapping[str, Any]]:
-    """BFCL's function docs of one backend class, by function name."""
+    """BFCL's function docs of one API class, by function name."""
     if class_name not in DOC_FILES:
         raise KeyError(f"unknown BFCL backend class {class_name!r}")
     rows = _read_jsonl(data_dir() / "multi_turn_func_doc" / DOC_FILES[class_name])

@@ -1,6 +1,6 @@
 """tau3-bench (tau2-bench v1.0.x) airline and retail: live prefix replay on the tau2 package's environment.
 
-- :mod:`.backend`: the lazily imported tau2 package, data location, and the domain parsed once per process;
+- :mod:`.domain`: a tau2 domain parsed once per process, the lazily imported tau2 package and its data location;
 - :mod:`.state`: copy-on-access DB copies, one per rollout;
 - :mod:`.binding`: schema binding of a call, and tau2's calculator without ``eval``;
 - :mod:`.dispatch`: the one way a tool name from a file reaches tau2's toolkit (the domain's allow-list);
@@ -22,7 +22,7 @@
 Nothing here imports tau2 at module import time; the first environment built does.
 """
 
-from prefix_exec.envs.tau.backend import Domain, load_domain
+from prefix_exec.envs.tau.domain import Domain, load_domain
 from prefix_exec.envs.tau.session import RolloutEnvironment, Tau2Session, TauEnvironment, TauSession
 
 __all__ = ["Domain", "RolloutEnvironment", "Tau2Session", "TauEnvironment", "TauSession", "load_domain"]

@@ -15,7 +15,7 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from prefix_exec.envs.tau.backend import ToolSpec
+from prefix_exec.envs.tau.domain import ToolSpec
 
 
 def binding_error(spec: ToolSpec, arguments: Any) -> str | None:

@@ -16,8 +16,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from prefix_exec.envs.tau.backend import Domain
 from prefix_exec.envs.tau.binding import calculate_call
+from prefix_exec.envs.tau.domain import Domain
 
 #: Deepest nesting of lists and objects accepted in tool arguments; tau2's tools take at most 3 levels.
 MAX_DEPTH = 64

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, Self
 
-from prefix_exec.envs.tau.backend import Provenance, load_domain
 from prefix_exec.envs.tau.consistency import Disagreement
+from prefix_exec.envs.tau.domain import Provenance, load_domain
 from prefix_exec.envs.tau.mismatch import task_mismatch
 from prefix_exec.envs.tau.session import TauEnvironment
 from prefix_exec.envs.tau.tasks import TaskSetCheck, check_embedded

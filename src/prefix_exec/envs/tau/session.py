@@ -36,9 +36,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prefix_exec.domains import local_id
-from prefix_exec.envs.tau.backend import Domain, to_json_text
 from prefix_exec.envs.tau.binding import binding_error
 from prefix_exec.envs.tau.dispatch import run_tool
+from prefix_exec.envs.tau.domain import Domain, to_json_text
 from prefix_exec.envs.tau.information import Evidence, Timeline, call_messages, conversation_timeline, unseen
 from prefix_exec.envs.tau.labels import label_error
 from prefix_exec.envs.tau.state import WriteFlag, fork_db, lazy_db

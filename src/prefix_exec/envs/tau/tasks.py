@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from prefix_exec.envs.tau.backend import Domain, import_tau2
 from prefix_exec.envs.tau.dispatch import MAX_DEPTH, depth_error, run_tool
+from prefix_exec.envs.tau.domain import Domain, import_tau2
 from prefix_exec.errors import InputError
 
 #: Expected sizes of the paper's selection; a different installed count is reported, not silently used.

@@ -1,4 +1,5 @@
-"""BFCL's backend classes, loaded into fresh private instances per rollout.
+"""BFCL's API classes (MathAPI, TwitterAPI, ...: what BFCL calls its backend), loaded into fresh private
+instances per rollout.
 
 BFCL's own execution code keeps instances in module globals keyed by model and task, so state leaks between
 runs in one process; and its long_context padding (``func_source_code/long_context.py``) is a set of
@@ -33,7 +34,7 @@ from typing import Any
 
 from prefix_exec.envs.bfcl.tasks import DOC_FILES, BfclTask, bfcl_module
 
-_BACKEND = "eval_checker.multi_turn_eval.func_source_code"
+_API_PACKAGE = "eval_checker.multi_turn_eval.func_source_code"
 _MODULES: Mapping[str, str] = {
     "GorillaFileSystem": "gorilla_file_system",
     "MathAPI": "math_api",
@@ -51,11 +52,11 @@ Instances = dict[str, Any]
 
 
 @functools.cache
-def backend_class(class_name: str) -> type:
-    """BFCL's backend class ``class_name`` (one of the eight multi-turn classes)."""
+def api_class(class_name: str) -> type:
+    """BFCL's API class ``class_name`` (one of the eight multi-turn classes)."""
     if class_name not in _MODULES:
         raise KeyError(f"unknown BFCL backend class {class_name!r}")
-    module = bfcl_module(f"{_BACKEND}.{_MODULES[class_name]}")
+    module = bfcl_module(f"{_API_PACKAGE}.{_MODULES[class_name]}")
     cls: type = getattr(module, class_name)
     return cls
 
@@ -63,7 +64,7 @@ def backend_class(class_name: str) -> type:
 @functools.cache
 def public_methods(class_name: str) -> Mapping[str, inspect.Signature]:
     """The public tool methods of a class (what BFCL's execution code maps), with their signatures minus ``self``."""
-    cls = backend_class(class_name)
+    cls = api_class(class_name)
     methods: dict[str, inspect.Signature] = {}
     for name, function in inspect.getmembers(cls, inspect.isfunction):
         if name.startswith("_"):
@@ -100,14 +101,14 @@ def _fresh_module(live: ModuleType) -> ModuleType:
 @functools.cache
 def _pristine_long_context() -> Mapping[str, Any]:
     """The long_context constants as shipped."""
-    fresh = _fresh_module(bfcl_module(f"{_BACKEND}.long_context"))
+    fresh = _fresh_module(bfcl_module(f"{_API_PACKAGE}.long_context"))
     return {name: value for name, value in vars(fresh).items() if name.isupper()}
 
 
 @functools.cache
 def _mutable_defaults(class_name: str) -> Mapping[str, Mapping[str, Any]]:
     """Method -> {parameter: default} for list/dict/set defaults, as shipped (from a fresh module copy)."""
-    fresh = _fresh_module(bfcl_module(f"{_BACKEND}.{_MODULES[class_name]}"))
+    fresh = _fresh_module(bfcl_module(f"{_API_PACKAGE}.{_MODULES[class_name]}"))
     cls = getattr(fresh, class_name)
     found: dict[str, dict[str, Any]] = {}
     for name in public_methods(class_name):
@@ -118,9 +119,9 @@ def _mutable_defaults(class_name: str) -> Mapping[str, Mapping[str, Any]]:
 
 
 def call_arguments(class_name: str, method: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """The arguments to pass to the backend: private copies of list/dict values, and of omitted mutable defaults.
+    """The arguments to pass to the API: private copies of list/dict values, and of omitted mutable defaults.
 
-    The backend keeps argument objects in its state (a tweet keeps its ``tags`` list) and mutates them later
+    The API keeps argument objects in its state (a tweet keeps its ``tags`` list) and mutates them later
     (``mention`` extends a tweet's ``mentions``). Without private copies a rollout's ToolCall would change
     under it, and TwitterAPI's ``post_tweet(tags=[], mentions=[])`` defaults, stored in every tweet posted
     without them, would carry one rollout's mentions into every later rollout of the process (BFCL's own
@@ -137,7 +138,7 @@ def call_arguments(class_name: str, method: str, arguments: Mapping[str, Any]) -
 
 def restore_long_context() -> list[str]:
     """Put BFCL's long_context constants back to their shipped values, in place. Returns the names fixed."""
-    live = bfcl_module(f"{_BACKEND}.long_context")
+    live = bfcl_module(f"{_API_PACKAGE}.long_context")
     fixed: list[str] = []
     for name, pristine in _pristine_long_context().items():
         current = getattr(live, name)
@@ -160,7 +161,7 @@ def build_instances(task: BfclTask) -> Instances:
         restore_long_context()
     instances: Instances = {}
     for class_name in task.involved_classes:
-        instance = backend_class(class_name)()
+        instance = api_class(class_name)()
         if class_name not in STATELESS:
             config = copy.deepcopy(dict(task.initial_config.get(class_name, {})))
             instance._load_scenario(config, long_context=task.long_context)
@@ -173,7 +174,7 @@ class StateTooDeep(ValueError):
 
 
 def clone(instances: Instances) -> Instances:
-    """An independent copy of a set of backend instances (sharing no mutable object with them).
+    """An independent copy of a set of API instances (sharing no mutable object with them).
 
     Raises :class:`StateTooDeep` when the state nests past Python's recursion limit (a rollout of hundreds
     of ``mkdir`` + ``cd`` pairs builds one folder per level), instead of a RecursionError.
