@@ -40,14 +40,14 @@ class Agreement:
     apart_note: str = ""
     differing: list[str] = field(default_factory=list)
 
-    def summary(self) -> str:
+    def describe(self) -> str:
         text = f"prefix-exec: regrade ({self.what}): {self.agreed}/{self.compared} agree with the log's Y"
         if self.apart:
             text += f"; {self.apart} {self.apart_note}"
         return text
 
     def write(self, log: TextIO) -> None:
-        print(self.summary(), file=log)
+        print(self.describe(), file=log)
         for line in self.differing:
             print(f"  regrade: {line}", file=log)
 

@@ -20,6 +20,7 @@ from typing import TextIO
 from tqdm import tqdm
 
 from prefix_exec import budget
+from prefix_exec.deprecation import deprecated
 from prefix_exec.envs.base import Environment
 from prefix_exec.errors import InputError
 from prefix_exec.io import RECORD_KIND, JsonlWriter, completed_keys, record_to_json
@@ -66,13 +67,19 @@ class ScoreReport:
     executable: int = 0
     skipped: list[Skipped] = field(default_factory=list)
 
-    def summary(self) -> str:
+    def describe(self) -> str:
+        """What the scoring did, in one line (the CLI prints it last)."""
         text = f"scored {self.written} rollouts ({self.executable} fully executable)"
         if self.resumed:
             text += f"; {self.resumed} already in the output were kept (--resume)"
         if self.skipped:
             text += f"; {len(self.skipped)} could not be scored (listed above)"
         return text
+
+    def summary(self) -> str:
+        """Deprecated spelling of :meth:`describe` (a summary is the metrics' :class:`~prefix_exec.summary.Summary`)."""
+        deprecated("ScoreReport.summary()", "describe()")
+        return self.describe()
 
 
 def score_to_file(

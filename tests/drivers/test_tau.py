@@ -370,10 +370,10 @@ def test_a_parallel_call_cannot_use_its_siblings_result_live_or_scored() -> None
     assert guarded_record.executable
 
 
-def test_tau_planners_see_the_goal_tools_a_state_summary_and_the_domain_policy() -> None:
+def test_tau_planners_see_the_goal_tools_a_state_description_and_the_domain_policy() -> None:
     """Paper 2.5: the planner proposes a plan from the goal, the tool schemas, a compact state summary; on tau
     the executor's system prompt is the domain policy, so planner and verifier get it too."""
-    from prefix_exec.drivers.tau import state_summary
+    from prefix_exec.drivers.tau import describe_state
     from prefix_exec.envs.tau import TauEnvironment
 
     domain = load_domain("airline")
@@ -385,15 +385,15 @@ def test_tau_planners_see_the_goal_tools_a_state_summary_and_the_domain_policy()
     assert rollout.success == 1
     planning = [b for b in requests if b["model"] == "agent" and not b.get("tools")]
     assert len(planning) >= 2  # the planner and the verifier
-    summary = state_summary("airline", TauEnvironment(domain).initial_db("3"))
-    assert summary.startswith("airline database with ")
-    assert "users: 500" in summary
-    assert "reservations: 2000" in summary
+    description = describe_state("airline", TauEnvironment(domain).initial_db("3"))
+    assert description.startswith("airline database with ")
+    assert "users: 500" in description
+    assert "reservations: 2000" in description
     policy_line = next(line for line in domain.policy.splitlines() if len(line) > 40)
     for body in planning:
         text = json.dumps(body["messages"], ensure_ascii=False)
         assert "Policy (the executor must follow it)" in text
         assert json.dumps(policy_line)[1:-1] in text
-        assert json.dumps(summary)[1:-1] in text
+        assert json.dumps(description)[1:-1] in text
         assert "Goal:" in text
         assert "Tools:" in text

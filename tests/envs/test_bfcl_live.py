@@ -13,7 +13,7 @@ pytest.importorskip("bfcl_eval")
 from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import execute_multi_turn_func_call
 
 from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess, api_classes, load_task
-from prefix_exec.envs.bfcl.summary import state_summary
+from prefix_exec.envs.bfcl.state_description import describe_state
 from prefix_exec.trajectory import FailureLabel, ToolCall
 
 TASK = "multi_turn_miss_func_1"  # GorillaFileSystem /alex/workspace/{log.txt, archive/}; mv held back until turn 2
@@ -90,11 +90,11 @@ def test_strict_rejections_carry_bfcls_answer_only_when_bfcl_answers_with_an_err
         session = env.start(TASK)  # strict
         if index == 7:
             session.step(actions()[6])  # cd workspace first
-        before = state_summary(session.instances, ("GorillaFileSystem",))
+        before = describe_state(session.instances, ("GorillaFileSystem",))
         verdict = session.step(actions()[index])
         assert not verdict.accepted
         assert verdict.label == FailureLabel.SCHEMA
-        assert state_summary(session.instances, ("GorillaFileSystem",)) == before  # nothing ran
+        assert describe_state(session.instances, ("GorillaFileSystem",)) == before  # nothing ran
         found[index] = verdict
     assert found[1].result is None
     assert "expected boolean" in found[1].reason  # BFCL would have listed
@@ -114,14 +114,14 @@ def test_the_live_mode_survives_forks(env: BfclEnvironment) -> None:
     assert not env.start(TASK).fork().step(ToolCall("ls", {"a": "yes"})).accepted
 
 
-def test_the_state_summary_is_bounded_deterministic_and_follows_the_session(env: BfclEnvironment) -> None:
+def test_the_state_description_is_bounded_deterministic_and_follows_the_session(env: BfclEnvironment) -> None:
     task = load_task("multi_turn_long_context_2")
     session = env.start(task.id)
-    first = state_summary(session.instances, task.involved_classes, 600)
+    first = describe_state(session.instances, task.involved_classes, 600)
     assert len(first) <= 600
-    assert first == state_summary(env.start(task.id).instances, task.involved_classes, 600)
-    assert "0x" not in state_summary(session.instances, task.involved_classes, 100_000)  # no object addresses
+    assert first == describe_state(env.start(task.id).instances, task.involved_classes, 600)
+    assert "0x" not in describe_state(session.instances, task.involved_classes, 100_000)  # no object addresses
     live = env.start(TASK, strict=False)
-    assert '"cwd":"/alex"' in state_summary(live.instances, ("GorillaFileSystem",))
+    assert '"cwd":"/alex"' in describe_state(live.instances, ("GorillaFileSystem",))
     live.step(ToolCall("cd", {"folder": "workspace"}))
-    assert '"cwd":"/alex/workspace"' in state_summary(live.instances, ("GorillaFileSystem",))
+    assert '"cwd":"/alex/workspace"' in describe_state(live.instances, ("GorillaFileSystem",))

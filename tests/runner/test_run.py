@@ -350,12 +350,28 @@ def test_sample_draws_a_seeded_subset_and_tasks_must_exist(tmp_path: Path) -> No
         plan_units(load_grid(grid))
 
 
-def test_the_summary_names_only_what_happened() -> None:
+def test_the_description_names_only_what_happened() -> None:
     quiet = RunReport(planned=3, written=3, tokens=120, seconds=2.04)
-    assert quiet.summary() == "3 of 3 units written in 2.0 s; the run holds 120 agent tokens"
+    assert quiet.describe() == "3 of 3 units written in 2.0 s; the run holds 120 agent tokens"
     busy = RunReport(10, 4, failed=2, resumed=3, rescored=1, tokens=9, usd=0.125, retries=5, aborted="429 storm")
-    assert busy.summary() == (
+    assert busy.describe() == (
         "4 of 10 units written in 0.0 s; the run holds 9 agent tokens, $0.12, 5 LLM requests retried "
         "(429/5xx/408/409/timeouts/connection/bad answers); 3 already done (--resume); 1 rollouts scored from "
         "the file; 2 failed (see failures.jsonl; --resume retries them); stopped early: 429 storm"
+    )
+
+
+def test_the_deprecated_summary_methods_still_describe(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prefix_exec.scoring import ScoreReport
+
+    monkeypatch.setattr("prefix_exec.deprecation._SAID", set())
+    run, score = RunReport(planned=3, written=3, tokens=120, seconds=2.04), ScoreReport(written=2, executable=1)
+    assert (run.summary(), score.summary()) == (run.describe(), score.describe())
+    assert score.describe() == "scored 2 rollouts (1 fully executable)"
+    run.summary()
+    assert capsys.readouterr().err == (
+        "prefix-exec: RunReport.summary() is deprecated; use describe()\n"
+        "prefix-exec: ScoreReport.summary() is deprecated; use describe()\n"
     )

@@ -3,7 +3,7 @@
 The plan is not verified. An answer that fails the structure check (:func:`~prefix_exec.agents.planning.parse_plan`)
 is counted in ``metadata["plan_parse_errors"]`` and handed over as the planner's raw text, labelled as
 unstructured, with the error. The planner (role ``planner``) sees the user's latest message as the goal, the
-tools, the driver's state summary and the earlier turns (:class:`~prefix_exec.agents.planning.PlanRequest`);
+tools, the driver's state description and the earlier turns (:class:`~prefix_exec.agents.planning.PlanRequest`);
 its answer is noted in the transcript with that input. A turn's first proposal is the shared initial plan
 (:func:`initial_plan`, :mod:`~prefix_exec.agents.shared_plan`). :mod:`~prefix_exec.agents.dual_loop` and
 :mod:`~prefix_exec.agents.accept_all` propose the same way and hand their plan over with

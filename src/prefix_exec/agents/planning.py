@@ -185,7 +185,7 @@ def history_text(turns: Sequence[tuple[str, str | None]]) -> str:
 @dataclass(frozen=True)
 class PlanRequest:
     """What the planner and verifier are told: the user's latest message (the goal), the tools, the driver's
-    state summary, the earlier turns (:func:`history_text`, ``""`` for none) and the domain policy the executor's
+    state description, the earlier turns (:func:`history_text`, ``""`` for none) and the domain policy the executor's
     system prompt holds (tau; ``""``: none, as on BFCL, which sends no system prompt). ``turn`` is the user
     turn's index; it is not shown, it keys the turn's shared initial plan (:mod:`~prefix_exec.agents.shared_plan`)."""
 

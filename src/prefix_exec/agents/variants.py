@@ -19,7 +19,7 @@ planning variant (``None``: the user's message goes to the executor as it is), w
 and what a rollout notes of the variant's setting. A new variant is one preparer and one entry here.
 
 Planner and verifier see the same context: the user's latest message as the goal, the tools, the driver's
-state summary, and the earlier turns (user messages and the agent's final answers, clipped; see
+state description, and the earlier turns (user messages and the agent's final answers, clipped; see
 :func:`~prefix_exec.agents.planning.history_text`).
 
 A turn's first proposal is shared by the planning variants of one unit of work (``plan-conditioned``,

@@ -81,7 +81,7 @@ def _add_identity_options(parser: argparse.ArgumentParser) -> None:
 
 
 def finish(report: ScoreReport, out: str) -> int:
-    print(f"prefix-exec: {report.summary()} -> {out}", file=sys.stderr)
+    print(f"prefix-exec: {report.describe()} -> {out}", file=sys.stderr)
     return 2 if report.skipped else 0
 
 

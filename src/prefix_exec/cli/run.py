@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
             flush=True,
         )
         _exit_now(130)
-    print(f"prefix-exec: {report.summary()} -> {args.out}", file=sys.stderr, flush=True)
+    print(f"prefix-exec: {report.describe()} -> {args.out}", file=sys.stderr, flush=True)
     if report.aborted:
         # Units still in flight would go on calling a failing endpoint until they finish, and their results
         # are not written any more; everything written is already on disk.

@@ -28,8 +28,8 @@ Per task (following ``bfcl_eval``'s ``base_handler`` multi-turn loop):
   strict session live, because its guard is the point of the comparison;
 - Y is BFCL's final success rule (:class:`prefix_exec.envs.bfcl.FinalSuccess`) over the rollout's actions
   and the turns played; it executes the same calls the live session executed, so its state is the live one;
-- planners get a state summary per turn, built from the live session before the turn
-  (:func:`prefix_exec.envs.bfcl.summary.state_summary`, at most ``state_chars`` characters).
+- planners get a state description per turn, built from the live session before the turn
+  (:func:`prefix_exec.envs.bfcl.state_description.describe_state`, at most ``state_chars`` characters).
 
 Differences from BFCL's loop, by design: a call whose arguments are not JSON is an action (a schema
 failure) and the model gets the error back instead of the turn ending; the step's other calls run, and Y
@@ -53,7 +53,7 @@ from prefix_exec.drivers.base import Outcome
 from prefix_exec.envs.base import Environment
 from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
 from prefix_exec.envs.bfcl.checker import OWN_LOOP
-from prefix_exec.envs.bfcl.summary import state_summary
+from prefix_exec.envs.bfcl.state_description import describe_state
 from prefix_exec.envs.bfcl.tasks import CATEGORIES, bfcl_module, data_dir, function_docs, load_category
 from prefix_exec.llm.types import ToolSchema
 from prefix_exec.trajectory import Rollout
@@ -239,7 +239,7 @@ class BfclDriver:
             if str(index) in held:
                 episode.tools.extend(tool_schema(d, hint=False) for d in docs if d["name"] in held[str(index)])
                 content = reveal_message()
-            state = state_summary(session.instances, task.involved_classes, self.state_chars)
+            state = describe_state(session.instances, task.involved_classes, self.state_chars)
             result = agent.user_turn(episode, session, content, index, state=state, limit=limit)
             played = index + 1
             if result.capped:

@@ -63,11 +63,11 @@ AGENT_INSTRUCTION = (
 )
 
 
-def state_summary(domain: str, db: Any) -> str:
-    """The planner's compact state summary: the DB's collections and their sizes, never a record.
+def describe_state(domain: str, db: Any) -> str:
+    """The planner's compact state description: the DB's collections and their sizes, never a record.
 
     Planning runs on the first user message, before any lookup; a record's ids in the plan would hand the
-    agent information it never saw (the information check would then be meaningless), so the summary says
+    agent information it never saw (the information check would then be meaningless), so the description says
     what exists, not which.
     """
     fields = type(db).model_fields if hasattr(type(db), "model_fields") else dict(db)
@@ -280,7 +280,7 @@ class TauDriver:
                 str(reply.content),
                 turn,
                 plan=planned,
-                state=state_summary(env.domain.name, env.initial_db(task_id)) if planned else "",
+                state=describe_state(env.domain.name, env.initial_db(task_id)) if planned else "",
                 policy=env.domain.policy if planned else "",
                 limit=horizon,
             )

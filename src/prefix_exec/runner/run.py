@@ -69,7 +69,8 @@ class RunReport:
     seconds: float = 0.0
     aborted: str = ""
 
-    def summary(self) -> str:
+    def describe(self) -> str:
+        """What the run did, in one line (``prefix-exec run`` prints it last)."""
         text = (
             f"{self.written} of {self.planned} units written in {self.seconds:.1f} s; the run holds "
             f"{self.tokens} agent tokens"
@@ -84,6 +85,11 @@ class RunReport:
             (self.aborted, f"; stopped early: {self.aborted}"),
         )
         return text + "".join(clause for shown, clause in clauses if shown)
+
+    def summary(self) -> str:
+        """Deprecated spelling of :meth:`describe` (a summary is the metrics' :class:`~prefix_exec.summary.Summary`)."""
+        deprecated("RunReport.summary()", "describe()")
+        return self.describe()
 
 
 def plan_units(grid: Grid) -> list[Unit]:

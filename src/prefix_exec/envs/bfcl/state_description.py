@@ -1,6 +1,6 @@
-"""A compact, deterministic text summary of a live BFCL session's state, for planners.
+"""A compact, deterministic text description of a live BFCL session's state, for planners.
 
-The summary is one JSON object: per involved stateful class (in the task's order; MathAPI has no state),
+The description is one JSON object: per involved stateful class (in the task's order; MathAPI has no state),
 the public attributes BFCL's own state log shows (``vars(instance)`` without ``_``-prefixed names), plus
 ``cwd`` for the file system (its current directory is private, and plans depend on it). API objects
 (the file system's ``Directory`` and ``File``) become their public attributes; a reference back to an
@@ -29,8 +29,8 @@ MAX_DEPTH = 8
 ENTRY_LIMITS = (8, 4, 2, 1)
 
 
-def state_summary(instances: Mapping[str, Any], classes: tuple[str, ...], max_chars: int = 2000) -> str:
-    """The summary of ``instances`` (class name -> API instance) for ``classes``, at most ``max_chars`` long."""
+def describe_state(instances: Mapping[str, Any], classes: tuple[str, ...], max_chars: int = 2000) -> str:
+    """The description of ``instances`` (class name -> API instance) for ``classes``, at most ``max_chars`` long."""
     if max_chars < 1:
         raise ValueError("max_chars must be >= 1")
     text = ""
