@@ -6,7 +6,7 @@ Both sides play the same scenarios with the same scripted answers from the loopb
 
 - baseline: ToolSandbox's ``Scenario.play`` with its ``OpenAIAPIAgent`` and ``OpenAIAPIUser`` (clients pointed at
   the server) and ``ExecutionEnvironment``, then ``Scenario.evaluation.evaluate``, as its CLI does;
-- prefix-exec: ``ToolSandboxDriver.run`` with the ``react`` variant (the same loop, with our agent role, our
+- prefix-exec: ``ToolSandboxDriver.play`` with the ``react`` variant (the same loop, with our agent role, our
   code building and checks, ToolSandbox's run files written) plus scoring the rollout by live replay.
 
 ToolSandbox's import and scenario build are paid once before either side is timed. The server's own time is
@@ -69,7 +69,7 @@ def baseline(name: str, server: ScriptedServer) -> None:
 
 def ours(name: str, driver: ToolSandboxDriver, server: ScriptedServer) -> None:
     endpoint = EndpointConfig(model="agent", base_url=server.base_url, api_key_env="", max_retries=0)
-    outcome = driver.run(Agent("react", ChatBackend(endpoint)), name)
+    outcome = driver.play(Agent("react", ChatBackend(endpoint)), name)
     rollout = to_rollout(outcome, dataset="toolsandbox", task_id=name, model="agent", method="react", trial=0)
     replay(rollout, driver.env_for(rollout))
 

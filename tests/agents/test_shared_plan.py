@@ -54,7 +54,7 @@ def run(url: str, ticketing: Path, method: str, task: str, **kw: Any) -> Rollout
     backend = ChatBackend(EndpointConfig(model="exec", base_url=url, api_key_env=""))
     plans = kw.pop("plans", None)
     agent = Agent(method, backend, settings=AgentSettings(**kw), plans=plans)
-    return to_rollout(driver.run(agent, task), dataset="ticketing", task_id=task, model="exec", method=method, trial=0)
+    return to_rollout(driver.play(agent, task), dataset="ticketing", task_id=task, model="exec", method=method, trial=0)
 
 
 def test_planning_variants_of_one_unit_share_the_initial_plan(ticketing: Path) -> None:

@@ -34,7 +34,7 @@ def run(server: ScriptedServer, ticketing: Path, method: str, task: str, **kw: A
     verifier = kw.pop("verifier", None)
     agent = Agent(method, backend(server), verifier=verifier, settings=AgentSettings(**kw))
     rollout = to_rollout(
-        driver.run(agent, task), dataset="ticketing", task_id=task, model="exec", method=method, trial=0
+        driver.play(agent, task), dataset="ticketing", task_id=task, model="exec", method=method, trial=0
     )
     return rollout, replay(rollout, driver.environment())
 
@@ -154,7 +154,7 @@ def test_roles_alternate_with_one_leading_system_message(
     before = len(server.requests)
     driver = CustomDriver(ticketing / "tools.yaml")
     for task in ("close-printer", "triage-vpn"):  # triage-vpn calls two tools in one step
-        driver.run(Agent(method, backend(server, tool_mode=tool_mode)), task)
+        driver.play(Agent(method, backend(server, tool_mode=tool_mode)), task)
     for body in server.requests[before:]:
         roles = [m["role"] for m in body["messages"]]
         assert "system" not in roles[1:]
@@ -169,7 +169,9 @@ def test_malformed_tool_call_json_is_a_schema_failure(server: ScriptedServer, ti
     spec.write_text(text.replace("tasks:\n", 'tasks:\n  broken:\n    description: "BROKEN"\n', 1))
     driver = CustomDriver(spec)
     agent = Agent("react", backend(server))
-    rollout = to_rollout(driver.run(agent, "broken"), dataset="t", task_id="broken", model="m", method="react", trial=0)
+    rollout = to_rollout(
+        driver.play(agent, "broken"), dataset="t", task_id="broken", model="m", method="react", trial=0
+    )
     record = replay(rollout, driver.environment())
     assert rollout.actions[0].parse_error
     assert (record.fed, record.label) == (1, FailureLabel.SCHEMA)
@@ -179,7 +181,7 @@ def test_text_tool_mode_runs_the_same_rollout(server: ScriptedServer, ticketing:
     driver = CustomDriver(ticketing / "tools.yaml")
     agent = Agent("react", backend(server, tool_mode="text"))
     rollout = to_rollout(
-        driver.run(agent, "open-vpn-followup"),
+        driver.play(agent, "open-vpn-followup"),
         dataset="t",
         task_id="open-vpn-followup",
         model="m",

@@ -63,7 +63,7 @@ def test_a_missing_module_deep_inside_a_command_names_the_extra(
     def needs_openai(args: object) -> int:
         raise ModuleNotFoundError("No module named 'openai'", name="openai")
 
-    monkeypatch.setattr("prefix_exec.cli.metrics.run", needs_openai)
+    monkeypatch.setattr("prefix_exec.cli.metrics.handle", needs_openai)
     assert main(["metrics", "x.jsonl"]) == 2
     err = capsys.readouterr().err
     assert "pip install 'prefix-exec[llm]'" in err

@@ -30,7 +30,7 @@ def run(server: ScriptedServer, method: str, task_id: str, settings: AgentSettin
     driver = BfclDriver()
     backend = ChatBackend(EndpointConfig(model="m", base_url=server.base_url, api_key_env="", max_retries=0))
     agent = Agent(method, backend, settings=settings or AgentSettings())
-    outcome = driver.run(agent, task_id)
+    outcome = driver.play(agent, task_id)
     rollout = to_rollout(outcome, dataset="bfcl", task_id=task_id, model="m", method=method, trial=0)
     return rollout, replay(rollout, driver.environment())
 

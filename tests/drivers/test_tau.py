@@ -49,7 +49,7 @@ def play(
         for method, task_id in pairs or [(m, t) for m in methods for t in tasks]:
             agent = Agent(method, ChatBackend(endpoint(server, "agent")))
             rollout = to_rollout(
-                driver.run(agent, task_id),
+                driver.play(agent, task_id),
                 dataset=driver.dataset,
                 task_id=task_id,
                 model="agent",
@@ -143,7 +143,7 @@ def test_an_nl_assertion_task_is_judged_nondeterministic_and_its_judge_tokens_ar
     script = TauScript(TauEnvironment(load_domain("retail", data)), RETAIL, harsh_judge=True)
     with ScriptedServer(script) as server:
         driver = TauDriver("retail", user=endpoint(server, "user-sim"), judge=endpoint(server, "judge"), data=str(data))
-        out = driver.run(Agent("react", ChatBackend(endpoint(server, "agent"))), RETAIL[0])
+        out = driver.play(Agent("react", ChatBackend(endpoint(server, "agent"))), RETAIL[0])
         judge_requests = [b for b in server.requests if b["model"] == "judge"]
     assert script.judged == 1
     assert len(judge_requests) == 1
@@ -159,7 +159,7 @@ def test_an_nl_assertion_task_is_judged_nondeterministic_and_its_judge_tokens_ar
     with ScriptedServer(script) as server:  # such a task without a judge cannot be scored
         driver = TauDriver("retail", user=endpoint(server, "user-sim"), data=str(data))
         with pytest.raises(InputError, match="NL_ASSERTION"):
-            driver.run(Agent("react", ChatBackend(endpoint(server, "agent"))), RETAIL[0])
+            driver.play(Agent("react", ChatBackend(endpoint(server, "agent"))), RETAIL[0])
 
 
 # --- against tau2's own orchestrator ---------------------------------------------------------------------
@@ -221,7 +221,7 @@ def against_tau2(
             evaluation_type=evaluator.EvaluationType.ALL,
         )
         driver = TauDriver("airline", user=endpoint(server, "user-sim"), max_steps=max_steps, max_errors=max_errors)
-        out = driver.run(Agent("react", ChatBackend(endpoint(server, "agent"))), "3")
+        out = driver.play(Agent("react", ChatBackend(endpoint(server, "agent"))), "3")
         rollout = to_rollout(out, dataset=driver.dataset, task_id="3", model="agent", method="react", trial=0)
         seen = {
             model: [m["content"] for m in body["messages"] if m["role"] == "tool"]
@@ -353,7 +353,7 @@ def test_a_parallel_call_cannot_use_its_siblings_result_live_or_scored() -> None
         scored = {}
         for method in ("react", "guarded-react"):
             rollout = to_rollout(
-                driver.run(Agent(method, ChatBackend(endpoint(server, "agent"))), "41"),
+                driver.play(Agent(method, ChatBackend(endpoint(server, "agent"))), "41"),
                 dataset=driver.dataset,
                 task_id="41",
                 model="agent",
@@ -380,7 +380,7 @@ def test_tau_planners_see_the_goal_tools_a_state_description_and_the_domain_poli
     script = TauScript(TauEnvironment(domain), ["3"])
     with ScriptedServer(script) as server:
         driver = TauDriver("airline", user=endpoint(server, "user-sim"))
-        rollout = driver.run(Agent("dual-loop", ChatBackend(endpoint(server, "agent"))), "3")
+        rollout = driver.play(Agent("dual-loop", ChatBackend(endpoint(server, "agent"))), "3")
         requests = list(server.requests)
     assert rollout.success == 1
     planning = [b for b in requests if b["model"] == "agent" and not b.get("tools")]

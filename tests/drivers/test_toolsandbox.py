@@ -101,7 +101,7 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], tu
             script.scenario = name
             agent = Agent(method, ChatBackend(endpoint("agent")))
             rollout = to_rollout(
-                driver.run(agent, name), dataset="toolsandbox", task_id=name, model="agent", method=method, trial=0
+                driver.play(agent, name), dataset="toolsandbox", task_id=name, model="agent", method=method, trial=0
             )
             out[(name, method)] = (rollout, replay(rollout, driver.env_for(rollout)), files)
     return out

@@ -1,4 +1,5 @@
-"""The ``prefix-exec`` command line: ``main(argv) -> int``, one thin module per subcommand.
+"""The ``prefix-exec`` command line: ``main(argv) -> int``, one thin module per subcommand (its ``register``
+adds the parser, its ``handle(args) -> int`` runs the command).
 
 Exit codes: 0 success, 1 a check the user asked for failed (for example the demo's calibration), 2 bad
 input or usage. A user's mistake is reported in one paragraph, never as a traceback.
@@ -93,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        code: int = args.run(args)
+        code: int = args.handler(args)
     except InputError as exc:
         # A message may quote a value from a file: a URL in it loses its credentials (prefix_exec.redaction).
         print(f"prefix-exec: error: {redact_text(exc.describe())}", file=sys.stderr)

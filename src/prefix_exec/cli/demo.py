@@ -42,14 +42,14 @@ def register(commands: Any, name: str) -> None:
         help="write into a non-empty folder an earlier demo or report did not write (files an "
         "earlier run listed in its files.json are replaced, others kept)",
     )
-    parser.set_defaults(run=run)
+    parser.set_defaults(handler=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     require("bfcl_eval", "mpmath", "matplotlib", why="the demo scores BFCL tasks and writes the full report")
-    from prefix_exec.demo.run import run as run_demo
+    from prefix_exec.demo.pipeline import write_demo
 
-    result = run_demo(args.out, tasks=args.tasks, seed=args.seed, resamples=args.resamples, overwrite=args.overwrite)
+    result = write_demo(args.out, tasks=args.tasks, seed=args.seed, resamples=args.resamples, overwrite=args.overwrite)
     n = len(result.records)
     print(
         f"prefix-exec demo: {n} SYNTHETIC rollouts scored in {result.seconds:.0f} s -> {args.out}/report.html",

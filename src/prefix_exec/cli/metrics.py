@@ -87,10 +87,10 @@ def register(commands: Any, name: str) -> None:
         "is a model, a method or model/method (two methods are compared within each model; repeatable)",
     )
     parser.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")
-    parser.set_defaults(run=run)
+    parser.set_defaults(handler=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     rows = read_metric_rows(args.records, redact=True)
     if not rows:
         raise InputError("no records found", path=", ".join(args.records), hint="score some rollouts first")

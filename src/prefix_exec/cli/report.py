@@ -70,7 +70,7 @@ def register(commands: Any, name: str) -> None:
         "report listed in its files.json are replaced, others kept)",
     )
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG/SVG plots (no matplotlib needed)")
-    parser.set_defaults(run=run)
+    parser.set_defaults(handler=handle)
 
 
 def _formats(text: str) -> tuple[str, ...]:
@@ -91,7 +91,7 @@ def _depths(text: str) -> tuple[int, ...]:
     return ks
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     if not args.no_plots:
         require("matplotlib", why="the report's figures", alternative="pass --no-plots for a report without figures")
     records = load(args.inputs)

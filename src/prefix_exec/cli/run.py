@@ -79,10 +79,10 @@ def register(subparsers: Any, name: str) -> None:
         metavar="N",
         help="stop after N failed units in a row, e.g. a dead endpoint (default 20; 0 = never)",
     )
-    parser.set_defaults(run=run)
+    parser.set_defaults(handler=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     require("openai", why="the agents call their endpoints with it")
     from prefix_exec.runner.run import run_grid
 

@@ -25,10 +25,10 @@ def register(commands: Any, name: str) -> None:
     parser.add_argument("-n", "--n", type=int, default=200, help="how many tasks to choose (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="tie-break seed (default: %(default)s)")
     parser.add_argument("--out", required=True, metavar="FILE", help="where to write the chosen names")
-    parser.set_defaults(run=run)
+    parser.set_defaults(handler=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     pool = read_labels(args.labels)
     if not 0 <= args.n <= len(pool):
         raise InputError(f"cannot choose {args.n} of the {len(pool)} tasks in the pool", path=args.labels)

@@ -69,10 +69,10 @@ def register(benchmarks: Any, name: str) -> None:
         help="wall-clock bound per API call (default: %(default)s)",
     )
     add_scoring_options(parser)
-    parser.set_defaults(run=run)
+    parser.set_defaults(handler=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     require("bfcl_eval", "mpmath", why="BFCL's tasks and backend classes")
     if bool(args.results) == bool(args.ground_truth):
         raise InputError("give result files or folders, or --ground-truth (not both)")

@@ -44,7 +44,7 @@ def register(benchmarks: Any, name: str) -> None:
     )
     parser.add_argument("rollouts", nargs="+", metavar="ROLLOUTS.jsonl", help="canonical rollout files")
     add_scoring_options(parser)
-    parser.set_defaults(run=run)
+    parser.set_defaults(handler=handle)
 
 
 def read_units(
@@ -171,7 +171,7 @@ def note_schema_only(env: CustomEnvironment, source: str) -> None:
         )
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     env = load_spec(args.tools, hooks=args.hooks, policy=policy_of(args))
     note_schema_only(env, f"{args.tools} ({FORM_NAMES[env.form]})")
     units = read_units(args.rollouts, keep_going=args.keep_going, model=args.model, method=args.method)

@@ -55,10 +55,10 @@ def register(benchmarks: Any, name: str) -> None:
     )
     add_tau2_data_option(parser)
     add_scoring_options(parser)
-    parser.set_defaults(run=run)
+    parser.set_defaults(handler=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     require("inspect_ai", why="inspect_ai's own log reader reads the logs")
     paths = [str(p) for p in log_files(args.logs)]
     sources = InspectSources(

@@ -62,7 +62,7 @@ def register(benchmarks: Any, name: str) -> None:
         "else 'openai')",
     )
     add_scoring_options(parser)  # --model and --method: fixed names instead of fields
-    parser.set_defaults(run=run)
+    parser.set_defaults(handler=handle)
 
 
 def identity_of(args: argparse.Namespace, default_dataset: str) -> Identity:
@@ -75,7 +75,7 @@ def identity_of(args: argparse.Namespace, default_dataset: str) -> Identity:
     return Identity(paths, values, {"method": "default", "trial": 0, "dataset": default_dataset})
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     policy = policy_of(args)
     if args.hooks and not args.tools:
         raise InputError(

@@ -59,7 +59,7 @@ def register(benchmarks: Any, name: str) -> None:
         "or sequential (each sees the results of the calls before it; for harnesses that log steps that way)",
     )
     add_tau2_data_option(parser)
-    parser.set_defaults(run=run)
+    parser.set_defaults(handler=handle)
 
 
 def add_tau2_data_option(parser: argparse.ArgumentParser) -> None:
@@ -71,7 +71,7 @@ def add_tau2_data_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     require("tau2", "loguru", why="tau2's domains replay the calls")
     if args.resume:
         _refuse_old_layout(args.out)

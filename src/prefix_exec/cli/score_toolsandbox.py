@@ -55,10 +55,10 @@ def register(benchmarks: Any, name: str) -> None:
         help="rollouts that hit an environment fault: score and flag them (default), or skip and list them",
     )
     add_scoring_options(parser)
-    parser.set_defaults(run=run)
+    parser.set_defaults(handler=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     options = ImportOptions(
         model=args.model,
         method=args.method,

@@ -4,5 +4,5 @@
 - :mod:`.agents`: synthetic "agents" (seeded operator mixes) standing in for methods;
 - :mod:`.bfcl`: ground truth, docs, the raw-API witness and BFCL's final success;
 - :mod:`.calibration`: injected against detected label and depth;
-- :mod:`.run`: the pipeline behind ``prefix-exec demo``.
+- :mod:`.pipeline`: the pipeline behind ``prefix-exec demo`` (:func:`~.pipeline.write_demo`).
 """

@@ -1,4 +1,4 @@
-"""Benchmark drivers: run an agent on a benchmark's tasks and produce canonical rollouts."""
+"""Benchmark drivers: play an agent on a benchmark's tasks and produce canonical rollouts."""
 
 from prefix_exec.drivers.base import Driver, Outcome, to_rollout
 

@@ -1,4 +1,4 @@
-"""What the runner needs from a benchmark driver: its tasks, its environment, and one agent run per task."""
+"""What the runner needs from a benchmark driver: its tasks, its environment, and one played episode per task."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from prefix_exec.trajectory import Rollout
 
 @dataclass(frozen=True)
 class Outcome:
-    """One finished agent run: the episode, the benchmark's final success Y (0/1) and driver notes."""
+    """One played episode: the agent's episode, the benchmark's final success Y (0/1) and driver notes."""
 
     episode: Episode
     success: int
@@ -38,13 +38,14 @@ class Driver(Protocol):
         """The environment that scores ``rollout``: the same one, seeing what the agent saw."""
         ...
 
-    def run(self, agent: Agent, task_id: str, trial: int = 0) -> Outcome:
-        """Run ``agent`` on one task from its initial state. ``trial`` seeds a driver's own LLMs (a user simulator)."""
+    def play(self, agent: Agent, task_id: str, trial: int = 0) -> Outcome:
+        """Play one episode of ``agent`` on ``task_id`` from its initial state; ``trial`` seeds the driver's own
+        LLMs (a user simulator)."""
         ...
 
 
 def to_rollout(outcome: Outcome, *, dataset: str, task_id: str, model: str, method: str, trial: int) -> Rollout:
-    """The canonical rollout of a run: actions, Y, the full transcript, agent cost and metadata."""
+    """The canonical rollout of a played episode: actions, Y, the full transcript, agent cost and metadata."""
     episode = outcome.episode
     return Rollout(
         dataset=dataset,

@@ -224,7 +224,7 @@ class BfclDriver:
     def env_for(self, rollout: Rollout) -> Environment:
         return self._env
 
-    def run(self, agent: Agent, task_id: str, trial: int = 0) -> Outcome:
+    def play(self, agent: Agent, task_id: str, trial: int = 0) -> Outcome:
         task = self._env.task(task_id)
         turns, held = questions(task.category)[task_id]
         held_names = {name for names in held.values() for name in names}

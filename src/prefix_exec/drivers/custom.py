@@ -50,7 +50,7 @@ class CustomDriver:
     def env_for(self, rollout: Rollout) -> Environment:
         return self._env
 
-    def run(self, agent: Agent, task_id: str, trial: int = 0) -> Outcome:
+    def play(self, agent: Agent, task_id: str, trial: int = 0) -> Outcome:
         session: CustomSession = self._env.start(task_id)
         state = json.dumps(session.state, sort_keys=True)[: self.state_chars]
         episode = agent.start(SYSTEM.format(name=self._env.name), self.tools)

@@ -199,7 +199,7 @@ class TauDriver:
                 ]
         return self._pool.bind(replace(rollout, transcript=tuple(view)))
 
-    def run(self, agent: Agent, task_id: str, trial: int = 0) -> Outcome:
+    def play(self, agent: Agent, task_id: str, trial: int = 0) -> Outcome:
         tau = _tau2()
         msg = tau["message"]
         env = self._pool.part(task_id)

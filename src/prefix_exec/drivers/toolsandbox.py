@@ -97,7 +97,7 @@ class ToolSandboxDriver:
         env = ToolSandboxEnvironment(lambda _task: facts)
         return env
 
-    def run(self, agent: Agent, task_id: str, trial: int = 0) -> Outcome:
+    def play(self, agent: Agent, task_id: str, trial: int = 0) -> Outcome:
         ctx = toolsandbox("context")
         scenario = self._env.scenario(task_id)
         role = _agent_role(agent, self._env.facts(task_id), scenario.max_messages)

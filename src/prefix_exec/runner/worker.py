@@ -84,7 +84,7 @@ class UnitWorker:
         started = time.perf_counter()
         try:
             driver = self.driver(unit.dataset)
-            outcome = driver.run(self.agent(unit), unit.task_id, unit.trial)
+            outcome = driver.play(self.agent(unit), unit.task_id, unit.trial)
             rollout = to_rollout(
                 outcome,
                 dataset=unit.dataset,

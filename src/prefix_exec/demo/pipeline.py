@@ -75,7 +75,7 @@ def synthesize(tasks: int, seed: int) -> list[Rollout]:
     return rollouts
 
 
-def run(
+def write_demo(
     out: str | Path,
     *,
     tasks: int = 200,
