@@ -12,7 +12,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
-from prefix_exec.domains import read_key
 from prefix_exec.errors import InputError
 from prefix_exec.jsonl import JsonlWriter as JsonlWriter
 from prefix_exec.jsonl import UnitKey
@@ -23,6 +22,7 @@ from prefix_exec.jsonl import utf8_lines as utf8_lines
 from prefix_exec.methods import split_verifier_variants, verifier_setting
 from prefix_exec.redaction import redact_json, redact_text
 from prefix_exec.tasksets import task_set_of
+from prefix_exec.tau3 import read_key
 from prefix_exec.trajectory import (
     CallCost,
     FailureLabel,

@@ -8,7 +8,7 @@ draws. :func:`to_json` is the machine-readable form of a summary.
 
 A dataset of several domains (tau3: airline + retail, task ids ``airline/18``) is one condition per (model,
 method) over all its tasks, as the paper reports it; :attr:`Summary.domains` adds each domain on its own as an
-extra view (:mod:`prefix_exec.domains`).
+extra view (:mod:`prefix_exec.tau3`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from prefix_exec import metrics
-from prefix_exec.domains import view_name
 from prefix_exec.selection import Selector, pair_conditions
 from prefix_exec.stats import (
     DEFAULT_LEVEL,
@@ -34,6 +33,7 @@ from prefix_exec.stats import (
     paired_difference,
     wilson_interval,
 )
+from prefix_exec.tau3 import view_name
 from prefix_exec.trajectory import MetricRow
 
 Condition = tuple[str, str, str]
@@ -134,7 +134,7 @@ class Summary:
     replicates: dict[Condition, dict[str, np.ndarray]] = field(repr=False)
     task_sums: dict[Condition, TaskSums] = field(repr=False, default_factory=dict)
     tasks: dict[str, tuple[str, ...]] = field(repr=False, default_factory=dict)
-    #: The extra per-domain view of pooled datasets (:mod:`prefix_exec.domains`): a summary of its own whose
+    #: The extra per-domain view of pooled datasets (:mod:`prefix_exec.tau3`): a summary of its own whose
     #: datasets are ``<dataset>-<domain>``, each domain bootstrapped on its own tasks; ``None`` when no
     #: dataset holds two or more domains.
     domains: Summary | None = field(repr=False, default=None)

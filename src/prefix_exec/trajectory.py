@@ -302,7 +302,7 @@ class MetricRow(Unit):
     label: str | None = None
     #: ``metadata.tau2.task_set`` (:mod:`prefix_exec.tasksets`), when the record says.
     task_set: str | None = None
-    #: The domain of a pooled dataset's record (``airline`` for tau3's ``airline/18``; :mod:`prefix_exec.domains`).
+    #: The domain of a pooled dataset's record (``airline`` for tau3's ``airline/18``; :mod:`prefix_exec.tau3`).
     domain: str | None = None
     #: The dataset an old-layout record said (``tau3-airline``) before it was read as the pooled one.
     renamed_from: str | None = None

@@ -13,7 +13,6 @@ from typing import Any
 from prefix_exec import tasksets
 from prefix_exec.cli.common import add_summary_options, ci_depth, condition_pair
 from prefix_exec.coverage import coverage_warnings
-from prefix_exec.domains import legacy_note
 from prefix_exec.errors import InputError
 from prefix_exec.io import METRIC_FIELDS, read_metric_rows
 from prefix_exec.report.cost import row_costs
@@ -28,6 +27,7 @@ from prefix_exec.report.paired import (
     sensitivity_table,
 )
 from prefix_exec.summary import DEFAULT_CI_DEPTH, PairedComparison, Summary, summarize, to_json
+from prefix_exec.tau3 import legacy_note
 
 FORMATS = ("csv", "json", "md")
 

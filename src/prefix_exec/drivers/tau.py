@@ -40,7 +40,6 @@ from typing import Any
 
 from prefix_exec.agents.episode import Episode, render
 from prefix_exec.agents.variants import Agent
-from prefix_exec.domains import TAU3, local_id, qualify
 from prefix_exec.drivers.base import Outcome
 from prefix_exec.drivers.tau_horizon import MAX_ERRORS, MAX_STEPS, Horizon, failed_calls
 from prefix_exec.envs.tau import RolloutEnvironment, TauEnvironment, load_domain
@@ -52,6 +51,7 @@ from prefix_exec.envs.tau.tasks import paper_task_ids
 from prefix_exec.errors import InputError
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.llm.types import ToolSchema
+from prefix_exec.tau3 import TAU3, local_id, qualify
 from prefix_exec.trajectory import Rollout, ToolCall
 
 FIRST_AGENT_MESSAGE = "Hi! How can I help you today?"
@@ -135,7 +135,7 @@ def _tau2() -> dict[str, Any]:
 
 class TauDriver:
     """``domain`` is ``airline``, ``retail`` or both (a sequence): one dataset, ``tau3`` unless ``dataset``
-    says otherwise, whose task ids are qualified with their domain (``airline/18``, :mod:`prefix_exec.domains`)
+    says otherwise, whose task ids are qualified with their domain (``airline/18``, :mod:`prefix_exec.tau3`)
     and which the live and the scoring environments route to that domain's environment. The tasks are the
     paper's set (50 airline + 114 retail) unless the grid lists some.
 

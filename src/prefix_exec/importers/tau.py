@@ -9,7 +9,7 @@ exactly one :class:`~prefix_exec.trajectory.Rollout`:
 - ``model``: ``info.agent_info.llm`` unless overridden; ``method``: ``info.agent_info.implementation``
   (``llm_agent``) unless overridden;
 - ``dataset``: ``tau3``, one dataset for both domains, and ``task_id`` qualified with the domain
-  (``airline/18``; :mod:`prefix_exec.domains`): the domains number their tasks independently. The domain,
+  (``airline/18``; :mod:`prefix_exec.tau3`): the domains number their tasks independently. The domain,
   from ``info.environment_info.domain_name`` (or ``--domain``), is also ``metadata.domain``;
 - ``transcript``: the messages (role, content, tool calls, ids, error flags), which the environment uses
   for the information-availability check;
@@ -31,11 +31,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from prefix_exec.domains import TAU3, qualify
 from prefix_exec.envs.tau.dispatch import depth_error
 from prefix_exec.envs.tau.domain import Provenance
 from prefix_exec.errors import InputError
 from prefix_exec.jsonl import check_regular_file
+from prefix_exec.tau3 import TAU3, qualify
 from prefix_exec.trajectory import Observation, Rollout, Skipped, ToolCall
 
 REWARD_TOLERANCE = 1e-9

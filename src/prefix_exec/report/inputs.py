@@ -14,10 +14,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from prefix_exec import methods
-from prefix_exec.domains import read_key
 from prefix_exec.errors import InputError
 from prefix_exec.io import read_records
 from prefix_exec.jsonl import UnitKey, expand_inputs
+from prefix_exec.tau3 import read_key
 from prefix_exec.trajectory import MetricRow, PrefixRecord
 
 RUN_DIR_PATTERN = "records*.jsonl"

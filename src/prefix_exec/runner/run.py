@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import TextIO
 
 from prefix_exec.deprecation import deprecated
-from prefix_exec.domains import legacy
 from prefix_exec.drivers.base import Driver
 from prefix_exec.errors import InputError
 from prefix_exec.io import JsonlWriter, completed_keys, read_rollouts, record_to_json, rollout_to_json
@@ -44,6 +43,7 @@ from prefix_exec.runner.launchers import launch
 from prefix_exec.runner.plan_store import PLANS, PlanStore
 from prefix_exec.runner.progress import Progress
 from prefix_exec.runner.worker import UnitResult
+from prefix_exec.tau3 import legacy
 from prefix_exec.trajectory import Rollout, Unit
 
 ROLLOUTS, RECORDS, FAILURES, CACHE, GRID_COPY = (

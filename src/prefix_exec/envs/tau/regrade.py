@@ -17,7 +17,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from prefix_exec.domains import qualify
 from prefix_exec.envs.tau.dispatch import run_tool
 from prefix_exec.envs.tau.results import LoadedResults, ReadResults
 from prefix_exec.envs.tau.session import TauEnvironment
@@ -25,6 +24,7 @@ from prefix_exec.envs.tau.state import RecordTexts, db_json, lazy_db
 from prefix_exec.envs.tau.tasks import expected_actions
 from prefix_exec.errors import InputError
 from prefix_exec.jsonl import UnitKey
+from prefix_exec.tau3 import qualify
 from prefix_exec.trajectory import Rollout
 
 

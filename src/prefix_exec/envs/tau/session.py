@@ -35,7 +35,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from prefix_exec.domains import local_id
 from prefix_exec.envs.tau.binding import binding_error
 from prefix_exec.envs.tau.dispatch import run_tool
 from prefix_exec.envs.tau.domain import Domain, to_json_text
@@ -43,6 +42,7 @@ from prefix_exec.envs.tau.information import Evidence, Timeline, call_messages, 
 from prefix_exec.envs.tau.labels import label_error
 from prefix_exec.envs.tau.state import WriteFlag, fork_db, lazy_db
 from prefix_exec.envs.tau.tasks import apply_initial_state, expected_actions
+from prefix_exec.tau3 import local_id
 from prefix_exec.trajectory import FailureLabel, Rollout, ToolCall, Verdict
 
 _SCHEMA_EXCEPTIONS = ("TypeError", "KeyError", "AttributeError", "ValidationError", "IndexError")
@@ -69,7 +69,7 @@ class TauEnvironment:
         self._initial: dict[str, Any] = {}
 
     def task(self, task_id: str) -> Mapping[str, Any]:
-        """The raw task definition of ``airline/18`` or ``18`` (:mod:`prefix_exec.domains`). Raises
+        """The raw task definition of ``airline/18`` or ``18`` (:mod:`prefix_exec.tau3`). Raises
         ``KeyError`` for an unknown id, or one qualified with another domain."""
         return self.tasks[local_id(self.domain.name, task_id)]
 

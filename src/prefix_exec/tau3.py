@@ -1,4 +1,4 @@
-"""Datasets made of several domains: domain-qualified task ids, the per-domain names, and the old layout.
+"""tau3, one dataset made of tau's domains: domain-qualified task ids, the per-domain names, and the old layout.
 
 tau3 is one dataset of 164 tasks, 50 airline and 114 retail, as the paper reports it. The two domains number
 their tasks independently ("18" is an airline task and a retail task), so a pooled dataset's task id carries its
@@ -8,7 +8,9 @@ rows are named ``<dataset>-<domain>`` (``tau3-airline``, ``tau3-retail``).
 
 Records written before the pooling say dataset ``tau3-airline`` or ``tau3-retail`` with a bare task id. They
 are read as the pooled layout (:func:`legacy`): dataset ``tau3``, the id qualified, the domain in metadata.
-Nothing here imports a benchmark.
+Nothing here imports a benchmark: the readers (:mod:`prefix_exec.io`, :mod:`prefix_exec.summary`, the report's
+inputs) key records with it, so it sits beside them rather than in :mod:`prefix_exec.envs.tau`. A record of any
+other dataset that names its domain in ``metadata.domain`` gets the same per-domain view.
 """
 
 from __future__ import annotations

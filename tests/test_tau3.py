@@ -1,4 +1,4 @@
-"""Domain-qualified task ids and the old per-domain tau layout (prefix_exec.domains), and how the readers use them."""
+"""Domain-qualified task ids and the old per-domain tau layout (prefix_exec.tau3), and how the readers use them."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prefix_exec.domains import domain_of, legacy, local_id, qualify, read_key, view_name
 from prefix_exec.errors import InputError
 from prefix_exec.io import read_metric_rows, read_records, record_from_json
+from prefix_exec.tau3 import domain_of, legacy, local_id, qualify, read_key, view_name
 
 bare_ids = st.text(alphabet="0123456789abc_-", min_size=1, max_size=6)
 
