@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from fakes import ticketing_agent  # noqa: E402
 from fakes.openai_server import ScriptedServer  # noqa: E402
-from prefix_exec.runner.run import run_grid  # noqa: E402
+from prefix_exec.runner.run_dir import run_grid  # noqa: E402
 
 GRID = """
 seed = 0

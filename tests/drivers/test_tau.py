@@ -279,7 +279,7 @@ def test_horizon_settings_are_checked(limits: dict[str, int]) -> None:
 def test_grid_with_a_tau_dataset(tmp_path: Any) -> None:
     from prefix_exec.envs.tau import TauEnvironment, load_domain
     from prefix_exec.io import read_records, read_rollouts
-    from prefix_exec.runner.run import run_grid
+    from prefix_exec.runner.run_dir import run_grid
 
     # One task: two trials of two methods are enough to see the seeds and the grid's bookkeeping.
     script = TauScript(TauEnvironment(load_domain("airline")), AIRLINE[:1])

@@ -13,7 +13,7 @@ GRID = Path(__file__).resolve().parents[2] / "examples" / "paper-grid.toml"
 
 
 def test_the_paper_grid_has_the_papers_units(monkeypatch: pytest.MonkeyPatch) -> None:
-    from prefix_exec.runner.run import plan_units
+    from prefix_exec.runner.run_dir import plan_units
 
     monkeypatch.setenv("OPENAI_API_KEY", "placeholder")
     monkeypatch.delenv("RAPID_API_KEY", raising=False)

@@ -21,7 +21,7 @@ from prefix_exec.errors import InputError
 from prefix_exec.io import read_records, read_rollouts
 from prefix_exec.replay import replay
 from prefix_exec.runner import load_grid
-from prefix_exec.runner.run import RunReport, call_prices, plan_units, run_grid
+from prefix_exec.runner.run_dir import RunReport, call_prices, plan_units, run_grid
 
 if TYPE_CHECKING:
     from runner.conftest import RaySession

@@ -22,7 +22,7 @@ from grid_files import served_model, table
 from prefix_exec.cli import main
 from prefix_exec.io import read_records
 from prefix_exec.runner.plan_store import PlanStore
-from prefix_exec.runner.run import run_grid
+from prefix_exec.runner.run_dir import run_grid
 from prefix_exec.trajectory import PrefixRecord
 
 TASKS = ["multi_turn_base_0", "multi_turn_base_1", "multi_turn_base_3", "multi_turn_base_4"]

@@ -11,7 +11,7 @@ from fakes.openai_server import ScriptedServer
 from fakes.toolsandbox_agent import ToolSandboxScript
 from grid_files import served_model, table
 from prefix_exec.runner.launchers import run_local
-from prefix_exec.runner.run import run_grid
+from prefix_exec.runner.run_dir import run_grid
 
 if TYPE_CHECKING:
     from runner.conftest import RaySession

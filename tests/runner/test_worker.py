@@ -15,7 +15,7 @@ from prefix_exec.io import record_to_json, rollout_to_json
 from prefix_exec.jsonl import dumps
 from prefix_exec.methods import METHODS
 from prefix_exec.runner import load_grid
-from prefix_exec.runner.run import plan_units
+from prefix_exec.runner.run_dir import plan_units
 from prefix_exec.runner.worker import UnitResult, UnitWorker
 from prefix_exec.trajectory import PrefixRecord, Rollout, Unit
 

@@ -84,7 +84,7 @@ def register(subparsers: Any, name: str) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     require("openai", why="the agents call their endpoints with it")
-    from prefix_exec.runner.run import run_grid
+    from prefix_exec.runner.run_dir import run_grid
 
     try:
         report = run_grid(

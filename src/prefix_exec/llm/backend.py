@@ -162,7 +162,7 @@ class ChatBackend:
     ) -> Completion:
         """One answer to ``messages``; ``tools`` empty means a plain text answer is wanted.
 
-        Raises :class:`BackendError` when the endpoint cannot answer within the retry budget.
+        Raises :class:`BackendError` when the endpoint cannot answer within ``max_retries`` retries.
         """
         try:
             return self._complete(messages, tools, role)

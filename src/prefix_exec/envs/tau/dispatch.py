@@ -3,7 +3,7 @@
 Names come from untrusted files: the model's tool calls (replay, ``--regrade``), a task's
 ``initialization_actions`` (``func_name``) and its ``message_history`` calls. None may choose a method by
 ``getattr`` alone: ``__init__`` or ``use_tool`` (tau2's generic dispatcher, whose ``tool_name`` argument would
-reach tau2's ``eval``-based ``calculate``) are not tools. :func:`run_tool` accepts only the domain's agent tools
+reach tau2's ``eval``-based ``calculate``) are not tools. :func:`invoke_tool` accepts only the domain's agent tools
 (tau2's ``get_tools()``, :attr:`Domain.tools`), answers any other name with tau2's own ``Tool 'x' not found.``,
 and runs ``calculate`` as our bounded syntax-tree version (:func:`~prefix_exec.envs.tau.binding.calculate_call`)
 everywhere. Arguments nested past :data:`MAX_DEPTH` are refused before anything copies them (``copy.deepcopy``
@@ -38,7 +38,7 @@ def depth_error(value: Any, limit: int = MAX_DEPTH) -> str | None:
     return None
 
 
-def run_tool(domain: Domain, toolkit: Any, name: str, arguments: Mapping[str, Any]) -> Any:
+def invoke_tool(domain: Domain, toolkit: Any, name: str, arguments: Mapping[str, Any]) -> Any:
     """Run ``name(**arguments)`` on ``toolkit`` (a toolkit of ``domain``) as tau2's ``use_tool`` does, for
     allowed names only. Raises what tau2 would: ``ValueError("Tool 'x' not found.")`` for a name that is not
     an agent tool of the domain, or the tool's own exception; ``ValueError`` for arguments nested too deep."""

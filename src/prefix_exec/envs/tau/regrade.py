@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from prefix_exec.envs.tau.dispatch import run_tool
+from prefix_exec.envs.tau.dispatch import invoke_tool
 from prefix_exec.envs.tau.results import LoadedResults, ReadResults
 from prefix_exec.envs.tau.session import TauEnvironment
 from prefix_exec.envs.tau.state import RecordTexts, db_json, lazy_db
@@ -81,8 +81,8 @@ def db_hash(env: TauEnvironment, task_id: str, calls: Iterable[tuple[str, Mappin
     for name, arguments in calls:
         spec = env.domain.tools.get(name)
         flag.writing = spec is None or not spec.read_only
-        try:  # only the domain's tools run, calculate as our bounded version (dispatch.run_tool)
-            run_tool(env.domain, toolkit, name, arguments if isinstance(arguments, Mapping) else {})
+        try:  # only the domain's tools run, calculate as our bounded version (dispatch.invoke_tool)
+            invoke_tool(env.domain, toolkit, name, arguments if isinstance(arguments, Mapping) else {})
         except Exception:  # a failing call leaves the DB as tau2 leaves it; the evaluator ignores the error
             pass
         finally:

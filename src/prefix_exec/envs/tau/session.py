@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prefix_exec.envs.tau.binding import binding_error
-from prefix_exec.envs.tau.dispatch import run_tool
+from prefix_exec.envs.tau.dispatch import invoke_tool
 from prefix_exec.envs.tau.domain import Domain, to_json_text
 from prefix_exec.envs.tau.information import Evidence, Timeline, call_messages, conversation_timeline, unseen
 from prefix_exec.envs.tau.labels import label_error
@@ -321,7 +321,7 @@ def _execute(env: TauEnvironment, db: Any, flag: WriteFlag, call: ToolCall, *, w
     flag.writing = writing
     try:
         # only the domain's tools; an unknown name fails with tau2's "Tool 'x' not found." message
-        return True, run_tool(env.domain, toolkit, call.name, call.arguments)
+        return True, invoke_tool(env.domain, toolkit, call.name, call.arguments)
     except Exception as exc:  # tau2 reports every tool exception as an error message; so do we
         return False, exc
     finally:

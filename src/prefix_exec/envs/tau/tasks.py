@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from prefix_exec.envs.tau.dispatch import MAX_DEPTH, depth_error, run_tool
+from prefix_exec.envs.tau.dispatch import MAX_DEPTH, depth_error, invoke_tool
 from prefix_exec.envs.tau.domain import Domain, import_tau2
 from prefix_exec.errors import InputError
 
@@ -151,7 +151,7 @@ def apply_initial_state(domain: Domain, task: Mapping[str, Any]) -> Any:
         db = db.model_copy(deep=True)
     toolkit = domain.make_toolkit(db)
     for index, action in enumerate(actions):
-        _run_initial(domain, toolkit, task, action, required=index < required)
+        _invoke_initial(domain, toolkit, task, action, required=index < required)
     return toolkit.db
 
 
@@ -186,10 +186,10 @@ def _initial_state(task: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, l
     return data, actions, len(init_actions)
 
 
-def _run_initial(
+def _invoke_initial(
     domain: Domain, toolkit: Any, task: Mapping[str, Any], action: Mapping[str, Any], *, required: bool
 ) -> None:
-    """Run one initial action on ``toolkit``. A ``required`` one (an initialization action) that is not a tool of
+    """Invoke one initial action on ``toolkit``. A ``required`` one (an initialization action) that is not a tool of
     the domain, or fails, raises :class:`InputError`; a failing call of the message history changes nothing."""
     name = action["func_name"]
     if action["env_type"] != "assistant":
@@ -204,7 +204,7 @@ def _run_initial(
             hint=f"{domain.name}'s tools: {', '.join(sorted(domain.tools))}",
         )
     try:
-        run_tool(domain, toolkit, str(name), arguments)
+        invoke_tool(domain, toolkit, str(name), arguments)
     except Exception as exc:
         if required:
             raise InputError(f"task {task.get('id')}: initialization action {name} fails: {exc}") from None
