@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from prefix_exec.envs.bfcl.environment import WIDENED
-from prefix_exec.envs.bfcl.errors import C, D, P, S
+from prefix_exec.envs.bfcl.labels import C, D, P, S
 from prefix_exec.trajectory import FailureLabel, ToolCall
 
 Calls = tuple[ToolCall, ...]
@@ -44,7 +44,7 @@ Witness = Callable[[Calls], int | None]
 #: Function docs by tool name (BFCL's JSON docs), for type-aware mutations.
 Docs = Mapping[str, Mapping[str, Any]]
 
-# The labels by BFCL's short names (envs.bfcl.errors), plus the one its error table never gives.
+# The labels by BFCL's short names (envs.bfcl.labels), plus the one its error table never gives.
 INFO = FailureLabel.INFORMATION
 
 

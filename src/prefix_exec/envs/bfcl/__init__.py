@@ -4,7 +4,7 @@
 - :mod:`.calls` decodes call strings with ``ast`` (literal arguments only, never ``eval``);
 - :mod:`.api_classes` builds fresh, isolated API instances per rollout;
 - :mod:`.invocation` invokes one call under a static cost bound and a wall-clock bound;
-- :mod:`.errors` maps the APIs' errors to failure labels;
+- :mod:`.labels` maps the APIs' errors to failure labels;
 - :mod:`.environment` is the :class:`~prefix_exec.envs.base.Environment` (per-action checks);
 - :mod:`.checker` is BFCL's final-success rule on the safe invocation;
 - :mod:`.sample` is our deterministic 4 x 50 stratified sample (``stratified-200``; not the paper's ids).

@@ -43,7 +43,7 @@ from typing import Any
 
 from prefix_exec.envs.bfcl import api_classes, information, invocation
 from prefix_exec.envs.bfcl.calls import check_name
-from prefix_exec.envs.bfcl.errors import label_error, soft_signals
+from prefix_exec.envs.bfcl.labels import label_error, soft_signals
 from prefix_exec.envs.bfcl.tasks import BfclTask, function_docs, load_task
 from prefix_exec.envs.tau.information import Evidence
 from prefix_exec.trajectory import FailureLabel, ToolCall, Verdict

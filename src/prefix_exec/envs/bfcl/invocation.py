@@ -40,7 +40,7 @@ from typing import Any
 from prefix_exec import budget
 from prefix_exec.envs.bfcl import api_classes
 from prefix_exec.envs.bfcl.calls import check_name
-from prefix_exec.envs.bfcl.errors import error_of
+from prefix_exec.envs.bfcl.labels import error_of
 
 #: Largest integer result ``power`` may compute, in bits (about 315,000 decimal digits).
 MAX_RESULT_BITS = 1 << 20
