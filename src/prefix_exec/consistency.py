@@ -10,7 +10,7 @@ A record holds our verdict of each replayed call and, on the call, what the run 
   outcome (an error flag, or a reply the error pattern matches).
 
 :class:`Consistency` collects one scoring run's entries (``score_to_file``'s ``on_record``) and writes the
-report: a JSON list of :meth:`Disagreement.to_json`, and a summary on stderr.
+report: a JSON list of :meth:`Disagreement.to_json`, and one line on stderr.
 """
 
 from __future__ import annotations
@@ -65,8 +65,8 @@ class Disagreement:
 Compare = Callable[[PrefixRecord], tuple[list[Disagreement], int]]
 
 
-def summarize(entries: Iterable[Disagreement]) -> dict[str, int]:
-    """Counts by kind, for the command's summary line."""
+def count_kinds(entries: Iterable[Disagreement]) -> dict[str, int]:
+    """Counts by kind, for the command's line on stderr."""
     counts: dict[str, int] = {}
     for entry in entries:
         counts[entry.kind] = counts.get(entry.kind, 0) + 1
@@ -78,7 +78,7 @@ class Consistency:
     """The consistency check of one scoring run, fed one record at a time (``score_to_file``'s ``on_record``):
     the disagreements found, how many calls had a recorded outcome to compare, and the units scored.
 
-    ``compare`` judges one record; ``theirs`` names the recorded side in the summary line (``recorded error flag``
+    ``compare`` judges one record; ``theirs`` names the recorded side in the line on stderr (``recorded error flag``
     for tau, ``recorded outcome`` for the generic environment).
     """
 
@@ -122,7 +122,7 @@ class Consistency:
             agrees = f"replay agrees with every {self.theirs} ({self.calls} calls)"
             print(f"prefix-exec: consistency: {agrees} -> {path}", file=log)
             return
-        counts = ", ".join(f"{n} {kind}" for kind, n in sorted(summarize(entries).items()))
+        counts = ", ".join(f"{n} {kind}" for kind, n in sorted(count_kinds(entries).items()))
         print(
             f"prefix-exec: consistency: {len(entries)} disagreement(s) ({counts}) in {self.calls} calls compared "
             f"-> {path}",

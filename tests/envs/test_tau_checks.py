@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prefix_exec.envs.tau.consistency import disagreements, summarize
+from prefix_exec.envs.tau.consistency import count_kinds, disagreements
 from prefix_exec.envs.tau.information import Evidence, identifier_arguments, unseen
 from prefix_exec.envs.tau.labels import ERROR_TABLE, label_error
 from prefix_exec.trajectory import FailureLabel, Observation, PrefixRecord, ToolCall, Verdict
@@ -159,7 +159,7 @@ def test_consistency_lists_both_directions() -> None:
     (entry,) = disagreements(extra)
     assert (entry.recorded_error, entry.replay_accepted, entry.kind) == (False, False, "extra-check")
     assert "recorded accepted; replay rejected (information" in entry.describe()
-    assert summarize(disagreements(skew) + disagreements(extra)) == {"env-skew": 1, "extra-check": 1}
+    assert count_kinds(disagreements(skew) + disagreements(extra)) == {"env-skew": 1, "extra-check": 1}
 
 
 def test_calls_without_a_recorded_flag_are_not_compared() -> None:

@@ -33,13 +33,13 @@ def binding_error(spec: ToolSpec, arguments: Any) -> str | None:
         try:
             spec.params.model_validate(dict(arguments), strict=True)
         except ValueError as exc:  # pydantic.ValidationError subclasses ValueError
-            problems.append(_summarize(exc))
+            problems.append(_describe_error(exc))
     if problems:
         return f"{spec.name}: " + "; ".join(problems)
     return None
 
 
-def _summarize(exc: Exception) -> str:
+def _describe_error(exc: Exception) -> str:
     errors = getattr(exc, "errors", None)
     if not callable(errors):
         return str(exc).splitlines()[0]

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from prefix_exec.consistency import Compare, Disagreement, summarize
+from prefix_exec.consistency import Compare, Disagreement, count_kinds
 from prefix_exec.consistency import Consistency as Collector
 from prefix_exec.trajectory import PrefixRecord
 
-__all__ = ["Consistency", "Disagreement", "compare", "compared", "disagreements", "summarize"]
+__all__ = ["Consistency", "Disagreement", "compare", "compared", "count_kinds", "disagreements"]
 
 
 def disagreements(record: PrefixRecord) -> list[Disagreement]:
