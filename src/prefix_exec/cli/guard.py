@@ -75,10 +75,10 @@ def register(commands: Any, name: str) -> None:
     parser.add_argument("--listen", metavar="HOST:PORT", help="serve Streamable HTTP here (with --upstream)")
     parser.add_argument("--upstream", metavar="URL", help="the MCP server's Streamable HTTP endpoint (with --listen)")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the MCP server to run")
-    parser.set_defaults(run=run)
+    parser.set_defaults(handler=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     command = list(args.command[1:] if args.command[:1] == ["--"] else args.command)
     http = args.listen is not None or args.upstream is not None
     _check_usage(args, command, http)
