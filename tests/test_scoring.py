@@ -11,8 +11,9 @@ import pytest
 
 from prefix_exec.errors import InputError
 from prefix_exec.io import read_records
-from prefix_exec.scoring import Scorable, paired, score_to_file
+from prefix_exec.scoring import Scorable, numbered, paired, score_to_file
 from prefix_exec.trajectory import Rollout, Skipped, ToolCall
+from prefix_exec.trials import Numbering
 from test_replay import CounterEnv, CounterSession, rollout
 
 
@@ -117,3 +118,46 @@ def test_an_environment_built_from_the_rollout_gets_the_prepared_one_and_only_wh
     report = score_to_file(pairs, out, resume=True, keep_going=True, prepare=lambda unit: replace(unit, success=1))
     assert [(u.task_id, u.success) for u in built] == [("t1", 0), ("t2", 1)]  # not for the kept one, nor the repeat
     assert (report.written, report.resumed, len(report.skipped)) == (1, 1, 1)
+
+
+def test_a_duplicate_is_the_same_rollout_and_a_conflict_names_both(tmp_path: Path) -> None:
+    # what numbering leaves sharing an identity (prefix_exec.trials): the same rollout read twice, or with
+    # --unique-task a different rollout of one task and trial
+    first = replace(rollout(("inc", {})), metadata={"source": "f.jsonl:1"})
+    other = replace(first, actions=(ToolCall("inc"), ToolCall("inc")), metadata={"source": "f.jsonl:3"})
+    report = score_to_file(
+        paired([first, first, other], CounterEnv()), tmp_path / "o.jsonl", keep_going=True, log=io.StringIO()
+    )
+    assert report.written == 1
+    duplicate, conflict = report.skipped
+    assert (duplicate.where, duplicate.error) == (
+        "task t1 (model m, method react, trial 0) from f.jsonl:1",
+        "duplicate: the input holds this rollout twice",
+    )
+    assert conflict.where == "task t1 (model m, method react, trial 0) from f.jsonl:3"
+    assert conflict.error.startswith(
+        "a different rollout has this dataset, task, model, method and trial: task t1 (model m, method react, "
+        "trial 0) from f.jsonl:1. Give them distinct trial numbers (--trial-field PATH, --trial N)"
+    )
+
+
+def test_numbered_rollouts_resume_onto_the_same_trials(tmp_path: Path) -> None:
+    out = tmp_path / "o.jsonl"
+    # three runs of one task from a log naming no trial, as an importer reads them
+    runs = [
+        replace(rollout(*calls), trial_given=False)
+        for calls in ((("inc", {}),), (("inc", {}), ("inc", {})), (("need", {"n": 0}),))
+    ]
+    numbering = Numbering()
+    first = score_to_file(numbered(paired(runs[:2], CounterEnv()), numbering), out)
+    assert first.written == 2 and numbering.describe() is not None
+    env = CounterEnv()
+    again = score_to_file(numbered(paired(runs, env), Numbering()), out, resume=True)
+    assert (again.resumed, again.written, env.starts) == (2, 1, 1)
+    records = list(read_records(out))
+    assert [(r.trial, r.T) for r in records] == [(0, 1), (1, 2), (2, 1)]
+    assert [r.metadata.get("trial_note", "")[:22] for r in records] == [
+        "",
+        "trial 1 by input order",
+        "trial 2 by input order",
+    ]

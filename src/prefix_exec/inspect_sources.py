@@ -32,6 +32,7 @@ from prefix_exec.io import read_records
 from prefix_exec.jsonl import UnitKey
 from prefix_exec.scoring import EnvFor, Scorable, paired
 from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
+from prefix_exec.trials import Numbering
 
 if TYPE_CHECKING:
     from prefix_exec.envs.bfcl import BfclEnvironment
@@ -57,6 +58,8 @@ class InspectSources:
     printed on ``notes``; ``on_spec`` sees the spec once loaded (with its source's description), to say what it
     checks. :attr:`generic` holds the units replayed on the generic environment; without ``tools``, each sample
     of another task replays on its own tool list's environment (:attr:`own`, one per distinct list).
+    ``numbering`` gives the rollouts of every log distinct trials (:mod:`prefix_exec.trials`) as they are read,
+    before the tau checks and :attr:`generic` key on them.
     """
 
     notes: TextIO
@@ -65,6 +68,7 @@ class InspectSources:
     hooks: str | None = None
     on_spec: Callable[[CustomEnvironment, str], None] | None = None
     policy: EvidencePolicy = DEFAULT_POLICY
+    numbering: Numbering = field(default_factory=Numbering)
     units: list[Scorable | Skipped] = field(default_factory=list)
     tau_files: list[LoadedResults[TauResults]] = field(default_factory=list)
     generic: set[UnitKey] = field(default_factory=set)
@@ -87,10 +91,11 @@ class InspectSources:
             from prefix_exec.importers.inspect_tau import tau_results
 
             loaded = load_results(tau_results(log, model=model, method=method), self.tau2_data)
+            loaded = replace(loaded, results=loaded.results.numbered(self.numbering))
             print(f"prefix-exec: {log.name}: {loaded.check.describe()}", file=self.notes)
             self.tau_files.append(loaded)
             tau_units: list[Rollout | Skipped] = [*loaded.results.rollouts, *loaded.results.skipped]
-            self._add(tau_units, loaded.env.bind)
+            self.units += paired(tau_units, loaded.env.bind)  # numbered above
         else:
             spec = self._spec() if self.tools is not None else None
             for sample in log.samples:
@@ -100,7 +105,7 @@ class InspectSources:
                 self.units.append(unit)
 
     def _add(self, units: list[Rollout | Skipped], env: Environment | EnvFor) -> None:
-        self.units += paired(units, env)
+        self.units += paired(self.numbering.rollouts(units), env)
 
     def _bfcl(self) -> BfclEnvironment:
         if self.bfcl is None:
@@ -133,7 +138,7 @@ class InspectSources:
         list, built once per distinct list; or why it cannot be scored."""
         if sample.unscorable:
             return Skipped(sample.where, sample.unscorable)
-        rollout = generic_rollout(log, sample, model=model, method=method)
+        rollout = self.numbering.number(generic_rollout(log, sample, model=model, method=method))
         if spec is not None:
             return Scorable(rollout, spec)
         if sample.tools is None:

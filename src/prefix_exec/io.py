@@ -262,6 +262,7 @@ def rollout_from_json(data: Any, *, path: str | None = None, line: int | None = 
     transcript = f.get("transcript", list, required=False)
     return Rollout(
         **_unit(f),
+        trial_given=f.data.get("trial") is not None,
         actions=actions,
         success=_success(f, required=False),
         transcript=tuple(transcript) if transcript is not None else None,

@@ -28,6 +28,7 @@ from prefix_exec.jsonl import UnitKey
 from prefix_exec.redaction import redact_json
 from prefix_exec.replay import ReplayError, replay
 from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
+from prefix_exec.trials import Numbering, rollout_digest, source_of
 
 #: An environment built for one rollout, from the rollout: tau's reads its transcript (the information
 #: check), ToolSandbox's recorded one its recorded replies.
@@ -56,6 +57,12 @@ def paired(units: Iterable[Rollout | Skipped], env: Environment | EnvFor) -> Ite
     with ``env``."""
     for unit in units:
         yield Scorable(unit, env) if isinstance(unit, Rollout) else unit
+
+
+def numbered(units: Iterable[Scorable | Skipped], numbering: Numbering) -> Iterator[Scorable | Skipped]:
+    """``units`` with every rollout numbered by ``numbering`` (:mod:`prefix_exec.trials`), as they are asked for."""
+    for unit in units:
+        yield Scorable(numbering.number(unit.rollout), unit.env) if isinstance(unit, Scorable) else unit
 
 
 @dataclass
@@ -103,9 +110,11 @@ def score_to_file(
     Without ``keep_going`` the first unit that cannot be scored raises :class:`InputError` (records written
     before it stay on disk). With it, each such unit is reported on ``log`` and in the returned report.
     A rollout whose key (dataset, task, model, method, trial) already came earlier in the input is such a
-    unit: two rollouts of one unit would count one task twice. An existing non-empty ``out`` is continued
-    with ``resume``, replaced with ``overwrite``, and otherwise refused, so a forgotten flag never erases
-    finished work.
+    unit: two rollouts of one unit would count one task twice. It is called a duplicate when it is the same
+    rollout (:func:`~prefix_exec.trials.rollout_digest`); different rollouts of one task get distinct trials
+    from :class:`~prefix_exec.trials.Numbering` before they come here (:func:`numbered`). An existing non-empty
+    ``out`` is continued with ``resume``, replaced with ``overwrite``, and otherwise refused, so a forgotten flag
+    never erases finished work.
 
     ``prepare`` (say, computing a benchmark's final success) and the replay of each rollout run inside
     its budget (:func:`prefix_exec.budget.rollout_budget`: ``rollout_seconds`` of wall clock, ``None`` for
@@ -176,7 +185,7 @@ class _Scorer:
     ) -> None:
         """Score ``units`` into ``path`` (held locked by the caller), appending when ``resume``."""
         done = completed_keys(path, kind=RECORD_KIND) if resume else set()
-        seen: set[UnitKey] = set()
+        seen: dict[UnitKey, tuple[str, str]] = {}  # key -> (digest, name) of the first rollout with it
         with (
             JsonlWriter(path, append=resume) as writer,
             tqdm(total=total, desc=desc, unit="rollout", disable=None, file=sys.stderr) as bar,
@@ -187,10 +196,11 @@ class _Scorer:
                     self.skip(unit)
                     continue
                 key = unit.rollout.key
+                digest = rollout_digest(unit.rollout)
                 if key in seen:
-                    self.skip(Skipped(_name(unit.rollout), "duplicate: the input holds this rollout twice"))
+                    self.skip(_repeated(unit.rollout, digest, *seen[key]))
                     continue
-                seen.add(key)
+                seen[key] = (digest, _name(unit.rollout))
                 if key in done:
                     self.report.resumed += 1
                     continue
@@ -272,4 +282,16 @@ def hold_lock(path: Path) -> Iterator[None]:
 
 
 def _name(unit: Rollout) -> str:
-    return f"task {unit.task_id} (model {unit.model}, method {unit.method}, trial {unit.trial})"
+    return f"task {unit.task_id} (model {unit.model}, method {unit.method}, trial {unit.trial}){source_of(unit)}"
+
+
+def _repeated(rollout: Rollout, digest: str, first_digest: str, first: str) -> Skipped:
+    """Why a rollout whose identity an earlier one has is not scored: the same rollout read twice, or (numbering
+    left them so: ``--unique-task``, or a caller that does not number) a different rollout of that identity."""
+    if digest == first_digest:
+        return Skipped(_name(rollout), "duplicate: the input holds this rollout twice")
+    return Skipped(
+        _name(rollout),
+        f"a different rollout has this dataset, task, model, method and trial: {first}. Give them distinct trial "
+        "numbers (--trial-field PATH, --trial N), or leave out --unique-task to number them as trials in input order",
+    )

@@ -167,6 +167,12 @@ class Rollout:
     ``success`` is 0 or 1; it may be ``None`` only between an importer and a benchmark-specific success
     check that fills it in. An empty ``actions`` tuple is a rollout that stopped before any tool call; replay
     scores it by the terminal no-tool convention (T = 1).
+
+    ``trial_given`` is False when the input named no trial number and ``trial`` is the importer's 0. Before
+    scoring, :class:`prefix_exec.trials.Numbering` gives different rollouts of one (dataset, task, model,
+    method) distinct trials in input order (so rollouts naming none become trials 0, 1, ...), and says whether
+    each had named its trial. The flag is not part of the identity and is never written: a written rollout or
+    record states its trial.
     """
 
     dataset: str
@@ -179,6 +185,7 @@ class Rollout:
     transcript: tuple[Mapping[str, Any], ...] | None = None
     cost: tuple[CallCost, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    trial_given: bool = True
 
     @property
     def key(self) -> UnitKey:

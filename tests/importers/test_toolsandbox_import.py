@@ -21,6 +21,7 @@ from prefix_exec.importers.toolsandbox import (
 )
 from prefix_exec.replay import replay
 from prefix_exec.trajectory import FailureLabel, Rollout, Skipped
+from prefix_exec.trials import Numbering, TrialSource, rollout_digest
 
 
 def _rollouts(paths: list[Path], **options: Any) -> dict[str, Rollout]:
@@ -276,10 +277,35 @@ def test_bad_inputs_raise_input_errors(tmp_path: Path) -> None:
     assert "_dbs.SANDBOX" in unit.error
 
 
-def test_repeated_runs_of_one_agent_become_trials(shared_data: Path) -> None:
+def test_repeated_runs_of_one_agent_become_trials(shared_data: Path, tmp_path: Path) -> None:
+    # ToolSandbox names no trial: two run folders of one agent are numbered by input order (prefix_exec.trials);
+    # the same folder read twice is one rollout twice, left for scoring to refuse as a duplicate.
     run = shared_data / "toolsandbox/run_public"
-    units = list(read_toolsandbox([run, run], ImportOptions(scenarios=frozenset({"get_wifi"}))))
-    assert [(u.task_id, u.trial) for u in units if isinstance(u, Rollout)] == [("get_wifi", 0), ("get_wifi", 1)]
+    again = tmp_path / "copy" / run.name  # the model is read from the folder's name: the same agent
+    shutil.copytree(run, again)
+    only = ImportOptions(scenarios=frozenset({"get_wifi"}))
+    units = [u for u in read_toolsandbox([run, again, run], only) if isinstance(u, Rollout)]
+    assert [(u.trial, u.trial_given) for u in units] == [(0, False)] * 3
+    numbering = Numbering()
+    numbered = [numbering.number(u) for u in units]
+    assert [u.trial for u in numbered] == [0, 1, 0]
+    assert numbered[1].metadata["trial_note"].startswith("trial 1 by input order: the input names no trial")
+    assert rollout_digest(numbered[2]) == rollout_digest(units[0])
+
+
+def test_a_trial_field_reads_the_scenarios_summary_row(shared_data: Path) -> None:
+    run = shared_data / "toolsandbox/run_public"
+    fixed = _rollouts([run], scenarios=frozenset({"get_wifi"}), trials=TrialSource(fixed=4))
+    assert (fixed["get_wifi"].trial, fixed["get_wifi"].trial_given) == (4, True)
+    by_row = _rollouts([run], scenarios=frozenset({"get_wifi"}), trials=TrialSource(field="turn_count"))
+    summary = json.loads((run / "result_summary.json").read_text())
+    (row,) = [r for r in summary["per_scenario_results"] if r["name"] == "get_wifi"]
+    assert by_row["get_wifi"].trial == row["turn_count"]
+    (missing,) = read_toolsandbox(
+        [run], ImportOptions(scenarios=frozenset({"get_wifi"}), trials=TrialSource(field="run"))
+    )
+    assert isinstance(missing, Skipped)
+    assert "field 'run': missing" in missing.error
 
 
 def test_listed_scenarios_found_nowhere_are_reported(shared_data: Path) -> None:

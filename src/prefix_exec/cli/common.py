@@ -8,13 +8,16 @@ from collections.abc import Callable
 from typing import Any
 
 from prefix_exec import budget, tasksets
+from prefix_exec.errors import InputError
 from prefix_exec.scoring import ScoreReport
 from prefix_exec.stats import DEFAULT_RESAMPLES
+from prefix_exec.trials import Numbering, TrialSource
 
 
 def add_scoring_options(parser: argparse.ArgumentParser) -> None:
-    """What every ``score`` command takes: the records' identity (``--model``, ``--method``), then ``--out``
-    and how it is written (resume, overwrite, keep going, budgets; :func:`output_options` reads those)."""
+    """What every ``score`` command takes: the records' identity (``--model``, ``--method``, ``--trial`` or
+    ``--trial-field``, ``--unique-task``; :func:`trial_source`, :func:`numbering`), then ``--out`` and how it is
+    written (resume, overwrite, keep going, budgets; :func:`output_options` reads those)."""
     _add_identity_options(parser)
     _add_output_options(parser)
 
@@ -78,9 +81,43 @@ def add_summary_options(parser: argparse.ArgumentParser) -> None:
 def _add_identity_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="model name for the records (default: from the input)")
     parser.add_argument("--method", help="method (agent variant) name for the records (default: from the input)")
+    parser.add_argument(
+        "--trial",
+        type=non_negative_int,
+        metavar="N",
+        help="trial number of every rollout read (default: the input's own, else 0, 1, ... by input order)",
+    )
+    parser.add_argument(
+        "--trial-field",
+        metavar="PATH",
+        help="dotted path to each rollout's trial number in the input (a simulation, result line, transcript, "
+        "row, sample or summary row; e.g. metadata.run); a rollout without it is an input error",
+    )
+    parser.add_argument(
+        "--unique-task",
+        action="store_true",
+        help="refuse, naming both, two different rollouts of one task, model and method with the same trial "
+        "(default: number the later ones as further trials in input order, and say so)",
+    )
 
 
-def finish(report: ScoreReport, out: str) -> int:
+def trial_source(args: argparse.Namespace) -> TrialSource:
+    """Where the rollouts' trials come from (``--trial``, ``--trial-field``); both given is a usage error."""
+    if args.trial is not None and args.trial_field:
+        raise InputError("give --trial or --trial-field, not both")
+    return TrialSource(fixed=args.trial, field=args.trial_field or None)
+
+
+def numbering(args: argparse.Namespace) -> Numbering:
+    """The :class:`Numbering` of one command's rollouts (``--unique-task``)."""
+    return Numbering(unique=args.unique_task)
+
+
+def finish(report: ScoreReport, out: str, numbered: Numbering | None = None) -> int:
+    """Say what the run did on stderr (with ``numbered``'s renumbered trials first); the exit status."""
+    note = numbered.describe() if numbered is not None else None
+    if note:
+        print(f"prefix-exec: trials: {note}", file=sys.stderr)
     print(f"prefix-exec: {report.describe()} -> {out}", file=sys.stderr)
     return 2 if report.skipped else 0
 

@@ -8,7 +8,14 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from prefix_exec.cli.common import add_scoring_options, finish, float_between, output_options
+from prefix_exec.cli.common import (
+    add_scoring_options,
+    finish,
+    float_between,
+    numbering,
+    output_options,
+    trial_source,
+)
 from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
 from prefix_exec.envs.bfcl.sample import DEPRECATED_NAMES, NAME, stratified_200
 from prefix_exec.envs.bfcl.tasks import INSTALL_HINT, load_task
@@ -84,20 +91,29 @@ def handle(args: argparse.Namespace) -> int:
             print(f"prefix-exec: --sample {args.sample} is deprecated; use --sample {NAME}", file=sys.stderr)
         only = frozenset(stratified_200()) if args.sample is not None else None
         units: Iterable[Rollout | Skipped]
+        source = trial_source(args)
         if args.ground_truth:
+            if source.field is not None:
+                raise InputError("--trial-field reads the result files; with --ground-truth give --trial N")
             units = (
-                replace(r, model=args.model or r.model, method=args.method or r.method)
+                replace(r, model=args.model or r.model, method=args.method or r.method, trial=source.fixed or 0)
                 for r in ground_truth_rollouts(only)
             )
             total: int | None = len(only) if only is not None else 800
         else:
             units = read_results(
-                args.results, model=args.model, method=args.method, only=only, prompting_y=args.prompting_y
+                args.results,
+                model=args.model,
+                method=args.method,
+                only=only,
+                prompting_y=args.prompting_y,
+                trials=source,
             )
             total = None
         checker = FinalSuccess(env.templates)
+        trials = numbering(args)
         report = score_to_file(
-            paired(units, env),
+            paired(trials.rollouts(units), env),
             args.out,
             total=total,
             desc="bfcl",
@@ -107,7 +123,7 @@ def handle(args: argparse.Namespace) -> int:
         )
     except ImportError as exc:
         raise InputError(str(exc), hint=None if INSTALL_HINT in str(exc) else INSTALL_HINT) from None
-    return finish(report, args.out)
+    return finish(report, args.out, trials)
 
 
 def _with_success(unit: Rollout, checker: FinalSuccess) -> Rollout:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec import evidence
-from prefix_exec.cli.common import add_scoring_options, finish, output_options
+from prefix_exec.cli.common import add_scoring_options, finish, numbering, output_options, trial_source
 from prefix_exec.consistency import Consistency
 from prefix_exec.envs.custom import CustomEnvironment, load_spec
 from prefix_exec.envs.spec_formats import FORM_NAMES
@@ -25,6 +25,7 @@ from prefix_exec.evidence import DEFAULT_ERROR_PATTERN, EvidencePolicy
 from prefix_exec.io import iter_json_lines, read_records, rollout_from_json
 from prefix_exec.scoring import Scorable, paired, score_to_file
 from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
+from prefix_exec.trials import FROM_INPUT, Numbering, TrialError, TrialSource, trial_fields
 
 
 def register(benchmarks: Any, name: str) -> None:
@@ -48,15 +49,25 @@ def register(benchmarks: Any, name: str) -> None:
 
 
 def read_units(
-    paths: list[str], *, keep_going: bool, model: str | None, method: str | None
+    paths: list[str],
+    *,
+    keep_going: bool,
+    model: str | None,
+    method: str | None,
+    trials: TrialSource = FROM_INPUT,
 ) -> Iterator[Rollout | Skipped]:
-    """Rollouts from canonical JSONL; with ``keep_going`` a malformed row becomes a ``Skipped``."""
+    """Rollouts from canonical JSONL, their trial from ``trials`` (a path into the row; its own ``trial`` by
+    default); with ``keep_going`` a malformed row becomes a ``Skipped``."""
     for path in paths:
         for number, data in iter_json_lines(path, tolerant=keep_going):
             try:
                 if isinstance(data, InputError):
                     raise data
                 rollout = rollout_from_json(data, path=path, line=number)
+                try:
+                    rollout = replace(rollout, **trial_fields(trials.read(data)))
+                except TrialError as bad:
+                    raise bad.input_error(path=path, line=number) from None
             except InputError as exc:
                 if not keep_going:
                     raise
@@ -144,9 +155,11 @@ def score_on_spec(
     desc: str,
     inputs: list[str | Path],
     total: int | None = None,
+    numbered: Numbering | None = None,
 ) -> int:
     """Score ``units`` into ``--out`` (``score_to_file`` with :func:`output_options`), write the consistency
-    report (:func:`write_consistency`) and return the command's exit code."""
+    report (:func:`write_consistency`) and return the command's exit code; ``numbered``: the numbering the units
+    went through, whose renumbered trials are reported (:func:`~prefix_exec.cli.common.finish`)."""
     consistency = spec_consistency(policy_of(args))
     report = score_to_file(
         units,
@@ -158,7 +171,7 @@ def score_on_spec(
         **output_options(args),
     )
     write_consistency(args, consistency, lambda _record: True)
-    return finish(report, args.out)
+    return finish(report, args.out, numbered)
 
 
 def note_schema_only(env: CustomEnvironment, source: str) -> None:
@@ -174,10 +187,14 @@ def note_schema_only(env: CustomEnvironment, source: str) -> None:
 def handle(args: argparse.Namespace) -> int:
     env = load_spec(args.tools, hooks=args.hooks, policy=policy_of(args))
     note_schema_only(env, f"{args.tools} ({FORM_NAMES[env.form]})")
-    units = read_units(args.rollouts, keep_going=args.keep_going, model=args.model, method=args.method)
+    units = read_units(
+        args.rollouts, keep_going=args.keep_going, model=args.model, method=args.method, trials=trial_source(args)
+    )
+    trials = numbering(args)
     return score_on_spec(
-        paired(units, env),
+        paired(trials.rollouts(units), env),
         args,
         desc=f"scoring {env.name}",
         inputs=[*args.rollouts, args.tools, *([args.hooks] if args.hooks else [])],
+        numbered=trials,
     )

@@ -18,7 +18,7 @@ import argparse
 import sys
 from typing import Any
 
-from prefix_exec.cli.common import add_scoring_options, finish, output_options
+from prefix_exec.cli.common import add_scoring_options, finish, numbering, output_options, trial_source
 from prefix_exec.cli.score_custom import add_spec_options, note_schema_only, policy_of
 from prefix_exec.cli.score_tau import add_tau2_data_option
 from prefix_exec.errors import InputError
@@ -61,15 +61,23 @@ def register(benchmarks: Any, name: str) -> None:
 def handle(args: argparse.Namespace) -> int:
     require("inspect_ai", why="inspect_ai's own log reader reads the logs")
     paths = [str(p) for p in log_files(args.logs)]
+    trials = numbering(args)
     sources = InspectSources(
-        sys.stderr, args.tau2_data, args.tools, args.hooks, on_spec=note_schema_only, policy=policy_of(args)
+        sys.stderr,
+        args.tau2_data,
+        args.tools,
+        args.hooks,
+        on_spec=note_schema_only,
+        policy=policy_of(args),
+        numbering=trials,
     )
     # Without --tools a task of neither benchmark is scored on its samples' own tool lists, read from their events.
     own_tools = None if args.tools else (lambda task: not is_benchmark(task))
     noted = False
+    source = trial_source(args)
     for path in paths:
         try:
-            log = read_log(path, scorer=args.scorer, tools=own_tools)
+            log = read_log(path, scorer=args.scorer, tools=own_tools, trials=source)
         except InputError as exc:
             if not args.keep_going:
                 raise
@@ -111,5 +119,5 @@ def handle(args: argparse.Namespace) -> int:
         keep_going=args.keep_going,
         log=sys.stderr,
     )
-    status = finish(report, args.out)
+    status = finish(report, args.out, trials)
     return 2 if unregraded else status

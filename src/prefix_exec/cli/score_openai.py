@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from prefix_exec.cli.common import add_scoring_options
+from prefix_exec.cli.common import add_scoring_options, numbering, trial_source
 from prefix_exec.cli.score_custom import add_spec_options, note_schema_only, policy_of, score_on_spec
 from prefix_exec.envs.custom import CustomEnvironment, environment_from_tools, load_spec
 from prefix_exec.envs.spec_formats import FORM_NAMES
@@ -17,7 +17,7 @@ from prefix_exec.errors import InputError
 from prefix_exec.evidence import EvidencePolicy
 from prefix_exec.importers.openai_transcripts import Conversation, Identity, read_conversations, tools_digest
 from prefix_exec.jsonl import expand_inputs
-from prefix_exec.scoring import Scorable
+from prefix_exec.scoring import Scorable, numbered
 from prefix_exec.trajectory import Skipped
 
 #: The records' note when a conversation's own tools list served as its spec.
@@ -28,7 +28,6 @@ FIELDS = {
     "success": "final success, 0/1 or true/false (default: success, metadata.success, reward or metadata.reward)",
     "model": "model (default: model or metadata.model; or a fixed --model)",
     "method": "method (default: method or metadata.method, else 'default'; or a fixed --method)",
-    "trial": "trial number (default: trial or metadata.trial, else 0)",
 }
 
 
@@ -61,7 +60,7 @@ def register(benchmarks: Any, name: str) -> None:
         help="dataset name for every record (default: dataset or metadata.dataset, else the --tools spec's name, "
         "else 'openai')",
     )
-    add_scoring_options(parser)  # --model and --method: fixed names instead of fields
+    add_scoring_options(parser)  # --model, --method (fixed names instead of fields), --trial, --trial-field
     parser.set_defaults(handler=handle)
 
 
@@ -72,7 +71,13 @@ def identity_of(args: argparse.Namespace, default_dataset: str) -> Identity:
             raise InputError(f"give --{fixed} or --{fixed}-field, not both")
     paths = {name: getattr(args, f"{name}_field") for name in FIELDS if getattr(args, f"{name}_field")}
     values = {name: getattr(args, name) for name in ("model", "method", "dataset") if getattr(args, name)}
-    return Identity(paths, values, {"method": "default", "trial": 0, "dataset": default_dataset})
+    trials = trial_source(args)  # --trial N, --trial-field PATH (common to every score command)
+    if trials.fixed is not None:
+        values["trial"] = trials.fixed
+    if trials.field is not None:
+        paths["trial"] = trials.field
+    # No trial in the conversation: None, so the rollout says its trial was not given (trials.Numbering).
+    return Identity(paths, values, {"method": "default", "trial": None, "dataset": default_dataset})
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -99,11 +104,13 @@ def handle(args: argparse.Namespace) -> int:
         )
     identity = identity_of(args, spec.name if spec is not None else "openai")
     units = _units(files, identity, spec, keep_going=args.keep_going, policy=policy)
+    trials = numbering(args)
     return score_on_spec(
-        units,
+        numbered(units, trials),
         args,
         desc="scoring transcripts",
         inputs=[*files, *(p for p in (args.tools, args.hooks) if p)],
+        numbered=trials,
     )
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from typing import Any
 
-from prefix_exec.cli.common import add_scoring_options, finish, output_options
+from prefix_exec.cli.common import add_scoring_options, finish, numbering, output_options, trial_source
 from prefix_exec.envs.tau.consistency import Consistency, Disagreement
 from prefix_exec.envs.tau.regrade import regrade_files
 from prefix_exec.envs.tau.results import LoadedResults, load_results
@@ -78,15 +79,18 @@ def handle(args: argparse.Namespace) -> int:
     files: list[LoadedResults[TauResults]] = []
     units: list[Scorable | Skipped] = []
     mismatched: list[Disagreement] = []
+    trials, source = numbering(args), trial_source(args)
     for path in args.results:
         try:  # an unreadable file, or one of a domain replay does not model (telecom, say), is one file's error
-            results = read_results(path, model=args.model, method=args.method, domain=args.domain)
+            results = read_results(path, model=args.model, method=args.method, domain=args.domain, trials=source)
             loaded = load_results(results, args.tau2_data, sequential=args.parallel_calls == "sequential")
         except InputError as exc:
             if not args.keep_going:
                 raise
             units.append(Skipped(path, exc.describe()))  # reported by score_to_file, never dropped
             continue
+        # Trials are made distinct across files before the consistency and regrade checks key on them.
+        loaded = replace(loaded, results=loaded.results.numbered(trials))
         files.append(loaded)
         print(f"prefix-exec: {loaded.results.path}: {loaded.check.describe()}", file=sys.stderr)
         units += paired([*loaded.results.rollouts, *loaded.results.skipped], loaded.env.bind)
@@ -107,7 +111,7 @@ def handle(args: argparse.Namespace) -> int:
     unregraded = 0
     if args.regrade:
         unregraded = regrade_files(files, consistency.scored, keep_going=args.keep_going, log=sys.stderr)
-    status = finish(report, args.out)
+    status = finish(report, args.out, trials)
     return 2 if unregraded else status
 
 

@@ -7,7 +7,14 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from prefix_exec.cli.common import add_scoring_options, finish, float_between, output_options
+from prefix_exec.cli.common import (
+    add_scoring_options,
+    finish,
+    float_between,
+    numbering,
+    output_options,
+    trial_source,
+)
 from prefix_exec.envs.toolsandbox import recorded_environment
 from prefix_exec.importers.toolsandbox import ImportOptions, read_toolsandbox
 from prefix_exec.sampling import read_names
@@ -65,6 +72,7 @@ def handle(args: argparse.Namespace) -> int:
         success_threshold=args.success_threshold,
         success_if_unknown=args.success_if_unknown,
         scenarios=frozenset(read_names(args.scenarios)) if args.scenarios else None,
+        trials=trial_source(args),
     )
     units = read_toolsandbox(args.runs, options)
     if args.environment_faults == "skip":
@@ -75,8 +83,9 @@ def handle(args: argparse.Namespace) -> int:
         if record.metadata.get("environment_faults"):
             faulty.append(record.task_id)
 
+    trials = numbering(args)
     report = score_to_file(
-        paired(units, recorded_environment),
+        paired(trials.rollouts(units), recorded_environment),
         args.out,
         desc="scoring toolsandbox",
         on_record=note_faults,
@@ -88,7 +97,7 @@ def handle(args: argparse.Namespace) -> int:
             f"(calls accepted and flagged in metadata.environment_faults): {', '.join(sorted(faulty))}",
             file=sys.stderr,
         )
-    return finish(report, args.out)
+    return finish(report, args.out, trials)
 
 
 def _skip_faulty(units: Iterable[Rollout | Skipped]) -> Iterator[Rollout | Skipped]:

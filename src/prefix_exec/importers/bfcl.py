@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Iterable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from prefix_exec.envs.bfcl.tasks import CATEGORIES, BfclTask, all_tasks
 from prefix_exec.errors import InputError
 from prefix_exec.jsonl import expand_inputs, numbered_lines
 from prefix_exec.trajectory import Rollout, Skipped, ToolCall
+from prefix_exec.trials import FROM_INPUT, TrialError, TrialSource, trial_fields
 
 DATASET = "bfcl"
 UNPARSED = "<unparsed>"
@@ -167,8 +169,12 @@ def read_result_file(
     method: str | None = None,
     only: Collection[str] | None = None,
     prompting_y: str = "bfcl",
+    trials: TrialSource = FROM_INPUT,
 ) -> Iterator[Rollout | Skipped]:
     """Rollouts of one result file (``only``: keep these task ids). Bad lines come out as ``Skipped``.
+
+    BFCL's lines name no trial: ``trials`` (``--trial N``, or ``--trial-field``, a path into the line) may give
+    one; otherwise the rollout's trial is not given (:mod:`prefix_exec.trials` numbers repeated tasks).
 
     ``prompting_y`` decides which calls Y runs on a prompting-format rollout: ``"bfcl"`` (the default)
     those BFCL's decoder reads (recorded in ``metadata["bfcl_calls"]`` where they differ from the
@@ -196,23 +202,32 @@ def read_result_file(
         if not task_id.startswith(f"multi_turn_{category}_"):
             yield Skipped(where, f"task {task_id} is not in category {category} named by the file")
             continue
-        result = row["result"]
-        if isinstance(result, list):
-            actions, fmt = decode_result(result)
-            turns = len(result)
-            notes: dict[str, Any] = {}
-            if fmt == "prompting" and prompting_y == "decoded":
-                notes["prompting_y"] = "decoded"
-            elif fmt == "prompting":
-                reading = bfcl_reading(result, actions)
-                if reading is not None:
-                    notes[BFCL_CALLS] = reading
-        else:
-            # BFCL's "inference_error": the model produced no list of turns. It fails BFCL's check.
-            actions, fmt, turns = [], "FC", 0
-            notes = {"inference_error": str(result)[:500]}
+        try:
+            trial = trial_fields(trials.read(row, own=()))
+        except TrialError as exc:
+            yield Skipped(where, f"input error: {exc}")
+            continue
+        actions, fmt, turns, notes = _decoded(row["result"], prompting_y)
         row_model, row_method = identity(path, model, method, fmt)
-        yield task_rollout(task_id, row_model, row_method, actions, category, turns, {"source": where, **notes})
+        rollout = task_rollout(task_id, row_model, row_method, actions, category, turns, {"source": where, **notes})
+        yield replace(rollout, **trial)
+
+
+def _decoded(result: Any, prompting_y: str) -> tuple[list[ToolCall], str, int, dict[str, Any]]:
+    """A line's ``result`` as (actions, format, turns, metadata notes): for a prompting rollout the reading Y runs
+    on (``prompting_y``), for an inference error its text."""
+    if not isinstance(result, list):
+        # BFCL's "inference_error": the model produced no list of turns. It fails BFCL's check.
+        return [], "FC", 0, {"inference_error": str(result)[:500]}
+    actions, fmt = decode_result(result)
+    notes: dict[str, Any] = {}
+    if fmt == "prompting" and prompting_y == "decoded":
+        notes["prompting_y"] = "decoded"
+    elif fmt == "prompting":
+        reading = bfcl_reading(result, actions)
+        if reading is not None:
+            notes[BFCL_CALLS] = reading
+    return actions, fmt, len(result), notes
 
 
 def read_results(
@@ -222,10 +237,12 @@ def read_results(
     method: str | None = None,
     only: Collection[str] | None = None,
     prompting_y: str = "bfcl",
+    trials: TrialSource = FROM_INPUT,
 ) -> Iterator[Rollout | Skipped]:
-    """Rollouts of every result file in ``paths`` (files or folders); ``prompting_y`` as for one file."""
+    """Rollouts of every result file in ``paths`` (files or folders); ``prompting_y`` and ``trials`` as for one
+    file."""
     for path in result_files(paths):
-        yield from read_result_file(path, model=model, method=method, only=only, prompting_y=prompting_y)
+        yield from read_result_file(path, model=model, method=method, only=only, prompting_y=prompting_y, trials=trials)
 
 
 def ground_truth_rollout(task: BfclTask) -> Rollout:

@@ -34,6 +34,7 @@ from prefix_exec.extras import install_hint
 from prefix_exec.json_types import JsonObject
 from prefix_exec.jsonl import check_regular_file, expand_inputs
 from prefix_exec.trajectory import Observation, Rollout, ToolCall
+from prefix_exec.trials import FROM_INPUT, TrialError, TrialSource
 
 SUCCESS_TOLERANCE = 1e-9
 INSTALL_HINT = install_hint("inspect_ai")
@@ -86,11 +87,13 @@ class InspectSample:
     #: The tools offered to the model, as OpenAI function tools, from the sample's model events (the union over
     #: its model calls, by name, first seen first); ``None`` when events were not read or none called a model.
     tools: tuple[JsonObject, ...] | None = None
+    #: The trial ``--trial`` or ``--trial-field`` gave, instead of the epoch's.
+    given_trial: int | None = None
 
     @property
     def trial(self) -> int:
-        """The 0-based trial of our records (inspect's epochs count from 1)."""
-        return self.epoch - 1
+        """The 0-based trial of our records: the given one, else the epoch's (inspect's epochs count from 1)."""
+        return self.given_trial if self.given_trial is not None else self.epoch - 1
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,13 @@ def log_files(paths: Iterable[str | Path]) -> list[Path]:
     )
 
 
-def read_log(path: str | Path, *, scorer: str | None = None, tools: Callable[[str], bool] | None = None) -> InspectLog:
+def read_log(
+    path: str | Path,
+    *,
+    scorer: str | None = None,
+    tools: Callable[[str], bool] | None = None,
+    trials: TrialSource = FROM_INPUT,
+) -> InspectLog:
     """Read one log with inspect_ai's reader. A file inspect cannot read raises :class:`InputError`.
 
     ``scorer`` names the score that is Y when a sample has several (``None``: the only one). ``tools`` says, from
@@ -127,6 +136,8 @@ def read_log(path: str | Path, *, scorer: str | None = None, tools: Callable[[st
     samples' events, which are otherwise left out (inspect_evals' tau2 copies its database into them at every
     step), so such a log is read a second time, with them. (Not its header first: inspect's streaming header
     reader crashes the process on some malformed ``.json`` files, a 5,000-digit number for one.)
+    ``trials``: a fixed trial, or a path into each sample (``metadata.run``; ``id``, ``epoch``, ``metadata`` and
+    ``store`` are its fields), instead of the epoch; a sample without it is unscorable, with the reason.
     """
     check_regular_file(Path(path))
     quiet_registry()
@@ -147,7 +158,7 @@ def read_log(path: str | Path, *, scorer: str | None = None, tools: Callable[[st
         ) from None
     plan = [step.solver for step in (log.plan.steps if log.plan else [])]
     method = "+".join(_bare(s) for s in plan) or "inspect"
-    samples = tuple(_sample(str(path), s, scorer, tools=events) for s in log.samples or ())
+    samples = tuple(_sample(str(path), s, scorer, trials, tools=events) for s in log.samples or ())
     return InspectLog(
         path=str(path),
         task=_bare(log.eval.task),
@@ -194,23 +205,29 @@ def _first_line(exc: Exception) -> str:
     return text[0][:300] if text else "no message"
 
 
-def _sample(path: str, sample: Any, scorer: str | None, *, tools: bool = False) -> InspectSample:
+def _sample(path: str, sample: Any, scorer: str | None, trials: TrialSource, *, tools: bool = False) -> InspectSample:
     where = f"{Path(path).name}: sample {sample.id} epoch {sample.epoch}"
     y, unscorable, value = success_of(sample, scorer)
     if sample.error is not None:
         unscorable = f"unscorable: the sample errored in inspect ({_first_line_text(sample.error.message)})"
         y = None
+    metadata, store = dict(sample.metadata or {}), dict(sample.store or {})
+    try:  # the epoch is the trial unless --trial or --trial-field say otherwise
+        given = trials.read({"id": sample.id, "epoch": sample.epoch, "metadata": metadata, "store": store}, own=())
+    except TrialError as exc:
+        given, unscorable, y = None, f"input error: {exc}", None
     return InspectSample(
         where=where,
         id=str(sample.id),
         epoch=int(sample.epoch),
         messages=tuple(normalize_messages(sample.messages)),
-        metadata=dict(sample.metadata or {}),
-        store=dict(sample.store or {}),
+        metadata=metadata,
+        store=store,
         y=y,
         unscorable=unscorable,
         score=value,
         tools=sample_tools(sample.events or ()) if tools else None,
+        given_trial=given,
     )
 
 

@@ -138,8 +138,8 @@ def conversation_of(
     actions = _actions(messages, fail)
     values = {name: _identity(data, identity, name, fail) for name in DEFAULT_PATHS}
     success = _success(values["success"], fail, identity)
-    trial = values["trial"]
-    if not isinstance(trial, int) or isinstance(trial, bool) or trial < 0:
+    trial = values["trial"]  # None: the conversation names none (Rollout.trial_given)
+    if trial is not None and (not isinstance(trial, int) or isinstance(trial, bool) or trial < 0):
         raise fail(identity.paths.get("trial", "trial"), f"a trial must be an integer >= 0, got {trial!r:.60}")
     for name in ("task_id", "model", "method", "dataset"):
         if not isinstance(values[name], (str, int)) or isinstance(values[name], bool) or values[name] == "":
@@ -153,7 +153,8 @@ def conversation_of(
         method=str(values["method"]),
         actions=tuple(actions),
         success=success,
-        trial=trial,
+        trial=trial or 0,
+        trial_given=trial is not None,
         metadata={"source": where},
     )
     return Conversation(rollout, data.get("tools"), path, line, prefix)
@@ -167,10 +168,10 @@ def _identity(data: Mapping[str, Any], identity: Identity, name: str, fail: Fail
         found, value = lookup(data, dotted)
         if found and value is not None:
             return value
+    if named:  # a path the user named must be there, default or not
+        raise fail(named, "missing", hint=f"{FIELD_OPTIONS[name]} names where the conversation holds its {name}")
     if name in identity.defaults:
         return identity.defaults[name]
-    if named:
-        raise fail(named, "missing", hint=f"{FIELD_OPTIONS[name]} names where the conversation holds its {name}")
     raise fail(
         DEFAULT_PATHS[name][0],
         f"no {name}: the conversation has none of {', '.join(DEFAULT_PATHS[name])}",

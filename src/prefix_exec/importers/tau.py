@@ -11,6 +11,9 @@ exactly one :class:`~prefix_exec.trajectory.Rollout`:
 - ``dataset``: ``tau3``, one dataset for both domains, and ``task_id`` qualified with the domain
   (``airline/18``; :mod:`prefix_exec.tau3`): the domains number their tasks independently. The domain,
   from ``info.environment_info.domain_name`` (or ``--domain``), is also ``metadata.domain``;
+- ``trial``: the simulation's ``trial`` (or where ``--trial`` / ``--trial-field`` say); a simulation without one
+  is trial 0 with ``trial_given`` False. Trials are made distinct across files by :mod:`prefix_exec.trials`
+  (:meth:`TauResults.numbered`);
 - ``transcript``: the messages (role, content, tool calls, ids, error flags), which the environment uses
   for the information-availability check;
 - ``metadata``: the simulation id, termination reason, recorded reward and the 1-based depth of the first
@@ -37,6 +40,7 @@ from prefix_exec.errors import InputError
 from prefix_exec.jsonl import check_regular_file
 from prefix_exec.tau3 import TAU3, qualify
 from prefix_exec.trajectory import Observation, Rollout, Skipped, ToolCall
+from prefix_exec.trials import FROM_INPUT, Numbering, TrialError, TrialSource, trial_fields
 
 REWARD_TOLERANCE = 1e-9
 
@@ -54,6 +58,11 @@ class TauResults:
     simulations: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)
     #: The simulation each rollout was read from (same order as ``rollouts``).
     sources: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)
+
+    def numbered(self, numbering: Numbering) -> TauResults:
+        """This file with every rollout's trial from ``numbering`` (distinct from the earlier files' rollouts of
+        the same task; :mod:`prefix_exec.trials`), before anything keys on them."""
+        return replace(self, rollouts=tuple(numbering.number(rollout) for rollout in self.rollouts))
 
     def with_provenance(self, provenance: Provenance, differing: tuple[str, ...] = ()) -> TauResults:
         """This file with every rollout's metadata naming the installed tau2 and task set; ``differing`` lists
@@ -76,7 +85,12 @@ class TauResults:
 
 
 def read_results(
-    path: str | Path, *, model: str | None = None, method: str | None = None, domain: str | None = None
+    path: str | Path,
+    *,
+    model: str | None = None,
+    method: str | None = None,
+    domain: str | None = None,
+    trials: TrialSource = FROM_INPUT,
 ) -> TauResults:
     """Parse a tau2 results file. Broken structure raises :class:`InputError`; a broken simulation is skipped.
 
@@ -84,7 +98,8 @@ def read_results(
     then comes from ``model`` and the tasks from the installed tau2). ``domain`` is for files that do not name
     theirs; one that names another domain is an error. A simulation without ``task_id`` is an input error, and
     one without a reward (``reward_info: null``, an infrastructure error) is unscorable; both are skipped with
-    the reason, the others are read.
+    the reason, the others are read. ``trials``: where each simulation's trial is (its ``trial`` by default);
+    a simulation whose trial cannot be read is skipped too.
     """
     text_path = str(path)
     data = _load_json(path)
@@ -113,7 +128,7 @@ def read_results(
     method = method or str(agent.get("implementation") or "llm_agent")
     tasks = {str(t["id"]): t for t in data.get("tasks") or [] if isinstance(t, Mapping) and "id" in t}
     rollouts, skipped, sources = _read_simulations(
-        data["simulations"], text_path, domain=domain, model=str(model), method=method
+        data["simulations"], text_path, domain=domain, model=str(model), method=method, trials=trials
     )
     return TauResults(
         path=text_path,
@@ -168,7 +183,7 @@ def _domain(info: Mapping[str, Any], given: str | None, text_path: str) -> str:
 
 
 def _read_simulations(
-    simulations: Sequence[Any], text_path: str, *, domain: str, model: str, method: str
+    simulations: Sequence[Any], text_path: str, *, domain: str, model: str, method: str, trials: TrialSource
 ) -> tuple[tuple[Rollout, ...], tuple[Skipped, ...], tuple[Mapping[str, Any], ...]]:
     """The rollouts of the readable simulations, the others skipped with the reason, and the readable ones'
     simulation objects (``sources``, aligned with the rollouts)."""
@@ -182,7 +197,12 @@ def _read_simulations(
             skipped.append(Skipped(where, problem))
             continue
         try:
-            rollouts.append(rollout_of(simulation, domain=domain, model=model, method=method, source=text_path))
+            rollouts.append(
+                rollout_of(simulation, domain=domain, model=model, method=method, source=text_path, trials=trials)
+            )
+        except TrialError as exc:
+            skipped.append(Skipped(where, f"input error: {exc}"))
+            continue
         except (KeyError, TypeError, ValueError) as exc:
             skipped.append(Skipped(where, f"unreadable simulation: {exc!r}"))
             continue
@@ -206,11 +226,20 @@ def _unscorable(simulation: Any) -> str | None:
     return None
 
 
-def rollout_of(simulation: Mapping[str, Any], *, domain: str, model: str, method: str, source: str = "") -> Rollout:
-    """One simulation as a rollout (see the module docstring).
+def rollout_of(
+    simulation: Mapping[str, Any],
+    *,
+    domain: str,
+    model: str,
+    method: str,
+    source: str = "",
+    trials: TrialSource = FROM_INPUT,
+) -> Rollout:
+    """One simulation as a rollout (see the module docstring), its trial where ``trials`` says (the
+    simulation's ``trial`` by default; none given: 0, ``trial_given`` False).
 
     Raises ``KeyError``, ``TypeError`` or ``ValueError`` when broken (a message or tool call that is not an
-    object included).
+    object included; :class:`~prefix_exec.trials.TrialError` for a trial that cannot be read).
     """
     messages = _messages(simulation)
     results = {m.get("id"): m for m in messages if m.get("role") == "tool"}
@@ -240,7 +269,7 @@ def rollout_of(simulation: Mapping[str, Any], *, domain: str, model: str, method
         method=method,
         actions=tuple(actions),
         success=int(abs(reward - 1.0) <= REWARD_TOLERANCE),
-        trial=int(simulation.get("trial") or 0),
+        **trial_fields(trials.read(simulation)),
         transcript=tuple(transcript),
         metadata={
             "domain": domain,

@@ -40,8 +40,8 @@ neither exists), ``environment_faults``, ``aborted_with`` and ``scenario_dir``. 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,7 @@ from prefix_exec.importers.toolsandbox_rows import (
     minefields_from_conversation,
 )
 from prefix_exec.trajectory import Observation, Rollout, Skipped, ToolCall
+from prefix_exec.trials import FROM_INPUT, TrialError, TrialSource, trial_fields
 
 __all__ = [
     "ImportOptions",
@@ -98,17 +99,21 @@ class ScenarioResult:
     minefields: tuple[tuple[int, int, float], ...] = ()
     #: Why the row cannot be used (a malformed value, naming its field); the scenario is then skipped.
     error: str | None = None
+    #: The row as read, for ``--trial-field`` (a path into it).
+    row: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
 class ImportOptions:
-    """Identity and success settings shared by every scenario of an import."""
+    """Identity and success settings shared by every scenario of an import. ToolSandbox names no trial:
+    ``trials`` may give one (``--trial N``, or ``--trial-field``, a path into the scenario's summary row)."""
 
     model: str | None = None
     method: str | None = None
     success_threshold: float = 1.0
     success_if_unknown: int | None = None
     scenarios: frozenset[str] | None = None
+    trials: TrialSource = FROM_INPUT
 
 
 def read_result_summary(path: str | Path) -> dict[str, ScenarioResult]:
@@ -172,6 +177,7 @@ def _result(row: dict[str, Any]) -> ScenarioResult:
         exception_type=texts["exception_type"],
         traceback=texts["traceback"],
         minefields=tuple(sorted(minefields)),
+        row=row,
     )
 
 
@@ -198,12 +204,11 @@ def scenario_dirs(path: str | Path) -> tuple[list[Path], Path | None]:
 def read_toolsandbox(paths: Iterable[str | Path], options: ImportOptions | None = None) -> Iterator[Rollout | Skipped]:
     """Rollouts, one per scenario folder under ``paths``; a scenario that cannot be read is a ``Skipped``.
 
-    A scenario met again under the same model and method (another run folder of the same agent) gets the next
-    ``trial`` number, in the order the paths are given. Names of ``options.scenarios`` found nowhere are
-    reported as ``Skipped`` at the end, never dropped silently.
+    ToolSandbox names no trial: a scenario met again under the same model and method (another run folder of the
+    same agent) is told apart by :class:`prefix_exec.trials.Numbering`, in the order the paths are given. Names
+    of ``options.scenarios`` found nowhere are reported as ``Skipped`` at the end, never dropped silently.
     """
     options = options or ImportOptions()
-    trials: dict[tuple[str, str, str], int] = {}
     found: set[str] = set()
     for path in paths:
         dirs, summary_path = scenario_dirs(path)
@@ -217,10 +222,6 @@ def read_toolsandbox(paths: Iterable[str | Path], options: ImportOptions | None 
                 unit = scenario_rollout(folder, results.get(folder.name), options, model=model)
             except InputError as exc:
                 unit = Skipped(str(folder), exc.describe())
-            if isinstance(unit, Rollout):
-                key = (unit.task_id, unit.model, unit.method)
-                trials[key] = trials.get(key, -1) + 1
-                unit = replace(unit, trial=trials[key])
             yield unit
         if summary_path is None or _is_scenario(Path(path)):
             continue
@@ -238,6 +239,10 @@ def scenario_rollout(
     """The rollout of one scenario folder, or ``Skipped`` with the reason it cannot be scored."""
     if result is not None and result.error is not None:
         return Skipped(str(folder), f"its {SUMMARY} row is malformed: {result.error}")
+    try:
+        trial = trial_fields(options.trials.read(result.row if result is not None else {}, own=()))
+    except TrialError as exc:
+        return Skipped(str(folder), f"input error: {exc} (in its {SUMMARY} row)")
     metadata: dict[str, Any] = {"scenario_dir": str(folder), "environment_faults": []}
     read = _recorded(folder, result, metadata)
     if read is None:
@@ -276,6 +281,7 @@ def scenario_rollout(
         actions=tuple(calls),
         success=success,
         metadata=metadata,
+        **trial,
     )
 
 

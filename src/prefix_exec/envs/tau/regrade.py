@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
 from prefix_exec.envs.tau.dispatch import invoke_tool
@@ -150,7 +150,7 @@ def regrades(
                 skipped.append(where)
                 print(f"prefix-exec: regrade: skipped {where}: {exc.detail()}", file=log)
                 continue
-            yield results, rollout, result
+            yield results, rollout, replace(result, trial=rollout.trial)  # the record's trial, as numbered
 
 
 def regrade_files(

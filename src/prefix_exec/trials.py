@@ -1,0 +1,203 @@
+"""Trial numbers: where a rollout's trial comes from, and how rollouts of one task read together get distinct ones.
+
+A rollout's identity is (dataset, task, model, method, trial). Its trial comes from, first found:
+
+1. ``--trial N``: every rollout the command reads;
+2. ``--trial-field PATH``: a dotted path into each input unit (a tau2 simulation, a BFCL result line, a
+   transcript, a canonical rollout row, an inspect sample, a ToolSandbox summary row); a numeric part indexes
+   a list (``runs.0.n``). A unit without it is an input error;
+3. the input's own field, where its format has one (tau2's and tau-bench's ``trial``, a transcript's ``trial``
+   or ``metadata.trial``, a canonical row's ``trial``, inspect's epoch less one);
+4. none: the trial is 0 and :attr:`~prefix_exec.trajectory.Rollout.trial_given` is False.
+
+A trial is an integer >= 0 (a JSON ``true`` is not one).
+
+:class:`Numbering` then tells apart, in input order, rollouts that share the whole identity:
+
+- byte-identical ones (the same :func:`rollout_digest`: the same rollout JSON, where it was read included)
+  are one rollout read twice; they keep their trial, and scoring refuses the second as a duplicate;
+- different ones are different runs: the first keeps its trial, each later one takes the trial after the
+  highest its (dataset, task, model, method) had so far, and its record says why in ``metadata.trial_note``.
+  So rollouts without trial numbers become trials 0, 1, 2, ..., and two tau2 results files that each hold
+  trial 0 of a task give trials 0 and 1 (their own trials when those differ);
+- with ``unique`` (``--unique-task``) different ones keep their trial too, and scoring refuses the later one,
+  naming both.
+
+Numbering depends only on the input order, so ``--resume`` over the same inputs in the same order gives every
+rollout the trial it had, and the kept records are recognized; inputs in another order may be numbered
+otherwise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from prefix_exec.errors import InputError
+from prefix_exec.io import rollout_to_json
+from prefix_exec.jsonl import UnitKey
+from prefix_exec.trajectory import Rollout, Skipped
+
+#: Where tau2, tau-bench and canonical rows keep their trial.
+OWN_FIELD = ("trial",)
+#: The renumbered rollouts a summary names (the rest are counted).
+EXAMPLES = 3
+
+
+class TrialError(ValueError):
+    """A trial that cannot be read: the field ``--trial-field`` names is missing, or a value is no trial.
+    ``field`` is its dotted path in the input unit; ``str()`` reads ``field 'x': message``."""
+
+    def __init__(self, field: str, message: str, hint: str | None = None) -> None:
+        self.field, self.message, self.hint = field, message, hint
+        super().__init__(f"field {field!r}: {message}")
+
+    def input_error(self, *, path: str | None = None, line: int | None = None, prefix: str = "") -> InputError:
+        """This error as an :class:`InputError` at ``path``, ``line`` and the field under ``prefix``."""
+        return InputError(self.message, path=path, line=line, field=prefix + self.field, hint=self.hint)
+
+
+@dataclass(frozen=True)
+class TrialSource:
+    """Where each rollout's trial comes from: ``fixed`` (``--trial N``), else ``field`` (``--trial-field``),
+    else the input's own fields (see the module docstring)."""
+
+    fixed: int | None = None
+    field: str | None = None
+
+    def read(self, unit: Any, own: Sequence[str] = OWN_FIELD) -> int | None:
+        """The trial of ``unit`` (a parsed JSON object), or ``None`` when it names none. ``own`` are the dotted
+        paths where the input's format keeps it. Raises :class:`TrialError` for a missing ``--trial-field``
+        or a value that is not an integer >= 0."""
+        if self.fixed is not None:
+            return self.fixed
+        if self.field is not None:
+            found, value = lookup(unit, self.field)
+            if not found or value is None:
+                hint = "--trial-field names where each input unit holds its trial"
+                raise TrialError(self.field, "missing", hint=hint)
+            return trial_number(value, self.field)
+        for path in own:
+            found, value = lookup(unit, path)
+            if found and value is not None:
+                return trial_number(value, path)
+        return None
+
+
+#: The trials the input itself gives (no ``--trial``, no ``--trial-field``): the importers' default.
+FROM_INPUT = TrialSource()
+
+
+def trial_number(value: Any, path: str) -> int:
+    """``value`` as a trial; :class:`TrialError` naming ``path`` unless it is an integer >= 0."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TrialError(
+            path,
+            f"a trial must be an integer >= 0, got {value!r:.60}",
+            hint="name another field with --trial-field PATH, or give every rollout one with --trial N",
+        )
+    return value
+
+
+def trial_fields(trial: int | None) -> dict[str, Any]:
+    """A :class:`Rollout`'s ``trial`` and ``trial_given`` for what :meth:`TrialSource.read` returned."""
+    return {"trial": trial or 0, "trial_given": trial is not None}
+
+
+def lookup(data: Any, dotted: str) -> tuple[bool, Any]:
+    """``(found, value)`` at a dotted path; a numeric part indexes a list (``scores.0.value``)."""
+    node = data
+    for part in dotted.split("."):
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False, None
+    return True, node
+
+
+def rollout_digest(rollout: Rollout) -> str:
+    """A digest of the rollout's JSON (``io``'s, keys sorted): equal for byte-identical rollouts only."""
+    text = json.dumps(rollout_to_json(rollout), sort_keys=True, ensure_ascii=True, default=repr)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def source_of(rollout: Rollout) -> str:
+    """`` from <where the rollout was read>`` for messages (ToolSandbox's ``metadata.scenario_dir``, the other
+    importers' ``metadata.source``: a file, with its line or sample); empty when the importer does not say."""
+    for key in ("scenario_dir", "source"):
+        source = rollout.metadata.get(key)
+        if isinstance(source, str) and source:
+            return f" from {source}"
+    return ""
+
+
+@dataclass(frozen=True)
+class _Renumbered:
+    task: str
+    before: int
+    after: int
+    given: bool
+    source: str
+
+
+@dataclass
+class Numbering:
+    """Distinct trials for one command's rollouts, in input order (see the module docstring); ``unique``: leave
+    different rollouts of one identity as they are, for scoring to refuse."""
+
+    unique: bool = False
+    renumbered: list[_Renumbered] = field(default_factory=list)
+    _digests: dict[UnitKey, str] = field(default_factory=dict, repr=False)
+    _highest: dict[tuple[str, str, str, str], int] = field(default_factory=dict, repr=False)
+
+    def number(self, rollout: Rollout) -> Rollout:
+        """``rollout`` with its trial, the next free one when an earlier, different rollout has its identity."""
+        digest = rollout_digest(rollout)
+        group = rollout.key[:4]
+        first = self._digests.get(rollout.key)
+        if first is not None and (first == digest or self.unique):
+            return rollout  # one rollout read twice, or (unique) refused by scoring: both keep the identity
+        if first is not None:
+            rollout = self._next_trial(rollout, self._highest[group] + 1)
+        self._digests[rollout.key] = digest
+        self._highest[group] = max(self._highest.get(group, -1), rollout.trial)
+        return rollout
+
+    def rollouts(self, units: Iterable[Rollout | Skipped]) -> Iterator[Rollout | Skipped]:
+        """``units`` with every rollout numbered, as they are asked for."""
+        for unit in units:
+            yield self.number(unit) if isinstance(unit, Rollout) else unit
+
+    def _next_trial(self, rollout: Rollout, trial: int) -> Rollout:
+        if rollout.trial_given:
+            why = f"the input names trial {rollout.trial}, which an earlier, different rollout of this task has"
+        else:
+            why = "the input names no trial, and an earlier, different rollout of this task has trial 0"
+        self.renumbered.append(
+            _Renumbered(rollout.task_id, rollout.trial, trial, rollout.trial_given, source_of(rollout))
+        )
+        metadata = {**rollout.metadata, "trial_note": f"trial {trial} by input order: {why}"}
+        return replace(rollout, trial=trial, metadata=metadata)
+
+    def describe(self) -> str | None:
+        """One line saying which rollouts took another trial (a count and the first few), or ``None``."""
+        if not self.renumbered:
+            return None
+        unnamed = sum(1 for r in self.renumbered if not r.given)
+        tasks = len({r.task for r in self.renumbered})
+        examples = "; ".join(
+            f"task {r.task} trial {r.before} -> {r.after}{r.source}" for r in self.renumbered[:EXAMPLES]
+        )
+        more = f"; and {len(self.renumbered) - EXAMPLES} more" if len(self.renumbered) > EXAMPLES else ""
+        return (
+            f"{len(self.renumbered)} rollout(s) of {tasks} task(s) share their dataset, task, model, method and trial "
+            f"with an earlier, different one ({unnamed} naming no trial, {len(self.renumbered) - unnamed} naming "
+            f"one already taken): numbered as further trials in input order ({examples}{more}); each record says "
+            "so in metadata.trial_note. --unique-task refuses them instead; --resume needs the inputs in the same "
+            "order"
+        )
