@@ -93,6 +93,8 @@ class InspectSources:
             loaded = load_results(tau_results(log, model=model, method=method), self.tau2_data)
             loaded = replace(loaded, results=loaded.results.numbered(self.numbering))
             print(f"prefix-exec: {log.name}: {loaded.check.describe()}", file=self.notes)
+            if loaded.tools.note() is not None:
+                print(f"prefix-exec: {log.name}: note: {loaded.tools.note()}", file=self.notes)
             self.tau_files.append(loaded)
             tau_units: list[Rollout | Skipped] = [*loaded.results.rollouts, *loaded.results.skipped]
             self.units += paired(tau_units, loaded.env.bind)  # numbered above

@@ -50,7 +50,8 @@ def register(benchmarks: Any, name: str) -> None:
     parser.add_argument(
         "--domain",
         choices=TAU_DOMAINS,
-        help="the domain of files that do not name theirs (info.environment_info.domain_name)",
+        help="the domain of files that do not name theirs (info.environment_info.domain_name); a file whose tool "
+        "names are mostly not the domain's is refused (docs/tau.md)",
     )
     parser.add_argument(
         "--parallel-calls",
@@ -81,7 +82,9 @@ def handle(args: argparse.Namespace) -> int:
     mismatched: list[Disagreement] = []
     trials, source = numbering(args), trial_source(args)
     for path in args.results:
-        try:  # an unreadable file, or one of a domain replay does not model (telecom, say), is one file's error
+        # An unreadable file, one of a domain replay does not model (telecom, say) or one whose tools are another
+        # domain's is one file's error.
+        try:
             results = read_results(path, model=args.model, method=args.method, domain=args.domain, trials=source)
             loaded = load_results(results, args.tau2_data, sequential=args.parallel_calls == "sequential")
         except InputError as exc:
@@ -93,6 +96,8 @@ def handle(args: argparse.Namespace) -> int:
         loaded = replace(loaded, results=loaded.results.numbered(trials))
         files.append(loaded)
         print(f"prefix-exec: {loaded.results.path}: {loaded.check.describe()}", file=sys.stderr)
+        if loaded.tools.note() is not None:
+            print(f"prefix-exec: {loaded.results.path}: note: {loaded.tools.note()}", file=sys.stderr)
         units += paired([*loaded.results.rollouts, *loaded.results.skipped], loaded.env.bind)
         mismatched += loaded.mismatches()
     consistency = Consistency()

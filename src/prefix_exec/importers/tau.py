@@ -59,6 +59,18 @@ class TauResults:
     #: The simulation each rollout was read from (same order as ``rollouts``).
     sources: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)
 
+    @property
+    def offered_tools(self) -> tuple[str, ...]:
+        """The tool names the file lists as offered (tau2's ``info.environment_info.tool_defs``, an object by
+        name or a list of objects with a ``name``); empty when it lists none."""
+        environment = self.info.get("environment_info")
+        defs = environment.get("tool_defs") if isinstance(environment, Mapping) else None
+        if isinstance(defs, Mapping):
+            return tuple(str(name) for name in defs)
+        if isinstance(defs, list):
+            return tuple(str(d["name"]) for d in defs if isinstance(d, Mapping) and isinstance(d.get("name"), str))
+        return ()
+
     def numbered(self, numbering: Numbering) -> TauResults:
         """This file with every rollout's trial from ``numbering`` (distinct from the earlier files' rollouts of
         the same task; :mod:`prefix_exec.trials`), before anything keys on them."""

@@ -6,6 +6,14 @@ paper's selection and the installed definitions (:func:`~prefix_exec.envs.tau.ta
 rollout stamped with the installed tau2 and whether its task's embedded definition differs
 (``with_provenance``). Reading the file is the importers' (:mod:`prefix_exec.importers.tau`,
 :mod:`prefix_exec.importers.inspect_tau`): what they give is seen here through :class:`ReadResults`.
+
+A file must belong to its domain (the one it names, or ``--domain``): :func:`check_tools` compares its tool names
+(the agent's calls, and the tools the file lists as offered) with the domain's tools. An agent may call a tool
+that does not exist (a schema failure, scored); a file of another domain (a medical one given ``--domain
+airline``) has mostly names the domain lacks. So the file is refused when more than
+:data:`MAX_UNKNOWN_TOOLS` distinct names are unknown *and* they are more than half of its distinct names; fewer
+are listed in a note. On the shared real files no name is unknown (17 airline and retail files), a retail file
+read as airline has 12 of 15 unknown, and an agent that invents a tool or two stays far below half.
 """
 
 from __future__ import annotations
@@ -15,11 +23,18 @@ from dataclasses import dataclass
 from typing import Any, Protocol, Self
 
 from prefix_exec.envs.tau.consistency import Disagreement
-from prefix_exec.envs.tau.domain import Provenance, load_domain
+from prefix_exec.envs.tau.domain import Domain, Provenance, load_domain
 from prefix_exec.envs.tau.mismatch import task_mismatch
 from prefix_exec.envs.tau.session import TauEnvironment
 from prefix_exec.envs.tau.tasks import TaskSetCheck, check_embedded
+from prefix_exec.errors import InputError
 from prefix_exec.trajectory import Rollout
+
+#: Most distinct tool names of a file the domain may lack before the file is refused as another domain's (when
+#: they are also more than half of its names): agents call a tool that does not exist now and then.
+MAX_UNKNOWN_TOOLS = 2
+#: Unknown names a message lists (the rest are counted).
+LISTED_NAMES = 12
 
 
 class ReadResults(Protocol):
@@ -42,6 +57,11 @@ class ReadResults(Protocol):
     @property
     def sources(self) -> Sequence[Mapping[str, Any]]: ...
 
+    @property
+    def offered_tools(self) -> Sequence[str]:
+        """The tool names the file lists as offered to the agent; empty when it lists none."""
+        ...
+
     def with_provenance(self, provenance: Provenance, differing: tuple[str, ...] = ()) -> Self:
         """A copy whose rollouts name the installed tau2 and task set; ``differing``: the task ids whose
         embedded definition differs from the installed one."""
@@ -49,13 +69,52 @@ class ReadResults(Protocol):
 
 
 @dataclass(frozen=True)
+class ToolCheck:
+    """The tool names of a file against its domain's: ``names``, every distinct name the agent called or the file
+    lists as offered, and ``unknown``, those the domain lacks (both sorted)."""
+
+    domain: str
+    names: tuple[str, ...]
+    unknown: tuple[str, ...]
+
+    @property
+    def foreign(self) -> bool:
+        """Whether the file is another domain's: more than :data:`MAX_UNKNOWN_TOOLS` unknown names, and more
+        than half of its names."""
+        return len(self.unknown) > MAX_UNKNOWN_TOOLS and 2 * len(self.unknown) > len(self.names)
+
+    def listed(self) -> str:
+        """The unknown names, the first :data:`LISTED_NAMES` of them."""
+        more = len(self.unknown) - LISTED_NAMES
+        return ", ".join(self.unknown[:LISTED_NAMES]) + (f" and {more} more" if more > 0 else "")
+
+    def note(self) -> str | None:
+        """What to say of the unknown names of a file that is not refused, or ``None`` without any."""
+        if not self.unknown:
+            return None
+        return (
+            f"{len(self.unknown)} of its {len(self.names)} tool names are not {self.domain} tools "
+            f"({self.listed()}): calls of them are schema failures"
+        )
+
+
+def check_tools(results: ReadResults, domain: Domain) -> ToolCheck:
+    """The tool names of ``results`` (its rollouts' calls and its offered list) against ``domain``'s tools."""
+    names = {action.name for rollout in results.rollouts for action in rollout.actions}
+    names.update(results.offered_tools)
+    return ToolCheck(domain.name, tuple(sorted(names)), tuple(sorted(names - set(domain.tools))))
+
+
+@dataclass(frozen=True)
 class LoadedResults[R: ReadResults]:
     """A results file ready to score: ``results`` with provenance on every rollout, the ``env`` they replay on
-    (bind it to a rollout: :meth:`TauEnvironment.bind`), and the ``check`` of its embedded tasks."""
+    (bind it to a rollout: :meth:`TauEnvironment.bind`), the ``check`` of its embedded tasks and the ``tools``
+    check of its tool names."""
 
     results: R
     env: TauEnvironment
     check: TaskSetCheck
+    tools: ToolCheck
 
     def mismatches(self) -> list[Disagreement]:
         """``task_mismatch`` entries (:mod:`.mismatch`): the rollouts whose conversation does not fit their task.
@@ -81,9 +140,19 @@ def load_results[R: ReadResults](results: R, data: str | None = None, *, sequent
     """Match ``results`` with the installed tau2 (``data``: the ``--tau2-data`` folder, ``None`` for the default).
 
     ``sequential``: calls logged in one assistant message see each other's results (``--parallel-calls
-    sequential``). A domain replay does not model, or data that cannot be read or checked, raises
-    :class:`~prefix_exec.errors.InputError`.
+    sequential``). A domain replay does not model, a file of another domain (:class:`ToolCheck`), or data that
+    cannot be read or checked, raises :class:`~prefix_exec.errors.InputError`.
     """
-    env = TauEnvironment(load_domain(results.domain, data), results.tasks, sequential_calls=sequential)
+    domain = load_domain(results.domain, data)
+    tools = check_tools(results, domain)
+    if tools.foreign:
+        raise InputError(
+            f"the file's tools are not {domain.name}'s: {len(tools.unknown)} of its {len(tools.names)} tool names "
+            f"are unknown in {domain.name} ({tools.listed()})",
+            path=results.path,
+            hint="is it a results file of another domain? give its own with --domain (prefix-exec replays "
+            "airline and retail), or leave it out",
+        )
+    env = TauEnvironment(domain, results.tasks, sequential_calls=sequential)
     check = check_embedded(env.domain, results.tasks)
-    return LoadedResults(results.with_provenance(env.domain.provenance, check.differing), env, check)
+    return LoadedResults(results.with_provenance(env.domain.provenance, check.differing), env, check, tools)
