@@ -86,6 +86,10 @@ def test_a_broken_simulation_is_skipped_not_dropped(tmp_path: Path) -> None:
             {"role": "assistant", "tool_calls": [{"id": "b", "name": "calculate", "arguments": "{oops"}]},
         ],
     }
+    good["messages"] += [  # the shared decoder: a non-object is a parse error, null is no arguments
+        {"role": "assistant", "tool_calls": [{"id": "c", "name": "calculate", "arguments": [1, 2]}]},
+        {"role": "assistant", "tool_calls": [{"id": "d", "name": "calculate", "arguments": None}]},
+    ]
     broken = {"task_id": "2", "messages": []}  # no reward_info
     results = read_results(_write(tmp_path, {"info": info, "tasks": [], "simulations": [good, broken]}))
     (rollout,) = results.rollouts
@@ -93,6 +97,10 @@ def test_a_broken_simulation_is_skipped_not_dropped(tmp_path: Path) -> None:
     assert rollout.actions[0].arguments == {"expression": "1+1"}  # arguments kept as a JSON string are decoded
     assert rollout.actions[1].parse_error is not None
     assert rollout.actions[1].observation is None
+    assert [(a.arguments, a.parse_error) for a in rollout.actions[2:]] == [
+        ({}, "arguments must be a JSON object, got list"),
+        ({}, None),
+    ]
     (skipped,) = results.skipped
     assert isinstance(skipped, Skipped)
     assert "simulations[1]" in skipped.where

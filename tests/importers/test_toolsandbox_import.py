@@ -338,3 +338,26 @@ def test_malformed_conversation_tool_calls_are_input_errors(tmp_path: Path, func
     (folder / "conversation.json").write_text(json.dumps(messages))
     with pytest.raises(InputError, match="tool call 'c1'"):
         calls_from_conversation(folder / "conversation.json")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "parse_error"),
+    [
+        ("[1, 2]", "arguments must be a JSON object, got list"),
+        ('"x"', "arguments must be a JSON object, got str"),
+        ("{oops", "arguments are not JSON: Expecting property name enclosed in double quotes at column 2"),
+        ('{"a": 1}', None),
+    ],
+)
+def test_conversation_arguments_go_through_the_shared_decoder(
+    tmp_path: Path, arguments: str, parse_error: str | None
+) -> None:
+    """A JSON value that is not an object is the model's schema failure (it used to be read as {})."""
+    folder = tmp_path / "scenario"
+    folder.mkdir()
+    call = {"id": "c1", "type": "function", "function": {"name": "get_wifi_status", "arguments": arguments}}
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [call]}]
+    (folder / "conversation.json").write_text(json.dumps(messages))
+    (action,) = calls_from_conversation(folder / "conversation.json").calls
+    assert (action.parse_error, action.raw) == (parse_error, arguments)
+    assert action.arguments == ({} if parse_error else {"a": 1})

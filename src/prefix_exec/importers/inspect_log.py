@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prefix_exec.arguments import decode_arguments
 from prefix_exec.errors import InputError
 from prefix_exec.extras import install_hint
 from prefix_exec.json_types import JsonObject
@@ -284,16 +285,7 @@ def normalize_messages(messages: Iterable[Any]) -> Iterator[Message]:
     adapter: TypeAdapter[ChatMessage] = TypeAdapter(ChatMessage)
     for raw in messages:
         message = adapter.validate_python(raw) if isinstance(raw, Mapping) else raw
-        calls = tuple(
-            Call(
-                id=call.id,
-                name=str(call.function),
-                arguments=call.arguments if isinstance(call.arguments, Mapping) else {},
-                parse_error=call.parse_error
-                or (None if isinstance(call.arguments, Mapping) else "arguments are not an object"),
-            )
-            for call in getattr(message, "tool_calls", None) or ()
-        )
+        calls = tuple(_call(call) for call in getattr(message, "tool_calls", None) or ())
         error = getattr(message, "error", None)
         yield Message(
             role=str(message.role),
@@ -303,6 +295,12 @@ def normalize_messages(messages: Iterable[Any]) -> Iterator[Message]:
             error=str(error.message) if error is not None else None,
             error_type=str(error.type) if error is not None and getattr(error, "type", None) else None,
         )
+
+
+def _call(call: Any) -> Call:
+    """An inspect ``ToolCall`` as a :class:`Call`: inspect's parse error, else the shared decoder's."""
+    arguments, problem = decode_arguments(call.arguments)
+    return Call(id=call.id, name=str(call.function), arguments=arguments, parse_error=call.parse_error or problem)
 
 
 def replies(messages: Sequence[Message], index: int) -> dict[str, Message]:

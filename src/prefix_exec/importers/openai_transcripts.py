@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prefix_exec.arguments import decode_arguments
 from prefix_exec.errors import InputError
 from prefix_exec.jsonl import MAX_LINE_CHARS, check_regular_file, iter_json_lines, loads
 from prefix_exec.trajectory import Observation, Rollout, ToolCall
@@ -260,24 +261,11 @@ def _call(function: Any, where: str, fail: Fail, *, turn: int) -> dict[str, Any]
     name = function.get("name")
     if not isinstance(name, str) or not name:
         raise fail(f"{where}.name", f"a tool call needs a name, got {name!r:.60}")
-    fields: dict[str, Any] = {"name": name, "turn": turn, "arguments": {}}
-    arguments = function.get("arguments")
-    if isinstance(arguments, str):
-        try:
-            arguments = loads(arguments) if arguments.strip() else {}
-        except ValueError as exc:
-            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-            fields.update(raw=function["arguments"], parse_error=f"arguments are not JSON: {reason}")
-            return fields
-    if arguments is None:
-        arguments = {}
-    if not isinstance(arguments, Mapping):
-        fields.update(
-            raw=json.dumps(arguments)[:10_000],
-            parse_error=f"arguments must be a JSON object, got {type(arguments).__name__}",
-        )
-        return fields
-    fields["arguments"] = dict(arguments)
+    fields: dict[str, Any] = {"name": name, "turn": turn}
+    fields["arguments"], problem = decode_arguments(function.get("arguments"))
+    if problem is not None:
+        raw = function.get("arguments")
+        fields.update(raw=raw if isinstance(raw, str) else json.dumps(raw)[:10_000], parse_error=problem)
     return fields
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from prefix_exec.arguments import decode_arguments
 from prefix_exec.envs.tau.dispatch import depth_error
 from prefix_exec.envs.tau.domain import Provenance
 from prefix_exec.errors import InputError
@@ -309,22 +310,14 @@ def _messages(simulation: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _action(call: Mapping[str, Any], recorded: Mapping[str, Any] | None, *, turn: int) -> ToolCall:
-    """One assistant tool call with its ``recorded`` tool message (if any) as the observation. Arguments that are
-    not a JSON object are kept as a parse error (an empty object replayed); ones nested too deep to check raise
+    """One assistant tool call with its ``recorded`` tool message (if any) as the observation. Arguments are read
+    by :func:`~prefix_exec.arguments.decode_arguments`: ones that are not a JSON object are kept as a parse error
+    (an empty object replayed); ones nested too deep to check raise
     ``ValueError``, a call without a name ``KeyError``."""
     observation = None
     if recorded is not None:
         observation = Observation(content=recorded.get("content"), error=recorded.get("error"))
-    arguments = call.get("arguments")
-    parse_error = None
-    if isinstance(arguments, str):  # some writers keep the raw JSON string
-        try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError as exc:
-            parse_error, arguments = f"arguments are not JSON: {exc.msg}", {}
-    if not isinstance(arguments, Mapping):
-        parse_error = parse_error or f"arguments must be an object, got {type(arguments).__name__}"
-        arguments = {}
+    arguments, parse_error = decode_arguments(call.get("arguments"))  # some writers keep JSON text
     deep = depth_error(arguments)
     if deep is not None:  # copying or checking it would exhaust the stack: the simulation is unreadable
         raise ValueError(f"tool call {call.get('id')!r} ({call.get('name')}): {deep}")

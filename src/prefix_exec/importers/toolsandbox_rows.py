@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prefix_exec.arguments import decode_arguments
 from prefix_exec.envs.toolsandbox.calls import literal_arguments, parse_call_code
 from prefix_exec.errors import InputError
 from prefix_exec.jsonl import check_regular_file
@@ -138,7 +139,7 @@ def calls_from_conversation(path: Path) -> RecordedCalls:
                     f"tool call {call_id!r}: 'function.arguments' must be a JSON string, got {type(text).__name__}",
                     path=path,
                 )
-            arguments, problem = _json_arguments(text)
+            arguments, problem = decode_arguments(text)
             reply = replies.get(call_id)
             content = None if reply is None else reply.get("content")
             error = None if reply is None else bool(_ERROR_TEXT.match(str(content or "")[:4096]))
@@ -254,18 +255,6 @@ def _number(match: Any, key: str, default: float, path: Path, where: str) -> flo
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InputError(f"expected a number, got {type(value).__name__}", path=path, field=f"{where}.{key}")
     return float(value)
-
-
-def _json_arguments(text: str) -> tuple[dict[str, Any], str | None]:
-    if len(text) > 1_000_000:
-        return {}, "arguments are longer than 1,000,000 characters"
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return {}, f"arguments are not JSON: {exc}"
-    except (ValueError, RecursionError) as exc:
-        return {}, f"arguments cannot be read: {exc or 'nested too deeply'}"
-    return (value, None) if isinstance(value, dict) else ({}, None)
 
 
 def _real_name(code: str, traces: list[Any], agent_facing: Any) -> str:
