@@ -83,7 +83,7 @@ def test_mcp_list_alone_checks_schemas_only(ticketing: Path) -> None:
     ]
 
 
-@pytest.mark.parametrize("shape", ["chat", "responses", "legacy", "request-body"])
+@pytest.mark.parametrize("shape", ["chat", "responses", "legacy", "request-body", "anthropic", "anthropic-body"])
 def test_openai_tools_with_the_side_file_score_as_the_native_spec(ticketing: Path, tmp_path: Path, shape: str) -> None:
     array = openai_array(ticketing)
     document: Any = {
@@ -91,6 +91,14 @@ def test_openai_tools_with_the_side_file_score_as_the_native_spec(ticketing: Pat
         "responses": [{"type": "function", **t["function"]} for t in array],
         "legacy": [t["function"] for t in array],
         "request-body": {"model": "gpt-4.1", "messages": [], "tools": array},
+        "anthropic": [  # Anthropic's tools: input_schema, and "custom" for a user-defined tool
+            {"name": f["name"], "description": f["description"], "input_schema": f["parameters"], "type": "custom"}
+            for f in (t["function"] for t in array)
+        ],
+        "anthropic-body": {
+            "model": "claude",
+            "tools": [{"name": t["function"]["name"], "input_schema": t["function"]["parameters"]} for t in array],
+        },
     }[shape]
     spec = tmp_path / "tools.json"
     spec.write_text(json.dumps(document))

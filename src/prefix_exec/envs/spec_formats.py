@@ -5,8 +5,9 @@
 - ``spec``: our own spec, an object with ``tools: [{name, parameters, refs, produces, ...}]`` (JSON or YAML);
 - ``openai``: an OpenAI ``tools`` array, ``[{"type": "function", "function": {"name", "description",
   "parameters"}}]`` (Chat Completions). The flat Responses-API items ``{"type": "function", "name",
-  "parameters"}`` and the legacy ``functions`` items ``{"name", "parameters"}`` are read too, and so is an object
-  holding such an array under ``tools`` (a request body, a fine-tuning line);
+  "parameters"}``, the legacy ``functions`` items ``{"name", "parameters"}`` and Anthropic's tools ``{"name",
+  "description", "input_schema"}`` are read too, and so is an object holding such an array under ``tools`` (a
+  request body, a fine-tuning line);
 - ``mcp``: an MCP ``tools/list`` result, ``{"tools": [{"name", "description", "inputSchema", ...}]}``, or the
   JSON-RPC response that wraps it in ``result``.
 
@@ -98,6 +99,7 @@ _OPENAI_FUNCTION: dict[str, Any] = {
         "name": {"type": "string", "minLength": 1},
         "description": {"type": ["string", "null"]},
         "parameters": {"type": ["object", "null"]},
+        "input_schema": {"type": ["object", "null"]},
         "strict": {"type": ["boolean", "null"]},
     },
 }
@@ -215,7 +217,7 @@ def detect_form(data: Any) -> str:
         items = [t for t in tools if isinstance(t, Mapping)]
         if any("inputSchema" in t for t in items):
             return "mcp"
-        if any(t.get("type") == "function" or "function" in t for t in items):
+        if any(t.get("type") == "function" or "function" in t or "input_schema" in t for t in items):
             return "openai"
     return "spec"
 
@@ -254,7 +256,9 @@ def openai_spec(tools: Any, where: _Where, parts: list[Any]) -> dict[str, Any]:
         if not isinstance(item, Mapping):
             raise where.fail(f"expected a tool object, got {type(item).__name__}", at)
         kind = item.get("type", "function")
-        if kind != "function":
+        # Anthropic's tools name their schema input_schema; a user-defined one may say type "custom".
+        key = "input_schema" if "input_schema" in item and "function" not in item else "parameters"
+        if kind != "function" and not (key == "input_schema" and kind == "custom"):
             raise where.fail(
                 f"only function tools can be replayed, this is a {kind!r} tool",
                 [*at, "type"],
@@ -264,7 +268,7 @@ def openai_spec(tools: Any, where: _Where, parts: list[Any]) -> dict[str, Any]:
         function = item["function"] if nested else item
         fn_at = [*at, "function"] if nested else at
         where.validate(_OPENAI_FUNCTION, function, fn_at)
-        converted.append(_tool(function, function.get("parameters"), where, fn_at, "parameters", seen))
+        converted.append(_tool(function, function.get(key), where, fn_at, key, seen))
     return {"tools": converted}
 
 
