@@ -149,7 +149,7 @@ class InspectSources:
                 "the sample records no tool list (no model call in its events); pass --tools SPEC (docs/custom.md)",
             )
         from prefix_exec.envs.custom import environment_from_tools
-        from prefix_exec.importers.openai_transcripts import tools_digest
+        from prefix_exec.importers.transcripts import tools_digest
 
         tools = [dict(t) for t in sample.tools]
         digest = tools_digest(tools)

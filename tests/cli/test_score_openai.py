@@ -308,13 +308,11 @@ def test_score_custom_takes_the_mcp_list_and_says_when_only_schemas_are_checked(
 
 def test_the_export_round_trips_the_actions(ticketing: Path, tmp_path: Path) -> None:
     """The converter above is faithful: the importer reads back exactly the canonical actions."""
-    from prefix_exec.importers.openai_transcripts import Identity, read_conversations
+    from prefix_exec.importers.transcripts import Identity, TranscriptFile
 
     rollouts = list(read_rollouts(ticketing / "rollouts.jsonl"))
     identity = Identity({}, {}, {"method": "default", "trial": 0, "dataset": "ticketing"})
-    got = [
-        c.rollout for c in read_conversations(transcripts(ticketing, tmp_path, "defaults"), identity, tolerant=False)
-    ]
+    got = [c.rollout for c in TranscriptFile(transcripts(ticketing, tmp_path, "defaults"), identity, tolerant=False)]
     for mine, theirs in zip(got, rollouts, strict=True):
         assert [
             {k: v for k, v in call_to_json(a).items() if k in ("name", "arguments", "turn")} for a in mine.actions

@@ -21,7 +21,7 @@ from prefix_exec.redaction import redact_text
 #: ``score`` subcommands, one module each under ``prefix_exec.cli``: (name, module).
 SCORE_COMMANDS: tuple[tuple[str, str], ...] = (
     ("custom", "prefix_exec.cli.score_custom"),
-    ("openai", "prefix_exec.cli.score_openai"),
+    ("transcripts", "prefix_exec.cli.score_transcripts"),
     ("toolsandbox", "prefix_exec.cli.score_toolsandbox"),
     ("bfcl", "prefix_exec.cli.score_bfcl"),
     ("tau", "prefix_exec.cli.score_tau"),

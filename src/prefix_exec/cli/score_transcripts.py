@@ -1,4 +1,5 @@
-"""``prefix-exec score openai``: score OpenAI-format transcripts, one rollout per conversation."""
+"""``prefix-exec score transcripts`` (alias ``score openai``): score transcripts in the forms agents write
+them, one rollout per conversation (:mod:`prefix_exec.importers.transcripts`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from prefix_exec.envs.custom import CustomEnvironment, environment_from_tools, l
 from prefix_exec.envs.spec_formats import FORM_NAMES
 from prefix_exec.errors import InputError
 from prefix_exec.evidence import EvidencePolicy
-from prefix_exec.importers.openai_transcripts import Conversation, Identity, read_conversations, tools_digest
+from prefix_exec.importers.transcripts import READERS, Identity, Transcript, TranscriptFile, tools_digest
 from prefix_exec.jsonl import expand_inputs
 from prefix_exec.scoring import Scorable, numbered
 from prefix_exec.trajectory import Skipped
@@ -29,23 +30,33 @@ FIELDS = {
     "model": "model (default: model or metadata.model; or a fixed --model)",
     "method": "method (default: method or metadata.method, else 'default'; or a fixed --method)",
 }
+#: The name ``score openai`` had before it read every format; it stays an alias.
+ALIAS = "openai"
 
 
 def register(benchmarks: Any, name: str) -> None:
+    forms = ", ".join(f"{r.label} ({r.name})" for r in READERS.values())
     parser: argparse.ArgumentParser = benchmarks.add_parser(
         name,
-        help="OpenAI-format transcripts (messages with tool_calls, tool replies), on a tool spec or their own tools",
+        aliases=[ALIAS],
+        help="transcripts: OpenAI Chat or Responses, Anthropic Messages, LangChain, tau-bench results",
         description=(
-            "Score OpenAI-format transcripts: JSONL with one conversation per line (or a .json file of one or a "
-            "list), each with 'messages' (assistant tool_calls with JSON-string arguments, tool replies by "
-            "tool_call_id) and optionally the 'tools' list offered. One rollout per conversation. With --tools "
-            "the calls are checked against that spec (ours, an OpenAI tools array or an MCP tools/list result, "
-            "plus --hooks); without it each conversation's own tools list is the spec, and only schema checks "
-            "apply. Identity fields are dotted paths into the conversation. See docs/custom.md."
+            f"Score transcripts, one rollout per conversation. Forms read: {forms}; each file's form is "
+            "detected from its records (--format forces one). A file is JSONL (one conversation per line), a "
+            'JSON list, or a JSON object wrapping lists ({"data": [...]}). With --tools the calls are checked '
+            "against that spec (ours, an OpenAI tools array or an MCP tools/list result, plus --hooks); without "
+            "it each conversation's own tools list is the spec, and only schema checks apply. Identity fields "
+            f"are dotted paths into the conversation. 'score {ALIAS}' is the same command. See docs/custom.md."
         ),
     )
     parser.add_argument(
         "transcripts", nargs="+", metavar="TRANSCRIPTS", help="JSONL or .json files (or folders of them)"
+    )
+    parser.add_argument(
+        "--format",
+        choices=["auto", *READERS],
+        default="auto",
+        help="the form of every file (default: auto, detected per file from its records)",
     )
     add_spec_options(
         parser,
@@ -53,12 +64,12 @@ def register(benchmarks: Any, name: str) -> None:
         "own 'tools' list, schema checks only)",
     )
     fields = parser.add_argument_group("where the rollout's identity comes from (dotted paths into a conversation)")
-    for name, what in FIELDS.items():
-        fields.add_argument(f"--{name.replace('_', '-')}-field", metavar="PATH", help=what)
+    for field, what in FIELDS.items():
+        fields.add_argument(f"--{field.replace('_', '-')}-field", metavar="PATH", help=what)
     fields.add_argument(
         "--dataset",
         help="dataset name for every record (default: dataset or metadata.dataset, else the --tools spec's name, "
-        "else 'openai')",
+        f"else 'transcripts' ('{ALIAS}' when run as score {ALIAS})",
     )
     add_scoring_options(parser)  # --model, --method (fixed names instead of fields), --trial, --trial-field
     parser.set_defaults(handler=handle)
@@ -102,8 +113,10 @@ def handle(args: argparse.Namespace) -> int:
             "apply (tool names, arguments); the records say so in metadata.spec_note",
             file=sys.stderr,
         )
-    identity = identity_of(args, spec.name if spec is not None else "openai")
-    units = _units(files, identity, spec, keep_going=args.keep_going, policy=policy)
+    default_dataset = ALIAS if args.benchmark == ALIAS else "transcripts"
+    identity = identity_of(args, spec.name if spec is not None else default_dataset)
+    forced = None if args.format == "auto" else args.format
+    units = _units(files, identity, forced, spec, keep_going=args.keep_going, policy=policy)
     trials = numbering(args)
     return score_on_spec(
         numbered(units, trials),
@@ -117,30 +130,37 @@ def handle(args: argparse.Namespace) -> int:
 def _units(
     files: list[Path],
     identity: Identity,
+    forced: str | None,
     spec: CustomEnvironment | None,
     *,
     keep_going: bool,
     policy: EvidencePolicy,
 ) -> Iterator[Scorable | Skipped]:
     """Rollouts of every conversation, each with ``spec`` or, without one, the environment of its own tools list
-    (built once per distinct list, kept by digest, with ``policy``)."""
+    (built once per distinct list, kept by digest, with ``policy``). Says on stderr which form each file was read
+    as."""
     envs: dict[str, CustomEnvironment] = {}
     for path in files:
-        for item in read_conversations(path, identity, tolerant=keep_going):
+        transcripts = TranscriptFile(path, identity, format=forced, tolerant=keep_going)
+        for item in transcripts:
             try:
                 if isinstance(item, InputError):
                     raise item
-                pair = Scorable(item.rollout, spec) if spec is not None else _with_own_tools(item, envs, policy)
+                yield Scorable(item.rollout, spec) if spec is not None else _with_own_tools(item, envs, policy)
             except InputError as exc:
                 if not keep_going:
                     raise
                 where = f"{exc.path}:{exc.line}" if exc.line is not None else str(exc.path)
-                yield Skipped(where, exc.detail())
-                continue
-            yield pair
+                yield Skipped(where, exc.detail() + (f" (hint: {exc.hint})" if exc.hint else ""))
+        if transcripts.format is None:
+            print(f"prefix-exec: note: {path}: no conversation read", file=sys.stderr)
+            continue
+        how = "--format" if forced else "detected"
+        label = READERS[transcripts.format].label
+        print(f"prefix-exec: note: {path}: {transcripts.read} conversations read as {label} ({how})", file=sys.stderr)
 
 
-def _with_own_tools(item: Conversation, envs: dict[str, CustomEnvironment], policy: EvidencePolicy) -> Scorable:
+def _with_own_tools(item: Transcript, envs: dict[str, CustomEnvironment], policy: EvidencePolicy) -> Scorable:
     """The conversation's rollout with the environment of its own tools list (from ``envs``, by digest, or built
     and kept there), its metadata saying so; a conversation without one raises :class:`InputError`."""
     if item.tools is None:
@@ -151,16 +171,15 @@ def _with_own_tools(item: Conversation, envs: dict[str, CustomEnvironment], poli
             field=item.prefix + "tools",
             hint="pass --tools SPEC (the tool list offered, or our spec)",
         )
-    rollout = item.rollout
     digest = tools_digest(item.tools)
     if digest not in envs:
         envs[digest] = environment_from_tools(
             item.tools,
-            name=rollout.dataset,
+            name=item.rollout.dataset,
             path=item.path,
             line=item.line,
             prefix=item.prefix + "tools",
             policy=policy,
         )
-    metadata = {**rollout.metadata, "spec_note": SCHEMA_ONLY_NOTE, "tools_digest": digest}
-    return Scorable(replace(rollout, metadata=metadata), envs[digest])
+    metadata = {**item.rollout.metadata, "spec_note": SCHEMA_ONLY_NOTE, "tools_digest": digest}
+    return Scorable(replace(item.rollout, metadata=metadata), envs[digest])

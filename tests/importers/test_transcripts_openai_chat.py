@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from prefix_exec.errors import InputError
-from prefix_exec.importers.openai_transcripts import Identity, conversation_of, lookup
+from prefix_exec.importers.transcripts import Identity, lookup
+from prefix_exec.importers.transcripts import transcript_of as conversation_of
 from prefix_exec.trajectory import Observation
 
 IDENTITY = Identity({}, {}, {"method": "default", "trial": 0, "dataset": "d"})
@@ -101,10 +102,18 @@ def test_identity_from_named_paths_fixed_values_and_defaults() -> None:
             "messages[0].tool_calls[0].function.name",
             "needs a name",
         ),
+        (  # two calls waiting with one id: the reply could answer either
+            convo(
+                {"role": "assistant", "tool_calls": [call("a", "f", "{}"), call("a", "g", "{}")]},
+                {"role": "tool", "tool_call_id": "a", "content": "x"},
+            ),
+            "messages[1].tool_call_id",
+            "could answer 2 calls with the id 'a'",
+        ),
         (
-            convo({"role": "assistant", "tool_calls": [call("a", "f", "{}"), call("a", "g", "{}")]}),
-            "messages[0].tool_calls[1].id",
-            "unique string",
+            convo({"role": "assistant", "tool_calls": [call(7, "f", "{}")]}),
+            "messages[0].tool_calls[0].id",
+            "must be a non-empty string",
         ),
         (
             convo({"role": "tool", "tool_call_id": "zz", "content": "x"}),

@@ -1,0 +1,145 @@
+"""Transcripts in the forms agents write them, as rollouts: one rollout per conversation.
+
+Each format has one small reader (:mod:`.openai_chat`, :mod:`.openai_responses`, :mod:`.anthropic`,
+:mod:`.langchain`, :mod:`.tau_bench`) that maps a record's messages onto the common form of
+:mod:`.decoder`, which builds every rollout the same way: actions with their observations, the transcript,
+the identity and Y (:mod:`.identity`). A file's records (:mod:`.documents`) are JSONL, a JSON list or a JSON
+object wrapping lists; its format is detected from the first record that shows one (:mod:`.formats`), or
+forced. A malformed record is an :class:`~prefix_exec.errors.InputError` naming the file, the line (JSONL)
+or record (``[3]``) and the field; it loses that record only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prefix_exec.errors import InputError
+from prefix_exec.importers.transcripts.decoder import decode
+from prefix_exec.importers.transcripts.documents import records
+from prefix_exec.importers.transcripts.formats import READERS, Reader, detect, unknown_shape
+from prefix_exec.importers.transcripts.identity import Identity, identity_fields, lookup
+from prefix_exec.trajectory import Rollout
+
+__all__ = ["READERS", "Identity", "Transcript", "TranscriptFile", "lookup", "tools_digest", "transcript_of"]
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """One conversation read: the rollout, the tools list it offered (``None`` when it has none), its
+    format, and where it came from (``path``, ``line`` for JSONL, ``prefix`` such as ``[3].`` in JSON)."""
+
+    rollout: Rollout
+    tools: Any
+    format: str
+    path: str
+    line: int | None
+    prefix: str
+
+
+class TranscriptFile:
+    """The conversations of one file, read lazily: iterate for :class:`Transcript` (or, with ``tolerant``,
+    the InputError of a bad record, in its place). ``format`` forces one format (a name of :data:`READERS`);
+    without it the first record that shows a format decides the file's (:func:`.formats.detect`), and a later
+    record decisively of another is an error. After iterating, :attr:`format` is the format read (``None``
+    when no record showed one) and :attr:`read` the number of conversations read."""
+
+    def __init__(self, path: str | Path, identity: Identity, *, format: str | None = None, tolerant: bool) -> None:
+        if format is not None and format not in READERS:
+            raise InputError(f"unknown transcript format {format!r}", hint=f"one of {', '.join(READERS)}")
+        self.path = Path(path)
+        self.identity = identity
+        self.forced = format
+        self.format = format
+        self.tolerant = tolerant
+        self.read = 0
+        self._decided_at = ""
+
+    def __iter__(self) -> Iterator[Transcript | InputError]:
+        for line, prefix, data in records(self.path, tolerant=self.tolerant):
+            try:
+                if isinstance(data, InputError):
+                    raise data
+                reader = self._reader(data, line, prefix)
+                yield transcript_of(data, self.identity, reader=reader, path=str(self.path), line=line, prefix=prefix)
+                self.read += 1
+            except InputError as exc:
+                if not self.tolerant:
+                    raise
+                yield exc
+
+    def _reader(self, data: Any, line: int | None, prefix: str) -> Reader:
+        found, decisive = detect(data)
+
+        def fail(message: str, hint: str) -> InputError:
+            return InputError(message, path=self.path, line=line, field=prefix.rstrip(".") or None, hint=hint)
+
+        if self.forced is not None:
+            if decisive and found != self.forced:
+                raise fail(
+                    f"read as {READERS[self.forced].label} (--format), but the record is {READERS[str(found)].label}",
+                    "drop --format to detect each file's form, or name the form this file holds",
+                )
+            return READERS[self.forced]
+        if found is None:
+            if self.format is None:
+                raise fail(*unknown_shape(data))
+            return READERS[self.format]  # the file's format says what is missing
+        if decisive and self.format is not None and found != self.format:
+            raise fail(
+                f"the record is {READERS[found].label}, but the file's first records are "
+                f"{READERS[self.format].label} ({self._decided_at})",
+                "one form per file: split the file by form, or force one with --format",
+            )
+        if decisive and self.format is None:
+            self.format = found
+            self._decided_at = f"line {line}" if line is not None else f"record {prefix.rstrip('.') or '0'}"
+        return READERS[self.format or found]
+
+
+def transcript_of(
+    data: Any,
+    identity: Identity,
+    *,
+    reader: Reader | None = None,
+    path: str,
+    line: int | None = None,
+    prefix: str = "",
+) -> Transcript:
+    """One record as a rollout, read by ``reader`` (detected from the record when ``None``). Raises
+    :class:`InputError` naming the field."""
+
+    def fail(field: str, message: str, hint: str | None = None) -> InputError:
+        return InputError(message, path=path, line=line, field=(prefix + field).rstrip(".") or None, hint=hint)
+
+    if reader is None:
+        found = detect(data)[0]
+        reader = READERS[found or "openai-chat"]
+    if not isinstance(data, Mapping):
+        raise fail("", f"expected a conversation object, got {type(data).__name__}")
+    actions, transcript = decode(reader.read(data, fail), fail)
+    values = identity_fields(data, identity, fail, reward=reader.reward)
+    name = Path(path).name
+    where = f"{name}:{line}" if line is not None else name + (prefix if prefix[:1] in ("[", "") else f":{prefix}")
+    rollout = Rollout(
+        dataset=values["dataset"],
+        task_id=values["task_id"],
+        model=values["model"],
+        method=values["method"],
+        actions=actions,
+        success=values["success"],
+        trial=values["trial"] or 0,
+        trial_given=values["trial"] is not None,
+        transcript=transcript,
+        metadata={"source": where.rstrip("."), **reader.metadata(data)},
+    )
+    return Transcript(rollout, data.get("tools"), reader.name, path, line, prefix)
+
+
+def tools_digest(tools: Any) -> str:
+    """16 hex digits naming a tools list by its content (records say which list served as the spec)."""
+    return hashlib.sha256(json.dumps(tools, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -1,0 +1,136 @@
+"""``score transcripts`` (alias ``score openai``): every form of examples/transcripts scores the same, the
+published tau-bench file is read whole, and the command says which form it read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prefix_exec.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "transcripts"
+TAU_BENCH = ROOT / "tests" / "data" / "tau-bench"
+FILES = ["openai-chat.jsonl", "openai-responses.jsonl", "anthropic.jsonl", "langchain.json", "tau-bench.json"]
+#: What examples/transcripts scores to on its tools.json: (task, T, FED, label, Y), the same in every form.
+EXPECTED = [
+    ("cancel-1", 3, 4, None, 1),
+    ("cancel-2", 3, 2, "schema", 1),  # the reason is not in the enum
+    ("status-3", 3, 4, None, 1),  # two parallel calls, then a second user turn
+    ("status-4", 2, 2, "schema", 0),  # track_package is not a tool
+    ("faq-5", 1, 2, None, 1),  # no tool call: executable on a spec that is only a tools list
+    ("cancel-6", 2, 1, "dependency", 0),  # refused by the shop ("Error: ... not found"): the recorded outcome
+    ("email-7", 1, 1, "schema", 0),  # body is required
+]
+
+
+def published() -> list[dict[str, Any]]:
+    data: list[dict[str, Any]] = json.loads((TAU_BENCH / "gpt-4o-airline.json").read_text(encoding="utf-8"))
+    return data
+
+
+def rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def scored(path: Path) -> list[tuple[Any, ...]]:
+    return [(r["task_id"], r["T"], r["fed"], r["label"], r["success"]) for r in rows(path)]
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_the_same_conversations_score_the_same_in_every_form(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out.jsonl"
+    argv = ["score", "transcripts", str(EXAMPLES / name), "--tools", str(EXAMPLES / "tools.json")]
+    assert main([*argv, "--model", "gpt-4o-mini", "--out", str(out)]) == 0
+    assert scored(out) == EXPECTED
+    assert {r["dataset"] for r in rows(out)} == {"tools"}  # the spec's name (its file's stem)
+    assert "7 conversations read as" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_without_the_error_pattern_only_a_forms_own_flag_refuses(name: str, tmp_path: Path) -> None:
+    """cancel-6's refusals are flagged in the Anthropic and LangChain forms (as those frameworks record a tool
+    that raised) and plain text elsewhere: with --no-error-pattern only the flag still rejects the call."""
+    out = tmp_path / "out.jsonl"
+    argv = ["score", "transcripts", str(EXAMPLES / name), "--tools", str(EXAMPLES / "tools.json")]
+    assert main([*argv, "--model", "m", "--no-error-pattern", "--out", str(out)]) == 0
+    flagged = name in ("anthropic.jsonl", "langchain.json")
+    want = [
+        r if r[0] != "cancel-6" else (("cancel-6", 2, 1, "dependency", 0) if flagged else ("cancel-6", 2, 3, None, 0))
+        for r in EXPECTED
+    ]
+    assert scored(out) == want
+
+
+@pytest.mark.parametrize("name", [f for f in FILES if f != "tau-bench.json"])
+def test_each_forms_own_tools_list_serves_as_the_spec(name: str, tmp_path: Path) -> None:
+    """Anthropic's input_schema tools and Responses' flat function tools check the same schemas."""
+    out = tmp_path / "own.jsonl"
+    assert main(["score", "transcripts", str(EXAMPLES / name), "--out", str(out)]) == 0
+    assert scored(out) == EXPECTED
+    assert {r["dataset"] for r in rows(out)} == {"transcripts"}
+    assert all("spec_note" in r["metadata"] for r in rows(out))
+
+
+def test_the_published_tau_bench_file_scores_all_200_conversations(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As published, with the tools of its repository and the model the file does not name."""
+    out = tmp_path / "tau-bench.jsonl"
+    argv = ["score", "transcripts", str(TAU_BENCH / "gpt-4o-airline.json"), "--out", str(out)]
+    assert main([*argv, "--tools", str(TAU_BENCH / "airline-tools.json"), "--model", "gpt-4o"]) == 0
+    got = rows(out)
+    assert len(got) == 200
+    assert [r["success"] for r in got] == [int(r["reward"]) for r in published()]  # Y = reward
+    assert sum(r["T"] for r in got if not r["no_tool"]) == 1164
+    no_tool = [r for r in got if r["no_tool"]]
+    assert len(no_tool) == 18 and all(r["executable"] for r in no_tool)
+    for record, conversation in zip(got, published(), strict=True):  # FED never after the first Error reply
+        replies = [m["content"] for m in conversation["traj"] if m["role"] == "tool"]
+        first = next((k + 1 for k, text in enumerate(replies) if text.startswith("Error")), None)
+        assert first is None or record["fed"] <= first
+    assert "200 conversations read as tau-bench results (detected)" in capsys.readouterr().err
+    required = tmp_path / "required.jsonl"
+    tools = ["--tools", str(TAU_BENCH / "airline-tools.json"), "--model", "gpt-4o", "--require-tools"]
+    assert main(["score", "transcripts", str(TAU_BENCH / "gpt-4o-airline.json"), *tools, "--out", str(required)]) == 0
+    assert [(r["fed"], r["label"]) for r in rows(required) if r["no_tool"]] == [(1, "precondition")] * 18
+    assert main([*argv, "--overwrite"]) == 2  # the record names no model: one error per conversation
+    err = capsys.readouterr().err
+    assert "no model: the conversation has none of model, metadata.model" in err
+    assert "--model NAME" in err
+
+
+def test_score_openai_is_the_same_command_with_its_old_default_dataset(tmp_path: Path) -> None:
+    for command, dataset in (("openai", "openai"), ("transcripts", "transcripts")):
+        out = tmp_path / f"{command}.jsonl"
+        assert main(["score", command, str(EXAMPLES / "anthropic.jsonl"), "--out", str(out)]) == 0
+        assert scored(out) == EXPECTED
+        assert {r["dataset"] for r in rows(out)} == {dataset}
+
+
+def test_format_forces_the_form(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out.jsonl"
+    argv = ["score", "transcripts", str(EXAMPLES / "anthropic.jsonl"), "--out", str(out), "--keep-going"]
+    assert main([*argv, "--format", "openai-chat"]) == 2
+    err = capsys.readouterr().err
+    assert "read as OpenAI Chat (--format), but the record is Anthropic Messages" in err
+    assert "hint: drop --format" in err
+    assert main([*argv, "--format", "anthropic", "--overwrite"]) == 0
+    assert "7 conversations read as Anthropic Messages (--format)" in capsys.readouterr().err
+
+
+def test_a_file_of_no_transcript_form_is_an_input_error_with_a_hint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"info": {}, "tasks": [], "simulations": [{"id": "s1", "messages": []}]}))
+    assert main(["score", "transcripts", str(path), "--out", str(tmp_path / "o.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "not a transcript in any form read here: found an object with keys info, tasks, simulations" in err
+    assert "hint: this looks like a tau2 results file: prefix-exec score tau FILE" in err
+    assert "Traceback" not in err
