@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -17,12 +18,16 @@ from typing import Any
 
 import pytest
 
+import hostile_transcripts
 from hostile_files import FIFO, ZERO, write_case_file
 from prefix_exec.cli import main
 
 TICKETING = Path(__file__).resolve().parents[1] / "examples" / "ticketing"
 #: Wall-clock bound of one case, seconds (cases take milliseconds; the bound is for a hang or a blow-up).
 BOUND_S = 60.0
+#: How far the whole sweep may raise the process's peak memory, MiB (inputs are kilobytes to megabytes; a
+#: reader that copied a hostile value quadratically, or read /dev/zero, would pass it).
+MEMORY_BOUND_MIB = 1024
 
 #: Hostile values, as raw JSON text (some cannot be written by json.dumps at all).
 RAW_VALUES = {
@@ -70,15 +75,16 @@ def mutate(row: dict[str, Any], path: tuple[str | int, ...], raw: str) -> str:
     return json.dumps(copy).replace(json.dumps(marker), raw)
 
 
-def paths_of(value: Any, prefix: tuple[str | int, ...] = ()) -> Iterator[tuple[str | int, ...]]:
-    """Every key path in a JSON value (objects and the first element of lists)."""
+def paths_of(value: Any, prefix: tuple[str | int, ...] = (), *, every: bool = False) -> Iterator[tuple[str | int, ...]]:
+    """Every key path in a JSON value (objects and the first element of lists, or ``every`` element)."""
     if isinstance(value, dict):
         for key, child in value.items():
             yield (*prefix, key)
-            yield from paths_of(child, (*prefix, key))
+            yield from paths_of(child, (*prefix, key), every=every)
     elif isinstance(value, list) and value:
-        yield (*prefix, 0)
-        yield from paths_of(value[0], (*prefix, 0))
+        for index in range(len(value) if every else 1):
+            yield (*prefix, index)
+            yield from paths_of(value[index], (*prefix, index), every=every)
 
 
 GARBAGE_LINES = {
@@ -221,6 +227,52 @@ def evidence_cases() -> Iterator[Case]:
                 "out.jsonl",
                 (good_rollout["task_id"],),
             )
+
+
+def transcript_cases() -> Iterator[Case]:
+    """Every other transcript form as JSONL (a hostile value at each path of one record between two good
+    ones), and hostile whole .json documents."""
+    for form, record in hostile_transcripts.RECORDS.items():
+        good = [json.dumps({**record, "task_id": task, "model": "m", "success": 1}) for task in ("g0", "g1")]
+        base = {**record, "task_id": "hostile", "model": "m", "success": 1}
+        lines = {f"garbage-{k}": v for k, v in GARBAGE_LINES.items()}
+        for path in paths_of(base, every=True):
+            if path != ("task_id",):
+                lines |= {
+                    f"{'.'.join(map(str, path))}={label}": mutate(base, path, raw)
+                    for label, raw in values_for(path).items()
+                }
+        for name, line in lines.items():
+            yield Case(
+                f"transcripts:{form}:{name}",
+                {
+                    "in.jsonl": "\n".join([good[0], line, good[1]]) + "\n",
+                    "tools.json": json.dumps(hostile_transcripts.TOOLS),
+                },
+                lambda d: [
+                    "score",
+                    "transcripts",
+                    str(d / "in.jsonl"),
+                    "--tools",
+                    str(d / "tools.json"),
+                    *TRANSCRIPT_FLAGS,
+                    str(d / "out.jsonl"),
+                ],
+                "out.jsonl",
+                ("g0", "g1"),
+            )
+    for name, (text, keep) in hostile_transcripts.DOCUMENTS.items():
+        yield Case(
+            f"transcripts:document:{name}",
+            {"in.json": text},
+            lambda d: ["score", "transcripts", str(d / "in.json"), *TRANSCRIPT_FLAGS, str(d / "out.jsonl")],
+            "out.jsonl",
+            keep,
+        )
+
+
+#: How the transcript cases run: a fixed model (tau-bench's records name none), keep going, then --out.
+TRANSCRIPT_FLAGS = ("--model", "m", "--keep-going", "--out")
 
 
 def spec_cases() -> Iterator[Case]:
@@ -432,6 +484,7 @@ def all_cases() -> list[Case]:
         *custom_cases(),
         *openai_cases(),
         *evidence_cases(),
+        *transcript_cases(),
         *spec_cases(),
         *bfcl_cases(),
         *metrics_cases(),
@@ -452,6 +505,7 @@ def test_the_sweep_has_hundreds_of_cases_across_every_input() -> None:
         "custom",
         "openai",
         "evidence",
+        "transcripts",
         "spec",
         "bfcl",
         "metrics",
@@ -468,6 +522,7 @@ def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
     monkeypatch.chdir(tmp_path)  # anything written relative to the working directory would show up here
     problems: list[str] = []
     slowest = (0.0, "")
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # Linux: KiB, the process's peak so far
     for index, case in enumerate(all_cases()):
         folder = tmp_path / f"case{index}"
         folder.mkdir()
@@ -500,6 +555,9 @@ def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
             found = {json.loads(line)["task_id"] for line in out.read_text().splitlines()} if out.exists() else set()
             if not set(case.good) <= found:
                 problems.append(f"{case.name}: good rows not scored ({sorted(set(case.good) - found)})")
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_kib) / 1024
+    if grown_mib > MEMORY_BOUND_MIB:
+        problems.append(f"the sweep raised the process's peak memory by {grown_mib:.0f} MiB")
     assert set(os.listdir(tmp_path)) == {f"case{i}" for i in range(len(all_cases()))}
     assert not problems, f"{len(problems)} problems (slowest case {slowest[1]}: {slowest[0]:.1f} s):\n" + "\n".join(
         problems[:60]
