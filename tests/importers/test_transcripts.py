@@ -196,6 +196,7 @@ def test_a_jsonl_record_of_no_form_before_any_form_is_known_is_its_own_error(tmp
     assert isinstance(first, InputError) and "not a transcript in any form read here" in first.message
     assert isinstance(good, Transcript)
     assert isinstance(third, InputError) and third.detail() == "field 'messages': missing"  # read as the file's form
+    assert third.hint is not None and third.hint.startswith('read as OpenAI Chat, whose records are {"messages"')
 
 
 # -- files: JSONL, lists, wrappers -------------------------------------------------------------------------

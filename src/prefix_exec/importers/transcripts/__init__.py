@@ -21,7 +21,7 @@ from typing import Any
 from prefix_exec.errors import InputError
 from prefix_exec.importers.transcripts.decoder import decode
 from prefix_exec.importers.transcripts.documents import records
-from prefix_exec.importers.transcripts.formats import READERS, Reader, detect, unknown_shape
+from prefix_exec.importers.transcripts.formats import READERS, SHAPES, Reader, detect, unknown_shape
 from prefix_exec.importers.transcripts.identity import Identity, identity_fields, lookup
 from prefix_exec.trajectory import Rollout
 
@@ -113,12 +113,14 @@ def transcript_of(
     """One record as a rollout, read by ``reader`` (detected from the record when ``None``). Raises
     :class:`InputError` naming the field."""
 
-    def fail(field: str, message: str, hint: str | None = None) -> InputError:
-        return InputError(message, path=path, line=line, field=(prefix + field).rstrip(".") or None, hint=hint)
-
     if reader is None:
         found = detect(data)[0]
         reader = READERS[found or "openai-chat"]
+    shape = f"read as {reader.label}, whose records are {SHAPES[reader.name]}"
+
+    def fail(field: str, message: str, hint: str | None = None) -> InputError:
+        where = (prefix + field).rstrip(".") or None
+        return InputError(message, path=path, line=line, field=where, hint=hint or shape)
     if not isinstance(data, Mapping):
         raise fail("", f"expected a conversation object, got {type(data).__name__}")
     actions, transcript = decode(reader.read(data, fail), fail)
