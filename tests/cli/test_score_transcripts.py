@@ -134,3 +134,11 @@ def test_a_file_of_no_transcript_form_is_an_input_error_with_a_hint(
     assert "not a transcript in any form read here: found an object with keys info, tasks, simulations" in err
     assert "hint: this looks like a tau2 results file: prefix-exec score tau FILE" in err
     assert "Traceback" not in err
+
+
+def test_a_bad_own_tools_list_names_its_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    record = {"task_id": "t", "model": "m", "success": 1, "messages": [], "tools": [{"function": {"name": 5}}]}
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps([record]))
+    assert main(["score", "transcripts", str(path), "--out", str(tmp_path / "o.jsonl")]) == 2
+    assert "field '[0].tools[0].function.name': expected string, got number" in capsys.readouterr().err

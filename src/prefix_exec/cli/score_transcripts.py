@@ -178,7 +178,7 @@ def _with_own_tools(item: Transcript, envs: dict[str, CustomEnvironment], policy
             name=item.rollout.dataset,
             path=item.path,
             line=item.line,
-            prefix=item.prefix + "tools",
+            prefix=item.prefix,
             policy=policy,
         )
     metadata = {**item.rollout.metadata, "spec_note": SCHEMA_ONLY_NOTE, "tools_digest": digest}
