@@ -121,6 +121,7 @@ def transcript_of(
     def fail(field: str, message: str, hint: str | None = None) -> InputError:
         where = (prefix + field).rstrip(".") or None
         return InputError(message, path=path, line=line, field=where, hint=hint or shape)
+
     if not isinstance(data, Mapping):
         raise fail("", f"expected a conversation object, got {type(data).__name__}")
     actions, transcript = decode(reader.read(data, fail), fail)
