@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from prefix_exec.json_types import JsonObject
 from prefix_exec.jsonl import UnitKey
 from prefix_exec.trajectory import PrefixRecord
 
@@ -38,7 +39,7 @@ class Disagreement:
     trial: int
     depth: int
     tool: str
-    arguments: dict[str, Any]
+    arguments: JsonObject
     recorded_error: bool
     recorded_content: Any
     replay_accepted: bool
@@ -46,7 +47,7 @@ class Disagreement:
     replay_reason: str
     kind: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return asdict(self)
 
     def describe(self) -> str:

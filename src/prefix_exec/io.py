@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from prefix_exec.errors import InputError
+from prefix_exec.json_types import JsonObject
 from prefix_exec.jsonl import JsonlWriter as JsonlWriter
 from prefix_exec.jsonl import UnitKey
 from prefix_exec.jsonl import completed_keys as completed_keys
@@ -49,8 +50,8 @@ METRIC_FIELDS = ("dataset", "task_id", "model", "method", "T", "fed", "success")
 # ---------------------------------------------------------------------------------------------- encoding
 
 
-def call_to_json(call: ToolCall) -> dict[str, Any]:
-    row: dict[str, Any] = {"name": call.name, "arguments": dict(call.arguments), "turn": call.turn}
+def call_to_json(call: ToolCall) -> JsonObject:
+    row: JsonObject = {"name": call.name, "arguments": dict(call.arguments), "turn": call.turn}
     if call.call_id is not None:
         row["call_id"] = call.call_id
     if call.observation is not None:
@@ -64,8 +65,8 @@ def call_to_json(call: ToolCall) -> dict[str, Any]:
     return row
 
 
-def cost_to_json(cost: CallCost) -> dict[str, Any]:
-    row: dict[str, Any] = {
+def cost_to_json(cost: CallCost) -> JsonObject:
+    row: JsonObject = {
         "role": cost.role,
         "prompt_tokens": cost.prompt_tokens,
         "completion_tokens": cost.completion_tokens,
@@ -80,8 +81,8 @@ def cost_to_json(cost: CallCost) -> dict[str, Any]:
     return row
 
 
-def rollout_to_json(rollout: Rollout) -> dict[str, Any]:
-    row: dict[str, Any] = {
+def rollout_to_json(rollout: Rollout) -> JsonObject:
+    row: JsonObject = {
         "kind": ROLLOUT_KIND,
         "schema_version": SCHEMA_VERSION,
         "dataset": rollout.dataset,
@@ -101,8 +102,8 @@ def rollout_to_json(rollout: Rollout) -> dict[str, Any]:
     return row
 
 
-def verdict_to_json(step: int, call: ToolCall | None, verdict: Verdict) -> dict[str, Any]:
-    row: dict[str, Any] = {
+def verdict_to_json(step: int, call: ToolCall | None, verdict: Verdict) -> JsonObject:
+    row: JsonObject = {
         "step": step,
         "tool": call.name if call is not None else None,
         "accepted": verdict.accepted,
@@ -117,10 +118,10 @@ def verdict_to_json(step: int, call: ToolCall | None, verdict: Verdict) -> dict[
     return row
 
 
-def record_to_json(record: PrefixRecord) -> dict[str, Any]:
+def record_to_json(record: PrefixRecord) -> JsonObject:
     label = record.label
     calls: list[ToolCall | None] = list(record.actions) or [None]
-    row: dict[str, Any] = {
+    row: JsonObject = {
         "kind": RECORD_KIND,
         "schema_version": SCHEMA_VERSION,
         "dataset": record.dataset,
@@ -155,7 +156,7 @@ class _Fields:
         self.path, self.line, self.prefix = path, line, prefix
         if not isinstance(data, dict):
             self.fail("", f"expected a JSON object, got {type(data).__name__}")
-        self.data: dict[str, Any] = data
+        self.data: JsonObject = data
 
     def fail(self, name: str, message: str, hint: str | None = None) -> NoReturn:
         raise InputError(message, path=self.path, line=self.line, field=self.prefix + name or None, hint=hint)
@@ -243,7 +244,7 @@ def _check_version(f: _Fields, kind: str) -> None:
         f.fail("kind", f"expected a {kind} row, got {found!r}")
 
 
-def _unit(f: _Fields) -> dict[str, Any]:
+def _unit(f: _Fields) -> JsonObject:
     """The unit identity every row carries (dataset, task_id, model, method; trial 0 when absent), read in
     that order, so the first bad one is the one reported."""
     return {

@@ -9,18 +9,19 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from prefix_exec.errors import InputError
+from prefix_exec.json_types import JsonMapping
 
 #: Largest JSONL line read, in characters. A rollout or record is kilobytes; a longer line is an input error
 #: (one bad line, not a MemoryError), whatever the file holds.
 MAX_LINE_CHARS = 64 * 1024 * 1024
 
 
-def dumps(row: Mapping[str, Any]) -> str:
+def dumps(row: JsonMapping) -> str:
     """One JSONL line. Values JSON cannot hold (sets, objects from a backend) become their ``repr``.
 
     Text that UTF-8 cannot encode (a lone surrogate from a model or a file name) is written as a JSON
@@ -154,7 +155,7 @@ class JsonlWriter:
             _truncate_torn_tail(self.path)
         self._fh: IO[str] = self.path.open("a" if append else "w", encoding="utf-8")
 
-    def write(self, row: Mapping[str, Any]) -> int:
+    def write(self, row: JsonMapping) -> int:
         self._fh.write(dumps(row) + "\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())
@@ -184,7 +185,7 @@ def _truncate_torn_tail(path: Path) -> None:
 UnitKey = tuple[str, str, str, str, int]
 
 
-def unit_key(row: Mapping[str, Any]) -> UnitKey:
+def unit_key(row: JsonMapping) -> UnitKey:
     """The unit key of a JSON row (a rollout, a record, a failure); ``trial`` defaults to 0.
 
     Raises ``KeyError``, ``TypeError`` or ``ValueError`` when a field is missing or not of its kind.

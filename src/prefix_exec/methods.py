@@ -12,9 +12,10 @@ wins, so ``dual-loop-accept-all`` is the control and not ``dual-loop``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from enum import StrEnum
-from typing import Any
+
+from prefix_exec.json_types import JsonMapping
 
 #: ``(verifier model or rule, K_val)`` as text: what a dual-loop or accept-all rollout notes of its setting.
 Setting = tuple[str, str]
@@ -62,7 +63,7 @@ def method_of(name: str) -> Method | None:
     return None if best is None else best[1]
 
 
-def verifier_setting(metadata: Mapping[str, Any]) -> Setting | None:
+def verifier_setting(metadata: JsonMapping) -> Setting | None:
     """``(verifier model, K_val)`` from ``metadata.verifier_model`` (or ``verifier_rule``: the accept-all control's
     ``accept-all``) and ``metadata.k_val`` (or ``K_val``); ``None`` when neither is there."""
     model = metadata.get("verifier_model", metadata.get("verifier_rule"))

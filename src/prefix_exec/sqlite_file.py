@@ -13,7 +13,8 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
+
+from prefix_exec.json_types import JsonObject
 
 
 class SqliteFile:
@@ -48,9 +49,9 @@ class SqliteFile:
             self._local.db = db
         return db
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> JsonObject:
         return {"path": self.path}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def __setstate__(self, state: JsonObject) -> None:
         self.path = state["path"]
         self._local = threading.local()

@@ -17,11 +17,11 @@ import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 
 from prefix_exec import metrics
+from prefix_exec.json_types import JsonObject
 from prefix_exec.selection import Selector, pair_conditions
 from prefix_exec.stats import (
     DEFAULT_LEVEL,
@@ -75,7 +75,7 @@ class ConditionSummary:
     def condition(self) -> Condition:
         return (self.dataset, self.model, self.method)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         d = self.decomposition
         return {
             "dataset": self.dataset,
@@ -210,7 +210,7 @@ class PairedComparison:
     common_tasks: int
     differences: dict[str, Estimate]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {
             "dataset": self.dataset,
             "a": {"model": self.a[1], "method": self.a[2]},
@@ -229,7 +229,7 @@ def to_json(summary: Summary, comparisons: Sequence[PairedComparison] | None = N
     ``PEC_elig`` and ``n_k`` as lists from k = 1. Undefined numbers are null. ``per_domain`` holds the
     conditions of the per-domain view (:attr:`Summary.domains`) when there is one.
     """
-    doc: dict[str, Any] = {
+    doc: JsonObject = {
         "resamples": summary.resamples,
         "seed": summary.seed,
         "level": summary.level,

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from prefix_exec.errors import InputError
+from prefix_exec.json_types import JsonMapping
 
 MIX_OPTION = "--mix-task-sets"
 
 
-def task_set_of(metadata: Mapping[str, Any]) -> str | None:
+def task_set_of(metadata: JsonMapping) -> str | None:
     """``metadata.tau2.task_set`` when it is a string, else ``None`` (the record does not say)."""
     tau2 = metadata.get("tau2")
     value = tau2.get("task_set") if isinstance(tau2, Mapping) else None

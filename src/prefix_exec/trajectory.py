@@ -11,10 +11,11 @@ except for invariants that would make a record meaningless (a rejection with no 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from prefix_exec.json_types import JsonMapping
 from prefix_exec.jsonl import UnitKey, dumps
 
 #: Longest verdict result kept in a record, in characters. Sessions hand agents whole results; records keep
@@ -90,7 +91,7 @@ class ToolCall:
     """
 
     name: str
-    arguments: Mapping[str, Any] = field(default_factory=dict)
+    arguments: JsonMapping = field(default_factory=dict)
     call_id: str | None = None
     turn: int = 0
     observation: Observation | None = None
@@ -182,9 +183,9 @@ class Rollout:
     actions: tuple[ToolCall, ...] = ()
     success: int | None = None
     trial: int = 0
-    transcript: tuple[Mapping[str, Any], ...] | None = None
+    transcript: tuple[JsonMapping, ...] | None = None
     cost: tuple[CallCost, ...] = ()
-    metadata: Mapping[str, Any] = field(default_factory=dict)
+    metadata: JsonMapping = field(default_factory=dict)
     trial_given: bool = True
 
     @property
@@ -266,7 +267,7 @@ class PrefixRecord(Unit):
     actions: tuple[ToolCall, ...] = ()
     no_tool: bool = False
     cost: tuple[CallCost, ...] = ()
-    metadata: Mapping[str, Any] = field(default_factory=dict)
+    metadata: JsonMapping = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.T < 1:
@@ -328,7 +329,7 @@ def excerpt(result: Any) -> Any:
     return text[:RESULT_CHARS] + f"... ({len(text)} characters)"
 
 
-def condition_of(row: Mapping[str, Any] | PrefixRecord) -> tuple[str, str, str]:
+def condition_of(row: JsonMapping | PrefixRecord) -> tuple[str, str, str]:
     """The (dataset, model, method) condition a record belongs to."""
     if isinstance(row, PrefixRecord):
         return (row.dataset, row.model, row.method)

@@ -38,6 +38,7 @@ from typing import Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.io import rollout_to_json
+from prefix_exec.json_types import JsonObject
 from prefix_exec.jsonl import UnitKey
 from prefix_exec.trajectory import Rollout, Skipped
 
@@ -102,7 +103,7 @@ def trial_number(value: Any, path: str) -> int:
     return value
 
 
-def trial_fields(trial: int | None) -> dict[str, Any]:
+def trial_fields(trial: int | None) -> JsonObject:
     """A :class:`Rollout`'s ``trial`` and ``trial_given`` for what :meth:`TrialSource.read` returned."""
     return {"trial": trial or 0, "trial_given": trial is not None}
 

@@ -25,12 +25,12 @@ rule's verdict as a verifier entry with ``"verifier_called": false`` and ``"rule
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from prefix_exec.agents.episode import Episode
 from prefix_exec.agents.plan_conditioned import initial_plan, plan_control_text
 from prefix_exec.agents.planning import PlanRequest, PlanVerdict
+from prefix_exec.json_types import JsonMapping
 
 if TYPE_CHECKING:
     from prefix_exec.agents.variants import Agent
@@ -49,6 +49,6 @@ def prepare(agent: Agent, episode: Episode, request: PlanRequest) -> None:
     episode.say({"role": "user", "content": f"{request.goal}\n\n{plan_control_text(plan, verdict)}"})
 
 
-def notes(agent: Agent) -> Mapping[str, Any]:
+def notes(agent: Agent) -> JsonMapping:
     """What a control rollout notes of its setting: the validation budget and the rule in the verifier's place."""
     return {"k_val": agent.settings.k_val, "verifier_rule": RULE}

@@ -25,8 +25,7 @@ a round that asks no verifier (a structure error) is noted with ``"verifier_call
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from prefix_exec.agents.episode import Episode
 from prefix_exec.agents.plan_conditioned import initial_plan, plan_control_text, planner_messages, propose
@@ -40,6 +39,7 @@ from prefix_exec.agents.planning import (
     format_verdict,
     parse_verdict,
 )
+from prefix_exec.json_types import JsonMapping
 from prefix_exec.llm.types import Message
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def prepare(agent: Agent, episode: Episode, request: PlanRequest) -> None:
     episode.say({"role": "user", "content": f"{request.goal}\n\n{control}"})
 
 
-def notes(agent: Agent) -> Mapping[str, Any]:
+def notes(agent: Agent) -> JsonMapping:
     """What a dual-loop rollout notes of its setting: the validation budget and the verifier's model."""
     return {"k_val": agent.settings.k_val, "verifier_model": agent.verifier.config.model}
 

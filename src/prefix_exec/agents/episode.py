@@ -9,10 +9,10 @@ each finished turn's user message and the agent's final answer, which planners a
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.llm.types import Completion, Message, ToolSchema
 from prefix_exec.trajectory import CallCost, ToolCall
 
@@ -26,8 +26,8 @@ class Episode:
     messages: list[Message] = field(default_factory=list)
     actions: list[ToolCall] = field(default_factory=list)
     cost: list[CallCost] = field(default_factory=list)
-    transcript: list[dict[str, Any]] = field(default_factory=list)
-    metadata: dict[str, Any] = field(default_factory=dict)
+    transcript: list[JsonObject] = field(default_factory=list)
+    metadata: JsonObject = field(default_factory=dict)
     #: One ``(user message, final answer)`` per finished turn; the answer is ``None`` when the turn was capped.
     history: list[tuple[str, str | None]] = field(default_factory=list)
     #: The tools prompt-planning last listed in this conversation (``None``: never), so it lists them again only
@@ -44,7 +44,7 @@ class Episode:
         self.messages.append(message)
         self.transcript.append(dict(message))
 
-    def note(self, agent_role: str, entry: Mapping[str, Any]) -> None:
+    def note(self, agent_role: str, entry: JsonMapping) -> None:
         """Record a planner/verifier/guard event in the transcript only (the executor does not see it)."""
         self.transcript.append({"agent_role": agent_role, **entry})
 

@@ -13,7 +13,7 @@ its answer is noted in the transcript with that input. A turn's first proposal i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from prefix_exec.agents.episode import Episode
 from prefix_exec.agents.planning import (
@@ -27,6 +27,7 @@ from prefix_exec.agents.planning import (
     parse_plan,
 )
 from prefix_exec.agents.shared_plan import GENERATED, SHARED, SharedPlan
+from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.llm.types import Completion, Message
 
 if TYPE_CHECKING:
@@ -84,12 +85,12 @@ def propose(agent: Agent, episode: Episode, messages: list[Message], inputs: dic
 
 
 def decoded(
-    episode: Episode, content: str | None, inputs: Mapping[str, str], shared: Mapping[str, Any] | None = None
+    episode: Episode, content: str | None, inputs: Mapping[str, str], shared: JsonMapping | None = None
 ) -> Plan:
     """A planner answer decoded, noted in the transcript with its ``inputs`` (and, for an initial plan, its
     ``shared`` digest, source and maker) and counted in ``plans`` / ``plan_parse_errors``."""
     plan = parse_plan(content)
-    note: dict[str, Any] = {"input": dict(inputs), "content": content, "parse_error": plan.parse_error}
+    note: JsonObject = {"input": dict(inputs), "content": content, "parse_error": plan.parse_error}
     if shared is not None:
         note["plan"] = dict(shared)
     episode.note("planner", note)

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from prefix_exec.json_types import JsonMapping
 from prefix_exec.llm.types import ToolSchema
 
 CHECKS = ("tool_existence", "schema", "precondition", "binding")
@@ -54,10 +55,10 @@ class Plan:
     ``issues`` are the structure errors in the verdict issue shape (``check`` = ``"format"``).
     """
 
-    steps: tuple[Mapping[str, Any], ...]
+    steps: tuple[JsonMapping, ...]
     raw: str
     parse_error: str | None = None
-    issues: tuple[Mapping[str, Any], ...] = ()
+    issues: tuple[JsonMapping, ...] = ()
 
     def to_text(self) -> str:
         if self.parse_error is not None:
@@ -71,7 +72,7 @@ class PlanVerdict:
     the last two are never approved and carry a ``format`` issue."""
 
     approved: bool
-    issues: tuple[Mapping[str, Any], ...]
+    issues: tuple[JsonMapping, ...]
     raw: str
     source: str = VERIFIER
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from prefix_exec.agents import accept_all, dual_loop, plan_conditioned, prompt_planning
 from prefix_exec.agents.episode import Episode
@@ -52,6 +52,7 @@ from prefix_exec.agents.turn_limit import TurnLimit
 from prefix_exec.agents.turn_loop import TurnLoop, TurnResult
 from prefix_exec.deprecation import deprecated
 from prefix_exec.envs.base import Session
+from prefix_exec.json_types import JsonMapping
 from prefix_exec.llm.backend import ChatBackend
 from prefix_exec.llm.types import ToolSchema
 from prefix_exec.methods import METHODS, Method
@@ -63,7 +64,7 @@ class Preparer(Protocol):
     def __call__(self, agent: Agent, episode: Episode, request: PlanRequest) -> None: ...
 
 
-def _no_notes(agent: Agent) -> Mapping[str, Any]:
+def _no_notes(agent: Agent) -> JsonMapping:
     return {}
 
 
@@ -74,7 +75,7 @@ class Variant:
 
     prepare: Preparer | None = None
     guarded: bool = False
-    notes: Callable[[Agent], Mapping[str, Any]] = _no_notes
+    notes: Callable[[Agent], JsonMapping] = _no_notes
 
 
 VARIANTS: Mapping[Method, Variant] = {

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any
 
 from prefix_exec import budget, tasksets
 from prefix_exec.errors import InputError
+from prefix_exec.json_types import JsonObject
 from prefix_exec.scoring import ScoreReport
 from prefix_exec.stats import DEFAULT_RESAMPLES
 from prefix_exec.trials import Numbering, TrialSource
@@ -56,7 +56,7 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def output_options(args: argparse.Namespace) -> dict[str, Any]:
+def output_options(args: argparse.Namespace) -> JsonObject:
     """score_to_file's keywords from what :func:`add_scoring_options` parsed, all but ``--out``: resume,
     overwrite, keep_going, and the rollout and call budgets."""
     return {

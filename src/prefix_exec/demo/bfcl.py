@@ -6,12 +6,12 @@ Everything here reads ``bfcl_eval``'s packaged data and classes (no network, no 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from prefix_exec.envs.bfcl import api_classes, invocation
 from prefix_exec.envs.bfcl.checker import FinalSuccess, ground_truth_calls
 from prefix_exec.envs.bfcl.tasks import BfclTask, function_docs, load_category
+from prefix_exec.json_types import JsonMapping
 from prefix_exec.trajectory import ToolCall
 
 
@@ -34,7 +34,7 @@ def truth_calls(task: BfclTask) -> tuple[ToolCall, ...]:
     )
 
 
-def docs(task: BfclTask) -> dict[str, Mapping[str, Any]]:
+def docs(task: BfclTask) -> dict[str, JsonMapping]:
     """Every function doc of the task's classes, by tool name."""
     return {name: doc for c in task.involved_classes for name, doc in function_docs(c).items()}
 

@@ -36,13 +36,14 @@ from typing import Any
 
 from prefix_exec.envs.bfcl.environment import WIDENED
 from prefix_exec.envs.bfcl.labels import C, D, P, S
+from prefix_exec.json_types import JsonMapping
 from prefix_exec.trajectory import FailureLabel, ToolCall
 
 Calls = tuple[ToolCall, ...]
 #: Runs calls on BFCL's raw APIs for a task and returns the 1-based depth of the first refused call.
 Witness = Callable[[Calls], int | None]
 #: Function docs by tool name (BFCL's JSON docs), for type-aware mutations.
-Docs = Mapping[str, Mapping[str, Any]]
+Docs = Mapping[str, JsonMapping]
 
 # The labels by BFCL's short names (envs.bfcl.labels), plus the one its error table never gives.
 INFO = FailureLabel.INFORMATION
@@ -93,7 +94,7 @@ def _in_place(
     return Mutation(op, injected, expected, i + 1, mutated, repaired, detail)
 
 
-def _bad_arguments(op: str, calls: Calls, i: int, arguments: Mapping[str, Any], detail: str) -> Mutation:
+def _bad_arguments(op: str, calls: Calls, i: int, arguments: JsonMapping, detail: str) -> Mutation:
     """A schema fault in place: the call at index ``i`` made with ``arguments`` (``detail`` says how)."""
     return _in_place(op, calls, i, _with(calls[i], arguments=arguments), f"{calls[i].name}: argument {detail}", S, S)
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from prefix_exec.agents.episode import Episode
 from prefix_exec.agents.variants import Agent
 from prefix_exec.envs.base import Environment
+from prefix_exec.json_types import JsonMapping
 from prefix_exec.trajectory import Rollout
 
 
@@ -18,7 +18,7 @@ class Outcome:
 
     episode: Episode
     success: int
-    metadata: Mapping[str, Any] = field(default_factory=dict)
+    metadata: JsonMapping = field(default_factory=dict)
 
 
 class Driver(Protocol):

@@ -55,6 +55,7 @@ from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
 from prefix_exec.envs.bfcl.checker import OWN_LOOP
 from prefix_exec.envs.bfcl.state_description import describe_state
 from prefix_exec.envs.bfcl.tasks import CATEGORIES, bfcl_module, data_dir, function_docs, load_category
+from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.llm.types import ToolSchema
 from prefix_exec.trajectory import Rollout
 
@@ -94,7 +95,7 @@ def _openai_type(name: Any) -> str:
     return OPENAI_TYPES.get(str(name), "string")
 
 
-def openai_properties(properties: Mapping[str, Any]) -> dict[str, Any]:
+def openai_properties(properties: JsonMapping) -> JsonObject:
     """BFCL's parameter ``properties`` as OpenAI JSON Schema, converted the way BFCL converts them.
 
     Per property: a missing type becomes ``string``; ``float`` gets ``format: float`` and
@@ -104,7 +105,7 @@ def openai_properties(properties: Mapping[str, Any]) -> dict[str, Any]:
     with ``properties``. Where BFCL's conversion would crash (a float without a description, items without
     a type) this one uses an empty description and ``string``.
     """
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for key, source in properties.items():
         spec = copy.deepcopy(dict(source))
         declared = spec.get("type")
@@ -133,10 +134,10 @@ def openai_properties(properties: Mapping[str, Any]) -> dict[str, Any]:
 class BfclTool(ToolSchema):
     """A BFCL tool: the OpenAI schema plus the doc's ``response`` schema, which BFCL sends too."""
 
-    response: Mapping[str, Any] | None = None
+    response: JsonMapping | None = None
 
-    def to_openai(self) -> dict[str, Any]:
-        function: dict[str, Any] = {
+    def to_openai(self) -> JsonObject:
+        function: JsonObject = {
             "name": self.name,
             "description": self.description,
             "parameters": copy.deepcopy(dict(self.parameters)),
@@ -146,7 +147,7 @@ class BfclTool(ToolSchema):
         return {"type": "function", "function": function}
 
 
-def tool_schema(doc: Mapping[str, Any], *, hint: bool = True) -> BfclTool:
+def tool_schema(doc: JsonMapping, *, hint: bool = True) -> BfclTool:
     """One BFCL function doc as the tool BFCL's OpenAI chat-completions handler sends.
 
     ``hint`` appends :data:`PYTHON_HINT` to the description, as BFCL's dataset loader does for the functions
@@ -246,7 +247,7 @@ class BfclDriver:
                 quit_turn = index  # BFCL's force quit: the whole entry stops here
                 break
         check = self._success.check(task, episode.actions, played, whole_steps=False)
-        notes: dict[str, Any] = {
+        notes: JsonObject = {
             "turns": played,
             "category": task.category,
             "loop": OWN_LOOP,

@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -49,6 +49,7 @@ from prefix_exec.envs.tau.pool import TauPool
 from prefix_exec.envs.tau.session import Tau2Session, TauSession
 from prefix_exec.envs.tau.tasks import paper_task_ids
 from prefix_exec.errors import InputError
+from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.llm.types import ToolSchema
 from prefix_exec.tau3 import TAU3, local_id, qualify
@@ -89,11 +90,11 @@ class LiteLLMModel:
     """A model as tau2's ``generate`` (litellm) calls it, built from an endpoint config."""
 
     model: str
-    args: Mapping[str, Any]
+    args: JsonMapping
 
     @classmethod
     def of(cls, config: EndpointConfig) -> LiteLLMModel:
-        args: dict[str, Any] = {
+        args: JsonObject = {
             "api_base": config.base_url,
             "api_key": config.api_key(),
             "temperature": config.temperature,
@@ -119,7 +120,7 @@ class Conversation:
         self.started = time.time()
 
 
-def _tau2() -> dict[str, Any]:
+def _tau2() -> JsonObject:
     # litellm fetches its price list from the network at import unless told to use its bundled copy.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     message = import_tau2("tau2.data_model.message")
@@ -184,7 +185,7 @@ class TauDriver:
         and error texts are not evidence). The calls of one model answer (actions ``t<turn>.s<step>.c<i>`` of
         one step) form one assistant message, so a call never sees a parallel sibling's result."""
         users = list(rollout.metadata.get("user_messages", []))
-        view: list[dict[str, Any]] = []
+        view: list[JsonObject] = []
         for turn, text in enumerate(users):
             view.append({"role": "user", "content": text})
             steps: dict[str, list[ToolCall]] = {}
@@ -297,7 +298,7 @@ class TauDriver:
 
     def _evaluate(
         self,
-        tau: dict[str, Any],
+        tau: JsonObject,
         task: Any,
         env: TauEnvironment,
         task_id: str,
@@ -305,10 +306,10 @@ class TauDriver:
         termination: str,
         started: float,
         judged: bool,
-    ) -> tuple[float, dict[str, Any]]:
+    ) -> tuple[float, JsonObject]:
         evaluator = tau["evaluator"]
         kind = evaluator.EvaluationType.ALL
-        notes: dict[str, Any] = {}
+        notes: JsonObject = {}
         judge_usage = new_usage()
         if judged and self.judge is not None:
             # tau2 reads the judge model from module constants; this process's runs all use the same judge.
@@ -354,7 +355,7 @@ def _tool_schemas(env: TauEnvironment) -> list[ToolSchema]:
     ]
 
 
-def _nl_judged(tau: dict[str, Any], task: Any) -> bool:
+def _nl_judged(tau: JsonObject, task: Any) -> bool:
     """Whether tau2's reward for ``task`` includes the NL-assertion judge (``NL_ASSERTION`` in its basis)."""
     criteria = task.evaluation_criteria
     basis = set(criteria.reward_basis) if criteria is not None else set()

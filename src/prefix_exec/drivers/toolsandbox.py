@@ -47,6 +47,7 @@ from prefix_exec.envs.toolsandbox.live import (
 )
 from prefix_exec.envs.toolsandbox.sample import SUBSET, paper_sample, rapid_api_note, runnable, subset_name
 from prefix_exec.envs.toolsandbox.semantics import ScenarioFacts, final_success, locate_minefields
+from prefix_exec.json_types import JsonObject
 from prefix_exec.llm.client import openai_client
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.llm.types import Completion, ToolSchema
@@ -122,7 +123,7 @@ class ToolSandboxDriver:
         hits = locate_minefields(triples, session.rows if session else ())
         facts = ScenarioFacts.of_scenario(categories, hits)
         episode = role.episode or agent.start("", [])
-        notes: dict[str, Any] = {
+        notes: JsonObject = {
             **facts.to_metadata(categories, hits, "live"),
             "similarity": similarity,
             "milestone_similarity": 0.0 if error else float(result.milestone_similarity),

@@ -46,9 +46,10 @@ from prefix_exec.envs.spec_formats import SPEC_SCHEMA as SPEC_SCHEMA
 from prefix_exec.envs.spec_layers import check_layer, read_side_file
 from prefix_exec.errors import InputError
 from prefix_exec.evidence import DEFAULT_POLICY, EvidencePolicy
+from prefix_exec.json_types import JsonMapping, JsonObject
 
 
-def read_spec(path: Path) -> tuple[dict[str, Any], str]:
+def read_spec(path: Path) -> tuple[JsonObject, str]:
     """A tool spec file as a validated spec dict of our format, and the form it was read as (see
     :func:`load_spec`)."""
     if not path.is_file():
@@ -72,7 +73,7 @@ def load_spec(
 
 
 def layered_environment(
-    data: Mapping[str, Any],
+    data: JsonMapping,
     path: Path,
     *,
     form: str = "spec",
@@ -113,11 +114,11 @@ def environment_from_tools(
 
 
 def environment_from_spec(
-    data: Mapping[str, Any],
+    data: JsonMapping,
     path: Path,
     *,
     form: str = "spec",
-    side: Mapping[str, Any] | None = None,
+    side: JsonMapping | None = None,
     side_path: Path | None = None,
     origin: str | None = None,
     policy: EvidencePolicy = DEFAULT_POLICY,
@@ -130,7 +131,7 @@ def environment_from_spec(
     about whether a task needs a tool. Each task keeps the rule that decided it (:attr:`TaskSpec.no_tool_rule`).
     """
     module = _load_hooks(data["hooks"], path) if data.get("hooks") else None
-    layers: Mapping[str, Any] = {}
+    layers: JsonMapping = {}
     side_module = None
     if side is not None and side_path is not None:
         layers = side.get("tools") or {}
@@ -165,9 +166,7 @@ def environment_from_spec(
     )
 
 
-def _no_tool_default(
-    data: Mapping[str, Any], side: Mapping[str, Any] | None, form: str, origin: str | None
-) -> tuple[bool, str]:
+def _no_tool_default(data: JsonMapping, side: JsonMapping | None, form: str, origin: str | None) -> tuple[bool, str]:
     """The spec's ``allow_no_tool`` for tasks that do not set their own, and the rule that decided it."""
     for document, name in ((side or {}, "the hooks file"), (data, "the spec")):
         if "allow_no_tool" in document:
@@ -203,7 +202,7 @@ def _load_hooks(ref: str, spec_path: Path) -> ModuleType:
         ) from None
 
 
-def _tool(raw: Mapping[str, Any], module: ModuleType | None, path: Path, where: str) -> ToolSpec:
+def _tool(raw: JsonMapping, module: ModuleType | None, path: Path, where: str) -> ToolSpec:
     parameters = raw.get("parameters", {"type": "object", "properties": {}, "additionalProperties": False})
     problem = schema_problem(parameters)
     if problem is not None:
@@ -222,7 +221,7 @@ def _tool(raw: Mapping[str, Any], module: ModuleType | None, path: Path, where: 
     )
 
 
-def _layered(tool: ToolSpec, layer: Mapping[str, Any], module: ModuleType | None, path: Path) -> ToolSpec:
+def _layered(tool: ToolSpec, layer: JsonMapping, module: ModuleType | None, path: Path) -> ToolSpec:
     """``tool`` with a side file's keys for it (none of which the spec sets: check_layer refused that)."""
     hooks = _hooks(layer, module, path, f"tools.{tool.name}")
     return replace(
@@ -236,7 +235,7 @@ def _layered(tool: ToolSpec, layer: Mapping[str, Any], module: ModuleType | None
     )
 
 
-def _hooks(raw: Mapping[str, Any], module: ModuleType | None, path: Path, where: str) -> dict[str, Hook | None]:
+def _hooks(raw: JsonMapping, module: ModuleType | None, path: Path, where: str) -> dict[str, Hook | None]:
     """The precondition and effect functions ``raw`` names, looked up in ``module`` (an allow-list: only
     names the user's own spec gives, in the user's own hooks module)."""
     hooks: dict[str, Hook | None] = {}

@@ -18,9 +18,10 @@ from typing import Any
 from prefix_exec import evidence
 from prefix_exec.errors import ReplayError
 from prefix_exec.evidence import DEFAULT_POLICY, SOURCE_CHECK, EvidencePolicy
+from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.trajectory import FailureLabel, ToolCall, Verdict
 
-Hook = Callable[[dict[str, Any], dict[str, Any]], Any]
+Hook = Callable[[JsonObject, JsonObject], Any]
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class ToolSpec:
     """One declared tool. ``produces`` maps a value kind to a result path (``id``, ``items[*].id``, ``$``)."""
 
     name: str
-    parameters: Mapping[str, Any]
+    parameters: JsonMapping
     validator: Any = field(repr=False, compare=False)
     refs: Mapping[str, str] = field(default_factory=dict)
     produces: Mapping[str, str] = field(default_factory=dict)
@@ -54,7 +55,7 @@ class ToolSpec:
 class TaskSpec:
     """One task's settings; ``no_tool_rule`` says where ``allow_no_tool`` comes from (records quote it)."""
 
-    initial_state: Mapping[str, Any]
+    initial_state: JsonMapping
     allow_no_tool: bool
     given: Mapping[str, tuple[Any, ...]]
     no_tool_rule: str = ""
@@ -110,7 +111,7 @@ class CustomSession:
     """
 
     def __init__(
-        self, env: CustomEnvironment, task: TaskSpec, state: dict[str, Any], produced: dict[str, dict[str, bool]]
+        self, env: CustomEnvironment, task: TaskSpec, state: JsonObject, produced: dict[str, dict[str, bool]]
     ) -> None:
         self.env, self.task, self.state, self.produced = env, task, state, produced
 
@@ -165,7 +166,7 @@ class CustomSession:
         cut = self._register(tool, args, _recorded(tool, call), limit=evidence.PRODUCED_VALUES)
         return Verdict.accept(result, notes=(SOURCE_CHECK, *cut))
 
-    def _check(self, tool: ToolSpec, call: ToolCall, args: dict[str, Any]) -> tuple[list[FailureLabel], list[str]]:
+    def _check(self, tool: ToolSpec, call: ToolCall, args: JsonObject) -> tuple[list[FailureLabel], list[str]]:
         """Every cause our checks 1 to 4 find (the module docstring), and their reasons."""
         causes: list[FailureLabel] = []
         reasons: list[str] = []
@@ -197,7 +198,7 @@ class CustomSession:
                 reasons.append(str(outcome))
         return causes, reasons
 
-    def _register(self, tool: ToolSpec, args: Mapping[str, Any], result: Any, *, limit: int | None = None) -> list[str]:
+    def _register(self, tool: ToolSpec, args: JsonMapping, result: Any, *, limit: int | None = None) -> list[str]:
         """Apply the call's ``invalidates`` and ``produces``; with ``limit``, at most that many values of a kind
         are taken from ``result``, and the notes returned say where more were left out."""
         for kind, param in tool.invalidates.items():
@@ -225,7 +226,7 @@ def _json_path(parts: Any) -> str:
     return "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in parts).lstrip(".")
 
 
-def _run_hook(tool: ToolSpec, kind: str, hook: Hook, state: dict[str, Any], args: dict[str, Any]) -> Any:
+def _run_hook(tool: ToolSpec, kind: str, hook: Hook, state: JsonObject, args: JsonObject) -> Any:
     """Call a user hook; an exception in it is a :class:`ReplayError` for this rollout (a bug in the hooks
     module, named with the raising line), so it is one skipped unit under ``--keep-going``, not a traceback."""
     try:

@@ -30,6 +30,7 @@ import yaml
 from jsonschema.validators import validator_for
 
 from prefix_exec.errors import InputError
+from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.jsonl import MAX_LINE_CHARS, check_regular_file
 
 # yaml.safe_load's loader, on libyaml's parser where PyYAML has it (the same documents, about 8 times faster;
@@ -51,13 +52,13 @@ _FORM_HINTS: Mapping[str, str] = {
 MAX_SPEC_CHARS = MAX_LINE_CHARS
 
 #: What a spec sets for all its tasks and an entry of its ``tasks`` may set for one task.
-_TASK_SETTINGS: dict[str, Any] = {
+_TASK_SETTINGS: JsonObject = {
     "description": {"type": "string"},
     "initial_state": {"type": "object"},
     "allow_no_tool": {"type": "boolean"},
     "given": {"$ref": "#/$defs/given"},
 }
-SPEC_SCHEMA: dict[str, Any] = {
+SPEC_SCHEMA: JsonObject = {
     "type": "object",
     "required": ["tools"],
     "additionalProperties": False,
@@ -92,7 +93,7 @@ SPEC_SCHEMA: dict[str, Any] = {
     "$defs": {"given": {"type": "object", "additionalProperties": {"type": "array"}}},
 }
 
-_OPENAI_FUNCTION: dict[str, Any] = {
+_OPENAI_FUNCTION: JsonObject = {
     "type": "object",
     "required": ["name"],
     "properties": {
@@ -103,7 +104,7 @@ _OPENAI_FUNCTION: dict[str, Any] = {
         "strict": {"type": ["boolean", "null"]},
     },
 }
-_MCP_RESULT: dict[str, Any] = {
+_MCP_RESULT: JsonObject = {
     "type": "object",
     "required": ["tools"],
     "properties": {
@@ -146,7 +147,7 @@ class _Where:
         hint = hint or f"read as {FORM_NAMES[self.form]}: {_FORM_HINTS[self.form]}"
         return InputError(message, path=self.path, line=self.line, field=field or None, hint=hint)
 
-    def validate(self, schema: Mapping[str, Any], data: Any, parts: Sequence[Any] = ()) -> None:
+    def validate(self, schema: JsonMapping, data: Any, parts: Sequence[Any] = ()) -> None:
         errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(data), key=lambda e: list(e.path))
         if errors:
             raise self.fail(schema_message(errors[0]), [*parts, *errors[0].absolute_path])
@@ -222,7 +223,7 @@ def detect_form(data: Any) -> str:
     return "spec"
 
 
-def to_spec(data: Any, *, path: str | Path, line: int | None = None, prefix: str = "") -> tuple[dict[str, Any], str]:
+def to_spec(data: Any, *, path: str | Path, line: int | None = None, prefix: str = "") -> tuple[JsonObject, str]:
     """The document as a validated spec dict of our format, and the form it was read as.
 
     ``path``, ``line`` and ``prefix`` (the JSON path of ``data`` inside its file) locate errors.
@@ -238,7 +239,7 @@ def to_spec(data: Any, *, path: str | Path, line: int | None = None, prefix: str
     return dict(data), form
 
 
-def tools_list_spec(tools: Any, *, path: str | Path, line: int | None = None, prefix: str = "") -> dict[str, Any]:
+def tools_list_spec(tools: Any, *, path: str | Path, line: int | None = None, prefix: str = "") -> JsonObject:
     """A transcript's own ``tools`` list, found at ``{prefix}tools`` in record ``line`` of ``path``, as a spec
     dict: OpenAI function tools, or MCP tools (items with an ``inputSchema``)."""
     if isinstance(tools, list) and any(isinstance(t, Mapping) and "inputSchema" in t for t in tools):
@@ -246,10 +247,10 @@ def tools_list_spec(tools: Any, *, path: str | Path, line: int | None = None, pr
     return openai_spec(tools, _Where(path, line, prefix + "tools", "openai"), [])
 
 
-def openai_spec(tools: Any, where: _Where, parts: list[Any]) -> dict[str, Any]:
+def openai_spec(tools: Any, where: _Where, parts: list[Any]) -> JsonObject:
     if not isinstance(tools, list):
         raise where.fail(f"expected a list of tools, got {type(tools).__name__}", parts)
-    converted: list[dict[str, Any]] = []
+    converted: list[JsonObject] = []
     seen: set[str] = set()
     for i, item in enumerate(tools):
         at = [*parts, i]
@@ -272,7 +273,7 @@ def openai_spec(tools: Any, where: _Where, parts: list[Any]) -> dict[str, Any]:
     return {"tools": converted}
 
 
-def _mcp_spec(data: Mapping[str, Any], where: _Where) -> dict[str, Any]:
+def _mcp_spec(data: JsonMapping, where: _Where) -> JsonObject:
     parts: list[Any] = []
     if "jsonrpc" in data or ("result" in data and "tools" not in data):
         if "error" in data:
@@ -292,21 +293,19 @@ def _mcp_spec(data: Mapping[str, Any], where: _Where) -> dict[str, Any]:
             [*parts, "nextCursor"],
             hint="request the later pages (params.cursor) and put all their tools in one 'tools' list",
         )
-    converted: list[dict[str, Any]] = []
+    converted: list[JsonObject] = []
     seen: set[str] = set()
     for i, tool in enumerate(data["tools"]):
         converted.append(_tool(tool, tool["inputSchema"], where, [*parts, "tools", i], "inputSchema", seen))
     return {"tools": converted}
 
 
-def _tool(
-    raw: Mapping[str, Any], schema: Any, where: _Where, at: list[Any], key: str, seen: set[str]
-) -> dict[str, Any]:
+def _tool(raw: JsonMapping, schema: Any, where: _Where, at: list[Any], key: str, seen: set[str]) -> JsonObject:
     """One converted tool: name, description, and its argument schema (checked here, with the path)."""
     if raw["name"] in seen:
         raise where.fail(f"tool {raw['name']!r} is declared twice", [*at, "name"])
     seen.add(raw["name"])
-    tool: dict[str, Any] = {"name": raw["name"]}
+    tool: JsonObject = {"name": raw["name"]}
     if isinstance(raw.get("description"), str):
         tool["description"] = raw["description"]
     if schema is not None:
@@ -320,7 +319,7 @@ def _tool(
     return tool
 
 
-def schema_problem(schema: Mapping[str, Any]) -> str | None:
+def schema_problem(schema: JsonMapping) -> str | None:
     """Why ``schema`` cannot check arguments, or ``None``: not valid under its ``$schema`` dialect (draft
     2020-12 by default), or a ``$ref`` that is not a JSON pointer into the schema itself. Nothing is ever
     fetched, so a remote ``$ref`` would fail at the first call instead of here."""

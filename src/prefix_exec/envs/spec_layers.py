@@ -9,20 +9,19 @@ spec leaves unset (:func:`check_layer`); :func:`prefix_exec.envs.custom.load_spe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import jsonschema
 
 from prefix_exec.envs.spec_formats import SPEC_SCHEMA, json_path, read_document, schema_message
 from prefix_exec.errors import InputError
+from prefix_exec.json_types import JsonMapping, JsonObject
 
 #: The per-tool keys a side file may layer on: everything but the tool's name, description and schema.
 LAYER_KEYS: tuple[str, ...] = ("refs", "produces", "invalidates", "precondition", "effect", "exposed_from_turn")
-_TOOL_PROPERTIES: Mapping[str, Any] = SPEC_SCHEMA["properties"]["tools"]["items"]["properties"]
+_TOOL_PROPERTIES: JsonMapping = SPEC_SCHEMA["properties"]["tools"]["items"]["properties"]
 #: The hooks side file: our spec's top-level keys, with ``tools`` a mapping from tool name to layered keys.
-SIDE_SCHEMA: dict[str, Any] = {
+SIDE_SCHEMA: JsonObject = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
@@ -40,7 +39,7 @@ SIDE_SCHEMA: dict[str, Any] = {
 }
 
 
-def read_side_file(path: Path) -> dict[str, Any]:
+def read_side_file(path: Path) -> JsonObject:
     """A validated hooks side file (:data:`SIDE_SCHEMA`)."""
     data = read_document(path, what="hooks file")
     errors = sorted(jsonschema.Draft202012Validator(SIDE_SCHEMA).iter_errors(data), key=lambda e: list(e.path))
@@ -56,7 +55,7 @@ def read_side_file(path: Path) -> dict[str, Any]:
     return dict(data)
 
 
-def check_layer(spec: Mapping[str, Any], spec_path: str | Path, side: Mapping[str, Any], side_path: Path) -> None:
+def check_layer(spec: JsonMapping, spec_path: str | Path, side: JsonMapping, side_path: Path) -> None:
     """Refuse a side file that names a tool the spec does not declare, or sets a key the spec sets too."""
     names = [t["name"] for t in spec["tools"]]
     for key in side:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from prefix_exec.envs.bfcl.calls import CallSyntaxError, bind_positional, parse_
 from prefix_exec.envs.bfcl.checker import BFCL_CALLS, executed_calls
 from prefix_exec.envs.bfcl.tasks import CATEGORIES, BfclTask, all_tasks
 from prefix_exec.errors import InputError
+from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.jsonl import expand_inputs, numbered_lines
 from prefix_exec.trajectory import Rollout, Skipped, ToolCall
 from prefix_exec.trials import FROM_INPUT, TrialError, TrialSource, trial_fields
@@ -213,14 +214,14 @@ def read_result_file(
         yield replace(rollout, **trial)
 
 
-def _decoded(result: Any, prompting_y: str) -> tuple[list[ToolCall], str, int, dict[str, Any]]:
+def _decoded(result: Any, prompting_y: str) -> tuple[list[ToolCall], str, int, JsonObject]:
     """A line's ``result`` as (actions, format, turns, metadata notes): for a prompting rollout the reading Y runs
     on (``prompting_y``), for an inference error its text."""
     if not isinstance(result, list):
         # BFCL's "inference_error": the model produced no list of turns. It fails BFCL's check.
         return [], "FC", 0, {"inference_error": str(result)[:500]}
     actions, fmt = decode_result(result)
-    notes: dict[str, Any] = {}
+    notes: JsonObject = {}
     if fmt == "prompting" and prompting_y == "decoded":
         notes["prompting_y"] = "decoded"
     elif fmt == "prompting":
@@ -263,7 +264,7 @@ def task_rollout(
     actions: Iterable[ToolCall],
     category: str,
     turns: int,
-    notes: Mapping[str, Any] | None = None,
+    notes: JsonMapping | None = None,
 ) -> Rollout:
     """A BFCL rollout of ``task_id``: ``metadata`` holds its category and number of turns, then ``notes``."""
     return Rollout(

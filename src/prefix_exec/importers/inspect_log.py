@@ -32,7 +32,7 @@ from typing import Any
 from prefix_exec.arguments import decode_arguments
 from prefix_exec.errors import InputError
 from prefix_exec.extras import install_hint
-from prefix_exec.json_types import JsonObject
+from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.jsonl import check_regular_file, expand_inputs
 from prefix_exec.trajectory import Observation, Rollout, ToolCall
 from prefix_exec.trials import FROM_INPUT, TrialError, TrialSource
@@ -50,7 +50,7 @@ class Call:
 
     id: str | None
     name: str
-    arguments: Mapping[str, Any]
+    arguments: JsonMapping
     parse_error: str | None = None
 
 
@@ -80,8 +80,8 @@ class InspectSample:
     id: str
     epoch: int
     messages: tuple[Message, ...]
-    metadata: Mapping[str, Any] = field(repr=False)
-    store: Mapping[str, Any] = field(repr=False)
+    metadata: JsonMapping = field(repr=False)
+    store: JsonMapping = field(repr=False)
     y: int | None
     unscorable: str | None = None
     score: Any = None
@@ -262,7 +262,7 @@ def success_of(sample: Any, scorer: str | None) -> tuple[int | None, str | None,
     """(Y, why it is unscorable, the raw score value) of an inspect ``EvalSample``."""
     from inspect_ai.scorer import value_to_float
 
-    scores: Mapping[str, Any] = sample.scores or {}
+    scores: JsonMapping = sample.scores or {}
     if not scores:
         return None, "unscorable: the sample has no score (was the log written with --no-score?)", None
     if scorer is None and len(scores) > 1:
@@ -365,7 +365,7 @@ def sample_rollout(
     dataset: str,
     model: str,
     method: str,
-    metadata: Mapping[str, Any] | None = None,
+    metadata: JsonMapping | None = None,
 ) -> Rollout:
     """The rollout of ``sample`` with these actions: its id as ``task_id``, its Y and trial, and ``metadata``
     followed by the sample's :func:`provenance`."""
@@ -381,7 +381,7 @@ def sample_rollout(
     )
 
 
-def provenance(log: InspectLog, sample: InspectSample) -> dict[str, Any]:
+def provenance(log: InspectLog, sample: InspectSample) -> JsonObject:
     """``metadata`` naming where a rollout came from: ``source`` and the log's own identity and score."""
     return {
         "source": sample.where,

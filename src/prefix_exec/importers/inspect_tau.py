@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from prefix_exec.importers.inspect_log import InspectLog, InspectSample, Message, normalize_messages, provenance
 from prefix_exec.importers.tau import TauResults, rollout_of
+from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.trajectory import Rollout, Skipped
 
 #: inspect_evals' tau2 tasks that our tau environment replays, and their domain.
@@ -34,9 +34,9 @@ _STORE = "StoredAgentState:{instance}:messages"
 def tau_results(log: InspectLog, *, model: str, method: str) -> TauResults:
     """Every sample of a tau2 log (``log.task`` in :data:`TASKS`) as one results file's simulations."""
     domain = TASKS[log.task]
-    tasks: dict[str, Mapping[str, Any]] = {}
+    tasks: dict[str, JsonMapping] = {}
     rollouts: list[Rollout] = []
-    sources: list[Mapping[str, Any]] = []
+    sources: list[JsonMapping] = []
     skipped: list[Skipped] = []
     for sample in log.samples:
         if sample.unscorable:
@@ -74,7 +74,7 @@ def tau_results(log: InspectLog, *, model: str, method: str) -> TauResults:
     )
 
 
-def simulation_of(sample: InspectSample) -> tuple[dict[str, Any], Mapping[str, Any], dict[str, str]] | Skipped:
+def simulation_of(sample: InspectSample) -> tuple[JsonObject, JsonMapping, dict[str, str]] | Skipped:
     """(tau2 simulation, embedded task, inspect's parse errors by call id) of one sample, or why not."""
     task = sample.metadata.get("task")
     instance = sample.metadata.get("instance")
@@ -107,9 +107,9 @@ def simulation_of(sample: InspectSample) -> tuple[dict[str, Any], Mapping[str, A
     return simulation, task, parse_errors
 
 
-def _tau2_messages(messages: list[Message]) -> tuple[list[dict[str, Any]], dict[str, str]]:
+def _tau2_messages(messages: list[Message]) -> tuple[list[JsonObject], dict[str, str]]:
     """The agent's conversation in tau2's message shape (system prompt left out, as tau2's files do)."""
-    converted: list[dict[str, Any]] = []
+    converted: list[JsonObject] = []
     parse_errors: dict[str, str] = {}
     used: set[str] = set()
     local: dict[str, str] = {}

@@ -38,6 +38,7 @@ from prefix_exec.arguments import decode_arguments
 from prefix_exec.envs.tau.dispatch import depth_error
 from prefix_exec.envs.tau.domain import Provenance
 from prefix_exec.errors import InputError
+from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.jsonl import check_regular_file
 from prefix_exec.tau3 import TAU3, qualify
 from prefix_exec.trajectory import Observation, Rollout, Skipped, ToolCall
@@ -52,13 +53,13 @@ class TauResults:
 
     path: str
     domain: str
-    info: Mapping[str, Any]
-    tasks: Mapping[str, Mapping[str, Any]]
+    info: JsonMapping
+    tasks: Mapping[str, JsonMapping]
     rollouts: tuple[Rollout, ...]
     skipped: tuple[Skipped, ...] = ()
-    simulations: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)
+    simulations: tuple[JsonMapping, ...] = field(default=(), repr=False)
     #: The simulation each rollout was read from (same order as ``rollouts``).
-    sources: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)
+    sources: tuple[JsonMapping, ...] = field(default=(), repr=False)
 
     @property
     def offered_tools(self) -> tuple[str, ...]:
@@ -126,10 +127,10 @@ def read_results(
             hint="pass the JSON file tau2 writes with --save-to (data/simulations/<name>.json)",
         )
     raw_info = data.get("info")
-    info: Mapping[str, Any] = raw_info if isinstance(raw_info, Mapping) else {}
+    info: JsonMapping = raw_info if isinstance(raw_info, Mapping) else {}
     domain = _domain(info, domain, text_path)
     raw_agent = info.get("agent_info")
-    agent: Mapping[str, Any] = raw_agent if isinstance(raw_agent, Mapping) else {}
+    agent: JsonMapping = raw_agent if isinstance(raw_agent, Mapping) else {}
     model = model or agent.get("llm")
     if not model:
         raise InputError(
@@ -172,7 +173,7 @@ def _load_json(path: str | Path) -> Any:
         raise InputError(f"not usable JSON ({str(exc).split(';')[0]})", path=text_path) from None
 
 
-def _domain(info: Mapping[str, Any], given: str | None, text_path: str) -> str:
+def _domain(info: JsonMapping, given: str | None, text_path: str) -> str:
     """The file's domain: ``info.environment_info.domain_name``, else ``given`` (``--domain``). Naming neither,
     or two different ones, raises :class:`InputError`."""
     environment = info.get("environment_info")
@@ -197,11 +198,11 @@ def _domain(info: Mapping[str, Any], given: str | None, text_path: str) -> str:
 
 def _read_simulations(
     simulations: Sequence[Any], text_path: str, *, domain: str, model: str, method: str, trials: TrialSource
-) -> tuple[tuple[Rollout, ...], tuple[Skipped, ...], tuple[Mapping[str, Any], ...]]:
+) -> tuple[tuple[Rollout, ...], tuple[Skipped, ...], tuple[JsonMapping, ...]]:
     """The rollouts of the readable simulations, the others skipped with the reason, and the readable ones'
     simulation objects (``sources``, aligned with the rollouts)."""
     rollouts: list[Rollout] = []
-    sources: list[Mapping[str, Any]] = []
+    sources: list[JsonMapping] = []
     skipped: list[Skipped] = []
     for index, simulation in enumerate(simulations):
         where = f"{text_path}: simulations[{index}]"
@@ -240,7 +241,7 @@ def _unscorable(simulation: Any) -> str | None:
 
 
 def rollout_of(
-    simulation: Mapping[str, Any],
+    simulation: JsonMapping,
     *,
     domain: str,
     model: str,
@@ -257,7 +258,7 @@ def rollout_of(
     messages = _messages(simulation)
     results = {m.get("id"): m for m in messages if m.get("role") == "tool"}
     actions: list[ToolCall] = []
-    transcript: list[dict[str, Any]] = []
+    transcript: list[JsonObject] = []
     users = 0
     first_error: int | None = None
     for message in messages:
@@ -295,7 +296,7 @@ def rollout_of(
     )
 
 
-def _messages(simulation: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _messages(simulation: JsonMapping) -> list[JsonMapping]:
     """The simulation's messages; ``ValueError`` unless they are objects whose ``tool_calls`` are lists of objects."""
     messages = simulation["messages"]
     if not isinstance(messages, list):
@@ -309,7 +310,7 @@ def _messages(simulation: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return messages
 
 
-def _action(call: Mapping[str, Any], recorded: Mapping[str, Any] | None, *, turn: int) -> ToolCall:
+def _action(call: JsonMapping, recorded: JsonMapping | None, *, turn: int) -> ToolCall:
     """One assistant tool call with its ``recorded`` tool message (if any) as the observation. Arguments are read
     by :func:`~prefix_exec.arguments.decode_arguments`: ones that are not a JSON object are kept as a parse error
     (an empty object replayed); ones nested too deep to check raise
@@ -331,8 +332,8 @@ def _action(call: Mapping[str, Any], recorded: Mapping[str, Any] | None, *, turn
     )
 
 
-def _transcript_entry(message: Mapping[str, Any]) -> dict[str, Any]:
-    entry: dict[str, Any] = {"role": message.get("role"), "content": message.get("content")}
+def _transcript_entry(message: JsonMapping) -> JsonObject:
+    entry: JsonObject = {"role": message.get("role"), "content": message.get("content")}
     if message.get("tool_calls"):
         entry["tool_calls"] = [
             {"id": c.get("id"), "name": c.get("name"), "arguments": c.get("arguments")} for c in message["tool_calls"]

@@ -40,10 +40,9 @@ neither exists), ``environment_faults``, ``aborted_with`` and ``scenario_dir``. 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from prefix_exec.envs.toolsandbox.semantics import (
     DATASET,
@@ -62,6 +61,7 @@ from prefix_exec.importers.toolsandbox_rows import (
     load_json,
     minefields_from_conversation,
 )
+from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.trajectory import Observation, Rollout, Skipped, ToolCall
 from prefix_exec.trials import FROM_INPUT, TrialError, TrialSource, trial_fields
 
@@ -100,7 +100,7 @@ class ScenarioResult:
     #: Why the row cannot be used (a malformed value, naming its field); the scenario is then skipped.
     error: str | None = None
     #: The row as read, for ``--trial-field`` (a path into it).
-    row: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    row: JsonMapping = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ def read_result_summary(path: str | Path) -> dict[str, ScenarioResult]:
     return results
 
 
-def _result(row: dict[str, Any]) -> ScenarioResult:
+def _result(row: JsonObject) -> ScenarioResult:
     """One summary row, every value checked; raises :class:`InputError` whose ``field`` is the key."""
     categories = row.get("categories") or []
     if not isinstance(categories, list) or not all(isinstance(c, str) for c in categories):
@@ -243,7 +243,7 @@ def scenario_rollout(
         trial = trial_fields(options.trials.read(result.row if result is not None else {}, own=()))
     except TrialError as exc:
         return Skipped(str(folder), f"input error: {exc} (in its {SUMMARY} row)")
-    metadata: dict[str, Any] = {"scenario_dir": str(folder), "environment_faults": []}
+    metadata: JsonObject = {"scenario_dir": str(folder), "environment_faults": []}
     read = _recorded(folder, result, metadata)
     if read is None:
         return Skipped(str(folder), f"neither {CONTEXT} nor {CONVERSATION} is present")
@@ -286,7 +286,7 @@ def scenario_rollout(
 
 
 def _recorded(
-    folder: Path, result: ScenarioResult | None, metadata: dict[str, Any]
+    folder: Path, result: ScenarioResult | None, metadata: JsonObject
 ) -> tuple[RecordedCalls, list[tuple[int, int, float]]] | None:
     """The scenario's recorded calls and its minefield hits ``(depth, minefield, similarity)``: from the
     execution context when there is one, else from the conversation (a heuristic); ``None`` with neither. Where
@@ -312,7 +312,7 @@ def _recorded(
     return None
 
 
-def _note_faults(calls: list[ToolCall], result: ScenarioResult | None, metadata: dict[str, Any]) -> None:
+def _note_faults(calls: list[ToolCall], result: ScenarioResult | None, metadata: JsonObject) -> None:
     """An aborted run: the call its abort attempted appended to ``calls`` as a failing last action (or, for an
     abort that is not the agent's, an environment fault), noted in ``metadata.aborted_with``. Then every recorded
     error that is not the agent's (no failure label: a missing API key, say) in ``metadata.environment_faults``."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict, deque
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 from prefix_exec.arguments import decode_arguments
 from prefix_exec.envs.toolsandbox.calls import literal_arguments, parse_call_code
 from prefix_exec.errors import InputError
+from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.jsonl import check_regular_file
 from prefix_exec.trajectory import Observation, ToolCall
 
@@ -71,7 +71,7 @@ def calls_from_execution_context(path: Path) -> RecordedCalls:
     if not isinstance(sandbox, list):
         raise InputError("expected _dbs.SANDBOX rows", path=path)
     rows = [(number, row) for number, row in enumerate(sandbox) if isinstance(row, dict)]
-    replies: dict[str | None, deque[dict[str, Any]]] = defaultdict(deque)
+    replies: dict[str | None, deque[JsonObject]] = defaultdict(deque)
     for number, row in rows:
         if row.get("sender") == "EXECUTION_ENVIRONMENT" and row.get("recipient") == "AGENT":
             replies[_call_id(row, path, number)].append(row)
@@ -115,7 +115,7 @@ def calls_from_conversation(path: Path) -> RecordedCalls:
     messages = load_json(path)
     if not isinstance(messages, list):
         raise InputError("expected a list of messages", path=path)
-    replies: dict[str | None, Mapping[str, Any]] = {}
+    replies: dict[str | None, JsonMapping] = {}
     for number, m in enumerate(messages):
         if isinstance(m, dict) and m.get("role") == "tool":
             replies[_call_id(m, path, number, key="tool_call_id")] = m
@@ -196,21 +196,21 @@ def minefields_from_conversation(path: Path, messages: list[Any] | None = None) 
     return hits
 
 
-def _call_id(row: Mapping[str, Any], path: Path, number: int, key: str = "openai_tool_call_id") -> str | None:
+def _call_id(row: JsonMapping, path: Path, number: int, key: str = "openai_tool_call_id") -> str | None:
     value = row.get(key)
     if value is None or isinstance(value, str):
         return value
     raise InputError(f"a call id must be a string, got {type(value).__name__}", path=path, field=f"[{number}].{key}")
 
 
-def _text(row: Mapping[str, Any], key: str, path: Path, number: int) -> str:
+def _text(row: JsonMapping, key: str, path: Path, number: int) -> str:
     value = row.get(key)
     if value is None or isinstance(value, str):
         return value or ""
     raise InputError(f"expected text, got {type(value).__name__}", path=path, field=f"_dbs.SANDBOX[{number}].{key}")
 
 
-def _agent_sees(row: Mapping[str, Any], path: Path, number: int) -> bool:
+def _agent_sees(row: JsonMapping, path: Path, number: int) -> bool:
     visible = row.get("visible_to")
     if visible is None:
         return True
@@ -223,7 +223,7 @@ def _agent_sees(row: Mapping[str, Any], path: Path, number: int) -> bool:
     return "AGENT" in visible
 
 
-def _tool_calls(message: Mapping[str, Any], path: Path, number: int) -> list[Mapping[str, Any]]:
+def _tool_calls(message: JsonMapping, path: Path, number: int) -> list[JsonMapping]:
     calls = message.get("tool_calls") or []
     if not isinstance(calls, list):
         raise InputError(
@@ -232,7 +232,7 @@ def _tool_calls(message: Mapping[str, Any], path: Path, number: int) -> list[Map
     return [call for call in calls if isinstance(call, dict)]
 
 
-def _traces(reply: Mapping[str, Any] | None, path: Path) -> list[Any]:
+def _traces(reply: JsonMapping | None, path: Path) -> list[Any]:
     traces = (reply or {}).get("tool_trace") or []
     if not isinstance(traces, list):
         raise InputError(f"tool_trace must be a list, got {type(traces).__name__}", path=path)
@@ -267,7 +267,7 @@ def _real_name(code: str, traces: list[Any], agent_facing: Any) -> str:
     return str(agent_facing or "")
 
 
-def _arguments(code: str, traces: list[Any]) -> dict[str, Any]:
+def _arguments(code: str, traces: list[Any]) -> JsonObject:
     parsed = parse_call_code(code)
     value = literal_arguments(parsed[1]) if parsed is not None else None
     if value is not None and all(isinstance(k, str) for k in value):
@@ -279,7 +279,7 @@ def _arguments(code: str, traces: list[Any]) -> dict[str, Any]:
     return {}
 
 
-def _observation(reply: Mapping[str, Any] | None) -> Observation | None:
+def _observation(reply: JsonMapping | None) -> Observation | None:
     if reply is None:
         return None
     exception = reply.get("tool_call_exception")

@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+from prefix_exec.json_types import JsonObject
 from prefix_exec.llm.cache import ResponseCache, request_key
 from prefix_exec.llm.client import import_openai, openai_client
 from prefix_exec.llm.config import EndpointConfig
@@ -185,9 +186,9 @@ class ChatBackend:
     def _where(self) -> str:
         return f"{self.config.model} at {redact_url(self.config.base_url)}"
 
-    def _request(self, messages: Sequence[Message], tools: Sequence[ToolSchema]) -> dict[str, Any]:
+    def _request(self, messages: Sequence[Message], tools: Sequence[ToolSchema]) -> JsonObject:
         cfg = self.config
-        request: dict[str, Any] = {"model": cfg.model}
+        request: JsonObject = {"model": cfg.model}
         if cfg.temperature is not None:
             request["temperature"] = cfg.temperature
         if cfg.seed is not None:
@@ -257,7 +258,7 @@ class ChatBackend:
             backoff_s=backoff_s,
         )
 
-    def _post(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _post(self, request: JsonObject) -> JsonObject:
         """The checked body of one request; raises ``APIError`` for an error status, ``_BadAnswer`` for a bad body.
 
         The client's typed ``chat.completions.create`` deep-copies every message through its type transform
@@ -324,7 +325,7 @@ class ChatBackend:
 
     def _completion(
         self,
-        response: dict[str, Any],
+        response: JsonObject,
         role: str,
         latency: float,
         text_mode: bool,

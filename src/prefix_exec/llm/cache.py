@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
+from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.jsonl import dumps
 from prefix_exec.sqlite_file import SqliteFile
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, response TEXT NOT NULL, latency_s REAL NOT NULL)"
 
 
-def request_key(request: Mapping[str, Any]) -> str:
+def request_key(request: JsonMapping) -> str:
     text = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)
     # surrogatepass: a conversation holding a model's lone surrogate still has a key (the same bytes as
     # UTF-8 for every other text).
@@ -34,7 +33,7 @@ class ResponseCache:
         self.path = Path(path)
         self._file = SqliteFile(self.path, _SCHEMA)
 
-    def get(self, request: Mapping[str, Any]) -> tuple[dict[str, Any], float] | None:
+    def get(self, request: JsonMapping) -> tuple[JsonObject, float] | None:
         row = (
             self._file.connect()
             .execute("SELECT response, latency_s FROM responses WHERE key = ?", (request_key(request),))
@@ -44,7 +43,7 @@ class ResponseCache:
             return None
         return json.loads(row[0]), float(row[1])
 
-    def put(self, request: Mapping[str, Any], response: Mapping[str, Any], latency_s: float) -> None:
+    def put(self, request: JsonMapping, response: JsonMapping, latency_s: float) -> None:
         with self._file.connect() as db:
             db.execute(
                 "INSERT OR REPLACE INTO responses (key, response, latency_s) VALUES (?, ?, ?)",

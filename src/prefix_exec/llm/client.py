@@ -18,6 +18,7 @@ import ssl
 from typing import Any
 
 from prefix_exec.extras import install_hint
+from prefix_exec.json_types import JsonObject
 
 
 def import_openai() -> Any:
@@ -57,7 +58,7 @@ def openai_client(*, base_url: str, api_key: str, timeout_s: float, max_retries:
     """An ``openai.OpenAI`` client for ``base_url`` on an HTTP client of its own (see the module docstring)."""
     openai = import_openai()
     context = _tls_context()
-    options: dict[str, Any] = {}
+    options: JsonObject = {}
     if context is not None:
         options["http_client"] = _http_client_class()(verify=context)
     return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=max_retries, **options)

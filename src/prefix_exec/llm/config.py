@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from prefix_exec.errors import InputError
+from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.redaction import redact_url as redact_url  # re-exported: the URL rule lives there
 
 TOOL_MODES = ("native", "text", "auto")
@@ -89,7 +90,7 @@ class EndpointConfig:
     def with_seed(self, seed: int | None) -> EndpointConfig:
         return replace(self, seed=seed)
 
-    def decoding(self) -> dict[str, Any]:
+    def decoding(self) -> JsonObject:
         """The settings that shape the answers (:data:`DECODING_KEYS`) as JSON; unset ones (``None``: not sent)
         are left out. The URL is written without credentials (``user:pass@``, ``?api_key=``): these settings
         go into a run's settings.json and every rollout and record."""
@@ -101,7 +102,7 @@ class EndpointConfig:
     @classmethod
     def from_mapping(
         cls,
-        data: Mapping[str, Any],
+        data: JsonMapping,
         *,
         where: str = "model",
         caller_keys: Collection[str] = (),

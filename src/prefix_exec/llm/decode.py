@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from prefix_exec.json_types import JsonObject
 from prefix_exec.llm.textcalls import decode_arguments, parse_text_calls
 from prefix_exec.llm.types import Message
 from prefix_exec.trajectory import CallCost, ToolCall
@@ -46,7 +47,7 @@ def response_problem(body: object) -> str | None:
 
 
 def decode_answer(
-    body: dict[str, Any], *, text_mode: bool, role: str, model: str, latency_s: float
+    body: JsonObject, *, text_mode: bool, role: str, model: str, latency_s: float
 ) -> tuple[str | None, tuple[ToolCall, ...], Message, CallCost]:
     """Content, tool calls, the assistant message to append, and the call's cost, from a checked body.
 
@@ -80,7 +81,7 @@ def decode_answer(
     return content, calls, out, cost
 
 
-def _native_call(tool_call: dict[str, Any]) -> ToolCall:
+def _native_call(tool_call: JsonObject) -> ToolCall:
     call_id = tool_call.get("id")
     call_id = None if call_id is None else str(call_id)
     function = tool_call.get("function")

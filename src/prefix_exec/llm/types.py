@@ -6,14 +6,13 @@ tool call and its result are written into them, because that differs between nat
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.trajectory import AGENT_ROLES as AGENT_ROLES
 from prefix_exec.trajectory import CallCost, ToolCall
 
-Message = dict[str, Any]
+Message = JsonObject
 
 
 @dataclass(frozen=True)
@@ -22,9 +21,9 @@ class ToolSchema:
 
     name: str
     description: str = ""
-    parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: JsonMapping = field(default_factory=lambda: {"type": "object", "properties": {}})
 
-    def to_openai(self) -> dict[str, Any]:
+    def to_openai(self) -> JsonObject:
         return {
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": dict(self.parameters)},

@@ -17,8 +17,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from prefix_exec.json_types import JsonObject
 from prefix_exec.methods import Method, method_of
 from prefix_exec.report.cells import Cell, Table, difference_columns, estimate_cell, number_cell, text_cell
 from prefix_exec.report.cost import ConditionCost, cost_difference
@@ -137,7 +137,7 @@ class SensitivityRow:
     tokens: float | None
     seconds: float | None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {**self.comparison.as_dict(), "d_tokens": self.tokens, "d_seconds": self.seconds}
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec.extras import install_hint
+from prefix_exec.json_types import JsonObject
 from prefix_exec.report.layout import Block, blocks_of, depth_cut, leaderboard_blocks
 from prefix_exec.report.ranking import competition_ranks
 from prefix_exec.summary import ConditionSummary, Summary
@@ -155,7 +156,7 @@ def _curve_panel(
 
 def _legend(axes: Sequence[Any]) -> None:
     """One legend for all panels, outside the last one on the right (constrained layout makes room)."""
-    handles: dict[str, Any] = {}
+    handles: JsonObject = {}
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, handle)

@@ -16,11 +16,11 @@ import json
 import math
 import os
 import tomllib
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from prefix_exec.errors import InputError
+from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.redaction import MARK, redact_json, redact_text
 
 #: The model key naming the environment variable that holds the endpoint URL.
@@ -32,7 +32,7 @@ def is_redacted(url: str) -> bool:
     return f"{MARK}@" in url or f"={MARK}" in url
 
 
-def endpoint_url(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
+def endpoint_url(raw: JsonMapping, where: str) -> JsonObject:
     """A grid's model table with ``base_url_env`` resolved into ``base_url`` (the variable must be set and
     hold a URL), and a ``base_url`` whose credentials were removed refused. Raises :class:`InputError` naming
     ``<where>.<key>``."""
@@ -95,7 +95,7 @@ def needs_redaction(path: Path) -> bool:
     return redact_text(text) != text
 
 
-def to_toml(data: Mapping[str, Any]) -> str:
+def to_toml(data: JsonMapping) -> str:
     """``data`` (as :func:`tomllib.loads` returns it) as TOML: one ``key = value`` line per top-level key,
     tables and arrays of tables inline, so that ``tomllib.loads(to_toml(d)) == d``."""
     return "".join(f"{_key(k)} = {_value(v)}\n" for k, v in data.items())

@@ -19,6 +19,7 @@ from typing import Any
 
 from prefix_exec.agents.variants import AgentSettings
 from prefix_exec.errors import InputError
+from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.jsonl import check_regular_file
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.methods import METHODS
@@ -44,7 +45,7 @@ class DatasetSpec:
 
     name: str
     kind: str
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: JsonMapping = field(default_factory=dict)
     tasks: tuple[str, ...] | None = None
     sample: int | None = None
 
@@ -105,7 +106,7 @@ class Grid:
             caps[url] = min(cap, caps.get(url, cap))
         return caps
 
-    def unit_settings(self) -> dict[str, Any]:
+    def unit_settings(self) -> JsonObject:
         """Everything that shapes a unit's rollout, as JSON: the seed, agent settings, each dataset and each
         model's decoding settings. Keys, timeouts, retries, caps and prices are left out: they change how a
         unit runs, not what it produces. ``--resume`` refuses a grid whose settings differ from the run's."""
@@ -124,7 +125,7 @@ class Grid:
         return p if p.is_absolute() else self.base_dir / p
 
 
-def _resolved(grid: Grid, options: Mapping[str, Any]) -> dict[str, Any]:
+def _resolved(grid: Grid, options: JsonMapping) -> JsonObject:
     """Dataset options with file options as absolute paths, so two copies of one grid compare equal."""
     return {k: str(grid.resolve(v)) if k in PATH_OPTIONS and isinstance(v, str) else v for k, v in options.items()}
 
@@ -159,7 +160,7 @@ def load_grid(path: str | Path) -> Grid:
         raise InputError(exc.message, path=p, field=exc.field, hint=exc.hint) from None
 
 
-def parse_grid(data: Mapping[str, Any], *, base_dir: Path) -> Grid:
+def parse_grid(data: JsonMapping, *, base_dir: Path) -> Grid:
     unknown = sorted(set(data) - TOP_KEYS)
     if unknown:
         raise InputError(f"unknown key {unknown[0]!r}", field=unknown[0], hint="known: " + ", ".join(sorted(TOP_KEYS)))
@@ -196,7 +197,7 @@ def parse_grid(data: Mapping[str, Any], *, base_dir: Path) -> Grid:
     )
 
 
-def _agent_table(table: Mapping[str, Any], models: Sequence[ModelSpec]) -> tuple[AgentSettings, str | None]:
+def _agent_table(table: JsonMapping, models: Sequence[ModelSpec]) -> tuple[AgentSettings, str | None]:
     """The ``[agent]`` table: the agents' settings and the verifier model (a grid model's name, or ``None``)."""
     agent = dict(table)
     verifier = agent.pop("verifier_model", None)
@@ -219,7 +220,7 @@ def _agent_table(table: Mapping[str, Any], models: Sequence[ModelSpec]) -> tuple
     return settings, verifier
 
 
-def _run_table(run: Mapping[str, Any]) -> tuple[bool, str | None]:
+def _run_table(run: JsonMapping) -> tuple[bool, str | None]:
     """The ``[run]`` table: whether LLM answers are cached, and the plan store to share (a path as written)."""
     unknown = sorted(set(run) - {"cache", "plans"})
     if unknown:
@@ -256,7 +257,7 @@ def integer_at_least(value: Any, where: str, *, minimum: int, maximum: int | Non
     return value
 
 
-def _table(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+def _table(data: JsonMapping, key: str) -> JsonMapping:
     value = data.get(key, {})
     if not isinstance(value, Mapping):
         raise InputError(f"must be a table ([{key}]), got {value!r}", field=key)
@@ -275,7 +276,7 @@ def _unique(values: Sequence[str], where: str, *, what: str = "entry") -> None:
         seen.add(value)
 
 
-def _list(data: Mapping[str, Any], key: str, kind: type) -> list[Any]:
+def _list(data: JsonMapping, key: str, kind: type) -> list[Any]:
     value = data.get(key)
     if not isinstance(value, list) or not value or not all(isinstance(v, kind) for v in value):
         raise InputError(f"must be a non-empty list of {'tables' if kind is dict else kind.__name__}", field=key)
@@ -288,7 +289,7 @@ def _price(value: Any, where: str) -> float:
     return float(value)
 
 
-def _model(raw: Mapping[str, Any], i: int) -> ModelSpec:
+def _model(raw: JsonMapping, i: int) -> ModelSpec:
     raw = dict(raw)
     name = str(raw.pop("name", raw.get("model", "")))
     prices = {
@@ -314,7 +315,7 @@ def _model(raw: Mapping[str, Any], i: int) -> ModelSpec:
     return ModelSpec(name=name or endpoint.model, endpoint=endpoint, condition=condition, **prices)
 
 
-def _dataset(raw: Mapping[str, Any], i: int) -> DatasetSpec:
+def _dataset(raw: JsonMapping, i: int) -> DatasetSpec:
     options = dict(raw)
     for key in ("name", "kind"):
         if not isinstance(options.get(key), str):

@@ -28,6 +28,7 @@ from typing import Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.extras import install_hint
+from prefix_exec.json_types import JsonObject
 from prefix_exec.runner.grid import Grid
 from prefix_exec.runner.worker import UnitResult, UnitWorker
 from prefix_exec.trajectory import Unit
@@ -75,7 +76,7 @@ def _run_threads(grid: Grid, cache: Path | None, units: Sequence[Unit], concurre
 _PROCESS_WORKER: UnitWorker | None = None
 
 
-def _start_process(grid: Grid, cache: Path | None, gates: dict[str, Any]) -> None:
+def _start_process(grid: Grid, cache: Path | None, gates: JsonObject) -> None:
     global _PROCESS_WORKER
     _PROCESS_WORKER = UnitWorker(grid, cache, gates)
 
@@ -91,7 +92,7 @@ def run_processes(grid: Grid, cache: Path | None, units: Sequence[Unit], concurr
     the units running beside it, whose pool broke) and the pool is started again for the rest."""
     context = multiprocessing.get_context("spawn")
     with context.Manager() as manager:
-        gates: dict[str, Any] = {url: manager.BoundedSemaphore(cap) for url, cap in grid.endpoint_caps().items()}
+        gates: JsonObject = {url: manager.BoundedSemaphore(cap) for url, cap in grid.endpoint_caps().items()}
         workers = max(1, min(concurrency, len(units)))
 
         def start() -> Executor:
@@ -149,7 +150,7 @@ def run_ray(grid: Grid, cache: Path | None, units: Sequence[Unit], concurrency: 
     if not ray.is_initialized():
         ray.init(address=os.environ.get("RAY_ADDRESS"), log_to_driver=False)
     gate = ray.remote(num_cpus=0)(_EndpointGate)
-    gates: dict[str, Any] = {url: gate.remote(cap) for url, cap in grid.endpoint_caps().items()}
+    gates: JsonObject = {url: gate.remote(cap) for url, cap in grid.endpoint_caps().items()}
     # Actors wait on the network, not the CPU; a fractional CPU lets --max-concurrency exceed the core count.
     actor = ray.remote(num_cpus=0.01)(_RayWorker)
     spawned = itertools.count()
@@ -230,7 +231,7 @@ class _RemoteSlot:
 
 
 class _RayWorker:
-    def __init__(self, grid: Grid, cache: Path | None, gates: dict[str, Any], number: int) -> None:
+    def __init__(self, grid: Grid, cache: Path | None, gates: JsonObject, number: int) -> None:
         self.worker = UnitWorker(grid, cache, {url: _RemoteSlot(g, number) for url, g in gates.items()})
 
     def run(self, unit: Unit) -> UnitResult:

@@ -19,6 +19,7 @@ from typing import Any
 
 from prefix_exec.agents.variants import Agent
 from prefix_exec.drivers.base import Driver, to_rollout
+from prefix_exec.json_types import JsonObject
 from prefix_exec.llm.backend import ChatBackend
 from prefix_exec.llm.cache import ResponseCache
 from prefix_exec.redaction import redact_text
@@ -94,7 +95,7 @@ class UnitWorker:
                 trial=unit.trial,
             )
             backend = self.backend(unit.model, unit.trial)
-            notes: dict[str, Any] = {"decoding": {**backend.config.decoding(), "seed": backend.config.seed}}
+            notes: JsonObject = {"decoding": {**backend.config.decoding(), "seed": backend.config.seed}}
             fallback = backend.text_fallback
             if fallback is not None:  # tool_mode auto: the server refused native tools, calls went as text
                 notes["text_fallback"] = fallback

@@ -33,6 +33,7 @@ from types import ModuleType
 from typing import Any
 
 from prefix_exec.envs.bfcl.tasks import DOC_FILES, BfclTask, bfcl_module
+from prefix_exec.json_types import JsonMapping, JsonObject
 
 _API_PACKAGE = "eval_checker.multi_turn_eval.func_source_code"
 _MODULES: Mapping[str, str] = {
@@ -99,18 +100,18 @@ def _fresh_module(live: ModuleType) -> ModuleType:
 
 
 @functools.cache
-def _pristine_long_context() -> Mapping[str, Any]:
+def _pristine_long_context() -> JsonMapping:
     """The long_context constants as shipped."""
     fresh = _fresh_module(bfcl_module(f"{_API_PACKAGE}.long_context"))
     return {name: value for name, value in vars(fresh).items() if name.isupper()}
 
 
 @functools.cache
-def _mutable_defaults(class_name: str) -> Mapping[str, Mapping[str, Any]]:
+def _mutable_defaults(class_name: str) -> Mapping[str, JsonMapping]:
     """Method -> {parameter: default} for list/dict/set defaults, as shipped (from a fresh module copy)."""
     fresh = _fresh_module(bfcl_module(f"{_API_PACKAGE}.{_MODULES[class_name]}"))
     cls = getattr(fresh, class_name)
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, JsonObject] = {}
     for name in public_methods(class_name):
         for parameter in inspect.signature(getattr(cls, name)).parameters.values():
             if isinstance(parameter.default, list | dict | set):
@@ -118,7 +119,7 @@ def _mutable_defaults(class_name: str) -> Mapping[str, Mapping[str, Any]]:
     return found
 
 
-def call_arguments(class_name: str, method: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+def call_arguments(class_name: str, method: str, arguments: JsonMapping) -> JsonObject:
     """The arguments to pass to the API: private copies of list/dict values, and of omitted mutable defaults.
 
     The API keeps argument objects in its state (a tweet keeps its ``tags`` list) and mutates them later
@@ -200,6 +201,6 @@ class Templates:
         return instances
 
 
-def public_state(instance: Any) -> dict[str, Any]:
+def public_state(instance: Any) -> JsonObject:
     """The attributes BFCL's state checker compares: ``vars(instance)`` without ``_``-prefixed names."""
     return {name: value for name, value in vars(instance).items() if not name.startswith("_")}

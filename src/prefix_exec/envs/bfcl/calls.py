@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from prefix_exec.json_types import JsonObject
+
 #: Calls longer than this are refused before parsing (deep nesting can exhaust the parser's stack).
 MAX_CALL_CHARS = 200_000
 
@@ -172,7 +174,7 @@ def parse_call_list(source: str) -> list[ParsedCall]:
     return [call_from_node(element) for element in elements]
 
 
-def bind_positional(call: ParsedCall, names_of: Callable[[str], Sequence[str] | None]) -> dict[str, Any]:
+def bind_positional(call: ParsedCall, names_of: Callable[[str], Sequence[str] | None]) -> JsonObject:
     """Keyword arguments of ``call`` with its positional arguments named by ``names_of(call.name)``.
 
     Raises :class:`CallSyntaxError` when positional arguments cannot be named (unknown function, too many,

@@ -31,6 +31,7 @@ from prefix_exec.envs.bfcl import api_classes, invocation
 from prefix_exec.envs.bfcl.calls import bind_positional, parse_call
 from prefix_exec.envs.bfcl.tasks import BfclTask
 from prefix_exec.errors import InputError
+from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.trajectory import Rollout, ToolCall
 
 #: ``metadata["loop"]`` of rollouts the BFCL driver produced (its loop goes on after an undecodable call).
@@ -60,13 +61,13 @@ class TurnTruth:
 
 
 def invoke_lenient(
-    instances: api_classes.Instances, owners: Mapping[str, str], name: str, arguments: Mapping[str, Any]
+    instances: api_classes.Instances, owners: Mapping[str, str], name: str, arguments: JsonMapping
 ) -> str:
     """Execute as BFCL's own execution code would (any public method of an involved class); the result text."""
     return invocation.invoke_as_bfcl(instances, owners, name, arguments).text
 
 
-def ground_truth_calls(task: BfclTask) -> list[list[tuple[str, dict[str, Any]]]]:
+def ground_truth_calls(task: BfclTask) -> list[list[tuple[str, JsonObject]]]:
     """The task's ground-truth calls per turn as ``(name, arguments)``, positional arguments named."""
     turns = []
     for turn in task.ground_truth:

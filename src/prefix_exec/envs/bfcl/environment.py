@@ -46,6 +46,7 @@ from prefix_exec.envs.bfcl.calls import check_name
 from prefix_exec.envs.bfcl.labels import label_error, soft_signals
 from prefix_exec.envs.bfcl.tasks import BfclTask, function_docs, load_task
 from prefix_exec.envs.tau.information import Evidence
+from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.trajectory import FailureLabel, ToolCall, Verdict
 
 #: Verdict results keep at most this many characters of BFCL's result text (long_context results are huge).
@@ -69,7 +70,7 @@ WIDENED: Mapping[tuple[str, str], tuple[str, ...]] = {
 }
 
 
-def type_problem(value: Any, spec: Mapping[str, Any], where: str) -> str | None:
+def type_problem(value: Any, spec: JsonMapping, where: str) -> str | None:
     """Why ``value`` does not have the doc type ``spec``, or ``None``. Booleans are not numbers."""
     declared = spec.get("type")
     if declared in (None, "any") or declared not in _TYPES:
@@ -87,10 +88,10 @@ def type_problem(value: Any, spec: Mapping[str, Any], where: str) -> str | None:
     return None
 
 
-def binding_problems(name: str, arguments: Mapping[str, Any], doc: Mapping[str, Any]) -> list[str]:
+def binding_problems(name: str, arguments: JsonMapping, doc: JsonMapping) -> list[str]:
     """Every way ``arguments`` fail to bind to the function doc ``doc`` (empty when they bind)."""
     parameters = doc.get("parameters", {})
-    properties: Mapping[str, Any] = parameters.get("properties", {})
+    properties: JsonMapping = parameters.get("properties", {})
     required = set(parameters.get("required", ()))
     problems = [f"{name}: unknown argument {key!r}" for key in arguments if key not in properties]
     problems += [f"{name}: missing required argument {key!r}" for key in sorted(required - set(arguments))]
@@ -152,7 +153,7 @@ class BfclSession:
         self.strict = strict
         self._templates = templates
         self._time_limit = time_limit
-        self.accepted: list[tuple[str, dict[str, Any]]] = []
+        self.accepted: list[tuple[str, JsonObject]] = []
         #: What the agent had seen (``None``: no information check); user turns join as calls reach them.
         self.evidence = evidence
         self._turns_seen = 0
@@ -206,7 +207,7 @@ class BfclSession:
             self.evidence.add(self.task.questions[self._turns_seen])
             self._turns_seen += 1
 
-    def _unseen(self, name: str, arguments: Mapping[str, Any]) -> list[tuple[str, str]]:
+    def _unseen(self, name: str, arguments: JsonMapping) -> list[tuple[str, str]]:
         return [] if self.evidence is None else information.unseen(name, arguments, self.evidence)
 
     def _static_problem(self, call: ToolCall) -> str | None:
@@ -276,7 +277,7 @@ class BfclSession:
         for name, arguments in self.accepted:
             self._invoke(self.exposure.owners[name], name, arguments)
 
-    def _invoke(self, owner: str, name: str, arguments: dict[str, Any]) -> invocation.CallOutcome:
+    def _invoke(self, owner: str, name: str, arguments: JsonObject) -> invocation.CallOutcome:
         refused = invocation.cost_refusal(name, arguments)  # before the arguments are copied (deep values)
         if refused is None:
             refused = invocation.state_refusal(name, self.instances[owner])

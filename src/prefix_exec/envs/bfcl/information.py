@@ -24,10 +24,10 @@ never gave and is answered so. docs/bfcl.md lists the rule's false positives and
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
 from prefix_exec.envs.tau.information import Evidence
+from prefix_exec.json_types import JsonMapping
 
 #: Argument names that are credentials wherever they occur.
 CREDENTIALS: frozenset[str] = frozenset({"access_token", "client_id", "client_secret", "refresh_token", "password"})
@@ -42,7 +42,7 @@ LOGIN_NAMES: frozenset[tuple[str, str]] = frozenset(
 )
 
 
-def checked_arguments(name: str, arguments: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+def checked_arguments(name: str, arguments: JsonMapping) -> Iterator[tuple[str, str]]:
     """``(argument, value)`` for every argument of ``name(**arguments)`` the rule checks (non-empty text)."""
     for key, value in arguments.items():
         credential = key in CREDENTIALS or (name, key) in LOGIN_NAMES
@@ -50,7 +50,7 @@ def checked_arguments(name: str, arguments: Mapping[str, Any]) -> Iterator[tuple
             yield key, str(value)
 
 
-def unseen(name: str, arguments: Mapping[str, Any], evidence: Evidence) -> list[tuple[str, str]]:
+def unseen(name: str, arguments: JsonMapping, evidence: Evidence) -> list[tuple[str, str]]:
     """The checked arguments of the call whose value appears in no text of ``evidence``."""
     return [(key, value) for key, value in checked_arguments(name, arguments) if not evidence.contains(value)]
 

@@ -41,6 +41,7 @@ from prefix_exec import budget
 from prefix_exec.envs.bfcl import api_classes
 from prefix_exec.envs.bfcl.calls import check_name
 from prefix_exec.envs.bfcl.labels import error_of
+from prefix_exec.json_types import JsonMapping
 
 #: Largest integer result ``power`` may compute, in bits (about 315,000 decimal digits).
 MAX_RESULT_BITS = 1 << 20
@@ -102,7 +103,7 @@ def nesting_depth(value: Any) -> int:
     return deepest
 
 
-def cost_refusal(name: str, arguments: Mapping[str, Any]) -> str | None:
+def cost_refusal(name: str, arguments: JsonMapping) -> str | None:
     """Why the call's arguments exceed the static cost bound, or ``None`` when they are within it."""
     depth = nesting_depth(list(arguments.values()))
     if depth > MAX_NESTING + 1:
@@ -179,7 +180,7 @@ def error_text(message: str) -> str:
 
 
 def invoke(
-    method: Callable[..., Any], name: str, arguments: Mapping[str, Any], *, time_limit: float = TIME_LIMIT
+    method: Callable[..., Any], name: str, arguments: JsonMapping, *, time_limit: float = TIME_LIMIT
 ) -> CallOutcome:
     """Call ``method(**arguments)`` under the cost bound and the alarm; never raises for a failing call."""
     refused = cost_refusal(name, arguments)
@@ -199,9 +200,7 @@ def _mpmath() -> Any:
     return importlib.import_module("mpmath")
 
 
-def _invoke_alone(
-    method: Callable[..., Any], name: str, arguments: Mapping[str, Any], time_limit: float
-) -> CallOutcome:
+def _invoke_alone(method: Callable[..., Any], name: str, arguments: JsonMapping, time_limit: float) -> CallOutcome:
     mpmath = _mpmath()
     dps = mpmath.mp.dps if mpmath is not None else None
     context = decimal.getcontext()

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from typing import Any
 
 from prefix_exec.envs.bfcl.calls import MAX_CALL_CHARS, MAX_INT_BITS, collection
+from prefix_exec.json_types import JsonObject
 
 #: The name given to a call whose values BFCL would execute but this module does not reproduce.
 UNSUPPORTED = "<unsupported by the safe decoder>"
@@ -43,7 +44,7 @@ UNSUPPORTED = "<unsupported by the safe decoder>"
 MAX_VALUE_CHARS = 100_000
 
 #: One call as BFCL executes it: (name, keyword arguments).
-Call = tuple[str, dict[str, Any]]
+Call = tuple[str, JsonObject]
 
 
 class DecodeFailure(ValueError):
@@ -133,9 +134,9 @@ def _call(node: ast.Call) -> Call:
     return name, arguments
 
 
-def _keywords(node: ast.Call) -> dict[str, Any]:
+def _keywords(node: ast.Call) -> JsonObject:
     """The keyword arguments BFCL keeps (positional ones are dropped), every one resolved."""
-    arguments: dict[str, Any] = {}
+    arguments: JsonObject = {}
     for keyword in node.keywords:
         value = _value(keyword.value)
         # ``**x`` renders as ``None=...``, which does not run: an error text, as an unsupported call gives
@@ -271,7 +272,7 @@ def _rendered(value: Any) -> Any:
         for inner in arguments.values():
             _rendered(inner)
         return _UNREPRODUCED  # a nested call, which BFCL would run
-    rendered: dict[str, Any] = {}
+    rendered: JsonObject = {}
     for key, inner in value.items():
         text = str(key)
         if key is _UNREPRODUCED or _BAD_KEY_CHARACTERS & set(text):

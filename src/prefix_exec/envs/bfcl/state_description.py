@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from prefix_exec.envs.bfcl import api_classes
+from prefix_exec.json_types import JsonObject
 
 #: Longest string kept whole, in characters.
 STRING_CHARS = 80
@@ -74,9 +75,7 @@ def _compact(value: Any, limit: int, depth: int, path: tuple[int, ...], *, attri
     if isinstance(value, Mapping):
         items = list(value.items())
         keep = len(items) if attributes else limit
-        shown: dict[str, Any] = {
-            str(k): _compact(v, limit, depth + 1, inner) for k, v in items[:keep] if id(v) not in path
-        }
+        shown: JsonObject = {str(k): _compact(v, limit, depth + 1, inner) for k, v in items[:keep] if id(v) not in path}
         if len(items) > keep:
             shown["..."] = f"{len(items) - keep} more"
         return shown

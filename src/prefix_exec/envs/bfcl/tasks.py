@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 from prefix_exec.extras import install_hint
+from prefix_exec.json_types import JsonMapping, JsonObject
 
 #: The four v3 multi-turn categories, in the paper's order.
 CATEGORIES: tuple[str, ...] = ("base", "miss_func", "miss_param", "long_context")
@@ -54,7 +54,7 @@ class BfclTask:
     id: str
     category: str
     involved_classes: tuple[str, ...]
-    initial_config: Mapping[str, Any]
+    initial_config: JsonMapping
     ground_truth: tuple[tuple[str, ...], ...]
     missed_function: Mapping[str, int] = field(default_factory=dict)
     excluded_function: tuple[str, ...] = ()
@@ -93,7 +93,7 @@ def data_dir() -> Path:
     return Path(str(package.__file__)).resolve().parents[1] / "data"
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+def _read_jsonl(path: Path) -> list[JsonObject]:
     with path.open(encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
@@ -156,7 +156,7 @@ def all_tasks() -> list[BfclTask]:
 
 
 @functools.cache
-def function_docs(class_name: str) -> Mapping[str, Mapping[str, Any]]:
+def function_docs(class_name: str) -> Mapping[str, JsonMapping]:
     """BFCL's function docs of one API class, by function name."""
     if class_name not in DOC_FILES:
         raise KeyError(f"unknown BFCL backend class {class_name!r}")

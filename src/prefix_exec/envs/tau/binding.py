@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from prefix_exec.envs.tau.domain import ToolSpec
+from prefix_exec.json_types import JsonMapping
 
 
 def binding_error(spec: ToolSpec, arguments: Any) -> str | None:
@@ -76,7 +77,7 @@ def _bits(op: ast.operator, left: Any, right: Any) -> int:
     return 0
 
 
-def calculate_call(owner: str, arguments: Mapping[str, Any]) -> str:
+def calculate_call(owner: str, arguments: JsonMapping) -> str:
     """tau2's ``<owner>.calculate(**arguments)``: Python's own messages for arguments that do not bind
     (``AirlineTools.calculate() got an unexpected keyword argument 'x'``), then :func:`calculate`."""
     unexpected = [name for name in arguments if name != "expression"]

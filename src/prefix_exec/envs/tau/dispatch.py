@@ -18,6 +18,7 @@ from typing import Any
 
 from prefix_exec.envs.tau.binding import calculate_call
 from prefix_exec.envs.tau.domain import Domain
+from prefix_exec.json_types import JsonMapping
 
 #: Deepest nesting of lists and objects accepted in tool arguments; tau2's tools take at most 3 levels.
 MAX_DEPTH = 64
@@ -38,7 +39,7 @@ def depth_error(value: Any, limit: int = MAX_DEPTH) -> str | None:
     return None
 
 
-def invoke_tool(domain: Domain, toolkit: Any, name: str, arguments: Mapping[str, Any]) -> Any:
+def invoke_tool(domain: Domain, toolkit: Any, name: str, arguments: JsonMapping) -> Any:
     """Run ``name(**arguments)`` on ``toolkit`` (a toolkit of ``domain``) as tau2's ``use_tool`` does, for
     allowed names only. Raises what tau2 would: ``ValueError("Tool 'x' not found.")`` for a name that is not
     an agent tool of the domain, or the tool's own exception; ``ValueError`` for arguments nested too deep."""

@@ -37,6 +37,7 @@ from typing import Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.extras import install_hint
+from prefix_exec.json_types import JsonMapping
 
 #: Domains this environment supports, with their DB model and toolkit class paths (same in both distributions).
 DOMAINS: Mapping[str, tuple[str, str]] = {
@@ -110,7 +111,7 @@ class Domain:
     make_toolkit: Callable[[Any], Any]
     tools: Mapping[str, ToolSpec]
     policy: str
-    tasks: Mapping[str, Mapping[str, Any]]
+    tasks: Mapping[str, JsonMapping]
     splits: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     provenance: Provenance = Provenance("unknown", "unknown", "unknown", "")
 
@@ -221,13 +222,13 @@ def _build(name: str, root: Path) -> Domain:
     )
 
 
-def task_set_digest(tasks: Mapping[str, Mapping[str, Any]], ids: tuple[str, ...]) -> str:
+def task_set_digest(tasks: Mapping[str, JsonMapping], ids: tuple[str, ...]) -> str:
     """16 hex digits of SHA-256 over the tasks ``ids`` (in that order) as canonical JSON (sorted keys)."""
     text = json.dumps([tasks[i] for i in ids], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def _provenance(name: str, tasks: Mapping[str, Mapping[str, Any]], splits: Mapping[str, tuple[str, ...]]) -> Provenance:
+def _provenance(name: str, tasks: Mapping[str, JsonMapping], splits: Mapping[str, tuple[str, ...]]) -> Provenance:
     # The paper's selection, as tasks.paper_task_ids (which imports this module) defines it.
     ids = tuple(tasks) if name == "airline" or "base" not in splits else splits["base"]
     digest = task_set_digest(tasks, tuple(i for i in ids if i in tasks))

@@ -27,6 +27,8 @@ from copy import copy as shallow_copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from prefix_exec.json_types import JsonMapping
+
 #: Argument names whose values are identifiers that must have been seen before use.
 ID_ARGUMENTS: frozenset[str] = frozenset(
     {
@@ -49,7 +51,7 @@ def normalize(value: Any) -> str:
     return text[1:] if text.startswith("#") else text
 
 
-def identifier_arguments(arguments: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str]]:
+def identifier_arguments(arguments: JsonMapping, prefix: str = "") -> Iterator[tuple[str, str]]:
     """``(path, value)`` for every identifier argument in ``arguments``, nested lists and objects included.
 
     A list under an id name (``item_ids``) yields one entry per element, path ``item_ids[i]``.
@@ -96,12 +98,12 @@ class Evidence:
         return Evidence(list(self.texts))
 
 
-def unseen(arguments: Mapping[str, Any], evidence: Evidence) -> list[tuple[str, str]]:
+def unseen(arguments: JsonMapping, evidence: Evidence) -> list[tuple[str, str]]:
     """The identifier arguments whose value appears in no text of ``evidence``."""
     return [(path, value) for path, value in identifier_arguments(arguments) if not evidence.contains(value)]
 
 
-def conversation_timeline(transcript: Sequence[Mapping[str, Any]]) -> tuple[tuple[int, str], ...]:
+def conversation_timeline(transcript: Sequence[JsonMapping]) -> tuple[tuple[int, str], ...]:
     """``(calls_before, text)`` for every non-assistant message text, in order.
 
     ``calls_before`` counts the assistant tool calls in messages *strictly before* the message holding the
@@ -120,7 +122,7 @@ def conversation_timeline(transcript: Sequence[Mapping[str, Any]]) -> tuple[tupl
     return tuple(timeline)
 
 
-def call_messages(transcript: Sequence[Mapping[str, Any]]) -> tuple[int, ...]:
+def call_messages(transcript: Sequence[JsonMapping]) -> tuple[int, ...]:
     """For every assistant tool call (0-based, counted like :func:`conversation_timeline`), the 0-based index
     in ``transcript`` of the assistant message issuing it. Calls sharing an index are parallel calls."""
     return tuple(

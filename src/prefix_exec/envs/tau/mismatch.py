@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from prefix_exec.envs.tau.consistency import Disagreement
 from prefix_exec.envs.tau.information import identifier_arguments
+from prefix_exec.json_types import JsonMapping
 
 #: Identifier shapes of airline and retail: user ids, retail order ids, airline reservation codes.
 _PATTERNS = (
@@ -34,7 +34,7 @@ def identifiers(text: str) -> set[str]:
     return {m.group(0).lstrip("#").lower() for pattern in _PATTERNS for m in pattern.finditer(text)}
 
 
-def task_identifiers(task: Mapping[str, Any]) -> set[str]:
+def task_identifiers(task: JsonMapping) -> set[str]:
     """Identifiers of a task: in its user scenario text and in its expected actions' identifier arguments."""
     found = identifiers(json.dumps(task.get("user_scenario"), default=str))
     criteria = task.get("evaluation_criteria")
@@ -47,7 +47,7 @@ def task_identifiers(task: Mapping[str, Any]) -> set[str]:
 
 
 def task_mismatch(
-    task: Mapping[str, Any], transcript: Sequence[Mapping[str, Any]], *, dataset: str, task_id: str, trial: int
+    task: JsonMapping, transcript: Sequence[JsonMapping], *, dataset: str, task_id: str, trial: int
 ) -> Disagreement | None:
     """A ``task_mismatch`` entry when the user names identifiers and none is the task's, else ``None``."""
     said: set[str] = set()  # ids the user introduced

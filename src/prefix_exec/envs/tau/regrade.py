@@ -23,6 +23,7 @@ from prefix_exec.envs.tau.session import TauEnvironment
 from prefix_exec.envs.tau.state import RecordTexts, db_json, lazy_db
 from prefix_exec.envs.tau.tasks import expected_actions
 from prefix_exec.errors import InputError
+from prefix_exec.json_types import JsonMapping
 from prefix_exec.jsonl import UnitKey
 from prefix_exec.tau3 import qualify
 from prefix_exec.trajectory import Rollout
@@ -70,7 +71,7 @@ def _base_texts(base_db: Any) -> RecordTexts:
     return entry[1]
 
 
-def db_hash(env: TauEnvironment, task_id: str, calls: Iterable[tuple[str, Mapping[str, Any]]]) -> str:
+def db_hash(env: TauEnvironment, task_id: str, calls: Iterable[tuple[str, JsonMapping]]) -> str:
     """The tau2 DB hash after running ``calls`` (name, arguments) from the task's initial state: tau2's
     ``get_dict_hash`` of the DB, the SHA-256 of :func:`~prefix_exec.envs.tau.state.db_json`."""
     initial = env.initial_db(task_id)
@@ -90,7 +91,7 @@ def db_hash(env: TauEnvironment, task_id: str, calls: Iterable[tuple[str, Mappin
     return hashlib.sha256(db_json(toolkit.db, texts).encode()).hexdigest()
 
 
-def regrade_db(env: TauEnvironment, simulation: Mapping[str, Any]) -> Regrade:
+def regrade_db(env: TauEnvironment, simulation: JsonMapping) -> Regrade:
     """Recompute ``db_match`` for one simulation of a results file (one the importer could read).
 
     An unknown task id or a malformed task raises :class:`~prefix_exec.errors.InputError`.

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Self
+from typing import Protocol, Self
 
 from prefix_exec.envs.tau.consistency import Disagreement
 from prefix_exec.envs.tau.domain import Domain, Provenance, load_domain
@@ -28,6 +28,7 @@ from prefix_exec.envs.tau.mismatch import task_mismatch
 from prefix_exec.envs.tau.session import TauEnvironment
 from prefix_exec.envs.tau.tasks import TaskSetCheck, check_embedded
 from prefix_exec.errors import InputError
+from prefix_exec.json_types import JsonMapping
 from prefix_exec.trajectory import Rollout
 
 #: Most distinct tool names of a file the domain may lack before the file is refused as another domain's (when
@@ -49,13 +50,13 @@ class ReadResults(Protocol):
     def domain(self) -> str: ...
 
     @property
-    def tasks(self) -> Mapping[str, Mapping[str, Any]]: ...
+    def tasks(self) -> Mapping[str, JsonMapping]: ...
 
     @property
     def rollouts(self) -> Sequence[Rollout]: ...
 
     @property
-    def sources(self) -> Sequence[Mapping[str, Any]]: ...
+    def sources(self) -> Sequence[JsonMapping]: ...
 
     @property
     def offered_tools(self) -> Sequence[str]:

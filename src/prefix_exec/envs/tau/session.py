@@ -42,6 +42,7 @@ from prefix_exec.envs.tau.information import Evidence, Timeline, call_messages, 
 from prefix_exec.envs.tau.labels import label_error
 from prefix_exec.envs.tau.state import WriteFlag, fork_db, lazy_db
 from prefix_exec.envs.tau.tasks import apply_initial_state, expected_actions
+from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.tau3 import local_id
 from prefix_exec.trajectory import FailureLabel, Rollout, ToolCall, Verdict
 
@@ -58,17 +59,17 @@ class TauEnvironment:
     """
 
     def __init__(
-        self, domain: Domain, tasks: Mapping[str, Mapping[str, Any]] | None = None, *, sequential_calls: bool = False
+        self, domain: Domain, tasks: Mapping[str, JsonMapping] | None = None, *, sequential_calls: bool = False
     ) -> None:
         self.domain = domain
         #: Calls of one logged assistant message see each other's results (``--parallel-calls sequential``).
         self.sequential_calls = sequential_calls
         self.name = f"tau3-{domain.name}"
-        self.tasks: dict[str, Mapping[str, Any]] = dict(domain.tasks)
+        self.tasks: dict[str, JsonMapping] = dict(domain.tasks)
         self.tasks.update(tasks or {})
-        self._initial: dict[str, Any] = {}
+        self._initial: JsonObject = {}
 
-    def task(self, task_id: str) -> Mapping[str, Any]:
+    def task(self, task_id: str) -> JsonMapping:
         """The raw task definition of ``airline/18`` or ``18`` (:mod:`prefix_exec.tau3`). Raises
         ``KeyError`` for an unknown id, or one qualified with another domain."""
         return self.tasks[local_id(self.domain.name, task_id)]

@@ -27,6 +27,8 @@ import typing
 from collections.abc import ItemsView, ValuesView
 from typing import Any
 
+from prefix_exec.json_types import JsonObject
+
 
 class WriteFlag:
     """A mutable flag shared by the tables of one DB: ``True`` while a state-changing tool runs."""
@@ -46,7 +48,7 @@ class CopyOnAccess(dict[str, Any]):
 
     __slots__ = ("_flag", "_owned")
 
-    def __init__(self, shared: dict[str, Any], flag: WriteFlag) -> None:
+    def __init__(self, shared: JsonObject, flag: WriteFlag) -> None:
         # dict's C fast path copies the raw storage: no record is fetched (or copied) here.
         super().__init__(shared)
         self._owned: set[str] = set()
@@ -123,7 +125,7 @@ def lazy_db(shared: Any) -> tuple[Any, WriteFlag]:
     tool calls. Non-table fields are deep-copied (the tau2 airline and retail DBs have none).
     """
     flag = WriteFlag()
-    values: dict[str, Any] = {}
+    values: JsonObject = {}
     for name in type(shared).model_fields:
         value = getattr(shared, name)
         values[name] = CopyOnAccess(value, flag) if isinstance(value, dict) else _deep_copy(value)
@@ -178,10 +180,10 @@ def db_json(db: Any, texts: RecordTexts) -> str:
     return "{" + ", ".join(parts) + "}"
 
 
-_RECORD_TYPES: dict[type, dict[str, Any] | None] = {}
+_RECORD_TYPES: dict[type, JsonObject | None] = {}
 
 
-def _record_types(model: Any) -> dict[str, Any] | None:
+def _record_types(model: Any) -> JsonObject | None:
     """The record class of each ``dict[str, Record]`` field of ``model``, or ``None`` when the model's dump is
     not plainly its fields' own dumps (then :func:`db_json` writes it whole)."""
     decorators = model.__pydantic_decorators__

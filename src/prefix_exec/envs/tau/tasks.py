@@ -18,6 +18,7 @@ from typing import Any
 from prefix_exec.envs.tau.dispatch import MAX_DEPTH, depth_error, invoke_tool
 from prefix_exec.envs.tau.domain import Domain, import_tau2
 from prefix_exec.errors import InputError
+from prefix_exec.json_types import JsonMapping, JsonObject
 
 #: Expected sizes of the paper's selection; a different installed count is reported, not silently used.
 PAPER_SIZES: Mapping[str, int] = {"airline": 50, "retail": 114}
@@ -76,7 +77,7 @@ class TaskSetCheck:
         return text
 
 
-def check_embedded(domain: Domain, embedded: Mapping[str, Mapping[str, Any]]) -> TaskSetCheck:
+def check_embedded(domain: Domain, embedded: Mapping[str, JsonMapping]) -> TaskSetCheck:
     """Compare a results file's embedded tasks with the paper's selection and the installed definitions."""
     selection = paper_task_ids(domain)
     chosen = set(selection)
@@ -93,7 +94,7 @@ def check_embedded(domain: Domain, embedded: Mapping[str, Mapping[str, Any]]) ->
     )
 
 
-def _canonical(task: Mapping[str, Any]) -> Any:
+def _canonical(task: JsonMapping) -> Any:
     """The compared parts of a task with tau2's defaults filled in (results files write them, tasks.json omits them).
 
     Parsed through tau2's own ``Task`` model; a task it cannot parse is compared as written.
@@ -110,7 +111,7 @@ def _natural(task_id: str) -> tuple[int, str]:
     return (int(task_id), "") if task_id.isdigit() else (1 << 30, task_id)
 
 
-def expected_actions(task: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def expected_actions(task: JsonMapping) -> list[JsonMapping]:
     """The task's ``evaluation_criteria.actions``. A malformed one raises :class:`InputError`."""
     criteria = task.get("evaluation_criteria") or {}
     actions = criteria.get("actions") if isinstance(criteria, Mapping) else None
@@ -127,11 +128,11 @@ def _objects(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(item, Mapping) for item in value)
 
 
-def _malformed(task: Mapping[str, Any], what: str) -> InputError:
+def _malformed(task: JsonMapping, what: str) -> InputError:
     return InputError(f"task {task.get('id')}: malformed initial_state: {what}", field="initial_state")
 
 
-def apply_initial_state(domain: Domain, task: Mapping[str, Any]) -> Any:
+def apply_initial_state(domain: Domain, task: JsonMapping) -> Any:
     """The DB after the task's ``initial_state``, in tau2's order (``Environment.set_state``): initialization
     data, then initialization actions, then the assistant tool calls of the initial message history.
 
@@ -155,7 +156,7 @@ def apply_initial_state(domain: Domain, task: Mapping[str, Any]) -> Any:
     return toolkit.db
 
 
-def _initial_state(task: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, list[dict[str, Any]], int]:
+def _initial_state(task: JsonMapping) -> tuple[JsonMapping | None, list[JsonObject], int]:
     """The task's ``initial_state`` checked for shape: the initialization data for the agent's DB (or ``None``),
     the actions to run (``func_name``, ``arguments``, ``env_type``: the initialization actions, then the tool
     calls of the message history), and how many of them are initialization actions (those must succeed)."""
@@ -186,9 +187,7 @@ def _initial_state(task: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, l
     return data, actions, len(init_actions)
 
 
-def _invoke_initial(
-    domain: Domain, toolkit: Any, task: Mapping[str, Any], action: Mapping[str, Any], *, required: bool
-) -> None:
+def _invoke_initial(domain: Domain, toolkit: Any, task: JsonMapping, action: JsonMapping, *, required: bool) -> None:
     """Invoke one initial action on ``toolkit``. A ``required`` one (an initialization action) that is not a tool of
     the domain, or fails, raises :class:`InputError`; a failing call of the message history changes nothing."""
     name = action["func_name"]

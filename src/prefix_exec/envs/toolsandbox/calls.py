@@ -26,6 +26,8 @@ import keyword
 import math
 from typing import Any
 
+from prefix_exec.json_types import JsonObject
+
 #: Limits on the arguments of one call: nesting depth, integer digits, and the rendered size in characters.
 MAX_DEPTH = 32
 MAX_DIGITS = 1000
@@ -124,7 +126,7 @@ def parse_call_code(code: str) -> tuple[str, str, str] | None:
     return call_id, first[len(call_id) + len("_parameters = ") :], name
 
 
-def literal_arguments(text: str) -> dict[str, Any] | None:
+def literal_arguments(text: str) -> JsonObject | None:
     """The arguments dict of a recorded call's literal text (never executed), or ``None`` when it is not one
     (or is too long, too deep, or has an integer past Python's digit limit)."""
     if len(text) > MAX_CHARS:

@@ -38,6 +38,7 @@ from prefix_exec.envs.toolsandbox.calls import UnsafeCall, call_code
 from prefix_exec.envs.toolsandbox.semantics import DATASET, ScenarioFacts, judge, judge_finish
 from prefix_exec.errors import InputError
 from prefix_exec.extras import install_hint
+from prefix_exec.json_types import JsonObject
 from prefix_exec.trajectory import ToolCall, Verdict
 
 INSTALL_HINT = install_hint("tool_sandbox")
@@ -57,7 +58,7 @@ _MODULES = {
 #: again. Building takes 15 to 50 s and every spawned worker or Ray actor builds its own; the test suite points
 #: this at its session's temporary folder so the workers of all its runs share one build. Unset: no cache.
 SCENARIO_CACHE_ENV = "PREFIX_EXEC_TOOLSANDBOX_SCENARIO_CACHE"
-_SCENARIOS: dict[str, Any] | None = None
+_SCENARIOS: JsonObject | None = None
 
 
 def toolsandbox(part: str) -> ModuleType:
@@ -78,7 +79,7 @@ def toolsandbox_module(name: str) -> ModuleType:
         raise InputError(f"ToolSandbox is not installed ({exc})", hint=INSTALL_HINT) from None
 
 
-def named_scenarios() -> dict[str, Any]:
+def named_scenarios() -> JsonObject:
     """ToolSandbox's 1032 named scenarios, built once per process with the global RNG seeded as its CLI does."""
     global _SCENARIOS
     if _SCENARIOS is None:
@@ -87,7 +88,7 @@ def named_scenarios() -> dict[str, Any]:
     return _SCENARIOS
 
 
-def _build_scenarios() -> dict[str, Any]:
+def _build_scenarios() -> JsonObject:
     backend = toolsandbox("discovery").ToolBackend.DEFAULT
     state = random.getstate()
     random.seed(SCENARIO_SEED)
@@ -106,7 +107,7 @@ def _scenario_key() -> str:
     return digest.hexdigest()
 
 
-def _cached_scenarios(path: Path) -> dict[str, Any]:
+def _cached_scenarios(path: Path) -> JsonObject:
     """The scenarios from ``path`` when it holds a build of the same key, else built and written there.
 
     The file is replaced whole, so a reader never sees a partial one; a lock file beside it makes processes
@@ -130,7 +131,7 @@ def _cached_scenarios(path: Path) -> dict[str, Any]:
         return scenarios
 
 
-def _read_cache(path: Path, key: str) -> dict[str, Any] | None:
+def _read_cache(path: Path, key: str) -> JsonObject | None:
     if not path.is_file():
         return None
     try:
@@ -261,7 +262,7 @@ def prepared_context(scenario: Any) -> Any:
     return context
 
 
-def _asdict(message: Any) -> dict[str, Any]:
+def _asdict(message: Any) -> JsonObject:
     import attrs
 
     return dict(attrs.asdict(message))

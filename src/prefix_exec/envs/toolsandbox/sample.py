@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
-from typing import Any
 
+from prefix_exec.json_types import JsonMapping
 from prefix_exec.sampling import stratified_sample
 
 RAPID_API_KEY = "RAPID_API_KEY"
@@ -58,12 +57,12 @@ def rapid_api_tools() -> frozenset[str]:
     )
 
 
-def uses_rapid_api(name: str, scenarios: Mapping[str, Any], tools: frozenset[str]) -> bool:
+def uses_rapid_api(name: str, scenarios: JsonMapping, tools: frozenset[str]) -> bool:
     base = scenarios.get(base_name(name), scenarios[name])
     return bool(set(base.starting_context.tool_allow_list or ()) & tools)
 
 
-def runnable(scenarios: Mapping[str, Any]) -> list[str]:
+def runnable(scenarios: JsonMapping) -> list[str]:
     """The scenarios that can run here: all, or all but the RapidAPI ones when ``RAPID_API_KEY`` is unset."""
     if os.environ.get(RAPID_API_KEY):
         return sorted(scenarios)
@@ -71,7 +70,7 @@ def runnable(scenarios: Mapping[str, Any]) -> list[str]:
     return sorted(name for name in scenarios if not uses_rapid_api(name, scenarios, tools))
 
 
-def paper_sample(scenarios: Mapping[str, Any]) -> list[str]:
+def paper_sample(scenarios: JsonMapping) -> list[str]:
     """Our deterministic stratified 200 of the runnable scenarios (see the module docstring)."""
     pool = {name: [str(c) for c in scenarios[name].categories] for name in runnable(scenarios)}
     return stratified_sample(pool, min(PAPER_SIZE, len(pool)), seed=PAPER_SEED)

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from prefix_exec.errors import InputError
+from prefix_exec.json_types import JsonMapping
 from prefix_exec.trajectory import FailureLabel, Verdict
 
 DATASET = "toolsandbox"
@@ -144,7 +145,7 @@ class ScenarioFacts:
     heuristic: bool = False
 
     @classmethod
-    def from_metadata(cls, task_id: str, metadata: Mapping[str, Any]) -> ScenarioFacts:
+    def from_metadata(cls, task_id: str, metadata: JsonMapping) -> ScenarioFacts:
         """Read :class:`FactsMetadata` keys; raises :class:`InputError` naming the field when one is malformed."""
         categories = metadata.get("categories")
         if categories is None:

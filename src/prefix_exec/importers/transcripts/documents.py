@@ -22,6 +22,7 @@ from typing import Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.importers.transcripts.formats import detect, foreign, unknown_shape
+from prefix_exec.json_types import JsonMapping
 from prefix_exec.jsonl import MAX_LINE_CHARS, check_regular_file, iter_json_lines, loads
 
 #: Largest ``.json`` transcript file read whole, in characters; JSONL files are read line by line.
@@ -86,7 +87,7 @@ def _document(data: Any, path: Path) -> Iterator[Record]:
             yield None, f"{place}[{index}].", item
 
 
-def _wrapped(data: Mapping[str, Any], place: str, depth: int) -> Iterator[tuple[str, list[Any]]]:
+def _wrapped(data: JsonMapping, place: str, depth: int) -> Iterator[tuple[str, list[Any]]]:
     """``(place, list)`` for each list of records inside a wrapper object, in key order."""
     for key, value in data.items():
         where = f"{place}{key}"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from prefix_exec.importers.transcripts.decoder import Fail
-from prefix_exec.json_types import JsonMapping
+from prefix_exec.json_types import JsonMapping, JsonObject
 
 #: Where each identity field is looked for when the user names no path: the first present wins.
 DEFAULT_PATHS: Mapping[str, tuple[str, ...]] = {
@@ -47,11 +47,11 @@ class Identity:
     """
 
     paths: Mapping[str, str]
-    values: Mapping[str, Any]
-    defaults: Mapping[str, Any]
+    values: JsonMapping
+    defaults: JsonMapping
 
 
-def identity_fields(data: JsonMapping, identity: Identity, fail: Fail, *, reward: bool = False) -> dict[str, Any]:
+def identity_fields(data: JsonMapping, identity: Identity, fail: Fail, *, reward: bool = False) -> JsonObject:
     """``dataset``, ``task_id``, ``model``, ``method`` (strings), ``trial`` (int >= 0, or ``None`` when the
     record names none: the rollout then says its trial was not given, :mod:`prefix_exec.trials`) and ``success``
     (0/1) of one record. ``reward``: Y is a number read by the tau rule. Raises the InputError ``fail`` makes."""
