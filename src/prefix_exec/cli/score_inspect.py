@@ -71,6 +71,32 @@ def handle(args: argparse.Namespace) -> int:
         policy=policy_of(args),
         numbering=trials,
     )
+    _read_logs(args, paths, sources)
+    report = score_to_file(
+        sources.units,
+        args.out,
+        total=len(sources.units),
+        desc="scoring inspect",
+        prepare=sources.bfcl_regrade() if args.regrade else None,
+        on_record=sources.on_record(),
+        inputs=[*paths, *(p for p in (args.tools, args.hooks) if p)],
+        **output_options(args),
+    )
+    unregraded = sources.check(
+        args.out,
+        report=args.consistency,
+        regrade=args.regrade,
+        resume=args.resume,
+        keep_going=args.keep_going,
+        log=sys.stderr,
+    )
+    status = finish(report, args.out, trials)
+    return 2 if unregraded else status
+
+
+def _read_logs(args: argparse.Namespace, paths: list[str], sources: InspectSources) -> None:
+    """Read each log into ``sources``; under ``--keep-going`` a log that cannot be read or loaded is one
+    :class:`Skipped` unit, reported by ``score_to_file`` (never dropped)."""
     # Without --tools a task of neither benchmark is scored on its samples' own tool lists, read from their events.
     own_tools = None if args.tools else (lambda task: not is_benchmark(task))
     noted = False
@@ -101,23 +127,3 @@ def handle(args: argparse.Namespace) -> int:
             if not args.keep_going:
                 raise
             sources.units.append(Skipped(path, exc.describe()))
-    report = score_to_file(
-        sources.units,
-        args.out,
-        total=len(sources.units),
-        desc="scoring inspect",
-        prepare=sources.bfcl_regrade() if args.regrade else None,
-        on_record=sources.on_record(),
-        inputs=[*paths, *(p for p in (args.tools, args.hooks) if p)],
-        **output_options(args),
-    )
-    unregraded = sources.check(
-        args.out,
-        report=args.consistency,
-        regrade=args.regrade,
-        resume=args.resume,
-        keep_going=args.keep_going,
-        log=sys.stderr,
-    )
-    status = finish(report, args.out, trials)
-    return 2 if unregraded else status
