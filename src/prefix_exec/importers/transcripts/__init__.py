@@ -22,8 +22,9 @@ from prefix_exec.errors import InputError
 from prefix_exec.importers.transcripts.decoder import decode
 from prefix_exec.importers.transcripts.documents import records
 from prefix_exec.importers.transcripts.formats import READERS, SHAPES, Reader, detect, unknown_shape
-from prefix_exec.importers.transcripts.identity import Identity, identity_fields, lookup
+from prefix_exec.importers.transcripts.identity import Identity, identity_fields
 from prefix_exec.trajectory import Rollout
+from prefix_exec.trials import lookup
 
 __all__ = ["READERS", "Identity", "Transcript", "TranscriptFile", "lookup", "tools_digest", "transcript_of"]
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from prefix_exec.importers.transcripts.decoder import Fail
 from prefix_exec.json_types import JsonMapping, JsonObject
+from prefix_exec.trials import lookup
 
 #: Where each identity field is looked for when the user names no path: the first present wins.
 DEFAULT_PATHS: Mapping[str, tuple[str, ...]] = {
@@ -87,19 +88,6 @@ def _value(data: JsonMapping, identity: Identity, name: str, fail: Fail) -> Any:
         if name != "model"
         else "give the model's name with --model NAME, or name the field with --model-field PATH",
     )
-
-
-def lookup(data: Any, dotted: str) -> tuple[bool, Any]:
-    """``(found, value)`` at a dotted path; a numeric part indexes a list (``scores.0.value``)."""
-    node = data
-    for part in dotted.split("."):
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return False, None
-    return True, node
 
 
 def _success(value: Any, fail: Fail, identity: Identity, *, reward: bool) -> int:
