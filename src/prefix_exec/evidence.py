@@ -325,31 +325,6 @@ def disagreements(record: PrefixRecord, policy: EvidencePolicy = DEFAULT_POLICY)
             )
         )
     return found, calls
-    for depth, (call, verdict) in enumerate(zip(record.actions, record.verdicts, strict=False), start=1):
-        if call.observation is None:
-            continue
-        calls += 1
-        recorded = source_of(verdict) == "recorded"
-        refused = recorded or refusal(call.observation, policy) is not None
-        if verdict.accepted or refused == (not verdict.accepted and not recorded):
-            continue
-        found.append(
-            Disagreement(
-                dataset=record.dataset,
-                task_id=record.task_id,
-                trial=record.trial,
-                depth=depth,
-                tool=call.name,
-                arguments=dict(call.arguments),
-                recorded_error=refused,
-                recorded_content=excerpt(call.observation.content),
-                replay_accepted=recorded,
-                replay_label=None if recorded else (verdict.label.value if verdict.label else None),
-                replay_reason="" if recorded else verdict.reason,
-                kind="recorded-refusal" if recorded else "extra-check",
-            )
-        )
-    return found, calls
 
 
 def _quoted(observation: Observation) -> JsonValue:
