@@ -136,6 +136,17 @@ def test_identical_rollouts_and_unique_task_keep_their_identity() -> None:
     assert strict.describe() is None
 
 
+def test_a_renumbered_rollout_read_again_keeps_its_new_trial_so_scoring_sees_the_duplicate() -> None:
+    # the same file given twice: its second run of task t1 was renumbered to trial 1 the first time; read again it
+    # must come out identical (trial 1, same note), not as a third trial
+    numbering = Numbering()
+    out = [numbering.number(r) for r in (rollout(source="f:1"), rollout(call="b", source="f:2"))]
+    again = [numbering.number(r) for r in (rollout(source="f:1"), rollout(call="b", source="f:2"))]
+    assert again == out
+    assert [r.trial for r in again] == [0, 1]
+    assert len(numbering.renumbered) == 1
+
+
 def test_the_digest_is_of_the_rollout_json_with_keys_sorted() -> None:
     one = rollout(source="s", extra={"a": 1, "b": 2})
     other = rollout(source="s", extra={"b": 2, "a": 1})
@@ -153,9 +164,12 @@ def test_numbering_leaves_only_identical_rollouts_sharing_an_identity(items: lis
     numbering = Numbering()
     out = [numbering.number(u) for u in units]
     digests: dict[tuple[Any, ...], str] = {}
+    first_key: dict[str, tuple[Any, ...]] = {}
     for before, after in zip(units, out, strict=True):
         assert after.key[:4] == before.key[:4]
         assert digests.setdefault(after.key, rollout_digest(before)) == rollout_digest(before)
+        # and a rollout read again takes the identity it took the first time
+        assert first_key.setdefault(rollout_digest(before), after.key) == after.key
         if after.trial != before.trial:
             assert after.metadata["trial_note"].startswith(f"trial {after.trial} by input order")
     # the same input in the same order gives the same trials (--resume), and numbering them again changes nothing

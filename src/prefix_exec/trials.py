@@ -46,6 +46,8 @@ from prefix_exec.trajectory import Rollout, Skipped
 OWN_FIELD = ("trial",)
 #: The renumbered rollouts a summary names (the rest are counted).
 EXAMPLES = 3
+#: The metadata key of a renumbered rollout's note saying why.
+NOTE = "trial_note"
 
 
 class TrialError(ValueError):
@@ -155,16 +157,23 @@ class Numbering:
     renumbered: list[_Renumbered] = field(default_factory=list)
     _digests: dict[UnitKey, str] = field(default_factory=dict, repr=False)
     _highest: dict[tuple[str, str, str, str], int] = field(default_factory=dict, repr=False)
+    # digest as read -> the trial it took and the note that said why (None: it kept its own)
+    _trials: dict[str, tuple[int, str | None]] = field(default_factory=dict, repr=False)
 
     def number(self, rollout: Rollout) -> Rollout:
         """``rollout`` with its trial, the next free one when an earlier, different rollout has its identity."""
         digest = rollout_digest(rollout)
+        taken = self._trials.get(digest)
+        if taken is not None:  # one rollout read twice: the same as the first time, for scoring to refuse
+            trial, note = taken
+            return rollout if note is None else replace(rollout, trial=trial, metadata={**rollout.metadata, NOTE: note})
         group = rollout.key[:4]
         first = self._digests.get(rollout.key)
-        if first is not None and (first == digest or self.unique):
-            return rollout  # one rollout read twice, or (unique) refused by scoring: both keep the identity
+        if first is not None and self.unique:
+            return rollout  # (unique) refused by scoring: both keep the identity
         if first is not None:
             rollout = self._next_trial(rollout, self._highest[group] + 1)
+        self._trials[digest] = (rollout.trial, rollout.metadata.get(NOTE) if first is not None else None)
         self._digests[rollout.key] = digest
         self._highest[group] = max(self._highest.get(group, -1), rollout.trial)
         return rollout
@@ -182,7 +191,7 @@ class Numbering:
         self.renumbered.append(
             _Renumbered(rollout.task_id, rollout.trial, trial, rollout.trial_given, source_of(rollout))
         )
-        metadata = {**rollout.metadata, "trial_note": f"trial {trial} by input order: {why}"}
+        metadata = {**rollout.metadata, NOTE: f"trial {trial} by input order: {why}"}
         return replace(rollout, trial=trial, metadata=metadata)
 
     def describe(self) -> str | None:
