@@ -142,3 +142,19 @@ def test_a_bad_own_tools_list_names_its_field(tmp_path: Path, capsys: pytest.Cap
     path.write_text(json.dumps([record]))
     assert main(["score", "transcripts", str(path), "--out", str(tmp_path / "o.jsonl")]) == 2
     assert "field '[0].tools[0].function.name': expected string, got number" in capsys.readouterr().err
+
+
+def test_a_file_of_plain_text_conversations_says_how_many_it_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Messages without a tool call show no form decisively (Chat and Anthropic read them alike): they are read
+    as Chat, and the note counts them instead of saying that none was read."""
+    path = tmp_path / "plain.jsonl"
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    path.write_text(json.dumps({"task_id": "t", "model": "m", "success": 1, "messages": messages, "tools": []}) + "\n")
+    out = tmp_path / "o.jsonl"
+    assert main(["score", "transcripts", str(path), "--out", str(out)]) == 0
+    assert [r["no_tool"] for r in rows(out)] == [True]
+    err = capsys.readouterr().err
+    assert "1 conversations read as OpenAI Chat" in err
+    assert "no conversation read" not in err

@@ -16,7 +16,7 @@ from prefix_exec.envs.custom import CustomEnvironment, environment_from_tools, l
 from prefix_exec.envs.spec_formats import FORM_NAMES
 from prefix_exec.errors import InputError
 from prefix_exec.evidence import EvidencePolicy
-from prefix_exec.importers.transcripts import READERS, Identity, Transcript, TranscriptFile, tools_digest
+from prefix_exec.importers.transcripts import READERS, Identity, Transcript, TranscriptFile, openai_chat, tools_digest
 from prefix_exec.jsonl import expand_inputs
 from prefix_exec.scoring import Scorable, numbered
 from prefix_exec.trajectory import Skipped
@@ -30,6 +30,8 @@ FIELDS = {
     "model": "model (default: model or metadata.model; or a fixed --model)",
     "method": "method (default: method or metadata.method, else 'default'; or a fixed --method)",
 }
+#: The form that reads a file whose records show none (messages without a tool call: formats.detect).
+PLAIN_FORMAT = openai_chat.NAME
 #: The name ``score openai`` had before it read every format; it stays an alias.
 ALIAS = "openai"
 
@@ -152,11 +154,12 @@ def _units(
                     raise
                 where = f"{exc.path}:{exc.line}" if exc.line is not None else str(exc.path)
                 yield Skipped(where, exc.detail() + (f" (hint: {exc.hint})" if exc.hint else ""))
-        if transcripts.format is None:
+        if not transcripts.read:
             print(f"prefix-exec: note: {path}: no conversation read", file=sys.stderr)
             continue
         how = "--format" if forced else "detected"
-        label = READERS[transcripts.format].label
+        # No record showed a form (plain-text messages only): they were read as Chat (formats.detect).
+        label = READERS[transcripts.format or PLAIN_FORMAT].label
         print(f"prefix-exec: note: {path}: {transcripts.read} conversations read as {label} ({how})", file=sys.stderr)
 
 
