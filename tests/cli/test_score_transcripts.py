@@ -158,3 +158,20 @@ def test_a_file_of_plain_text_conversations_says_how_many_it_read(
     err = capsys.readouterr().err
     assert "1 conversations read as OpenAI Chat" in err
     assert "no conversation read" not in err
+
+
+def test_keep_going_scores_the_files_after_one_that_is_not_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"messages":\n')
+    good = tmp_path / "good.jsonl"
+    record = {"task_id": "t", "model": "m", "success": 1, "messages": [{"role": "user", "content": "hi"}], "tools": []}
+    good.write_text(json.dumps(record) + "\n")
+    out = tmp_path / "o.jsonl"
+    assert main(["score", "transcripts", str(broken), str(good), "--out", str(out), "--keep-going"]) == 2
+    assert [r["task_id"] for r in rows(out)] == ["t"]
+    err = capsys.readouterr().err
+    assert "broken.json:2: not valid JSON" in err and "could not be scored" in err
+    assert main(["score", "transcripts", str(broken), str(good), "--out", str(out), "--overwrite"]) == 2
+    assert "error: " in capsys.readouterr().err  # without --keep-going the first bad file stops the command

@@ -61,17 +61,24 @@ class TranscriptFile:
         self._decided_at = ""
 
     def __iter__(self) -> Iterator[Transcript | InputError]:
-        for line, prefix, data in records(self.path, tolerant=self.tolerant):
-            try:
-                if isinstance(data, InputError):
-                    raise data
-                reader = self._reader(data, line, prefix)
-                yield transcript_of(data, self.identity, reader=reader, path=str(self.path), line=line, prefix=prefix)
-                self.read += 1
-            except InputError as exc:
-                if not self.tolerant:
-                    raise
-                yield exc
+        try:
+            for line, prefix, data in records(self.path, tolerant=self.tolerant):
+                try:
+                    if isinstance(data, InputError):
+                        raise data
+                    reader = self._reader(data, line, prefix)
+                    yield transcript_of(
+                        data, self.identity, reader=reader, path=str(self.path), line=line, prefix=prefix
+                    )
+                    self.read += 1
+                except InputError as exc:
+                    if not self.tolerant:
+                        raise
+                    yield exc
+        except InputError as exc:  # the file as a whole (not JSON, too large, of no transcript shape)
+            if not self.tolerant:
+                raise
+            yield exc
 
     def _reader(self, data: Any, line: int | None, prefix: str) -> Reader:
         found, decisive = detect(data)
