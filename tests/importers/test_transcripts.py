@@ -190,6 +190,15 @@ def test_a_file_of_no_transcript_form_says_what_it_found_and_what_is_read(
     assert hint in (info.value.hint or "")
 
 
+def test_a_json_file_that_is_not_utf8_is_an_input_error_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "x.json"
+    path.write_bytes(b"\xff\xfe[" + json.dumps(CHAT).encode() + b"]")
+    with pytest.raises(InputError) as info:
+        read(path)
+    assert info.value.path is not None and Path(info.value.path) == path
+    assert "not UTF-8 text" in info.value.message
+
+
 def test_a_jsonl_record_of_no_form_before_any_form_is_known_is_its_own_error(tmp_path: Path) -> None:
     path = write(tmp_path / "t.jsonl", [{"task_id": "x", "success": 1}, CHAT, {"task_id": "y", "success": 1}])
     first, good, third = read(path, tolerant=True)

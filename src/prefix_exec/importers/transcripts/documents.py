@@ -42,8 +42,13 @@ def records(path: Path, *, tolerant: bool) -> Iterator[Record]:
         yield from _lines(path, tolerant=tolerant)
         return
     check_regular_file(path)
-    with path.open(encoding="utf-8") as fh:
-        text = fh.read(MAX_JSON_CHARS + 1)
+    try:
+        with path.open(encoding="utf-8") as fh:
+            text = fh.read(MAX_JSON_CHARS + 1)
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"not UTF-8 text ({exc.reason})", path=path, hint="is this a binary file? JSON files are UTF-8 text"
+        ) from None
     if len(text) > MAX_JSON_CHARS:
         raise InputError(
             f"larger than {MAX_JSON_CHARS:,} characters",
