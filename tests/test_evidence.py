@@ -225,6 +225,22 @@ def test_recorded_value(content: object, value: object) -> None:
     assert recorded_value(Observation(content)) == value
 
 
+def test_a_reply_of_text_blocks_reads_as_its_text() -> None:
+    """Anthropic tool_result, OpenAI and LangChain tool content given as a list of text blocks: the pattern and
+    produces read the blocks' text, as inspect's and MCP's replies are read."""
+    blocks = [{"type": "text", "text": "Error: order O-9"}, {"type": "text", "text": "not found"}]
+    found = refusal(Observation(blocks))
+    assert found is not None
+    assert (found.by, found.label) == ("pattern", D)
+    assert recorded_value(Observation([{"type": "text", "text": '{"note_id": "N-1"}'}])) == {"note_id": "N-1"}
+    mixed = [{"type": "text", "text": "Error: x"}, {"type": "image", "source": {}}]
+    assert refusal(Observation(mixed)) is None  # not text only: its JSON text, which does not begin with Error
+    assert recorded_value(Observation(mixed)) == mixed
+    huge = [{"type": "text", "text": "y" * 1000}] * (evidence.PARSE_CHARS // 1000 + 1)
+    assert recorded_value(Observation(huge)) is None  # longer than PARSE_CHARS, as a string would be
+    assert len(evidence.observation_text(Observation(huge))) == TEXT_CHARS
+
+
 def test_recorded_value_of_nothing_and_of_too_much() -> None:
     assert recorded_value(None) is None
     assert recorded_value(Observation("x" * (evidence.PARSE_CHARS + 1))) is None

@@ -8,13 +8,13 @@ decides, for the generic environment (:class:`prefix_exec.envs.custom.CustomSess
   ``None`` for ``--no-error-pattern``) and ``require_tools`` (``--require-tools``);
 - :func:`refusal`: is this observation a recorded refusal? The log's flag decides when it has one (``error``
   true: refused; false: not). Only a reply without a flag (``error`` is ``None``: a plain-text tool message) is
-  matched against the error pattern, searched in the first :data:`TEXT_CHARS` characters of its text (a
-  non-string content as its JSON text);
+  matched against the error pattern, searched in the first :data:`TEXT_CHARS` characters of its text (a list
+  of text blocks as their text, :func:`blocks_text`; any other non-string content as its JSON text);
 - :func:`classify`: the label of a refusal, from the error's type and text by the table :data:`RULES`, first
   match wins, type rules before text rules; nothing matched gives :data:`DEFAULT_LABEL`;
 - :func:`recorded_value`: the recorded result as a JSON value, which feeds ``produces``: a string that parses as
-  JSON is that value, any other string is itself, a parsed value (an object, a list, MCP ``structuredContent``)
-  is taken as it is;
+  JSON is that value (a list of text blocks counts as its text), any other string is itself, a parsed value
+  (an object, a list, MCP ``structuredContent``) is taken as it is;
 - the verdict notes that say where a verdict came from (:data:`SOURCE_CHECK`, :func:`recorded_note`), and the
   generic consistency comparison (:func:`disagreements`, bound to a policy by :func:`compare`), which the
   consistency report (:mod:`prefix_exec.consistency`) runs on every record.
@@ -246,6 +246,9 @@ def observation_text(observation: Observation) -> str:
         return ""
     if isinstance(content, str):
         return content[:TEXT_CHARS]
+    blocks = blocks_text(content, TEXT_CHARS)
+    if blocks is not None:
+        return blocks[:TEXT_CHARS]
     parts: list[str] = []
     size = 0
     try:
@@ -259,6 +262,24 @@ def observation_text(observation: Observation) -> str:
     return "".join(parts)[:TEXT_CHARS]
 
 
+def blocks_text(content: JsonValue, limit: int) -> str | None:
+    """The text of a reply written as a list of text blocks (``[{"type": "text", "text": ...}, ...]``: Anthropic
+    ``tool_result``, OpenAI and LangChain content parts), the blocks joined by newlines and cut after ``limit``
+    + 1 characters; ``None`` for anything else (a list with another kind of block included)."""
+    if not isinstance(content, list) or not content:
+        return None
+    if not all(isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str) for b in content):
+        return None
+    parts: list[str] = []
+    size = 0
+    for block in content:
+        parts.append(block["text"])
+        size += len(block["text"]) + 1
+        if size > limit:
+            break
+    return "\n".join(parts)[: limit + 1]
+
+
 def recorded_value(observation: Observation | None) -> JsonValue:
     """The recorded result as a JSON value (``None`` when there is none): a string that parses as JSON gives that
     value, any other string itself; a longer string than :data:`PARSE_CHARS` gives ``None``; a parsed value
@@ -267,7 +288,10 @@ def recorded_value(observation: Observation | None) -> JsonValue:
         return None
     content = observation.content
     if not isinstance(content, str):
-        return content
+        blocks = blocks_text(content, PARSE_CHARS)
+        if blocks is None:
+            return content
+        content = blocks
     if len(content) > PARSE_CHARS:
         return None
     try:
