@@ -165,3 +165,17 @@ def test_a_side_file_that_does_not_fit_the_server_fails_closed(tmp_path: Path) -
         assert "no tool named 'send_email'" in listed["error"]["message"]
         called = echo(g, 2)
         assert "no tool named 'send_email'" in called["error"]["message"]
+
+
+def test_a_client_notification_named_like_the_oversize_notice_is_refused_not_a_crash(tmp_path: Path) -> None:
+    """The reader's own over-size notice is a notification a client can send too: without a size in it, the
+    guard answers an error and the session goes on."""
+    with guard(tmp_path) as g:
+        g.initialize()
+        for i, params in enumerate(({"id": 3}, {"id": 4, "bytes": "many"}, {"id": 5, "bytes": 10**30}), start=3):
+            g.send(json.dumps({"jsonrpc": "2.0", "method": "prefix-exec/oversize", "params": params}))
+            answer = g.response(i)
+            assert answer["error"]["code"] == -32600 and "larger than" in answer["error"]["message"]
+        assert echo(g, 6)["result"]["content"][0]["text"] == "ok"
+        assert g.close() == 0
+        assert "Traceback" not in g.stderr()

@@ -228,7 +228,9 @@ class Pump:
     async def _refuse_oversize(self, params: JsonMapping) -> None:
         request_id = params.get("id")
         size = params.get("bytes")
-        text = f"the message is larger than {self.options.max_message_bytes:,} bytes ({size:,} or more); not passed on"
+        # The notice is the reader's, but a client can send a notification of that name too: trust no field of it.
+        seen = f" ({size:,} or more)" if isinstance(size, int) and not isinstance(size, bool) else ""
+        text = f"the message is larger than {self.options.max_message_bytes:,} bytes{seen}; not passed on"
         known = request_id if isinstance(request_id, int | str) else None
         await self._to_client(error(known, INVALID_REQUEST, PREFIX + text))
 
