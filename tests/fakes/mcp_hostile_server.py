@@ -4,7 +4,8 @@
 It answers ``initialize`` and ``tools/list`` (tools ``echo``, ``die``, ``hang``, ``garbage``, ``huge``) and:
 ``echo`` returns its text; ``die`` exits (code 3) without answering; ``hang`` never answers (and keeps
 reading); ``garbage`` writes a line that is not JSON-RPC; ``huge`` returns a text of ``size`` characters. Any
-other method gets METHOD_NOT_FOUND, as servers answer unknown methods.
+other method gets METHOD_NOT_FOUND, as servers answer unknown methods. With the environment variable
+``HOSTILE_SILENT_LISTING`` set it never answers ``tools/list``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import os
 import sys
 from typing import Any
 
+#: Set in the environment: tools/list is never answered.
+SILENT_LISTING = "HOSTILE_SILENT_LISTING"
 TOOLS = [
     {"name": name, "inputSchema": {"type": "object", "properties": props}}
     for name, props in (
@@ -45,7 +48,8 @@ def answer(request: dict[str, Any]) -> None:
             }
         )
     elif method == "tools/list":
-        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS}})
+        if not os.environ.get(SILENT_LISTING):
+            send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS}})
     elif method == "tools/call":
         call(rid, params.get("name"), params.get("arguments") or {})
     else:

@@ -179,3 +179,16 @@ def test_a_client_notification_named_like_the_oversize_notice_is_refused_not_a_c
         assert echo(g, 6)["result"]["content"][0]["text"] == "ok"
         assert g.close() == 0
         assert "Traceback" not in g.stderr()
+
+
+def test_a_call_before_any_listing_on_a_server_that_never_lists_gets_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOSTILE_SILENT_LISTING", "1")
+    with guard(tmp_path, "--call-timeout", "1") as g:
+        g.initialize()
+        answer = g.request(1, "tools/call", {"name": "echo", "arguments": {"text": "x"}})
+        assert answer["error"]["message"].startswith("prefix-exec guard: ")
+        assert "tools/list" in answer["error"]["message"] or "list its tools" in answer["error"]["message"]
+        assert g.ends_within(30) == 0
+        assert "Traceback" not in g.stderr()

@@ -182,7 +182,12 @@ class Pump:
     async def _tools_call(self, message: JSONRPCRequest, received: float) -> None:
         call = call_of(message.params, str(message.id))
         if not self.shadow.ready and self.shadow.problem is None:
+            # While the call waits on our listing it is in flight as that listing: a session that ends meanwhile
+            # (no listing in time, the server gone) answers it with an error (_fail), and it goes no further.
+            self.pending[message.id] = Pending("tools/list", received, forwarded=time.perf_counter())
             await self._list_tools(message.params or {})
+            if self.pending.pop(message.id, None) is None:
+                return
         if self.shadow.problem is not None:
             await self._to_client(error(message.id, INTERNAL_ERROR, PREFIX + self.shadow.problem.describe()))
             return
