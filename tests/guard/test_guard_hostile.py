@@ -192,3 +192,12 @@ def test_a_call_before_any_listing_on_a_server_that_never_lists_gets_an_error(
         assert "tools/list" in answer["error"]["message"] or "list its tools" in answer["error"]["message"]
         assert g.ends_within(30) == 0
         assert "Traceback" not in g.stderr()
+
+
+def test_a_server_command_that_cannot_start_is_an_input_error_in_a_real_process(tmp_path: Path) -> None:
+    """As a client runs it (stdin a pipe): exit 2 and the message, no traceback (in-process tests cannot show it:
+    pytest's stdin has no file descriptor)."""
+    with RawGuard(["--record", str(tmp_path / "never")], ["/no/such/server"], tmp_path / "stderr.txt") as g:
+        assert g.ends_within(30) == 2
+        err = g.stderr()
+    assert "cannot start the MCP server '/no/such/server'" in err and "Traceback" not in err

@@ -171,13 +171,28 @@ def _serve_stdio(
     session = new_session(options, recorder, transport="stdio", origin={"command": shown}, dataset=dataset)
     try:
         reason = anyio.run(serve_stdio, command, session, options)
-    except OSError as exc:
+    except (OSError, BaseExceptionGroup) as exc:  # the SDK starts the server inside task groups, which wrap it
+        found = _os_error(exc)
+        if found is None:
+            raise
         raise InputError(
-            f"cannot start the MCP server {shown[0]!r}: {exc.strerror or exc}",
+            f"cannot start the MCP server {shown[0]!r}: {found.strerror or found}",
             hint="check the command after --",
         ) from None
     print(f"prefix-exec guard: session ended: {reason}", file=sys.stderr, flush=True)
     return 0
+
+
+def _os_error(exc: BaseException) -> OSError | None:
+    """``exc`` when it is an OSError, else the first one in an exception group (nested groups included)."""
+    if isinstance(exc, OSError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _os_error(inner)
+            if found is not None:
+                return found
+    return None
 
 
 def _serve_http(args: argparse.Namespace, options: GuardOptions, recorder: Recorder | None) -> int:
