@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
 from pathlib import Path
@@ -133,8 +134,8 @@ def _check_usage(args: argparse.Namespace, command: list[str], http: bool) -> No
         raise InputError(
             "no MCP server to guard", hint="prefix-exec guard [OPTIONS] -- COMMAND [ARGS...], or --listen/--upstream"
         )
-    if args.call_timeout <= 0 or args.max_message_bytes <= 0:
-        raise InputError("--call-timeout and --max-message-bytes must be positive")
+    if not 0 < args.call_timeout < math.inf or args.max_message_bytes <= 0:  # nan too: no deadline would pass
+        raise InputError("--call-timeout and --max-message-bytes must be positive (and the timeout finite)")
 
 
 def _hooks(path: str | None, task: str | None) -> Path | None:
