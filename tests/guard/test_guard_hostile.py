@@ -8,6 +8,9 @@ traceback.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -201,3 +204,14 @@ def test_a_server_command_that_cannot_start_is_an_input_error_in_a_real_process(
         assert g.ends_within(30) == 2
         err = g.stderr()
     assert "cannot start the MCP server '/no/such/server'" in err and "Traceback" not in err
+
+
+def test_a_stdin_of_dev_null_is_a_client_that_closed_at_once(tmp_path: Path) -> None:
+    """/dev/null is a character device the event loop cannot wait on (epoll refuses it): read by the fallback
+    thread it ends the session at once, instead of a traceback and a guard waiting forever."""
+    argv = [sys.executable, "-m", "prefix_exec", "guard", "--record", str(tmp_path / "r"), "--", *HOSTILE_SERVER]
+    with open(os.devnull, "rb") as null:
+        done = subprocess.run(argv, stdin=null, capture_output=True, timeout=60, check=False)
+    err = done.stderr.decode("utf-8", "replace")
+    assert done.returncode == 0 and "Traceback" not in err
+    assert "session ended: the client closed the session" in err

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import stat
 import threading
 from collections import deque
 from collections.abc import Iterator
@@ -136,6 +137,12 @@ class ThreadLines:
 
 async def open_stdin(fd: int, limit: int) -> PipeLines | ThreadLines:
     """Bounded lines of ``fd``: read by the event loop when it is a pipe, else by a daemon thread."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:  # stdin closed: the thread's first read ends the input
+        mode = 0
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):  # asyncio takes a character device (/dev/null), then
+        return ThreadLines(fd, limit)  # epoll refuses it in a callback: a traceback and no end of input, ever
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=CHUNK * 2)
     try:
