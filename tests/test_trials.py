@@ -70,6 +70,12 @@ def test_lookup_walks_objects_and_list_indexes() -> None:
     assert lookup([1], "0") == (True, 1)
 
 
+def test_a_path_part_that_only_looks_like_a_digit_is_no_index() -> None:
+    # '²' is a digit to str.isdigit but no int: a user's --trial-field / --task-id-field is not a traceback
+    assert lookup({"runs": [1, 2]}, "runs.²") == (False, None)
+    assert lookup({"runs": [1, 2]}, "runs.\u0661") == (True, 2)  # ARABIC-INDIC DIGIT ONE is a decimal digit
+
+
 # ------------------------------------------------------------------------------------------ numbering
 
 

@@ -116,7 +116,7 @@ def lookup(data: Any, dotted: str) -> tuple[bool, Any]:
     for part in dotted.split("."):
         if isinstance(node, Mapping) and part in node:
             node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+        elif isinstance(node, list) and part.isdecimal() and int(part) < len(node):  # not isdigit: "²" is no int
             node = node[int(part)]
         else:
             return False, None

@@ -200,6 +200,19 @@ MCP_TOOL = {"name": "a", "inputSchema": {"type": "object"}}
             "does not point into this schema",
             "[0].parameters",
         ),
+        (  # '²' is a digit to str.isdigit but no int: not an index into the list (was a ValueError)
+            [
+                {
+                    "name": "a",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"x": {"$ref": "#/properties/y/enum/²"}, "y": {"enum": ["p", "q", "r"]}},
+                    },
+                }
+            ],
+            "does not point into this schema",
+            "[0].parameters",
+        ),
         ({"model": "m", "tools": [FN, {"type": "code_interpreter"}]}, "only function tools", "tools[1].type"),
         (
             {"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "Method not found"}},

@@ -291,3 +291,9 @@ def test_data_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         data_dir()
     with pytest.raises(InputError, match="not supported"):
         load_domain("telecom")
+
+
+def test_task_ids_sort_naturally_and_a_digit_that_is_no_int_is_a_name() -> None:
+    from prefix_exec.envs.tau.tasks import _natural
+
+    assert sorted(["10", "\u00b2", "9"], key=_natural) == ["9", "10", "\u00b2"]  # '\u00b2'.isdigit(), but no int

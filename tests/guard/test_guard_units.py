@@ -245,6 +245,7 @@ def test_command_lines_and_environments_lose_their_secrets() -> None:
         (["guard", "--listen", "127.0.0.1:0", "--upstream", "http://x/mcp", "--", "srv"], "not both"),
         (["guard", "--call-timeout", "0", "--", "srv"], "must be positive"),
         (["guard", "--call-timeout", "nan", "--", "srv"], "must be positive"),
+        (["guard", "--listen", "127.0.0.1:²", "--upstream", "http://x/mcp"], "expected HOST:PORT"),
         (["guard", "--call-timeout", "inf", "--", "srv"], "must be positive"),
         (["guard", "--hooks", "missing.yaml", "--", "srv"], "no such hooks file"),
         (["guard", "--", "/no/such/server"], "cannot start the MCP server"),

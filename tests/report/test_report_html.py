@@ -143,3 +143,4 @@ def test_rollouts_sort_task_ids_naturally() -> None:
 
     ids = ["multi_turn_base_110", "multi_turn_base_14", "multi_turn_base_2"]
     assert sorted(ids, key=natural) == ["multi_turn_base_2", "multi_turn_base_14", "multi_turn_base_110"]
+    assert sorted(["²", "1"], key=natural) == ["1", "²"]  # '²' isdigit() but no int: no ValueError

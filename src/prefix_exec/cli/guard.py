@@ -200,7 +200,7 @@ def _serve_http(args: argparse.Namespace, options: GuardOptions, recorder: Recor
     from prefix_exec.guard.http import serve_http
 
     host, _, port = str(args.listen).rpartition(":")
-    if not host or not port.isdigit():
+    if not host or not port.isdecimal():
         raise InputError(f"--listen {args.listen!r}: expected HOST:PORT", hint="for example --listen 127.0.0.1:8765")
     origin = {"upstream": redact_url(args.upstream)}
     serve_http(host, int(port), args.upstream, options, recorder, origin=origin, dataset=args.dataset)

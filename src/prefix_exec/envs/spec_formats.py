@@ -350,7 +350,7 @@ def _resolves(root: Any, ref: str) -> bool:
         token = token.replace("~1", "/").replace("~0", "~")
         if isinstance(node, Mapping) and token in node:
             node = node[token]
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+        elif isinstance(node, list) and token.isdecimal() and int(token) < len(node):
             node = node[int(token)]
         else:
             return False

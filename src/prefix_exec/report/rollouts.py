@@ -51,7 +51,7 @@ def _json(value: Any) -> str:
 
 def natural(text: str) -> tuple[tuple[int, int | str], ...]:
     """Sort key that orders ``task_9`` before ``task_10``."""
-    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text) if part)
+    return tuple((0, int(part)) if part.isdecimal() else (1, part) for part in re.split(r"(\d+)", text) if part)
 
 
 def group_records(records: Iterable[PrefixRecord]) -> dict[Condition, list[PrefixRecord]]:

@@ -108,7 +108,7 @@ def _canonical(task: JsonMapping) -> Any:
 
 
 def _natural(task_id: str) -> tuple[int, str]:
-    return (int(task_id), "") if task_id.isdigit() else (1 << 30, task_id)
+    return (int(task_id), "") if task_id.isdecimal() else (1 << 30, task_id)
 
 
 def expected_actions(task: JsonMapping) -> list[JsonMapping]:
