@@ -156,7 +156,7 @@ def test_a_file_of_plain_text_conversations_says_how_many_it_read(
     assert main(["score", "transcripts", str(path), "--out", str(out)]) == 0
     assert [r["no_tool"] for r in rows(out)] == [True]
     err = capsys.readouterr().err
-    assert "1 conversations read as OpenAI Chat" in err
+    assert "1 conversation read as OpenAI Chat" in err
     assert "no conversation read" not in err
 
 
@@ -175,3 +175,28 @@ def test_keep_going_scores_the_files_after_one_that_is_not_json(
     assert "broken.json:2: not valid JSON" in err and "could not be scored" in err
     assert main(["score", "transcripts", str(broken), str(good), "--out", str(out), "--overwrite"]) == 2
     assert "error: " in capsys.readouterr().err  # without --keep-going the first bad file stops the command
+
+
+def test_a_conversation_with_no_tool_call_and_no_tools_list_is_one_allowed_no_tool_action(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 25 item 4: a Q&A conversation with neither calls nor a tools list is scored (on an empty list, which
+    allows finishing without a tool), and fails with --require-tools; one with calls but no list is refused."""
+    path = tmp_path / "qa.jsonl"
+    messages = [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]
+    path.write_text(json.dumps({"task_id": "q", "model": "m", "success": 1, "messages": messages}) + "\n")
+    out = tmp_path / "o.jsonl"
+    assert main(["score", "transcripts", str(path), "--out", str(out)]) == 0
+    [row] = rows(out)
+    assert (row["T"], row["fed"], row["no_tool"]) == (1, 2, True)
+    strict = tmp_path / "strict.jsonl"
+    assert main(["score", "transcripts", str(path), "--require-tools", "--out", str(strict)]) == 0
+    [row] = rows(strict)
+    assert (row["T"], row["fed"]) == (1, 1)
+    calls = tmp_path / "calls.jsonl"
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    turn = [{"role": "user", "content": "x"}, {"role": "assistant", "content": None, "tool_calls": [call]}]
+    calls.write_text(json.dumps({"task_id": "c", "model": "m", "success": 0, "messages": turn}) + "\n")
+    capsys.readouterr()
+    assert main(["score", "transcripts", str(calls), "--out", str(tmp_path / "c.jsonl")]) == 2
+    assert "carries no 'tools' list" in capsys.readouterr().err

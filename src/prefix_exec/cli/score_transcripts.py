@@ -160,13 +160,19 @@ def _units(
         how = "--format" if forced else "detected"
         # No record showed a form (plain-text messages only): they were read as Chat (formats.detect).
         label = READERS[transcripts.format or PLAIN_FORMAT].label
-        print(f"prefix-exec: note: {path}: {transcripts.read} conversations read as {label} ({how})", file=sys.stderr)
+        count = f"{transcripts.read} conversation{'s' if transcripts.read != 1 else ''}"
+        print(f"prefix-exec: note: {path}: {count} read as {label} ({how})", file=sys.stderr)
 
 
 def _with_own_tools(item: Transcript, envs: dict[str, CustomEnvironment], policy: EvidencePolicy) -> Scorable:
     """The conversation's rollout with the environment of its own tools list (from ``envs``, by digest, or built
-    and kept there), its metadata saying so; a conversation without one raises :class:`InputError`."""
-    if item.tools is None:
+    and kept there), its metadata saying so. A conversation with no tools list and no tool call is scored on an
+    empty list (one no-tool action, allowed as for any tools-list spec); one with calls but no list raises
+    :class:`InputError`: there is nothing to check its calls against."""
+    tools = item.tools
+    if tools is None and not item.rollout.actions:
+        tools = []
+    if tools is None:
         raise InputError(
             "the conversation carries no 'tools' list to check its calls against",
             path=item.path,
@@ -174,10 +180,10 @@ def _with_own_tools(item: Transcript, envs: dict[str, CustomEnvironment], policy
             field=item.prefix + "tools",
             hint="pass --tools SPEC (the tool list offered, or our spec)",
         )
-    digest = tools_digest(item.tools)
+    digest = tools_digest(tools)
     if digest not in envs:
         envs[digest] = environment_from_tools(
-            item.tools,
+            tools,
             name=item.rollout.dataset,
             path=item.path,
             line=item.line,

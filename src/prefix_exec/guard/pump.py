@@ -21,6 +21,7 @@ on. A tools/call result over the size bound is replaced by an error result (the 
 from __future__ import annotations
 
 import contextlib
+import secrets
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -93,6 +94,7 @@ class Pump:
         self.end_reason: str | None = None
         self._internal: dict[str, _Waiter] = {}
         self._next_internal = 0
+        self._internal_prefix = secrets.token_hex(4)
         self._scope: anyio.CancelScope | None = None
 
     async def abandon(self, reason: str) -> None:
@@ -212,7 +214,8 @@ class Pump:
         cursor: Any = None
         for _ in range(MAX_PAGES):
             self._next_internal += 1
-            request_id = f"prefix-exec-guard-{self._next_internal}"
+            # A random part per pump: a client that happens to use our spelling never has its answer taken.
+            request_id = f"prefix-exec-guard-{self._internal_prefix}-{self._next_internal}"
             waiter = self._internal[request_id] = _Waiter()
             request_params = {**({"_meta": meta} if meta else {}), **({"cursor": cursor} if cursor else {})}
             await self._to_server(

@@ -161,7 +161,7 @@ def _result(row: JsonObject) -> ScenarioResult:
             and type(value[0]) is int
             and isinstance(value[1], int | float)
             and not isinstance(value[1], bool)
-            and str(key).lstrip("-").isdigit()
+            and str(key).lstrip("-").isdecimal()
             and len(str(key)) <= 18
         )
         if not ok:

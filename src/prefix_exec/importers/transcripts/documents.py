@@ -25,8 +25,9 @@ from prefix_exec.importers.transcripts.formats import detect, foreign, unknown_s
 from prefix_exec.json_types import JsonMapping
 from prefix_exec.jsonl import MAX_LINE_CHARS, check_regular_file, iter_json_lines, loads
 
-#: Largest ``.json`` transcript file read whole, in characters; JSONL files are read line by line.
-MAX_JSON_CHARS = 4 * MAX_LINE_CHARS
+#: Largest ``.json`` transcript file read whole, in characters: the bound of one JSONL line, since parsing it costs
+#: the same (a file of many tiny lists takes ~20 bytes of memory per character); JSONL files are read line by line.
+MAX_JSON_CHARS = MAX_LINE_CHARS
 #: How many objects deep a wrapper's record lists are looked for.
 WRAP_DEPTH = 3
 
