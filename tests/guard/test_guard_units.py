@@ -15,7 +15,7 @@ from prefix_exec.cli import main
 from prefix_exec.guard.log import SessionLog
 from prefix_exec.guard.recorder import Recorder
 from prefix_exec.guard.refusal import refusal_result, refusal_text
-from prefix_exec.guard.shadow import Shadow, call_of, observation_of
+from prefix_exec.guard.shadow import MAX_PAGES, Shadow, call_of, observation_of
 from prefix_exec.io import record_to_json, rollout_from_json
 from prefix_exec.redaction import redact_command, secret_environment
 from prefix_exec.replay import replay
@@ -76,6 +76,16 @@ def test_a_paginated_listing_is_read_when_its_last_page_arrives(tmp_path: Path) 
     assert s.session is None
     assert s.add_page({"tools": TOOLS[1:]})
     assert s.ready and set(s.env.tools) == {"create_note", "append_note", "delete_note"}  # type: ignore[union-attr]
+
+
+def test_a_listing_past_the_page_bound_fails_closed_instead_of_being_cut(tmp_path: Path) -> None:
+    """A server whose cursors never end: the guard does not check calls against the first MAX_PAGES pages (the
+    tools past them would be refused as unknown); it holds the problem, so no call is checked."""
+    s = Shadow(tmp_path / "tools.json")
+    s.begin_listing()
+    pages = [s.add_page({"tools": TOOLS[:1], "nextCursor": str(n)}) for n in range(MAX_PAGES)]
+    assert pages[-1] and not any(pages[:-1])
+    assert not s.ready and s.problem is not None and f"past {MAX_PAGES} pages" in s.problem.message
 
 
 def test_a_listing_again_keeps_the_state_and_a_changed_one_carries_it_over(tmp_path: Path, side: Path) -> None:
@@ -278,3 +288,12 @@ def test_without_the_guard_extra_the_command_names_it(
     err = capsys.readouterr().err
     assert "this command needs mcp" in err and "pip install 'prefix-exec[guard]'" in err
     assert not (tmp_path / "r").exists()
+
+
+def test_a_guard_started_with_stdin_closed_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``prefix-exec guard -- srv <&-`` leaves ``sys.stdin`` None: a usage error (exit 2), not a traceback."""
+    monkeypatch.setattr(sys, "stdin", None)
+    assert main(["guard", "--", sys.executable, "-c", "pass"]) == 2
+    assert "stdin and stdout" in capsys.readouterr().err

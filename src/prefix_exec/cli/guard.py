@@ -134,6 +134,11 @@ def _check_usage(args: argparse.Namespace, command: list[str], http: bool) -> No
         raise InputError(
             "no MCP server to guard", hint="prefix-exec guard [OPTIONS] -- COMMAND [ARGS...], or --listen/--upstream"
         )
+    if not http and (sys.stdin is None or sys.stdout is None):  # started with fd 0 or 1 closed (<&-)
+        raise InputError(
+            "the guard speaks to its client on stdin and stdout, and one of them is closed",
+            hint="start it from the MCP client, which gives it both pipes (docs/guard.md)",
+        )
     if not 0 < args.call_timeout < math.inf or args.max_message_bytes <= 0:  # nan too: no deadline would pass
         raise InputError("--call-timeout and --max-message-bytes must be positive (and the timeout finite)")
 

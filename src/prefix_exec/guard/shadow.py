@@ -71,9 +71,18 @@ class Shadow:
         if isinstance(tools, list):
             self._pages.extend(t for t in tools if isinstance(t, dict))
         self._page_count += 1
-        if result.get("nextCursor") is not None and self._page_count < MAX_PAGES:
+        more = result.get("nextCursor") is not None
+        if more and self._page_count < MAX_PAGES:
             return False
         listing, self._pages, self._page_count = self._pages, [], 0
+        if more:  # a listing cut short would refuse the tools past it as unknown: fail closed, saying why
+            self.tools, self.env, self.session = listing, None, None
+            self.problem = InputError(
+                f"the server's tools/list went past {MAX_PAGES} pages",
+                path=self.source,
+                hint="a server whose cursors never end cannot be guarded; check the server",
+            )
+            return True
         self.adopt(listing)
         return True
 
