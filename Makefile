@@ -77,3 +77,4 @@ bench:
 	$(BIN)/python benchmarks/regrade.py
 	$(BIN)/python benchmarks/runner.py
 	$(BIN)/python benchmarks/toolsandbox.py
+	$(BIN)/python benchmarks/guard.py
