@@ -9,7 +9,7 @@ in turns so that load on the machine falls on all of them alike (rounds of ``--b
 - direct: the client starts the server itself;
 - guard: the client starts ``prefix-exec guard --hooks SIDE -- SERVER`` (enforce, a side file with a ref and a
   precondition, so every call is checked on a fork of the session and the session stepped after it);
-- guard + record: the same with ``--record DIR`` (the writer thread rewriting the record after every call).
+- guard + record: the same with ``--record DIR`` (the session's lines rewritten before every answer).
 
 Each call alternates ``append_note`` and ``list_notes`` on a note made first (``echo`` and ``huge`` on echo).
 Prints per connection the p50 and p99 latency of a call, calls per second, and the latency added (the guard's

@@ -8,7 +8,7 @@ verdict on every call, the ones after FED included, with its latency.
 
 A session is one rollout however long it runs, so the files are rewritten per call; each call's JSON text is
 made once, when it settles (:class:`SessionLog`), and a :class:`Snapshot` splices them into the two lines,
-so a call costs the guard's event loop O(1) and the writer O(session).
+so making a call's text costs O(1) and the lines O(session).
 
 Final success Y is not something a proxy sees. The stated rule (:data:`SUCCESS_RULE`): 1 when the session's
 last call was accepted (or, with no call, the no-tool verdict was), else 0; ``metadata.success_rule`` says so.
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -121,8 +122,11 @@ class Snapshot:
     def key(self) -> tuple[str, str, int]:
         return (self.dataset, self.task_id, self.trial)
 
-    def lines(self) -> tuple[str, str]:
-        """The rollout line and the record line (JSON, without the newline)."""
+    def lines(self, scrub: Callable[[str], str] | None = None) -> tuple[str, str]:
+        """The rollout line and the record line (JSON, without the newline). ``scrub``, when given, is applied
+        to each line before the calls' texts are spliced in (scrub those yourself, once each): so a long
+        session's lines are not scanned whole per call. A scrub that breaks a placeholder is applied to the
+        whole lines instead."""
         guard = {**self.info, "calls": _CALLS}
         metadata = {"source": "prefix-exec guard", "success_rule": SUCCESS_RULE, "guard": guard}
         if self.actions:
@@ -143,7 +147,14 @@ class Snapshot:
         record["label"], record["reason"] = _label_and_reason(self.failing if self.actions else self.no_tool)
         rollout["actions"] = record["actions"] = _ACTIONS
         record["verdicts"] = _VERDICTS
-        return _splice(dumps(rollout), verdicts, self), _splice(dumps(record), verdicts, self)
+        skeletons = dumps(rollout), dumps(record)
+        if scrub is None:
+            return _splice(skeletons[0], verdicts, self), _splice(skeletons[1], verdicts, self)
+        clean = scrub(skeletons[0]), scrub(skeletons[1])
+        marks = [json.dumps(mark) for mark in (_ACTIONS, _VERDICTS, _CALLS)]
+        if marks[0] in clean[0] and all(mark in clean[1] for mark in marks):
+            return _splice(clean[0], verdicts, self), _splice(clean[1], verdicts, self)
+        return scrub(_splice(skeletons[0], verdicts, self)), scrub(_splice(skeletons[1], verdicts, self))
 
 
 def _label_and_reason(verdict: Verdict | None) -> tuple[str | None, str | None]:
@@ -153,8 +164,16 @@ def _label_and_reason(verdict: Verdict | None) -> tuple[str | None, str | None]:
 
 
 def _splice(line: str, verdicts: str, snapshot: Snapshot) -> str:
-    return (
-        line.replace(json.dumps(_ACTIONS), "[" + ",".join(snapshot.actions) + "]", 1)
-        .replace(json.dumps(_VERDICTS), verdicts, 1)
-        .replace(json.dumps(_CALLS), "[" + ",".join(snapshot.calls) + "]", 1)
-    )
+    """``line`` with each placeholder it holds replaced by its list, in one pass (a long session's lists are
+    copied once, not once per placeholder)."""
+    lists = {
+        json.dumps(_ACTIONS): "[" + ",".join(snapshot.actions) + "]",
+        json.dumps(_VERDICTS): verdicts,
+        json.dumps(_CALLS): "[" + ",".join(snapshot.calls) + "]",
+    }
+    found = sorted((at, mark) for mark in lists if (at := line.find(mark)) >= 0)
+    parts, done = [], 0
+    for at, mark in found:
+        parts += [line[done:at], lists[mark]]
+        done = at + len(mark)
+    return "".join([*parts, line[done:]])

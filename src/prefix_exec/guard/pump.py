@@ -12,6 +12,10 @@ towards the client and one towards the server, so one pump serves stdio and Stre
   then steps the live session (its ``isError`` and result are evidence, as in replay of a log). A call that
   arrives before any listing makes the guard list the tools itself first.
 
+A settled call (answered, refused, or failed) is recorded before its answer is passed on to the client (the
+recorder writes the session's lines at once: :mod:`prefix_exec.guard.recorder`), so a kill of the guard loses
+only the calls in flight; ``guard_ms`` is the pump's time up to that write.
+
 Every request forwarded has a deadline (``--call-timeout``). A server that exits, writes a line that is not
 JSON-RPC, or misses a deadline gets the client a JSON-RPC error for each request in flight, and the session
 ends (its record closed). A client message that is not JSON-RPC gets a JSON-RPC error and the session goes
@@ -137,10 +141,10 @@ class Pump:
         self.end_reason = reason
         for request_id, pending in list(self.pending.items()):
             del self.pending[request_id]
-            await self._to_client(error(request_id, INTERNAL_ERROR, PREFIX + reason))
             if pending.call is not None:
                 observation = Observation(PREFIX + reason, error=True)
                 self._settle(pending, observation, answered=time.perf_counter(), sent=time.perf_counter())
+            await self._to_client(error(request_id, INTERNAL_ERROR, PREFIX + reason))
         self._finish(reason)
 
     # ------------------------------------------------------------------------------------- client -> server
@@ -196,10 +200,10 @@ class Pump:
         verdict = self.shadow.check(call)
         if not verdict.accepted and self.options.enforce:
             result = refusal_result(verdict, call, self.shadow.session)
-            await self._to_client(JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result))
             refused = replace(call, observation=Observation(content_text(result["content"]), error=True))
             entry = {"forwarded": False, "by": "check", "guard_ms": ms(time.perf_counter() - received)}
-            self._record(refused, verdict, entry)
+            self._record(refused, verdict, entry)  # recorded before the client has the refusal (module docstring)
+            await self._to_client(JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result))
             return
         pending = Pending("tools/call", received, call=call, verdict=verdict)
         self.pending[message.id] = pending
@@ -295,8 +299,8 @@ class Pump:
             return
         else:
             observation, message = self._bounded(message)
-        await self._to_client(message)
         self._settle(pending, observation, answered=answered, sent=time.perf_counter())
+        await self._to_client(message)
 
     def _bounded(self, message: JSONRPCResponse) -> tuple[Observation, JSONRPCResponse]:
         """The result's observation, or an error result in its place when it is over the size bound."""

@@ -4,14 +4,20 @@
 - ``DIR/records.jsonl``: one scored record per session, the guard's own verdicts (``metrics``, ``report``);
 - ``DIR/tools.json``: the tools the server listed, as an MCP ``tools/list`` result (``score custom --tools``).
 
-Each settled call hands the session's :class:`~prefix_exec.guard.log.Snapshot` to a writer thread, so the
-client never waits for the disk. The writer replaces the session's line in both files (write a temporary
-file, fsync, rename), so the files are whole at every moment. A write's cost grows with the session, so the
-writer is paced (after a write of t seconds it waits 3t, at most 0.5 s) and one write covers every call that
-settled meanwhile: an agent's calls, seconds apart, are each written at once; under a flood of calls a kill
-loses at most the calls of the last pause and write (close, SIGTERM and SIGINT write everything). Lines of
-other sessions (earlier runs, or another guard recording into the same folder at the same time) are kept:
-the writer holds ``DIR/.guard.lock`` while it reads, changes and renames a file.
+Each settled call rewrites the session's line in both files before its answer is passed on to the client
+(:meth:`Recorder.update`, called by the pump): a temporary file beside the file, renamed over it, so the files
+are whole at every moment. The guarantee: every call whose answer (or refusal) the client has received is in
+both files, so a kill of the guard, SIGKILL included, loses only the calls in flight (received, not yet
+answered). A write that reached the kernel survives the death of the process; only a power loss or an
+operating-system crash needs ``fsync``, which a thread of its own does after the writes, paced (after an fsync
+of t seconds it waits 3t, at least 0.5 s), and :meth:`Recorder.close` does at the end. So a machine crash can
+lose the calls of the last pause; a process crash loses nothing answered.
+
+A write costs O(the file): the session's lines are rebuilt from each call's JSON text, made once
+(:class:`~prefix_exec.guard.log.SessionLog`), and the file is read again only when another writer changed it
+since (its inode, size and modification time say so). Lines of other sessions (earlier runs, or another guard
+recording into the same folder at the same time) are kept: the writer holds ``DIR/.guard.lock`` while it
+reads, changes and renames a file.
 
 Secrets never reach these files: every line and ``tools.json`` lose URL credentials
 (:func:`prefix_exec.redaction.redact_text`) and every occurrence of the given secret values (the server's
@@ -21,14 +27,18 @@ secret-looking environment variables and command-line values; :func:`prefix_exec
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import fcntl
 import json
 import os
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from prefix_exec.guard.log import Snapshot
 from prefix_exec.json_types import JsonObject
@@ -36,15 +46,20 @@ from prefix_exec.redaction import MARK, redact_text
 
 #: Longest wait for another guard's hold on the folder's lock before writing anyway, in seconds.
 LOCK_WAIT_S = 5.0
-#: After a write that took t seconds, the writer waits PACE * t before the next (at most MAX_PAUSE_S).
+#: After an fsync that took t seconds, the syncer waits PACE * t before the next, and at least SYNC_PAUSE_S
+#: (an fsync starts the writeback of what a call's write then has to wait for).
 PACE = 3.0
-MAX_PAUSE_S = 0.5
-#: Longest wait at close for the last write, in seconds.
+SYNC_PAUSE_S = 0.5
+#: Longest wait at close for the syncer's fsync in progress, in seconds.
 CLOSE_WAIT_S = 30.0
+
+#: What identifies a file's content as we last wrote it: (inode, size, modification time in ns).
+_Stamp = tuple[int, int, int]
 
 
 class Recorder:
-    """The writer of one ``--record`` folder; :meth:`close` writes what is pending and stops the thread."""
+    """The writer of one ``--record`` folder. :meth:`update` and :meth:`add_tools` write at once (from any
+    thread: a lock orders them); :meth:`close` fsyncs and stops the syncer thread."""
 
     def __init__(self, folder: Path, *, secrets: Iterable[str] = ()) -> None:
         self.folder = folder  # made at the first write: a guard that never served a call leaves nothing behind
@@ -57,14 +72,18 @@ class Recorder:
         texts |= {json.dumps(s)[1:-1] for s in texts}  # as a JSON string holds it (quotes, backslashes escaped)
         self._secrets = sorted(texts, key=len, reverse=True)
         self._written: dict[tuple[str, str, int], tuple[str, str]] = {}
-        self._pending: dict[tuple[str, str, int], Snapshot] = {}
+        self._known: dict[Path, tuple[_Stamp, str]] = {}  # each file's text as we last wrote it, and its stamp
+        self._at: dict[tuple[Path, tuple[str, str, int]], int] = {}  # where a session's line was, by file
+        self._clean: dict[tuple[str, str, int], tuple[list[str], list[str], list[str]]] = {}  # scrubbed texts
+        self._spares: set[Path] = set()  # the files' previous texts, removed at close
         self._tools: dict[str, JsonObject] = {}
-        self._tools_dirty = False
         self._trials: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._unsynced = False
         self._closed = False
         self._warned = False
         self._cond = threading.Condition()
-        self._thread = threading.Thread(target=self._run, name="prefix-exec-guard-recorder", daemon=True)
+        self._thread = threading.Thread(target=self._sync_loop, name="prefix-exec-guard-fsync", daemon=True)
         self._thread.start()
 
     def trial_for(self, task_id: str) -> int:
@@ -76,75 +95,97 @@ class Recorder:
                 row = json.loads(line)
                 if row.get("task_id") == task_id:
                     trials.append(int(row.get("trial", 0)))
-        with self._cond:
-            taken = [key[2] for key in (*self._written, *self._pending) if key[1] == task_id]
+        with self._lock:
+            taken = [key[2] for key in self._written if key[1] == task_id]
             self._trials[task_id] = max([*trials, *taken, self._trials.get(task_id, -1)]) + 1
             return self._trials[task_id]
 
     def update(self, snapshot: Snapshot) -> None:
-        """Have the session's lines rewritten (soon, on the writer thread)."""
-        with self._cond:
-            self._pending[snapshot.key] = snapshot
-            self._cond.notify()
+        """Rewrite the session's lines in both files now (returns once the kernel has them; no fsync)."""
+        with self._lock:
+            clean = self._clean.setdefault(snapshot.key, ([], [], []))
+            for done, texts in zip(clean, (snapshot.actions, snapshot.verdicts, snapshot.calls), strict=True):
+                done.extend(self._scrub(text) for text in texts[len(done) :])  # each call's texts once
+            lines = replace(snapshot, actions=tuple(clean[0]), verdicts=tuple(clean[1]), calls=tuple(clean[2]))
+            self._write(lambda: self._write_session(snapshot.key, lines.lines(self._scrub)))
 
     def add_tools(self, tools: list[JsonObject]) -> None:
         """Tools a server listed; ``tools.json`` holds every tool seen, by name (the latest definition)."""
-        with self._cond:
+        with self._lock:
             for tool in tools:
                 self._tools[str(tool.get("name"))] = tool
-            self._tools_dirty = True
-            self._cond.notify()
+            self._write(lambda: self._write_tools(dict(self._tools)))
 
     def close(self) -> None:
-        """Write everything pending, then stop (waits at most :data:`CLOSE_WAIT_S`)."""
+        """Stop the syncer and fsync what was written (waits at most :data:`CLOSE_WAIT_S` for an fsync)."""
         with self._cond:
             self._closed = True
             self._cond.notify()
         self._thread.join(CLOSE_WAIT_S)
+        self._sync()
+        with self._lock:
+            for spare in self._spares:
+                with contextlib.suppress(OSError):
+                    spare.unlink(missing_ok=True)
+            self._spares.clear()
 
-    def _run(self) -> None:
-        pause = 0.0
+    def _write(self, write: Callable[[], None]) -> None:
+        try:
+            write()
+        except OSError as exc:  # a full disk must not take the proxy down: say so once, keep serving
+            self._warn(f"cannot write the record in {self.folder}: {exc.strerror or exc}")
+            return
+        with self._cond:
+            self._unsynced = True
+            self._cond.notify()
+
+    def _sync_loop(self) -> None:
         while True:
             with self._cond:
-                # Paced: after a write that took t seconds the next one waits PACE * t (a long session's lines
-                # cost more to rewrite; the writer keeps a bounded share of the CPU the proxy runs on), unless
-                # the recorder is closing.
-                if pause:
-                    self._cond.wait_for(lambda: self._closed, timeout=pause)
-                while not self._pending and not self._tools_dirty and not self._closed:
+                while not self._unsynced and not self._closed:
                     self._cond.wait()
-                batch, self._pending = self._pending, {}
-                tools = dict(self._tools) if self._tools_dirty else None
-                self._tools_dirty = False
-                closing = self._closed
+                if self._closed:
+                    return  # close() does the last fsync itself
+                self._unsynced = False
             started = time.perf_counter()
-            try:
-                if batch:
-                    self._write_sessions(list(batch.values()))
-                if tools is not None:
-                    self._write_tools(tools)
-            except OSError as exc:  # a full disk must not take the proxy down: say so once, keep serving
-                self._warn(f"cannot write the record in {self.folder}: {exc.strerror or exc}")
-            pause = min(PACE * (time.perf_counter() - started), MAX_PAUSE_S)
-            if closing:
-                with self._cond:
-                    if not self._pending and not self._tools_dirty:
-                        return
+            self._sync()
+            with self._cond:  # paced: a busy disk's fsyncs take a bounded share of the time
+                pause = max(PACE * (time.perf_counter() - started), SYNC_PAUSE_S)
+                self._cond.wait_for(lambda: self._closed, timeout=pause)
 
-    def _write_sessions(self, snapshots: list[Snapshot]) -> None:
-        made = {s.key: tuple(self._scrub(line) for line in s.lines()) for s in snapshots}
+    def _sync(self) -> None:
+        """fsync the three files as they are now, and the folder (which holds their renames)."""
+        for path in (self.rollouts, self.records, self.tools_path, self.folder):
+            try:
+                descriptor = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                continue  # not written yet (or no call ever came)
+            except OSError as exc:
+                self._warn(f"cannot fsync the record in {self.folder}: {exc.strerror or exc}")
+                continue
+            try:
+                os.fsync(descriptor)
+            except OSError as exc:
+                self._warn(f"cannot fsync the record in {self.folder}: {exc.strerror or exc}")
+            finally:
+                os.close(descriptor)
+
+    def _write_session(self, key: tuple[str, str, int], lines: tuple[str, str]) -> None:
         with self._locked():
             for index, path in enumerate((self.rollouts, self.records)):
-                text = _read_whole_lines(path)
-                for key, lines in made.items():
-                    old = self._written.get(key)
-                    new = lines[index] + "\n"
-                    if old is not None and old[index] + "\n" in text:
-                        text = text.replace(old[index] + "\n", new, 1)
-                    else:
-                        text += new
-                _replace(path, text)
-        self._written.update({key: (lines[0], lines[1]) for key, lines in made.items()})
+                text = self._current(path)
+                old = self._written[key][index] + "\n" if key in self._written else None
+                new = lines[index] + "\n"
+                at = self._at.get((path, key), -1)
+                if old is not None and not text.startswith(old, at):
+                    at = text.find(old)  # another session's line before it changed (or another writer)
+                if old is not None and at >= 0:
+                    text = text[:at] + new + text[at + len(old) :]
+                else:
+                    at, text = len(text), text + new
+                self._at[(path, key)] = at
+                self._replace(path, text)
+        self._written[key] = lines
 
     def _write_tools(self, tools: dict[str, JsonObject]) -> None:
         with self._locked():
@@ -154,7 +195,36 @@ class Recorder:
                 merged = {str(t["name"]): t for t in earlier if isinstance(t, dict) and "name" in t}
             merged.update(tools)
             text = json.dumps({"tools": list(merged.values())}, indent=1, ensure_ascii=False)
-            _replace(self.tools_path, self._scrub(text) + "\n")
+            self._replace(self.tools_path, self._scrub(text) + "\n")
+
+    def _current(self, path: Path) -> str:
+        """The file's whole lines: as we last wrote it when nobody replaced or changed it since, else read."""
+        known = self._known.get(path)
+        if known is not None and known[0] == _stamp(path):
+            return known[1]
+        return _read_whole_lines(path)
+
+    def _replace(self, path: Path, text: str) -> None:
+        """Write ``text`` to ``path`` whole or not at all: written into a spare file beside it, then swapped
+        with it (no fsync: the kernel has it, and the syncer makes it durable). The spare is the file's
+        previous text, overwritten in place (cheaper than a new file's pages) unless another process has it
+        open (a reader that opened ``path`` before the last swap): then it is a new file, and the reader keeps
+        the text it opened, whole."""
+        spare = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        data = text.encode("utf-8")
+        descriptor = _open_spare(spare)
+        try:
+            written = 0
+            while written < len(data):
+                written += os.pwrite(descriptor, memoryview(data)[written:], written)
+            os.ftruncate(descriptor, len(data))
+            found = os.fstat(descriptor)  # the file's stamp once it is ``path`` (a rename keeps both)
+        finally:
+            os.close(descriptor)
+        if not _swap(spare, path):
+            os.replace(spare, path)
+        self._spares.add(spare)
+        self._known[path] = ((found.st_ino, found.st_size, found.st_mtime_ns), text)
 
     def _scrub(self, text: str) -> str:
         for secret in self._secrets:
@@ -175,7 +245,7 @@ class Recorder:
                     if time.monotonic() > deadline:
                         self._warn(f"another process holds {handle.name}; writing without it")
                         break
-                    time.sleep(0.01)
+                    time.sleep(0.001)
             try:
                 yield
             finally:
@@ -187,6 +257,60 @@ class Recorder:
             print(f"prefix-exec guard: warning: {message}", file=sys.stderr, flush=True)
 
 
+def _open_spare(spare: Path) -> int:
+    """A descriptor to write ``spare`` through: the file there when no other process has it open (a write
+    lease says so, Linux), else a new file in its place."""
+    try:
+        descriptor = os.open(spare, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        spare.unlink(missing_ok=True)
+        return os.open(spare, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        fcntl.fcntl(descriptor, fcntl.F_SETLEASE, fcntl.F_WRLCK)  # refused while anyone else has it open
+        fcntl.fcntl(descriptor, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+        return descriptor
+    except (OSError, AttributeError):  # open elsewhere, or no leases here: a new file
+        os.close(descriptor)
+    spare.unlink(missing_ok=True)
+    return os.open(spare, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+
+
+def _swap(new: Path, path: Path) -> bool:
+    """Exchange two files' names atomically (Linux ``renameat2(RENAME_EXCHANGE)``); False, changing nothing,
+    where it is not available (another system, a filesystem without it, ``path`` not there yet).
+
+    Why not ``os.replace``: on ext4 (its default ``auto_da_alloc``) a rename over an existing file starts the
+    writeback of the new file at once, about 1 ms for a few hundred kB on this project's machine, per call; an
+    exchange does not (0.3 ms), and it is as atomic: ``path`` names the old text or the new, whole."""
+    global _renameat2
+    if _renameat2 is False:
+        return False
+    if _renameat2 is None:
+        function = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None) if sys.platform == "linux" else None
+        if function is None:
+            _renameat2 = False
+            return False
+        function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+        _renameat2 = function
+    if _renameat2(_AT_FDCWD, os.fsencode(new), _AT_FDCWD, os.fsencode(path), _RENAME_EXCHANGE) == 0:
+        return True
+    if ctypes.get_errno() in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # ENOENT: no ``path`` yet
+        _renameat2 = False  # the kernel or the filesystem does not exchange: os.replace from now on
+    return False
+
+
+_AT_FDCWD, _RENAME_EXCHANGE = -100, 2
+_renameat2: Any = None  # libc's renameat2 once looked up, False when there is none
+
+
+def _stamp(path: Path) -> _Stamp | None:
+    try:
+        found = path.stat()
+    except FileNotFoundError:
+        return None
+    return (found.st_ino, found.st_size, found.st_mtime_ns)
+
+
 def _read_whole_lines(path: Path) -> str:
     """The file's text up to its last newline (a torn last line, from a machine crash, is dropped)."""
     try:
@@ -194,13 +318,3 @@ def _read_whole_lines(path: Path) -> str:
     except FileNotFoundError:
         return ""
     return text[: text.rfind("\n") + 1]
-
-
-def _replace(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` whole or not at all: a temporary file beside it, fsynced, renamed over it."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
