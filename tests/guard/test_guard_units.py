@@ -209,6 +209,35 @@ def test_the_recorder_keeps_other_lines_scrubs_secrets_and_survives_a_second_wri
     assert json.loads((folder / "tools.json").read_text())["tools"][0]["name"] == "create_note"
 
 
+@pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "os.replace"])
+def test_the_recorder_writes_each_call_at_once_and_a_reader_keeps_the_text_it_opened(
+    tmp_path: Path, side: Path, exchange: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prefix_exec.guard import recorder as recorder_module
+
+    if not exchange:  # another system, or a filesystem without RENAME_EXCHANGE
+        monkeypatch.setattr(recorder_module, "_renameat2", False)
+    folder = tmp_path / "record"
+    recorder = Recorder(folder)
+    log = SessionLog("s", method="guard-observe", info={})
+    check = shadow(tmp_path, side).check
+    texts = []
+    for i in range(4):
+        log.add(call("create_note", text=f"t{i}"), check(call("create_note", text="x")), {})
+        recorder.update(log.snapshot("notes", None))
+        # Written when update returns (no thread, no wait): the line holds every call so far.
+        (line,) = (folder / "rollouts.jsonl").read_text().splitlines()
+        assert len(json.loads(line)["actions"]) == i + 1
+        texts.append((folder / "rollouts.jsonl").read_text())
+        if i == 1:
+            reader = (folder / "rollouts.jsonl").open()  # opened now, read after two more writes
+    assert reader.read() == texts[1]  # its file was not overwritten: a new spare was made instead
+    reader.close()
+    recorder.close()
+    assert sorted(p.name for p in folder.iterdir()) == [".guard.lock", "records.jsonl", "rollouts.jsonl"]
+    assert len(json.loads((folder / "records.jsonl").read_text())["metadata"]["guard"]["calls"]) == 4
+
+
 def test_sessions_of_one_task_get_trials_of_their_own(tmp_path: Path, side: Path) -> None:
     from prefix_exec.guard.options import GuardOptions
     from prefix_exec.guard.session import new_session
