@@ -32,6 +32,7 @@ import errno
 import fcntl
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -266,6 +267,9 @@ def _open_spare(spare: Path) -> int:
         spare.unlink(missing_ok=True)
         return os.open(spare, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
     try:
+        # A lease broken (someone opening the spare in the instant it is held) signals SIGIO, whose default
+        # ends the process: SIGURG's default is to ignore it.
+        fcntl.fcntl(descriptor, fcntl.F_SETSIG, signal.SIGURG)
         fcntl.fcntl(descriptor, fcntl.F_SETLEASE, fcntl.F_WRLCK)  # refused while anyone else has it open
         fcntl.fcntl(descriptor, fcntl.F_SETLEASE, fcntl.F_UNLCK)
         return descriptor
