@@ -84,6 +84,7 @@ class Recorder:
         self._closed = False
         self._warned = False
         self._cond = threading.Condition()
+        self._closing = threading.Event()
         self._thread = threading.Thread(target=self._sync_loop, name="prefix-exec-guard-fsync", daemon=True)
         self._thread.start()
 
@@ -121,6 +122,7 @@ class Recorder:
         """Stop the syncer and fsync what was written (waits at most :data:`CLOSE_WAIT_S` for an fsync)."""
         with self._cond:
             self._closed = True
+            self._closing.set()
             self._cond.notify()
         self._thread.join(CLOSE_WAIT_S)
         self._sync()
@@ -137,8 +139,9 @@ class Recorder:
             self._warn(f"cannot write the record in {self.folder}: {exc.strerror or exc}")
             return
         with self._cond:
-            self._unsynced = True
-            self._cond.notify()
+            if not self._unsynced:  # wake the syncer once per fsync, not once per call (each wake costs the GIL)
+                self._unsynced = True
+                self._cond.notify()
 
     def _sync_loop(self) -> None:
         while True:
@@ -150,9 +153,8 @@ class Recorder:
                 self._unsynced = False
             started = time.perf_counter()
             self._sync()
-            with self._cond:  # paced: a busy disk's fsyncs take a bounded share of the time
-                pause = max(PACE * (time.perf_counter() - started), SYNC_PAUSE_S)
-                self._cond.wait_for(lambda: self._closed, timeout=pause)
+            # Paced: a busy disk's fsyncs take a bounded share of the time. Only close() ends the pause.
+            self._closing.wait(max(PACE * (time.perf_counter() - started), SYNC_PAUSE_S))
 
     def _sync(self) -> None:
         """fsync the three files as they are now, and the folder (which holds their renames)."""
