@@ -281,7 +281,11 @@ def test_a_conversation_without_tools_needs_a_spec(
     ticketing: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "t.jsonl"
-    row = {"task_id": "t", "model": "m", "success": 1, "messages": [{"role": "user", "content": "hi"}]}
+    # A tool call with no tools list to check it against (a conversation with no call is one allowed no-tool
+    # action on an empty list: tests/cli/test_score_transcripts.py).
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None, "tool_calls": [call]}]
+    row = {"task_id": "t", "model": "m", "success": 1, "messages": messages}
     path.write_text(json.dumps(row) + "\n")
     assert main(["score", "openai", str(path), "--out", str(tmp_path / "o.jsonl")]) == 2
     err = capsys.readouterr().err
