@@ -31,7 +31,7 @@ def _parameters(text: str) -> str:
     pairs = []
     for item in text.split("&"):
         name, sep, _ = item.partition("=")
-        secret = sep and any(word in name.lower() for word in SECRET_WORDS)
+        secret = sep and _secret_name(name)
         pairs.append(f"{name}={MARK}" if secret else item)
     return "&".join(pairs)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
-from prefix_exec.guard.options import GuardOptions
+from prefix_exec.guard.options import DEFAULT_CALL_TIMEOUT_S, DEFAULT_MAX_MESSAGE_BYTES, MODES, GuardOptions
 from prefix_exec.guard.recorder import Recorder
 from prefix_exec.redaction import redact_command, redact_url, secret_environment
 
@@ -40,8 +40,8 @@ def register(commands: Any, name: str) -> None:
     )
     parser.add_argument(
         "--mode",
-        choices=("enforce", "observe"),
-        default="enforce",
+        choices=MODES,
+        default=MODES[0],
         help="enforce: a rejected call is answered with a refusal and never reaches the server (default); "
         "observe: it is forwarded and the verdict recorded",
     )
@@ -61,7 +61,7 @@ def register(commands: Any, name: str) -> None:
     parser.add_argument(
         "--call-timeout",
         type=float,
-        default=120.0,
+        default=DEFAULT_CALL_TIMEOUT_S,
         metavar="SECONDS",
         help="longest wait for the server's answer to one request; past it the client gets an error and the "
         "session ends (default: 120)",
@@ -69,7 +69,7 @@ def register(commands: Any, name: str) -> None:
     parser.add_argument(
         "--max-message-bytes",
         type=int,
-        default=16 * 1024 * 1024,
+        default=DEFAULT_MAX_MESSAGE_BYTES,
         metavar="N",
         help="largest client message, HTTP body or tool result passed on (default: 16 MiB)",
     )

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec import evidence
+from prefix_exec.envs.spec_formats import json_path
 from prefix_exec.errors import ReplayError
 from prefix_exec.evidence import DEFAULT_POLICY, SOURCE_CHECK, EvidencePolicy
 from prefix_exec.json_types import JsonMapping, JsonObject
@@ -176,12 +177,12 @@ class CustomSession:
         errors = sorted(tool.validator.iter_errors(args), key=lambda e: list(e.path))
         if errors:
             causes.append(FailureLabel.SCHEMA)
-            reasons.extend(f"argument {_json_path(e.absolute_path) or '(object)'}: {e.message}" for e in errors)
+            reasons.extend(f"argument {json_path(e.absolute_path) or '(object)'}: {e.message}" for e in errors)
             return causes, reasons
         for param, kind in tool.refs.items():
             if param not in args:
                 continue
-            current = self.produced.get(kind, {}).get(_key(args[param]))
+            current = self.reference(kind, args[param])
             if current is None:
                 causes.append(FailureLabel.DEPENDENCY)
                 reasons.append(f"{param}={args[param]!r} is no {kind} that an earlier call produced or the task gave")
@@ -220,10 +221,6 @@ class CustomSession:
 def _recorded(tool: ToolSpec, call: ToolCall) -> Any:
     """The recorded result of an accepted call, for a tool whose ``produces`` reads it (parsed only then)."""
     return evidence.recorded_value(call.observation) if tool.produces else None
-
-
-def _json_path(parts: Any) -> str:
-    return "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in parts).lstrip(".")
 
 
 def _run_hook(tool: ToolSpec, kind: str, hook: Hook, state: JsonObject, args: JsonObject) -> Any:

@@ -22,7 +22,8 @@ OVERSIZE_METHOD = "prefix-exec/oversize"
 PREFIX = "prefix-exec guard: "
 # The top-level id of a JSON-RPC message, in the first bytes of a line that could not be read whole.
 _ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
-_HEAD = 4096
+#: The first bytes of a line that could not be read whole, where its id is looked for (and all pipes keep of it).
+HEAD_BYTES = 4096
 
 
 class Inbound(Protocol):
@@ -84,7 +85,7 @@ def request_id_in(line: bytes) -> int | str | None:
     SDK clients write ``jsonrpc``, ``id``, ``method``, then ``params``; an id found after ``"params"`` could be a
     nested one and is not used, so a client that writes params first gets an error with id null (as JSON-RPC
     allows for a message whose id cannot be read)."""
-    head = line[:_HEAD]
+    head = line[:HEAD_BYTES]
     match = _ID.search(head)
     if match is None or (b'"params"' in head and head.index(b'"params"') < match.start()):
         return None

@@ -27,11 +27,10 @@ import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectSendStream
 from mcp.types import JSONRPCNotification
 
-from prefix_exec.guard.messages import OVERSIZE_METHOD, request_id_in
+from prefix_exec.guard.messages import HEAD_BYTES, OVERSIZE_METHOD, request_id_in
 
-#: Bytes read at a time, and kept of an over-size line (where its id is looked for).
+#: Bytes read at a time.
 CHUNK = 1 << 16
-HEAD_BYTES = 4096
 #: Lines buffered between the fallback reader thread and the transport.
 _QUEUE = 16
 

@@ -46,7 +46,7 @@ from mcp.types import (
 )
 from mcp.types import JSONRPCMessage as Message
 
-from prefix_exec.evidence import SOURCE_RECORDED
+from prefix_exec.evidence import source_of
 from prefix_exec.guard.messages import (
     OVERSIZE_METHOD,
     PREFIX,
@@ -324,7 +324,7 @@ class Pump:
         if verdict.accepted and self.shadow.ready:
             verdict = self.shadow.settle(pending.call, observation)
         # Who decided: the server's own answer (a recorded refusal, evidence) or our check.
-        by = "result" if any(note.startswith(SOURCE_RECORDED) for note in verdict.notes) else "check"
+        by = "result" if source_of(verdict) == "recorded" else "check"
         guard_s = (pending.forwarded - pending.received) + (sent - answered)
         entry = {"forwarded": True, "by": by, "guard_ms": ms(guard_s), "server_ms": ms(answered - pending.forwarded)}
         self._record(call, verdict, entry)
