@@ -126,11 +126,10 @@ class InspectSources:
         assert self.tools is not None
         if self.spec is None:
             from prefix_exec.envs.custom import load_spec
-            from prefix_exec.envs.spec_formats import FORM_NAMES
 
             self.spec = load_spec(self.tools, hooks=self.hooks, policy=self.policy)
             if self.on_spec is not None:
-                self.on_spec(self.spec, f"{self.tools} ({FORM_NAMES[self.spec.form]})")
+                self.on_spec(self.spec, self.tools)
         return self.spec
 
     def _generic(

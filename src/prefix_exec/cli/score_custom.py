@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from prefix_exec.errors import InputError
 from prefix_exec.evidence import DEFAULT_ERROR_PATTERN, EvidencePolicy
 from prefix_exec.io import iter_json_lines, read_records, rollout_from_json
 from prefix_exec.scoring import Scorable, paired, score_to_file
-from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
+from prefix_exec.trajectory import Rollout, Skipped
 from prefix_exec.trials import FROM_INPUT, Numbering, TrialError, TrialSource, trial_fields
 
 
@@ -138,12 +138,12 @@ def spec_consistency(policy: EvidencePolicy) -> Consistency:
     return Consistency(evidence.compare(policy), theirs="recorded outcome")
 
 
-def write_consistency(args: argparse.Namespace, consistency: Consistency, keys: Callable[[PrefixRecord], bool]) -> None:
+def write_consistency(args: argparse.Namespace, consistency: Consistency) -> None:
     """Write ``consistency``'s report to ``--consistency`` (default ``<out>.consistency.json``) when a call had a
-    recorded outcome or the option was given; with ``--resume`` every record of the output that ``keys``
-    accepts is compared again first (the kept ones were scored by an earlier run)."""
+    recorded outcome or the option was given; with ``--resume`` every record of the output is compared again
+    first (the kept ones were scored by an earlier run)."""
     if args.resume and Path(args.out).is_file():
-        consistency.compare_again(record for record in read_records(args.out) if keys(record))
+        consistency.compare_again(read_records(args.out))
     if consistency.calls or args.consistency:
         consistency.write(args.consistency or f"{args.out}.consistency.json", sys.stderr)
 
@@ -152,15 +152,17 @@ def score_on_spec(
     units: Iterable[Scorable | Skipped],
     args: argparse.Namespace,
     *,
+    policy: EvidencePolicy,
     desc: str,
     inputs: list[str | Path],
     total: int | None = None,
     numbered: Numbering | None = None,
 ) -> int:
     """Score ``units`` into ``--out`` (``score_to_file`` with :func:`output_options`), write the consistency
-    report (:func:`write_consistency`) and return the command's exit code; ``numbered``: the numbering the units
-    went through, whose renumbered trials are reported (:func:`~prefix_exec.cli.common.finish`)."""
-    consistency = spec_consistency(policy_of(args))
+    report (:func:`write_consistency`, comparing by ``policy``, the one the environments were built with) and
+    return the command's exit code; ``numbered``: the numbering the units went through, whose renumbered trials
+    are reported (:func:`~prefix_exec.cli.common.finish`)."""
+    consistency = spec_consistency(policy)
     report = score_to_file(
         units,
         args.out,
@@ -170,23 +172,24 @@ def score_on_spec(
         inputs=inputs,
         **output_options(args),
     )
-    write_consistency(args, consistency, lambda _record: True)
+    write_consistency(args, consistency)
     return finish(report, args.out, numbered)
 
 
-def note_schema_only(env: CustomEnvironment, source: str) -> None:
-    """Say on stderr that only schema checks apply, when the spec declares no refs or hooks."""
+def note_schema_only(env: CustomEnvironment, path: str | Path) -> None:
+    """Say on stderr that only schema checks apply, when the spec read from ``path`` declares no refs or hooks."""
     if env.schema_only:
         print(
-            f"prefix-exec: note: {source} declares argument schemas only: only schema checks apply "
-            "(tool names, turn exposure, arguments); layer refs and hooks with --hooks (docs/custom.md)",
+            f"prefix-exec: note: {path} ({FORM_NAMES[env.form]}) declares argument schemas only: only schema checks "
+            "apply (tool names, turn exposure, arguments); layer refs and hooks with --hooks (docs/custom.md)",
             file=sys.stderr,
         )
 
 
 def handle(args: argparse.Namespace) -> int:
-    env = load_spec(args.tools, hooks=args.hooks, policy=policy_of(args))
-    note_schema_only(env, f"{args.tools} ({FORM_NAMES[env.form]})")
+    policy = policy_of(args)
+    env = load_spec(args.tools, hooks=args.hooks, policy=policy)
+    note_schema_only(env, args.tools)
     units = read_units(
         args.rollouts, keep_going=args.keep_going, model=args.model, method=args.method, trials=trial_source(args)
     )
@@ -194,6 +197,7 @@ def handle(args: argparse.Namespace) -> int:
     return score_on_spec(
         paired(trials.rollouts(units), env),
         args,
+        policy=policy,
         desc=f"scoring {env.name}",
         inputs=[*args.rollouts, args.tools, *([args.hooks] if args.hooks else [])],
         numbered=trials,

@@ -13,7 +13,6 @@ from typing import Any
 from prefix_exec.cli.common import add_scoring_options, numbering, trial_source
 from prefix_exec.cli.score_custom import add_spec_options, note_schema_only, policy_of, score_on_spec
 from prefix_exec.envs.custom import CustomEnvironment, environment_from_tools, load_spec
-from prefix_exec.envs.spec_formats import FORM_NAMES
 from prefix_exec.errors import InputError
 from prefix_exec.evidence import EvidencePolicy
 from prefix_exec.importers.transcripts import READERS, Identity, Transcript, TranscriptFile, openai_chat, tools_digest
@@ -108,7 +107,7 @@ def handle(args: argparse.Namespace) -> int:
     spec: CustomEnvironment | None = None
     if args.tools:
         spec = load_spec(args.tools, hooks=args.hooks, policy=policy)
-        note_schema_only(spec, f"{args.tools} ({FORM_NAMES[spec.form]})")
+        note_schema_only(spec, args.tools)
     else:
         print(
             "prefix-exec: note: no --tools: each conversation's own tools list is its spec, so only schema checks "
@@ -123,6 +122,7 @@ def handle(args: argparse.Namespace) -> int:
     return score_on_spec(
         numbered(units, trials),
         args,
+        policy=policy,
         desc="scoring transcripts",
         inputs=[*files, *(p for p in (args.tools, args.hooks) if p)],
         numbered=trials,
