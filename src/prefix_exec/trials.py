@@ -155,7 +155,7 @@ class Numbering:
 
     unique: bool = False
     renumbered: list[_Renumbered] = field(default_factory=list)
-    _digests: dict[UnitKey, str] = field(default_factory=dict, repr=False)
+    _taken: set[UnitKey] = field(default_factory=set, repr=False)  # the identities rollouts have had
     _highest: dict[tuple[str, str, str, str], int] = field(default_factory=dict, repr=False)
     # digest as read -> the trial it took and the note that said why (None: it kept its own)
     _trials: dict[str, tuple[int, str | None]] = field(default_factory=dict, repr=False)
@@ -168,13 +168,13 @@ class Numbering:
             trial, note = taken
             return rollout if note is None else replace(rollout, trial=trial, metadata={**rollout.metadata, NOTE: note})
         group = rollout.key[:4]
-        first = self._digests.get(rollout.key)
-        if first is not None and self.unique:
+        repeated = rollout.key in self._taken
+        if repeated and self.unique:
             return rollout  # (unique) refused by scoring: both keep the identity
-        if first is not None:
+        if repeated:
             rollout = self._next_trial(rollout, self._highest[group] + 1)
-        self._trials[digest] = (rollout.trial, rollout.metadata.get(NOTE) if first is not None else None)
-        self._digests[rollout.key] = digest
+        self._trials[digest] = (rollout.trial, rollout.metadata.get(NOTE) if repeated else None)
+        self._taken.add(rollout.key)
         self._highest[group] = max(self._highest.get(group, -1), rollout.trial)
         return rollout
 
