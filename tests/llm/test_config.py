@@ -126,10 +126,14 @@ def test_decoding_names_what_shapes_the_answers_and_no_credential() -> None:
         "base_url": "https://***@example.com/v1?api_key=***",
         "max_completion_tokens": 512,
         "tool_mode": "auto",
+        "text_format": "auto",
+        "null_content": "keep",
     }  # no temperature (not sent), seed (the caller's), timeouts or caps (how a unit runs, not what it says)
     assert EndpointConfig(model="m").decoding() == {
         "model": "m",
         "base_url": "https://api.openai.com/v1",
         "temperature": 0.0,
         "tool_mode": "native",
+        "text_format": "auto",
+        "null_content": "keep",
     }

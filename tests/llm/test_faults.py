@@ -279,14 +279,14 @@ def test_only_a_refusal_of_tools_switches_to_text(message: str, refuses: bool) -
 def test_text_mode_reads_fenced_blocks_and_ignores_the_tag_in_prose(
     answer: str, calls: list[Any], prose: str | None
 ) -> None:
-    from prefix_exec.llm.textcalls import parse_text_calls
+    from prefix_exec.llm.textcalls import read_text_calls
 
     with ScriptedServer(lambda _: text_message(answer)) as server:
         done = ChatBackend(config(server, tool_mode="text")).complete(MESSAGES, TOOLS)
     assert [(c.name, dict(c.arguments)) for c in done.calls] == [(name, args) for name, args, _ in calls]
     for call, (_, _, error) in zip(done.calls, calls, strict=True):
         assert (call.parse_error is None) if error is None else (error in (call.parse_error or ""))
-    assert parse_text_calls(answer)[0] == prose
+    assert read_text_calls(answer).prose == prose
 
 
 # ------------------------------------------------------------------------------------------- the test server

@@ -15,6 +15,11 @@ At most ``max_calls_per_step`` calls of one answer run (the first ones, in order
 limit is not executed and is not an action: the model gets a tool reply saying so, and
 ``metadata["dropped_calls"]`` counts them. A runaway answer (thousands of parallel calls) thus makes at
 most that many actions; every call still gets its reply, as the chat protocol wants one per call id.
+
+Calls read from an answer's text are noted: ``metadata["text_formats"]`` maps each such step,
+``t<turn>.s<step>`` (the prefix of its actions' names), to the format that read it, and an answer to a native
+request whose calls were read from its text (``tool_mode = "auto"``) sets ``metadata["text_fallback"]`` to
+:data:`CONTENT_FALLBACK`.
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ from prefix_exec.llm.backend import ChatBackend
 from prefix_exec.llm.types import Message
 from prefix_exec.replay import check_action
 from prefix_exec.trajectory import Observation, ToolCall
+
+#: ``metadata["text_fallback"]`` of a rollout in which the server left native calls in the answer's text.
+CONTENT_FALLBACK = "the server sent tool calls as text (no tool_calls); read from the answer's text"
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,10 @@ class TurnLoop:
             done = self.backend.complete(episode.messages, episode.tools, role="executor")
             limit.after_call(episode, done)
             episode.charge(done)
+            if done.text_format is not None:
+                episode.metadata.setdefault("text_formats", {})[f"t{turn}.s{step - 1}"] = done.text_format
+            if done.in_content:
+                episode.metadata["text_fallback"] = CONTENT_FALLBACK
             episode.say(done.message)
             if not done.calls:
                 return TurnResult(answer=done.content, steps=step, capped=False)

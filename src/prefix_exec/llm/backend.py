@@ -11,8 +11,10 @@ leaves to the caller:
 - a per-endpoint cap on requests in flight, shared by every backend in the process that uses the same URL
   (or any gate the caller passes as ``slots``: the Ray runner passes one shared by all its workers);
 - an optional SQLite response cache keyed by the request; only checked answers are stored;
-- native tool calling, or the text protocol of :mod:`prefix_exec.llm.textcalls`, or native with a fallback
-  learned once per endpoint and model in the process.
+- native tool calling, or the text protocol of :mod:`prefix_exec.llm.textcalls`, or native with two
+  fallbacks (``tool_mode = "auto"``): calls read from the text of an answer without ``tool_calls``, per
+  answer; and text mode once the server refuses ``tools``, learned once per endpoint and model in the process;
+- ``null_content = "empty"``: assistant messages with tool calls go out with ``content: ""``, not ``null``.
 
 The client's own retries are off (``max_retries=0``) so that every retry is ours and counted.
 """
@@ -134,7 +136,11 @@ class ChatBackend:
 
     @property
     def text_fallback(self) -> str | None:
-        """In ``auto`` mode, the server's refusal of ``tools`` that switched this model to text; else ``None``."""
+        """In ``auto`` mode, the server's refusal of ``tools`` that switched this model to text; else ``None``.
+
+        The other fallback of ``auto``, calls read from the text of a native answer, is no switch: it is decided
+        per answer (:attr:`Completion.in_content`), so every unit of the model sends the same request whatever
+        ran before it, in this process or another."""
         return self._tools.refusal if self.config.tool_mode == "auto" else None
 
     def scoped(self, scope: str) -> ChatBackend:
@@ -200,9 +206,9 @@ class ChatBackend:
         if cfg.max_completion_tokens is not None:
             request["max_completion_tokens"] = cfg.max_completion_tokens
         if tools and self.text_mode:
-            request["messages"] = with_tools_prompt(messages, tools)
+            request["messages"] = with_tools_prompt(messages, tools, cfg.text_format)
         else:
-            request["messages"] = [dict(m) for m in messages]
+            request["messages"] = [_with_content(m) if cfg.null_content == "empty" else dict(m) for m in messages]
             if tools:
                 request["tools"] = [t.to_openai() for t in tools]
         return request
@@ -335,23 +341,28 @@ class ChatBackend:
         queue_s: float = 0.0,
         backoff_s: float = 0.0,
     ) -> Completion:
-        content, calls, message, cost = decode_answer(
-            response, text_mode=text_mode, role=role, model=self.config.model, latency_s=latency
+        done = decode_answer(
+            response,
+            mode="text" if text_mode else self.config.tool_mode,
+            text_format=self.config.text_format,
+            role=role,
+            model=self.config.model,
+            latency_s=latency,
         )
         # Milliseconds: taking a free slot costs microseconds, which is no wait worth recording.
         queued, slept = round(queue_s, 3), round(backoff_s, 3)
-        if queued or slept:
-            cost = dataclasses.replace(cost, queue_s=queued, backoff_s=slept)
-        return Completion(
-            content=content,
-            calls=calls,
-            message=message,
-            cost=cost,
-            cached=cached,
-            retries=retries,
-            queue_s=queue_s,
-            backoff_s=backoff_s,
+        cost = dataclasses.replace(done.cost, queue_s=queued, backoff_s=slept) if queued or slept else done.cost
+        return dataclasses.replace(
+            done, cost=cost, cached=cached, retries=retries, queue_s=queue_s, backoff_s=backoff_s
         )
+
+
+def _with_content(message: Message) -> Message:
+    """``message`` with ``content: ""`` where it carries tool calls and null content (``null_content = "empty"``)."""
+    out = dict(message)
+    if out.get("role") == "assistant" and out.get("tool_calls") and out.get("content") is None:
+        out["content"] = ""
+    return out
 
 
 def server_delay(headers: Mapping[str, str]) -> float | None:

@@ -15,9 +15,13 @@ from typing import Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonMapping, JsonObject
+from prefix_exec.llm.textcalls import TEXT_FORMATS
 from prefix_exec.redaction import redact_url as redact_url  # re-exported: the URL rule lives there
 
 TOOL_MODES = ("native", "text", "auto")
+#: ``null_content``: ``keep`` sends an assistant message's ``content: null`` as the server gave it, ``empty``
+#: sends ``""`` in assistant messages that carry tool calls (servers that reject null, llama-cpp-python's).
+NULL_CONTENTS = ("keep", "empty")
 
 #: The grid spelling of ``temperature = None`` (TOML has no null): the request carries no temperature.
 OMIT = "omit"
@@ -31,6 +35,8 @@ DECODING_KEYS = (
     "max_tokens",
     "max_completion_tokens",
     "tool_mode",
+    "text_format",
+    "null_content",
 )
 
 
@@ -39,8 +45,11 @@ class EndpointConfig:
     """One model behind one endpoint.
 
     ``tool_mode``: ``native`` sends OpenAI ``tools``; ``text`` describes the tools in the system prompt and
-    parses ``<tool_call>`` blocks from the answer (for servers without tool calling); ``auto`` starts native
-    and falls back to text when the server rejects the ``tools`` field. ``temperature`` ``None`` (``"omit"``
+    reads the calls from the answer's text (for servers without tool calling); ``auto`` sends ``tools``, reads
+    calls from the text of an answer that has none in ``tool_calls``, and switches to text when the server
+    rejects the ``tools`` field. ``text_format`` is the format of calls in text (:data:`TEXT_FORMATS`;
+    ``auto`` asks for ``hermes`` and reads any). ``null_content = "empty"`` sends ``""`` instead of ``null`` as
+    the content of assistant messages with tool calls. ``temperature`` ``None`` (``"omit"``
     in a grid) sends none, for reasoning models that refuse it; the default 0.0 keeps runs reproducible.
     ``reasoning_effort``, ``max_tokens`` and ``max_completion_tokens`` are sent only when set (at most one of
     the two token caps; reasoning models take ``max_completion_tokens``). ``max_concurrency`` caps requests in
@@ -58,6 +67,8 @@ class EndpointConfig:
     max_tokens: int | None = None
     max_completion_tokens: int | None = None
     tool_mode: str = "native"
+    text_format: str = "auto"
+    null_content: str = "keep"
     timeout_s: float = 60.0
     max_retries: int = 6
     backoff_base_s: float = 1.0
@@ -189,6 +200,16 @@ _RULES: dict[str, tuple[Any, str, str]] = {
         lambda v: v in TOOL_MODES,
         "must be one of " + ", ".join(TOOL_MODES),
         'tool_mode = "auto" starts native and falls back to text',
+    ),
+    "text_format": (
+        lambda v: v in TEXT_FORMATS,
+        "must be one of " + ", ".join(TEXT_FORMATS),
+        'text_format = "json" for answers like {"name": ..., "arguments": {...}}; "auto" reads every format',
+    ),
+    "null_content": (
+        lambda v: v in NULL_CONTENTS,
+        "must be one of " + ", ".join(NULL_CONTENTS),
+        'null_content = "empty" sends content "" with tool calls, for servers that answer 500 to null',
     ),
     "timeout_s": _seconds(True, "timeout_s = 60"),
     "max_retries": _integer(0, "max_retries = 6"),

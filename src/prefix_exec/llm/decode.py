@@ -2,19 +2,22 @@
 
 :func:`response_problem` says why a body cannot be used (no choices, not an object, a message that is not an
 object...), so the backend can retry it as a server fault before anything is cached. :func:`decode_answer`
-turns a checked body into the answer's text, tool calls, assistant message and token counts. What the
-*model* got wrong (arguments that are not JSON, a tool call without a function) is not a body problem: it
-becomes a call with ``parse_error``, which replay scores as a schema failure.
+turns a checked body into a :class:`~prefix_exec.llm.types.Completion`: the answer's text, tool calls,
+assistant message and token counts. What the *model* got wrong (arguments that are not JSON, a tool call
+without a function, a text call that does not parse) is not a body problem: it becomes a call with
+``parse_error``, which replay scores as a schema failure.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+from dataclasses import replace
 from typing import Any
 
 from prefix_exec.json_types import JsonObject
-from prefix_exec.llm.textcalls import decode_arguments, parse_text_calls
-from prefix_exec.llm.types import Message
+from prefix_exec.llm.textcalls import decode_arguments, read_text_calls
+from prefix_exec.llm.types import Completion, Message
 from prefix_exec.trajectory import CallCost, ToolCall
 
 
@@ -47,30 +50,63 @@ def response_problem(body: object) -> str | None:
 
 
 def decode_answer(
-    body: JsonObject, *, text_mode: bool, role: str, model: str, latency_s: float
-) -> tuple[str | None, tuple[ToolCall, ...], Message, CallCost]:
-    """Content, tool calls, the assistant message to append, and the call's cost, from a checked body.
+    body: JsonObject, *, mode: str, text_format: str, role: str, model: str, latency_s: float
+) -> Completion:
+    """The answer in a checked body: its text, tool calls, the assistant message to append and its cost.
 
-    Native tool calls are re-written in the appended message with their arguments as a JSON string, the
-    form every server accepts back, even when this server sent them as an object.
+    ``mode`` is how the request offered the tools: ``text`` (in the prompt: calls are read from the text in
+    ``text_format``), ``native`` (``tools``: calls are the message's ``tool_calls``) or ``auto`` (``tools``;
+    an answer without ``tool_calls`` whose text holds calls in ``text_format`` is read from its text, as a
+    server's tool parser would have read it). Native calls, and calls read in ``auto``, are written in the
+    appended message as ``tool_calls`` with their arguments as a JSON string, the form every server accepts
+    back, even when this server sent them as an object; the appended message's content is then the prose left.
     """
     message = body["choices"][0]["message"]
     content: str | None = message.get("content")
-    if text_mode:
-        _, calls = parse_text_calls(content)
+    cost = _cost(body, role=role, model=model, latency_s=latency_s)
+    if mode == "text":
+        read = read_text_calls(content, text_format)
         out: Message = {"role": "assistant", "content": content or ""}
-    else:
-        calls = tuple(_native_call(tc) for tc in message.get("tool_calls") or [])
-        out = {"role": "assistant", "content": content}
-        if calls:
-            out["tool_calls"] = [
-                {"id": call.call_id, "type": "function", "function": {"name": call.name, "arguments": call.raw}}
-                for call in calls
-            ]
+        return Completion(content, read.calls, out, cost, text_format=read.format)
+    calls = tuple(_native_call(tc) for tc in message.get("tool_calls") or [])
+    if not calls and mode == "auto" and content:
+        read = read_text_calls(content, text_format)
+        if read.calls:
+            # Ids from the text, so a re-asked request (the cache, a resume) writes the same conversation;
+            # 9 letters and digits, the only form Mistral's templates take.
+            digest = hashlib.sha256(content.encode("utf-8", "replace")).hexdigest()[:6]
+            calls = tuple(replace(call, call_id=f"{digest}{i:03d}") for i, call in enumerate(read.calls))
+            out = {"role": "assistant", "content": read.prose, "tool_calls": _wire(calls, from_text=True)}
+            return Completion(content, calls, out, cost, text_format=read.format, in_content=True)
+    out = {"role": "assistant", "content": content}
+    if calls:
+        out["tool_calls"] = _wire(calls)
+    return Completion(content, calls, out, cost)
+
+
+def _wire(calls: tuple[ToolCall, ...], *, from_text: bool = False) -> list[JsonObject]:
+    """``calls`` as a message's ``tool_calls``: native arguments as the server sent them (``raw``), calls read
+    from text with their arguments as JSON (``{}`` for one that did not parse: servers that parse the arguments
+    of the conversation they are sent would fail on the model's broken text)."""
+    return [
+        {
+            "id": call.call_id,
+            "type": "function",
+            "function": {
+                "name": call.name,
+                "arguments": json.dumps(call.arguments, ensure_ascii=False) if from_text else call.raw,
+            },
+        }
+        for call in calls
+    ]
+
+
+def _cost(body: JsonObject, *, role: str, model: str, latency_s: float) -> CallCost:
+    """The call's cost from the body's ``usage`` (counts a server leaves out are 0)."""
     usage = body.get("usage") or {}
     details = usage.get("completion_tokens_details")
     reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
-    cost = CallCost(
+    return CallCost(
         role=role,
         prompt_tokens=_count(usage.get("prompt_tokens")),
         completion_tokens=_count(usage.get("completion_tokens")),
@@ -78,7 +114,6 @@ def decode_answer(
         latency_s=latency_s,
         model=model,
     )
-    return content, calls, out, cost
 
 
 def _native_call(tool_call: JsonObject) -> ToolCall:

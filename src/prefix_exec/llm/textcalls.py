@@ -1,43 +1,91 @@
-"""Tool calling for servers without native support: tools described in the prompt, calls parsed from text.
+"""Tool calls written in text: the prompt that asks for a format, and the reading of calls from an answer.
 
-The model writes each call as ``<tool_call>{"name": "...", "arguments": {...}}</tool_call>``; tool results
-come back as user messages. Decoding never evaluates model text: it is parsed as JSON or recorded as a
-parse error (a schema failure at replay).
+For servers without native tool calling the tools are described in the system prompt, in the words of the
+format the model is asked to write (:func:`tools_prompt`), and tool results come back as user messages. A
+grid's ``text_format`` picks the format (:data:`TEXT_FORMATS`); each format's reader is in
+:mod:`prefix_exec.llm.text_formats`. ``auto`` sends the ``hermes`` prompt and reads any format, trying them in
+:data:`AUTO_ORDER`: the formats that mark calls with a tag first (``hermes``, ``mistral``), then an answer
+that is JSON (``json``, then ``llama``'s ``"parameters"`` objects, which also owns ``<|python_tag|>``), then
+JSON in Markdown fences (``fenced``), then a Python list of calls (``pythonic``). The first reader that
+recognises the text decides, and :class:`TextCalls` names it. Text no reader recognises is an answer without
+a call. Decoding never evaluates model text: it is parsed as JSON or read as Python literals, or recorded as
+a parse error (a schema failure at replay).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import re
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
+from prefix_exec.llm.text_formats import READERS
+from prefix_exec.llm.text_reading import MAX_TEXT_CHARS, json_reason
 from prefix_exec.llm.types import Message, ToolSchema
 from prefix_exec.trajectory import ToolCall
 
-_BLOCK = re.compile(r"<tool_call>(.*?)(</tool_call>|\Z)", re.DOTALL)
-_FENCE = re.compile(r"\A```[\w-]*\s*\n(.*?)\n?```\Z", re.DOTALL)
-_NAME = re.compile(r'"name"\s*:\s*"([^"]+)"')
+#: The order ``auto`` tries the formats in (see the module docstring).
+AUTO_ORDER = ("hermes", "mistral", "json", "llama", "fenced", "pythonic")
+#: A grid's choices of ``text_format``.
+TEXT_FORMATS = ("auto", *AUTO_ORDER)
+
+_NO_TOOL = "Answer in plain text, with no such {what}, when you answer without a tool."
+#: How each format asks for calls, with its example; ``auto`` asks for ``hermes``.
+_ASK = {
+    "hermes": (
+        'To call a tool, write exactly <tool_call>{"name": "TOOL", "arguments": {...}}</tool_call>; '
+        "write several blocks to call several tools. Write no block when you answer without a tool."
+    ),
+    "json": (
+        'To call a tool, answer with only a JSON object, for example {"name": "TOOL", "arguments": {"ARG": "VALUE"}}; '
+        "to call several tools, answer with a JSON list of such objects. " + _NO_TOOL.format(what="object")
+    ),
+    "fenced": (
+        'To call a tool, write a Markdown code block holding a JSON object {"name": "TOOL", "arguments": {...}} '
+        "(a JSON list of such objects to call several tools), for example:\n"
+        '```json\n{"name": "TOOL", "arguments": {"ARG": "VALUE"}}\n```\n' + _NO_TOOL.format(what="block")
+    ),
+    "llama": (
+        'To call a tool, answer with only a JSON object, for example {"name": "TOOL", "parameters": {"ARG": "VALUE"}}; '
+        'to call several tools, write such objects separated by ";". ' + _NO_TOOL.format(what="object")
+    ),
+    "mistral": (
+        "To call tools, answer with [TOOL_CALLS] followed by a JSON list of calls, for example "
+        '[TOOL_CALLS] [{"name": "TOOL", "arguments": {"ARG": "VALUE"}}]. Write no [TOOL_CALLS] when you answer '
+        "without a tool."
+    ),
+    "pythonic": (
+        "To call tools, answer with only a Python list of calls with keyword arguments and literal values, for "
+        'example [TOOL(ARG="VALUE"), OTHER_TOOL(ARG=1)]. ' + _NO_TOOL.format(what="list")
+    ),
+}
 
 
-def tools_prompt(tools: Sequence[ToolSchema]) -> str:
-    """A system-prompt section that lists the tools and the call format."""
+@dataclass(frozen=True)
+class TextCalls:
+    """An answer read for calls: ``prose`` (the text without them, ``None`` when empty), ``calls`` (ids
+    ``text-0``, ``text-1``... in order) and ``format``, the format that read them (``None`` without calls)."""
+
+    prose: str | None
+    calls: tuple[ToolCall, ...]
+    format: str | None
+
+
+def tools_prompt(tools: Sequence[ToolSchema], text_format: str = "auto") -> str:
+    """A system-prompt section that lists the tools and asks for calls in ``text_format``."""
     listing = "\n".join(
         json.dumps({"name": t.name, "description": t.description, "parameters": t.parameters}, sort_keys=True)
         for t in tools
     )
-    return (
-        "You can call these tools (one JSON object per tool):\n"
-        f"{listing}\n"
-        'To call a tool, write exactly <tool_call>{"name": "TOOL", "arguments": {...}}</tool_call>; '
-        "write several blocks to call several tools. Write no block when you answer without a tool."
-    )
+    ask = _ASK["hermes" if text_format == "auto" else text_format]
+    return f"You can call these tools (one JSON object per tool):\n{listing}\n{ask}"
 
 
-def with_tools_prompt(messages: Sequence[Message], tools: Sequence[ToolSchema]) -> list[Message]:
+def with_tools_prompt(
+    messages: Sequence[Message], tools: Sequence[ToolSchema], text_format: str = "auto"
+) -> list[Message]:
     """``messages`` with the tools section added to the first system message (or a new one)."""
-    section = tools_prompt(tools)
+    section = tools_prompt(tools, text_format)
     out = [dict(m) for m in messages]
     if out and out[0].get("role") == "system":
         out[0]["content"] = f"{out[0].get('content') or ''}\n\n{section}"
@@ -46,65 +94,18 @@ def with_tools_prompt(messages: Sequence[Message], tools: Sequence[ToolSchema]) 
     return out
 
 
-def parse_text_calls(text: str | None) -> tuple[str | None, tuple[ToolCall, ...]]:
-    """Split an answer into its prose (blocks removed, ``None`` when empty) and the calls it makes.
-
-    A block's JSON may sit in a Markdown code fence. A block cut off by the end of the answer (a length
-    limit) still counts when its body starts like a call (``{``); an unclosed ``<tool_call>`` followed by
-    prose is the tag being mentioned, not a call.
-    """
+def read_text_calls(text: str | None, text_format: str = "auto") -> TextCalls:
+    """The calls ``text`` makes in ``text_format`` (``auto``: the first format of :data:`AUTO_ORDER` that
+    recognises it). Only the first :data:`~prefix_exec.llm.text_reading.MAX_TEXT_CHARS` characters are read."""
     if not text:
-        return text, ()
-    calls: list[ToolCall] = []
-    blocks = [m for m in _BLOCK.finditer(text) if m.group(2) or _unfenced(m.group(1).strip()).startswith("{")]
-    for index, match in enumerate(blocks):
-        body = _unfenced(match.group(1).strip())
-        call_id = f"text-{index}"
-        try:
-            data: Any = json.loads(body)
-        except (ValueError, RecursionError) as exc:  # also digits past Python's int limit, absurd nesting
-            name = _NAME.search(body)
-            calls.append(
-                ToolCall(
-                    name=name.group(1) if name else "",
-                    call_id=call_id,
-                    raw=body,
-                    parse_error=f"tool call is not valid JSON ({_reason(exc)})",
-                )
-            )
-            continue
-        if not isinstance(data, dict) or not isinstance(data.get("name"), str):
-            calls.append(
-                ToolCall(
-                    name="", call_id=call_id, raw=body, parse_error="tool call must be an object with a string 'name'"
-                )
-            )
-            continue
-        arguments = data.get("arguments", {})
-        if isinstance(arguments, str):
-            # Some models double-encode the arguments object.
-            with contextlib.suppress(json.JSONDecodeError):
-                arguments = json.loads(arguments)
-        if not isinstance(arguments, dict):
-            calls.append(
-                ToolCall(
-                    name=data["name"],
-                    call_id=call_id,
-                    raw=body,
-                    parse_error="tool call 'arguments' must be a JSON object",
-                )
-            )
-            continue
-        calls.append(ToolCall(name=data["name"], arguments=arguments, call_id=call_id, raw=body))
-    for match in reversed(blocks):
-        text = text[: match.start()] + text[match.end() :]
-    return text.strip() or None, tuple(calls)
-
-
-def _unfenced(body: str) -> str:
-    """``body`` without a Markdown code fence around it (```` ```json ... ``` ````)."""
-    fenced = _FENCE.match(body)
-    return fenced.group(1).strip() if fenced else body
+        return TextCalls(None, (), None)
+    window = text[:MAX_TEXT_CHARS]
+    for name in AUTO_ORDER if text_format == "auto" else (text_format,):
+        found = READERS[name](window)
+        if found is not None and found.calls:
+            calls = tuple(replace(call, call_id=f"text-{i}") for i, call in enumerate(found.calls))
+            return TextCalls(found.prose, calls, name)
+    return TextCalls(text.strip() or None, (), None)
 
 
 def decode_arguments(name: str, call_id: str | None, raw: Any) -> ToolCall:
@@ -128,17 +129,8 @@ def decode_arguments(name: str, call_id: str | None, raw: Any) -> ToolCall:
         arguments = json.loads(raw) if raw.strip() else {}
     except (ValueError, RecursionError) as exc:  # also digits past Python's int limit, absurd nesting
         return ToolCall(
-            name=name, call_id=call_id, raw=raw, parse_error=f"arguments are not valid JSON ({_reason(exc)})"
+            name=name, call_id=call_id, raw=raw, parse_error=f"arguments are not valid JSON ({json_reason(exc)})"
         )
     if not isinstance(arguments, dict):
         return ToolCall(name=name, call_id=call_id, raw=raw, parse_error="arguments must be a JSON object")
     return ToolCall(name=name, arguments=arguments, call_id=call_id, raw=raw)
-
-
-def _reason(exc: BaseException) -> str:
-    """A decoding error in a few words: the JSON error's message, or Python's own limit that was hit."""
-    if isinstance(exc, json.JSONDecodeError):
-        return exc.msg
-    if isinstance(exc, RecursionError):
-        return "nested too deeply"
-    return str(exc).split(";")[0][:120]

@@ -59,7 +59,9 @@ class Completion:
     failed attempts and backoff count. Those are ``queue_s`` (waiting for a slot, summed over attempts) and
     ``backoff_s`` (sleeping between attempts); failed attempts' own times are in ``retries``. A cache hit
     reports the latency stored with the answer and zero waits, so a resumed run reports the same cost.
-    ``retries`` lists every retried failure.
+    ``retries`` lists every retried failure. ``text_format`` is the format that read ``calls`` from the
+    answer's text (``None``: native calls, or none); ``in_content`` is true when the request offered the tools
+    natively but the calls were read from the answer's text (``tool_mode = "auto"``'s content fallback).
     """
 
     content: str | None
@@ -70,6 +72,8 @@ class Completion:
     retries: tuple[RetryEvent, ...] = ()
     queue_s: float = 0.0
     backoff_s: float = 0.0
+    text_format: str | None = None
+    in_content: bool = False
 
 
 class BackendError(Exception):

@@ -1,0 +1,268 @@
+"""Every text tool-call format: read alone and by ``auto``, malformed, prose that is no call, hostile input."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from fakes.text_calls import write
+from prefix_exec.llm.pythonic import MAX_PYTHON_CHARS, MAX_PYTHON_DEPTH
+from prefix_exec.llm.text_reading import MAX_CALLS, MAX_RAW_CHARS, MAX_TEXT_CHARS
+from prefix_exec.llm.textcalls import AUTO_ORDER, TEXT_FORMATS, read_text_calls, tools_prompt
+from prefix_exec.llm.types import ToolSchema
+
+FORMATS = AUTO_ORDER
+CALLS = [("ls", {"a": False}), ("cd", {"folder": "doc s", "depth": [1, 2.5, None], "opts": {"k": "v"}})]
+
+
+def pairs(text: str, fmt: str = "auto") -> list[tuple[str, dict[str, Any]]]:
+    return [(c.name, dict(c.arguments)) for c in read_text_calls(text, fmt).calls]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("calls", [CALLS[:1], CALLS], ids=["one", "two"])
+def test_each_format_is_read_alone_and_by_auto_which_names_it(fmt: str, calls: Any) -> None:
+    text = write(fmt, calls)
+    for chosen in (fmt, "auto"):
+        read = read_text_calls(text, chosen)
+        assert [(c.name, dict(c.arguments)) for c in read.calls] == calls, (chosen, text)
+        assert read.format == fmt
+        assert all(c.parse_error is None for c in read.calls)
+        assert [c.call_id for c in read.calls] == [f"text-{i}" for i in range(len(calls))]
+        assert all(c.raw and c.name in c.raw for c in read.calls)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_format_chosen_reads_no_other(fmt: str) -> None:
+    for other in FORMATS:
+        if other == fmt:
+            continue
+        text = write(other, CALLS)
+        read = read_text_calls(text, fmt)
+        assert not read.calls, f"{fmt} read {other}: {text!r}"
+        assert read.prose == text.strip()
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text", "name", "reason"),
+    [
+        ("hermes", '<tool_call>{"name": "ls", "arguments": {"a": </tool_call>', "ls", "not valid JSON"),
+        ("hermes", '<tool_call>{"name": "ls", "arguments": [1]}</tool_call>', "ls", "must be a JSON object"),
+        ("json", '{"name": "ls", "arguments": {"a": tru', "ls", "not valid JSON"),
+        ("json", '{"name": "ls", "arguments": "not an object"}', "ls", "must be a JSON object"),
+        ("json", '[{"name": 3, "arguments": {}}]', "", "string 'name'"),
+        ("fenced", 'Here:\n```json\n{"name": "ls", "arguments": {"a": }\n```', "ls", "not valid JSON"),
+        ("llama", '<|python_tag|>brave_search.call(query="x")', "", "expected JSON tool calls"),
+        ("llama", '<|python_tag|>{"name": "ls", "parameters": {', "ls", "not valid JSON"),
+        ("llama", '{"name": "ls", "parameters": 7}', "ls", "must be a JSON object"),
+        ("mistral", "[TOOL_CALLS] [{'name': 'ls'}]", "", "not valid JSON"),
+        ("mistral", '[TOOL_CALLS] [{"name": "ls"}]', "ls", "expected tool calls"),
+        ("mistral", '[TOOL_CALLS] [{"name": "ls", "arguments": {}}, {"name": "cd"}]', "cd", "has no 'arguments'"),
+        ("mistral", "[TOOL_CALLS]ls[ARGS]{oops}", "ls", "not valid JSON"),
+        ("mistral", "[TOOL_CALLS] just words", "", "expected NAME[ARGS]"),
+        ("pythonic", "[ls(a=True", "", "not valid Python"),
+        ("pythonic", "[ls(True)]", "ls", "name every argument"),
+        ("pythonic", "[ls(a=x)]", "ls", "not a literal"),
+        ("pythonic", '[ls(a=open("/etc/passwd"))]', "ls", "not a literal"),
+        ("pythonic", '[ls(a=__import__("os").system("touch /tmp/pwned"))]', "ls", "not a literal"),
+        ("pythonic", "[ls(a=1 + 2)]", "ls", "not a literal"),
+        ("pythonic", "[ls(a={1, 2})]", "ls", "set is not JSON data"),
+        ("pythonic", "[ls(a=b'x')]", "ls", "bytes is not JSON data"),
+        ("pythonic", "[ls(**opts)]", "ls", "cannot use **"),
+        ("pythonic", "[ls(a=1)][0]", "", "must be one list"),
+        ("pythonic", "[ls(a=1), 5]", "", "must be a call"),
+        ("pythonic", "[ls.get(a=1)(b=2)]", "", "must call a name"),
+        ("pythonic", "[ls(a=1, a=2)]", "ls", "given twice"),
+    ],
+)
+def test_text_in_a_format_that_does_not_parse_is_a_call_with_its_reason(
+    fmt: str, text: str, name: str, reason: str
+) -> None:
+    for chosen in (fmt, "auto"):
+        read = read_text_calls(text, chosen)
+        assert read.format == fmt
+        failed = [c for c in read.calls if c.parse_error]
+        assert failed, read
+        assert failed[0].name == name
+        assert reason in (failed[0].parse_error or "")
+        assert failed[0].raw
+        assert failed[0].arguments == {}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The folder holds 3 files.",
+        '{"results": [1, 2], "count": 2}',  # JSON data: no name and arguments
+        '[{"name": "Alice", "age": 31}, {"name": "Bob", "age": 40}]',  # names, but no arguments
+        '{"name": "ls"}',  # a name alone is no call shape
+        'The answer:\n```json\n{"total": 12}\n```',
+        "[1, 2, 3] are the ids",
+        "[see the note (below)]",
+        "I will use the <tool_call> format later.",
+        "Use [TOOL_CALLS] only when needed",  # Mistral's marker mentioned mid-prose still claims the text
+        "",
+        "   ",
+    ],
+)
+def test_prose_and_json_data_are_answers_without_a_call(text: str) -> None:
+    read = read_text_calls(text)
+    if "[TOOL_CALLS]" in text:  # the marker is the model's own control token: text after it is a (bad) call
+        assert read.format == "mistral"
+        assert read.calls[0].parse_error
+        return
+    assert read.calls == ()
+    assert read.format is None
+    assert read.prose == (text.strip() or None)
+
+
+def test_prose_around_calls_is_kept() -> None:
+    read = read_text_calls('Listing first.\n<tool_call>{"name": "ls", "arguments": {}}</tool_call>\nThen done.')
+    assert read.prose == "Listing first.\n\nThen done."
+    read = read_text_calls('{"name": "ls", "arguments": {}}\nI listed the folder.')
+    assert (read.format, read.prose) == ("json", "I listed the folder.")
+    read = read_text_calls("[ls(a=True)] I listed the folder.")
+    assert (read.format, read.prose, pairs("[ls(a=True)] x")) == (
+        "pythonic",
+        "I listed the folder.",
+        [("ls", {"a": True})],
+    )
+
+
+def test_auto_tries_the_formats_in_the_documented_order() -> None:
+    assert AUTO_ORDER == ("hermes", "mistral", "json", "llama", "fenced", "pythonic")
+    assert TEXT_FORMATS == ("auto", *AUTO_ORDER)
+    # A fenced block inside <tool_call> is hermes, not fenced.
+    assert (
+        read_text_calls('<tool_call>\n```json\n{"name": "ls", "arguments": {}}\n```\n</tool_call>').format == "hermes"
+    )
+    # [TOOL_CALLS] before a hermes block: hermes is tried first and wins.
+    both = '[TOOL_CALLS] [{"name": "cd", "arguments": {}}] <tool_call>{"name": "ls", "arguments": {}}</tool_call>'
+    assert (read_text_calls(both).format, pairs(both)) == ("hermes", [("ls", {})])
+    # An object with both keys is json's (tried before llama); "parameters" alone is llama's.
+    assert read_text_calls('{"name": "ls", "arguments": {}, "parameters": {"x": 1}}').format == "json"
+    assert read_text_calls('{"name": "ls", "parameters": {"x": 1}}').format == "llama"
+    # Bare JSON with its own Markdown fence after it: json reads the start and leaves the fence as prose.
+    mixed = '{"name": "ls", "arguments": {}}\n```json\n{"name": "cd", "arguments": {}}\n```'
+    assert (read_text_calls(mixed).format, pairs(mixed)) == ("json", [("ls", {})])
+
+
+def test_arguments_double_encoded_as_a_string_are_read() -> None:
+    assert pairs('{"name": "ls", "arguments": "{\\"a\\": 1}"}') == [("ls", {"a": 1})]
+
+
+def test_several_json_objects_in_a_row_and_a_list_are_each_calls() -> None:
+    assert pairs('{"name": "ls", "arguments": {}}\n{"name": "cd", "arguments": {"folder": "x"}}') == [
+        ("ls", {}),
+        ("cd", {"folder": "x"}),
+    ]
+    # A truncated second object (a length limit) is a failed call after the good one.
+    read = read_text_calls('{"name": "ls", "arguments": {}}\n{"name": "cd", "arguments": {"fol')
+    assert [c.parse_error is None for c in read.calls] == [True, False]
+    assert read.calls[1].name == "cd"
+
+
+# ------------------------------------------------------------------------------------------- hostile input
+
+
+def test_a_runaway_answer_reads_at_most_max_calls() -> None:
+    block = '<tool_call>{"name": "ls", "arguments": {}}</tool_call>'
+    assert len(read_text_calls(block * (MAX_CALLS * 3), "hermes").calls) == MAX_CALLS
+    listing = json.dumps([{"name": "ls", "arguments": {}}] * (MAX_CALLS * 3))
+    assert len(read_text_calls(listing).calls) == MAX_CALLS
+    python = "[" + ", ".join(["ls(a=1)"] * 1000) + "]"
+    assert len(read_text_calls(python).calls) == MAX_CALLS
+
+
+def test_huge_answers_are_read_only_up_to_the_bound() -> None:
+    huge = '<tool_call>{"name": "ls", "arguments": {"pad": "' + "x" * (MAX_TEXT_CHARS * 5) + '"}}</tool_call>'
+    (call,) = read_text_calls(huge).calls  # cut before its end: a failed call whose quote is bounded
+    assert call.parse_error
+    assert call.name == "ls"
+    assert len(call.raw or "") < MAX_RAW_CHARS + 100
+
+
+@pytest.mark.parametrize("fmt", ["hermes", "json", "fenced", "llama", "mistral"])
+def test_json_nested_past_the_recursion_limit_is_a_parse_error(fmt: str) -> None:
+    deep = "[" * 200_000 + "]" * 200_000
+    text = write(fmt, [("ls", {"a": 1})]).replace("1", deep, 1)
+    read = read_text_calls(text, fmt)
+    assert read.calls
+    assert read.calls[0].parse_error
+    assert len(read.calls[0].raw or "") < MAX_RAW_CHARS + 100
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("[ls(a=" + "[" * 100_000 + "]" * 100_000 + ")]", f"longer than {MAX_PYTHON_CHARS:,}"),
+        ("[ls(a=" + "[" * 5_000 + "]" * 5_000 + ")]", f"nested deeper than {MAX_PYTHON_DEPTH}"),
+        ("[ls(a=" + "(" * (MAX_PYTHON_DEPTH + 1) + "1" + ")" * (MAX_PYTHON_DEPTH + 1) + ")]", "nested deeper"),
+        ("[ls(a='" + "x" * MAX_PYTHON_CHARS + "')]", f"longer than {MAX_PYTHON_CHARS:,}"),
+        ("[ls(a=" + "-" * 15_000 + "1)]", "not valid Python"),  # deep unary chain: no brackets at all
+        ("[ls(a=" + "not " * 4_000 + "1)]", "not valid Python"),
+        ("[ls(a=" + "9" * 5_000 + ")]", "not valid Python"),  # past Python's int digit limit
+        ("[ls(a=" + "1+" * 5_000 + "1)]", ""),  # deep BinOp chain: nested too deeply or not a literal
+        ("[ls(a='\x00')]", ""),
+    ],
+)
+def test_hostile_pythonic_text_is_a_parse_error_not_a_crash(text: str, reason: str) -> None:
+    read = read_text_calls(text, "pythonic")
+    assert read.format == "pythonic"
+    (call,) = read.calls
+    if "\x00" in text:  # a NUL inside a string literal is a valid string
+        assert call.parse_error is None or "not valid Python" in call.parse_error
+        return
+    assert call.parse_error
+    assert reason in call.parse_error
+    assert len(call.raw or "") < MAX_RAW_CHARS + 100
+
+
+# ------------------------------------------------------------------------------------------- prompts
+
+
+TOOLS = (ToolSchema("login", "log in", {"type": "object", "properties": {"username": {"type": "string"}}}),)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "marker"),
+    [
+        ("hermes", "<tool_call>"),
+        ("json", '{"name": "TOOL", "arguments"'),
+        ("fenced", "```json"),
+        ("llama", '"parameters"'),
+        ("mistral", "[TOOL_CALLS]"),
+        ("pythonic", '[TOOL(ARG="VALUE")'),
+    ],
+)
+def test_the_prompt_asks_for_the_chosen_format(fmt: str, marker: str) -> None:
+    prompt = tools_prompt(TOOLS, fmt)
+    assert '"name": "login"' in prompt
+    assert marker in prompt
+    others = {"hermes": "<tool_call>", "mistral": "[TOOL_CALLS]", "fenced": "```"}
+    assert not any(m in prompt for f, m in others.items() if f != fmt)
+    assert tools_prompt(TOOLS, "auto") == tools_prompt(TOOLS, "hermes")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_the_prompts_example_reads_back_in_its_format(fmt: str) -> None:
+    """The example a prompt shows is a call its own reader reads: what we ask for, we can read."""
+    prompt = tools_prompt(TOOLS, fmt)
+    marker = {
+        "hermes": "<tool_call>",
+        "json": '{"name": "TOOL"',
+        "fenced": "```json",
+        "llama": '{"name": "TOOL"',
+        "mistral": '[TOOL_CALLS] [{"name"',
+        "pythonic": "[TOOL(",
+    }[fmt]
+    example = prompt[prompt.index(marker) :]
+    example = example.split("; ", 1)[0] if fmt in ("hermes", "json", "llama") else example
+    example = example.split("]. ", 1)[0] + "]" if fmt in ("mistral", "pythonic") else example
+    example = example.replace("{...}", "{}")
+    read = read_text_calls(example, fmt)
+    assert read.calls, example
+    assert read.calls[0].name == "TOOL"
+    assert read.calls[0].parse_error is None
