@@ -90,6 +90,14 @@ def test_auto_reads_the_content_only_when_it_is_a_call_and_no_native_call_came(
     assert done.text_format is None
 
 
+def test_auto_reads_no_call_from_an_answer_to_a_request_without_tools() -> None:
+    """A planner's or verifier's answer (no tools offered) is text, whatever it looks like."""
+    with ScriptedServer(bare_json_login) as server:
+        done = ChatBackend(endpoint(server, tool_mode="auto")).complete(MESSAGES, (), role="planner")
+    assert (done.calls, done.in_content) == ((), False)
+    assert done.content == '{"name": "login", "arguments": {"username": "sam"}}'
+
+
 def test_a_malformed_call_in_the_content_is_a_parse_error_quoted() -> None:
     with ScriptedServer(lambda _: text_message('{"name": "login", "arguments": {"username": ')) as server:
         done = ChatBackend(endpoint(server, tool_mode="auto")).complete(MESSAGES, TOOLS)

@@ -215,12 +215,14 @@ class ChatBackend:
 
     def _complete(self, messages: Sequence[Message], tools: Sequence[ToolSchema], role: str) -> Completion:
         text_mode = self.text_mode
+        # How the answer is read: in auto mode, calls are looked for in the text only when tools were offered.
+        mode = "text" if text_mode else ("auto" if tools and self.config.tool_mode == "auto" else "native")
         request = self._request(messages, tools)
         cache_key = {"base_url": self.config.base_url, "text_mode": text_mode, "scope": self.scope, **request}
         hit = self.cache.get(cache_key) if self.cache is not None else None
         # An entry that fails the check (stored by a version that cached before checking) is asked again.
         if hit is not None and response_problem(hit[0]) is None:
-            return self._completion(hit[0], role, hit[1], text_mode, cached=True)
+            return self._completion(hit[0], role, hit[1], mode, cached=True)
         retries: list[RetryEvent] = []
         queue_s = backoff_s = 0.0
         for attempt in range(1, self.config.max_retries + 2):
@@ -257,7 +259,7 @@ class ChatBackend:
             response,
             role,
             latency,
-            text_mode,
+            mode,
             cached=False,
             retries=tuple(retries),
             queue_s=queue_s,
@@ -334,7 +336,7 @@ class ChatBackend:
         response: JsonObject,
         role: str,
         latency: float,
-        text_mode: bool,
+        mode: str,
         *,
         cached: bool,
         retries: tuple[RetryEvent, ...] = (),
@@ -343,7 +345,7 @@ class ChatBackend:
     ) -> Completion:
         done = decode_answer(
             response,
-            mode="text" if text_mode else self.config.tool_mode,
+            mode=mode,
             text_format=self.config.text_format,
             role=role,
             model=self.config.model,
