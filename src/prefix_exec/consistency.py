@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from prefix_exec import outputs
 from prefix_exec.json_types import JsonObject
 from prefix_exec.jsonl import UnitKey
 from prefix_exec.trajectory import PrefixRecord
@@ -107,15 +108,16 @@ class Consistency:
         for record in records:
             self.add(record)
 
-    def write(self, path: str, log: TextIO, *, first: Sequence[Disagreement] = ()) -> None:
+    def write(
+        self, path: str, log: TextIO, *, first: Sequence[Disagreement] = (), inputs: Iterable[str | Path] = ()
+    ) -> None:
         """Write the report (a JSON list of :meth:`Disagreement.to_json`: the entries ``first``, then those
         found) to ``path`` and say on ``log`` what it holds: every entry, or that replay agrees, or that no call
-        could be compared."""
+        could be compared. A ``path`` that is one of ``inputs`` or no regular file is an :class:`InputError`
+        (:func:`prefix_exec.outputs.write_text`)."""
         entries = [*first, *self.found]
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(
-            json.dumps([d.to_json() for d in entries], indent=1, default=str) + "\n", encoding="utf-8"
-        )
+        text = json.dumps([d.to_json() for d in entries], indent=1, default=str) + "\n"
+        outputs.write_text(path, text, inputs, option="--consistency")
         if not self.calls:
             print(f"prefix-exec: consistency: no call with a {self.theirs} to compare -> {path}", file=log)
             return

@@ -30,13 +30,14 @@ from __future__ import annotations
 import csv
 import json
 import random
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from prefix_exec import outputs
 from prefix_exec.errors import InputError
 
 DEFAULT_SEED = 0
@@ -166,14 +167,15 @@ def read_labels(path: str | Path) -> dict[str, list[str]]:
     raise InputError("expected a result_summary.json, a JSON list of objects, or a JSON object", path=path)
 
 
-def write_sample(names: Sequence[str], path: str | Path) -> None:
-    """Write the chosen names: a JSON list for ``*.json``, else one name per line."""
+def write_sample(names: Sequence[str], path: str | Path, *, inputs: Iterable[str | Path] = ()) -> None:
+    """Write the chosen names: a JSON list for ``*.json``, else one name per line. A ``path`` that is one of
+    ``inputs`` (the labels file) or no regular file is an :class:`InputError` (:mod:`prefix_exec.outputs`)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() == ".json":
-        path.write_text(json.dumps(list(names), indent=1) + "\n", encoding="utf-8")
+        text = json.dumps(list(names), indent=1) + "\n"
     else:
-        path.write_text("".join(f"{name}\n" for name in names), encoding="utf-8")
+        text = "".join(f"{name}\n" for name in names)
+    outputs.write_text(path, text, inputs)
 
 
 def read_names(path: str | Path) -> list[str]:

@@ -19,7 +19,7 @@ from typing import TextIO
 
 from tqdm import tqdm
 
-from prefix_exec import budget
+from prefix_exec import budget, outputs
 from prefix_exec.deprecation import deprecated
 from prefix_exec.envs.base import Environment
 from prefix_exec.errors import InputError
@@ -148,13 +148,10 @@ def score_to_file(
 
 
 def _check_output(path: Path, inputs: Iterable[str | Path], *, resume: bool, overwrite: bool) -> None:
-    """An :class:`InputError` unless ``path`` may be written: not one of ``inputs``, not a folder or device,
-    and, when it already holds records, continued (``resume``) or replaced (``overwrite``) on purpose."""
-    refuse_input_as_output(path, inputs)
-    if path.exists() and not path.is_file():
-        raise InputError(
-            "the output is not a regular file (a folder or a device)", path=path, hint="pass a file path as --out"
-        )
+    """An :class:`InputError` unless ``path`` may be written (:func:`prefix_exec.outputs.check_file`: not one
+    of ``inputs``, not a folder, FIFO or device) and, when it already holds records, continued (``resume``) or
+    replaced (``overwrite``) on purpose."""
+    outputs.check_file(path, inputs)
     if not resume and not overwrite and path.is_file() and path.stat().st_size > 0:
         raise InputError(
             "the output file already holds records",
@@ -237,25 +234,6 @@ class _Scorer:
             )
         self.report.skipped.append(unit)
         print(f"prefix-exec: skipped {unit.where}: {unit.error}", file=self.log)
-
-
-def refuse_input_as_output(out: Path, inputs: Iterable[str | Path]) -> None:
-    """An :class:`InputError` when ``out`` is (the same file as) one of ``inputs``: writing it would erase
-    the input it is reading, ``--overwrite`` or not."""
-    if not out.exists():
-        return
-    for item in inputs:
-        source = Path(item)
-        try:
-            same = source.is_file() and out.samefile(source)
-        except OSError:
-            same = False
-        if same:
-            raise InputError(
-                "the output is also an input of this command",
-                path=out,
-                hint="choose another --out; writing it would erase the input",
-            )
 
 
 @contextmanager

@@ -105,6 +105,6 @@ def test_demo_out_refuses_a_run_directory_it_did_not_write(tmp_path: Path, capsy
     assert (run / "records.jsonl").read_text() == "{}\n"
     ours = tmp_path / "demo"
     assert main(["demo", "--out", str(ours), "--tasks", "2", "--resamples", "50"]) == 0
-    listed = json.loads((ours / "files.json").read_text())
+    listed = [entry["name"] for entry in json.loads((ours / "files.json").read_text())]
     assert {"rollouts.jsonl", "records.jsonl", "calibration.txt", "report.html"} <= set(listed)
     assert main(["demo", "--out", str(ours), "--tasks", "2", "--resamples", "50"]) == 0  # its own: rewritten

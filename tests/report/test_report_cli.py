@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -9,6 +10,11 @@ from report_records import crafted, record
 
 from prefix_exec.cli import main
 from prefix_exec.io import write_records
+
+
+def _listed(folder: Path) -> list[str]:
+    """The names a report's files.json lists (each entry: name, bytes, sha256)."""
+    return [entry["name"] for entry in json.loads((folder / "files.json").read_text())]
 
 
 def test_report_from_run_dir_and_file(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -34,7 +40,7 @@ def test_report_from_run_dir_and_file(tmp_path: Path, capsys) -> None:  # type: 
     )
     assert code == 0
     assert "report on 20 rollouts in 5 conditions" in capsys.readouterr().err
-    written = set(json.loads((tmp_path / "out" / "files.json").read_text()))
+    written = set(_listed(tmp_path / "out"))
     assert {"table2.md", "table2.csv", "report.html", "summary.json"} <= written
     assert "table2.tex" not in written
     paired = (tmp_path / "out" / "paired.csv").read_text().splitlines()
@@ -125,10 +131,9 @@ def test_out_refuses_a_folder_it_did_not_write_and_replaces_its_own(tmp_path: Pa
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]  # nothing touched
     # with --overwrite it writes, keeps the foreign file, and lists only its own files
     assert main([*base, "--out", str(out), "--overwrite"]) == 0
-    listed = json.loads((out / "files.json").read_text())
+    listed = _listed(out)
     assert "notes.txt" not in listed
     assert "table2.md" in listed
-    assert listed[-1] == "files.json"
     assert (out / "notes.txt").read_text() == "mine"
     # a report's own folder is rewritten without --overwrite, and the earlier files go first: a table that
     # the new report no longer writes does not survive (here: the .tex files, dropped by --format md)
@@ -137,8 +142,11 @@ def test_out_refuses_a_folder_it_did_not_write_and_replaces_its_own(tmp_path: Pa
     assert (clean / "table2.tex").exists()
     assert main([*base, "--out", str(clean), "--format", "md"]) == 0
     assert not (clean / "table2.tex").exists()
-    assert sorted(p.name for p in clean.iterdir()) == sorted(json.loads((clean / "files.json").read_text()))
+    assert sorted(p.name for p in clean.iterdir()) == sorted([*_listed(clean), "files.json"])
     # a manifest naming files outside the folder never removes them
-    (clean / "files.json").write_text(json.dumps(["../r.jsonl", "/etc/hosts", "table2.md"]))
+    size, sha = len((tmp_path / "r.jsonl").read_bytes()), hashlib.sha256((tmp_path / "r.jsonl").read_bytes())
+    entry = {"bytes": size, "sha256": sha.hexdigest()}
+    names = ["../r.jsonl", "/etc/hosts", str(tmp_path / "r.jsonl"), "table2.md"]
+    (clean / "files.json").write_text(json.dumps([*names, *({"name": n, **entry} for n in names)]))
     assert main([*base, "--out", str(clean), "--overwrite"]) == 0
     assert (tmp_path / "r.jsonl").exists()

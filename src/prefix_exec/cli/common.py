@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 
-from prefix_exec import budget, tasksets
+from prefix_exec import budget, outputs, tasksets
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonObject
 from prefix_exec.scoring import ScoreReport
@@ -66,6 +67,15 @@ def output_options(args: argparse.Namespace) -> JsonObject:
         "rollout_seconds": args.rollout_budget,
         "call_memory_mb": args.call_memory,
     }
+
+
+def consistency_path(args: argparse.Namespace, inputs: Iterable[str | Path]) -> str:
+    """Where a score command's consistency report goes (``--consistency``, default ``<out>.consistency.json``),
+    checked before scoring starts: not one of ``inputs`` nor ``--out``, and a regular file if it exists
+    (:func:`prefix_exec.outputs.check_file`)."""
+    path: str = args.consistency or f"{args.out}.consistency.json"
+    outputs.check_file(path, [*inputs, args.out], option="--consistency")
+    return path
 
 
 def add_summary_options(parser: argparse.ArgumentParser) -> None:

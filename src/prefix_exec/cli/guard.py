@@ -15,10 +15,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from prefix_exec import outputs
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.guard.options import DEFAULT_CALL_TIMEOUT_S, DEFAULT_MAX_MESSAGE_BYTES, MODES, GuardOptions
-from prefix_exec.guard.recorder import Recorder
+from prefix_exec.guard.recorder import RECORDED, Recorder
 from prefix_exec.redaction import redact_command, redact_url, secret_environment
 
 
@@ -141,6 +142,12 @@ def _check_usage(args: argparse.Namespace, command: list[str], http: bool) -> No
         )
     if not 0 < args.call_timeout < math.inf or args.max_message_bytes <= 0:  # nan too: no deadline would pass
         raise InputError("--call-timeout and --max-message-bytes must be positive (and the timeout finite)")
+    if args.record is not None:  # its files are neither the hooks file nor special files (a FIFO would block)
+        folder = Path(args.record)
+        if folder.exists() and not folder.is_dir():
+            raise InputError("--record must be a folder, and this is an existing file", path=folder)
+        for name in RECORDED:
+            outputs.check_file(folder / name, [args.hooks] if args.hooks else [], option="--record")
 
 
 def _hooks(path: str | None, task: str | None) -> Path | None:

@@ -7,10 +7,9 @@ import json
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from prefix_exec import tasksets
+from prefix_exec import outputs, tasksets
 from prefix_exec.cli.common import add_summary_options, ci_depth, condition_pair
 from prefix_exec.coverage import coverage_warnings
 from prefix_exec.errors import InputError
@@ -91,6 +90,8 @@ def register(commands: Any, name: str) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    if args.out:  # refused before any work: an input, a folder, a FIFO or a device as --out
+        outputs.check_file(args.out, args.records)
     rows = read_metric_rows(args.records, redact=True)
     if not rows:
         raise InputError("no records found", path=", ".join(args.records), hint="score some rollouts first")
@@ -107,8 +108,7 @@ def handle(args: argparse.Namespace) -> int:
         found = comparisons(summary, resolve_pairs(summary, args.compare, option="--compare"))
     text = render(summary, found, args.format, sensitivity_rows(summary, row_costs(rows)))
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text, encoding="utf-8", errors="backslashreplace")
+        outputs.write_text(args.out, text, args.records)
         print(f"prefix-exec: wrote metrics for {len(summary.conditions)} conditions to {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -102,7 +102,8 @@ def handle(args: argparse.Namespace) -> int:
         ((r.dataset, tasksets.task_set_of(r.metadata)) for r in records), allow=args.mix_task_sets
     ):
         print(f"prefix-exec: warning: {warning}", file=sys.stderr)
-    for warning in coverage_warnings(expand(args.inputs), records):
+    files = expand(args.inputs)
+    for warning in coverage_warnings(files, records):
         print(f"prefix-exec: warning: {warning}", file=sys.stderr)
     options = Options(
         resamples=args.resamples,
@@ -115,7 +116,7 @@ def handle(args: argparse.Namespace) -> int:
         plots=not args.no_plots,
         overwrite=args.overwrite,
     )
-    report = write_report(records, args.out, options)
+    report = write_report(records, args.out, options, inputs=files)
     print(
         f"prefix-exec: report on {len(records)} rollouts in {len(report.summary.conditions)} conditions -> "
         f"{args.out}/report.html ({len(report.files)} files)",

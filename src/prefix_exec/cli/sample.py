@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from prefix_exec import outputs
 from prefix_exec.errors import InputError
 from prefix_exec.sampling import DEFAULT_SEED, label_deviation, read_labels, stratified_sample, write_sample
 
@@ -29,11 +30,12 @@ def register(commands: Any, name: str) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    outputs.check_file(args.out, [args.labels])  # refused before any work: the labels file, a FIFO, a folder
     pool = read_labels(args.labels)
     if not 0 <= args.n <= len(pool):
         raise InputError(f"cannot choose {args.n} of the {len(pool)} tasks in the pool", path=args.labels)
     chosen = stratified_sample(pool, args.n, seed=args.seed)
-    write_sample(chosen, args.out)
+    write_sample(chosen, args.out, inputs=[args.labels])
     deviation = label_deviation(pool, chosen)
     worst = max((abs(v) for v in deviation.values()), default=0.0)
     print(

@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec import evidence
-from prefix_exec.cli.common import add_scoring_options, finish, numbering, output_options, trial_source
+from prefix_exec.cli.common import (
+    add_scoring_options,
+    consistency_path,
+    finish,
+    numbering,
+    output_options,
+    trial_source,
+)
 from prefix_exec.consistency import Consistency
 from prefix_exec.envs.custom import CustomEnvironment, load_spec
 from prefix_exec.envs.spec_formats import FORM_NAMES
@@ -138,14 +145,14 @@ def spec_consistency(policy: EvidencePolicy) -> Consistency:
     return Consistency(evidence.compare(policy), theirs="recorded outcome")
 
 
-def write_consistency(args: argparse.Namespace, consistency: Consistency) -> None:
-    """Write ``consistency``'s report to ``--consistency`` (default ``<out>.consistency.json``) when a call had a
-    recorded outcome or the option was given; with ``--resume`` every record of the output is compared again
-    first (the kept ones were scored by an earlier run)."""
+def write_consistency(args: argparse.Namespace, consistency: Consistency, path: str) -> None:
+    """Write ``consistency``'s report to ``path`` (:func:`~prefix_exec.cli.common.consistency_path`) when a call
+    had a recorded outcome or ``--consistency`` was given; with ``--resume`` every record of the output is
+    compared again first (the kept ones were scored by an earlier run)."""
     if args.resume and Path(args.out).is_file():
         consistency.compare_again(read_records(args.out))
     if consistency.calls or args.consistency:
-        consistency.write(args.consistency or f"{args.out}.consistency.json", sys.stderr)
+        consistency.write(path, sys.stderr)
 
 
 def score_on_spec(
@@ -162,6 +169,7 @@ def score_on_spec(
     report (:func:`write_consistency`, comparing by ``policy``, the one the environments were built with) and
     return the command's exit code; ``numbered``: the numbering the units went through, whose renumbered trials
     are reported (:func:`~prefix_exec.cli.common.finish`)."""
+    target = consistency_path(args, inputs)
     consistency = spec_consistency(policy)
     report = score_to_file(
         units,
@@ -172,7 +180,7 @@ def score_on_spec(
         inputs=inputs,
         **output_options(args),
     )
-    write_consistency(args, consistency)
+    write_consistency(args, consistency, target)
     return finish(report, args.out, numbered)
 
 

@@ -18,7 +18,14 @@ import argparse
 import sys
 from typing import Any
 
-from prefix_exec.cli.common import add_scoring_options, finish, numbering, output_options, trial_source
+from prefix_exec.cli.common import (
+    add_scoring_options,
+    consistency_path,
+    finish,
+    numbering,
+    output_options,
+    trial_source,
+)
 from prefix_exec.cli.score_custom import add_spec_options, note_schema_only, policy_of
 from prefix_exec.cli.score_tau import add_tau2_data_option
 from prefix_exec.errors import InputError
@@ -71,6 +78,8 @@ def handle(args: argparse.Namespace) -> int:
         policy=policy_of(args),
         numbering=trials,
     )
+    inputs = [*paths, *(p for p in (args.tools, args.hooks) if p)]
+    consistency_path(args, inputs)  # refused before scoring: an input, --out, a folder or a FIFO
     _read_logs(args, paths, sources)
     report = score_to_file(
         sources.units,
@@ -79,7 +88,7 @@ def handle(args: argparse.Namespace) -> int:
         desc="scoring inspect",
         prepare=sources.bfcl_regrade() if args.regrade else None,
         on_record=sources.on_record(),
-        inputs=[*paths, *(p for p in (args.tools, args.hooks) if p)],
+        inputs=inputs,
         **output_options(args),
     )
     unregraded = sources.check(

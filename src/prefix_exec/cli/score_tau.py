@@ -12,7 +12,14 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from prefix_exec.cli.common import add_scoring_options, finish, numbering, output_options, trial_source
+from prefix_exec.cli.common import (
+    add_scoring_options,
+    consistency_path,
+    finish,
+    numbering,
+    output_options,
+    trial_source,
+)
 from prefix_exec.envs.tau.consistency import Consistency, Disagreement
 from prefix_exec.envs.tau.regrade import regrade_files
 from prefix_exec.envs.tau.results import LoadedResults, load_results
@@ -100,6 +107,7 @@ def handle(args: argparse.Namespace) -> int:
             print(f"prefix-exec: {loaded.results.path}: note: {loaded.tools.note()}", file=sys.stderr)
         units += paired([*loaded.results.rollouts, *loaded.results.skipped], loaded.env.bind)
         mismatched += loaded.mismatches()
+    target = consistency_path(args, args.results)
     consistency = Consistency()
     report = score_to_file(
         units,
@@ -112,7 +120,7 @@ def handle(args: argparse.Namespace) -> int:
     )
     if args.resume:  # the kept records were scored by an earlier run: compare every record of the output again
         consistency.compare_again(read_records(args.out))
-    consistency.write(args.consistency or f"{args.out}.consistency.json", sys.stderr, first=mismatched)
+    consistency.write(target, sys.stderr, first=mismatched)
     unregraded = 0
     if args.regrade:
         unregraded = regrade_files(files, consistency.scored, keep_going=args.keep_going, log=sys.stderr)

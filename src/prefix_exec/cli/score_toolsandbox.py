@@ -89,6 +89,7 @@ def handle(args: argparse.Namespace) -> int:
         args.out,
         desc="scoring toolsandbox",
         on_record=note_faults,
+        inputs=args.runs,
         **output_options(args),
     )
     if faulty:

@@ -19,7 +19,7 @@ from prefix_exec.demo.agents import AGENTS, MODEL, plan, telemetry
 from prefix_exec.demo.calibration import Calibration, calibrate, render
 from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
 from prefix_exec.errors import InputError
-from prefix_exec.io import write_records, write_rollouts
+from prefix_exec.io import dumps, record_to_json, rollout_to_json
 from prefix_exec.replay import replay
 from prefix_exec.report import Options, Report, write_report
 from prefix_exec.report.outdir import OutputFolder
@@ -100,13 +100,13 @@ def write_demo(
         raise InputError(f"--seed {seed}: a seed must be >= 0")
     folder = OutputFolder.claim(out, overwrite=overwrite)
     rollouts = synthesize(tasks, seed)
-    write_rollouts(folder.add("rollouts.jsonl"), rollouts)
+    folder.write_text("rollouts.jsonl", "".join(dumps(rollout_to_json(r)) + "\n" for r in rollouts))
     env = BfclEnvironment()
     records = [replay(r, env) for r in rollouts]
-    write_records(folder.add("records.jsonl"), records)
+    folder.write_text("records.jsonl", "".join(dumps(record_to_json(r)) + "\n" for r in records))
     calibration = calibrate(records)
     text = render(calibration)
-    folder.add("calibration.txt").write_text(text, encoding="utf-8")
+    folder.write_text("calibration.txt", text)
     echo(text)
     options = Options(resamples=resamples, seed=seed, title="prefix-exec demo: synthetic agents on BFCL (SYNTHETIC)")
     report = write_report(records, folder, options)

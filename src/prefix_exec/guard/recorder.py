@@ -54,6 +54,8 @@ SYNC_PAUSE_S = 0.5
 #: Longest wait at close for the syncer's fsync in progress, in seconds.
 CLOSE_WAIT_S = 30.0
 
+#: The files a ``--record`` folder holds.
+RECORDED = ("rollouts.jsonl", "records.jsonl", "tools.json")
 #: What identifies a file's content as we last wrote it: (inode, size, modification time in ns).
 _Stamp = tuple[int, int, int]
 
@@ -64,11 +66,7 @@ class Recorder:
 
     def __init__(self, folder: Path, *, secrets: Iterable[str] = ()) -> None:
         self.folder = folder  # made at the first write: a guard that never served a call leaves nothing behind
-        self.rollouts, self.records, self.tools_path = (
-            folder / "rollouts.jsonl",
-            folder / "records.jsonl",
-            folder / "tools.json",
-        )
+        self.rollouts, self.records, self.tools_path = (folder / name for name in RECORDED)
         texts = {s for s in secrets if len(s) >= 4}
         texts |= {json.dumps(s)[1:-1] for s in texts}  # as a JSON string holds it (quotes, backslashes escaped)
         self._secrets = sorted(texts, key=len, reverse=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,36 +137,43 @@ def _sensitivity_section(summary: Summary, records: Sequence[PrefixRecord], anch
 
 
 def write_report(
-    records: Sequence[PrefixRecord], out: str | Path | OutputFolder, options: Options = Options()
+    records: Sequence[PrefixRecord],
+    out: str | Path | OutputFolder,
+    options: Options = Options(),
+    *,
+    inputs: Iterable[str | Path] = (),
 ) -> Report:
     """Summarize ``records`` and write every file into ``out`` (created; or a folder already claimed, whose
     manifest then lists the caller's files too). Returns what was written.
 
     An ``options.pairs`` or ``options.reference`` name that matches no condition or several, an ``out`` that
     is not a folder, or a non-empty folder an earlier report did not write (without ``options.overwrite``),
-    is an :class:`InputError`, raised before anything is written (:mod:`.outdir`)."""
+    is an :class:`InputError`, raised before anything is written (:mod:`.outdir`); so is a folder holding one of
+    ``inputs``, the files the records were read from."""
     ci_depth = max(DEFAULT_CI_DEPTH, *options.checkpoints)
     summary = summarize(metric_rows(records), resamples=options.resamples, seed=options.seed, ci_depth=ci_depth)
     pairs = None if options.pairs is None else resolve_pairs(summary, options.pairs, option="--pair")
     check_reference(summary, options.reference)
-    folder = out if isinstance(out, OutputFolder) else OutputFolder.claim(out, overwrite=options.overwrite)
+    if isinstance(out, OutputFolder):
+        folder = out
+    else:
+        folder = OutputFolder.claim(out, overwrite=options.overwrite, inputs=inputs)
     synthetic = is_synthetic(records)
     sections = build_tables(summary, records, options, pairs)
     all_tables = [t for s in sections for t in s.tables]
     mark = f"<!-- {plots.SYNTHETIC_MARK} -->\n" if synthetic else ""
     for table in all_tables:
         for fmt in options.formats:
-            path = folder.add(f"{table.name}.{fmt}")
             text = RENDERERS[fmt](table)
             if synthetic and fmt == "md":
                 text = f"> **{plots.SYNTHETIC_MARK}**\n\n{text}"
             elif synthetic and fmt == "tex":
                 text = f"% {plots.SYNTHETIC_MARK}\n{text}"
-            path.write_text(text, encoding="utf-8", errors="backslashreplace")
-    folder.add("summary.json").write_text(to_json(summary), encoding="utf-8", errors="backslashreplace")
+            folder.write_text(f"{table.name}.{fmt}", text)
+    folder.write_text("summary.json", to_json(summary))
     md = [f"# {options.title}\n", mark and f"> **{plots.SYNTHETIC_MARK}**\n"]
     md += [RENDERERS["md"](t) for t in all_tables]
-    folder.add("report.md").write_text("\n".join(md), encoding="utf-8", errors="backslashreplace")
+    folder.write_text("report.md", "\n".join(md))
     shown: dict[str, list[Path]] = {}
     if options.plots:
         drawn = {
@@ -188,6 +195,6 @@ def write_report(
         f"({summary.resamples} resamples, seed {summary.seed})."
     )
     page = render(summary, records, sections, title=options.title, subtitle=subtitle, synthetic=synthetic)
-    folder.add("report.html").write_text(page, encoding="utf-8", errors="backslashreplace")
+    folder.write_text("report.html", page)
     folder.finish()
     return Report(summary, tuple(all_tables), tuple(folder.files), synthetic)

@@ -17,6 +17,7 @@ Readable from 2 to a few dozen series:
 from __future__ import annotations
 
 import hashlib
+import io
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import Any
 
 from prefix_exec.extras import install_hint
 from prefix_exec.json_types import JsonObject
+from prefix_exec.outputs import write_new
 from prefix_exec.report.layout import Block, blocks_of, depth_cut, leaderboard_blocks
 from prefix_exec.report.ranking import competition_ranks
 from prefix_exec.summary import ConditionSummary, Summary
@@ -59,9 +61,14 @@ def _plain_text() -> Iterator[None]:
 
 
 def _save(fig: Any, out: Path, stem: str) -> list[Path]:
+    """Save ``fig`` as ``stem``.png and .svg in ``out``, each written beside its name and renamed over it
+    (:func:`~prefix_exec.outputs.write_new`: a link or FIFO at the name is replaced, never written through)."""
     paths = [out / f"{stem}.png", out / f"{stem}.svg"]
-    fig.savefig(paths[0], dpi=110, metadata={"Software": None})
-    fig.savefig(paths[1], metadata={"Date": None})
+    settings: list[JsonObject] = [{"dpi": 110, "metadata": {"Software": None}}, {"metadata": {"Date": None}}]
+    for path, options in zip(paths, settings, strict=True):
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format=path.suffix[1:], **options)
+        write_new(path, buffer.getvalue())
     return paths
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
+from prefix_exec import outputs
 from prefix_exec.deprecation import deprecated
 from prefix_exec.drivers.base import Driver
 from prefix_exec.errors import InputError
@@ -127,7 +128,7 @@ def run_grid(
     check_api_keys(grid)
     out = Path(out)
     grid = replace(grid, run_dir=out.resolve())
-    open_run_directory(out)
+    open_run_directory(out, Path(grid_path))
     rollouts_path, records_path = out / ROLLOUTS, out / RECORDS
     with run_lock(out):
         check_resumable(grid, out, resume)
@@ -160,11 +161,13 @@ def run_grid(
     return report
 
 
-def open_run_directory(out: Path) -> None:
+def open_run_directory(out: Path, grid_path: Path) -> None:
     """Make ``out`` (a new folder, or one an earlier run made) and read what a resume will read, so a bad file
-    is refused before anything is written; a folder made here is removed again on that refusal."""
+    is refused before anything is written (:func:`check_run_files` too); a folder made here is removed again on
+    that refusal."""
     if out.exists() and not out.is_dir():
         raise InputError("--out must be a directory, and this is a file", path=out, hint="pass a new folder name")
+    check_run_files(out, grid_path)
     check_run_directory(out)
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
@@ -175,6 +178,13 @@ def open_run_directory(out: Path) -> None:
         if created:
             shutil.rmtree(out, ignore_errors=True)
         raise
+
+
+def check_run_files(out: Path, grid_path: Path) -> None:
+    """Refuse a run directory where a file the run writes is the grid file (the run's own copy, ``grid.toml``,
+    excepted: a run is resumed from it) or is no regular file (a FIFO as ``.lock`` would block the run)."""
+    for name in RUN_FILES:
+        outputs.check_file(out / name, [] if name == GRID_COPY else [grid_path], option="--out")
 
 
 def check_resumable(grid: Grid, out: Path, resume: bool) -> None:
