@@ -167,3 +167,26 @@ def test_a_10000_rollout_report_opens_and_drills_down_to_a_failing_call(
         f"\n10,000-rollout report.html: {size / 1e6:.2f} MB ({per_rollout:.0f} B per rollout beyond a "
         f"{base / 1e3:.0f} KB base), opened in {loaded:.2f} s"
     )
+
+
+def test_hostile_names_leave_the_script_running_and_every_rollout_rendered(browser: Browser, tmp_path: Path) -> None:
+    from report_records import record
+
+    # each name once as a dataset, a model, a method and in a task id: the page embeds them all in its JSON
+    names = ("<!--<script>", "</script><script>document.title='owned'</script>", "<!--", "<script>", "a\u2028b&")
+    rows = [
+        record(method, f"{name}-{i}", T=2, fed=2, success=i % 2, model=name, dataset=f"{name}-data")
+        for name in names
+        for method in (name, "react")
+        for i in range(2)
+    ]
+    write_report(rows, tmp_path / "out", Options(resamples=20, plots=False))
+    browser.open((tmp_path / "out" / "report.html").as_uri())
+    assert browser.evaluate("document.body.classList.contains('nojs')") is False  # the page's script ran
+    assert browser.evaluate("document.title") == "prefix-exec report"
+    browser.click("#show-all")
+    browser.wait_for(f"document.querySelectorAll('details.rollout').length === {len(rows)}")
+    shown = browser.evaluate("Array.from(document.querySelectorAll('details.rollout')).map(d => d.dataset.task)")
+    assert sorted(shown) == sorted(r.task_id for r in rows)
+    heads = browser.evaluate("Array.from(document.querySelectorAll('.cond h3')).map(h => h.textContent).join(' | ')")
+    assert all(f"{name}-data" in heads for name in names)

@@ -6,6 +6,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from report_records import crafted, record
 
 from prefix_exec.report.build import Options, write_report
@@ -144,3 +146,50 @@ def test_rollouts_sort_task_ids_naturally() -> None:
     ids = ["multi_turn_base_110", "multi_turn_base_14", "multi_turn_base_2"]
     assert sorted(ids, key=natural) == ["multi_turn_base_2", "multi_turn_base_14", "multi_turn_base_110"]
     assert sorted(["²", "1"], key=natural) == ["1", "²"]  # '²' isdigit() but no int: no ValueError
+
+
+#: Names that end or confuse a script element when a page embeds them as they are.
+HOSTILE_NAMES = ("<!--<script>", "</script><script>alert(1)</script>", "a\u2028b\u2029c&<>", "<!--", "<script>")
+
+
+def _script_texts(text: str) -> list[str]:
+    """The text of each JSON script element, up to the first ``</script`` as an HTML parser ends it."""
+    import re
+
+    return re.findall(r'<script type="application/json" id="[^"]+">(.*?)</script', text, flags=re.S)
+
+
+def test_hostile_names_leave_no_markup_in_the_embedded_json(tmp_path: Path) -> None:
+    import json
+
+    rows = [
+        record(method, f"{name}-task", T=2, fed=2, success=0, model=name, dataset=f"{name}-data")
+        for name in HOSTILE_NAMES
+        for method in (name, "react")
+    ]
+    write_report(rows, tmp_path / "out", Options(resamples=20, plots=False))
+    text = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    scripts = _script_texts(text)
+    assert len(scripts) == 2
+    for script in scripts:
+        assert not set(script) & set("<>&\u2028\u2029"), script[:200]
+    titles = json.loads(scripts[1])
+    assert {f"{name}-data / {name} / {name}" for name in HOSTILE_NAMES} <= set(titles.values())
+    assert sum(len(rows) for rows in _payloads(text).values()) == len(rows)
+    assert text.count("</script>") == 3  # the two JSON elements and the page's script, nothing more
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.recursive(
+        st.text() | st.integers() | st.none(), lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner)
+    )
+)
+def test_script_json_reads_back_and_holds_no_markup(value: object) -> None:
+    import json
+
+    from prefix_exec.report.html import _script_json
+
+    text = _script_json(value)
+    assert json.loads(text) == value
+    assert not set(text) & set("<>&\u2028\u2029")

@@ -173,9 +173,16 @@ def _section(section: Section) -> str:
     return "".join(parts)
 
 
+#: What JSON inside ``<script>`` must not hold as such: ``<`` (``</script>`` ends the element, ``<!--`` starts
+#: the parser's escaped state, which a later ``<script>`` turns into one that no ``</script>`` ends), ``>`` and
+#: ``&`` (as most frameworks escape them), and U+2028/U+2029 (line breaks to older JavaScript parsers). Each
+#: can only sit inside a JSON string, where its ``\\uXXXX`` escape reads back as the same character.
+_SCRIPT_ESCAPES = str.maketrans({c: f"\\u{ord(c):04x}" for c in "<>&\u2028\u2029"})
+
+
 def _script_json(value: object) -> str:
-    """JSON safe inside ``<script>``: no ``</`` can close the element early."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    """JSON safe inside ``<script>``: no ``<``, ``>``, ``&``, U+2028 or U+2029 as such (escaped as ``\\u003c``...)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).translate(_SCRIPT_ESCAPES)
 
 
 def render(
