@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+import hostile_outputs
 import hostile_transcripts
 from hostile_files import FIFO, ZERO, write_case_file
 from prefix_exec.cli import main
@@ -491,6 +492,7 @@ def all_cases() -> list[Case]:
         *report_cases(),
         *grid_cases(),
         *tau_and_toolsandbox_cases(),
+        *hostile_outputs.cases(Case),
     ]
 
 
@@ -513,6 +515,7 @@ def test_the_sweep_has_hundreds_of_cases_across_every_input() -> None:
         "grid",
         "tau",
         "toolsandbox",
+        "outputs",
     }
 
 
@@ -550,6 +553,8 @@ def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
             problems.append(f"{case.name}: {seconds:.1f} s")
         if created:
             problems.append(f"{case.name}: created {sorted(map(str, created))[:3]} outside its output")
+        if lost := hostile_outputs.unchanged(folder, case.files):
+            problems.append(f"{case.name}: inputs lost or changed: {lost[:3]}")
         if case.good:
             out = folder / case.out
             found = {json.loads(line)["task_id"] for line in out.read_text().splitlines()} if out.exists() else set()
