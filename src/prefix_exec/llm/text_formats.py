@@ -43,7 +43,7 @@ from prefix_exec.llm.pythonic import read_pythonic
 from prefix_exec.llm.text_reading import MAX_CALLS, Reading, failed, json_reason
 from prefix_exec.trajectory import ToolCall
 
-__all__ = ["READERS", "Reading", "call_of"]
+__all__ = ["READERS"]
 
 _BLOCK = re.compile(r"<tool_call>(.*?)(</tool_call>|\Z)", re.DOTALL)
 _INNER_FENCE = re.compile(r"\A```[\w-]*\s*\n(.*?)\n?```\Z", re.DOTALL)
@@ -64,7 +64,7 @@ def _shaped(item: object, keys: Sequence[str]) -> bool:
     return isinstance(item, dict) and "name" in item and any(k in item for k in keys)
 
 
-def call_of(item: object, raw: str, keys: Sequence[str], *, missing_is_empty: bool = False) -> ToolCall:
+def _call_of(item: object, raw: str, keys: Sequence[str], *, missing_is_empty: bool = False) -> ToolCall:
     """The call one parsed object makes: ``{"name": str, KEY: object}``, KEY the first of ``keys`` present."""
     if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
         return failed(raw, "tool call must be an object with a string 'name'")
@@ -111,7 +111,7 @@ def _json_calls(text: str, keys: Sequence[str], *, claimed: bool, separators: st
             break
         for item in items[: MAX_CALLS - len(calls)]:
             raw = text[pos:end] if len(items) == 1 else json.dumps(item, ensure_ascii=False)
-            calls.append(call_of(item, raw, keys))
+            calls.append(_call_of(item, raw, keys))
         pos = end
     if not calls:
         return None
@@ -131,7 +131,7 @@ def read_hermes(text: str) -> Reading | None:
         except (ValueError, RecursionError) as exc:
             calls.append(failed(body, f"tool call is not valid JSON ({json_reason(exc)})"))
             continue
-        calls.append(call_of(data, body, ("arguments",), missing_is_empty=True))
+        calls.append(_call_of(data, body, ("arguments",), missing_is_empty=True))
     for match in reversed(blocks[:MAX_CALLS]):
         text = text[: match.start()] + text[match.end() :]
     return Reading(text.strip() or None, tuple(calls))
@@ -211,7 +211,7 @@ def _named_call(part: str) -> ToolCall:
         data = json.loads(arguments)
     except (ValueError, RecursionError) as exc:
         return failed(part, f"tool call arguments are not valid JSON ({json_reason(exc)})", name=name.strip())
-    return call_of({"name": name.strip(), "arguments": data}, part, ("arguments",))
+    return _call_of({"name": name.strip(), "arguments": data}, part, ("arguments",))
 
 
 #: Each format's reader, by the name a grid's ``text_format`` uses.
