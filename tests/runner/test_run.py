@@ -16,6 +16,8 @@ import pytest
 
 from fakes import ticketing_agent
 from fakes.openai_server import ScriptedServer
+from fakes.text_calls import content_server
+from prefix_exec.agents.turn_loop import CONTENT_FALLBACK
 from prefix_exec.cli import main
 from prefix_exec.errors import InputError
 from prefix_exec.io import read_records, read_rollouts
@@ -375,3 +377,19 @@ def test_the_deprecated_summary_methods_still_describe(
         "prefix-exec: RunReport.summary() is deprecated; use describe()\n"
         "prefix-exec: ScoreReport.summary() is deprecated; use describe()\n"
     )
+
+
+@pytest.mark.slow
+def test_ray_workers_read_calls_left_in_the_text_as_threads_do(tmp_path: Path, ray_session: RaySession) -> None:
+    """Worker processes start with no learned state; the fallback needs none, so Ray writes what threads write."""
+    with ScriptedServer(content_server(ticketing_agent.respond, "pythonic")) as server:
+        grid = write_grid(tmp_path, server.base_url, methods=["react", "guarded-react"], extra='tool_mode = "auto"')
+        run_grid(grid, tmp_path / "local", max_concurrency=2)
+        report = run_grid(grid, tmp_path / "ray", launcher="ray", max_concurrency=2)
+    assert (report.written, report.failed) == (12, 0)
+    for name in ("records.jsonl", "rollouts.jsonl"):
+        local = {unit_key(r): strip_latency(r) for r in rows(tmp_path / "local" / name)}
+        remote = {unit_key(r): strip_latency(r) for r in rows(tmp_path / "ray" / name)}
+        assert local == remote
+    fallbacks = [r["metadata"].get("text_fallback") for r in rows(tmp_path / "ray" / "rollouts.jsonl")]
+    assert fallbacks.count(CONTENT_FALLBACK) == 10  # 5 tasks with calls x 2 methods
