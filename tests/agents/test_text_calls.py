@@ -18,7 +18,7 @@ from prefix_exec.drivers.custom import CustomDriver
 from prefix_exec.llm import ChatBackend, EndpointConfig
 from prefix_exec.llm.textcalls import AUTO_ORDER
 from prefix_exec.replay import replay
-from prefix_exec.trajectory import Rollout
+from prefix_exec.trajectory import FailureLabel, Rollout
 
 EXPECTED = [
     ("login", {"username": "sam"}),
@@ -96,3 +96,29 @@ def test_native_answers_note_no_fallback(ticketing: Path) -> None:
         rollout = play(server, ticketing, "react", tool_mode="auto")
     assert "text_fallback" not in rollout.metadata
     assert "text_formats" not in rollout.metadata
+
+
+@pytest.mark.parametrize(
+    ("mode", "answer"),
+    [
+        ("auto", '{"name": "login", "arguments": {"username": "sam"'),  # cut off by a length limit
+        ("text", '<|python_tag|>{"name": "login", "parameters": {"username": sam}}'),
+        ("text", "[login(username=sam)]"),  # a name as a value: never evaluated
+    ],
+)
+def test_a_call_in_text_that_does_not_parse_is_a_schema_failure(mode: str, answer: str, ticketing: Path) -> None:
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        answered = any(m["role"] == "tool" or "Result of tool call" in str(m["content"]) for m in body["messages"])
+        return text_message("Done." if answered else answer)
+
+    driver = CustomDriver(ticketing / "tools.yaml")
+    with ScriptedServer(respond) as server:
+        backend = ChatBackend(EndpointConfig(model="m", base_url=server.base_url, api_key_env="", tool_mode=mode))
+        outcome = driver.play(Agent("react", backend), "open-vpn-followup")
+    rollout = to_rollout(outcome, dataset="t", task_id="open-vpn-followup", model="m", method="react", trial=0)
+    record = replay(rollout, driver.environment())
+    (action,) = rollout.actions
+    assert action.name == "login"
+    assert action.parse_error
+    assert action.raw and "login" in action.raw
+    assert (record.fed, record.label) == (1, FailureLabel.SCHEMA)
