@@ -301,3 +301,15 @@ def test_the_prompts_example_reads_back_in_its_format(fmt: str) -> None:
     assert read.calls, example
     assert read.calls[0].name == "TOOL"
     assert read.calls[0].parse_error is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '```json {"name": "ls", "arguments": {}} ```',  # a fence on one line
+        'Listing:\n```\n[{"name": "ls", "arguments": {}}]\n```',  # no language, a list
+        '```tool_call\n{"name": "ls", "arguments": {}}',  # never closed (a length limit)
+    ],
+)
+def test_fences_of_every_shape_hold_calls(text: str) -> None:
+    assert (read_text_calls(text, "fenced").format, pairs(text, "fenced")) == ("fenced", [("ls", {})])

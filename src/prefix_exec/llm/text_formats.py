@@ -12,7 +12,8 @@ object is accepted too, as some models double-encode it):
 - ``json``: the answer starts with a JSON object ``{"name", "arguments"}`` or a list of them; more objects may
   follow, separated by white space. Text after them is prose. JSON that is no call (no ``name`` and
   ``arguments`` keys) is prose.
-- ``fenced``: the ``json`` format inside Markdown code fences (```` ```json ... ``` ````), prose around them.
+- ``fenced``: the ``json`` format inside Markdown code fences (```` ```json ... ``` ````, any language or none,
+  on one line or several, the last one possibly unclosed), prose around them.
 - ``llama`` (Llama 3.x): ``<|python_tag|>`` followed by JSON objects ``{"name", "parameters"}`` (or
   ``"arguments"``) separated by ``;``, or the same objects without the tag when they use ``"parameters"``.
   Built-in tools' Python syntax after the tag (``brave_search.call(...)``) is a parse error.
@@ -47,7 +48,7 @@ __all__ = ["READERS"]
 
 _BLOCK = re.compile(r"<tool_call>(.*?)(</tool_call>|\Z)", re.DOTALL)
 _INNER_FENCE = re.compile(r"\A```[\w-]*\s*\n(.*?)\n?```\Z", re.DOTALL)
-_FENCE = re.compile(r"```[\w-]*[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_FENCE = re.compile(r"```[\w-]*\s*(.*?)(?:```|\Z)", re.DOTALL)
 _JSON_START = re.compile(r"\{|\[\s*\{")  # an object, or a list of objects: "[1, 2]" or "[see]" is prose
 _DECODER = json.JSONDecoder()
 _WHITE = " \t\r\n"
