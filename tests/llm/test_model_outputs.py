@@ -1,0 +1,59 @@
+"""A real model's answers (tests/data/model-outputs/, see its README) read as the backend reads them.
+
+Each file is one raw answer of Qwen2.5-Coder-0.5B-Instruct behind llama.cpp's ``llama-server``: ``native-*``
+answered a request with native ``tools`` (read as ``tool_mode = "auto"`` reads it), ``<format>-*`` a text-mode
+request whose system prompt asked for that format (read with ``text_format`` that format, and with ``auto``).
+What each holds is written down by hand below, from reading the file: the reader is checked against it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prefix_exec.llm.decode import decode_answer
+from prefix_exec.llm.textcalls import AUTO_ORDER, read_text_calls
+
+FOLDER = Path(__file__).resolve().parents[1] / "data" / "model-outputs"
+
+Calls = list[tuple[str, dict[str, Any]]]
+
+#: file -> (the format that reads it, or None for an answer without a call; its calls; whether any failed to parse)
+EXPECTED: dict[str, tuple[str | None, Calls, bool]] = {
+    "native-jinja-1.txt": ("fenced", [("get_weather", {"city": "Paris", "unit": "c"})], False),
+}
+
+
+def answer(name: str) -> tuple[str | None, Any]:
+    """The answer's content (``None`` for null) and its ``tool_calls`` as the server sent them."""
+    text = (FOLDER / name).read_text(encoding="utf-8")
+    head, _, rest = text.partition("\ncontent:\n")
+    tool_calls = json.loads(head.split("tool_calls: ", 1)[1].splitlines()[0])
+    content = rest.split("\n--- request messages ---", 1)[0].removesuffix("\n")
+    return (None if content == "<null>" else content), tool_calls
+
+
+def test_every_recorded_answer_has_an_expectation() -> None:
+    assert sorted(p.name for p in FOLDER.glob("*.txt")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_a_real_answer_reads_as_written_down(name: str) -> None:
+    fmt, calls, failed = EXPECTED[name]
+    content, tool_calls = answer(name)
+    kind = name.split("-", 1)[0]
+    if kind == "native":
+        body = {"choices": [{"message": {"role": "assistant", "content": content, "tool_calls": tool_calls}}]}
+        done = decode_answer(body, mode="auto", text_format="auto", role="executor", model="qwen", latency_s=0.0)
+        assert done.in_content is (fmt is not None and not tool_calls)
+        readings = [(done.text_format, done.calls)]
+    else:
+        assert kind in AUTO_ORDER
+        readings = [(r.format, r.calls) for r in (read_text_calls(content, kind), read_text_calls(content))]
+    for read_format, read_calls in readings:
+        assert read_format == fmt
+        assert [(c.name, dict(c.arguments)) for c in read_calls if not c.parse_error] == calls
+        assert any(c.parse_error for c in read_calls) is failed
