@@ -1,8 +1,9 @@
 """A real model's answers (tests/data/model-outputs/, see its README) read as the backend reads them.
 
 Each file is one raw answer of Qwen2.5-Coder-0.5B-Instruct behind llama.cpp's ``llama-server``: ``native-*``
-answered a request with native ``tools`` (read as ``tool_mode = "auto"`` reads it), ``<format>-*`` a text-mode
-request whose system prompt asked for that format (read with ``text_format`` that format, and with ``auto``).
+answered a request with native ``tools`` (read as ``tool_mode = "auto"`` reads it), ``null-content-*`` the same
+after a tool call whose assistant message had ``content`` null or ``""``, ``<format>-*`` a text-mode request
+whose system prompt asked for that format (read with ``text_format`` that format, and with ``auto``).
 What each holds is written down by hand below, from reading the file: the reader is checked against it.
 """
 
@@ -24,6 +25,11 @@ Calls = list[tuple[str, dict[str, Any]]]
 #: file -> (the format that reads it, or None for an answer without a call; its calls; whether any failed to parse)
 EXPECTED: dict[str, tuple[str | None, Calls, bool]] = {
     "native-jinja-1.txt": ("fenced", [("get_weather", {"city": "Paris", "unit": "c"})], False),
+    "native-jinja-2.txt": ("fenced", [("ls", {"a": True})], False),
+    "native-jinja-3.txt": ("fenced", [("ls", {"a": True})], False),  # asked to cd first: it did not
+    # After a tool result the model calls again and then writes a made-up result: prose after the call.
+    "null-content-jinja-null.txt": ("json", [("get_weather", {"city": "Paris", "unit": "c"})], False),
+    "null-content-jinja-empty.txt": ("json", [("get_weather", {"city": "Paris", "unit": "c"})], False),
 }
 
 
@@ -45,7 +51,7 @@ def test_a_real_answer_reads_as_written_down(name: str) -> None:
     fmt, calls, failed = EXPECTED[name]
     content, tool_calls = answer(name)
     kind = name.split("-", 1)[0]
-    if kind == "native":
+    if kind in ("native", "null"):
         body = {"choices": [{"message": {"role": "assistant", "content": content, "tool_calls": tool_calls}}]}
         done = decode_answer(body, mode="auto", text_format="auto", role="executor", model="qwen", latency_s=0.0)
         assert done.in_content is (fmt is not None and not tool_calls)
@@ -57,3 +63,15 @@ def test_a_real_answer_reads_as_written_down(name: str) -> None:
         assert read_format == fmt
         assert [(c.name, dict(c.arguments)) for c in read_calls if not c.parse_error] == calls
         assert any(c.parse_error for c in read_calls) is failed
+
+
+def test_llama_server_takes_null_content_beside_tool_calls() -> None:
+    """What ``null_content`` is not needed for: llama-server answered the same to ``null`` and ``""``."""
+    texts = [(FOLDER / f"null-content-jinja-{kind}.txt").read_text(encoding="utf-8") for kind in ("null", "empty")]
+    assert all(text.startswith("status: 200\n") for text in texts)
+    assert answer("null-content-jinja-null.txt") == answer("null-content-jinja-empty.txt")
+
+
+def test_a_made_up_tool_result_after_the_call_stays_prose() -> None:
+    content, _ = answer("null-content-jinja-null.txt")
+    assert read_text_calls(content).prose == '{"temperature": 18, "sky": "cloudy"}'
