@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from prefix_exec.llm.backend import refuses_tools
 from prefix_exec.llm.decode import decode_answer
 from prefix_exec.llm.textcalls import AUTO_ORDER, read_text_calls
 
@@ -42,8 +43,21 @@ def answer(name: str) -> tuple[str | None, Any]:
     return (None if content == "<null>" else content), tool_calls
 
 
+#: Answers that were errors: file -> status.
+ERRORS = {"native-nojinja-1.txt": 500}
+
+
 def test_every_recorded_answer_has_an_expectation() -> None:
-    assert sorted(p.name for p in FOLDER.glob("*.txt")) == sorted(EXPECTED)
+    assert sorted(p.name for p in FOLDER.glob("*.txt")) == sorted([*EXPECTED, *ERRORS])
+
+
+@pytest.mark.parametrize("name", sorted(ERRORS))
+def test_llama_server_without_jinja_refuses_tools_with_a_500_auto_recognises(name: str) -> None:
+    text = (FOLDER / name).read_text(encoding="utf-8")
+    assert text.startswith(f"status: {ERRORS[name]}\n")
+    error = json.loads(text.split("body:\n", 1)[1].splitlines()[0])["error"]
+    assert error["code"] == 500
+    assert refuses_tools(error["message"])  # so auto switches to text (tests/llm/test_text_fallback.py)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -167,3 +167,41 @@ def test_null_content_empty_also_covers_calls_read_from_the_content() -> None:
         assert server.requests[1]["messages"][2]["content"] == ""
     assert first.in_content
     assert done.content == "Logged in."
+
+
+# ------------------------------------------------------------------------------------------- a 500 refusing tools
+
+JINJA_500 = "500:tools param requires --jinja flag"  # llama-server --no-jinja (llama-cpp-python 0.3.36's build)
+
+
+def test_auto_switches_to_text_on_a_500_that_refuses_tools_without_retrying_it() -> None:
+    with ScriptedServer(bare_json_login) as server:
+        server.faults.append(JINJA_500)
+        backend = ChatBackend(endpoint(server, tool_mode="auto"))
+        done = backend.complete(MESSAGES, TOOLS)
+        statuses, second = list(server.statuses), server.requests[1]
+    assert statuses == [500, 200]
+    assert done.retries == ()
+    assert backend.text_mode
+    assert backend.text_fallback == "tools param requires --jinja flag"
+    assert "tools" not in second
+    assert [(c.name, c.parse_error) for c in done.calls] == [("login", None)]
+    assert done.text_format == "json"
+
+
+def test_native_mode_fails_at_once_on_a_500_that_refuses_tools_and_says_what_fits() -> None:
+    with ScriptedServer(login) as server:
+        server.faults.append(JINJA_500)
+        with pytest.raises(BackendError, match=r'takes no tools.*tool_mode = "auto" or "text"') as info:
+            ChatBackend(endpoint(server)).complete(MESSAGES, TOOLS)
+        assert server.statuses == [500]
+    assert info.value.retries == ()
+
+
+def test_a_plain_500_is_still_retried_in_auto_mode() -> None:
+    with ScriptedServer(login) as server:
+        server.faults.append("500")
+        backend = ChatBackend(endpoint(server, tool_mode="auto"))
+        done = backend.complete(MESSAGES, TOOLS)
+    assert [e.kind for e in done.retries] == ["server"]
+    assert not backend.text_mode

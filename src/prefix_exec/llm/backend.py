@@ -48,9 +48,9 @@ _SEMAPHORES: dict[str, threading.BoundedSemaphore] = {}
 _TOOL_SUPPORT: dict[tuple[str, str], ToolSupport] = {}
 _REGISTRY_LOCK = threading.Lock()
 
-# A 400 that says the server cannot take ``tools`` at all (Ollama, llama.cpp without --jinja, vLLM without
+# An error that says the server cannot take ``tools`` at all (Ollama, llama.cpp without --jinja, vLLM without
 # --enable-auto-tool-choice, Azure's "unrecognized argument"), as opposed to a 400 about one tool message
-# or one schema, which text mode would not fix.
+# or one schema, which text mode would not fix. Most servers say it with a 400; llama-server with a 500.
 _REFUSES_TOOLS = re.compile(
     r"(does not|doesn't|do not|don't|cannot|can't) (support|accept) (function calling|tool calling|tool use|tools)\b"
     r"|\b(tools|tool calling|function calling|tool use) (is |are )?(not supported|unsupported|not enabled|disabled)"
@@ -85,8 +85,22 @@ def tool_support(base_url: str, model: str) -> ToolSupport:
 
 
 def refuses_tools(message: str) -> bool:
-    """Whether a 400's message says the server does not take the ``tools`` field at all."""
+    """Whether an error message says the server does not take the ``tools`` field at all."""
     return _REFUSES_TOOLS.search(message) is not None
+
+
+class _ToolsRefused(Exception):
+    """The server refused the ``tools`` field of an ``auto`` request; ``message`` is its words."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _error_message(exc: Exception) -> str:
+    """The server's error message: the ``message`` of the error object it sent as JSON, else the exception's text."""
+    body = getattr(exc, "body", None)
+    return body["message"] if isinstance(body, dict) and isinstance(body.get("message"), str) else str(exc)
 
 
 class _BadAnswer(Exception):
@@ -173,12 +187,10 @@ class ChatBackend:
         """
         try:
             return self._complete(messages, tools, role)
+        except _ToolsRefused as refused:
+            self._tools.refusal = refused.message[:300]
+            return self._complete(messages, tools, role)
         except self._openai.BadRequestError as exc:
-            body = getattr(exc, "body", None)  # the error object, when the server sent JSON
-            message = body["message"] if isinstance(body, dict) and isinstance(body.get("message"), str) else str(exc)
-            if self.config.tool_mode == "auto" and tools and not self.text_mode and refuses_tools(message):
-                self._tools.refusal = message[:300]
-                return self._complete(messages, tools, role)
             raise BackendError(f"{self._where()}: bad request: {exc}") from None
 
     def request_digest(self, messages: Sequence[Message], tools: Sequence[ToolSchema] = ()) -> str:
@@ -188,6 +200,11 @@ class ChatBackend:
         (the plan store keys initial plans by it)."""
         request = self._request(messages, tools)
         return request_key({"base_url": redact_url(self.config.base_url), "text_mode": self.text_mode, **request})
+
+    def _falls_back(self, tools: Sequence[ToolSchema], message: str) -> bool:
+        """Whether an error saying ``message`` switches this model to text: ``auto``, tools offered natively,
+        and a server that says it takes no tools (some say so with a 400, llama-server with a 500)."""
+        return self.config.tool_mode == "auto" and bool(tools) and not self.text_mode and refuses_tools(message)
 
     def _where(self) -> str:
         return f"{self.config.model} at {redact_url(self.config.base_url)}"
@@ -235,9 +252,11 @@ class ChatBackend:
                     response = self._post(request)
                     latency = time.perf_counter() - started
                 break
-            except self._openai.BadRequestError:
-                raise
             except (self._openai.APIError, _BadAnswer) as exc:
+                if isinstance(exc, self._openai.APIStatusError) and self._falls_back(tools, _error_message(exc)):
+                    raise _ToolsRefused(_error_message(exc)) from None
+                if isinstance(exc, self._openai.BadRequestError):
+                    raise
                 elapsed = time.perf_counter() - started if started is not None else 0.0
                 event = self._retryable(exc, attempt, elapsed)
                 if isinstance(event, str):
@@ -311,6 +330,8 @@ class ChatBackend:
                 return f"no quota left (429 insufficient_quota), retrying cannot help: {exc}"
             kind = "rate_limit"
         elif status is not None and status >= 500:
+            if refuses_tools(_error_message(exc)):  # llama-server without --jinja answers 500, not 400
+                return f'the server takes no tools ({status}); tool_mode = "auto" or "text" would fit it: {exc}'
             kind = "server"
         else:
             return _fatal_message(exc, status, self.config)
