@@ -9,6 +9,7 @@ object is accepted too, as some models double-encode it):
 - ``hermes`` (Hermes, Qwen): ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks anywhere in
   the answer, a Markdown fence inside allowed. A block cut off by the end of the answer counts when its body
   starts like a call (``{``); a missing ``arguments`` is ``{}``.
+
 - ``json``: the answer starts with a JSON object ``{"name", "arguments"}`` or a list of them; more objects may
   follow, separated by white space. Text after them is prose. JSON that is no call (no ``name`` and
   ``arguments`` keys) is prose.
@@ -24,6 +25,10 @@ object is accepted too, as some models double-encode it):
   ``<|python_end|>``. It is parsed with :mod:`ast` and each argument read with :func:`ast.literal_eval`:
   literals only (strings, numbers, booleans, ``None``, lists, tuples, dicts with string keys); a name, an
   attribute, a call or an operator as a value is a parse error. Nothing is evaluated.
+
+Where a tag or a fence already marks the text as calls (``hermes``, ``fenced``, ``mistral``, ``llama`` after its
+tag), the arguments may also be spelled ``"parameters"``: small models mix the two (a real model behind
+llama-server wrote ``[TOOL_CALLS] [{"name": "ls", "parameters": {...}}]``, tests/data/model-outputs/).
 
 Bounds (:mod:`prefix_exec.llm.text_reading`), so hostile text can neither hang a reader nor blow memory: a
 reader reads at most ``MAX_CALLS`` calls and a failed call quotes at most ``MAX_RAW_CHARS`` of its text; JSON
@@ -54,6 +59,8 @@ _DECODER = json.JSONDecoder()
 _WHITE = " \t\r\n"
 _PYTHON_TAG, _MISTRAL_TAG, _ARGS_TAG = "<|python_tag|>", "[TOOL_CALLS]", "[ARGS]"
 _LLAMA_ENDS = ("<|eom_id|>", "<|eot_id|>")
+#: The arguments' key where a tag or a fence already says "this is a call": models mix the two spellings.
+_EITHER = ("arguments", "parameters")
 
 
 def _has_key(text: str, key: str) -> bool:
@@ -87,7 +94,7 @@ def _json_calls(text: str, keys: Sequence[str], *, claimed: bool, separators: st
 
     ``claimed``: the text is known to be calls (a tag said so), so a first value that is no call is a parse
     error rather than prose. Unclaimed text whose first value does not parse is a failed call only when it has
-    the keys of a call (``name`` and ``keys[0]``); otherwise it is prose.
+    the keys of a call (``name`` and one of ``keys``); otherwise it is prose.
     """
     calls: list[ToolCall] = []
     pos = 0
@@ -100,7 +107,7 @@ def _json_calls(text: str, keys: Sequence[str], *, claimed: bool, separators: st
             value, end = _DECODER.raw_decode(text, pos)
         except (ValueError, RecursionError) as exc:  # also digits past Python's int limit
             rest = text[pos:]
-            if claimed or (_has_key(rest, "name") and _has_key(rest, keys[0])):
+            if claimed or (_has_key(rest, "name") and any(_has_key(rest, key) for key in keys)):
                 calls.append(failed(rest, f"tool call is not valid JSON ({json_reason(exc)})"))
                 pos = len(text)
             break
@@ -132,7 +139,7 @@ def read_hermes(text: str) -> Reading | None:
         except (ValueError, RecursionError) as exc:
             calls.append(failed(body, f"tool call is not valid JSON ({json_reason(exc)})"))
             continue
-        calls.append(_call_of(data, body, ("arguments",), missing_is_empty=True))
+        calls.append(_call_of(data, body, _EITHER, missing_is_empty=True))
     for match in reversed(blocks[:MAX_CALLS]):
         text = text[: match.start()] + text[match.end() :]
     return Reading(text.strip() or None, tuple(calls))
@@ -144,12 +151,13 @@ def _unfenced(body: str) -> str:
     return fenced.group(1).strip() if fenced else body
 
 
-def read_json(text: str) -> Reading | None:
-    """A bare JSON object or list of ``{"name", "arguments"}`` at the start of the answer."""
+def read_json(text: str, keys: Sequence[str] = ("arguments",)) -> Reading | None:
+    """A bare JSON object or list of ``{"name", "arguments"}`` at the start of the answer (``keys``: the
+    arguments' key or keys accepted)."""
     stripped = text.strip()
     if not _JSON_START.match(stripped):
         return None
-    return _json_calls(stripped, ("arguments",), claimed=False)
+    return _json_calls(stripped, keys, claimed=False)
 
 
 def read_fenced(text: str) -> Reading | None:
@@ -159,7 +167,7 @@ def read_fenced(text: str) -> Reading | None:
     for match in _FENCE.finditer(text):
         if len(calls) >= MAX_CALLS:
             break
-        found = read_json(match.group(1))
+        found = read_json(match.group(1), _EITHER)
         if found is not None:
             calls += found.calls[: MAX_CALLS - len(calls)]
             spans.append(match.span())
@@ -194,7 +202,7 @@ def read_mistral(text: str) -> Reading | None:
     prose, rest = text[:at].strip(), text[at + len(_MISTRAL_TAG) :].strip()
     if rest.startswith(("[", "{")):
         # Claimed text always reads as calls; the fallback only spells that out for the type checker.
-        found = _json_calls(rest, ("arguments",), claimed=True) or Reading(None, (failed(rest, "no tool call"),))
+        found = _json_calls(rest, _EITHER, claimed=True) or Reading(None, (failed(rest, "no tool call"),))
         after = found.prose
     else:
         found = Reading(None, tuple(_named_call(part.strip()) for part in rest.split(_MISTRAL_TAG)[:MAX_CALLS]))
