@@ -12,7 +12,7 @@ from loopback import MESSAGES, TOOLS, endpoint, login
 
 from fakes.openai_server import ScriptedServer, text_message
 from prefix_exec.llm import BackendError, ChatBackend, EndpointConfig, ResponseCache
-from prefix_exec.llm.backend import refuses_tools
+from prefix_exec.llm.tool_support import refuses_tools
 
 _models = itertools.count()
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from prefix_exec.llm.backend import refuses_tools
 from prefix_exec.llm.decode import decode_answer
 from prefix_exec.llm.textcalls import AUTO_ORDER, read_text_calls
+from prefix_exec.llm.tool_support import refuses_tools
 
 FOLDER = Path(__file__).resolve().parents[1] / "data" / "model-outputs"
 

@@ -13,7 +13,7 @@ from fakes.openai_server import ScriptedServer, text_message, tool_message
 from fakes.text_calls import content_server, write
 from prefix_exec.errors import InputError
 from prefix_exec.llm import BackendError, ChatBackend, EndpointConfig
-from prefix_exec.llm import backend as backend_module
+from prefix_exec.llm import tool_support as support_module
 from prefix_exec.llm.textcalls import AUTO_ORDER
 
 
@@ -114,12 +114,12 @@ def test_the_content_fallback_sends_the_same_request_whatever_ran_before_in_any_
         cfg = endpoint(server, tool_mode="auto")
         ChatBackend(cfg).scoped("react").complete(MESSAGES, TOOLS)
         ChatBackend(cfg).scoped("guarded-react").complete(MESSAGES, TOOLS)
-        saved = dict(backend_module._TOOL_SUPPORT)
-        backend_module._TOOL_SUPPORT.clear()  # what a new worker process starts from
+        saved = dict(support_module._TOOL_SUPPORT)
+        support_module._TOOL_SUPPORT.clear()  # what a new worker process starts from
         try:
             ChatBackend(cfg).scoped("dual-loop").complete(MESSAGES, TOOLS)
         finally:
-            backend_module._TOOL_SUPPORT.update(saved)
+            support_module._TOOL_SUPPORT.update(saved)
         bodies = [json.dumps(body, sort_keys=True) for body in server.requests]
     assert len(set(bodies)) == 1
     assert "tools" in server.requests[0]

@@ -13,7 +13,8 @@ leaves to the caller:
 - an optional SQLite response cache keyed by the request; only checked answers are stored;
 - native tool calling, or the text protocol of :mod:`prefix_exec.llm.textcalls`, or native with two
   fallbacks (``tool_mode = "auto"``): calls read from the text of an answer without ``tool_calls``, per
-  answer; and text mode once the server refuses ``tools``, learned once per endpoint and model in the process;
+  answer; and text mode once the server refuses ``tools``, learned once per endpoint and model in the process
+  (:mod:`prefix_exec.llm.tool_support`);
 - ``null_content = "empty"``: assistant messages with tool calls go out with ``content: ""``, not ``null``.
 
 The client's own retries are off (``max_retries=0``) so that every retry is ours and counted.
@@ -27,7 +28,6 @@ import email.utils
 import json
 import math
 import random
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -40,24 +40,13 @@ from prefix_exec.llm.client import import_openai, openai_client
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.llm.decode import decode_answer, response_problem
 from prefix_exec.llm.textcalls import with_tools_prompt
+from prefix_exec.llm.tool_support import ToolsRefused, error_message, refuses_tools, tool_support
 from prefix_exec.llm.types import BackendError, Completion, Message, RetryEvent, ToolSchema
 from prefix_exec.redaction import redact_url
 from prefix_exec.trajectory import ToolCall
 
 _SEMAPHORES: dict[str, threading.BoundedSemaphore] = {}
-_TOOL_SUPPORT: dict[tuple[str, str], ToolSupport] = {}
 _REGISTRY_LOCK = threading.Lock()
-
-# An error that says the server cannot take ``tools`` at all (Ollama, llama.cpp without --jinja, vLLM without
-# --enable-auto-tool-choice, Azure's "unrecognized argument"), as opposed to a 400 about one tool message
-# or one schema, which text mode would not fix. Most servers say it with a 400; llama-server with a 500.
-_REFUSES_TOOLS = re.compile(
-    r"(does not|doesn't|do not|don't|cannot|can't) (support|accept) (function calling|tool calling|tool use|tools)\b"
-    r"|\b(tools|tool calling|function calling|tool use) (is |are )?(not supported|unsupported|not enabled|disabled)"
-    r"|(unrecognized|unknown|unexpected|extra) [^.]{0,60}\btools\b"
-    r"|enable-auto-tool-choice|tools param requires --jinja",
-    re.IGNORECASE,
-)
 
 
 def endpoint_slots(base_url: str, cap: int) -> threading.BoundedSemaphore:
@@ -66,41 +55,6 @@ def endpoint_slots(base_url: str, cap: int) -> threading.BoundedSemaphore:
         if base_url not in _SEMAPHORES:
             _SEMAPHORES[base_url] = threading.BoundedSemaphore(cap)
         return _SEMAPHORES[base_url]
-
-
-class ToolSupport:
-    """What ``tool_mode = "auto"`` learned about one model on one endpoint, shared process-wide.
-
-    ``refusal`` is the server's message that rejected the ``tools`` field, or ``None`` while native calls work.
-    """
-
-    def __init__(self) -> None:
-        self.refusal: str | None = None
-
-
-def tool_support(base_url: str, model: str) -> ToolSupport:
-    """The process-wide :class:`ToolSupport` of ``model`` at ``base_url``."""
-    with _REGISTRY_LOCK:
-        return _TOOL_SUPPORT.setdefault((base_url, model), ToolSupport())
-
-
-def refuses_tools(message: str) -> bool:
-    """Whether an error message says the server does not take the ``tools`` field at all."""
-    return _REFUSES_TOOLS.search(message) is not None
-
-
-class _ToolsRefused(Exception):
-    """The server refused the ``tools`` field of an ``auto`` request; ``message`` is its words."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-def _error_message(exc: Exception) -> str:
-    """The server's error message: the ``message`` of the error object it sent as JSON, else the exception's text."""
-    body = getattr(exc, "body", None)
-    return body["message"] if isinstance(body, dict) and isinstance(body.get("message"), str) else str(exc)
 
 
 class _BadAnswer(Exception):
@@ -187,7 +141,7 @@ class ChatBackend:
         """
         try:
             return self._complete(messages, tools, role)
-        except _ToolsRefused as refused:
+        except ToolsRefused as refused:
             self._tools.refusal = refused.message[:300]
             return self._complete(messages, tools, role)
         except self._openai.BadRequestError as exc:
@@ -253,8 +207,8 @@ class ChatBackend:
                     latency = time.perf_counter() - started
                 break
             except (self._openai.APIError, _BadAnswer) as exc:
-                if isinstance(exc, self._openai.APIStatusError) and self._falls_back(tools, _error_message(exc)):
-                    raise _ToolsRefused(_error_message(exc)) from None
+                if isinstance(exc, self._openai.APIStatusError) and self._falls_back(tools, error_message(exc)):
+                    raise ToolsRefused(error_message(exc)) from None
                 if isinstance(exc, self._openai.BadRequestError):
                     raise
                 elapsed = time.perf_counter() - started if started is not None else 0.0
@@ -330,7 +284,7 @@ class ChatBackend:
                 return f"no quota left (429 insufficient_quota), retrying cannot help: {exc}"
             kind = "rate_limit"
         elif status is not None and status >= 500:
-            if refuses_tools(_error_message(exc)):  # llama-server without --jinja answers 500, not 400
+            if refuses_tools(error_message(exc)):  # llama-server without --jinja answers 500, not 400
                 return f'the server takes no tools ({status}); tool_mode = "auto" or "text" would fit it: {exc}'
             kind = "server"
         else:
