@@ -66,6 +66,20 @@ def test_an_over_long_line_is_one_bad_line(tmp_path: Path, monkeypatch: pytest.M
     assert "longer than" in rows[1][1].message
 
 
+def test_a_line_that_is_not_utf8_is_that_lines_error_only(tmp_path: Path) -> None:
+    path = tmp_path / "rows.jsonl"
+    good, after = json.dumps(unit("good")).encode(), json.dumps(unit("after")).encode()
+    path.write_bytes(good + b"\n" + b'{"task_id": "\xff\xfe"}\n' + after + b"\n")
+    rows = list(iter_json_lines(path, tolerant=True))
+    assert [(n, type(d).__name__) for n, d in rows] == [(1, "dict"), (2, "InputError"), (3, "dict")]
+    error = rows[1][1]
+    assert (error.line, Path(error.path)) == (2, path)
+    assert "not UTF-8 text (invalid start byte at byte 13 of the line)" in error.message
+    with pytest.raises(InputError) as info:  # not tolerant: the first bad line is the error
+        list(iter_json_lines(path))
+    assert info.value.line == 2
+
+
 def test_devices_and_fifos_are_refused_without_reading(tmp_path: Path) -> None:
     link = tmp_path / "zero.jsonl"
     link.symlink_to("/dev/zero")

@@ -16,8 +16,9 @@ from typing import IO, Any
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonMapping
 
-#: Largest JSONL line read, in characters. A rollout or record is kilobytes; a longer line is an input error
-#: (one bad line, not a MemoryError), whatever the file holds.
+#: Largest JSONL line read, in bytes (and largest JSON document: spec files, inspect log members, in characters
+#: or bytes). A rollout or record is kilobytes; a longer line is an input error (one bad line, not a
+#: MemoryError), whatever the file holds.
 MAX_LINE_CHARS = 64 * 1024 * 1024
 
 
@@ -80,16 +81,20 @@ def _fallback(value: Any) -> Any:
 def iter_json_lines(path: str | Path, *, tolerant: bool = False) -> Iterator[tuple[int, Any]]:
     """``(line_number, parsed_json)`` for every non-blank line.
 
-    A line that is not JSON raises :class:`InputError`; with ``tolerant`` it is yielded as
-    ``(line_number, InputError)`` instead, so the caller can report it and read on.
+    A line that is not JSON (or not UTF-8, or over :data:`MAX_LINE_CHARS`) raises :class:`InputError`; with
+    ``tolerant`` it is yielded as ``(line_number, InputError)`` instead, so the caller can report it and read on.
     """
     for number, text in numbered_lines(path):
-        if not text.strip():
-            continue
         try:
-            if len(text) > MAX_LINE_CHARS:
-                raise ValueError(f"line longer than {MAX_LINE_CHARS:,} characters")
+            if isinstance(text, InputError):
+                raise text
+            if not text.strip():
+                continue
             yield number, loads(text)
+        except InputError as error:
+            if not tolerant:
+                raise
+            yield number, error
         except ValueError as exc:
             message = (
                 f"not valid JSON ({exc.msg} at column {exc.colno})"
@@ -107,38 +112,43 @@ def iter_json_lines(path: str | Path, *, tolerant: bool = False) -> Iterator[tup
             yield number, error
 
 
-def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+def numbered_lines(path: str | Path) -> Iterator[tuple[int, str | InputError]]:
     """``(line_number, line)`` for each line of a regular UTF-8 text file, numbered from 1, blank ones
-    included; an over-long line comes cut (see :func:`utf8_lines`). Not a regular file, or not UTF-8: an
-    :class:`InputError` naming the file."""
+    included. A line that is not UTF-8, or longer than :data:`MAX_LINE_CHARS` bytes, comes as the
+    :class:`InputError` naming it, and the lines after it are read on (one bad line never loses the others).
+    Not a regular file: an :class:`InputError` raised for the whole file."""
     p = Path(path)
     check_regular_file(p)
-    with p.open(encoding="utf-8") as fh:
+    with p.open("rb") as fh:
         yield from enumerate(utf8_lines(fh, p), start=1)
 
 
-def utf8_lines(fh: IO[str], path: Path) -> Iterator[str]:
-    """The lines of a text file opened as UTF-8; a decoding failure is an InputError naming the file."""
+def utf8_lines(fh: IO[bytes], path: Path) -> Iterator[str | InputError]:
+    """The lines of a file opened in binary, each decoded as UTF-8 on its own: a line that does not decode,
+    or one over :data:`MAX_LINE_CHARS` bytes (read in bounded pieces and skipped), is its :class:`InputError`."""
     number = 0
-    try:
-        while True:
-            # readline with a cap: a file of one endless line (no newline) is read in bounded pieces.
-            text = fh.readline(MAX_LINE_CHARS + 1)
-            if not text:
-                return
-            number += 1
-            if len(text) > MAX_LINE_CHARS and not text.endswith("\n"):
-                while True:  # skip the rest of the over-long line, it is reported by length
-                    rest = fh.readline(MAX_LINE_CHARS)
-                    if not rest or rest.endswith("\n"):
-                        break
-            yield text
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"not UTF-8 text ({exc.reason} at byte {exc.start} of the chunk after line {number})",
-            path=path,
-            hint="is this a binary file? JSONL files are UTF-8 text",
-        ) from None
+    while True:
+        # readline with a cap: a file of one endless line (no newline) is read in bounded pieces.
+        raw = fh.readline(MAX_LINE_CHARS + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > MAX_LINE_CHARS:
+            while not raw.endswith(b"\n"):  # skip the rest of the over-long line, it is reported by length
+                raw = fh.readline(MAX_LINE_CHARS)
+                if not raw:
+                    break
+            yield InputError(f"line longer than {MAX_LINE_CHARS:,} bytes", path=path, line=number)
+            continue
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield InputError(
+                f"not UTF-8 text ({exc.reason} at byte {exc.start} of the line)",
+                path=path,
+                line=number,
+                hint="is this a binary file? JSONL files are UTF-8 text",
+            )
 
 
 class JsonlWriter:
@@ -223,6 +233,8 @@ def completed_keys(path: str | Path, *, kind: str | None = None) -> set[UnitKey]
         return set()
     keys: set[UnitKey] = set()
     for number, text in numbered_lines(p):
+        if isinstance(text, InputError):
+            raise InputError(f"cannot resume: {text.message}", path=p, line=number, hint="pass a fresh --out file")
         if not text.endswith("\n"):
             break
         try:

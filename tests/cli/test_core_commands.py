@@ -4,11 +4,14 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from ticketing_cli import score_example
 
 from prefix_exec.cli import build_parser, main
+
+TICKETING = Path(__file__).resolve().parents[2] / "examples" / "ticketing"
 
 
 def test_score_then_metrics_json(ticketing, tmp_path, capsys):
@@ -180,10 +183,10 @@ def test_metrics_refuses_a_rollout_counted_twice(ticketing, tmp_path, capsys):
 
 def test_binary_input_is_a_clear_error(tmp_path, capsys):
     path = tmp_path / "x.jsonl"
-    path.write_bytes(b'{"a": 1}\n\x80\x81\xfe binary')
+    path.write_bytes(b'\x80\x81\xfe binary\n{"a": 1}')  # the first bad line is the error
     assert main(["metrics", str(path)]) == 2
     err = capsys.readouterr().err
-    assert "not UTF-8 text" in err
+    assert "x.jsonl:1: not UTF-8 text" in err
     assert "Traceback" not in err
 
 
@@ -231,3 +234,15 @@ def test_a_raising_user_hook_skips_its_rollouts_and_scores_the_rest(ticketing, t
     assert len(skipped) >= 1
     assert all("hook bug" in line for line in skipped)
     assert len(out.read_text().splitlines()) == 12 - len(skipped)
+
+
+def test_one_line_that_is_not_utf8_loses_only_that_line_with_keep_going(tmp_path, capsys):
+    rollouts = (TICKETING / "rollouts.jsonl").read_bytes().splitlines()
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(rollouts[0] + b"\n" + b'{"task_id": "\xff"}\n' + b"\n".join(rollouts[1:]) + b"\n")
+    out = tmp_path / "out.jsonl"
+    argv = ["score", "custom", "--tools", str(TICKETING / "tools.yaml"), str(path), "--out", str(out)]
+    assert main([*argv, "--keep-going"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:2: not UTF-8 text" in err
+    assert len(out.read_text(encoding="utf-8").splitlines()) == len(rollouts)

@@ -186,9 +186,12 @@ def read_result_file(
         raise ValueError(f"prompting_y must be one of {PROMPTING_Y}, got {prompting_y!r}")
     category = category_of_file(path)
     for number, line in numbered_lines(path):
+        where = f"{path}:{number}"
+        if isinstance(line, InputError):  # not UTF-8, or over-long: this line's error only
+            yield Skipped(where, line.message)
+            continue
         if not line.strip():
             continue
-        where = f"{path}:{number}"
         try:
             row = json.loads(line)
         except (ValueError, RecursionError) as exc:
