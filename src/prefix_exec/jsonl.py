@@ -91,10 +91,10 @@ def iter_json_lines(path: str | Path, *, tolerant: bool = False) -> Iterator[tup
             if not text.strip():
                 continue
             yield number, loads(text)
-        except InputError as error:
+        except InputError as bad:
             if not tolerant:
                 raise
-            yield number, error
+            yield number, bad
         except ValueError as exc:
             message = (
                 f"not valid JSON ({exc.msg} at column {exc.colno})"

@@ -145,7 +145,7 @@ def test_example_rollouts_score_as_documented(env, ticketing):
     ],
 )
 def test_bad_specs_are_input_errors(tmp_path, spec, fragment):
-    path = tmp_path / "spec.json"
+    path = tmp_path / "spec.yaml"  # JSON is YAML; a YAML spec may name hooks
     path.write_text(json.dumps(spec))
     with pytest.raises(InputError, match=fragment):
         load_spec(path)
@@ -158,7 +158,7 @@ def test_unknown_task_when_tasks_are_declared(env):
 
 def _spec_with_hooks(tmp_path, hooks_source):
     (tmp_path / "h.py").write_text(hooks_source)
-    spec = tmp_path / "s.json"
+    spec = tmp_path / "s.yaml"  # only a YAML spec may name hooks
     spec.write_text(json.dumps({"hooks": "h.py", "tools": [{"name": "a", "precondition": "check", "effect": "apply"}]}))
     return load_spec(spec)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import traceback
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -130,6 +131,14 @@ def environment_from_spec(
     true for a tools list alone (``form`` ``openai`` or ``mcp``; ``origin`` names the list), which says nothing
     about whether a task needs a tool. Each task keeps the rule that decided it (:attr:`TaskSpec.no_tool_rule`).
     """
+    if data.get("hooks") and not names_code(path, form):
+        raise InputError(
+            f"this {FORM_NAMES[form]} in a {path.suffix or 'suffix-less'} file names a hooks module; only a YAML "
+            "spec (.yaml/.yml) may, so a JSON file shaped like a tool list never runs code",
+            path=path,
+            field="hooks",
+            hint="name the module in a --hooks side file, or write the spec as YAML (docs/security.md)",
+        )
     module = _load_hooks(data["hooks"], path) if data.get("hooks") else None
     layers: JsonMapping = {}
     side_module = None
@@ -181,8 +190,23 @@ def _flag(value: Any) -> str:
     return "true" if value else "false"
 
 
+#: Suffixes of the spec files that may name a hooks module (trusted code; docs/security.md).
+CODE_SPEC_SUFFIXES = (".yaml", ".yml")
+
+
+def names_code(path: Path, form: str) -> bool:
+    """Whether a spec read from ``path`` as ``form`` may name a hooks module: only our own spec form in a YAML
+    file the user passed (``--tools``). A JSON file (a tool list from OpenAI, MCP or a transcript, or anything
+    shaped like one) never loads Python; hooks then come from a ``--hooks`` side file only."""
+    return form == "spec" and path.suffix.lower() in CODE_SPEC_SUFFIXES
+
+
 def _load_hooks(ref: str, spec_path: Path) -> ModuleType:
-    """A hooks module, from a ``.py`` path relative to the spec or a dotted module path."""
+    """A hooks module, from a ``.py`` path relative to the spec or a dotted module path.
+
+    Anything the module raises while it loads (a syntax error, ``SystemExit``, an exception at import) is an
+    :class:`InputError` naming the hooks file and, where known, its line: the run ends with exit 2, never
+    with the module's own exit code or a traceback."""
     try:
         if ref.endswith(".py"):
             file = (spec_path.parent / ref).resolve()
@@ -199,6 +223,23 @@ def _load_hooks(ref: str, spec_path: Path) -> ModuleType:
             path=spec_path,
             field="hooks",
             hint="give a .py file relative to this file, or an importable dotted module path",
+        ) from None
+    except SyntaxError as exc:
+        raise InputError(
+            f"the hooks module {ref!r} is not valid Python: {exc.msg}",
+            path=exc.filename or ref,
+            line=exc.lineno,
+            hint="fix the hooks module",
+        ) from None
+    except (Exception, SystemExit) as exc:  # the user's module ran and failed; budgets and ^C pass through
+        frames = traceback.extract_tb(exc.__traceback__)
+        inside = [f for f in frames if f.filename != __file__ and "importlib" not in f.filename]
+        where = inside[-1] if inside else None
+        raise InputError(
+            f"the hooks module {ref!r} raised {type(exc).__name__} while loading: {exc}",
+            path=where.filename if where is not None else spec_path,
+            line=where.lineno if where is not None else None,
+            hint="fix the hooks module: loading it must only define functions",
         ) from None
 
 

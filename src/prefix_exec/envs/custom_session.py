@@ -228,7 +228,7 @@ def _run_hook(tool: ToolSpec, kind: str, hook: Hook, state: JsonObject, args: Js
     module, named with the raising line), so it is one skipped unit under ``--keep-going``, not a traceback."""
     try:
         return hook(state, args)
-    except Exception as exc:  # the user's code may raise anything; budgets (BaseException) pass through
+    except (Exception, SystemExit) as exc:  # the user's code may raise anything (sys.exit too); budgets and ^C pass
         frames = traceback.extract_tb(exc.__traceback__)
         where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
         name = getattr(hook, "__name__", repr(hook))
