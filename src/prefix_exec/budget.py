@@ -91,7 +91,7 @@ def check() -> None:
         raise OverBudget(budget.seconds)
 
 
-def _address_space() -> int | None:
+def address_space() -> int | None:
     """The process's current virtual size in bytes (Linux ``/proc/self/statm``), or ``None``."""
     try:
         with open("/proc/self/statm", "rb") as handle:
@@ -109,7 +109,7 @@ def call_memory() -> Iterator[None]:
     after it. Without a budget, off the main thread or without ``RLIMIT_AS``, the block runs uncapped.
     """
     megabytes = current().call_memory_mb
-    size = _address_space() if megabytes > 0 else None
+    size = address_space() if megabytes > 0 else None
     if (
         size is None
         or resource is None

@@ -30,6 +30,7 @@ from prefix_exec.cli.score_custom import add_spec_options, note_schema_only, pol
 from prefix_exec.cli.score_tau import add_tau2_data_option
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
+from prefix_exec.importers.inspect_archive import ReadBounds
 from prefix_exec.importers.inspect_log import log_files, read_log
 from prefix_exec.inspect_sources import SUPPORTED, InspectSources, is_benchmark
 from prefix_exec.scoring import score_to_file
@@ -110,9 +111,10 @@ def _read_logs(args: argparse.Namespace, paths: list[str], sources: InspectSourc
     own_tools = None if args.tools else (lambda task: not is_benchmark(task))
     noted = False
     source = trial_source(args)
+    bounds = ReadBounds(args.rollout_budget, args.call_memory)  # each sample read under a rollout's budgets
     for path in paths:
         try:
-            log = read_log(path, scorer=args.scorer, tools=own_tools, trials=source)
+            log = read_log(path, scorer=args.scorer, tools=own_tools, trials=source, bounds=bounds)
         except InputError as exc:
             if not args.keep_going:
                 raise
