@@ -25,9 +25,9 @@ from prefix_exec.importers.inspect_log import (
     InspectSample,
     Message,
     generic_rollout,
-    read_log,
     success_of,
 )
+from prefix_exec.importers.inspect_reader import read_log
 from prefix_exec.importers.inspect_tau import simulation_of, tau_results
 from prefix_exec.trajectory import Skipped
 

@@ -31,7 +31,8 @@ from prefix_exec.cli.score_tau import add_tau2_data_option
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.inspect_archive import ReadBounds
-from prefix_exec.importers.inspect_log import log_files, read_log
+from prefix_exec.importers.inspect_log import log_files
+from prefix_exec.importers.inspect_reader import read_log
 from prefix_exec.inspect_sources import SUPPORTED, InspectSources, is_benchmark
 from prefix_exec.scoring import score_to_file
 from prefix_exec.trajectory import Skipped
