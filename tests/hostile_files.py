@@ -9,10 +9,12 @@ from pathlib import Path
 FIFO, ZERO = "\u0000FIFO", "\u0000ZERO"
 
 
-def write_case_file(path: Path, text: str) -> None:
-    """Write one case file: ``FIFO`` makes a named pipe, ``ZERO`` a link to /dev/zero, anything else the text
-    (lone surrogates kept as they are)."""
-    if text == FIFO:
+def write_case_file(path: Path, text: str | bytes) -> None:
+    """Write one case file: ``FIFO`` makes a named pipe, ``ZERO`` a link to /dev/zero, bytes as they are,
+    anything else the text (lone surrogates kept as they are)."""
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    elif text == FIFO:
         os.mkfifo(path)
     elif text == ZERO:
         path.symlink_to("/dev/zero")

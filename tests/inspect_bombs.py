@@ -7,11 +7,13 @@ A good sample of these logs is a conversation without a tool call, scored on :da
 
 from __future__ import annotations
 
+import io
 import json
+import warnings
 import zipfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 #: The zip method inspect writes (zstd), readable once inspect_ai has patched zipfile.
 ZSTD = 93
@@ -74,10 +76,26 @@ def write_eval(
 ) -> Path:
     """A ``.eval`` archive of ``header.json`` (``head``, default :func:`header`) and ``members`` (text, bytes or
     pieces of bytes streamed into the member), compressed with ``method``."""
+    with path.open("wb") as out:
+        _archive(out, members, method, head)
+    return path
+
+
+def eval_bytes(
+    members: dict[str, str | bytes | Iterable[bytes]], *, method: int = zipfile.ZIP_DEFLATED, head: Any = None
+) -> bytes:
+    """The bytes of the archive :func:`write_eval` would write."""
+    out = io.BytesIO()
+    _archive(out, members, method, head)
+    return out.getvalue()
+
+
+def _archive(out: IO[bytes], members: dict[str, str | bytes | Iterable[bytes]], method: int, head: Any) -> None:
     if method == ZSTD:
         import inspect_ai.log  # noqa: F401  (patches zipfile with zstd)
-    with zipfile.ZipFile(path, "w", compression=method) as archive:
-        archive.writestr("header.json", json.dumps(head or header()))
+    with zipfile.ZipFile(out, "w", compression=method) as archive, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a member name given twice, on purpose
+        archive.writestr("header.json", head if isinstance(head, str) else json.dumps(head or header()))
         for name, content in members.items():
             if isinstance(content, str | bytes):
                 archive.writestr(name, content)
@@ -85,7 +103,6 @@ def write_eval(
             with archive.open(name, "w", force_zip64=True) as member:
                 for piece in content:
                     member.write(piece)
-    return path
 
 
 def good_members(ids: Iterable[Any]) -> dict[str, str | bytes | Iterable[bytes]]:

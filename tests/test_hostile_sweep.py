@@ -1,25 +1,46 @@
 """The hostile-input sweep: hundreds of malformed or hostile inputs built here, across every importer,
-``metrics``, ``report`` and grids, each run in-process through the CLI.
+``metrics``, ``report``, grids, inspect logs and tool lists, each run in-process through the CLI.
 
 Every case must end within its time bound with exit 0 or 2, print no traceback, create no file outside its
-output, and (for the scoring commands) still score the good rows around the bad one.
+output, change none of its inputs, stay under the memory bound and (for the scoring commands) still score the
+good rows around the bad one; and no case may connect to the loopback listener, show the canary file's content
+or import the canary hooks module, whose addresses are planted in the inputs (tests/hostile_cases.py, where
+other modules register their cases).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import importlib
+import importlib.util
 import json
 import os
 import resource
+import runpy
+import select
+import socket
 import time
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import hostile_outputs
+import hostile_inspect  # noqa: F401  (registers the inspect cases)
 import hostile_transcripts
+from hostile_cases import (
+    CANARY_FILE,
+    CANARY_HOOKS,
+    CANARY_HOST,
+    CANARY_URL,
+    OPTIONAL_MODULES,
+    SOURCES,
+    Case,
+    register,
+)
 from hostile_files import FIFO, ZERO, write_case_file
 from prefix_exec.cli import main
 
@@ -29,6 +50,9 @@ BOUND_S = 60.0
 #: How far the whole sweep may raise the process's peak memory, MiB (inputs are kilobytes to megabytes; a
 #: reader that copied a hostile value quadratically, or read /dev/zero, would pass it).
 MEMORY_BOUND_MIB = 1024
+#: The absolute bound of the sweep's process and of any child it starts (peak RSS), and the address space
+#: it may add while it runs (RLIMIT_AS), MiB.
+ABSOLUTE_MEMORY_MIB = 3 * 1024
 
 #: Hostile values, as raw JSON text (some cannot be written by json.dumps at all).
 RAW_VALUES = {
@@ -46,23 +70,19 @@ RAW_VALUES = {
     "long-text": json.dumps("x" * 200_000),
     "html": json.dumps('<script>alert(1)</script>=HYPERLINK("http://x")'),
     "nan": "NaN",
+    # the canaries: a URL to the loopback listener, the canary file, and the canary hooks module
+    "canary-url": json.dumps(CANARY_URL),
+    "canary-file": json.dumps(CANARY_FILE),
+    "canary-ref": json.dumps({"$ref": CANARY_URL, "$dynamicRef": f"file://{CANARY_FILE}", "hooks": CANARY_HOOKS}),
+    "canary-host": json.dumps(CANARY_HOST),
 }
 #: The values tried at every path; the full set is tried at the identity and count fields.
-CORE = ("null", "huge-int", "surrogate", "deep-list", "nested-900", "empty-object", "long-text")
+CORE = ("null", "huge-int", "surrogate", "deep-list", "nested-900", "empty-object", "long-text", "canary-ref")
 FULL_AT = {("dataset",), ("model",), ("method",), ("trial",), ("success",), ("actions",), ("T",), ("fed",)}
 
 
 def values_for(path: tuple[str | int, ...]) -> dict[str, str]:
     return RAW_VALUES if path in FULL_AT else {k: RAW_VALUES[k] for k in CORE}
-
-
-@dataclass(frozen=True)
-class Case:
-    name: str
-    files: dict[str, str]  # relative path -> text
-    argv: Callable[[Path], list[str]]  # argv for main, given the case folder
-    out: str  # the output's relative path
-    good: tuple[str, ...] = ()  # task ids the output must hold (scoring commands)
 
 
 def mutate(row: dict[str, Any], path: tuple[str | int, ...], raw: str) -> str:
@@ -100,6 +120,7 @@ GARBAGE_LINES = {
 }
 
 
+@register("custom")
 def custom_cases() -> Iterator[Case]:
     good = (TICKETING / "rollouts.jsonl").read_text(encoding="utf-8").splitlines()
     first, second = json.loads(good[0]), json.loads(good[1])
@@ -131,6 +152,7 @@ def custom_cases() -> Iterator[Case]:
         )
 
 
+@register("openai")
 def openai_cases() -> Iterator[Case]:
     """Transcripts scored on their own tools list, so the hostile value may sit in the list too."""
     login = {"type": "function", "function": {"name": "login", "arguments": '{"username": "sam"}'}}
@@ -176,6 +198,7 @@ REPLIES = {
 }
 
 
+@register("evidence")
 def evidence_cases() -> Iterator[Case]:
     """Huge and odd recorded results, as a transcript's tool replies, scored with a side file whose produces reads
     them (every id of a list), and as a canonical rollout's observation with an error flag and type."""
@@ -230,6 +253,7 @@ def evidence_cases() -> Iterator[Case]:
             )
 
 
+@register("transcripts")
 def transcript_cases() -> Iterator[Case]:
     """Every other transcript form as JSONL (a hostile value at each path of one record between two good
     ones), and hostile whole .json documents."""
@@ -276,6 +300,7 @@ def transcript_cases() -> Iterator[Case]:
 TRANSCRIPT_FLAGS = ("--model", "m", "--keep-going", "--out")
 
 
+@register("spec")
 def spec_cases() -> Iterator[Case]:
     """Hostile MCP tools/list results and OpenAI tools arrays as --tools."""
     response = json.loads((TICKETING / "mcp-tools-list.json").read_text(encoding="utf-8"))
@@ -301,6 +326,7 @@ def spec_cases() -> Iterator[Case]:
                 )
 
 
+@register("bfcl")
 def bfcl_cases() -> Iterator[Case]:
     good = {"id": "multi_turn_base_1", "result": [[[{"pwd": "{}"}]]]}
     good2 = {"id": "multi_turn_base_3", "result": [["[ls()]"]]}
@@ -367,6 +393,7 @@ def record_row(task: str, method: str = "react") -> dict[str, Any]:
     }
 
 
+@register("metrics")
 def metrics_cases() -> Iterator[Case]:
     good = [json.dumps(record_row(f"t{i}", method)) for i in range(3) for method in ("react", "plan")]
     base = record_row("hostile")
@@ -392,6 +419,7 @@ def metrics_cases() -> Iterator[Case]:
     yield Case("metrics:dev-zero", {"records.jsonl": ZERO}, lambda d: ["metrics", str(d / "records.jsonl")], "m.csv")
 
 
+@register("report")
 def report_cases() -> Iterator[Case]:
     good = [json.dumps(record_row(f"t{i}", method)) for i in range(3) for method in ("react", "plan")]
     base = record_row("hostile")
@@ -438,6 +466,7 @@ GRIDS = {
 }
 
 
+@register("grid")
 def grid_cases() -> Iterator[Case]:
     for name, text in GRIDS.items():
         yield Case(
@@ -445,6 +474,7 @@ def grid_cases() -> Iterator[Case]:
         )
 
 
+@register("tau")
 def tau_and_toolsandbox_cases() -> Iterator[Case]:
     shapes = {
         "not-json": "nope",
@@ -480,20 +510,134 @@ def tau_and_toolsandbox_cases() -> Iterator[Case]:
         )
 
 
-def all_cases() -> list[Case]:
-    return [
-        *custom_cases(),
-        *openai_cases(),
-        *evidence_cases(),
-        *transcript_cases(),
-        *spec_cases(),
-        *bfcl_cases(),
-        *metrics_cases(),
-        *report_cases(),
-        *grid_cases(),
-        *tau_and_toolsandbox_cases(),
-        *hostile_outputs.cases(Case),
+@register("hooks")
+def hooks_cases() -> Iterator[Case]:
+    """Files shaped like tool lists that name the canary hooks module (issue 29 item 7): as --tools of every
+    scoring command that takes one, and inside the records; none may import it."""
+    tool = {"name": "login", "parameters": {"type": "object"}}
+    documents = {
+        "spec-shaped": {"tools": [tool], "hooks": CANARY_HOOKS},
+        "openai-object": {"tools": [{"type": "function", "function": tool}], "hooks": CANARY_HOOKS},
+        "mcp": {"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "login", "inputSchema": {}}]}},
+        "tool-hooks": {"tools": [{**tool, "hooks": CANARY_HOOKS, "precondition": "run"}], "hooks": CANARY_HOOKS},
+        "relative": {"tools": [tool], "hooks": "canary_hooks.py"},
+        "dotted": {"tools": [tool], "hooks": "os"},
+    }
+    documents["mcp"]["result"]["hooks"] = CANARY_HOOKS  # type: ignore[index]
+    rollouts = TICKETING / "rollouts.jsonl"
+    for name, document in documents.items():
+        text = json.dumps(document)
+        yield Case(
+            f"hooks:custom:{name}",
+            {"tools.json": text, "canary_hooks.py": f"exec(open({CANARY_HOOKS!r}).read())\n"},
+            lambda d: ["score", "custom", "--tools", str(d / "tools.json"), str(rollouts), "--out", str(d / "o.jsonl")],
+            "o.jsonl",
+        )
+    chat = {
+        "task_id": "hooked",
+        "model": "m",
+        "success": 1,
+        "hooks": CANARY_HOOKS,
+        "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}],
+        "tools": [{"type": "function", "function": tool, "hooks": CANARY_HOOKS}],
+    }
+    for command in ("openai", "transcripts"):
+        yield Case(
+            f"hooks:{command}:record",
+            {"in.jsonl": json.dumps(chat) + "\n", "tools.json": json.dumps(documents["spec-shaped"])},
+            lambda d, command=command: [
+                *("score", command, str(d / "in.jsonl"), "--model", "m", "--keep-going", "--out", str(d / "o.jsonl")),
+            ],
+            "o.jsonl",
+            ("hooked",),
+        )
+        yield Case(
+            f"hooks:{command}:tools",
+            {"in.jsonl": json.dumps(chat) + "\n", "tools.json": json.dumps(documents["spec-shaped"])},
+            lambda d, command=command: [
+                *("score", command, str(d / "in.jsonl"), "--tools", str(d / "tools.json"), "--model", "m"),
+                *("--keep-going", "--out", str(d / "o.jsonl")),
+            ],
+            "o.jsonl",
+        )
+
+
+#: Lines that are not UTF-8, each put between two good lines (issue 29 item 8).
+NOT_UTF8 = {
+    "invalid-start": b'{"task_id": "\xff\xfe"}',
+    "truncated-sequence": b'{"task_id": "\xe2\x82"}',
+    "overlong": b'{"task_id": "\xc0\xaf"}',
+    "surrogate-bytes": b'{"task_id": "\xed\xa0\x80"}',
+    "latin-1": '{"task_id": "caf\u00e9"}'.encode("latin-1"),
+}
+
+
+@register("utf8")
+def utf8_cases() -> Iterator[Case]:
+    """A line that is not UTF-8 between good lines, for every reader of JSON Lines: only that line is lost."""
+    rollouts = (TICKETING / "rollouts.jsonl").read_bytes().splitlines()
+    chat = {
+        "model": "m",
+        "success": 1,
+        "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}],
+        "tools": [],
+    }
+    chats = [json.dumps({**chat, "task_id": t}).encode() for t in ("g0", "g1")]
+    bfcl = [
+        json.dumps({"id": "multi_turn_base_1", "result": [[[{"pwd": "{}"}]]]}).encode(),
+        json.dumps({"id": "multi_turn_base_3", "result": [["[ls()]"]]}).encode(),
     ]
+    records = [json.dumps(record_row(f"t{i}", m)).encode() for i in range(3) for m in ("react", "plan")]
+    for name, line in NOT_UTF8.items():
+        yield Case(
+            f"utf8:custom:{name}",
+            {"in.jsonl": b"\n".join([rollouts[0], line, rollouts[1]]) + b"\n"},
+            lambda d: [
+                *("score", "custom", "--tools", str(TICKETING / "tools.yaml"), str(d / "in.jsonl")),
+                *("--out", str(d / "out.jsonl"), "--keep-going"),
+            ],
+            "out.jsonl",
+            tuple(json.loads(r)["task_id"] for r in rollouts[:2]),
+        )
+        for command in ("openai", "transcripts"):
+            yield Case(
+                f"utf8:{command}:{name}",
+                {"in.jsonl": b"\n".join([chats[0], line, chats[1]]) + b"\n"},
+                lambda d, command=command: [
+                    *("score", command, str(d / "in.jsonl"), "--model", "m", "--keep-going"),
+                    *("--out", str(d / "out.jsonl")),
+                ],
+                "out.jsonl",
+                ("g0", "g1"),
+            )
+        yield Case(
+            f"utf8:bfcl:{name}",
+            {"m-FC/BFCL_v4_multi_turn_base_result.json": b"\n".join([bfcl[0], line, bfcl[1]]) + b"\n"},
+            lambda d: ["score", "bfcl", str(d / "m-FC"), "--out", str(d / "out.jsonl"), "--keep-going"],
+            "out.jsonl",
+            ("multi_turn_base_1", "multi_turn_base_3"),
+        )
+        yield Case(
+            f"utf8:metrics:{name}",
+            {"records.jsonl": b"\n".join([*records, line]) + b"\n"},
+            lambda d: ["metrics", str(d / "records.jsonl"), "--resamples", "20", "--out", str(d / "m.csv")],
+            "m.csv",
+        )
+
+
+def all_cases() -> list[Case]:
+    """Every registered case (the optional modules of other helpers' cases imported first, when present; one
+    that registers nothing but has ``cases(Case)`` is registered under its name's last part)."""
+    for name in OPTIONAL_MODULES:
+        if importlib.util.find_spec(name) is not None:
+            module = importlib.import_module(name)
+            kind = name.removeprefix("hostile_")
+            if kind not in SOURCES and hasattr(module, "cases"):
+                register(kind)(lambda module=module: module.cases(Case))
+    cases = [case for source in SOURCES.values() for case in source()]
+    names = [case.name for case in cases]
+    assert len(names) == len(set(names)), "two hostile cases share a name"
+    return cases
 
 
 def listing(folder: Path) -> set[Path]:
@@ -503,7 +647,8 @@ def listing(folder: Path) -> set[Path]:
 def test_the_sweep_has_hundreds_of_cases_across_every_input() -> None:
     cases = all_cases()
     kinds = {c.name.split(":")[0] for c in cases}
-    assert len(cases) >= 200 and kinds == {
+    assert len(cases) >= 200
+    assert kinds >= {
         "custom",
         "openai",
         "evidence",
@@ -515,55 +660,226 @@ def test_the_sweep_has_hundreds_of_cases_across_every_input() -> None:
         "grid",
         "tau",
         "toolsandbox",
+        "inspect",
+        "hooks",
+        "utf8",
         "outputs",
     }
+    planted = [c for c in cases if any(_holds_canary(text) for text in c.files.values())]
+    assert len(planted) >= 100, "the canaries are planted in the inputs"
+
+
+def _holds_canary(text: str | bytes) -> bool:
+    tokens = (CANARY_URL, CANARY_FILE, CANARY_HOOKS, CANARY_HOST)
+    return any((t.encode() if isinstance(text, bytes) else t) in text for t in tokens)
+
+
+@dataclass
+class Canaries:
+    """A loopback listener that must see no connection, a file whose content must never be shown, and a hooks
+    module that would create ``marker`` if imported; :meth:`plant` puts their addresses in a case's text."""
+
+    listener: socket.socket
+    file: Path
+    secret: bytes
+    hooks: Path
+    marker: Path
+
+    @classmethod
+    def make(cls, folder: Path) -> Canaries:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        listener.setblocking(False)
+        secret = f"prefix-exec-canary-{uuid.uuid4().hex}".encode()
+        canary = folder / "canary-secret.txt"
+        canary.write_bytes(secret + b"\n")
+        marker = folder / "hooks-ran.marker"
+        hooks = folder / "canary_hooks_module.py"
+        body = f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\n"
+        hooks.write_text(body + "\n\ndef run(state, args):\n    return None\n", encoding="utf-8")
+        return cls(listener, canary, secret, hooks, marker)
+
+    @property
+    def host(self) -> str:
+        host, port = self.listener.getsockname()
+        return f"{host}:{port}"
+
+    def plant(self, text: str) -> str:
+        return (
+            text.replace(CANARY_URL, f"http://{self.host}/canary")
+            .replace(CANARY_HOST, self.host)
+            .replace(CANARY_FILE, str(self.file))
+            .replace(CANARY_HOOKS, str(self.hooks))
+        )
+
+    def plant_bytes(self, data: bytes) -> bytes:
+        for token in (CANARY_URL, CANARY_HOST, CANARY_FILE, CANARY_HOOKS):
+            data = data.replace(token.encode(), self.plant(token).encode())
+        return data
+
+    def connections(self) -> int:
+        """How many connections wait on the listener (accepted and closed here, so each is counted once)."""
+        count = 0
+        while select.select([self.listener], [], [], 0)[0]:
+            try:
+                peer, _ = self.listener.accept()
+            except BlockingIOError:
+                break
+            peer.close()
+            count += 1
+        return count
+
+    def problems(self, shown: list[bytes]) -> list[str]:
+        found = []
+        if self.connections():
+            found.append("connected to the loopback canary listener")
+        if any(self.secret in text for text in shown):
+            found.append("showed the canary file's content")
+        if self.marker.exists():
+            self.marker.unlink()
+            found.append("imported the canary hooks module")
+        return found
+
+
+def _digests(folder: Path, names: list[str]) -> dict[str, str]:
+    """sha256 of each regular input file (special files and links are left as they are)."""
+    found = {}
+    for name in names:
+        path = folder / name
+        if path.is_file() and not path.is_symlink():
+            found[name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def _outputs(folder: Path, inputs: set[str]) -> list[bytes]:
+    """The bytes of every regular file in ``folder`` that is not an input (each read up to 64 MiB)."""
+    shown = []
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink() and str(path.relative_to(folder)) not in inputs:
+            with path.open("rb") as fh:
+                shown.append(fh.read(64 << 20))
+    return shown
+
+
+def _write(folder: Path, case: Case, canaries: Canaries) -> None:
+    for name, content in case.files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        planted = canaries.plant_bytes(content) if isinstance(content, bytes) else canaries.plant(content)
+        write_case_file(path, planted)
+
+
+def _run(case: Case, folder: Path, canaries: Canaries) -> tuple[object, float]:
+    start = time.monotonic()
+    try:
+        code: object = main([canaries.plant(arg) for arg in case.argv(folder)])
+    except SystemExit as exc:  # argparse
+        code = exc.code
+    except BaseException as exc:  # the sweep reports every escape
+        code = f"raised {type(exc).__name__}: {str(exc)[:200]}"
+    return code, time.monotonic() - start
+
+
+def _check(case: Case, folder: Path, code: object, seconds: float, err: str, created: set[Path]) -> list[str]:
+    found = []
+    if code not in (0, 2):
+        found.append(f"exit {code}")
+    if "Traceback" in err:
+        found.append("traceback")
+    if "toolstools" in err:
+        found.append("a field path with 'tools' twice")
+    if seconds > BOUND_S:
+        found.append(f"{seconds:.1f} s")
+    if created:
+        found.append(f"created {sorted(map(str, created))[:3]} outside its output")
+    if case.good:
+        out = folder / case.out
+        scored = {json.loads(line)["task_id"] for line in out.read_text().splitlines()} if out.exists() else set()
+        if not set(case.good) <= scored:
+            found.append(f"good rows not scored ({sorted(set(case.good) - scored)})")
+    return found
+
+
+@contextlib.contextmanager
+def _address_space_cap(mebibytes: int) -> Iterator[None]:
+    """RLIMIT_AS at the process's size plus ``mebibytes`` for the block: a blow-up is a MemoryError here, not
+    the machine's OOM killer."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/statm", "rb") as handle:
+        size = int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    cap = size + mebibytes * 1024 * 1024
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    record_property: Any,
 ) -> None:
     monkeypatch.chdir(tmp_path)  # anything written relative to the working directory would show up here
+    canaries = Canaries.make(tmp_path_factory.mktemp("canaries"))
+    canary_digests = _digests(canaries.file.parent, [canaries.file.name, canaries.hooks.name])
+    kinds = {k for k in os.environ.get("HOSTILE_KINDS", "").split(",") if k}  # a subset while working on one
+    cases = [c for c in all_cases() if not kinds or c.name.split(":")[0] in kinds]
     problems: list[str] = []
     slowest = (0.0, "")
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # Linux: KiB, the process's peak so far
-    for index, case in enumerate(all_cases()):
-        folder = tmp_path / f"case{index}"
-        folder.mkdir()
-        for name, text in case.files.items():
-            path = folder / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_case_file(path, text)
-        before = listing(folder)
-        start = time.monotonic()
-        try:
-            code: object = main(case.argv(folder))
-        except SystemExit as exc:  # argparse
-            code = exc.code
-        except BaseException as exc:  # the sweep reports every escape
-            code = f"raised {type(exc).__name__}: {str(exc)[:200]}"
-        seconds = time.monotonic() - start
-        slowest = max(slowest, (seconds, case.name))
-        err = capsys.readouterr().err
-        created = {p for p in listing(folder) - before if not str(p).startswith(case.out)}
-        if code not in (0, 2):
-            problems.append(f"{case.name}: exit {code}")
-        if "Traceback" in err:
-            problems.append(f"{case.name}: traceback")
-        if seconds > BOUND_S:
-            problems.append(f"{case.name}: {seconds:.1f} s")
-        if created:
-            problems.append(f"{case.name}: created {sorted(map(str, created))[:3]} outside its output")
-        if lost := hostile_outputs.unchanged(folder, case.files):
-            problems.append(f"{case.name}: inputs lost or changed: {lost[:3]}")
-        if case.good:
-            out = folder / case.out
-            found = {json.loads(line)["task_id"] for line in out.read_text().splitlines()} if out.exists() else set()
-            if not set(case.good) <= found:
-                problems.append(f"{case.name}: good rows not scored ({sorted(set(case.good) - found)})")
+    started = time.monotonic()
+    with _address_space_cap(ABSOLUTE_MEMORY_MIB):
+        for index, case in enumerate(cases):
+            folder = tmp_path / f"case{index}"
+            folder.mkdir()
+            _write(folder, case, canaries)
+            before, digests = listing(folder), _digests(folder, list(case.files))
+            code, seconds = _run(case, folder, canaries)
+            slowest = max(slowest, (seconds, case.name))
+            captured = capsys.readouterr()
+            created = {p for p in listing(folder) - before if not str(p).startswith(case.out)}
+            found = _check(case, folder, code, seconds, captured.err, created)
+            if _digests(folder, list(case.files)) != digests:  # as hostile_outputs.unchanged, for planted text too
+                found.append("changed or removed an input")
+            shown = [captured.err.encode(errors="replace"), captured.out.encode(errors="replace")]
+            found += canaries.problems(shown + _outputs(folder, set(case.files)))
+            problems += [f"{case.name}: {problem}" for problem in found]
+    total = time.monotonic() - started
     grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_kib) / 1024
     if grown_mib > MEMORY_BOUND_MIB:
         problems.append(f"the sweep raised the process's peak memory by {grown_mib:.0f} MiB")
-    assert set(os.listdir(tmp_path)) == {f"case{i}" for i in range(len(all_cases()))}
-    assert not problems, f"{len(problems)} problems (slowest case {slowest[1]}: {slowest[0]:.1f} s):\n" + "\n".join(
-        problems[:60]
-    )
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        if resource.getrusage(who).ru_maxrss / 1024 > ABSOLUTE_MEMORY_MIB:
+            problems.append(f"peak memory {resource.getrusage(who).ru_maxrss // 1024} MiB, over {ABSOLUTE_MEMORY_MIB}")
+    if _digests(canaries.file.parent, [canaries.file.name, canaries.hooks.name]) != canary_digests:
+        problems.append("the canary file or the canary hooks module changed")
+    canaries.listener.close()
+    summary = f"hostile sweep: {len(cases)} cases in {total:.0f} s (slowest {slowest[1]}: {slowest[0]:.1f} s)"
+    record_property("hostile_sweep", summary)
+    with capsys.disabled():
+        print(f"\n{summary}")
+    assert set(os.listdir(tmp_path)) == {f"case{i}" for i in range(len(cases))}
+    assert not problems, f"{len(problems)} problems ({summary}):\n" + "\n".join(problems[:60])
+
+
+def test_the_canaries_see_a_connection_a_shown_file_and_an_import(tmp_path: Path) -> None:
+    canaries = Canaries.make(tmp_path)
+    assert canaries.problems([b"nothing"]) == []
+    assert canaries.plant(f"{CANARY_URL} {CANARY_FILE}") == f"http://{canaries.host}/canary {canaries.file}"
+    with socket.create_connection(canaries.listener.getsockname(), timeout=5):
+        pass
+    runpy.run_path(str(canaries.hooks))
+    shown = [b"x" + canaries.file.read_bytes()]
+    assert canaries.problems(shown) == [
+        "connected to the loopback canary listener",
+        "showed the canary file's content",
+        "imported the canary hooks module",
+    ]
+    assert canaries.problems(shown[:0]) == []  # each is reported once
+    canaries.listener.close()
