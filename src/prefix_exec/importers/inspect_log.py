@@ -2,8 +2,9 @@
 
 A log holds one task run: its header (task, model, solver plan, status) and one sample per (id, epoch). This
 module turns each sample inspect's reader gives (:mod:`~prefix_exec.importers.inspect_reader` reads a log within
-bounds) into an :class:`InspectSample` of plain JSON-like values: its messages normalized to :class:`Message` (role, text, tool calls, the tool reply's id, error and error type),
-its metadata, its store, its tool list (from its model events, when read) and Y from its score. The benchmark
+bounds) into an :class:`InspectSample` of plain JSON-like values: its messages normalized to :class:`Message`
+(role, text, tool calls, the tool reply's id, error and error type), its metadata, its store, its tool list
+(from its model events, when read) and Y from its score. The benchmark
 mappings (:mod:`~prefix_exec.importers.inspect_bfcl`, :mod:`~prefix_exec.importers.inspect_tau`) and the generic
 one (:func:`generic_rollout`) build rollouts from those; nothing here knows a benchmark.
 
