@@ -96,7 +96,12 @@ class ReadBounds:
             os.close(readable)
             self._child(read, writable)
         os.close(writable)
-        data, late = self._collect(readable, pid)
+        try:
+            data, late = self._collect(readable, pid)
+        except BaseException:  # ^C or a budget while waiting: the child goes too
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise
         _, status = os.waitpid(pid, 0)
         if late is not None:
             raise ReadFailed(late)

@@ -139,19 +139,20 @@ def _read_member(
     a refused member, or one inspect cannot read, is an unscorable sample saying why."""
     from inspect_ai.log import read_eval_log_sample
 
-    def read() -> InspectSample:
+    def read() -> tuple[tuple[int, str], InspectSample]:
         # With its events: inspect leaves fields out by streaming the member through ijson, ten times slower
         # than reading it whole (22 s against 2 s for a 40 MB sample); the member's size is bounded anyway.
         raw = read_eval_log_sample(str(path), member.id, member.epoch, resolve_attachments=True)
-        return to_sample(str(path), raw, scorer, trials, tools=events)
+        order = (int(raw.epoch), raw.id if isinstance(raw.id, str) else str(raw.id).zfill(20))  # inspect's sort
+        return order, to_sample(str(path), raw, scorer, trials, tools=events)
 
-    order = (member.epoch, member.id.zfill(20) if member.id.isdecimal() else member.id)
     problem = archive.refused.get(member.name)
     if problem is None:
         try:
-            return order, bounds.run(read)
+            return bounds.run(read)
         except ReadFailed as exc:
             problem = f"inspect cannot read it ({exc})"
+    order = (member.epoch, member.id.zfill(20) if member.id.isdecimal() else member.id)  # its id's type unknown
     unreadable = InspectSample(
         where=f"{path.name}: sample {member.id} epoch {member.epoch}",
         id=member.id,
