@@ -133,7 +133,7 @@ def environment_from_spec(
     """
     if data.get("hooks") and not names_code(path, form):
         raise InputError(
-            f"this {FORM_NAMES[form]} in a {path.suffix or 'suffix-less'} file names a hooks module; only a YAML "
+            f"{FORM_NAMES[form]} in a {path.suffix or 'suffix-less'} file names a hooks module; only a YAML "
             "spec (.yaml/.yml) may, so a JSON file shaped like a tool list never runs code",
             path=path,
             field="hooks",
