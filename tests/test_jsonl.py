@@ -104,3 +104,12 @@ def test_resume_onto_a_rollouts_file_is_refused(tmp_path: Path) -> None:
     records = tmp_path / "records.jsonl"
     records.write_text(json.dumps(unit("t", kind="record")) + "\n" + json.dumps(unit("u")) + "\n")
     assert completed_keys(records, kind="record") == {("d", "t", "m", "x", 0), ("d", "u", "m", "x", 0)}
+
+
+def test_resume_onto_an_output_with_a_line_that_is_not_utf8_is_refused_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    path.write_bytes(json.dumps(unit("good")).encode() + b"\n\xff\xfe\n")
+    with pytest.raises(InputError) as info:
+        completed_keys(path)
+    assert info.value.line == 2
+    assert info.value.message.startswith("cannot resume: not UTF-8 text")
