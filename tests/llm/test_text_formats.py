@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import keyword
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -253,6 +255,47 @@ def test_hostile_pythonic_text_is_a_parse_error_not_a_crash(text: str, reason: s
     assert call.parse_error
     assert reason in call.parse_error
     assert len(call.raw or "") < MAX_RAW_CHARS + 100
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '```json\n{"name": "ls", "arguments": {"a": false}}\n```',
+        '```json  \n\n{"name": "ls", "arguments": {"a": false}}```',
+        '```\n{"name": "ls", "arguments": {"a": false}}\n\n```',
+        '\n```tool-call\n  {"name": "ls", "arguments": {"a": false}}\n```\n',
+    ],
+)
+def test_a_fence_inside_a_tool_call_block_is_taken_off(body: str) -> None:
+    assert pairs(f"<tool_call>{body}</tool_call>", "hermes") == [("ls", {"a": False})]
+
+
+#: Bound on one reading of hostile text, seconds: a hang bound (the reading takes milliseconds), not a timing.
+HANG_BOUND_S = 60.0
+
+
+@pytest.mark.parametrize(
+    ("tail", "expected"),
+    [("x</tool_call>", ["not valid JSON"]), ("```</tool_call>", ["not valid JSON"]), ("x", [])],
+    ids=["closed", "fenced", "cut-off"],
+)
+def test_a_tool_call_block_of_a_fence_and_newlines_is_read_without_backtracking(tail: str, expected: Any) -> None:
+    """An opening fence then newlines filling the answer: the fence pattern once backtracked over every
+    newline for every newline (8,000 took seconds, the 200,000 the readers look at took hours). Run in a
+    child process, so the old code fails by the hang bound instead of hanging the suite."""
+    code = (
+        "import json\n"
+        "from prefix_exec.llm.textcalls import read_text_calls\n"
+        "from prefix_exec.llm.text_reading import MAX_TEXT_CHARS\n"
+        f"text = '<tool_call>```' + '\\n' * (MAX_TEXT_CHARS - 50) + {tail!r}\n"
+        "print(json.dumps([c.parse_error for c in read_text_calls(text, 'auto').calls]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_BOUND_S, check=True
+    )
+    errors = json.loads(done.stdout)
+    assert len(errors) == len(expected)
+    assert all(want in got for want, got in zip(expected, errors, strict=True))
 
 
 # ------------------------------------------------------------------------------------------- prompts

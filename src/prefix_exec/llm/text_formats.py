@@ -52,7 +52,7 @@ from prefix_exec.trajectory import ToolCall
 __all__ = ["READERS"]
 
 _BLOCK = re.compile(r"<tool_call>(.*?)(</tool_call>|\Z)", re.DOTALL)
-_INNER_FENCE = re.compile(r"\A```[\w-]*\s*\n(.*?)\n?```\Z", re.DOTALL)
+_FENCE_LANGUAGE = re.compile(r"[\w-]*\s*")  # what may follow a fence's opening ```, up to its line's end
 _FENCE = re.compile(r"```[\w-]*\s*(.*?)(?:```|\Z)", re.DOTALL)
 _JSON_START = re.compile(r"\{|\[\s*\{")  # an object, or a list of objects: "[1, 2]" or "[see]" is prose
 _DECODER = json.JSONDecoder()
@@ -146,9 +146,17 @@ def read_hermes(text: str) -> Reading | None:
 
 
 def _unfenced(body: str) -> str:
-    """``body`` without a Markdown code fence around it (```` ```json ... ``` ````)."""
-    fenced = _INNER_FENCE.match(body)
-    return fenced.group(1).strip() if fenced else body
+    """``body`` without a Markdown code fence around it (```` ```json ... ``` ````): the opening ``` and its
+    language tag on the first line, and the closing ``` that ends ``body``.
+
+    No regular expression spans the body: one did, and a block of an opening fence and a few thousand newlines
+    made it backtrack for minutes (quadratic or worse in the newlines)."""
+    if len(body) < 6 or not (body.startswith("```") and body.endswith("```")):
+        return body
+    first, newline, rest = body[3:-3].partition("\n")
+    if not newline or not _FENCE_LANGUAGE.fullmatch(first):
+        return body
+    return rest.strip()
 
 
 def read_json(text: str, keys: Sequence[str] = ("arguments",)) -> Reading | None:
