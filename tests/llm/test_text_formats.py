@@ -108,7 +108,6 @@ def test_a_format_chosen_reads_no_other(fmt: str) -> None:
         ("pythonic", "[ls(a={1, 2})]", "ls", "set is not JSON data"),
         ("pythonic", "[ls(a=b'x')]", "ls", "bytes is not JSON data"),
         ("pythonic", "[ls(**opts)]", "ls", "cannot use **"),
-        ("pythonic", "[ls(a=1)][0]", "", "must be one list"),
         ("pythonic", "[ls(a=1), 5]", "", "must be a call"),
         ("pythonic", "[ls.get(a=1)(b=2)]", "", "must call a name"),
         ("pythonic", "[ls(a=1, a=2)]", "ls", "given twice"),
@@ -166,6 +165,28 @@ def test_prose_around_calls_is_kept() -> None:
         "I listed the folder.",
         [("ls", {"a": True})],
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "prose"),
+    [
+        ("[ls(a=True)]\nI listed the folder [as asked].", "I listed the folder [as asked]."),
+        ('[ls(a="x]y")] See [the docs](https://example.org).', "See [the docs](https://example.org)."),
+        ("<|python_start|>[ls(a=True)]<|python_end|> Done [1].", "Done [1]."),
+        ("[ls(a=True)][0]", "[0]"),
+        ("[ls(a=True)] I'll " + "wait " * (MAX_PYTHON_CHARS // 4), "I'll " + "wait " * (MAX_PYTHON_CHARS // 4)),
+    ],
+    ids=["bracket-in-prose", "link-in-prose", "tags", "subscript", "long-prose"],
+)
+def test_pythonic_prose_after_the_list_is_prose_whatever_it_holds(text: str, prose: str) -> None:
+    """The list ends at its own closing bracket: brackets in the prose after it (or in its strings), and prose
+    longer than the list's bound, once made the whole answer one parse error."""
+    read = read_text_calls(text)
+    assert read.format == "pythonic"
+    assert [(c.name, dict(c.arguments), c.parse_error) for c in read.calls] == [
+        ("ls", {"a": "x]y" if "x]y" in text else True}, None)
+    ]
+    assert read.prose == prose.strip()
 
 
 def test_auto_tries_the_formats_in_the_documented_order() -> None:

@@ -8,17 +8,21 @@ allowed, ``math.sqrt``) with keyword arguments only, and each argument's value n
 string keys. A name, attribute, call, operator, set, bytes or complex number as a value, a positional
 argument, an argument given twice, or ``**kwargs`` is a parse error of that call; text that starts like the
 format but is no valid Python list is one parse error for the whole answer. Prose after the list's closing
-``]`` is kept as prose.
+``]`` (found with Python's tokenizer, so brackets in the list's strings and in the prose are no trouble) is
+kept as prose.
 
-The source is bounded before the parser sees it (:data:`MAX_PYTHON_CHARS`, :data:`MAX_PYTHON_DEPTH`
-brackets): deeply nested input can crash CPython's parser, and hostile text must not.
+The list is bounded before the parser sees it (:data:`MAX_PYTHON_CHARS`, :data:`MAX_PYTHON_DEPTH`
+brackets): deeply nested input can crash CPython's parser, and hostile text must not. Prose after the list
+counts toward neither bound.
 """
 
 from __future__ import annotations
 
 import ast
+import io
 import math
 import re
+import tokenize
 from typing import Any
 
 from prefix_exec.llm.text_reading import MAX_CALLS, Reading, failed
@@ -41,15 +45,42 @@ def read_pythonic(text: str) -> Reading | None:
     source = source.removesuffix("<|python_end|>").rstrip()
     if not _START.match(source):
         return None
-    if len(source) > MAX_PYTHON_CHARS:
+    end = _list_end(source[: MAX_PYTHON_CHARS + 1])
+    code = source if end is None else source[:end]  # no end found: the whole answer fails as one
+    if len(code) > MAX_PYTHON_CHARS:
         return Reading(None, (failed(source, f"pythonic tool calls longer than {MAX_PYTHON_CHARS:,} characters"),))
-    if _depth(source) > MAX_PYTHON_DEPTH:
+    if _depth(code) > MAX_PYTHON_DEPTH:
         return Reading(None, (failed(source, f"pythonic tool calls nested deeper than {MAX_PYTHON_DEPTH}"),))
-    parsed = _parse(source)
+    parsed = _parse(code)
     if isinstance(parsed, str):
         return Reading(None, (failed(source, parsed),))
-    listing, code, prose = parsed
-    return Reading(prose, tuple(_call(node, code) for node in listing.elts[:MAX_CALLS]))
+    prose = source[len(code) :].strip().removeprefix("<|python_end|>").strip() or None
+    return Reading(prose, tuple(_call(node, code) for node in parsed.elts[:MAX_CALLS]))
+
+
+def _list_end(source: str) -> int | None:
+    """The index just past the ``]`` that closes the list ``source`` starts with, read with Python's tokenizer
+    (brackets inside string literals do not count); ``None`` when the text ends or stops being Python first."""
+    lines: list[str] = []
+    reader = io.StringIO(source).readline
+
+    def read_line() -> str:
+        lines.append(reader())
+        return lines[-1]
+
+    depth = 0
+    try:
+        for token in tokenize.generate_tokens(read_line):
+            if token.type != tokenize.OP or token.string not in "()[]{}":
+                continue
+            depth += 1 if token.string in _OPEN else -1
+            if depth == 0:
+                row, column = token.end
+                end = sum(len(line) for line in lines[: row - 1]) + column
+                return end if source[end - 1 : end] == "]" else None
+    except (SyntaxError, tokenize.TokenError, ValueError, RecursionError, MemoryError):
+        return None
+    return None
 
 
 def _depth(source: str) -> int:
@@ -64,23 +95,15 @@ def _depth(source: str) -> int:
     return deepest
 
 
-def _parse(source: str) -> tuple[ast.List, str, str | None] | str:
-    """The list node, the code it was parsed from and the prose after it; or why ``source`` is no list."""
-    candidates = [source]
-    end = source.rfind("]")
-    if 0 < end < len(source) - 1:  # prose after the list: try the list alone
-        candidates.append(source[: end + 1])
-    reason = ""
-    for code in candidates:
-        try:
-            tree = ast.parse(code, mode="eval")
-        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:  # ValueError: digits, NUL bytes
-            reason = f"pythonic tool calls are not valid Python ({_first_line(exc)})"
-            continue
-        if not isinstance(tree.body, ast.List):
-            return "pythonic tool calls must be one list [f(a=1), ...]"
-        return tree.body, code, source[len(code) :].strip() or None
-    return reason
+def _parse(code: str) -> ast.List | str:
+    """The list node ``code`` is, or why it is no list."""
+    try:
+        tree = ast.parse(code, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:  # ValueError: digits, NUL bytes
+        return f"pythonic tool calls are not valid Python ({_first_line(exc)})"
+    if not isinstance(tree.body, ast.List):
+        return "pythonic tool calls must be one list [f(a=1), ...]"
+    return tree.body
 
 
 def _first_line(exc: BaseException) -> str:
