@@ -124,6 +124,27 @@ def test_report_via_a_run_directory_refuses_an_out_holding_its_records(
     assert (run / "records.jsonl").read_text() == TEXT
 
 
+@pytest.mark.parametrize(
+    "theirs",
+    [["a.csv", "b.csv"], [{"name": "a.csv"}], [], [{"name": "a.csv", "bytes": 1, "sha256": "0" * 64, "x": 1}]],
+    ids=["names", "objects", "empty", "extra-key"],
+)
+def test_a_users_own_files_json_is_no_manifest_and_is_never_replaced_unasked(
+    tmp_path: Path, theirs: list[object], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder holding only a files.json that is no list of our entries: the file is the user's, so the
+    folder is not ours (it once was taken as ours, and the file replaced, without --overwrite)."""
+    source = records(tmp_path / "r.jsonl")
+    out = tmp_path / "out"
+    out.mkdir()
+    text = json.dumps(theirs)
+    (out / "files.json").write_text(text)
+    assert main(["report", str(source), "--out", str(out), *REPORT]) == 2
+    assert "was not written by prefix-exec (it holds files.json)" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == ["files.json"]
+    assert (out / "files.json").read_text() == text
+
+
 def test_overwrite_removes_only_files_whose_content_proves_them_ours(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -2,8 +2,9 @@
 
 ``files.json`` in the folder lists every file the last run wrote there, each as ``{"name", "bytes",
 "sha256"}``. A file counts as ours only while it is a regular file whose size and SHA-256 still match its entry:
-a name merely listed (a hand-edited manifest, or one an older prefix-exec wrote as plain names) proves nothing.
-Claiming a folder:
+a name merely listed (a hand-edited manifest) proves nothing, and a ``files.json`` that is not a non-empty list
+of such entries (one an older prefix-exec wrote as plain names, or the user's own) is no manifest but a file
+like any other. Claiming a folder:
 
 - a new or empty folder is taken as it is;
 - a folder holding only files its manifest proves ours is ours: those files are removed first, so no stale
@@ -51,7 +52,9 @@ def _digest(path: Path, size: int) -> str | None:
 
 
 def _entries(folder: Path) -> list[tuple[str, int, str]] | None:
-    """``(name, bytes, sha256)`` entries of the folder's manifest, or ``None`` when there is no readable one."""
+    """``(name, bytes, sha256)`` entries of the folder's manifest, or ``None`` when there is no manifest of ours:
+    none, an unreadable one, or a ``files.json`` that is not a non-empty list of such entries. A user's own
+    ``files.json`` (a list of names, or of other objects) is then one of their files, never replaced unasked."""
     manifest = folder / MANIFEST
     try:
         info = os.lstat(manifest)
@@ -60,17 +63,22 @@ def _entries(folder: Path) -> list[tuple[str, int, str]] | None:
         listed = json.loads(manifest.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(listed, list):
+    if not isinstance(listed, list) or not listed:
         return None
-    entries = []
-    for item in listed:
-        if not isinstance(item, dict):
-            continue  # a plain name (an older manifest) proves nothing
-        name, size, sha = item.get("name"), item.get("bytes"), item.get("sha256")
-        plain = isinstance(name, str) and name == Path(name).name and name not in ("", ".", "..", MANIFEST)
-        if plain and isinstance(size, int) and not isinstance(size, bool) and isinstance(sha, str):
-            entries.append((str(name), size, sha))
-    return entries
+    entries = [_entry(item) for item in listed]
+    return None if None in entries else [e for e in entries if e is not None]
+
+
+def _entry(item: object) -> tuple[str, int, str] | None:
+    """One manifest entry ``{"name", "bytes", "sha256"}``, or ``None`` when ``item`` is anything else (a plain
+    name, as an older prefix-exec wrote, included)."""
+    if not isinstance(item, dict) or set(item) != {"name", "bytes", "sha256"}:
+        return None
+    name, size, sha = item["name"], item["bytes"], item["sha256"]
+    plain = isinstance(name, str) and name == Path(name).name and name not in ("", ".", "..", MANIFEST)
+    if not plain or not isinstance(size, int) or isinstance(size, bool) or not isinstance(sha, str):
+        return None
+    return name, size, sha
 
 
 def proven(folder: Path) -> tuple[set[str], bool]:
