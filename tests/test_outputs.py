@@ -78,6 +78,24 @@ def test_a_failed_rename_leaves_the_target_and_no_temporary_file(tmp_path: Path)
     assert [p.name for p in tmp_path.iterdir()] == ["taken"] and (target / "x").read_text() == "kept"
 
 
+def test_an_interrupted_write_leaves_the_target_and_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while a file is written: the hidden temporary once stayed, and a report folder holding it was
+    then refused as not ours."""
+    target = tmp_path / "report.md"
+    target.write_text("old")
+
+    def interrupted(descriptor: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        outputs.write_new(target, b"new")
+    assert [p.name for p in tmp_path.iterdir()] == ["report.md"]
+    assert target.read_text() == "old"
+
+
 def test_inputs_inside_a_folder_are_found_by_name_link_or_inode(tmp_path: Path) -> None:
     source = tmp_path / "records.jsonl"
     source.write_text("r\n")

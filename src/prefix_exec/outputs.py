@@ -136,7 +136,8 @@ def write_text(
 
 def write_new(target: Path, data: bytes) -> None:
     """Write ``data`` into a file created beside ``target`` (``O_EXCL | O_NOFOLLOW``: never through a link),
-    fsync it, then rename it over ``target``. A failure removes the new file and leaves the target as it was."""
+    fsync it, then rename it over ``target``. A failure, or an interrupt, removes the new file and leaves the
+    target as it was."""
     temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
@@ -149,6 +150,8 @@ def write_new(target: Path, data: bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, target)
-    except OSError as exc:
+    except BaseException as exc:  # Ctrl-C too: a report folder left holding our temporary would be refused
         temporary.unlink(missing_ok=True)
-        raise InputError(f"cannot write: {exc.strerror or exc}", path=target) from None
+        if isinstance(exc, OSError):
+            raise InputError(f"cannot write: {exc.strerror or exc}", path=target) from None
+        raise
