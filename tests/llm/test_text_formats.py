@@ -285,6 +285,8 @@ def test_hostile_pythonic_text_is_a_parse_error_not_a_crash(text: str, reason: s
         '```json  \n\n{"name": "ls", "arguments": {"a": false}}```',
         '```\n{"name": "ls", "arguments": {"a": false}}\n\n```',
         '\n```tool-call\n  {"name": "ls", "arguments": {"a": false}}\n```\n',
+        '```json {"name": "ls", "arguments": {"a": false}}```',  # on the fence's own line, as fenced reads it
+        '```{"name": "ls", "arguments": {"a": false}}\n```',
     ],
 )
 def test_a_fence_inside_a_tool_call_block_is_taken_off(body: str) -> None:

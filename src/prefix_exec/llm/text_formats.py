@@ -52,7 +52,7 @@ from prefix_exec.trajectory import ToolCall
 __all__ = ["READERS"]
 
 _BLOCK = re.compile(r"<tool_call>(.*?)(</tool_call>|\Z)", re.DOTALL)
-_FENCE_LANGUAGE = re.compile(r"[\w-]*\s*")  # what may follow a fence's opening ```, up to its line's end
+_FENCE_LANGUAGE = re.compile(r"[\w-]*")  # the language tag after a fence's opening ```
 _FENCE = re.compile(r"```[\w-]*\s*(.*?)(?:```|\Z)", re.DOTALL)
 _JSON_START = re.compile(r"\{|\[\s*\{")  # an object, or a list of objects: "[1, 2]" or "[see]" is prose
 _DECODER = json.JSONDecoder()
@@ -147,16 +147,16 @@ def read_hermes(text: str) -> Reading | None:
 
 def _unfenced(body: str) -> str:
     """``body`` without a Markdown code fence around it (```` ```json ... ``` ````): the opening ``` and its
-    language tag on the first line, and the closing ``` that ends ``body``.
+    language tag, and the closing ``` that ends ``body``; the call may start on the fence's own line, as in
+    :func:`read_fenced`.
 
     No regular expression spans the body: one did, and a block of an opening fence and a few thousand newlines
     made it backtrack for minutes (quadratic or worse in the newlines)."""
     if len(body) < 6 or not (body.startswith("```") and body.endswith("```")):
         return body
-    first, newline, rest = body[3:-3].partition("\n")
-    if not newline or not _FENCE_LANGUAGE.fullmatch(first):
-        return body
-    return rest.strip()
+    inner = body[3:-3]
+    language = _FENCE_LANGUAGE.match(inner)
+    return inner[language.end() if language else 0 :].strip()
 
 
 def read_json(text: str, keys: Sequence[str] = ("arguments",)) -> Reading | None:
