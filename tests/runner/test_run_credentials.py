@@ -6,6 +6,7 @@ whose credentials were removed is refused with what to do."""
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -117,6 +118,28 @@ def test_an_earlier_copy_with_credentials_is_redacted_on_resume(server: Scripted
     assert leaks(out) == []
     assert load_grid(grid).models == load_grid(grid).models  # the user's grid is untouched and still loads
     assert "s3cret-pw" in grid.read_text()
+
+
+@pytest.mark.parametrize("link", ["symlink", "hard link"])
+def test_a_copy_that_links_to_the_users_grid_is_replaced_not_written_through(
+    server: ScriptedServer, tmp_path: Path, link: str
+) -> None:
+    """The run folder's grid.toml a link to the grid with credentials: its redacted rewrite once went through
+    the link, and the user's grid lost its credentials (and gained a base_dir line)."""
+    url = server.base_url.replace("http://", "http://alice-user:s3cret-pw@")
+    grid = write_grid(tmp_path, url, methods=["react"])
+    text = grid.read_text()
+    out = tmp_path / "run"
+    assert main(["run", str(grid), "--out", str(out)]) == 0
+    (out / "grid.toml").unlink()
+    if link == "symlink":
+        (out / "grid.toml").symlink_to(grid)
+    else:
+        os.link(grid, out / "grid.toml")
+    assert main(["run", str(grid), "--out", str(out), "--resume"]) == 0
+    assert grid.read_text() == text
+    assert not (out / "grid.toml").is_symlink()
+    assert leaks(out) == []
 
 
 def test_a_url_spelled_with_toml_escapes_is_copied_as_generated_toml(tmp_path: Path) -> None:

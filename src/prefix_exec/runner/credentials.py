@@ -21,6 +21,7 @@ from typing import Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonMapping, JsonObject
+from prefix_exec.outputs import write_new
 from prefix_exec.redaction import MARK, redact_json, redact_text
 
 #: The model key naming the environment variable that holds the endpoint URL.
@@ -72,7 +73,9 @@ def write_grid_copy(source: Path, base_dir: Path, target: Path) -> None:
 
     The copy keeps the original's text and comments when redacting its text gives the same grid as
     redacting its values; otherwise (a URL spelled with TOML escapes) the redacted values are written as
-    generated TOML. Either way the copy parses to the original grid with its URLs redacted."""
+    generated TOML. Either way the copy parses to the original grid with its URLs redacted. A symlink or hard
+    link at ``target`` is replaced by the new file (:func:`prefix_exec.outputs.write_new`), so the file it
+    named keeps its text."""
     text = source.read_text(encoding="utf-8")
     data = tomllib.loads(text)
     if "base_dir" not in data:
@@ -86,7 +89,8 @@ def write_grid_copy(source: Path, base_dir: Path, target: Path) -> None:
         same = False
     if not same:
         copy = "# written by prefix-exec run: the grid with its URLs' credentials removed\n" + to_toml(expected)
-    target.write_text(copy, encoding="utf-8")
+    # Renamed into place: a link at ``target`` (to the user's own grid, say) is replaced, never written through.
+    write_new(target, copy.encode("utf-8"))
 
 
 def needs_redaction(path: Path) -> bool:
