@@ -44,9 +44,12 @@ def main(argv: list[str]) -> int:
     with log.open("a", encoding="utf-8") as out:
         out.write(f"\n=== {label}: {' '.join(command)}\n")
         out.flush()
-        status = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
-        text = status.stdout.decode("utf-8", errors="replace")
-        out.write(text)
+        begin = out.tell()
+        # Written straight into the log, so that `tail -f LOG` follows a long step.
+        status = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False)
+    with log.open(encoding="utf-8", errors="replace") as written:
+        written.seek(begin)
+        text = written.read()
     seconds = time.monotonic() - start
     if status.returncode != 0:
         print(f"{label}: FAILED (exit {status.returncode}, {seconds:.0f} s); the last lines of {log}:", file=sys.stderr)
