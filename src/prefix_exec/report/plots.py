@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import textwrap
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import Any
 from prefix_exec.extras import install_hint
 from prefix_exec.json_types import JsonObject
 from prefix_exec.outputs import write_new
+from prefix_exec.report import curves
 from prefix_exec.report.layout import Block, blocks_of, depth_cut, leaderboard_blocks
 from prefix_exec.report.ranking import competition_ranks
 from prefix_exec.summary import ConditionSummary, Summary
@@ -114,50 +116,96 @@ def _title(fig: Any, text: str, synthetic: bool) -> None:
     )
 
 
-def _curve_panel(
-    ax: Any, rows: Sequence[ConditionSummary], dataset: str, elig: bool, styles: dict[str, Style], name: Any
-) -> None:
-    from matplotlib.ticker import MaxNLocator
+#: Below this many rollouts reaching k, a PEC_elig point is drawn hollow: its interval is wide.
+FEW = 10
+#: Caption under every fixed-cohort PEC figure: what a drop means.
+PEC_CAPTION = (
+    "PEC(k) = #{FED > k} / N: the share of all N rollouts whose first k calls all executed (fixed cohort). "
+    "A drop at k is a failure at step k or a rollout that ended before k (T < k).\n"
+    "Thin dashed line, same colour: the reach n_k / N (rollouts with T ≥ k), the most PEC(k) can be; a curve "
+    "falling along it means rollouts ended, the gap below it means failures."
+)
+#: Caption under every eligible-depth figure.
+ELIG_CAPTION = (
+    "PEC_elig(k) = #{T ≥ k, FED > k} / n_k: of the n_k rollouts that reached k, the share with no failure in "
+    "their first k calls; not a survival curve (it can rise).\n"
+    f"Bands: 95% Wilson intervals on n_k (up to 6 series); hollow markers: n_k < {FEW}. Lower panels: n_k."
+)
 
+
+def _style(styles: dict[str, Style], label: str) -> dict[str, Any]:
+    color, marker, linestyle = styles[label]
+    return {"color": color, "marker": marker, "linestyle": linestyle, "markersize": 4, "linewidth": 1.4}
+
+
+def _curve_panel(ax: Any, rows: Sequence[ConditionSummary], dataset: str, styles: dict[str, Style], name: Any) -> None:
+    """Fixed-cohort PEC(k) per condition, its reach line n_k / N and (up to 6 series) its bootstrap band."""
     cut = depth_cut(dataset, rows)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ks = list(range(1, cut.k_max + 1))
     for c in rows:
         # PEC(k) is exactly 0 (and so is its interval) where no rollout reaches k: curves and bands run on to
-        # k_max on every panel instead of stopping at the longest rollout. PEC_elig is undefined there.
-        depth = cut.k_max
-        ks = list(range(1, depth + 1))
-        pec = [*c.PEC[:depth], *[0.0] * (depth - len(c.PEC))]
-        color, marker, linestyle = styles[name(c)]
-        style = {
-            "color": color,
-            "marker": marker,
-            "linestyle": linestyle,
-            "markersize": 4,
-            "linewidth": 1.4,
-            "label": short(name(c)),
-        }
-        if elig:
-            elig_values = [float("nan") if v is None else v for v in c.PEC_elig[:depth]]
-            ax.plot(ks[: len(elig_values)], elig_values, **style)
-            continue
-        ax.plot(ks, pec, **style)
-        band = [(e.low, e.high) for e in c.PEC_CI[:depth]]
-        if len(c.PEC_CI) >= len(c.PEC):  # intervals up to the longest rollout: zeros after it are exact
-            band += [(0.0, 0.0)] * (depth - len(band))
+        # k_max on every panel instead of stopping at the longest rollout.
+        style = _style(styles, name(c))
+        ax.plot(ks, curves.fixed_cohort(c, cut.k_max), label=short(name(c)), **style)
+        ax.plot(ks, curves.reach(c, cut.k_max), color=style["color"], linestyle=(0, (4, 3)), linewidth=0.8)
+        band = curves.pec_band(c, cut.k_max)
         if band and len(rows) <= 6:  # bands of many series hide each other: the tables keep the intervals
-            ax.fill_between(
-                range(1, len(band) + 1),
-                [low for low, _ in band],
-                [high for _, high in band],
-                color=color,
-                alpha=0.12,
-                linewidth=0,
-            )
-    ax.set_title(f"{dataset} ({cut.reason})", fontsize=9)
-    ax.set_xlabel("depth k")
-    ax.set_ylabel("PEC_elig(k) = #{T ≥ k, FED > k} / n_k" if elig else "PEC(k) = #{FED > k} / N")
-    ax.set_xlim(0.5, cut.k_max + 0.5)
+            ks_band = ks[: len(band)]
+            ax.fill_between(ks_band, *zip(*band, strict=True), color=style["color"], alpha=0.12, linewidth=0)
+    _axes(ax, f"{dataset} ({cut.reason})", "PEC(k) = #{FED > k} / N", cut.k_max)
     ax.set_ylim(-0.02, 1.02)
+    # A curve on its reach line hides it: say so, since that curve's whole fall is rollouts ending.
+    clean = [short(name(c)) for c in rows if curves.on_reach(c, cut.k_max)]
+    if clean:
+        who = (
+            "every curve" if len(clean) == len(rows) > 1 else ", ".join(clean[:3]) + (" ..." if len(clean) > 3 else "")
+        )
+        note = f"{who}: PEC(k) = n_k / N for all k ≤ {cut.k_max}\n(no failure: every drop is rollouts ending)"
+        ax.text(0.02, 0.03, note, transform=ax.transAxes, fontsize=7.5, va="bottom", color="#333333")
+    ax.plot([], [], color="#555555", linestyle=(0, (4, 3)), linewidth=0.8, label="n_k / N (reach: T ≥ k)")
+
+
+def _eligible_panel(
+    ax: Any, counts: Any, rows: Sequence[ConditionSummary], dataset: str, styles: dict[str, Style], name: Any
+) -> None:
+    """PEC_elig(k) per condition with its Wilson band (up to 6 series), hollow where n_k < FEW; n_k below."""
+    cut = depth_cut(dataset, rows)
+    for c in rows:
+        style = _style(styles, name(c))
+        points = curves.eligible(c, cut.k_max)
+        ks = [p.k for p in points]
+        # Filled markers where n_k >= FEW (on the line, so the legend shows them), hollow ones where fewer.
+        filled = [p.n >= FEW for p in points]
+        ax.plot(ks, [p.value for p in points], label=short(name(c)), markevery=filled, **style)
+        few = [p for p in points if p.n < FEW]
+        ax.plot(
+            [p.k for p in few],
+            [p.value for p in few],
+            linestyle="None",
+            marker=style["marker"],
+            markersize=style["markersize"],
+            color=style["color"],
+            markerfacecolor="white",
+        )
+        if points and len(rows) <= 6:
+            ax.fill_between(ks, [p.low for p in points], [p.high for p in points], color=style["color"], alpha=0.12)
+        counts.plot(ks, [p.n for p in points], **{**style, "linewidth": 1.0})
+    _axes(ax, f"{dataset} ({cut.reason})", "PEC_elig(k) = #{T ≥ k, FED > k} / n_k", cut.k_max)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("")
+    _axes(counts, "", "n_k = #{T ≥ k}", cut.k_max)
+    counts.set_ylim(bottom=0)
+
+
+def _axes(ax: Any, title: str, ylabel: str, k_max: int) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if title:
+        ax.set_title(title, fontsize=9)
+    ax.set_xlabel("depth k")
+    ax.set_ylabel(ylabel, fontsize=8)
+    ax.set_xlim(0.5, k_max + 0.5)
     ax.grid(alpha=0.3)
 
 
@@ -186,9 +234,10 @@ def _height(series: int) -> float:
 
 
 def figure1(summary: Summary, out: Path, *, synthetic: bool = False) -> list[Path]:
-    """Per model: ``figure1-<model>`` (fixed-cohort PEC with 95% bands) and ``figure1-elig-<model>``
-    (eligible-depth PEC_elig); one panel per dataset, one line per method. A model with one method in each
-    dataset, all of them on a leaderboard, gets no figure of its own (:func:`leaderboard_figure` has it)."""
+    """Per model: ``figure1-<model>`` (fixed-cohort PEC with 95% bands and reach lines) and
+    ``figure1-elig-<model>`` (eligible-depth PEC_elig with Wilson bands, and n_k below); one panel per dataset,
+    one line per method, a caption saying what the curves mean. A model with one method in each dataset, all of
+    them on a leaderboard, gets no figure of its own (:func:`leaderboard_figure` has it)."""
     plt = _pyplot()
     styles = method_styles(summary)
     written: list[Path] = []
@@ -198,39 +247,74 @@ def figure1(summary: Summary, out: Path, *, synthetic: bool = False) -> list[Pat
             blocks = [b for b in blocks_of(summary) if b.model == model]
             if all(len(b.rows) == 1 and b.dataset in boards for b in blocks):
                 continue  # one method per dataset: its curve is on the leaderboard figure
-            for elig in (False, True):
-                series = len({c.method for b in blocks for c in b.rows})
-                fig, axes = plt.subplots(
-                    1,
-                    len(blocks),
-                    figsize=(2.6 + 4.6 * len(blocks), _height(series)),
-                    squeeze=False,
-                    layout="constrained",
-                )
-                for ax, block in zip(axes[0], blocks, strict=True):
-                    _curve_panel(ax, block.rows, block.dataset, elig, styles, lambda c: c.method)
-                _legend(axes[0])
-                view = "eligible-depth view" if elig else "fixed-cohort PEC(k), 95% bands"
-                _title(fig, f"Figure 1 ({view}): {short(model)}", synthetic)
-                written += _save(fig, out, file_stem("figure1-elig" if elig else "figure1", model))
-                plt.close(fig)
+            series = len({c.method for b in blocks for c in b.rows})
+            width = 2.6 + 4.6 * len(blocks)
+            fig, axes = plt.subplots(
+                1, len(blocks), figsize=(width, _height(series) + 0.5), squeeze=False, layout="constrained"
+            )
+            for ax, block in zip(axes[0], blocks, strict=True):
+                _curve_panel(ax, block.rows, block.dataset, styles, lambda c: c.method)
+            written += _finish(
+                plt,
+                fig,
+                axes[0],
+                f"Figure 1 (fixed-cohort PEC(k), 95% bands): {short(model)}",
+                PEC_CAPTION,
+                synthetic,
+                out / file_stem("figure1", model),
+            )
+            fig, axes = plt.subplots(
+                2,
+                len(blocks),
+                figsize=(width, _height(series) + 2.0),
+                squeeze=False,
+                layout="constrained",
+                height_ratios=(3, 1),
+                sharex="col",
+            )
+            for top, bottom, block in zip(axes[0], axes[1], blocks, strict=True):
+                _eligible_panel(top, bottom, block.rows, block.dataset, styles, lambda c: c.method)
+            written += _finish(
+                plt,
+                fig,
+                axes[0],
+                f"Figure 1 (eligible-depth view): {short(model)}",
+                ELIG_CAPTION,
+                synthetic,
+                out / file_stem("figure1-elig", model),
+            )
+    return written
+
+
+def _finish(
+    plt: Any, fig: Any, axes: Sequence[Any], title: str, caption: str, synthetic: bool, stem: Path
+) -> list[Path]:
+    """Legend, title and caption, then the PNG and SVG at ``stem``; the figure is closed."""
+    _legend(axes)
+    _title(fig, title, synthetic)
+    # About 15 characters of 7.5 pt text per inch of figure width.
+    width = int(fig.get_figwidth() * 15)
+    text = "\n".join(textwrap.fill(part, width) for part in caption.split("\n"))
+    fig.supxlabel(text, fontsize=7.5, color="#333333", x=0.01, ha="left", multialignment="left")
+    written = _save(fig, stem.parent, stem.name)
+    plt.close(fig)
     return written
 
 
 def leaderboard_figure(summary: Summary, out: Path, *, synthetic: bool = False) -> list[Path]:
     """Per multi-model dataset: ``leaderboard-<dataset>``, the PEC curves of all its conditions in one
-    panel (legend in leaderboard order, best final success first)."""
+    panel with their reach lines (legend in leaderboard order, best final success first)."""
     plt = _pyplot()
     written: list[Path] = []
     with _plain_text():
         for block in leaderboard_blocks(summary):
             styles = series_styles([block.name(c) for c in block.rows])
-            fig, ax = plt.subplots(figsize=(10.0, _height(len(block.rows))), layout="constrained")
-            _curve_panel(ax, block.rows, block.dataset, False, styles, block.name)
-            _legend([ax])
-            _title(fig, f"PEC(k) of every model on {block.dataset} (legend: best final success first)", synthetic)
-            written += _save(fig, out, file_stem("leaderboard", block.dataset))
-            plt.close(fig)
+            fig, ax = plt.subplots(figsize=(10.0, _height(len(block.rows)) + 0.5), layout="constrained")
+            _curve_panel(ax, block.rows, block.dataset, styles, block.name)
+            title = f"PEC(k) of every model on {block.dataset} (legend: best final success first)"
+            written += _finish(
+                plt, fig, [ax], title, PEC_CAPTION, synthetic, out / file_stem("leaderboard", block.dataset)
+            )
     return written
 
 
