@@ -182,6 +182,17 @@ def float_between(low: float, high: float, *, include_low: bool = True) -> Calla
     return parse
 
 
+def checkpoint_depths(text: str) -> tuple[int, ...]:
+    """``--checkpoints``: comma-separated depths k >= 1."""
+    try:
+        ks = tuple(int(k) for k in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated depths, got {text!r}") from None
+    if not ks or min(ks) < 1:
+        raise argparse.ArgumentTypeError(f"depths must be >= 1, got {text!r}")
+    return ks
+
+
 def condition_pair(text: str) -> str:
     """argparse type: ``A:B``, each side a model, a method or ``model/method``. Kept as text: names may hold
     ``:``, so the split is chosen later against the records (:func:`prefix_exec.selection.split_pair`)."""

@@ -10,13 +10,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from prefix_exec import outputs, tasksets
-from prefix_exec.cli.common import add_summary_options, ci_depth, condition_pair
+from prefix_exec.cli.common import add_summary_options, checkpoint_depths, ci_depth, condition_pair
 from prefix_exec.coverage import coverage_warnings
 from prefix_exec.errors import InputError
 from prefix_exec.io import METRIC_FIELDS, read_metric_rows
 from prefix_exec.report.cost import row_costs
 from prefix_exec.report.formats import to_csv, to_markdown
-from prefix_exec.report.metric_tables import table2, table2_domains
+from prefix_exec.report.layout import Anchors
+from prefix_exec.report.metric_tables import DEFAULT_CHECKPOINTS, checkpoints, reach, table2, table2_domains
 from prefix_exec.report.paired import (
     SensitivityRow,
     comparison_table,
@@ -32,11 +33,16 @@ FORMATS = ("csv", "json", "md")
 
 
 def render(
-    summary: Summary, found: list[PairedComparison] | None, fmt: str, sensitivity: Sequence[SensitivityRow] = ()
+    summary: Summary,
+    found: list[PairedComparison] | None,
+    fmt: str,
+    sensitivity: Sequence[SensitivityRow] = (),
+    ks: Sequence[int] = DEFAULT_CHECKPOINTS,
 ) -> str:
     """The summary in ``fmt``: JSON (:func:`~prefix_exec.summary.to_json`, plus ``sensitivity`` when there are
-    F.3 rows), or Table 2, the paired differences and the sensitivity table as Markdown or CSV (the report's
-    tables and renderers, without links)."""
+    F.3 rows), or as Markdown or CSV the report's tables without links: Table 2, the per-domain rows, Table G.1
+    (PEC@k at the checkpoint depths ``ks``), n_k and PEC_elig at those depths, the paired differences and the
+    sensitivity table."""
     if fmt == "json":
         text = to_json(summary, found)
         if not sensitivity:
@@ -47,6 +53,7 @@ def render(
     tables = [table2(summary)]
     if summary.domains is not None:  # the per-domain rows of a pooled dataset (tau3): an extra view
         tables.append(table2_domains(summary.domains))
+    tables += [checkpoints(summary, Anchors.of(summary), ks), reach(summary, ks)]
     tables += [comparison_table(found)] if found else []
     tables += [sensitivity_table(sensitivity)] if sensitivity else []
     if fmt == "csv":
@@ -62,9 +69,11 @@ def register(commands: Any, name: str) -> None:
             "Summarize scored records per (dataset, model, method): TER, mean FED, AUC-PEC and final success "
             "with task-level percentile-bootstrap CIs (one draw of task ids per dataset, shared by every "
             "condition), RR with a Wilson CI on RR-Eligible (undefined when nothing failed), and PEC, "
-            "PEC_elig and n_k curves. A dataset of several domains (tau3 = airline + retail) is one pooled "
-            "condition, followed by its per-domain rows as an extra table. Any JSONL whose rows carry "
-            f"{', '.join(METRIC_FIELDS)} is accepted."
+            "PEC_elig and n_k curves. --format md or csv prints Table 2, Table G.1 (PEC@k with CIs at "
+            "--checkpoints) and n_k with PEC_elig at the same depths; --format json has the whole curves "
+            "(PEC, PEC_CI, PEC_elig, n_k per condition). A dataset of several domains (tau3 = airline + "
+            "retail) is one pooled condition, followed by its per-domain rows as an extra table. Any JSONL "
+            f"whose rows carry {', '.join(METRIC_FIELDS)} is accepted."
         ),
     )
     parser.add_argument("records", nargs="+", metavar="RECORDS.jsonl", help="scored records (JSONL)")
@@ -75,7 +84,20 @@ def register(commands: Any, name: str) -> None:
         default=DEFAULT_CI_DEPTH,
         help="bootstrap PEC(k) for k = 1..N (default: %(default)s)",
     )
-    parser.add_argument("--format", choices=FORMATS, default="md", help="output format (default: md)")
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="md",
+        help="md or csv: the tables (Table 2, G.1 checkpoints, n_k); json: everything, whole curves included "
+        "(default: md)",
+    )
+    parser.add_argument(
+        "--checkpoints",
+        type=checkpoint_depths,
+        default=DEFAULT_CHECKPOINTS,
+        metavar="K,K,...",
+        help=f"depths of the PEC@k and n_k tables in md and csv (default: {','.join(map(str, DEFAULT_CHECKPOINTS))})",
+    )
     parser.add_argument(
         "--compare",
         action="append",
@@ -106,7 +128,7 @@ def handle(args: argparse.Namespace) -> int:
     found = None
     if args.compare:
         found = comparisons(summary, resolve_pairs(summary, args.compare, option="--compare"))
-    text = render(summary, found, args.format, sensitivity_rows(summary, row_costs(rows)))
+    text = render(summary, found, args.format, sensitivity_rows(summary, row_costs(rows)), args.checkpoints)
     if args.out:
         outputs.write_text(args.out, text, args.records)
         print(f"prefix-exec: wrote metrics for {len(summary.conditions)} conditions to {args.out}", file=sys.stderr)

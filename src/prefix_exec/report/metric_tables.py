@@ -158,6 +158,34 @@ def checkpoints(summary: Summary, anchors: Anchors, ks: Sequence[int] = DEFAULT_
     return Table("pec_checkpoints", "Table G.1: PEC@k checkpoints", columns, rows, tags, note, csv_cols)
 
 
+def reach(summary: Summary, ks: Sequence[int] = DEFAULT_CHECKPOINTS) -> Table:
+    """n_k = #{T ≥ k} at the checkpoint depths, with N and PEC_elig(k): how many rollouts each PEC@k and
+    PEC_elig(k) rests on (a PEC@k of 0.00 on n_k = 0 means that nobody reached k, not that all failed)."""
+    columns = ("dataset", "model", "method", "N", *(f"n_{k}" for k in ks), *(f"PEC_elig@{k}" for k in ks))
+    csv_cols = (*plain_headers("dataset", "model", "method", "N"), *((f"n_{k}",) for k in ks))
+    csv_cols += tuple((f"PEC_elig@{k}",) for k in ks)
+
+    def row(c: ConditionSummary) -> tuple[Cell, ...]:
+        counts = [c.n_k[k - 1] if k <= len(c.n_k) else 0 for k in ks]
+        elig = [c.PEC_elig[k - 1] if k <= len(c.PEC_elig) else None for k in ks]
+        return (
+            *_ident(c),
+            Cell(str(c.N), float(c.N)),
+            *(Cell(str(n), float(n)) for n in counts),
+            *(
+                Cell("undefined", None, csv=("",)) if e is None else Cell(f"{e:.2f}", e, csv=(repr(round(e, 6)),))
+                for e in elig
+            ),
+        )
+
+    rows, tags = tagged_rows(blocks_of(summary), lambda block: map(row, block.rows))
+    note = (
+        "n_k = #{T ≥ k}: the rollouts that reach depth k. PEC_elig(k) = #{T ≥ k, FED > k} / n_k, undefined where "
+        "n_k = 0. The full curves are in --format json (PEC, PEC_elig, n_k)."
+    )
+    return Table("reach", "Reach: n_k and PEC_elig at the checkpoints", columns, rows, tags, note, csv_cols)
+
+
 def label_counts(summary: Summary, anchors: Anchors) -> Table:
     """Per condition: how many first failures got each label, the fully executable count and N.
 
