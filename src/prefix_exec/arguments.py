@@ -18,7 +18,7 @@ import json
 from collections.abc import Mapping
 
 from prefix_exec.json_types import JsonObject
-from prefix_exec.jsonl import loads
+from prefix_exec.jsonl import json_problem, loads
 
 #: Longest arguments text decoded, in characters (a call's arguments are kilobytes).
 MAX_ARGUMENT_CHARS = 1_000_000
@@ -37,7 +37,7 @@ def decode_arguments(value: object) -> tuple[JsonObject, str | None]:
         try:
             value = loads(value)
         except ValueError as exc:
-            reason = f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else str(exc)
+            reason = json_problem(exc) if isinstance(exc, json.JSONDecodeError) else str(exc)
             return {}, f"arguments are not JSON: {reason}"
     if not isinstance(value, Mapping):
         return {}, f"arguments must be a JSON object, got {type(value).__name__}"

@@ -240,6 +240,8 @@ def _check_version(f: _Fields, kind: str) -> None:
             hint="upgrade prefix-exec, or re-export the file with this version",
         )
     found = f.data.get("kind", kind)
+    if kind == RECORD_KIND and found == ROLLOUT_KIND:
+        raise _rollouts_here(f.path, f.line)
     if found != kind:
         f.fail("kind", f"expected a {kind} row, got {found!r}")
 
@@ -332,6 +334,8 @@ def record_from_json(data: Any, *, path: str | None = None, line: int | None = N
 
 
 def metric_row_from_json(data: Any, *, path: str | None = None, line: int | None = None) -> MetricRow:
+    if _is_rollout(data):
+        raise _rollouts_here(path, line)
     f = _Fields(data, path, line)
     T = _depth_count(f, "T")
     fed = _depth_count(f, "fed")
@@ -354,6 +358,24 @@ def metric_row_from_json(data: Any, *, path: str | None = None, line: int | None
         agent_cost=agent_cost(cost_from_json(f.sub(c, f"cost[{i}]")) for i, c in enumerate(_list(f, "cost"))),
         verifier=verifier_setting(metadata) if isinstance(metadata, Mapping) else None,
     )
+
+
+def _rollouts_here(path: str | None, line: int | None) -> InputError:
+    """The error for a rollouts file given where scored records belong (metrics, report)."""
+    return InputError(
+        "this is a rollouts file (tool calls not yet replayed), not scored records: score it first",
+        path=path,
+        line=line,
+        hint=f"prefix-exec score custom --tools SPEC {path or 'ROLLOUTS.jsonl'} --out records.jsonl (or the "
+        "score command of its benchmark), then pass records.jsonl",
+    )
+
+
+def _is_rollout(data: Any) -> bool:
+    """A rollout row (``kind: rollout``, or actions without T and fed), read where scored records belong."""
+    if not isinstance(data, Mapping):
+        return False
+    return data.get("kind") == ROLLOUT_KIND or ("actions" in data and "T" not in data and "fed" not in data)
 
 
 # ---------------------------------------------------------------------------------------------- files

@@ -53,6 +53,18 @@ def loads(text: str) -> Any:
         raise ValueError(str(exc).split(";")[0]) from None
 
 
+def json_problem(exc: json.JSONDecodeError) -> str:
+    """``<problem> at column N``. json's own message for some problems already ends in "at" ("Invalid control
+    character at"); it is not doubled."""
+    return f"{exc.msg.removesuffix(' at')} at column {exc.colno}"
+
+
+def ends_early(exc: json.JSONDecodeError) -> bool:
+    """The text stops before its JSON is complete (a string or object left open), rather than holding a wrong
+    character somewhere: a line cut off, not a line mistyped."""
+    return exc.msg.startswith("Unterminated string") or exc.pos >= len(exc.doc.rstrip())
+
+
 def check_regular_file(path: Path) -> None:
     """Refuse anything but a regular file (after following symlinks): a device, a FIFO or a socket would
     read forever or block. Raises :class:`InputError`."""
@@ -96,11 +108,15 @@ def iter_json_lines(path: str | Path, *, tolerant: bool = False) -> Iterator[tup
                 raise
             yield number, bad
         except ValueError as exc:
-            message = (
-                f"not valid JSON ({exc.msg} at column {exc.colno})"
-                if isinstance(exc, json.JSONDecodeError)
-                else f"not usable JSON ({exc})"
-            )
+            if not isinstance(exc, json.JSONDecodeError):
+                message = f"not usable JSON ({exc})"
+            elif ends_early(exc):
+                # The column json names (where the unfinished string or object began) is not where the line
+                # went wrong: it stops early. Without a final newline, it is likely the file that stops.
+                torn = " (the file may be truncated)" if isinstance(text, str) and not text.endswith("\n") else ""
+                message = f"line {number} is cut off: its JSON stops before the object is complete{torn}"
+            else:
+                message = f"not valid JSON ({json_problem(exc)})"
             error = InputError(
                 message,
                 path=Path(path),

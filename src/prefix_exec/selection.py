@@ -115,8 +115,9 @@ def split_pair(text: str, conditions: Sequence[Condition], *, option: str = "--c
     if len(valid) == 1:
         return valid[0]
     if not valid:
+        missing = "; ".join(_unnamed(text[:i], text[i + 1 :], conditions) for i in cuts)
         raise InputError(
-            f"{option} {text}: no condition is named by one side",
+            f"{option} {text}: {missing}",
             hint=f"name a model, a method or model/method; the records hold {_listing(conditions)}",
         )
     options = "; ".join(f"{x!r} : {y!r}" for x, y in valid)
@@ -124,3 +125,12 @@ def split_pair(text: str, conditions: Sequence[Condition], *, option: str = "--c
         f"{option} {text}: ambiguous, it splits as {options}",
         hint="name each side as model/method so that only one split matches",
     )
+
+
+def _unnamed(a: str, b: str, conditions: Sequence[Condition]) -> str:
+    """Which side of the split ``a:b`` names no condition, in words: ``the right side 'nope' names none``."""
+    sides = [(where, name) for where, name in (("left", a), ("right", b)) if not select(conditions, name)]
+    if len(sides) == 2:
+        return f"neither side names a condition (left {a!r}, right {b!r})"
+    where, name = sides[0]
+    return f"the {where} side {name!r} names no condition (the {'right' if where == 'left' else 'left'} side does)"

@@ -135,7 +135,7 @@ def test_metrics_compare_gives_paired_differences(ticketing, tmp_path, capsys):
     assert info.value.code == 2
     assert main(["metrics", str(records), "--compare", "react:nope"]) == 2
     err = capsys.readouterr().err
-    assert "--compare react:nope: no condition is named by one side" in err
+    assert "--compare react:nope: the right side 'nope' names no condition (the left side does)" in err
     assert "plan-conditioned" in err
 
 

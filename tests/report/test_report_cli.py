@@ -72,8 +72,8 @@ def test_pairs_of_unknown_or_identical_methods_are_input_errors(tmp_path: Path, 
     base = ["report", str(tmp_path / "r.jsonl"), "--resamples", "50", "--no-plots"]
     listing = "m1/dual-loop, m1/plan-conditioned, m1/react, m2/dual-loop, m2/react, m3/solo"
     cases = [
-        ("nope:react", "--pair nope:react: no condition is named by one side", listing),
-        ("nope:gone", "--pair nope:gone: no condition is named by one side", listing),
+        ("nope:react", "--pair nope:react: the left side 'nope' names no condition (the right side does)", listing),
+        ("nope:gone", "--pair nope:gone: neither side names a condition (left 'nope', right 'gone')", listing),
         ("react:react", "--pair react:react pairs a name with itself", ""),
         # solo (model m3) and react (models m1 and m2) share no model: react alone is ambiguous
         (

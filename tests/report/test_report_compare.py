@@ -112,7 +112,7 @@ def test_metrics_compare_two_models_and_say_how_many_tasks(
     assert first["differences"]["TER"]["point"] == pytest.approx(-second["differences"]["TER"]["point"])
     assert main(["metrics", str(path), "--compare", f"{GLYPHH}:nobody"]) == 2
     err = capsys.readouterr().err
-    assert "no condition is named by one side" in err
+    assert "the right side 'nobody' names no condition (the left side does)" in err
     assert f"{AIREV}/prompting" in err
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from prefix_exec.cli.common import non_negative_int, positive_int, resample_count
@@ -52,7 +53,8 @@ def handle(args: argparse.Namespace) -> int:
     result = write_demo(args.out, tasks=args.tasks, seed=args.seed, resamples=args.resamples, overwrite=args.overwrite)
     n = len(result.records)
     print(
-        f"prefix-exec demo: {n} SYNTHETIC rollouts scored in {result.seconds:.0f} s -> {args.out}/report.html",
+        f"prefix-exec demo: {n} SYNTHETIC rollouts scored in {result.seconds:.0f} s -> "
+        f"{Path(args.out) / 'report.html'}",
         file=sys.stderr,
     )
     if not result.calibration.ok:

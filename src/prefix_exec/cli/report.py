@@ -6,10 +6,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from prefix_exec import tasksets
-from prefix_exec.cli.common import add_summary_options, condition_pair
+from prefix_exec.cli.common import add_summary_options, checkpoint_depths, condition_pair
 from prefix_exec.coverage import coverage_warnings
 from prefix_exec.extras import require
 from prefix_exec.report import Options, load, write_report
@@ -57,7 +58,7 @@ def register(commands: Any, name: str) -> None:
     )
     parser.add_argument(
         "--checkpoints",
-        type=_depths,
+        type=checkpoint_depths,
         default=DEFAULT_CHECKPOINTS,
         metavar="K,K,...",
         help=f"PEC@k checkpoint depths (default: {','.join(map(str, DEFAULT_CHECKPOINTS))})",
@@ -79,16 +80,6 @@ def _formats(text: str) -> tuple[str, ...]:
     if unknown or not chosen:
         raise argparse.ArgumentTypeError(f"choose from {', '.join(FORMATS)}; got {text!r}")
     return chosen
-
-
-def _depths(text: str) -> tuple[int, ...]:
-    try:
-        ks = tuple(int(k) for k in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated depths, got {text!r}") from None
-    if not ks or min(ks) < 1:
-        raise argparse.ArgumentTypeError(f"depths must be >= 1, got {text!r}")
-    return ks
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -119,7 +110,7 @@ def handle(args: argparse.Namespace) -> int:
     report = write_report(records, args.out, options, inputs=files)
     print(
         f"prefix-exec: report on {len(records)} rollouts in {len(report.summary.conditions)} conditions -> "
-        f"{args.out}/report.html ({len(report.files)} files)",
+        f"{Path(args.out) / 'report.html'} ({len(report.files)} files)",
         file=sys.stderr,
     )
     return 0

@@ -108,12 +108,6 @@ def handle(args: argparse.Namespace) -> int:
     if args.tools:
         spec = load_spec(args.tools, hooks=args.hooks, policy=policy)
         note_schema_only(spec, args.tools)
-    else:
-        print(
-            "prefix-exec: note: no --tools: each conversation's own tools list is its spec, so only schema checks "
-            "apply (tool names, arguments); the records say so in metadata.spec_note",
-            file=sys.stderr,
-        )
     default_dataset = ALIAS if args.benchmark == ALIAS else "transcripts"
     identity = identity_of(args, spec.name if spec is not None else default_dataset)
     forced = None if args.format == "auto" else args.format
@@ -174,13 +168,20 @@ def _with_own_tools(item: Transcript, envs: dict[str, CustomEnvironment], policy
         tools = []
     if tools is None:
         raise InputError(
-            "the conversation carries no 'tools' list to check its calls against",
+            "no --tools was given and this conversation carries no 'tools' list of its own: there is nothing to "
+            "check its tool calls against",
             path=item.path,
             line=item.line,
             field=item.prefix + "tools",
             hint="pass --tools SPEC (the tool list offered, or our spec)",
         )
     digest = tools_digest(tools)
+    if not envs:  # said once, when the first conversation is checked against its own list (not before: see above)
+        print(
+            "prefix-exec: note: no --tools: each conversation's own tools list is its spec, so only schema checks "
+            "apply (tool names, arguments); the records say so in metadata.spec_note",
+            file=sys.stderr,
+        )
     if digest not in envs:
         envs[digest] = environment_from_tools(
             tools,

@@ -31,7 +31,7 @@ from jsonschema.validators import validator_for
 
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonMapping, JsonObject
-from prefix_exec.jsonl import MAX_LINE_CHARS, check_regular_file
+from prefix_exec.jsonl import MAX_LINE_CHARS, check_regular_file, json_problem
 
 # yaml.safe_load's loader, on libyaml's parser where PyYAML has it (the same documents, about 8 times faster;
 # a run or a test reads the same spec many times).
@@ -188,10 +188,20 @@ def read_document(path: Path, *, what: str) -> Any:
         text = fh.read(MAX_SPEC_CHARS + 1)
     if len(text) > MAX_SPEC_CHARS:
         raise InputError(f"the {what} is larger than {MAX_SPEC_CHARS:,} characters", path=path)
+    other = _other_file_kind(text)
+    if other:
+        raise InputError(
+            f"this is {other}, not a {what}",
+            path=path,
+            hint="--tools takes the tool list (our JSON/YAML spec, an OpenAI tools array or an MCP tools/list "
+            "result, as examples/ticketing/tools.yaml); the file to score goes last, without an option"
+            if what == "tool spec"
+            else None,
+        )
     try:
         return json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=_YAML_LOADER)
     except json.JSONDecodeError as exc:
-        message = f"cannot parse the {what}: {exc.msg} at column {exc.colno}"
+        message = f"cannot parse the {what}: {json_problem(exc)}"
         raise InputError(message, path=path, line=exc.lineno) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -201,6 +211,31 @@ def read_document(path: Path, *, what: str) -> Any:
     except (RecursionError, ValueError) as exc:  # nesting past the recursion limit, an over-long integer
         reason = str(exc).split(";")[0] or "nested too deeply"
         raise InputError(f"cannot parse the {what}: {reason}", path=path) from None
+
+
+def _other_file_kind(text: str) -> str:
+    """What a file passed where a spec belongs is instead, judged by its first line when that line is a whole
+    JSON object: ``a rollouts file (...)``, ``a scored records file`` or, for JSON Lines of two or more
+    conversations, ``a transcripts file`` (one conversation with ``tools`` is a request body, which is a spec);
+    "" otherwise."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    rows = []
+    for line in lines[:2]:
+        try:
+            rows.append(json.loads(line))
+        except (ValueError, RecursionError):
+            break
+    if not rows or not isinstance(rows[0], Mapping):
+        return ""
+    row = rows[0]
+    if row.get("kind") == "record" or {"T", "fed"} <= row.keys():
+        return "a scored records file (JSON Lines of replayed rollouts)"
+    if row.get("kind") == "rollout" or "actions" in row:
+        return "a rollouts file (JSON Lines of tool calls to score)"
+    conversation = "messages" in row or "traj" in row or {"input", "output"} <= row.keys()
+    if conversation and len(rows) == 2 and isinstance(rows[1], Mapping):
+        return "a transcripts file (JSON Lines of conversations)"
+    return ""
 
 
 def detect_form(data: Any) -> str:

@@ -29,9 +29,11 @@ body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;
 margin:0 auto;max-width:1400px;padding:0 18px 60px;color:#1d2329}
 h1{font-size:22px;margin:18px 0 4px}h2{margin-top:34px;border-bottom:1px solid #ccd;padding-bottom:3px}
 .synthetic{background:#b3261e;color:#fff;padding:8px 12px;font-weight:600;border-radius:4px;
-position:sticky;top:0;z-index:5}
+position:sticky;top:0;z-index:5;height:20px;line-height:20px;white-space:nowrap;overflow:hidden;
+text-overflow:ellipsis}
+body:has(>.synthetic){--banner:36px}
 .muted{color:#66707a}.caption{font-weight:600;margin:6px 0 0}.note{color:#4a535c;font-size:13px;max-width:1100px}
-nav a{margin-right:12px}[id]{scroll-margin-top:48px}
+nav a{margin-right:12px}[id]{scroll-margin-top:calc(48px + var(--banner,0px))}
 table{border-collapse:collapse;margin:8px 0 4px;font-size:13px}
 th,td{border:1px solid #d6dae0;padding:3px 7px;text-align:left;vertical-align:top}
 th{background:#eef1f5;cursor:pointer;user-select:none;white-space:nowrap}
@@ -43,7 +45,7 @@ tr[data-block]{border-top:1px solid #d6dae0}
 img.plot{max-width:100%;border:1px solid #e2e5ea;margin:6px 0}
 .cond{display:none;border:1px solid #c8d1dc;border-radius:6px;padding:0 12px 4px;margin:12px 0;background:#fbfcfd}
 .cond.shown,body.all .cond{display:block}.jsonly{display:none}body.nojs .jsonly{display:block}
-.cond h3{position:sticky;top:0;z-index:3;background:#fbfcfd;margin:0 -12px;padding:8px 12px;
+.cond h3{position:sticky;top:var(--banner,0px);z-index:3;background:#fbfcfd;margin:0 -12px;padding:8px 12px;
 border-bottom:1px solid #e2e5ea}
 #filter{font:inherit;padding:4px 8px;width:28em;max-width:100%}#hits{margin:6px 0 0 0;padding-left:18px}
 #hits li{margin:2px 0}

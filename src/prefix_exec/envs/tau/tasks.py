@@ -67,6 +67,13 @@ class TaskSetCheck:
         return not self.outside and not self.differing and self.selected == self.expected
 
     def describe(self) -> str:
+        if not self.embedded:
+            return (
+                f"{self.domain}: the file embeds no task definitions (no 'tasks' list), so each simulation is "
+                f"replayed against the installed tau2's task of the same id, and whether these are the paper's "
+                f"{self.expected} tasks cannot be checked here; to check, score the results file as tau2 wrote it "
+                "(tau2 run saves the tasks in it)"
+            )
         text = (
             f"{self.domain}: {self.covered}/{self.selected} of the paper's tasks in this file (paper: {self.expected})"
         )
