@@ -34,6 +34,7 @@ BFCL_EVAL := bfcl-eval==2026.3.23
 
 setup:
 	@test -n "$(PYTHON)" || { echo 'make setup: Python 3.12 not found; install it, or run make setup PYTHON=/path/to/python3.12' >&2; exit 2; }
+	@$(PYTHON) scripts/install_tau2.py --provider '$(TAU2_PROVIDER)' --source '$(TAU2_SOURCE)' --check
 	@mkdir -p $(VENV) && : > $(SETUP_LOG) && echo "make setup: into $(VENV) (each step's output: $(SETUP_LOG))"
 	@$(STEP) "venv ($(notdir $(PYTHON)))" -- $(PYTHON) -m venv $(VENV)
 	@$(STEP) "pip upgrade" -- $(BIN)/pip install --upgrade pip

