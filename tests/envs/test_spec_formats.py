@@ -192,12 +192,12 @@ MCP_TOOL = {"name": "a", "inputSchema": {"type": "object"}}
         ),
         (
             [{"name": "a", "parameters": {"type": "object", "properties": {"x": {"$ref": "https://e.org/s.json"}}}}],
-            "does not point into this schema",
+            "does not resolve inside the schema",
             "[0].parameters",
         ),
         (
             [{"name": "a", "parameters": {"type": "object", "properties": {"x": {"$ref": "#/$defs/missing"}}}}],
-            "does not point into this schema",
+            "does not resolve inside the schema",
             "[0].parameters",
         ),
         (  # '²' is a digit to str.isdigit but no int: not an index into the list (was a ValueError)
@@ -210,7 +210,7 @@ MCP_TOOL = {"name": "a", "inputSchema": {"type": "object"}}
                     },
                 }
             ],
-            "does not point into this schema",
+            "does not resolve inside the schema",
             "[0].parameters",
         ),
         ({"model": "m", "tools": [FN, {"type": "code_interpreter"}]}, "only function tools", "tools[1].type"),

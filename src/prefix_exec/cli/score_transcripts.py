@@ -18,7 +18,7 @@ from prefix_exec.evidence import EvidencePolicy
 from prefix_exec.importers.transcripts import READERS, Identity, Transcript, TranscriptFile, openai_chat, tools_digest
 from prefix_exec.jsonl import expand_inputs
 from prefix_exec.scoring import Scorable, numbered
-from prefix_exec.trajectory import Skipped
+from prefix_exec.trajectory import Rollout, Skipped
 
 #: The records' note when a conversation's own tools list served as its spec.
 SCHEMA_ONLY_NOTE = "schema checks only: the conversation's own tools list served as the spec (no --tools)"
@@ -136,13 +136,14 @@ def _units(
     (built once per distinct list, kept by digest, with ``policy``). Says on stderr which form each file was read
     as."""
     envs: dict[str, CustomEnvironment] = {}
+    noted: set[str] = set()  # digests of own tools lists met (the schema-only note is said at the first)
     for path in files:
         transcripts = TranscriptFile(path, identity, format=forced, tolerant=keep_going)
         for item in transcripts:
             try:
                 if isinstance(item, InputError):
                     raise item
-                yield Scorable(item.rollout, spec) if spec is not None else _with_own_tools(item, envs, policy)
+                yield Scorable(item.rollout, spec) if spec is not None else _with_own_tools(item, envs, noted, policy)
             except InputError as exc:
                 if not keep_going:
                     raise
@@ -158,7 +159,9 @@ def _units(
         print(f"prefix-exec: note: {path}: {count} read as {label} ({how})", file=sys.stderr)
 
 
-def _with_own_tools(item: Transcript, envs: dict[str, CustomEnvironment], policy: EvidencePolicy) -> Scorable:
+def _with_own_tools(
+    item: Transcript, envs: dict[str, CustomEnvironment], noted: set[str], policy: EvidencePolicy
+) -> Scorable:
     """The conversation's rollout with the environment of its own tools list (from ``envs``, by digest, or built
     and kept there), its metadata saying so. A conversation with no tools list and no tool call is scored on an
     empty list (one no-tool action, allowed as for any tools-list spec); one with calls but no list raises
@@ -176,20 +179,27 @@ def _with_own_tools(item: Transcript, envs: dict[str, CustomEnvironment], policy
             hint="pass --tools SPEC (the tool list offered, or our spec)",
         )
     digest = tools_digest(tools)
-    if not envs:  # said once, when the first conversation is checked against its own list (not before: see above)
+    if not noted:  # said once, when the first conversation is checked against its own list (not before: see above)
+        noted.add(digest)
         print(
             "prefix-exec: note: no --tools: each conversation's own tools list is its spec, so only schema checks "
             "apply (tool names, arguments); the records say so in metadata.spec_note",
             file=sys.stderr,
         )
-    if digest not in envs:
-        envs[digest] = environment_from_tools(
-            tools,
-            name=item.rollout.dataset,
-            path=item.path,
-            line=item.line,
-            prefix=item.prefix,
-            policy=policy,
-        )
+
+    def environment(_: Rollout) -> CustomEnvironment:
+        # Built when the rollout is replayed, so inside its budget (compiling the list's schemas is bounded
+        # work, but the budget bounds it too); a list that cannot be built is this conversation's input error.
+        if digest not in envs:
+            envs[digest] = environment_from_tools(
+                tools,
+                name=item.rollout.dataset,
+                path=item.path,
+                line=item.line,
+                prefix=item.prefix,
+                policy=policy,
+            )
+        return envs[digest]
+
     metadata = {**item.rollout.metadata, "spec_note": SCHEMA_ONLY_NOTE, "tools_digest": digest}
-    return Scorable(replace(item.rollout, metadata=metadata), envs[digest])
+    return Scorable(replace(item.rollout, metadata=metadata), environment)

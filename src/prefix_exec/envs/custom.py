@@ -33,20 +33,18 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import jsonschema
-from jsonschema.validators import validator_for
-
 from prefix_exec.envs.custom_session import CustomEnvironment as CustomEnvironment
 from prefix_exec.envs.custom_session import CustomSession as CustomSession
 from prefix_exec.envs.custom_session import Hook as Hook
 from prefix_exec.envs.custom_session import Reject as Reject
 from prefix_exec.envs.custom_session import TaskSpec as TaskSpec
 from prefix_exec.envs.custom_session import ToolSpec as ToolSpec
-from prefix_exec.envs.spec_formats import FORM_NAMES, read_document, schema_problem, to_spec, tools_list_spec
+from prefix_exec.envs.spec_formats import FORM_NAMES, read_document, to_spec, tools_list_spec
 from prefix_exec.envs.spec_formats import SPEC_SCHEMA as SPEC_SCHEMA
 from prefix_exec.envs.spec_layers import check_layer, read_side_file
 from prefix_exec.errors import InputError
 from prefix_exec.evidence import DEFAULT_POLICY, EvidencePolicy
+from prefix_exec.json_schema import SchemaProblem, compile_schema
 from prefix_exec.json_types import JsonMapping, JsonObject
 
 
@@ -245,14 +243,15 @@ def _load_hooks(ref: str, spec_path: Path) -> ModuleType:
 
 def _tool(raw: JsonMapping, module: ModuleType | None, path: Path, where: str) -> ToolSpec:
     parameters = raw.get("parameters", {"type": "object", "properties": {}, "additionalProperties": False})
-    problem = schema_problem(parameters)
-    if problem is not None:
-        raise InputError(problem, path=path, field=f"{where}.parameters")
+    try:
+        validator = compile_schema(parameters)
+    except SchemaProblem as exc:
+        raise InputError(str(exc), path=path, field=f"{where}.parameters") from None
     hooks = _hooks(raw, module, path, where)
     return ToolSpec(
         name=raw["name"],
         parameters=parameters,
-        validator=validator_for(parameters, default=jsonschema.Draft202012Validator)(parameters),
+        validator=validator,
         refs=raw.get("refs", {}),
         produces=raw.get("produces", {}),
         invalidates=raw.get("invalidates", {}),

@@ -19,6 +19,7 @@ from prefix_exec import evidence
 from prefix_exec.envs.spec_formats import json_path
 from prefix_exec.errors import ReplayError
 from prefix_exec.evidence import DEFAULT_POLICY, SOURCE_CHECK, EvidencePolicy
+from prefix_exec.json_schema import Schema, SchemaProblem
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.trajectory import FailureLabel, ToolCall, Verdict
 
@@ -43,7 +44,7 @@ class ToolSpec:
 
     name: str
     parameters: JsonMapping
-    validator: Any = field(repr=False, compare=False)
+    validator: Schema = field(repr=False, compare=False)
     refs: Mapping[str, str] = field(default_factory=dict)
     produces: Mapping[str, str] = field(default_factory=dict)
     invalidates: Mapping[str, str] = field(default_factory=dict)
@@ -174,7 +175,12 @@ class CustomSession:
         if call.turn < tool.exposed_from_turn:
             causes.append(FailureLabel.SCHEMA)
             reasons.append(f"tool {tool.name!r} is not exposed before turn {tool.exposed_from_turn}")
-        errors = sorted(tool.validator.iter_errors(args), key=lambda e: list(e.path))
+        try:
+            errors = tool.validator.errors(args)
+        except SchemaProblem as exc:  # the schema, not the call: said so, and no other check can run
+            causes.append(FailureLabel.SCHEMA)
+            reasons.append(f"the arguments could not be checked: tool {tool.name!r}'s schema cannot be applied ({exc})")
+            return causes, reasons
         if errors:
             causes.append(FailureLabel.SCHEMA)
             reasons.extend(f"argument {json_path(e.absolute_path) or '(object)'}: {e.message}" for e in errors)

@@ -23,13 +23,12 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
-import jsonschema
 import yaml
-from jsonschema.validators import validator_for
+from jsonschema import ValidationError
 
 from prefix_exec.errors import InputError
+from prefix_exec.json_schema import compile_schema, schema_problem
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.jsonl import MAX_LINE_CHARS, check_regular_file, json_problem
 
@@ -148,12 +147,12 @@ class _Where:
         return InputError(message, path=self.path, line=self.line, field=field or None, hint=hint)
 
     def validate(self, schema: JsonMapping, data: Any, parts: Sequence[Any] = ()) -> None:
-        errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(data), key=lambda e: list(e.path))
+        errors = compile_schema(schema).errors(data, bounded=False)
         if errors:
             raise self.fail(schema_message(errors[0]), [*parts, *errors[0].absolute_path])
 
 
-def schema_message(error: jsonschema.ValidationError) -> str:
+def schema_message(error: ValidationError) -> str:
     """A validation error in one short line: jsonschema's own message quotes the whole offending value."""
     if error.validator == "type":
         wanted = error.validator_value
@@ -199,7 +198,7 @@ def read_document(path: Path, *, what: str) -> Any:
             else None,
         )
     try:
-        return json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=_YAML_LOADER)
+        return json.loads(text) if path.suffix == ".json" else _yaml_document(text)
     except json.JSONDecodeError as exc:
         message = f"cannot parse the {what}: {json_problem(exc)}"
         raise InputError(message, path=path, line=exc.lineno) from None
@@ -236,6 +235,80 @@ def _other_file_kind(text: str) -> str:
     if conversation and len(rows) == 2 and isinstance(rows[1], Mapping):
         return "a transcripts file (JSON Lines of conversations)"
     return ""
+
+
+#: The YAML tags whose values are JSON values (a merge key ``<<`` only copies mappings).
+_JSON_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("null", "bool", "int", "float", "str", "seq", "map", "merge"))
+#: How many nodes YAML aliases may add to a document when expanded (a "billion laughs" adds 10**9).
+MAX_ALIAS_EXPANSION = 100_000
+
+
+def _yaml_document(text: str) -> Any:
+    """A YAML document of JSON values only: its node graph is checked before any object is built."""
+    loader = _YAML_LOADER(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_nodes(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _check_nodes(root: yaml.Node) -> None:
+    """Refuse a node of a non-JSON type (a date, a set, binary), an alias inside its own node, and aliases that
+    expand the document by more than :data:`MAX_ALIAS_EXPANSION` nodes, naming the field and line."""
+    sizes: dict[int, int] = {}  # expanded size of each node done
+    composed = 0
+    stack: list[tuple[yaml.Node, list[Any], bool]] = [(root, [], False)]
+    open_nodes: set[int] = set()
+    while stack:
+        node, parts, done = stack.pop()
+        if done:
+            open_nodes.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes[id(child)] for _, child in _children(node))
+            continue
+        if id(node) in open_nodes:
+            raise yaml.YAMLError(f"a YAML alias at {json_path(parts) or 'the top'} refers to a node that holds it")
+        if id(node) in sizes:
+            continue
+        composed += 1
+        if node.tag not in _JSON_TAGS:
+            kind = node.tag.rsplit(":", 1)[-1]
+            raise _NotJson(
+                f"a YAML {kind} value at {json_path(parts) or 'the top'} "
+                "(a spec holds JSON values only: quote a date, write a set as a list)",
+                node,
+            )
+        open_nodes.add(id(node))
+        stack.append((node, parts, True))
+        stack.extend((child, [*parts, part], False) for part, child in _children(node))
+    expanded = sizes[id(root)]
+    if expanded - composed > MAX_ALIAS_EXPANSION:
+        raise yaml.YAMLError(
+            f"YAML aliases expand the document to {expanded:,} nodes from {composed:,}; at most "
+            f"{MAX_ALIAS_EXPANSION:,} more are read"
+        )
+
+
+class _NotJson(yaml.YAMLError):
+    def __init__(self, problem: str, node: yaml.Node) -> None:
+        super().__init__(problem)
+        self.problem, self.problem_mark = problem, node.start_mark
+
+
+def _children(node: yaml.Node) -> list[tuple[Any, yaml.Node]]:
+    """A node's children, each with its path part (a key's text, an index; a key node is its own part)."""
+    if isinstance(node, yaml.SequenceNode):
+        return list(enumerate(node.value))
+    if isinstance(node, yaml.MappingNode):
+        pairs: list[tuple[Any, yaml.Node]] = []
+        for key, value in node.value:
+            part = key.value if isinstance(key, yaml.ScalarNode) else "?"
+            pairs += [(part, key), (part, value)]
+        return pairs
+    return []
 
 
 def detect_form(data: Any) -> str:
@@ -352,41 +425,3 @@ def _tool(raw: JsonMapping, schema: Any, where: _Where, at: list[Any], key: str,
             raise where.fail(problem, [*at, key])
         tool["parameters"] = dict(schema)
     return tool
-
-
-def schema_problem(schema: JsonMapping) -> str | None:
-    """Why ``schema`` cannot check arguments, or ``None``: not valid under its ``$schema`` dialect (draft
-    2020-12 by default), or a ``$ref`` that is not a JSON pointer into the schema itself. Nothing is ever
-    fetched, so a remote ``$ref`` would fail at the first call instead of here."""
-    if not isinstance(schema.get("$schema", ""), str):
-        return "not a valid JSON Schema: '$schema' must be a string (the URI of a dialect)"
-    try:
-        validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        return f"not a valid JSON Schema: {exc.message}"
-    stack: list[Any] = [schema]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, Mapping):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and not _resolves(schema, ref):
-                return f"$ref {ref!r} does not point into this schema (only local '#/...' references are read)"
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return None
-
-
-def _resolves(root: Any, ref: str) -> bool:
-    if not ref.startswith("#"):
-        return False
-    node = root
-    for token in [t for t in unquote(ref[1:]).split("/")[1:]]:
-        token = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, Mapping) and token in node:
-            node = node[token]
-        elif isinstance(node, list) and token.isdecimal() and int(token) < len(node):
-            node = node[int(token)]
-        else:
-            return False
-    return True

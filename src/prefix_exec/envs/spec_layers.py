@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import jsonschema
-
 from prefix_exec.envs.spec_formats import SPEC_SCHEMA, json_path, read_document, schema_message
 from prefix_exec.errors import InputError
+from prefix_exec.json_schema import compile_schema
 from prefix_exec.json_types import JsonMapping, JsonObject
 
 #: The per-tool keys a side file may layer on: everything but the tool's name, description and schema.
@@ -42,7 +41,7 @@ SIDE_SCHEMA: JsonObject = {
 def read_side_file(path: Path) -> JsonObject:
     """A validated hooks side file (:data:`SIDE_SCHEMA`)."""
     data = read_document(path, what="hooks file")
-    errors = sorted(jsonschema.Draft202012Validator(SIDE_SCHEMA).iter_errors(data), key=lambda e: list(e.path))
+    errors = compile_schema(SIDE_SCHEMA).errors(data, bounded=False)
     if errors:
         raise InputError(
             schema_message(errors[0]),
