@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -49,7 +49,8 @@ class Disagreement:
     kind: str
 
     def to_json(self) -> JsonObject:
-        return asdict(self)
+        # Shallow: the fields already hold JSON values, and asdict's deep copy recurses into the arguments.
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def describe(self) -> str:
         if self.kind == "task_mismatch":  # a whole simulation (envs/tau/mismatch.py), not one call
@@ -116,8 +117,12 @@ class Consistency:
         could be compared. A ``path`` that is one of ``inputs`` or no regular file is an :class:`InputError`
         (:func:`prefix_exec.outputs.write_text`)."""
         entries = [*first, *self.found]
-        text = json.dumps([d.to_json() for d in entries], indent=1, default=str) + "\n"
-        outputs.write_text(path, text, inputs, option="--consistency")
+        rows = [d.to_json() for d in entries]
+        try:
+            text = json.dumps(rows, indent=1, default=str)
+        except RecursionError:  # arguments nested past the indenting (pure Python) encoder's stack
+            text = json.dumps(rows, default=str)
+        outputs.write_text(path, text + "\n", inputs, option="--consistency")
         if not self.calls:
             print(f"prefix-exec: consistency: no call with a {self.theirs} to compare -> {path}", file=log)
             return

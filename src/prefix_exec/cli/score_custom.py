@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from prefix_exec import evidence
+from prefix_exec import budget, evidence
 from prefix_exec.cli.common import (
     add_scoring_options,
     consistency_path,
@@ -194,9 +194,23 @@ def note_schema_only(env: CustomEnvironment, path: str | Path) -> None:
         )
 
 
+def spec_of(args: argparse.Namespace, policy: EvidencePolicy) -> CustomEnvironment:
+    """The environment of ``--tools`` (and ``--hooks``), loaded within ``--rollout-budget``: compiling a spec's
+    schemas is bounded work (:mod:`prefix_exec.json_schema`), and a spec that still takes longer is refused."""
+    try:
+        with budget.rollout_budget(args.rollout_budget, 0):
+            return load_spec(args.tools, hooks=args.hooks, policy=policy)
+    except budget.OverBudget:
+        raise InputError(
+            f"the tool spec could not be loaded within --rollout-budget {args.rollout_budget:g} s",
+            path=args.tools,
+            hint="its schemas are too costly to compile; simplify them, or raise --rollout-budget",
+        ) from None
+
+
 def handle(args: argparse.Namespace) -> int:
     policy = policy_of(args)
-    env = load_spec(args.tools, hooks=args.hooks, policy=policy)
+    env = spec_of(args, policy)
     note_schema_only(env, args.tools)
     units = read_units(
         args.rollouts, keep_going=args.keep_going, model=args.model, method=args.method, trials=trial_source(args)

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec.cli.common import add_scoring_options, numbering, trial_source
-from prefix_exec.cli.score_custom import add_spec_options, note_schema_only, policy_of, score_on_spec
-from prefix_exec.envs.custom import CustomEnvironment, environment_from_tools, load_spec
+from prefix_exec.cli.score_custom import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
+from prefix_exec.envs.custom import CustomEnvironment, environment_from_tools
 from prefix_exec.errors import InputError
 from prefix_exec.evidence import EvidencePolicy
 from prefix_exec.importers.transcripts import READERS, Identity, Transcript, TranscriptFile, openai_chat, tools_digest
@@ -106,7 +106,7 @@ def handle(args: argparse.Namespace) -> int:
     )
     spec: CustomEnvironment | None = None
     if args.tools:
-        spec = load_spec(args.tools, hooks=args.hooks, policy=policy)
+        spec = spec_of(args, policy)
         note_schema_only(spec, args.tools)
     default_dataset = ALIAS if args.benchmark == ALIAS else "transcripts"
     identity = identity_of(args, spec.name if spec is not None else default_dataset)
