@@ -236,7 +236,7 @@ def run_cli(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     src = str(Path(prefix_exec.__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
     command = [sys.executable, "-m", "prefix_exec", *argv]
-    return subprocess.run(command, capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path, check=False)
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path, check=False)
 
 
 MIXED = [i if i % 2 else str(i) for i in range(40_000)]
@@ -360,3 +360,31 @@ def test_a_tool_call_id_that_is_not_a_string_is_that_records_input_error(
     assert score(path, tmp_path / "out.jsonl", "--keep-going") == 2  # 2: a rollout was skipped
     err = capsys.readouterr().err
     assert tasks(tmp_path / "out.jsonl") == ["g0", "g1"] and "tool_call_id" in err and "Traceback" not in err
+
+
+def test_a_spec_that_cannot_be_compiled_within_the_rollout_budget_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each pattern is within its bounds (a tenth of a second to compile), but 400 of them take longer than the
+    budget: the spec is refused with the reason."""
+    tools = [
+        {"type": "function", "function": {"name": f"t{i}", "parameters": {"pattern": f"x{i}(?:a{{1000}}){{99}}"}}}
+        for i in range(400)
+    ]
+    (tmp_path / "tools.json").write_text(json.dumps(tools))
+    argv = ["score", "custom", "--tools", str(tmp_path / "tools.json"), str(TICKETING / "rollouts.jsonl")]
+    assert main([*argv, "--out", str(tmp_path / "o.jsonl"), "--rollout-budget", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "could not be loaded within --rollout-budget 1 s" in err and "Traceback" not in err
+
+
+def test_a_hooks_module_with_a_syntax_error_is_an_input_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "hooks.py").write_text("def pre(state, args)\n    return None\n")
+    spec_text = "hooks: hooks.py\ntools:\n  - name: login\n    parameters: {type: object}\n    precondition: pre\n"
+    (tmp_path / "spec.yaml").write_text(spec_text)
+    argv = ["score", "custom", "--tools", str(tmp_path / "spec.yaml"), str(TICKETING / "rollouts.jsonl")]
+    assert main([*argv, "--out", str(tmp_path / "o.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "hooks.py:1" in err and "Traceback" not in err
