@@ -115,14 +115,14 @@ def _compiled(text: str) -> Schema:
     dialect = document.get("$schema") if isinstance(document, Mapping) else None
     if dialect is not None and (not isinstance(dialect, str) or _known(dialect) is None):
         raise SchemaProblem(
-            f"$schema {dialect!r} is not a JSON Schema dialect known here (reading it would need a fetch); "
+            f"$schema {_quoted(dialect)} is not a JSON Schema dialect known here (reading it would need a fetch); "
             "use a draft's URI, e.g. https://json-schema.org/draft/2020-12/schema"
         )
     cls = bounded(validator_for(document, default=jsonschema.Draft202012Validator))
     meta = cls(cls.META_SCHEMA, format_checker=None, registry=_REGISTRY)
     error = next(iter(meta.iter_errors(document)), None)
     if error is not None:
-        where = "".join(f"[{p!r}]" for p in error.absolute_path)
+        where = short("".join(f"[{p!r}]" for p in error.absolute_path))
         raise SchemaProblem(f"not a valid JSON Schema: {short(error.message)}" + (f" at {where}" if where else ""))
     validator = cls(document, format_checker=None, registry=_REGISTRY)
     deep = _walk(document, validator)
@@ -195,20 +195,22 @@ def _lookup(resolver: Any, keyword: str, uri: str) -> Any:
     try:
         return resolver.lookup(uri)
     except (ValueError, IndexError, TypeError) as exc:  # referencing reads "#/enum/x" into a list with int()
-        raise SchemaProblem(f"{keyword} {uri!r} does not resolve inside the schema ({exc})") from None
+        raise SchemaProblem(
+            f"{keyword} {_quoted(uri)} does not resolve inside the schema ({short(str(exc))})"
+        ) from None
     except referencing.exceptions.Unresolvable as exc:
         raise SchemaProblem(
-            f"{keyword} {uri!r} does not resolve inside the schema ({_unresolvable(exc)}); nothing outside the "
+            f"{keyword} {_quoted(uri)} does not resolve inside the schema ({_unresolvable(exc)}); nothing outside the "
             "schema is read (no network, no file): put the definition in the schema's $defs"
         ) from None
 
 
 def _unresolvable(exc: referencing.exceptions.Unresolvable) -> str:
     if isinstance(exc, referencing.exceptions.NoSuchAnchor):
-        return f"no anchor {exc.anchor!r}"
+        return f"no anchor {_quoted(exc.anchor)}"
     if isinstance(exc, referencing.exceptions.PointerToNowhere):
-        return f"nothing at {exc.ref!r}"
-    return f"{getattr(exc, 'ref', exc)!r} is another document"
+        return f"nothing at {_quoted(exc.ref)}"
+    return f"{_quoted(getattr(exc, 'ref', exc))} is another document"
 
 
 def _patterns(contents: JsonMapping) -> Iterator[str]:
@@ -244,3 +246,8 @@ def _depth(value: Any, limit: int) -> int:
                 return level
             stack.extend((child, level) for child in (node.values() if isinstance(node, Mapping) else node))
     return deepest
+
+
+def _quoted(value: Any) -> str:
+    """``value``'s repr, cut to 200 characters (messages quote input, which may be megabytes long)."""
+    return short(repr(value))

@@ -222,4 +222,5 @@ def bounded(cls: Any) -> Any:
 
 
 def short(text: str) -> str:
+    """``text`` cut to 200 characters: messages quote input, which may be megabytes long."""
     return text if len(text) <= 200 else text[:197] + "..."
