@@ -62,6 +62,21 @@ def test_nesting_depth_skips_strings(text: str, depth: int) -> None:
     assert nesting_depth(text.encode()) == depth
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        '"' + '\\"' * 40_000,  # a string never closed, of escaped quotes: each quote used to start a new scan
+        '"' + '\\"' * 40_000 + "\\",  # the same, ending in a lone backslash
+    ],
+)
+def test_nesting_depth_is_linear_in_a_string_never_closed(text: str) -> None:
+    # 80 KB took 40 s (the string pattern retried from every quote, each scan to the end), in the parent,
+    # before any bound applied; a string left open runs to the end, as a parser reads it, so no bracket after
+    # it counts (before the fix each of its quotes failed to match and the brackets after it were counted)
+    assert nesting_depth(text.encode()) == 0
+    assert nesting_depth(b"[[" + text.encode() + b"[[[") == 2
+
+
 def test_nesting_depth_across_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(inspect_archive, "_CHUNK", 7)
     text = "[" * 20 + '"x"' + "]" * 20 + "[[]]"
