@@ -22,6 +22,7 @@ from inspect_bombs import (
     deep_members,
     good_members,
     json_log,
+    sample,
     sample_text,
     write_eval,
 )
@@ -184,6 +185,16 @@ def test_a_member_that_lies_about_its_size_is_refused(declared: int, tmp_path: P
     problem = found.refused.get("samples/2_epoch_1.json", "")
     assert "bytes than the" in problem or "past the compression ratio" in problem
     assert [s.id for s in read_log(log).samples if s.unscorable is None] == ["1"]
+
+
+def test_a_sample_name_inspect_would_read_as_another_member_is_refused(tmp_path: Path) -> None:
+    # inspect reads sample (2, epoch 1) from the member named samples/2_epoch_1.json: a member named with the
+    # epoch zero-filled (checked, small) sent inspect to the deep member, refused under its own name
+    members = {**good_members([1]), **deep_members(2, 200_000)}
+    members["samples/2_epoch_01.json"] = json.dumps(sample(2))
+    found = check_eval(write_eval(tmp_path / "alias.eval", members))
+    assert set(found.refused) == {"samples/2_epoch_1.json", "samples/2_epoch_01.json"}
+    assert found.refused["samples/2_epoch_01.json"] == "a sample member not named <id>_epoch_<n>.json"
 
 
 def test_an_unknown_compression_method_is_refused(tmp_path: Path) -> None:

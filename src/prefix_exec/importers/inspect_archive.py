@@ -64,7 +64,9 @@ _CHUNK = 1 << 20
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # a zip local file header (zipfile.structFileHeader)
-_SAMPLE = re.compile(r"samples/(.+)_epoch_([0-9]{1,9})\.json")
+#: A sample member's name as inspect writes it and reads it back (``samples/{id}_epoch_{epoch}.json``): an epoch
+#: written other than ``str(int)`` (``01``) would send inspect's reader to another member than the one checked.
+_SAMPLE = re.compile(r"samples/(.+)_epoch_(0|[1-9][0-9]{0,8})\.json")
 T = TypeVar("T")
 HINT = "a log written by 'inspect eval' stays far inside these bounds; is this file from a trusted run?"
 
