@@ -202,6 +202,7 @@ def check_eval(path: Path) -> Archive:
     try:
         with zipfile.ZipFile(path) as archive, path.open("rb") as raw:
             infos = archive.infolist()
+            _check_directory(path, infos)
             declared = {id(i): declared_problem(i) for i in infos}  # sizes alone first: nothing is inflated
             _check_expansion(path, sum(i.file_size for i in infos if declared[id(i)] is None))
             found = Archive()
@@ -312,6 +313,36 @@ def nesting_depth(data: bytes) -> int:
         running = depth + np.cumsum(np.where((codes == ord("[")) | (codes == ord("{")), 1, -1), dtype=np.int64)
         deepest, depth = max(deepest, int(running.max())), int(running[-1])
     return deepest
+
+
+def _check_directory(path: Path, infos: list[zipfile.ZipInfo]) -> None:
+    """Refuse an archive whose members, as inspect's reader finds them, are not zipfile's (what was checked).
+
+    inspect reads samples with its own zip reader, which takes the central directory at the offset the end
+    record states (and a ZIP64 end record only when the 32-bit fields are full), where zipfile takes the one
+    ending at the end record and shifts every offset by the difference (for data prepended to an archive), and
+    reads a ZIP64 end record whenever its locator is there; names inspect decodes as UTF-8 always. One file
+    can so hold two directories: the checks saw one, inspect read the other, unchecked."""
+    import anyio
+    from inspect_ai._util.async_zip import AsyncZipReader
+    from inspect_ai._util.asyncfiles import AsyncFilesystem
+
+    async def entries() -> list[tuple[str, int, int, int, int]]:
+        async with AsyncFilesystem() as filesystem:
+            found = await AsyncZipReader(filesystem, str(path)).entries()
+        return [
+            (e.filename, int(e.compression_method), e.compressed_size, e.uncompressed_size, e.local_header_offset)
+            for e in found.entries
+        ]
+
+    checked = [(i.filename, i.compress_type, i.compress_size, i.file_size, i.header_offset) for i in infos]
+    if anyio.run(entries) != checked:
+        raise InputError(
+            "refused before reading: inspect's reader finds another central directory (other members, or the "
+            "same at other offsets) than the one checked",
+            path=path,
+            hint=HINT,
+        )
 
 
 def _check_expansion(path: Path, inflated: int) -> None:
