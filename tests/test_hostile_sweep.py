@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import importlib
 import importlib.util
+import io
 import json
 import os
 import resource
@@ -22,6 +23,7 @@ import select
 import socket
 import time
 import uuid
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -714,9 +716,31 @@ class Canaries:
         )
 
     def plant_bytes(self, data: bytes) -> bytes:
+        """``data`` with the canaries planted; in a zip archive (an inspect ``.eval``), inside its members, whose
+        compressed bytes do not show the tokens."""
+        data = self._plant_members(data) if data.startswith(b"PK\x03\x04") else data
         for token in (CANARY_URL, CANARY_HOST, CANARY_FILE, CANARY_HOOKS):
             data = data.replace(token.encode(), self.plant(token).encode())
         return data
+
+    def _plant_members(self, data: bytes) -> bytes:
+        """The archive rewritten member by member (each with its own method) with the canaries planted, when one
+        holds a token; an archive zipfile cannot read as it is (a hostile one) is left as it is."""
+        import inspect_ai.log  # noqa: F401  (teaches zipfile inspect's zstd members)
+
+        tokens = [t.encode() for t in (CANARY_URL, CANARY_HOST, CANARY_FILE, CANARY_HOOKS)]
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                members = [(info, archive.read(info)) for info in archive.infolist()]
+        except (zipfile.BadZipFile, NotImplementedError, OSError, ValueError, EOFError):
+            return data
+        if not any(t in content for _, content in members for t in tokens):
+            return data
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w") as archive:
+            for info, content in members:
+                archive.writestr(info, self.plant(content.decode("utf-8")).encode("utf-8"))
+        return out.getvalue()
 
     def connections(self) -> int:
         """How many connections wait on the listener (accepted and closed here, so each is counted once)."""
@@ -866,6 +890,20 @@ def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
         print(f"\n{summary}")
     assert set(os.listdir(tmp_path)) == {f"case{i}" for i in range(len(cases))}
     assert not problems, f"{len(problems)} problems ({summary}):\n" + "\n".join(problems[:60])
+
+
+def test_the_canaries_are_planted_inside_a_logs_compressed_members(tmp_path: Path) -> None:
+    # the tokens of inspect:canaries are in a deflated member: replacing them in the file's bytes planted
+    # nothing, and the case read placeholders instead of the listener's URL and the canary file's path
+    canaries = Canaries.make(tmp_path)
+    (case,) = [c for c in all_cases() if c.name == "inspect:canaries"]
+    planted = canaries.plant_bytes(case.files["hostile.eval"])
+    with zipfile.ZipFile(io.BytesIO(planted)) as archive:
+        sample = archive.read("samples/2_epoch_1.json")
+        assert [i.compress_type for i in archive.infolist()] == [zipfile.ZIP_DEFLATED] * len(archive.infolist())
+    assert str(canaries.file).encode() in sample and f"http://{canaries.host}/canary".encode() in sample
+    assert b"@@CANARY" not in sample
+    canaries.listener.close()
 
 
 def test_the_canaries_see_a_connection_a_shown_file_and_an_import(tmp_path: Path) -> None:
