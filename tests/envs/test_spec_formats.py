@@ -300,6 +300,19 @@ def test_unreadable_files_are_input_errors(ticketing: Path, tmp_path: Path) -> N
     assert info.value.line == 4
 
 
+@pytest.mark.parametrize("name", ["tools.json", "tools.yaml", "side.yaml"])
+def test_a_spec_or_side_file_that_is_not_utf8_names_itself_and_the_line(
+    ticketing: Path, tmp_path: Path, name: str
+) -> None:
+    # a byte that is not UTF-8 inside a multi-line JSON or YAML document: the UnicodeDecodeError reached the
+    # CLI, which said "an input file is not UTF-8 text" without naming the file
+    bad = tmp_path / name
+    bad.write_bytes(b'{"tools": [\n  {"name": "a",\n   "description": "\xff\xfe"}]}\n')
+    with pytest.raises(InputError, match="not UTF-8 text") as info:
+        load_spec(ticketing / "mcp-tools-list.json", hooks=bad) if name == "side.yaml" else load_spec(bad)
+    assert (info.value.path, info.value.line) == (str(bad), 3)
+
+
 @pytest.mark.parametrize("name", ["tools.yaml", "mcp-hooks.yaml"])
 def test_yaml_is_read_as_safe_load_reads_it(ticketing: Path, name: str) -> None:
     # read_document parses with libyaml where PyYAML has it: the document must be safe_load's, type for type.

@@ -183,8 +183,16 @@ def json_path(parts: Sequence[Any], *, leading: bool = False) -> str:
 def read_document(path: Path, *, what: str) -> Any:
     """A JSON (``.json``) or YAML document from a regular file; an :class:`InputError` when unreadable."""
     check_regular_file(path)
-    with path.open(encoding="utf-8") as fh:
-        text = fh.read(MAX_SPEC_CHARS + 1)
+    try:
+        with path.open(encoding="utf-8") as fh:
+            text = fh.read(MAX_SPEC_CHARS + 1)
+    except UnicodeDecodeError as exc:  # the decoder's offsets are its chunk's: find the byte in the file
+        with path.open("rb") as fh:
+            raw = fh.read(4 * (MAX_SPEC_CHARS + 1))
+        bad = next((i for i, line in enumerate(raw.split(b"\n"), 1) if not _utf8(line)), None)
+        raise InputError(
+            f"the {what} is not UTF-8 text ({exc.reason})", path=path, line=bad, hint="save it as UTF-8"
+        ) from None
     if len(text) > MAX_SPEC_CHARS:
         raise InputError(f"the {what} is larger than {MAX_SPEC_CHARS:,} characters", path=path)
     other = _other_file_kind(text)
@@ -329,6 +337,14 @@ def detect_form(data: Any) -> str:
         if any(t.get("type") == "function" or "function" in t or "input_schema" in t for t in items):
             return "openai"
     return "spec"
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def to_spec(data: Any, *, path: str | Path, line: int | None = None, prefix: str = "") -> tuple[JsonObject, str]:
