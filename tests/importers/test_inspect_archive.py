@@ -244,6 +244,23 @@ def test_a_central_directory_inspect_reads_otherwise_is_the_whole_logs_error(tmp
         check_eval(prefixed)
 
 
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16", "utf-32"])
+def test_a_member_in_utf16_or_utf32_is_refused(encoding: str, tmp_path: Path) -> None:
+    # inspect reads a sample member with json.loads(bytes), which takes UTF-16 and UTF-32 too; the depth check
+    # reads bytes as UTF-8, and a character holding a quote byte (U+2200) hid 1,000 levels from it (depth 1)
+    text = sample_text(2, metadata_raw='{"a": "\u2200", "m": ' + "[" * 1000 + "]" * 1000 + ', "b": "\u2200"}')
+    assert json.loads(text.encode(encoding))["id"] == 2
+    found = check_eval(
+        write_eval(tmp_path / "wide.eval", {**good_members([1]), "samples/2_epoch_1.json": text.encode(encoding)})
+    )
+    assert set(found.refused) == {"samples/2_epoch_1.json"}
+    assert "NUL" in found.refused["samples/2_epoch_1.json"]
+    log = tmp_path / "wide.json"
+    log.write_bytes(json.dumps({**header(), "samples": [json.loads(sample_text(1))]}).encode(encoding))
+    with pytest.raises(InputError, match="NUL"):
+        read_log(log)
+
+
 def test_an_unknown_compression_method_is_refused(tmp_path: Path) -> None:
     log = write_eval(tmp_path / "bz.eval", good_members([1]))
     with zipfile.ZipFile(log, "a") as archive:

@@ -67,6 +67,10 @@ _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # a zip local file header (zipfil
 #: A sample member's name as inspect writes it and reads it back (``samples/{id}_epoch_{epoch}.json``): an epoch
 #: written other than ``str(int)`` (``01``) would send inspect's reader to another member than the one checked.
 _SAMPLE = re.compile(r"samples/(.+)_epoch_(0|[1-9][0-9]{0,8})\.json")
+#: Why a document holding a NUL byte is refused: UTF-8 JSON never holds one (not even in a string), UTF-16 and
+#: UTF-32 JSON always do, and inspect reads a sample with ``json.loads(bytes)``, which takes those too, while
+#: :func:`nesting_depth` reads UTF-8 (a character holding a quote byte, U+2200, hid any depth from it).
+NOT_UTF8 = "holds a NUL byte: not UTF-8 JSON (UTF-16 or UTF-32 is not read)"
 T = TypeVar("T")
 HINT = "a log written by 'inspect eval' stays far inside these bounds; is this file from a trusted run?"
 
@@ -240,7 +244,10 @@ def check_json(path: Path) -> None:
             hint="convert it to .eval, whose samples are read one at a time: inspect log convert --to eval",
         )
     with path.open("rb") as fh:
-        depth = nesting_depth(fh.read(MAX_DOCUMENT_BYTES + 1))
+        data = fh.read(MAX_DOCUMENT_BYTES + 1)
+    if b"\x00" in data:
+        raise InputError(f"refused before reading: {NOT_UTF8}", path=path, hint=HINT)
+    depth = nesting_depth(data)
     if depth > MAX_DEPTH:
         raise InputError(f"refused before reading: nested {depth} deep, past the bound of {MAX_DEPTH}", path=path)
 
@@ -264,6 +271,8 @@ def content_problem(raw: io.BufferedReader, info: zipfile.ZipInfo) -> str | None
     if len(data) != info.file_size:
         more = "more" if len(data) > info.file_size else "fewer"
         return f"inflates to {more} bytes than the {info.file_size:,} it declares"
+    if b"\x00" in data:
+        return NOT_UTF8
     depth = nesting_depth(data)
     if depth > MAX_DEPTH:
         return f"is nested {depth} deep, past the bound of {MAX_DEPTH}"
