@@ -22,6 +22,7 @@ from inspect_bombs import (
     header,
     sample,
     sample_text,
+    two_directories_bytes,
 )
 
 
@@ -93,6 +94,20 @@ def inspect_cases() -> Iterator[Case]:
         warnings.simplefilter("ignore", UserWarning)  # the name given twice, on purpose: the last one is read
         archive.writestr("samples/3_epoch_1.json", "[" * 9000 + "]" * 9000)
     yield _log_case("duplicate-member", duplicate.getvalue(), ("1", "5", "6"))
+    # found by the review: a name inspect reads as another member, UTF-16 JSON (json.loads takes it), an
+    # unclosed string of escaped quotes (the depth check was quadratic), a second central directory
+    yield _case("epoch-zero-filled", {**deep_members(2, 200_000), "samples/2_epoch_01.json": json.dumps(sample(2))})
+    wide = sample_text(2, metadata_raw='{"a": "\u2200", "m": ' + "[" * 9000 + "]" * 9000 + ', "b": "\u2200"}')
+    yield _case("utf16-sample", {"samples/2_epoch_1.json": wide.encode("utf-16")})
+    yield _case("unclosed-escaped-quotes", {"samples/2_epoch_1.json": '"' + '\\"' * 250_000})
+    deep = sample_text(1, metadata_raw="[" * 200_000 + "]" * 200_000).encode()
+    yield Case(
+        "inspect:two-directories",
+        {"hostile.eval": two_directories_bytes(json.dumps(sample(1)).encode(), deep), **GOOD_LOG},
+        _argv("hostile.eval", "good.eval"),
+        "out.jsonl",
+        ("5", "6"),
+    )
     yield _case("deep-reductions", {"reductions.json": "[" * 9000 + "]" * 9000}, whole=True)
     yield _case("header-not-json", {}, head="{not json", whole=True)
     yield _case("header-huge-int", {}, head='{"version": ' + "9" * 5000 + "}", whole=True)

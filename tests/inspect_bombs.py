@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import io
 import json
+import struct
 import warnings
 import zipfile
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
@@ -137,3 +139,38 @@ def json_log(path: Path, samples: list[str]) -> Path:
     head = json.dumps(header(sample_ids=range(len(samples))))
     path.write_text(head[:-1] + ', "samples": [' + ", ".join(samples) + "]}", encoding="utf-8")
     return path
+
+
+def two_directories(path: Path, shown: bytes, hidden: bytes) -> Path:
+    """:func:`two_directories_bytes` written to ``path``."""
+    path.write_bytes(two_directories_bytes(shown, hidden))
+    return path
+
+
+def two_directories_bytes(shown: bytes, hidden: bytes) -> bytes:
+    """A stored ``.eval`` of ``header.json`` and sample (1, 1) whose end record gives inspect's reader one
+    central directory (the sample is ``hidden``: it reads the directory at the offset the record states) and
+    zipfile another of the same length (``shown``: it reads the directory ending at the record, and shifts
+    every member's offset by the difference, as for data prepended to an archive)."""
+    head, name = json.dumps(header()).encode(), b"samples/1_epoch_1.json"
+    body, offsets = bytearray(), {}
+    for key, member, data in [("hidden", name, hidden), ("header", b"header.json", head), ("shown", name, shown)]:
+        offsets[key] = len(body)
+        crc = zlib.crc32(data)
+        body += struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 0, 0, 0, crc, len(data), len(data), len(member), 0)
+        body += member + data
+
+    def directory(sample: str, shift: int) -> bytes:
+        out = b""
+        for member, key, data in [
+            (b"header.json", "header", head),
+            (name, sample, {"hidden": hidden, "shown": shown}[sample]),
+        ]:
+            fixed = (20, 20, 0, 0, 0, 0, zlib.crc32(data), len(data), len(data), len(member), 0, 0, 0, 0, 0)
+            out += struct.pack("<4s6H3L5H2L", b"PK\x01\x02", *fixed, offsets[key] - shift) + member
+        return out
+
+    inspects = directory("hidden", 0)
+    zipfiles = directory("shown", len(inspects))  # zipfile adds the shift back: it starts right after inspect's
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 2, 2, len(zipfiles), len(body), 0)
+    return bytes(body) + inspects + zipfiles + end

@@ -11,7 +11,6 @@ import resource
 import struct
 import time
 import zipfile
-import zlib
 from pathlib import Path
 
 import pytest
@@ -27,6 +26,7 @@ from inspect_bombs import (
     json_log,
     sample,
     sample_text,
+    two_directories,
     write_eval,
 )
 from prefix_exec.cli import main
@@ -200,40 +200,10 @@ def test_a_sample_name_inspect_would_read_as_another_member_is_refused(tmp_path:
     assert found.refused["samples/2_epoch_01.json"] == "a sample member not named <id>_epoch_<n>.json"
 
 
-def _two_directories(path: Path, shown: bytes, hidden: bytes) -> Path:
-    """A stored ``.eval`` of ``header.json`` and sample (1, 1) whose end record gives inspect's reader one
-    central directory (the sample is ``hidden``: it reads the directory at the offset the record states) and
-    zipfile another of the same length (``shown``: it reads the directory ending at the record, and shifts
-    every member's offset by the difference, as for data prepended to an archive)."""
-    head, name = json.dumps(header()).encode(), b"samples/1_epoch_1.json"
-    body, offsets = bytearray(), {}
-    for key, member, data in [("hidden", name, hidden), ("header", b"header.json", head), ("shown", name, shown)]:
-        offsets[key] = len(body)
-        crc = zlib.crc32(data)
-        body += struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 0, 0, 0, crc, len(data), len(data), len(member), 0)
-        body += member + data
-
-    def directory(sample: str, shift: int) -> bytes:
-        out = b""
-        for member, key, data in [
-            (b"header.json", "header", head),
-            (name, sample, {"hidden": hidden, "shown": shown}[sample]),
-        ]:
-            fixed = (20, 20, 0, 0, 0, 0, zlib.crc32(data), len(data), len(data), len(member), 0, 0, 0, 0, 0)
-            out += struct.pack("<4s6H3L5H2L", b"PK\x01\x02", *fixed, offsets[key] - shift) + member
-        return out
-
-    inspects = directory("hidden", 0)
-    zipfiles = directory("shown", len(inspects))  # zipfile adds the shift back: it starts right after inspect's
-    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 2, 2, len(zipfiles), len(body), 0)
-    path.write_bytes(bytes(body) + inspects + zipfiles + end)
-    return path
-
-
 def test_a_central_directory_inspect_reads_otherwise_is_the_whole_logs_error(tmp_path: Path) -> None:
     # zipfile (the checks) saw a good sample 1; inspect's reader read sample 1 nested 200,000 deep, unchecked
     deep = sample_text(1, metadata_raw="[" * 200_000 + "]" * 200_000).encode()
-    log = _two_directories(tmp_path / "two.eval", json.dumps(sample(1)).encode(), deep)
+    log = two_directories(tmp_path / "two.eval", json.dumps(sample(1)).encode(), deep)
     with zipfile.ZipFile(log) as archive:  # the archive is what it claims to be, to zipfile
         assert archive.read("samples/1_epoch_1.json") == json.dumps(sample(1)).encode()
     with pytest.raises(InputError, match="central directory"):
