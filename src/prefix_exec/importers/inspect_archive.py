@@ -209,6 +209,7 @@ def check_eval(path: Path) -> Archive:
             _check_directory(path, infos)
             declared = {id(i): declared_problem(i) for i in infos}  # sizes alone first: nothing is inflated
             _check_expansion(path, sum(i.file_size for i in infos if declared[id(i)] is None))
+            _check_overlap(path, infos)
             found = Archive()
             names: dict[str, Member] = {}
             for info in infos:
@@ -349,6 +350,19 @@ def _check_directory(path: Path, infos: list[zipfile.ZipInfo]) -> None:
         raise InputError(
             "refused before reading: inspect's reader finds another central directory (other members, or the "
             "same at other offsets) than the one checked",
+            path=path,
+            hint=HINT,
+        )
+
+
+def _check_overlap(path: Path, infos: list[zipfile.ZipInfo]) -> None:
+    """Refuse members whose compressed bytes add up to more than the file: entries sharing one member's bytes.
+    Each member's bytes are read once by the checks, so the reading stays within the file's size."""
+    size = path.stat().st_size
+    if sum(i.compress_size for i in infos) > size:
+        raise InputError(
+            f"refused before reading: the archive's members overlap (their compressed sizes add up to more than "
+            f"the file's {size:,} bytes)",
             path=path,
             hint=HINT,
         )
