@@ -13,7 +13,7 @@ TOOLSANDBOX ?= $(firstword $(wildcard ../shared/vendor/ToolSandbox ../../shared/
 TAU2_PROVIDER ?= sierra
 TAU2_SOURCE   ?= $(abspath $(firstword $(wildcard ../shared/vendor/tau2-bench ../../shared/vendor/tau2-bench)))
 
-.PHONY: setup toolsandbox toolsandbox-package mcp-servers demo test test-quick lint bench
+.PHONY: setup toolsandbox toolsandbox-package mcp-servers demo smoke-local test test-quick lint bench
 
 # Installs prefix-exec with all its extras into $(VENV) (the [toolsandbox] extra too when ToolSandbox is found), then
 # the tau2 package without its dependencies plus the few packages tau imports (the [tau] extra; its full tree is
@@ -75,6 +75,15 @@ mcp-servers:
 # with the calibration matrix and the full report in out/demo/report.html (see docs/demo.md).
 demo:
 	$(BIN)/prefix-exec demo --out out/demo
+
+# A real model on your own OpenAI-compatible server (llama.cpp, Ollama, vLLM ...): 3 BFCL tasks x react and dual-loop,
+# then what the runner read from it (requests, tool calls per format, parse failures, tokens, latency, FED and
+# labels). make smoke-local BASE_URL=http://127.0.0.1:8080/v1 MODEL=qwen [TOOL_MODE=native|text|auto]
+# [TEXT_FORMAT=...] [OUT=runs/smoke]; the script reads these (and API_KEY_ENV, TASKS, METHODS, MAX_STEPS,
+# MAX_TOKENS, TIMEOUT) from the environment: python scripts/smoke_local.py --help.
+smoke-local:
+	@BASE_URL='$(BASE_URL)' MODEL='$(MODEL)' TOOL_MODE='$(TOOL_MODE)' TEXT_FORMAT='$(TEXT_FORMAT)' OUT='$(OUT)' \
+		$(BIN)/python scripts/smoke_local.py
 
 # The whole suite, slow end-to-end tests included: what CI runs, on pytest-xdist workers (one more than the cores; see
 # docs/testing.md). test-quick leaves out the tests marked slow (subprocesses, Ray, whole real fixtures) for a

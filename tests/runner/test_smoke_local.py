@@ -1,0 +1,242 @@
+"""scripts/smoke_local.py (``make smoke-local``) against the scripted loopback server: the report's counts
+against the BFCL ground truth the server plays, text mode, parse failures, a model that writes no call, failed
+units, and the exit status and one-line error of an unreachable server."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from fakes.bfcl_agent import BfclScript
+from fakes.openai_server import ScriptedServer, text_message, tool_message
+from fakes.planning import planning_answer
+from prefix_exec.envs.bfcl.checker import ground_truth_calls
+from prefix_exec.envs.bfcl.tasks import load_task
+from prefix_exec.io import read_records
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def smoke() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("smoke_local", REPO / "scripts" / "smoke_local.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["smoke_local"] = module  # dataclasses resolve the module's annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(autouse=True)
+def no_smoke_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The script reads its defaults from these variables; the tests set them only where they test them."""
+    for name in ("BASE_URL", "MODEL", "TOOL_MODE", "TEXT_FORMAT", "API_KEY_ENV", "OUT", "TASKS", "METHODS"):
+        monkeypatch.delenv(name, raising=False)
+    for name in ("MAX_STEPS", "MAX_TOKENS", "TIMEOUT"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def line(output: str, prefix: str) -> str:
+    found = [text for text in output.splitlines() if text.startswith(prefix)]
+    assert len(found) == 1, (prefix, output)
+    return found[0]
+
+
+def rows(output: str) -> dict[tuple[str, str], list[str]]:
+    """The report's per-rollout rows by (task, method): the columns before the label."""
+    table = output.split("records (T: action slots", 1)[1].splitlines()[2:]
+    return {(r.split()[0], r.split()[1]): r.split()[2:8] for r in table if r.startswith("  multi_turn")}
+
+
+def test_native_calls_are_counted_as_the_ground_truth_the_server_plays(
+    smoke: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks = list(smoke.TASKS)
+    truth = {task: sum(len(turn) for turn in ground_truth_calls(load_task(task))) for task in tasks}
+    with ScriptedServer(BfclScript(tasks)) as server:
+        code = smoke.main(
+            ["--base-url", server.base_url, "--model", "m", "--out", str(tmp_path), "--tool-mode", "native"]
+        )
+        sent = len(server.requests)
+    out = capsys.readouterr().out
+    assert code == 0
+    assert line(out, "rollouts:") == "rollouts: 6 of 6 written, 0 units failed"
+    calls = 2 * sum(truth.values())  # both methods play every ground-truth call
+    assert line(out, "tool calls read:") == f"tool calls read: {calls} (per format: native {calls}); parse failures: 0"
+    assert line(out, "requests:").startswith(f"requests: {sent} (executor ")
+    turns = {task: len(ground_truth_calls(load_task(task))) for task in tasks}
+    # one closing answer per turn: the script answers "Done." after each turn's calls
+    assert line(out, "executor answers without a tool call").endswith(f": {2 * sum(turns.values())}")
+    assert "WARNING" not in out
+    table = rows(out)
+    for task in tasks:
+        for method in ("react", "dual-loop"):
+            _, call_count, bad, t, fed, y = table[(task, method)]
+            assert (int(call_count), int(bad), int(t), int(fed), int(y)) == (
+                truth[task],
+                0,
+                truth[task],
+                truth[task] + 1,
+                1,
+            )
+    records = list(read_records(tmp_path / "run" / "records.jsonl"))
+    assert {(r.task_id, r.method) for r in records} == set(table)
+
+
+class TextAgent:
+    """The executor writes one ``<tool_call>`` per turn, then "Done."; in a task whose first question is in
+    ``malformed`` the call's JSON is broken."""
+
+    def __init__(self, malformed: set[str]) -> None:
+        self.malformed = malformed
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        planned = planning_answer(body, "1. look up the stock")
+        if planned is not None:
+            return planned
+        assert not body.get("tools"), "text mode sends the tools in the prompt"
+        last = str(body["messages"][-1]["content"])
+        if last.startswith("Result of tool call"):
+            return text_message("Done.")
+        first_user = next(str(m["content"]) for m in body["messages"] if m["role"] == "user")
+        if any(first_user.startswith(text) for text in self.malformed):
+            return text_message('<tool_call>{"name": "get_stock_info", "arguments": {"symbol": }</tool_call>')
+        return text_message('<tool_call>{"name": "get_stock_info", "arguments": {"symbol": "NVDA"}}</tool_call>')
+
+
+def first_question(task_id: str) -> str:
+    from prefix_exec.drivers.bfcl import questions
+
+    turns, _ = questions(load_task(task_id).category)[task_id]
+    return turns[0]
+
+
+def test_text_mode_from_the_environment_reads_calls_and_parse_failures(
+    smoke: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad_task = smoke.TASKS[0]
+    with ScriptedServer(TextAgent({first_question(bad_task)})) as server:
+        monkeypatch.setenv("BASE_URL", server.base_url)
+        monkeypatch.setenv("MODEL", "m")
+        monkeypatch.setenv("TOOL_MODE", "text")
+        monkeypatch.setenv("OUT", str(tmp_path))
+        monkeypatch.setenv("METHODS", "react")
+        code = smoke.main([])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "tool_mode = text" in line(out, "smoke-local:")
+    # 3 tasks x 2 turns, one call each; the bad task's two calls do not parse
+    tool_calls = line(out, "tool calls read:")
+    assert tool_calls.startswith("tool calls read: 6 (per format: ") and tool_calls.endswith("parse failures: 2")
+    assert "native" not in tool_calls
+    table = rows(out)
+    assert len(table) == 3
+    _, calls, bad, t, fed, y = table[(bad_task, "react")]
+    assert (calls, bad, t, fed, y) == ("2", "2", "2", "1", "0")
+    assert "schema:" in next(r for r in out.splitlines() if r.startswith(f"  {bad_task}"))
+    for task in smoke.TASKS[1:]:
+        _, calls, bad, t, fed, _ = table[(task, "react")]
+        assert (calls, bad, t) == ("2", "0", "2") and int(fed) >= 2  # get_stock_info('NVDA') is executable
+    grid = (tmp_path / "smoke-grid.toml").read_text()
+    assert 'tool_mode = "text"' in grid and 'methods = ["react"]' in grid
+
+
+def test_a_model_that_writes_no_call_is_named_and_quoted(
+    smoke: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As issue 27 found: a server that returns the call as content, which native mode does not read."""
+    answer = '{"name": "get_stock_info", "arguments": {"symbol": "NVDA"}}'
+    with ScriptedServer(lambda body: planning_answer(body, "") or text_message(answer)) as server:
+        code = smoke.main(
+            [
+                "--base-url",
+                server.base_url,
+                "--model",
+                "m",
+                "--out",
+                str(tmp_path),
+                "--tool-mode",
+                "native",
+                "--methods",
+                "react",
+            ]
+        )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert line(out, "tool calls read:") == "tool calls read: 0 (per format: none); parse failures: 0"
+    warning = line(out, "WARNING: no tool call was read")
+    assert json.dumps(answer) in warning
+    for _, _, t, fed, y in (r[1:] for r in rows(out).values()):
+        assert (t, fed, y) == ("1", "1", "0")  # the BFCL task needs calls: the no-tool action fails
+
+
+def test_failed_units_are_listed_and_exit_1(
+    smoke: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with ScriptedServer(lambda body: tool_message([])) as server:
+        server.faults.extend(["404:model 'nope' not found"] * 3)
+        code = smoke.main(
+            ["--base-url", server.base_url, "--model", "nope", "--out", str(tmp_path), "--methods", "react"]
+        )
+    out = capsys.readouterr().out
+    assert code == 1
+    assert line(out, "rollouts:") == "rollouts: 0 of 3 written, 3 units failed"
+    failed = [r for r in out.splitlines() if r.startswith("failed unit")]
+    assert len(failed) == 3 and all("404" in r for r in failed)
+
+
+@pytest.fixture()
+def closed_port() -> Iterator[int]:
+    """A loopback port nothing listens on: bound by the OS, then closed."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    yield port
+
+
+def test_an_unreachable_server_is_one_line_and_exit_2(
+    smoke: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str], closed_port: int
+) -> None:
+    code = smoke.main(
+        ["--base-url", f"http://u:secret@127.0.0.1:{closed_port}/v1", "--model", "m", "--out", str(tmp_path)]
+    )
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "smoke-local: error: cannot reach the server at http://***@127.0.0.1"
+    )
+    assert "secret" not in captured.err and "Traceback" not in captured.err
+    assert not (tmp_path / "run").exists()
+
+
+def test_missing_settings_and_bad_ones_are_input_errors(
+    smoke: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert smoke.main([]) == 2
+    assert capsys.readouterr().err.startswith("smoke-local: error: give --base-url and --model")
+    with ScriptedServer(lambda body: text_message("")) as server:
+        code = smoke.main(
+            ["--base-url", server.base_url, "--model", "m", "--out", str(tmp_path), "--tool-mode", "telepathy"]
+        )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and "tool_mode" in err and "must be one of native, text, auto" in err
+
+
+def test_help(smoke: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        smoke.main(["--help"])
+    assert exit_.value.code == 0
+    text = capsys.readouterr().out
+    for variable in ("$BASE_URL", "$MODEL", "$TOOL_MODE", "$TEXT_FORMAT"):
+        assert variable in text
