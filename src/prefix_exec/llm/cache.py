@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 from prefix_exec.json_types import JsonMapping, JsonObject
@@ -48,6 +49,20 @@ class ResponseCache:
             db.execute(
                 "INSERT OR REPLACE INTO responses (key, response, latency_s) VALUES (?, ?, ?)",
                 (request_key(request), dumps(response), latency_s),  # lone surrogates escaped
+            )
+
+    def entries(self) -> Iterator[tuple[str, JsonObject, float]]:
+        """Every stored ``(key, response, latency_s)``, by key: a cache written out as data (a test fixture)."""
+        rows = self._file.connect().execute("SELECT key, response, latency_s FROM responses ORDER BY key").fetchall()
+        for key, response, latency_s in rows:
+            yield str(key), json.loads(response), float(latency_s)
+
+    def put_entry(self, key: str, response: JsonMapping, latency_s: float) -> None:
+        """Store ``response`` under a key :meth:`entries` gave (a cache read back from data)."""
+        with self._file.connect() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO responses (key, response, latency_s) VALUES (?, ?, ?)",
+                (key, dumps(response), latency_s),
             )
 
     def __len__(self) -> int:
