@@ -208,19 +208,11 @@ class Tally:
 
 
 def call_formats(rollout: Rollout) -> list[str]:
-    """The format each of the rollout's calls was read in: ``native`` for the server's ``tool_calls``, else
-    what text mode noted per call (``metadata.call_formats``), or ``text`` when it noted nothing."""
-    noted = rollout.metadata.get("call_formats")
-    if isinstance(noted, list) and len(noted) == len(rollout.actions):
-        return [str(name) for name in noted]
-    native = {
-        str(call.get("id"))
-        for message in rollout.transcript or ()
-        if message.get("role") == "assistant" and not message.get("agent_role")
-        for call in message.get("tool_calls") or ()
-        if isinstance(call, Mapping)
-    }
-    return ["native" if native else "text" for _ in rollout.actions]
+    """The format each of the rollout's calls was read in: the text format the turn loop noted for its step
+    (``metadata.text_formats``, ``t<turn>.s<step>`` -> format), else ``native`` (the server's ``tool_calls``)."""
+    noted = rollout.metadata.get("text_formats")
+    steps = noted if isinstance(noted, Mapping) else {}
+    return [str(steps.get((call.call_id or "").rsplit(".", 1)[0], "native")) for call in rollout.actions]
 
 
 def executor_answers(rollout: Rollout) -> list[str | None]:
@@ -298,7 +290,7 @@ def report(out: Path, args: argparse.Namespace, planned: int) -> tuple[str, int]
             f"latency per request: median {statistics.median(t.latencies):.2f} s, max {max(t.latencies):.2f} s"
         )
     for fallback in sorted(t.fallbacks):
-        lines.append(f"tool_mode auto fell back to text: {fallback[:200]}")
+        lines.append(f"text fallback (tool_mode auto): {fallback[:200]}")
     if rollouts and t.calls == 0:
         quoted = json.dumps((t.quote or "")[:QUOTE_CHARS], ensure_ascii=False)
         lines.append(

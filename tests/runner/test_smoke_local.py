@@ -134,9 +134,7 @@ def test_text_mode_from_the_environment_reads_calls_and_parse_failures(
     assert code == 0
     assert "tool_mode = text" in line(out, "smoke-local:")
     # 3 tasks x 2 turns, one call each; the bad task's two calls do not parse
-    tool_calls = line(out, "tool calls read:")
-    assert tool_calls.startswith("tool calls read: 6 (per format: ") and tool_calls.endswith("parse failures: 2")
-    assert "native" not in tool_calls
+    assert line(out, "tool calls read:") == "tool calls read: 6 (per format: hermes 6); parse failures: 2"
     table = rows(out)
     assert len(table) == 3
     _, calls, bad, t, fed, y = table[(bad_task, "react")]
@@ -176,6 +174,28 @@ def test_a_model_that_writes_no_call_is_named_and_quoted(
     assert json.dumps(answer) in warning
     for _, _, t, fed, y in (r[1:] for r in rows(out).values()):
         assert (t, fed, y) == ("1", "1", "0")  # the BFCL task needs calls: the no-tool action fails
+
+
+def test_auto_reads_calls_a_server_leaves_in_content_and_says_so(
+    smoke: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What Qwen2.5-Coder-0.5B wrote behind llama-server --jinja: a fenced JSON call in content, no tool_calls."""
+    fenced = '```json\n{\n  "name": "get_stock_info",\n  "arguments": {\n    "symbol": "NVDA"\n  }\n}\n```'
+
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        planned = planning_answer(body, "")
+        if planned is not None:
+            return planned
+        assert body.get("tools"), "auto sends the tools natively"
+        return text_message("Done." if body["messages"][-1]["role"] == "tool" else fenced)
+
+    with ScriptedServer(respond) as server:
+        code = smoke.main(["--base-url", server.base_url, "--model", "m", "--out", str(tmp_path), "--methods", "react"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "tool_mode = auto" in line(out, "smoke-local:")
+    assert line(out, "tool calls read:") == "tool calls read: 6 (per format: fenced 6); parse failures: 0"
+    assert line(out, "text fallback (tool_mode auto):").endswith("read from the answer's text")
 
 
 def test_failed_units_are_listed_and_exit_1(
