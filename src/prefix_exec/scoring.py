@@ -4,16 +4,19 @@ Every benchmark's ``score`` command funnels through :func:`score_to_file`. It ta
 each rollout with the environment it replays on (so one run may mix environments: two tau domains, BFCL and
 tau samples of inspect logs), or :class:`~prefix_exec.trajectory.Skipped` for an input unit that could not be
 read; replay errors become ``Skipped`` too when the user asked to keep going. Records are appended and fsynced
-one by one, so a kill loses at most the rollout in flight, and ``resume`` skips units already in the file.
+one by one, so a kill loses at most the rollouts in flight, and ``resume`` skips units already in the file.
+With ``workers`` > 1 the replays run in worker processes (:mod:`prefix_exec.scoring_pool`) and the records
+are written in input order all the same: the file is byte for byte the one a single worker writes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
@@ -25,6 +28,7 @@ from prefix_exec.envs.base import Environment
 from prefix_exec.errors import InputError
 from prefix_exec.io import RECORD_KIND, JsonlWriter, completed_keys, record_to_json
 from prefix_exec.jsonl import UnitKey
+from prefix_exec.recipe import Recipe
 from prefix_exec.redaction import redact_json
 from prefix_exec.replay import ReplayError, replay
 from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
@@ -42,27 +46,32 @@ class Scorable:
     ``env`` is the environment, or an :data:`EnvFor` that builds the rollout's own from it. That runs only
     when the rollout is replayed (not for one kept by ``resume``), inside its budget, on the rollout as
     ``prepare`` returned it; whatever ``prepare`` returns keeps this pair's environment.
+    ``recipe`` builds ``env`` again in a worker process (:mod:`prefix_exec.recipe`); without one the environment
+    itself is pickled to the workers, and one that does not pickle is replayed in the reading process.
     """
 
     rollout: Rollout
     env: Environment | EnvFor
+    recipe: Recipe | None = None
 
     def environment(self, rollout: Rollout) -> Environment:
         """The environment ``rollout`` (this pair's, or ``prepare``'s copy of it) replays on."""
         return self.env if isinstance(self.env, Environment) else self.env(rollout)
 
 
-def paired(units: Iterable[Rollout | Skipped], env: Environment | EnvFor) -> Iterator[Scorable | Skipped]:
+def paired(
+    units: Iterable[Rollout | Skipped], env: Environment | EnvFor, recipe: Recipe | None = None
+) -> Iterator[Scorable | Skipped]:
     """``units`` (a reader's rollouts and skipped inputs, read as they are asked for) with every rollout paired
-    with ``env``."""
+    with ``env`` (built again in a worker process by ``recipe``, when given)."""
     for unit in units:
-        yield Scorable(unit, env) if isinstance(unit, Rollout) else unit
+        yield Scorable(unit, env, recipe) if isinstance(unit, Rollout) else unit
 
 
 def numbered(units: Iterable[Scorable | Skipped], numbering: Numbering) -> Iterator[Scorable | Skipped]:
     """``units`` with every rollout numbered by ``numbering`` (:mod:`prefix_exec.trials`), as they are asked for."""
     for unit in units:
-        yield Scorable(numbering.number(unit.rollout), unit.env) if isinstance(unit, Scorable) else unit
+        yield replace(unit, rollout=numbering.number(unit.rollout)) if isinstance(unit, Scorable) else unit
 
 
 @dataclass
@@ -104,6 +113,8 @@ def score_to_file(
     rollout_seconds: float | None = budget.DEFAULT_ROLLOUT_SECONDS,
     call_memory_mb: int = budget.DEFAULT_CALL_MEMORY_MB,
     inputs: Iterable[str | Path] = (),
+    workers: int = 1,
+    launcher: str = "local",
 ) -> ScoreReport:
     """Replay every rollout in ``units`` on its environment and append its record to ``out``.
 
@@ -121,6 +132,10 @@ def score_to_file(
     none, and ``call_memory_mb`` per call); a rollout past it is unscorable, reported with the reason.
     ``prepare`` may raise :class:`ReplayError` or :class:`InputError` for a unit it cannot handle.
     ``inputs`` are the files read: an ``out`` that is one of them is refused before anything is touched.
+
+    ``workers`` > 1 (or ``launcher`` ``"ray"``) replays on that many worker processes or Ray actors
+    (:mod:`prefix_exec.scoring_pool`; ``prepare`` must then pickle); reading, checks of identity, ``on_record``
+    and writing stay in this process, in input order, so the records and the report are those of one worker.
     """
     path = Path(out)
     _check_output(path, inputs, resume=resume, overwrite=overwrite)
@@ -131,13 +146,11 @@ def score_to_file(
         keep_going=keep_going,
         log=log if log is not None else sys.stderr,
         on_record=on_record,
-        prepare=prepare,
-        rollout_seconds=rollout_seconds,
-        call_memory_mb=call_memory_mb,
+        replayer=Replayer(prepare, rollout_seconds, call_memory_mb),
     )
     with hold_lock(path):
         try:
-            scorer.score(units, path, resume=resume, total=total, desc=desc)
+            scorer.score(units, path, resume=resume, total=total, desc=desc, workers=workers, launcher=launcher)
         except BaseException:
             # A failed run leaves no empty output behind (a non-empty one keeps its records for --resume).
             _drop_if_empty(path, fresh)
@@ -165,6 +178,29 @@ def _drop_if_empty(path: Path, fresh: bool) -> None:
         path.unlink()
 
 
+#: What became of one input unit: its record, why it was not scored, or ``None``: kept from the output (resume).
+Outcome = PrefixRecord | Skipped | None
+
+
+@dataclass(frozen=True)
+class Replayer:
+    """Replays one rollout inside its budget (see :func:`score_to_file`); pickled to worker processes."""
+
+    prepare: Callable[[Rollout], Rollout] | None
+    rollout_seconds: float | None
+    call_memory_mb: int
+
+    def __call__(self, rollout: Rollout, env: Environment | EnvFor) -> PrefixRecord | Skipped:
+        """The record of ``rollout`` prepared and replayed on ``env`` (or the environment ``env`` builds for
+        it), or a :class:`Skipped` saying why it cannot be scored."""
+        try:
+            with budget.rollout_budget(self.rollout_seconds, self.call_memory_mb):
+                ready = self.prepare(rollout) if self.prepare is not None else rollout
+                return replay(ready, env if isinstance(env, Environment) else env(ready))
+        except (ReplayError, InputError, budget.OverBudget) as exc:
+            return Skipped(unit_name(rollout), str(exc))
+
+
 @dataclass(frozen=True)
 class _Scorer:
     """One scoring run's settings (see :func:`score_to_file`) and the report it fills."""
@@ -173,48 +209,42 @@ class _Scorer:
     keep_going: bool
     log: TextIO
     on_record: Callable[[PrefixRecord], None] | None
-    prepare: Callable[[Rollout], Rollout] | None
-    rollout_seconds: float | None
-    call_memory_mb: int
+    replayer: Replayer
 
     def score(
-        self, units: Iterable[Scorable | Skipped], path: Path, *, resume: bool, total: int | None, desc: str
+        self,
+        units: Iterable[Scorable | Skipped],
+        path: Path,
+        *,
+        resume: bool,
+        total: int | None,
+        desc: str,
+        workers: int = 1,
+        launcher: str = "local",
     ) -> None:
         """Score ``units`` into ``path`` (held locked by the caller), appending when ``resume``."""
         done = completed_keys(path, kind=RECORD_KIND) if resume else set()
-        seen: dict[UnitKey, tuple[str, str]] = {}  # key -> (digest, name) of the first rollout with it
+        tickets = _tickets(units, done)
+        outcomes: Generator[Outcome]
+        if workers > 1 or launcher != "local":
+            from prefix_exec.scoring_pool import ordered
+
+            outcomes = ordered(tickets, self.replayer, workers=workers, launcher=launcher, log=self.log)
+        else:
+            outcomes = (self.replayer(t.rollout, t.env) if isinstance(t, Scorable) else t for t in tickets)
         with (
             JsonlWriter(path, append=resume) as writer,
             tqdm(total=total, desc=desc, unit="rollout", disable=None, file=sys.stderr) as bar,
+            contextlib.closing(outcomes),
         ):
-            for unit in units:
+            for outcome in outcomes:
                 bar.update(1)
-                if isinstance(unit, Skipped):
-                    self.skip(unit)
-                    continue
-                key = unit.rollout.key
-                digest = rollout_digest(unit.rollout)
-                if key in seen:
-                    self.skip(_repeated(unit.rollout, digest, *seen[key]))
-                    continue
-                seen[key] = (digest, _name(unit.rollout))
-                if key in done:
+                if isinstance(outcome, Skipped):
+                    self.skip(outcome)
+                elif outcome is None:
                     self.report.resumed += 1
-                    continue
-                record = self.replay(unit)
-                if record is not None:
-                    self.write(writer, record)
-
-    def replay(self, unit: Scorable) -> PrefixRecord | None:
-        """The record of ``unit``, prepared and replayed inside its budget; ``None`` when it cannot be scored
-        (skipped, or raised without ``keep_going``)."""
-        try:
-            with budget.rollout_budget(self.rollout_seconds, self.call_memory_mb):
-                ready = self.prepare(unit.rollout) if self.prepare is not None else unit.rollout
-                return replay(ready, unit.environment(ready))
-        except (ReplayError, InputError, budget.OverBudget) as exc:
-            self.skip(Skipped(_name(unit.rollout), str(exc)))
-            return None
+                else:
+                    self.write(writer, outcome)
 
     def write(self, writer: JsonlWriter, record: PrefixRecord) -> None:
         row = record_to_json(record)
@@ -234,6 +264,23 @@ class _Scorer:
             )
         self.report.skipped.append(unit)
         print(f"prefix-exec: skipped {unit.where}: {unit.error}", file=self.log)
+
+
+def _tickets(units: Iterable[Scorable | Skipped], done: set[UnitKey]) -> Iterator[Scorable | Outcome]:
+    """``units`` in input order, each a rollout to replay or already settled: not readable, a repeated identity
+    (:func:`_repeated`), or in ``done`` (kept by resume: ``None``)."""
+    seen: dict[UnitKey, tuple[str, str]] = {}  # key -> (digest, name) of the first rollout with it
+    for unit in units:
+        if isinstance(unit, Skipped):
+            yield unit
+            continue
+        key = unit.rollout.key
+        digest = rollout_digest(unit.rollout)
+        if key in seen:
+            yield _repeated(unit.rollout, digest, *seen[key])
+            continue
+        seen[key] = (digest, unit_name(unit.rollout))
+        yield None if key in done else unit
 
 
 @contextmanager
@@ -259,7 +306,8 @@ def hold_lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def _name(unit: Rollout) -> str:
+def unit_name(unit: Rollout) -> str:
+    """How messages name a rollout: its task, model, method, trial and source file."""
     return f"task {unit.task_id} (model {unit.model}, method {unit.method}, trial {unit.trial}){source_of(unit)}"
 
 
@@ -267,9 +315,9 @@ def _repeated(rollout: Rollout, digest: str, first_digest: str, first: str) -> S
     """Why a rollout whose identity an earlier one has is not scored: the same rollout read twice, or (numbering
     left them so: ``--unique-task``, or a caller that does not number) a different rollout of that identity."""
     if digest == first_digest:
-        return Skipped(_name(rollout), "duplicate: the input holds this rollout twice")
+        return Skipped(unit_name(rollout), "duplicate: the input holds this rollout twice")
     return Skipped(
-        _name(rollout),
+        unit_name(rollout),
         f"a different rollout has this dataset, task, model, method and trial: {first}. Give them distinct trial "
         "numbers (--trial-field PATH, --trial N), or leave out --unique-task to number them as trials in input order",
     )

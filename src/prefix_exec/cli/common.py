@@ -11,6 +11,7 @@ from prefix_exec import budget, outputs, tasksets
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonObject
 from prefix_exec.scoring import ScoreReport
+from prefix_exec.scoring_pool import LAUNCHERS, usable_cores
 from prefix_exec.stats import DEFAULT_RESAMPLES
 from prefix_exec.trials import Numbering, TrialSource
 
@@ -18,7 +19,7 @@ from prefix_exec.trials import Numbering, TrialSource
 def add_scoring_options(parser: argparse.ArgumentParser) -> None:
     """What every ``score`` command takes: the records' identity (``--model``, ``--method``, ``--trial`` or
     ``--trial-field``, ``--unique-task``; :func:`trial_source`, :func:`numbering`), then ``--out`` and how it is
-    written (resume, overwrite, keep going, budgets; :func:`output_options` reads those)."""
+    written (resume, overwrite, keep going, budgets, workers; :func:`output_options` reads those)."""
     _add_identity_options(parser)
     _add_output_options(parser)
 
@@ -55,17 +56,36 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
         metavar="MiB",
         help="memory budget of one tool call, MiB above the process's size; 0 for none (default: %(default)s)",
     )
+    cores = usable_cores()
+    parser.add_argument(
+        "--workers",
+        type=int_between(1, 1024),
+        default=cores,
+        metavar="N",
+        help=f"replay on N worker processes (default: the usable cores, {cores} here); the records and their "
+        "order are those of --workers 1, which replays in this process. Each worker holds its own copy of the "
+        "environments (docs/architecture.md, 'Scoring on every core')",
+    )
+    parser.add_argument(
+        "--launcher",
+        choices=LAUNCHERS,
+        default="local",
+        help="where the workers run: local processes (default) or Ray actors on the cluster in RAY_ADDRESS "
+        "(else a local Ray instance), --workers of them, as 'run --launcher ray' (needs the ray extra)",
+    )
 
 
 def output_options(args: argparse.Namespace) -> JsonObject:
     """score_to_file's keywords from what :func:`add_scoring_options` parsed, all but ``--out``: resume,
-    overwrite, keep_going, and the rollout and call budgets."""
+    overwrite, keep_going, the rollout and call budgets, and the workers and their launcher."""
     return {
         "resume": args.resume,
         "overwrite": args.overwrite,
         "keep_going": args.keep_going,
         "rollout_seconds": args.rollout_budget,
         "call_memory_mb": args.call_memory,
+        "workers": args.workers,
+        "launcher": args.launcher,
     }
 
 

@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Iterable
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from prefix_exec.cli.common import (
@@ -117,7 +118,7 @@ def handle(args: argparse.Namespace) -> int:
             args.out,
             total=total,
             desc="bfcl",
-            prepare=lambda rollout: _with_success(rollout, checker),
+            prepare=partial(_with_success, checker=checker),  # a partial pickles to worker processes
             inputs=args.results,
             **output_options(args),
         )

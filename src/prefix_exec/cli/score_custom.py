@@ -30,6 +30,7 @@ from prefix_exec.envs.spec_formats import FORM_NAMES
 from prefix_exec.errors import InputError
 from prefix_exec.evidence import DEFAULT_ERROR_PATTERN, EvidencePolicy
 from prefix_exec.io import iter_json_lines, read_records, rollout_from_json
+from prefix_exec.recipe import Recipe
 from prefix_exec.scoring import Scorable, paired, score_to_file
 from prefix_exec.trajectory import Rollout, Skipped
 from prefix_exec.trials import FROM_INPUT, Numbering, TrialError, TrialSource, trial_fields
@@ -216,8 +217,9 @@ def handle(args: argparse.Namespace) -> int:
         args.rollouts, keep_going=args.keep_going, model=args.model, method=args.method, trials=trial_source(args)
     )
     trials = numbering(args)
+    recipe = Recipe(load_spec, (args.tools,), {"hooks": args.hooks, "policy": policy})  # built again per worker
     return score_on_spec(
-        paired(trials.rollouts(units), env),
+        paired(trials.rollouts(units), env, recipe),
         args,
         policy=policy,
         desc=f"scoring {env.name}",

@@ -12,11 +12,13 @@ from typing import Any
 
 from prefix_exec.cli.common import add_scoring_options, numbering, trial_source
 from prefix_exec.cli.score_custom import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
-from prefix_exec.envs.custom import CustomEnvironment, environment_from_tools
+from prefix_exec.envs.custom import CustomEnvironment, environment_from_tools, load_spec
 from prefix_exec.errors import InputError
 from prefix_exec.evidence import EvidencePolicy
 from prefix_exec.importers.transcripts import READERS, Identity, Transcript, TranscriptFile, openai_chat, tools_digest
+from prefix_exec.json_types import JsonObject
 from prefix_exec.jsonl import expand_inputs
+from prefix_exec.recipe import Recipe
 from prefix_exec.scoring import Scorable, numbered
 from prefix_exec.trajectory import Rollout, Skipped
 
@@ -31,6 +33,8 @@ FIELDS = {
 }
 #: The form that reads a file whose records show none (messages without a tool call: formats.detect).
 PLAIN_FORMAT = openai_chat.NAME
+#: The --tools environment and the recipe a worker process builds it again by (:mod:`prefix_exec.recipe`).
+Spec = tuple[CustomEnvironment, Recipe]
 #: The name ``score openai`` had before it read every format; it stays an alias.
 ALIAS = "openai"
 
@@ -104,12 +108,12 @@ def handle(args: argparse.Namespace) -> int:
         lambda folder: [*folder.glob("*.jsonl"), *folder.glob("*.json")],
         none_found="no .jsonl or .json files in this folder",
     )
-    spec: CustomEnvironment | None = None
+    spec: Spec | None = None
     if args.tools:
-        spec = spec_of(args, policy)
-        note_schema_only(spec, args.tools)
+        spec = (spec_of(args, policy), Recipe(load_spec, (args.tools,), {"hooks": args.hooks, "policy": policy}))
+        note_schema_only(spec[0], args.tools)
     default_dataset = ALIAS if args.benchmark == ALIAS else "transcripts"
-    identity = identity_of(args, spec.name if spec is not None else default_dataset)
+    identity = identity_of(args, spec[0].name if spec is not None else default_dataset)
     forced = None if args.format == "auto" else args.format
     units = _units(files, identity, forced, spec, keep_going=args.keep_going, policy=policy)
     trials = numbering(args)
@@ -127,7 +131,7 @@ def _units(
     files: list[Path],
     identity: Identity,
     forced: str | None,
-    spec: CustomEnvironment | None,
+    spec: Spec | None,
     *,
     keep_going: bool,
     policy: EvidencePolicy,
@@ -135,7 +139,7 @@ def _units(
     """Rollouts of every conversation, each with ``spec`` or, without one, the environment of its own tools list
     (built once per distinct list, kept by digest, with ``policy``). Says on stderr which form each file was read
     as."""
-    envs: dict[str, CustomEnvironment] = {}
+    envs: dict[str, OwnTools] = {}
     noted: set[str] = set()  # digests of own tools lists met (the schema-only note is said at the first)
     for path in files:
         transcripts = TranscriptFile(path, identity, format=forced, tolerant=keep_going)
@@ -143,7 +147,7 @@ def _units(
             try:
                 if isinstance(item, InputError):
                     raise item
-                yield Scorable(item.rollout, spec) if spec is not None else _with_own_tools(item, envs, noted, policy)
+                yield Scorable(item.rollout, *spec) if spec is not None else _with_own_tools(item, envs, noted, policy)
             except InputError as exc:
                 if not keep_going:
                     raise
@@ -159,9 +163,7 @@ def _units(
         print(f"prefix-exec: note: {path}: {count} read as {label} ({how})", file=sys.stderr)
 
 
-def _with_own_tools(
-    item: Transcript, envs: dict[str, CustomEnvironment], noted: set[str], policy: EvidencePolicy
-) -> Scorable:
+def _with_own_tools(item: Transcript, envs: dict[str, OwnTools], noted: set[str], policy: EvidencePolicy) -> Scorable:
     """The conversation's rollout with the environment of its own tools list (from ``envs``, by digest, or built
     and kept there), its metadata saying so. A conversation with no tools list and no tool call is scored on an
     empty list (one no-tool action, allowed as for any tools-list spec); one with calls but no list raises
@@ -187,19 +189,27 @@ def _with_own_tools(
             file=sys.stderr,
         )
 
-    def environment(_: Rollout) -> CustomEnvironment:
-        # Built when the rollout is replayed, so inside its budget (compiling the list's schemas is bounded
-        # work, but the budget bounds it too); a list that cannot be built is this conversation's input error.
-        if digest not in envs:
-            envs[digest] = environment_from_tools(
-                tools,
-                name=item.rollout.dataset,
-                path=item.path,
-                line=item.line,
-                prefix=item.prefix,
-                policy=policy,
-            )
-        return envs[digest]
-
+    if digest not in envs:  # one per distinct list, so that a worker process builds each once
+        where: JsonObject = {"name": item.rollout.dataset, "path": item.path, "line": item.line, "prefix": item.prefix}
+        envs[digest] = OwnTools(tools, where, policy)
     metadata = {**item.rollout.metadata, "spec_note": SCHEMA_ONLY_NOTE, "tools_digest": digest}
-    return Scorable(replace(item.rollout, metadata=metadata), environment)
+    return Scorable(replace(item.rollout, metadata=metadata), envs[digest])
+
+
+class OwnTools:
+    """The environment of a conversation's own tools list, built when a rollout is first replayed on it, so inside
+    its budget (compiling the list's schemas is bounded work, but the budget bounds it too); a list that cannot be
+    built is that conversation's input error. Pickles as the list (:mod:`prefix_exec.scoring_pool`): each worker
+    process builds its own."""
+
+    def __init__(self, tools: Any, where: JsonObject, policy: EvidencePolicy) -> None:
+        self.tools, self.where, self.policy = tools, where, policy
+        self.built: CustomEnvironment | None = None
+
+    def __call__(self, rollout: Rollout) -> CustomEnvironment:
+        if self.built is None:
+            self.built = environment_from_tools(self.tools, **self.where, policy=self.policy)
+        return self.built
+
+    def __getstate__(self) -> JsonObject:
+        return {**self.__dict__, "built": None}

@@ -142,13 +142,9 @@ def run_ray(grid: Grid, cache: Path | None, units: Sequence[Unit], concurrency: 
     A worker process that dies (killed, out of memory, a crash in native code) fails only its unit: the unit
     is reported with the error, the slots it held are given back, and a new worker takes its place.
     """
-    try:
-        import ray
-        from ray.exceptions import RayError
-    except ImportError:
-        raise InputError("--launcher ray needs Ray", hint=install_hint("ray")) from None
-    if not ray.is_initialized():
-        ray.init(address=os.environ.get("RAY_ADDRESS"), log_to_driver=False)
+    ray = connect_ray()
+    from ray.exceptions import RayError
+
     gate = ray.remote(num_cpus=0)(_EndpointGate)
     gates: JsonObject = {url: gate.remote(cap) for url, cap in grid.endpoint_caps().items()}
     # Actors wait on the network, not the CPU; a fractional CPU lets --max-concurrency exceed the core count.
@@ -187,6 +183,19 @@ def run_ray(grid: Grid, cache: Path | None, units: Sequence[Unit], concurrency: 
         for worker, _ in running.values():
             with contextlib.suppress(Exception):
                 ray.kill(worker[1], no_restart=True)
+
+
+def connect_ray() -> Any:
+    """The ``ray`` module, connected: to the cluster in ``RAY_ADDRESS`` when set, else a local instance started
+    now, unless the caller already called ``ray.init``. Without Ray installed, an :class:`InputError` with the
+    install hint."""
+    try:
+        import ray
+    except ImportError:
+        raise InputError("--launcher ray needs Ray", hint=install_hint("ray")) from None
+    if not ray.is_initialized():
+        ray.init(address=os.environ.get("RAY_ADDRESS"), log_to_driver=False)
+    return ray
 
 
 class _EndpointGate:

@@ -1,0 +1,427 @@
+"""Replay on every core: ``score --workers N`` (worker processes) and ``--launcher ray`` (Ray actors).
+
+The reading process keeps everything but the replays: it reads the inputs, checks identities, writes the
+records, all in input order (:mod:`prefix_exec.scoring`). Each rollout goes to a worker as soon as one has
+room (:data:`DEPTH` in flight each), and its outcome waits in a window of at most :data:`WINDOW` units per
+worker until every unit before it is written. So the file is byte for byte what one worker writes, a kill
+loses at most the window, and ``--resume`` skips what was written.
+
+A worker gets each environment once, as its :class:`~prefix_exec.recipe.Recipe` (the worker builds it once:
+no input is parsed again per rollout) or, without one, pickled; an environment that does not pickle has its
+rollouts replayed in the reading process (said once on the log). Workers are spawned, as the runner's are
+(:mod:`prefix_exec.runner.launchers`): a fork would copy the reading process's threads' locks mid-use, and
+ToolSandbox deadlocks under fork. Spawning costs a Python start and this package's imports per worker.
+
+A worker that dies (killed, out of memory in C) costs only the rollout it was replaying: that rollout is
+reported unscorable, a new worker starts and takes the rollouts queued behind it. Ctrl-C and SIGTERM end the
+workers and leave the records written so far.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import pickle
+import signal
+import threading
+from collections import deque
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
+from typing import Any, Final, Protocol, TextIO
+
+from prefix_exec.recipe import Recipe
+from prefix_exec.scoring import Outcome, Replayer, Scorable, unit_name
+from prefix_exec.trajectory import Skipped
+
+#: Rollouts sent to one local worker before its first result is back (the next is queued while one runs).
+DEPTH = 2
+#: Units read ahead per worker, settled or not, before reading waits for the oldest to be written.
+WINDOW = 8
+#: How the pool's processes start (see the module docstring).
+START_METHOD: Final = "spawn"
+#: Inputs with fewer rollouts are replayed in the reading process whatever ``--workers`` says (a worker's start,
+#: a Python start and this package's imports, costs about as much as replaying 30 small rollouts).
+MIN_ROLLOUTS = 32
+#: The launchers a ``score`` command takes (``--launcher``), as ``run --launcher`` has them.
+LAUNCHERS = ("local", "ray")
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, as a scheduler or container set it), at least 1."""
+    counter = getattr(os, "process_cpu_count", None)  # Python 3.13
+    if counter is not None:
+        return int(counter() or 1)
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class Died:
+    """A worker ended while it held rollouts; ``why`` says how (an exit code, a signal, Ray's message)."""
+
+    why: str
+
+
+class Raised:
+    """An exception met reading the input or replaying a unit: raised when every unit before it is written, as
+    one worker would have raised it there."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+#: What a transport reports: (worker index, sequence number of the rollout, its outcome), or (index, None, Died).
+Event = tuple[int, int | None, Outcome | Raised | Died]
+
+
+class Transport(Protocol):
+    """Worker processes or actors, addressed by index; each runs the messages it is sent in order."""
+
+    depth: int
+
+    def send_env(self, worker: int, token: int, data: bytes) -> None: ...
+    def send_unit(self, worker: int, seq: int, unit: Scorable, token: int) -> None: ...
+    def collect(self) -> list[Event]: ...
+    def restart(self, worker: int) -> None: ...
+    def close(self) -> None: ...
+
+
+def ordered(
+    tickets: Iterator[Scorable | Outcome], replayer: Replayer, *, workers: int, launcher: str, log: TextIO
+) -> Generator[Outcome]:
+    """The outcome of every ticket in input order: settled ones as they are, rollouts replayed by ``workers``
+    workers of ``launcher`` (one of :data:`LAUNCHERS`) with ``replayer``."""
+    if launcher == "local":
+        head, few = _read_ahead(tickets, MIN_ROLLOUTS)
+        if few:  # starting workers would cost more than it saves: replay here, as --workers 1 does
+            for ticket in head:
+                if isinstance(ticket, Raised):
+                    raise ticket.error
+                yield replayer(ticket.rollout, ticket.env) if isinstance(ticket, Scorable) else ticket
+            return
+        tickets = itertools.chain(head, tickets)
+    transport: Transport
+    if launcher == "ray":
+        from prefix_exec.scoring_ray import RayActors
+
+        transport = RayActors(replayer, workers)
+    else:
+        transport = Processes(replayer, workers)
+    try:
+        with _terminate_as_interrupt():
+            yield from _Schedule(tickets, transport, replayer, workers, log).run()
+    finally:
+        transport.close()
+
+
+def _read_ahead(tickets: Iterator[Scorable | Outcome], count: int) -> tuple[list[Any], bool]:
+    """The tickets up to the ``count``-th rollout (a reading error ends them as a :class:`Raised`), and whether
+    the input ended before it."""
+    head: list[Any] = []
+    rollouts = 0
+    while rollouts < count:
+        try:
+            ticket = next(tickets)
+        except StopIteration:
+            return head, True
+        except Exception as exc:  # raised in its turn, after the units read before it
+            head.append(Raised(exc))
+            return head, True
+        head.append(ticket)
+        rollouts += isinstance(ticket, Scorable)
+    return head, False
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt for the block (main thread, default handler only), so a terminated
+    run ends its workers and says what it kept, as Ctrl-C does."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) not in (
+        signal.SIG_DFL,
+        None,
+    ):
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+_PENDING = object()
+
+
+class _Schedule:
+    """One run's queue: the window of units in input order and what each worker holds."""
+
+    def __init__(
+        self, tickets: Iterator[Scorable | Outcome], transport: Transport, replayer: Replayer, workers: int, log: TextIO
+    ) -> None:
+        self.tickets, self.transport, self.replayer, self.log = tickets, transport, replayer, log
+        self.window: deque[list[Any]] = deque()  # [seq, outcome or _PENDING or Raised], oldest first
+        self.entries: dict[int, list[Any]] = {}
+        self.held: list[deque[tuple[int, Scorable]]] = [deque() for _ in range(workers)]
+        self.known: list[set[int]] = [set() for _ in range(workers)]
+        self.envs: dict[int, tuple[int | None, object]] = {}  # id(env) -> (token or None: not sendable, env)
+        self.payloads: list[bytes] = []  # by token
+        self.size = WINDOW * workers
+        self.seq = 0
+        self.exhausted = False
+
+    def run(self) -> Iterator[Outcome]:
+        while True:
+            self.fill()
+            while self.window and self.window[0][1] is not _PENDING:
+                outcome = self.window.popleft()[1]
+                if isinstance(outcome, Raised):
+                    raise outcome.error
+                yield outcome
+            if not self.window and self.exhausted:
+                return
+            if any(self.held):
+                for worker, seq, outcome in self.transport.collect():
+                    self.settle(worker, seq, outcome)
+
+    def fill(self) -> None:
+        """Read tickets while the window has room and some worker can take a rollout."""
+        while not self.exhausted and len(self.window) < self.size:
+            free = min(range(len(self.held)), key=lambda w: len(self.held[w]))
+            if len(self.held[free]) >= self.transport.depth:
+                return
+            try:
+                ticket: Any = next(self.tickets)
+            except StopIteration:
+                self.exhausted = True
+                return
+            except Exception as exc:  # a reading error: raised in its turn, after the units read before it
+                self.exhausted = True
+                ticket = Raised(exc)
+            entry = [self.seq, ticket]
+            self.seq += 1
+            self.window.append(entry)
+            if isinstance(ticket, Scorable):
+                token = self.token(ticket)
+                if token is None:  # replayed here, in input order like the rest
+                    entry[1] = self.replayer(ticket.rollout, ticket.env)
+                else:
+                    entry[1] = _PENDING
+                    self.entries[entry[0]] = entry
+                    self.dispatch(free, entry[0], ticket, token)
+
+    def token(self, unit: Scorable) -> int | None:
+        """The number workers know ``unit``'s environment by; ``None`` when it cannot be sent to them."""
+        key = id(unit.env)  # the env is kept in self.envs, so its id is not reused
+        if key not in self.envs:
+            token: int | None = None
+            try:
+                self.payloads.append(pickle.dumps(unit.recipe if unit.recipe is not None else unit.env))
+                token = len(self.payloads) - 1
+            except Exception as exc:  # pickle raises what the object's reduction raises
+                print(
+                    f"prefix-exec: note: the environment {getattr(unit.env, 'name', type(unit.env).__name__)} "
+                    f"cannot be sent to worker processes ({type(exc).__name__}); its rollouts are replayed in "
+                    "this process",
+                    file=self.log,
+                )
+            self.envs[key] = (token, unit.env)
+        return self.envs[key][0]
+
+    def dispatch(self, worker: int, seq: int, unit: Scorable, token: int) -> None:
+        if token not in self.known[worker]:
+            self.transport.send_env(worker, token, self.payloads[token])
+            self.known[worker].add(token)
+        self.transport.send_unit(worker, seq, unit, token)
+        self.held[worker].append((seq, unit))
+
+    def settle(self, worker: int, seq: int | None, outcome: Outcome | Raised | Died) -> None:
+        if not isinstance(outcome, Died):
+            held_seq, _ = self.held[worker].popleft()
+            assert held_seq == seq, "a worker answers in the order it was sent"
+            self.entries.pop(held_seq)[1] = outcome
+            return
+        if not self.held[worker]:  # it died idle (the pool is closing): nothing lost
+            self.transport.restart(worker)
+            self.known[worker] = set()
+            return
+        # The rollout it was replaying is the one that killed it; those queued behind it go to its successor.
+        culprit, unit = self.held[worker].popleft()
+        self.entries.pop(culprit)[1] = Skipped(
+            unit_name(unit.rollout), f"the worker process died replaying it ({outcome.why})"
+        )
+        queued = list(self.held[worker])
+        self.held[worker].clear()
+        self.transport.restart(worker)
+        self.known[worker] = set()
+        for seq_again, again in queued:
+            token = self.token(again)
+            assert token is not None
+            self.dispatch(worker, seq_again, again, token)
+
+
+def describe_exit(code: int | None) -> str:
+    """How a process ended, for a message: a signal by name (SIGKILL is often the kernel's out-of-memory killer)."""
+    if code is None:
+        return "it ended"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"killed by {name}{', perhaps out of memory' if name == 'SIGKILL' else ''}"
+    return f"exit code {code}"
+
+
+class Processes:
+    """``workers`` spawned processes, each fed through its own pipe by a sender thread (so this process never
+    blocks writing to a worker that is blocked writing its result back)."""
+
+    depth = DEPTH
+
+    def __init__(self, replayer: Replayer, workers: int) -> None:
+        import multiprocessing
+
+        self.context = multiprocessing.get_context(START_METHOD)
+        self.settings = pickle.dumps(replayer)  # a prepare that does not pickle fails here, before any start
+        self.processes: list[Any] = [None] * workers
+        self.pipes: list[Any] = [None] * workers
+        self.outboxes: list[Any] = [None] * workers
+        for worker in range(workers):
+            self.start(worker)
+
+    def start(self, worker: int) -> None:
+        import queue
+
+        here, there = self.context.Pipe()
+        process = self.context.Process(
+            target=serve, args=(there, self.settings), name=f"prefix-exec-score-{worker}", daemon=True
+        )
+        with _sigint_ignored():  # the worker inherits it from the start: Ctrl-C is for this process to handle
+            process.start()
+        there.close()
+        outbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        threading.Thread(target=_send_all, args=(here, outbox), name=f"score-send-{worker}", daemon=True).start()
+        self.processes[worker], self.pipes[worker], self.outboxes[worker] = process, here, outbox
+
+    def send_env(self, worker: int, token: int, data: bytes) -> None:
+        self.outboxes[worker].put(("env", token, data))
+
+    def send_unit(self, worker: int, seq: int, unit: Scorable, token: int) -> None:
+        self.outboxes[worker].put(("unit", seq, unit.rollout, token))
+
+    def collect(self) -> list[Event]:
+        from multiprocessing.connection import wait
+
+        sentinels = {p.sentinel: i for i, p in enumerate(self.processes)}
+        pipes = {id(p): i for i, p in enumerate(self.pipes)}
+        events: list[Event] = []
+        dead: set[int] = set()
+        for ready in wait([*self.pipes, *sentinels]):
+            worker = sentinels[ready] if isinstance(ready, int) else pipes[id(ready)]
+            if worker in dead:
+                continue
+            pipe = self.pipes[worker]
+            try:
+                while pipe.poll():  # read what it sent before it ended
+                    seq, outcome = pipe.recv()
+                    events.append((worker, seq, outcome))
+            except (EOFError, OSError):
+                pass
+            if not self.processes[worker].is_alive():
+                self.processes[worker].join(1)
+                dead.add(worker)
+                events.append((worker, None, Died(describe_exit(self.processes[worker].exitcode))))
+        return events
+
+    def restart(self, worker: int) -> None:
+        self.stop(worker)
+        self.start(worker)
+
+    def stop(self, worker: int) -> None:
+        self.outboxes[worker].put(None)
+        process = self.processes[worker]
+        if process.is_alive():
+            process.kill()
+        process.join(5)
+        self.pipes[worker].close()
+
+    def close(self) -> None:
+        for worker in range(len(self.processes)):
+            with contextlib.suppress(Exception):
+                self.stop(worker)
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _send_all(pipe: Any, outbox: Any) -> None:
+    """Send what ``outbox`` holds to the worker until ``None`` (or the worker is gone)."""
+    while (message := outbox.get()) is not None:
+        try:
+            pipe.send(message)
+        except (OSError, ValueError):  # the worker died or the pipe was closed: collect reports it
+            return
+
+
+class Shelf:
+    """A worker's environments: each payload as it came, built (unpickled, or made from its recipe) on first use."""
+
+    def __init__(self) -> None:
+        self.payloads: dict[int, bytes] = {}
+        self.built: dict[int, Any] = {}
+
+    def add(self, token: int, payload: bytes) -> None:
+        self.payloads[token] = payload
+
+    def get(self, token: int) -> Any:
+        if token not in self.built:
+            item = pickle.loads(self.payloads.pop(token))
+            self.built[token] = item.make() if isinstance(item, Recipe) else item
+        return self.built[token]
+
+
+def replay_on(shelf: Shelf, replayer: Replayer, rollout: Any, token: int) -> Outcome | Raised:
+    """One rollout replayed in a worker. An environment that cannot be built there is that rollout's error; an
+    exception the replay lets through (a bug: one worker would stop the run with it) is sent back to be raised."""
+    from prefix_exec.errors import InputError
+
+    try:
+        env = shelf.get(token)
+    except (InputError, OSError, ImportError) as exc:
+        text = exc.describe() if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
+        return Skipped(unit_name(rollout), f"its environment could not be built in a worker: {text}")
+    try:
+        return replayer(rollout, env)
+    except Exception as exc:
+        return Raised(exc)
+
+
+def serve(pipe: Any, settings: bytes) -> None:
+    """A worker process: replay each rollout it is sent and send back ``(seq, outcome)``, until the pipe closes."""
+    replayer: Replayer = pickle.loads(settings)
+    shelf = Shelf()
+    while True:
+        try:
+            message = pipe.recv()
+        except (EOFError, OSError):  # the reading process ended or closed the pool
+            return
+        if message[0] == "env":
+            shelf.add(message[1], message[2])
+            continue
+        _, seq, rollout, token = message
+        pipe.send((seq, replay_on(shelf, replayer, rollout, token)))

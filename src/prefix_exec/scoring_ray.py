@@ -1,0 +1,77 @@
+"""``score --launcher ray``: the replays on Ray actors, one CPU each, through the runner's connection to Ray
+(:func:`prefix_exec.runner.launchers.connect_ray`: the cluster in ``RAY_ADDRESS``, else a local instance).
+
+An actor is one worker of :mod:`prefix_exec.scoring_pool`: it gets each environment once (its recipe, or the
+environment pickled) and replays one rollout at a time. An actor that dies (killed, out of memory, a crash in
+native code) costs only the rollout it was replaying; a new actor takes its place, as in ``run --launcher ray``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import pickle
+from typing import Any
+
+from prefix_exec.runner.launchers import connect_ray
+from prefix_exec.scoring import Outcome, Replayer, Scorable
+from prefix_exec.scoring_pool import Died, Event, Raised, Shelf, replay_on
+from prefix_exec.trajectory import Rollout
+
+
+class ScoreActor:
+    """One Ray worker: the replayer and the environments it was sent."""
+
+    def __init__(self, settings: bytes) -> None:
+        self.replayer: Replayer = pickle.loads(settings)
+        self.shelf = Shelf()
+
+    def add(self, token: int, payload: bytes) -> None:
+        self.shelf.add(token, payload)
+
+    def score(self, rollout: Rollout, token: int) -> Outcome | Raised:
+        return replay_on(self.shelf, self.replayer, rollout, token)
+
+
+class RayActors:
+    """``workers`` actors (a transport of :mod:`prefix_exec.scoring_pool`), one rollout in flight each, so an
+    actor's death names the rollout it was replaying."""
+
+    depth = 1
+
+    def __init__(self, replayer: Replayer, workers: int) -> None:
+        self.ray = connect_ray()
+        self.settings = pickle.dumps(replayer)
+        # Replay is CPU-bound: one CPU per actor (more actors than the cluster's CPUs wait for one).
+        self.actor = self.ray.remote(num_cpus=1)(ScoreActor)
+        self.actors: list[Any] = [self.actor.remote(self.settings) for _ in range(workers)]
+        self.running: dict[Any, tuple[int, int]] = {}  # object ref -> (worker, seq)
+
+    def send_env(self, worker: int, token: int, data: bytes) -> None:
+        self.actors[worker].add.remote(token, data)  # an actor runs its calls in order: before the next score
+
+    def send_unit(self, worker: int, seq: int, unit: Scorable, token: int) -> None:
+        self.running[self.actors[worker].score.remote(unit.rollout, token)] = (worker, seq)
+
+    def collect(self) -> list[Event]:
+        from ray.exceptions import RayError
+
+        ready, _ = self.ray.wait(list(self.running), num_returns=1)
+        events: list[Event] = []
+        for ref in ready:
+            worker, seq = self.running.pop(ref)
+            try:
+                events.append((worker, seq, self.ray.get(ref)))
+            except RayError as exc:
+                lines = str(exc).strip().splitlines()
+                events.append((worker, None, Died(lines[0] if lines else type(exc).__name__)))
+        return events
+
+    def restart(self, worker: int) -> None:
+        with contextlib.suppress(Exception):
+            self.ray.kill(self.actors[worker], no_restart=True)
+        self.actors[worker] = self.actor.remote(self.settings)
+
+    def close(self) -> None:
+        for actor in self.actors:
+            with contextlib.suppress(Exception):
+                self.ray.kill(actor, no_restart=True)
