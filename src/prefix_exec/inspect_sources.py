@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -21,7 +22,7 @@ from prefix_exec import evidence
 from prefix_exec.consistency import Consistency, Disagreement
 from prefix_exec.envs.base import Environment
 from prefix_exec.envs.tau.consistency import compare as tau_compare
-from prefix_exec.envs.tau.results import LoadedResults, load_results
+from prefix_exec.envs.tau.results import LoadedResults, load_results, recipe
 from prefix_exec.errors import InputError
 from prefix_exec.evidence import DEFAULT_POLICY, EvidencePolicy
 from prefix_exec.extras import require
@@ -29,13 +30,15 @@ from prefix_exec.importers.inspect_log import InspectLog, InspectSample, generic
 from prefix_exec.importers.inspect_tau import TASKS as TAU_TASKS
 from prefix_exec.importers.tau import TauResults
 from prefix_exec.io import read_records
+from prefix_exec.json_types import JsonObject
 from prefix_exec.jsonl import UnitKey
+from prefix_exec.recipe import Recipe
 from prefix_exec.scoring import EnvFor, Scorable, paired
 from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
 from prefix_exec.trials import Numbering
 
 if TYPE_CHECKING:
-    from prefix_exec.envs.bfcl import BfclEnvironment
+    from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
     from prefix_exec.envs.custom import CustomEnvironment
 
 SUPPORTED = "BFCL multi-turn (inspect_evals/bfcl) and tau2 airline/retail (inspect_evals/tau2_airline, tau2_retail)"
@@ -76,7 +79,8 @@ class InspectSources:
     consistency: Consistency | None = None
     bfcl: BfclEnvironment | None = None
     spec: CustomEnvironment | None = None
-    own: dict[str, CustomEnvironment] = field(default_factory=dict)
+    #: The environment of each distinct own tool list, by digest, with the recipe a worker process builds it by.
+    own: dict[str, tuple[CustomEnvironment, Recipe]] = field(default_factory=dict)
 
     def read(self, log: InspectLog, *, model: str, method: str) -> None:
         """Add the samples of ``log`` to :attr:`units`. An environment that cannot be built (a spec, a tau2
@@ -97,7 +101,7 @@ class InspectSources:
                 print(f"prefix-exec: {log.name}: note: {loaded.tools.note()}", file=self.notes)
             self.tau_files.append(loaded)
             tau_units: list[Rollout | Skipped] = [*loaded.results.rollouts, *loaded.results.skipped]
-            self.units += paired(tau_units, loaded.env.bind)  # numbered above
+            self.units += paired(tau_units, loaded.env.bind, recipe(loaded, self.tau2_data))  # numbered above
         else:
             spec = self._spec() if self.tools is not None else None
             for sample in log.samples:
@@ -141,7 +145,11 @@ class InspectSources:
             return Skipped(sample.where, sample.unscorable)
         rollout = self.numbering.number(generic_rollout(log, sample, model=model, method=method))
         if spec is not None:
-            return Scorable(rollout, spec)
+            from prefix_exec.envs.custom import load_spec
+
+            return Scorable(
+                rollout, spec, Recipe(load_spec, (self.tools,), {"hooks": self.hooks, "policy": self.policy})
+            )
         if sample.tools is None:
             return Skipped(
                 sample.where,
@@ -153,14 +161,18 @@ class InspectSources:
         tools = [dict(t) for t in sample.tools]
         digest = tools_digest(tools)
         if digest not in self.own:
+            how: JsonObject = {
+                "name": log.task,
+                "path": log.path,
+                "origin": "the sample's own tools list",
+                "policy": self.policy,
+            }
             try:
-                self.own[digest] = environment_from_tools(
-                    tools, name=log.task, path=log.path, origin="the sample's own tools list", policy=self.policy
-                )
+                self.own[digest] = (environment_from_tools(tools, **how), Recipe(environment_from_tools, (tools,), how))
             except InputError as exc:
                 return Skipped(sample.where, f"its tool list cannot check calls: {exc.detail()}")
         metadata = {**rollout.metadata, "spec_note": SCHEMA_ONLY_NOTE, "tools_digest": digest}
-        return Scorable(replace(rollout, metadata=metadata), self.own[digest])
+        return Scorable(replace(rollout, metadata=metadata), *self.own[digest])
 
     def bfcl_regrade(self) -> Callable[[Rollout], Rollout] | None:
         """A ``prepare`` for :func:`~prefix_exec.scoring.score_to_file` that puts BFCL's multi-turn rule on every
@@ -168,14 +180,8 @@ class InspectSources:
         if self.bfcl is None:
             return None
         from prefix_exec.envs.bfcl import FinalSuccess
-        from prefix_exec.log_agreement import with_bfcl_regrade
 
-        checker = FinalSuccess(self.bfcl.templates)
-
-        def prepare(rollout: Rollout) -> Rollout:
-            return with_bfcl_regrade(rollout, checker) if rollout.dataset == "bfcl" else rollout
-
-        return prepare
+        return partial(_regrade_bfcl, checker=FinalSuccess(self.bfcl.templates))  # a partial pickles to workers
 
     def tau_keys(self) -> set[UnitKey]:
         """The units of the tau2 samples."""
@@ -235,3 +241,11 @@ class InspectSources:
         agreement, failed = tau_agreement(self.tau_files, scored, keep_going=keep_going, log=log)
         agreement.write(log)
         return failed
+
+
+def _regrade_bfcl(rollout: Rollout, checker: FinalSuccess) -> Rollout:
+    """A BFCL sample with BFCL's multi-turn rule in ``metadata.regrade`` (:meth:`InspectSources.bfcl_regrade`);
+    any other sample as it is."""
+    from prefix_exec.log_agreement import with_bfcl_regrade
+
+    return with_bfcl_regrade(rollout, checker) if rollout.dataset == "bfcl" else rollout

@@ -181,13 +181,23 @@ class JsonlWriter:
             _truncate_torn_tail(self.path)
         self._fh: IO[str] = self.path.open("a" if append else "w", encoding="utf-8")
 
-    def write(self, row: JsonMapping) -> int:
+    def write(self, row: JsonMapping, *, sync: bool = True) -> int:
+        """Append ``row``, flushed to the kernel (a kill of this process keeps it) and, with ``sync``, fsynced
+        (a crash of the machine keeps it too); rows written with ``sync=False`` are fsynced by :meth:`sync`."""
         self._fh.write(dumps(row) + "\n")
         self._fh.flush()
-        os.fsync(self._fh.fileno())
+        if sync:
+            os.fsync(self._fh.fileno())
         return 1
 
+    def sync(self) -> None:
+        """fsync every row written so far (one fsync for a group of rows written with ``sync=False``)."""
+        os.fsync(self._fh.fileno())
+
     def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
         self._fh.close()
 
     def __enter__(self) -> JsonlWriter:

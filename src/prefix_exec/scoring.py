@@ -182,6 +182,14 @@ def _drop_if_empty(path: Path, fresh: bool) -> None:
 Outcome = PrefixRecord | Skipped | None
 
 
+class Sync:
+    """Between outcomes: the pool is about to wait for its workers, so the records written since the last fsync
+    are fsynced now, one fsync for the group (:class:`~prefix_exec.jsonl.JsonlWriter`)."""
+
+
+SYNC = Sync()
+
+
 @dataclass(frozen=True)
 class Replayer:
     """Replays one rollout inside its budget (see :func:`score_to_file`); pickled to worker processes."""
@@ -225,8 +233,9 @@ class _Scorer:
         """Score ``units`` into ``path`` (held locked by the caller), appending when ``resume``."""
         done = completed_keys(path, kind=RECORD_KIND) if resume else set()
         tickets = _tickets(units, done)
-        outcomes: Generator[Outcome]
-        if workers > 1 or launcher != "local":
+        outcomes: Generator[Outcome | Sync]
+        pooled = workers > 1 or launcher != "local"
+        if pooled:
             from prefix_exec.scoring_pool import ordered
 
             outcomes = ordered(tickets, self.replayer, workers=workers, launcher=launcher, log=self.log)
@@ -238,19 +247,27 @@ class _Scorer:
             contextlib.closing(outcomes),
         ):
             for outcome in outcomes:
+                if isinstance(outcome, Sync):
+                    writer.sync()
+                    continue
                 bar.update(1)
                 if isinstance(outcome, Skipped):
                     self.skip(outcome)
                 elif outcome is None:
                     self.report.resumed += 1
                 else:
-                    self.write(writer, outcome)
+                    # Pooled, records are fsynced in groups, when the pool waits (SYNC) and at the end: one
+                    # fsync a record would cost the reading process more than the replays it hands out.
+                    self.write(writer, outcome, sync=not pooled)
 
-    def write(self, writer: JsonlWriter, record: PrefixRecord) -> None:
+    def write(self, writer: JsonlWriter, record: PrefixRecord, *, sync: bool = True) -> None:
         row = record_to_json(record)
         if "metadata" in row:  # an input's settings (another tool's api_base) lose URL credentials
             row["metadata"] = redact_json(row["metadata"])
-        writer.write(row)
+        if sync:
+            writer.write(row)
+        else:
+            writer.write(row, sync=False)
         self.report.written += 1
         self.report.executable += int(record.executable)
         if self.on_record is not None:

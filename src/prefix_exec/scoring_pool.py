@@ -25,19 +25,23 @@ import os
 import pickle
 import signal
 import threading
+import time
 from collections import deque
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TextIO
 
 from prefix_exec.recipe import Recipe
-from prefix_exec.scoring import Outcome, Replayer, Scorable, unit_name
+from prefix_exec.scoring import SYNC, Outcome, Replayer, Scorable, Sync, unit_name
 from prefix_exec.trajectory import Skipped
 
 #: Rollouts sent to one local worker before its first result is back (the next is queued while one runs).
 DEPTH = 2
 #: Units read ahead per worker, settled or not, before reading waits for the oldest to be written.
 WINDOW = 8
+#: Records are fsynced in a group at most this often, when the pool waits (a kill keeps every record written:
+#: each is flushed to the kernel; a machine crash may lose the last group), and at the end.
+SYNC_SECONDS = 0.5
 #: How the pool's processes start (see the module docstring).
 START_METHOD: Final = "spawn"
 #: Inputs with fewer rollouts are replayed in the reading process whatever ``--workers`` says (a worker's start,
@@ -90,9 +94,10 @@ class Transport(Protocol):
 
 def ordered(
     tickets: Iterator[Scorable | Outcome], replayer: Replayer, *, workers: int, launcher: str, log: TextIO
-) -> Generator[Outcome]:
+) -> Generator[Outcome | Sync]:
     """The outcome of every ticket in input order: settled ones as they are, rollouts replayed by ``workers``
-    workers of ``launcher`` (one of :data:`LAUNCHERS`) with ``replayer``."""
+    workers of ``launcher`` (one of :data:`LAUNCHERS`) with ``replayer``; :data:`~prefix_exec.scoring.SYNC`
+    before each wait for the workers."""
     if launcher == "local":
         head, few = _read_ahead(tickets, MIN_ROLLOUTS)
         if few:  # starting workers would cost more than it saves: replay here, as --workers 1 does
@@ -174,8 +179,9 @@ class _Schedule:
         self.size = WINDOW * workers
         self.seq = 0
         self.exhausted = False
+        self.synced = time.monotonic()
 
-    def run(self) -> Iterator[Outcome]:
+    def run(self) -> Iterator[Outcome | Sync]:
         while True:
             self.fill()
             while self.window and self.window[0][1] is not _PENDING:
@@ -186,6 +192,9 @@ class _Schedule:
             if not self.window and self.exhausted:
                 return
             if any(self.held):
+                if time.monotonic() - self.synced >= SYNC_SECONDS:
+                    yield SYNC
+                    self.synced = time.monotonic()
                 for worker, seq, outcome in self.transport.collect():
                     self.settle(worker, seq, outcome)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -21,17 +20,14 @@ from prefix_exec.cli.common import (
     output_options,
     trial_source,
 )
-from prefix_exec.envs.tau import TauEnvironment, load_domain
 from prefix_exec.envs.tau.consistency import Consistency, Disagreement
 from prefix_exec.envs.tau.regrade import regrade_files
-from prefix_exec.envs.tau.results import LoadedResults, load_results
+from prefix_exec.envs.tau.results import LoadedResults, load_results, recipe
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.tau import TauResults, read_results
 from prefix_exec.io import RECORD_KIND, completed_keys, read_records
-from prefix_exec.json_types import JsonMapping
-from prefix_exec.recipe import Recipe
-from prefix_exec.scoring import EnvFor, Scorable, paired, score_to_file
+from prefix_exec.scoring import Scorable, paired, score_to_file
 from prefix_exec.tau3 import TAU_DOMAINS, legacy
 from prefix_exec.trajectory import Skipped
 
@@ -109,10 +105,10 @@ def handle(args: argparse.Namespace) -> int:
         print(f"prefix-exec: {loaded.results.path}: {loaded.check.describe()}", file=sys.stderr)
         if loaded.tools.note() is not None:
             print(f"prefix-exec: {loaded.results.path}: note: {loaded.tools.note()}", file=sys.stderr)
-        recipe = Recipe(
-            tau_env_for, (loaded.env.domain.name, args.tau2_data, loaded.results.tasks, loaded.env.sequential_calls)
+        # A worker process builds the environment again from its recipe (the file is not read again).
+        units += paired(
+            [*loaded.results.rollouts, *loaded.results.skipped], loaded.env.bind, recipe(loaded, args.tau2_data)
         )
-        units += paired([*loaded.results.rollouts, *loaded.results.skipped], loaded.env.bind, recipe)
         mismatched += loaded.mismatches()
     target = consistency_path(args, args.results)
     consistency = Consistency()
@@ -133,13 +129,6 @@ def handle(args: argparse.Namespace) -> int:
         unregraded = regrade_files(files, consistency.scored, keep_going=args.keep_going, log=sys.stderr)
     status = finish(report, args.out, trials)
     return 2 if unregraded else status
-
-
-def tau_env_for(domain: str, data: str | None, tasks: Mapping[str, JsonMapping], sequential: bool) -> EnvFor:
-    """The environment a results file's rollouts replay on (``TauEnvironment.bind``), built in a worker process
-    from the domain's name, the ``--tau2-data`` folder, the file's embedded tasks and ``--parallel-calls``, as
-    :func:`~prefix_exec.envs.tau.results.load_results` built it here (the domain is parsed once per process)."""
-    return TauEnvironment(load_domain(domain, data), tasks, sequential_calls=sequential).bind
 
 
 def _refuse_old_layout(out: str) -> None:

@@ -18,17 +18,18 @@ read as airline has 12 of 15 unknown, and an agent that invents a tool or two st
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, Self
+from typing import Any, Protocol, Self
 
 from prefix_exec.envs.tau.consistency import Disagreement
 from prefix_exec.envs.tau.domain import Domain, Provenance, load_domain
 from prefix_exec.envs.tau.mismatch import task_mismatch
-from prefix_exec.envs.tau.session import TauEnvironment
+from prefix_exec.envs.tau.session import RolloutEnvironment, TauEnvironment
 from prefix_exec.envs.tau.tasks import TaskSetCheck, check_embedded
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonMapping
+from prefix_exec.recipe import Recipe
 from prefix_exec.trajectory import Rollout
 
 #: Most distinct tool names of a file the domain may lack before the file is refused as another domain's (when
@@ -157,3 +158,18 @@ def load_results[R: ReadResults](results: R, data: str | None = None, *, sequent
     env = TauEnvironment(domain, results.tasks, sequential_calls=sequential)
     check = check_embedded(env.domain, results.tasks)
     return LoadedResults(results.with_provenance(env.domain.provenance, check.differing), env, check, tools)
+
+
+def bound_environment(
+    domain: str, data: str | None, tasks: Mapping[str, JsonMapping], sequential: bool
+) -> Callable[[Rollout], RolloutEnvironment]:
+    """The environment each rollout of a results file replays on (``TauEnvironment.bind``) from the domain's name,
+    the tau2 data folder, the file's tasks and ``sequential``, as :func:`load_results` builds it: what a worker
+    process of ``score --workers N`` builds from :func:`recipe` (the domain is parsed once per process)."""
+    return TauEnvironment(load_domain(domain, data), tasks, sequential_calls=sequential).bind
+
+
+def recipe(loaded: LoadedResults[Any], data: str | None) -> Recipe:
+    """How a worker process builds ``loaded``'s environment (``data``: the tau2 data folder it was loaded with)."""
+    env = loaded.env
+    return Recipe(bound_environment, (env.domain.name, data, loaded.results.tasks, env.sequential_calls))

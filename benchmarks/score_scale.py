@@ -1,0 +1,132 @@
+"""Rollouts per second of ``prefix-exec score`` at 1, 2 and N workers (``--workers``) on the real corpus.
+
+The corpus is every real run the project holds (read in place, never copied):
+
+- bfcl: the 1,600 BFCL multi-turn results of the shared data (two models x 4 categories x 200 tasks),
+  ``score bfcl``;
+- tau: the 521 simulations of the 19 tau2 results files of the shared data (gpt-4.1 and the leaderboard
+  runs), ``score tau``;
+- transcripts: tau-bench's 200 published gpt-4o airline conversations (tests/data/tau-bench) on its tools list,
+  ``score transcripts``.
+
+Each worker count runs every chosen command as a user would (a fresh ``prefix-exec`` process, ``--keep-going``,
+so the records of files replay refuses are listed, not fatal), ``--repeats`` times; a repeat's time is the sum
+over the commands. Prints, per worker count, the median time, the rollouts scored per second and the ratio to
+``--workers 1`` measured in the same run, then checks that every worker count wrote byte-identical records
+(the benchmark is void otherwise). The load average is printed first and last: on a busy machine the ratio
+says little. N is the usable cores (``os.sched_getaffinity``). Run:
+``.venv/bin/python benchmarks/score_scale.py [--repeats 3] [--corpus bfcl,tau,transcripts] [--workers 1,2,4]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from prefix_exec.scoring_pool import usable_cores
+from shared_folder import REPO, shared_data
+
+DATA = shared_data()
+TAU_BENCH = REPO / "tests" / "data" / "tau-bench"
+#: Each corpus: the ``score`` arguments (before --out), as a user types them.
+CORPORA: dict[str, list[str]] = {
+    "bfcl": ["bfcl", str(DATA / "bfcl" / "glyphh-ada-1.1"), str(DATA / "bfcl" / "airev-agent-0.8b")],
+    "tau": [
+        "tau",
+        *sorted(str(p) for p in (DATA / "tau").glob("*.json")),
+        *sorted(str(p) for p in (DATA / "tau" / "leaderboard").glob("*.json")),
+    ],
+    "transcripts": [
+        "transcripts",
+        str(TAU_BENCH / "gpt-4o-airline.json"),
+        "--tools",
+        str(TAU_BENCH / "airline-tools.json"),
+        "--model",
+        "gpt-4o",
+    ],
+}
+
+
+def installed_environment(folder: Path) -> dict[str, str]:
+    """The environment of the timed commands: bytecode cached (in ``folder``, not the tree) as an installed
+    package has it, even where PYTHONDONTWRITEBYTECODE is set; every worker would compile the package otherwise.
+    The package is compiled into it before any run is timed."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
+    import prefix_exec
+
+    package = Path(prefix_exec.__file__).parent
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], env=env, check=True)
+    return env
+
+
+def score(corpus: str, workers: int, out: Path, env: dict[str, str]) -> float:
+    """Run one corpus's ``score`` command at ``workers`` into ``out``; its wall time in seconds."""
+    command = [sys.executable, "-m", "prefix_exec.cli", "score", *CORPORA[corpus]]
+    command += ["--out", str(out), "--overwrite", "--keep-going", "--workers", str(workers)]
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+    seconds = time.perf_counter() - started
+    if done.returncode not in (0, 2) or not out.is_file():
+        raise SystemExit(f"{corpus} at --workers {workers} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return seconds
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {usable_cores()} usable cores"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--corpus", default=",".join(CORPORA), help="comma-separated: " + ", ".join(CORPORA))
+    parser.add_argument("--workers", help="comma-separated worker counts (default: 1, 2 and the usable cores)")
+    args = parser.parse_args()
+    corpora = [c for c in args.corpus.split(",") if c]
+    unknown = [c for c in corpora if c not in CORPORA]
+    if unknown:
+        raise SystemExit(f"unknown corpus {unknown}: choose from {', '.join(CORPORA)}")
+    counts = sorted({int(w) for w in args.workers.split(",")} if args.workers else {1, 2, usable_cores()})
+    if counts[0] != 1:
+        counts.insert(0, 1)  # the ratio is against one worker, measured in this run
+    print(f"start: {load()}")
+    with tempfile.TemporaryDirectory() as folder:
+        env = installed_environment(Path(folder))
+        for corpus in corpora:  # untimed: third-party modules compile into the cache, the files into memory
+            score(corpus, 1, Path(folder) / "warm-up.jsonl", env)
+        medians: dict[int, float] = {}
+        for workers in counts:
+            times = []
+            for _ in range(max(1, args.repeats)):
+                times.append(sum(score(c, workers, Path(folder) / f"{c}-{workers}.jsonl", env) for c in corpora))
+            medians[workers] = statistics.median(times)
+        rows = {c: (Path(folder) / f"{c}-1.jsonl").read_bytes() for c in corpora}
+        differ = [
+            f"{c} at --workers {w}"
+            for w in counts
+            for c in corpora
+            if (Path(folder) / f"{c}-{w}.jsonl").read_bytes() != rows[c]
+        ]
+    rollouts = sum(text.count(b"\n") for text in rows.values())
+    print(f"corpus: {', '.join(corpora)}: {rollouts} rollouts scored (records written) per run, {args.repeats} repeats")
+    for workers in counts:
+        rate = rollouts / medians[workers]
+        ratio = medians[1] / medians[workers]
+        print(f"--workers {workers}: median {medians[workers]:.2f} s, {rate:.0f} rollouts/s, {ratio:.2f}x --workers 1")
+    print(f"end: {load()}")
+    if differ:
+        raise SystemExit(f"records differ from --workers 1: {', '.join(differ)}: the benchmark is void")
+    print("identical records at every worker count: yes")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,269 @@
+"""``score --workers N``: the records of one worker, in its order, whatever the number of workers.
+
+Oracle: the same command at ``--workers 1`` (the in-process path every other test checks against hand oracles).
+The pool only starts from ``scoring_pool.MIN_ROLLOUTS`` rollouts; these small inputs set it to 0 so that they
+go through the worker processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from prefix_exec import scoring_pool
+from prefix_exec.cli import main
+from prefix_exec.scoring import hold_lock
+
+REPO = Path(__file__).resolve().parents[2]
+TAU_BENCH = REPO / "tests" / "data" / "tau-bench"
+TRANSCRIPTS = REPO / "examples" / "transcripts"
+
+
+@pytest.fixture(autouse=True)
+def pool_for_small_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scoring_pool, "MIN_ROLLOUTS", 0)
+
+
+def score(args: list[str], out: Path, workers: int, *extra: str) -> int:
+    return main(["score", *args, "--out", str(out), "--workers", str(workers), *extra])
+
+
+def same_at_one_and_two(
+    args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str], *extra: str
+) -> tuple[str, str]:
+    """Score ``args`` at --workers 1 and 2; assert the same exit code and byte-identical records; the stderr of
+    each run."""
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    code_one = score(args, one, 1, *extra)
+    err_one = capsys.readouterr().err
+    code_two = score(args, two, 2, *extra)
+    err_two = capsys.readouterr().err
+    assert code_one == code_two, err_two
+    assert one.read_bytes() == two.read_bytes()
+    assert one.read_bytes().count(b"\n") >= 2  # something was scored: the comparison says something
+    return err_one, err_two
+
+
+def skipped_lines(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("prefix-exec: skipped")]
+
+
+def test_custom_with_hooks(ticketing: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A spec with a hooks module (which does not pickle) reaches the workers as its recipe."""
+    args = ["custom", "--tools", str(ticketing / "tools.yaml"), str(ticketing / "rollouts.jsonl")]
+    _, err_two = same_at_one_and_two(args, tmp_path, capsys)
+    assert "cannot be sent to worker processes" not in err_two
+    assert "scored 12 rollouts" in err_two
+
+
+def test_transcripts_on_their_own_tools_lists(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files = [str(TRANSCRIPTS / name) for name in ("openai-chat.jsonl", "anthropic.jsonl", "langchain.json")]
+    _, err_two = same_at_one_and_two(["transcripts", *files], tmp_path, capsys)
+    assert "cannot be sent to worker processes" not in err_two
+
+
+def test_transcripts_on_a_tools_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """tau-bench's real conversations on its tools list (200 rollouts), through the alias ``score openai``."""
+    args = ["openai", str(TAU_BENCH / "gpt-4o-airline.json"), "--tools", str(TAU_BENCH / "airline-tools.json")]
+    same_at_one_and_two([*args, "--model", "gpt-4o"], tmp_path, capsys)
+
+
+def test_toolsandbox(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    same_at_one_and_two(["toolsandbox", str(shared_data / "toolsandbox" / "run_public")], tmp_path, capsys)
+
+
+def test_bfcl(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A few real results of each format; BFCL's final-success check (``prepare``) runs in the workers."""
+    pytest.importorskip("bfcl_eval")
+    for model in ("glyphh-ada-1.1", "airev-agent-0.8b"):
+        name = "BFCL_v4_multi_turn_base_result.json"
+        lines = (shared_data / "bfcl" / model / name).read_text(encoding="utf-8").splitlines()
+        (tmp_path / model).mkdir()
+        (tmp_path / model / name).write_text("\n".join(lines[:4]) + "\n", encoding="utf-8")
+    args = ["bfcl", str(tmp_path / "glyphh-ada-1.1"), str(tmp_path / "airev-agent-0.8b")]
+    same_at_one_and_two(args, tmp_path, capsys)
+
+
+@pytest.mark.slow
+def test_tau(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each worker builds the tau2 domain once from the file's recipe; the consistency reports agree too."""
+    pytest.importorskip("tau2")
+    args = ["tau", str(shared_data / "tau" / "gpt-4.1_airline_1trial.json")]
+    _, err_two = same_at_one_and_two(args, tmp_path, capsys)
+    assert "cannot be sent to worker processes" not in err_two
+    one = json.loads((tmp_path / "one.jsonl.consistency.json").read_text(encoding="utf-8"))
+    two = json.loads((tmp_path / "two.jsonl.consistency.json").read_text(encoding="utf-8"))
+    assert one == two
+
+
+@pytest.mark.slow
+def test_inspect(inspect_notes: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("inspect_ai")
+    same_at_one_and_two(["inspect", *map(str, inspect_notes)], tmp_path, capsys)
+
+
+def test_resume_with_two_workers(ticketing: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run killed after 5 records, resumed with two workers, ends as one uninterrupted run."""
+    args = ["custom", "--tools", str(ticketing / "tools.yaml"), str(ticketing / "rollouts.jsonl")]
+    full, partial = tmp_path / "full.jsonl", tmp_path / "partial.jsonl"
+    assert score(args, full, 1) == 0
+    lines = full.read_text(encoding="utf-8").splitlines(keepends=True)
+    partial.write_text("".join(lines[:5]) + lines[5][:40], encoding="utf-8")  # and a torn line, as a kill leaves
+    capsys.readouterr()
+    assert score(args, partial, 2, "--resume") == 0
+    assert "5 already in the output were kept" in capsys.readouterr().err
+    assert partial.read_bytes() == full.read_bytes()
+
+
+def test_the_lock_holds_with_workers(ticketing: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out.jsonl"
+    args = ["custom", "--tools", str(ticketing / "tools.yaml"), str(ticketing / "rollouts.jsonl")]
+    with hold_lock(out):
+        assert score(args, out, 2) == 2
+    assert "another prefix-exec process is writing this output file" in capsys.readouterr().err
+    assert out.read_text(encoding="utf-8") == ""  # nothing was written beside the holder
+
+
+def bad_rollouts(ticketing: Path, folder: Path) -> Path:
+    """The example's rollouts with a malformed line after the 3rd and a rollout of an unknown task after the 7th."""
+    lines = (ticketing / "rollouts.jsonl").read_text(encoding="utf-8").splitlines()
+    unknown = json.loads(lines[0])
+    unknown["task_id"] = "no-such-task"
+    path = folder / "bad.jsonl"
+    path.write_text("\n".join([*lines[:3], "{not json", *lines[3:7], json.dumps(unknown), *lines[7:]]) + "\n")
+    return path
+
+
+def test_bad_units_stay_isolated(ticketing: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With --keep-going each bad unit is listed, in input order, and every other rollout is scored."""
+    args = ["custom", "--tools", str(ticketing / "tools.yaml"), str(bad_rollouts(ticketing, tmp_path))]
+    err_one, err_two = same_at_one_and_two(args, tmp_path, capsys, "--keep-going")
+    assert skipped_lines(err_two) == skipped_lines(err_one)
+    assert len(skipped_lines(err_two)) == 2
+    assert "scored 12 rollouts" in err_two
+
+
+def test_the_first_bad_unit_stops_the_run_where_one_worker_stops(
+    ticketing: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --keep-going the records before the first bad unit are written, and none after it."""
+    args = ["custom", "--tools", str(ticketing / "tools.yaml"), str(bad_rollouts(ticketing, tmp_path))]
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    assert score(args, one, 1) == 2
+    assert score(args, two, 2) == 2
+    assert two.read_bytes() == one.read_bytes()
+    assert two.read_bytes().count(b"\n") == 3
+
+
+def deadly_spec(ticketing: Path, folder: Path) -> tuple[Path, Path]:
+    """The example's spec whose search hook kills its process (SIGKILL, as the kernel's OOM killer does) on the
+    query 'die' when it runs in a worker process; the example's rollouts with such a search as the 6th."""
+    spec = folder / "spec"
+    shutil.copytree(ticketing, spec)
+    hooks = spec / "hooks.py"
+    hooks.write_text(
+        hooks.read_text(encoding="utf-8").replace(
+            "def search_tickets(state: State, args: Args) -> Any:\n",
+            "def search_tickets(state: State, args: Args) -> Any:\n"
+            "    import multiprocessing, os, signal\n"
+            "    if args['query'] == 'die' and multiprocessing.parent_process() is not None:\n"
+            "        os.kill(os.getpid(), signal.SIGKILL)\n",
+        ),
+        encoding="utf-8",
+    )
+    lines = (spec / "rollouts.jsonl").read_text(encoding="utf-8").splitlines()
+    deadly = json.loads(lines[0])
+    deadly["task_id"] = "new-laptop"
+    deadly["trial"] = 7
+    assert deadly["actions"][1]["name"] == "search_tickets"
+    deadly["actions"][1]["arguments"]["query"] = "die"
+    rollouts = folder / "rollouts.jsonl"
+    rollouts.write_text("\n".join([*lines[:5], json.dumps(deadly), *lines[5:]]) + "\n", encoding="utf-8")
+    return spec / "tools.yaml", rollouts
+
+
+def test_a_worker_that_dies_costs_one_rollout(
+    ticketing: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tools, rollouts = deadly_spec(ticketing, tmp_path)
+    args = ["custom", "--tools", str(tools), str(rollouts)]
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    assert score(args, one, 1) == 0  # in this process the hook does not kill
+    capsys.readouterr()
+    assert score(args, two, 2, "--keep-going") == 2
+    err = capsys.readouterr().err
+    [line] = skipped_lines(err)
+    assert "task new-laptop (model example-model, method react, trial 7)" in line
+    assert "the worker process died replaying it (killed by SIGKILL, perhaps out of memory)" in line
+    kept = [row for row in one.read_text(encoding="utf-8").splitlines() if '"trial": 7' not in row]
+    assert len(kept) == 12
+    assert two.read_text(encoding="utf-8").splitlines() == kept
+
+
+def slow_spec(ticketing: Path, folder: Path) -> tuple[Path, Path]:
+    """The example whose every login takes 0.3 s, and its rollouts four times over (as trials 0 to 3)."""
+    spec = folder / "spec"
+    shutil.copytree(ticketing, spec)
+    hooks = spec / "hooks.py"
+    hooks.write_text(
+        hooks.read_text(encoding="utf-8").replace(
+            "def login(state: State, args: Args) -> Any:\n",
+            "def login(state: State, args: Args) -> Any:\n    import time\n    time.sleep(0.3)\n",
+        ),
+        encoding="utf-8",
+    )
+    rows = [json.loads(line) for line in (spec / "rollouts.jsonl").read_text(encoding="utf-8").splitlines()]
+    rollouts = folder / "rollouts.jsonl"
+    rollouts.write_text("".join(json.dumps({**r, "trial": t}) + "\n" for t in range(4) for r in rows))
+    return spec / "tools.yaml", rollouts
+
+
+@pytest.mark.slow
+def test_sigterm_ends_the_pool_cleanly_and_resume_finishes(ticketing: Path, tmp_path: Path) -> None:
+    """SIGTERM mid-run: exit 130 with the usual message and no traceback, no worker left behind; --resume then
+    completes the file as one uninterrupted run writes it."""
+    tools, rollouts = slow_spec(ticketing, tmp_path)
+    out, full = tmp_path / "out.jsonl", tmp_path / "full.jsonl"
+    args = ["score", "custom", "--tools", str(tools), str(rollouts), "--workers", "2"]
+    command = [sys.executable, "-m", "prefix_exec.cli", *args, "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 300
+    while not (out.is_file() and out.read_bytes().count(b"\n") >= 1) and process.poll() is None:
+        assert time.monotonic() < deadline, "no record was written"
+        time.sleep(0.1)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=120)
+    if process.returncode == 0:
+        pytest.skip("the run finished before SIGTERM reached it")  # a very fast machine: nothing to test
+    assert process.returncode == 130, err
+    assert "Traceback" not in err
+    assert "interrupted; records written so far are kept" in err
+    assert subprocess.run([*command, "--resume"], env=env, capture_output=True, check=False).returncode == 0
+    assert main([*args[:-2], "--workers", "1", "--out", str(full)]) == 0
+    assert out.read_bytes() == full.read_bytes()
+
+
+def test_usable_cores_and_exit_descriptions() -> None:
+    assert 1 <= scoring_pool.usable_cores() <= (os.cpu_count() or 1)
+    assert scoring_pool.describe_exit(-signal.SIGKILL) == "killed by SIGKILL, perhaps out of memory"
+    assert scoring_pool.describe_exit(-signal.SIGSEGV) == "killed by SIGSEGV"
+    assert scoring_pool.describe_exit(3) == "exit code 3"
+
+
+def test_few_rollouts_are_replayed_here(
+    ticketing: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Below MIN_ROLLOUTS no worker starts (a monkeypatched replay is seen only in this process)."""
+    monkeypatch.setattr(scoring_pool, "MIN_ROLLOUTS", 13)
+    monkeypatch.setattr(scoring_pool.Processes, "__init__", lambda *a: pytest.fail("a worker was started"))
+    args = ["custom", "--tools", str(ticketing / "tools.yaml"), str(ticketing / "rollouts.jsonl")]
+    assert score(args, tmp_path / "out.jsonl", 2) == 0
