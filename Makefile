@@ -107,3 +107,4 @@ bench:
 	$(BIN)/python benchmarks/runner.py
 	$(BIN)/python benchmarks/toolsandbox.py
 	$(BIN)/python benchmarks/guard.py
+	$(BIN)/python benchmarks/score_scale.py

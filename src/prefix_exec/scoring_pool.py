@@ -44,8 +44,8 @@ WINDOW = 8
 SYNC_SECONDS = 0.5
 #: How the pool's processes start (see the module docstring).
 START_METHOD: Final = "spawn"
-#: Inputs with fewer rollouts are replayed in the reading process whatever ``--workers`` says (a worker's start,
-#: a Python start and this package's imports, costs about as much as replaying 30 small rollouts).
+#: Inputs with fewer rollouts are replayed in the reading process whatever ``--workers`` says: starting workers
+#: (a Python start and the imports each, about 1 s; tau2's import takes several) costs more than they would save.
 MIN_ROLLOUTS = 32
 #: The launchers a ``score`` command takes (``--launcher``), as ``run --launcher`` has them.
 LAUNCHERS = ("local", "ray")

@@ -62,9 +62,10 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
         type=int_between(1, 1024),
         default=cores,
         metavar="N",
-        help=f"replay on N worker processes (default: the usable cores, {cores} here); the records and their "
-        "order are those of --workers 1, which replays in this process. Each worker holds its own copy of the "
-        "environments (docs/architecture.md, 'Scoring on every core')",
+        help=f"replay on N worker processes (default: the usable cores, {cores} here); the records file is byte "
+        "for byte what --workers 1 (in this process) writes. Each worker holds its own copy of the environments "
+        "(about 50 MiB; 300 MiB for tau); inputs of fewer than 32 rollouts are replayed in this process "
+        "(docs/architecture.md, 'Scoring on every core')",
     )
     parser.add_argument(
         "--launcher",
