@@ -112,7 +112,12 @@ def pytest_runtest_makereport(
 #: module-scoped fixtures are built once), and the modules sharing one of these builds form one group too.
 _INSPECT_LOG_USERS = ("tests/cli/test_score_inspect_bfcl.py", "tests/cli/test_score_inspect_tau.py")
 SHARED_BUILDS = {
-    "ray_session": ("tests/runner/test_run.py", "tests/runner/test_run_dir.py", "tests/runner/test_toolsandbox_run.py"),
+    "ray_session": (
+        "tests/runner/test_run.py",
+        "tests/runner/test_run_dir.py",
+        "tests/runner/test_toolsandbox_run.py",
+        "tests/runner/test_score_ray.py",
+    ),
     "inspect_bfcl": _INSPECT_LOG_USERS,
     "inspect_tau": _INSPECT_LOG_USERS,
 }
