@@ -184,7 +184,8 @@ Outcome = PrefixRecord | Skipped | None
 
 class Sync:
     """Between outcomes: the pool is about to wait for its workers, so the records written since the last fsync
-    are fsynced now, one fsync for the group (:class:`~prefix_exec.jsonl.JsonlWriter`)."""
+    are fsynced now, one fsync for the group (:class:`~prefix_exec.jsonl.JsonlWriter`); the records after the
+    first one are written unsynced, each group fsynced at the next (or at the end)."""
 
 
 SYNC = Sync()
@@ -234,8 +235,8 @@ class _Scorer:
         done = completed_keys(path, kind=RECORD_KIND) if resume else set()
         tickets = _tickets(units, done)
         outcomes: Generator[Outcome | Sync]
-        pooled = workers > 1 or launcher != "local"
-        if pooled:
+        grouped = False  # fsync in groups, from the pool's first SYNC on
+        if workers > 1 or launcher != "local":
             from prefix_exec.scoring_pool import ordered
 
             outcomes = ordered(tickets, self.replayer, workers=workers, launcher=launcher, log=self.log)
@@ -249,6 +250,7 @@ class _Scorer:
             for outcome in outcomes:
                 if isinstance(outcome, Sync):
                     writer.sync()
+                    grouped = True
                     continue
                 bar.update(1)
                 if isinstance(outcome, Skipped):
@@ -256,9 +258,9 @@ class _Scorer:
                 elif outcome is None:
                     self.report.resumed += 1
                 else:
-                    # Pooled, records are fsynced in groups, when the pool waits (SYNC) and at the end: one
-                    # fsync a record would cost the reading process more than the replays it hands out.
-                    self.write(writer, outcome, sync=not pooled)
+                    # With workers, records are fsynced in groups, when the pool waits (SYNC) and at the end:
+                    # one fsync a record would cost the reading process more than the replays it hands out.
+                    self.write(writer, outcome, sync=not grouped)
 
     def write(self, writer: JsonlWriter, record: PrefixRecord, *, sync: bool = True) -> None:
         row = record_to_json(record)

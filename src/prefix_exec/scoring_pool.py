@@ -31,8 +31,8 @@ from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TextIO
 
-from prefix_exec.recipe import Recipe
 from prefix_exec.scoring import SYNC, Outcome, Replayer, Scorable, Sync, unit_name
+from prefix_exec.scoring_worker import Raised, serve
 from prefix_exec.trajectory import Skipped
 
 #: Rollouts sent to one local worker before its first result is back (the next is queued while one runs).
@@ -66,14 +66,6 @@ class Died:
     """A worker ended while it held rollouts; ``why`` says how (an exit code, a signal, Ray's message)."""
 
     why: str
-
-
-class Raised:
-    """An exception met reading the input or replaying a unit: raised when every unit before it is written, as
-    one worker would have raised it there."""
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
 
 
 #: What a transport reports: (worker index, sequence number of the rollout, its outcome), or (index, None, Died).
@@ -179,7 +171,7 @@ class _Schedule:
         self.size = WINDOW * workers
         self.seq = 0
         self.exhausted = False
-        self.synced = time.monotonic()
+        self.synced = -SYNC_SECONDS  # the first wait syncs: from then on records are fsynced in groups
 
     def run(self) -> Iterator[Outcome | Sync]:
         while True:
@@ -194,7 +186,7 @@ class _Schedule:
             if any(self.held):
                 if time.monotonic() - self.synced >= SYNC_SECONDS:
                     yield SYNC
-                    self.synced = time.monotonic()
+                    self.synced = -SYNC_SECONDS  # the first wait syncs: from then on records are fsynced in groups
                 for worker, seq, outcome in self.transport.collect():
                     self.settle(worker, seq, outcome)
 
@@ -318,11 +310,12 @@ class Processes:
         threading.Thread(target=_send_all, args=(here, outbox), name=f"score-send-{worker}", daemon=True).start()
         self.processes[worker], self.pipes[worker], self.outboxes[worker] = process, here, outbox
 
+    # Messages are pickled here, so that one that does not pickle raises in this thread, not the sender's.
     def send_env(self, worker: int, token: int, data: bytes) -> None:
-        self.outboxes[worker].put(("env", token, data))
+        self.outboxes[worker].put(pickle.dumps(("env", token, data)))
 
     def send_unit(self, worker: int, seq: int, unit: Scorable, token: int) -> None:
-        self.outboxes[worker].put(("unit", seq, unit.rollout, token))
+        self.outboxes[worker].put(pickle.dumps(("unit", seq, unit.rollout, token)))
 
     def collect(self) -> list[Event]:
         from multiprocessing.connection import wait
@@ -379,58 +372,9 @@ def _sigint_ignored() -> Iterator[None]:
 
 
 def _send_all(pipe: Any, outbox: Any) -> None:
-    """Send what ``outbox`` holds to the worker until ``None`` (or the worker is gone)."""
+    """Send the pickled messages ``outbox`` holds to the worker until ``None`` (or the worker is gone)."""
     while (message := outbox.get()) is not None:
         try:
-            pipe.send(message)
+            pipe.send_bytes(message)
         except (OSError, ValueError):  # the worker died or the pipe was closed: collect reports it
             return
-
-
-class Shelf:
-    """A worker's environments: each payload as it came, built (unpickled, or made from its recipe) on first use."""
-
-    def __init__(self) -> None:
-        self.payloads: dict[int, bytes] = {}
-        self.built: dict[int, Any] = {}
-
-    def add(self, token: int, payload: bytes) -> None:
-        self.payloads[token] = payload
-
-    def get(self, token: int) -> Any:
-        if token not in self.built:
-            item = pickle.loads(self.payloads.pop(token))
-            self.built[token] = item.make() if isinstance(item, Recipe) else item
-        return self.built[token]
-
-
-def replay_on(shelf: Shelf, replayer: Replayer, rollout: Any, token: int) -> Outcome | Raised:
-    """One rollout replayed in a worker. An environment that cannot be built there is that rollout's error; an
-    exception the replay lets through (a bug: one worker would stop the run with it) is sent back to be raised."""
-    from prefix_exec.errors import InputError
-
-    try:
-        env = shelf.get(token)
-    except (InputError, OSError, ImportError) as exc:
-        text = exc.describe() if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
-        return Skipped(unit_name(rollout), f"its environment could not be built in a worker: {text}")
-    try:
-        return replayer(rollout, env)
-    except Exception as exc:
-        return Raised(exc)
-
-
-def serve(pipe: Any, settings: bytes) -> None:
-    """A worker process: replay each rollout it is sent and send back ``(seq, outcome)``, until the pipe closes."""
-    replayer: Replayer = pickle.loads(settings)
-    shelf = Shelf()
-    while True:
-        try:
-            message = pipe.recv()
-        except (EOFError, OSError):  # the reading process ended or closed the pool
-            return
-        if message[0] == "env":
-            shelf.add(message[1], message[2])
-            continue
-        _, seq, rollout, token = message
-        pipe.send((seq, replay_on(shelf, replayer, rollout, token)))
