@@ -186,7 +186,7 @@ class _Schedule:
             if any(self.held):
                 if time.monotonic() - self.synced >= SYNC_SECONDS:
                     yield SYNC
-                    self.synced = -SYNC_SECONDS  # the first wait syncs: from then on records are fsynced in groups
+                    self.synced = time.monotonic()
                 for worker, seq, outcome in self.transport.collect():
                     self.settle(worker, seq, outcome)
 
