@@ -90,13 +90,13 @@ def ordered(
     """The outcome of every ticket in input order: settled ones as they are, rollouts replayed by ``workers``
     workers of ``launcher`` (one of :data:`LAUNCHERS`) with ``replayer``; :data:`~prefix_exec.scoring.SYNC`
     before each wait for the workers."""
+    if not _sendable(replayer, log):
+        yield from _in_process(tickets, replayer)
+        return
     if launcher == "local":
         head, few = _read_ahead(tickets, MIN_ROLLOUTS)
-        if few:  # starting workers would cost more than it saves: replay here, as --workers 1 does
-            for ticket in head:
-                if isinstance(ticket, Raised):
-                    raise ticket.error
-                yield replayer(ticket.rollout, ticket.env) if isinstance(ticket, Scorable) else ticket
+        if few:  # starting workers would cost more than they save: replay here, as --workers 1 does
+            yield from _in_process(iter(head), replayer)
             return
         tickets = itertools.chain(head, tickets)
     transport: Transport
@@ -111,6 +111,28 @@ def ordered(
             yield from _Schedule(tickets, transport, replayer, workers, log).run()
     finally:
         transport.close()
+
+
+def _in_process(tickets: Iterator[Any], replayer: Replayer) -> Iterator[Outcome]:
+    """The outcomes of ``tickets`` replayed in this process, as with one worker."""
+    for ticket in tickets:
+        if isinstance(ticket, Raised):
+            raise ticket.error
+        yield replayer(ticket.rollout, ticket.env) if isinstance(ticket, Scorable) else ticket
+
+
+def _sendable(replayer: Replayer, log: TextIO) -> bool:
+    """Whether ``replayer`` (its ``prepare``) pickles to the workers; said on ``log`` when it does not."""
+    try:
+        pickle.dumps(replayer)
+    except Exception as exc:  # pickle raises what the object's reduction raises
+        print(
+            f"prefix-exec: note: the rollouts' preparation cannot be sent to workers ({type(exc).__name__}); every "
+            "rollout is replayed in this process",
+            file=log,
+        )
+        return False
+    return True
 
 
 def _read_ahead(tickets: Iterator[Scorable | Outcome], count: int) -> tuple[list[Any], bool]:

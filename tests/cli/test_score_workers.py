@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -267,3 +268,26 @@ def test_few_rollouts_are_replayed_here(
     monkeypatch.setattr(scoring_pool.Processes, "__init__", lambda *a: pytest.fail("a worker was started"))
     args = ["custom", "--tools", str(ticketing / "tools.yaml"), str(ticketing / "rollouts.jsonl")]
     assert score(args, tmp_path / "out.jsonl", 2) == 0
+
+
+def test_what_cannot_be_sent_is_replayed_here(ticketing: Path, tmp_path: Path) -> None:
+    """An environment without a recipe that does not pickle, or a ``prepare`` that does not pickle (a library
+    caller's lambda), is replayed in this process, said once; the records are those of one worker."""
+    import io
+
+    from prefix_exec.cli.score_custom import read_units
+    from prefix_exec.envs.custom import load_spec
+    from prefix_exec.scoring import Scorable, Skipped, paired, score_to_file
+
+    env = load_spec(ticketing / "tools.yaml")  # its hooks module does not pickle
+
+    def units() -> Iterator[Scorable | Skipped]:
+        rollouts = read_units([str(ticketing / "rollouts.jsonl")], keep_going=False, model=None, method=None)
+        return paired(rollouts, env)
+
+    score_to_file(units(), tmp_path / "one.jsonl", workers=1)
+    for name, prepare in (("env", None), ("prepare", lambda rollout: rollout)):
+        log = io.StringIO()
+        score_to_file(units(), tmp_path / f"{name}.jsonl", prepare=prepare, workers=2, log=log)
+        assert log.getvalue().count("cannot be sent to work") == 1
+        assert (tmp_path / f"{name}.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
