@@ -104,10 +104,14 @@ def main() -> None:
         for corpus in corpora:  # untimed: third-party modules compile into the cache, the files into memory
             score(corpus, 1, Path(folder) / "warm-up.jsonl", env)
         medians: dict[int, float] = {}
+        each: dict[tuple[str, int], list[float]] = {}  # (corpus, workers) -> its times
         for workers in counts:
             times = []
             for _ in range(max(1, args.repeats)):
-                times.append(sum(score(c, workers, Path(folder) / f"{c}-{workers}.jsonl", env) for c in corpora))
+                runs = {c: score(c, workers, Path(folder) / f"{c}-{workers}.jsonl", env) for c in corpora}
+                for corpus, seconds in runs.items():
+                    each.setdefault((corpus, workers), []).append(seconds)
+                times.append(sum(runs.values()))
             medians[workers] = statistics.median(times)
         rows = {c: (Path(folder) / f"{c}-1.jsonl").read_bytes() for c in corpora}
         differ = [
@@ -122,6 +126,12 @@ def main() -> None:
         rate = rollouts / medians[workers]
         ratio = medians[1] / medians[workers]
         print(f"--workers {workers}: median {medians[workers]:.2f} s, {rate:.0f} rollouts/s, {ratio:.2f}x --workers 1")
+    for corpus in corpora:  # where the time goes: each command's median, and its ratio to one worker
+        count = rows[corpus].count(b"\n")
+        one = statistics.median(each[(corpus, 1)])
+        cells = [f"--workers {w} {statistics.median(each[(corpus, w)]):.2f} s" for w in counts]
+        ratios = [f"{one / statistics.median(each[(corpus, w)]):.2f}x" for w in counts[1:]]
+        print(f"  {corpus} ({count} rollouts): {', '.join(cells)} ({', '.join(ratios)} --workers 1)")
     print(f"end: {load()}")
     if differ:
         raise SystemExit(f"records differ from --workers 1: {', '.join(differ)}: the benchmark is void")
