@@ -20,7 +20,6 @@ workers and leave the records written so far.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import pickle
 import signal
@@ -44,9 +43,10 @@ WINDOW = 8
 SYNC_SECONDS = 0.5
 #: How the pool's processes start (see the module docstring).
 START_METHOD: Final = "spawn"
-#: Inputs with fewer rollouts are replayed in the reading process whatever ``--workers`` says: starting workers
-#: (a Python start and the imports each, about 1 s; tau2's import takes several) costs more than they would save.
-MIN_ROLLOUTS = 32
+#: Seconds of scoring done in the reading process before workers start (``--launcher local``): an input scored
+#: within them never pays for starting workers (a Python start and the imports each, about 1 s; tau2's import
+#: takes several), which costs more than small or cheap inputs would save.
+IN_PROCESS_SECONDS = 2.0
 #: The launchers a ``score`` command takes (``--launcher``), as ``run --launcher`` has them.
 LAUNCHERS = ("local", "ray")
 
@@ -94,11 +94,14 @@ def ordered(
         yield from _in_process(tickets, replayer)
         return
     if launcher == "local":
-        head, few = _read_ahead(tickets, MIN_ROLLOUTS)
-        if few:  # starting workers would cost more than they save: replay here, as --workers 1 does
-            yield from _in_process(iter(head), replayer)
+        # Replay here first: an input done within IN_PROCESS_SECONDS never pays for starting workers.
+        started = time.monotonic()
+        for ticket in tickets:
+            yield replayer(ticket.rollout, ticket.env) if isinstance(ticket, Scorable) else ticket
+            if time.monotonic() - started >= IN_PROCESS_SECONDS:
+                break
+        else:
             return
-        tickets = itertools.chain(head, tickets)
     transport: Transport
     if launcher == "ray":
         from prefix_exec.scoring_ray import RayActors
@@ -113,11 +116,9 @@ def ordered(
         transport.close()
 
 
-def _in_process(tickets: Iterator[Any], replayer: Replayer) -> Iterator[Outcome]:
+def _in_process(tickets: Iterator[Scorable | Outcome], replayer: Replayer) -> Iterator[Outcome]:
     """The outcomes of ``tickets`` replayed in this process, as with one worker."""
     for ticket in tickets:
-        if isinstance(ticket, Raised):
-            raise ticket.error
         yield replayer(ticket.rollout, ticket.env) if isinstance(ticket, Scorable) else ticket
 
 
@@ -133,24 +134,6 @@ def _sendable(replayer: Replayer, log: TextIO) -> bool:
         )
         return False
     return True
-
-
-def _read_ahead(tickets: Iterator[Scorable | Outcome], count: int) -> tuple[list[Any], bool]:
-    """The tickets up to the ``count``-th rollout (a reading error ends them as a :class:`Raised`), and whether
-    the input ended before it."""
-    head: list[Any] = []
-    rollouts = 0
-    while rollouts < count:
-        try:
-            ticket = next(tickets)
-        except StopIteration:
-            return head, True
-        except Exception as exc:  # raised in its turn, after the units read before it
-            head.append(Raised(exc))
-            return head, True
-        head.append(ticket)
-        rollouts += isinstance(ticket, Scorable)
-    return head, False
 
 
 @contextlib.contextmanager

@@ -1,8 +1,8 @@
 """``score --workers N``: the records of one worker, in its order, whatever the number of workers.
 
 Oracle: the same command at ``--workers 1`` (the in-process path every other test checks against hand oracles).
-The pool only starts from ``scoring_pool.MIN_ROLLOUTS`` rollouts; these small inputs set it to 0 so that they
-go through the worker processes.
+Workers start only after ``scoring_pool.IN_PROCESS_SECONDS`` of scoring in process; these small inputs set it to
+0, so that every rollout after the first goes through the worker processes.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ TRANSCRIPTS = REPO / "examples" / "transcripts"
 
 @pytest.fixture(autouse=True)
 def pool_for_small_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scoring_pool, "MIN_ROLLOUTS", 0)
+    monkeypatch.setattr(scoring_pool, "IN_PROCESS_SECONDS", 0.0)
 
 
 def score(args: list[str], out: Path, workers: int, *extra: str) -> int:
@@ -260,11 +260,11 @@ def test_usable_cores_and_exit_descriptions() -> None:
     assert scoring_pool.describe_exit(3) == "exit code 3"
 
 
-def test_few_rollouts_are_replayed_here(
+def test_a_quick_input_is_replayed_here(
     ticketing: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Below MIN_ROLLOUTS no worker starts (a monkeypatched replay is seen only in this process)."""
-    monkeypatch.setattr(scoring_pool, "MIN_ROLLOUTS", 13)
+    """An input scored within IN_PROCESS_SECONDS starts no worker."""
+    monkeypatch.setattr(scoring_pool, "IN_PROCESS_SECONDS", 3600.0)
     monkeypatch.setattr(scoring_pool.Processes, "__init__", lambda *a: pytest.fail("a worker was started"))
     args = ["custom", "--tools", str(ticketing / "tools.yaml"), str(ticketing / "rollouts.jsonl")]
     assert score(args, tmp_path / "out.jsonl", 2) == 0

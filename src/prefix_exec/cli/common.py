@@ -64,7 +64,8 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"replay on N worker processes (default: the usable cores, {cores} here); the records file is byte "
         "for byte what --workers 1 (in this process) writes. Each worker holds its own copy of the environments "
-        "(about 50 MiB; 300 MiB for tau); inputs of fewer than 32 rollouts are replayed in this process "
+        "(about 50 MiB; 300 MiB for tau); workers start after 2 s of scoring in this process, so a quick input "
+        "starts none "
         "(docs/architecture.md, 'Scoring on every core')",
     )
     parser.add_argument(
