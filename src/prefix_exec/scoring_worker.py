@@ -51,17 +51,18 @@ def replay_on(shelf: Shelf, replayer: Replayer, rollout: Rollout, token: int) ->
         return Raised(exc)
 
 
-def serve(pipe: Any, settings: bytes) -> None:
-    """A worker process: replay each rollout it is sent and send back ``(seq, outcome)``, until the pipe closes."""
+def serve(inbox: Any, outbox: Any, settings: bytes) -> None:
+    """A worker process: replay each rollout ``inbox`` brings and send ``(seq, outcome)`` on ``outbox``, until
+    ``inbox`` closes."""
     replayer: Replayer = pickle.loads(settings)
     shelf = Shelf()
     while True:
         try:
-            message = pipe.recv()
+            message = inbox.recv()
         except (EOFError, OSError):  # the reading process ended or closed the pool
             return
         if message[0] == "env":
             shelf.add(message[1], message[2])
             continue
         _, seq, rollout, token = message
-        pipe.send((seq, replay_on(shelf, replayer, rollout, token)))
+        outbox.send((seq, replay_on(shelf, replayer, rollout, token)))
