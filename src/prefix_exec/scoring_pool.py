@@ -91,7 +91,15 @@ def ordered(
 ) -> Generator[Outcome | Sync]:
     """The outcome of every ticket in input order: settled ones as they are, rollouts replayed by ``workers``
     workers of ``launcher`` (one of :data:`LAUNCHERS`) with ``replayer``; :data:`~prefix_exec.scoring.SYNC`
-    before each wait for the workers."""
+    before each wait for the workers. SIGTERM ends the run as Ctrl-C does, from the start (no worker is left
+    behind, and the command says what it kept)."""
+    with _terminate_as_interrupt():
+        yield from _scored(tickets, replayer, workers=workers, launcher=launcher, log=log)
+
+
+def _scored(
+    tickets: Iterator[Scorable | Outcome], replayer: Replayer, *, workers: int, launcher: str, log: TextIO
+) -> Iterator[Outcome | Sync]:
     if not _sendable(replayer, log):
         yield from _in_process(tickets, replayer)
         return
@@ -112,8 +120,7 @@ def ordered(
     else:
         transport = Processes(replayer, workers)
     try:
-        with _terminate_as_interrupt():
-            yield from _Schedule(tickets, transport, replayer, workers, log).run()
+        yield from _Schedule(tickets, transport, replayer, workers, log).run()
     finally:
         transport.close()
 
