@@ -142,3 +142,33 @@ def test_a_rollout_past_its_budget_is_reported_unscorable_and_the_rest_are_score
     assert "multi_turn_base_1" in err
     assert "wall-clock budget of 2 s" in err
     assert [json.loads(line)["task_id"] for line in out.read_text().splitlines()] == ["multi_turn_base_3"]
+
+
+def test_the_address_space_read_follows_allocations_and_forks() -> None:
+    import os
+
+    if budget.address_space() is None:
+        pytest.skip("no /proc/self/statm here")
+    block = 256 * 1024**2
+    before = budget.address_space()
+    buffer = bytearray(block)
+    grown = budget.address_space()
+    assert before is not None and grown is not None and grown - before >= block // 2
+    del buffer
+    # A forked child reads its own size, not the parent's through the descriptor it inherited.
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            start = budget.address_space() or 0
+            child_buffer = bytearray(block)
+            end = budget.address_space() or 0
+            os.write(write, str(end - start).encode())
+            del child_buffer
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        child_growth = int(pipe.read() or 0)
+    os.waitpid(pid, 0)
+    assert child_growth >= block // 2

@@ -91,14 +91,29 @@ def check() -> None:
         raise OverBudget(budget.seconds)
 
 
+#: ``(pid, descriptor)`` of ``/proc/self/statm``, opened once per process: opening it for every call cost more
+#: than most BFCL calls. A forked child opens its own (``/proc/self`` resolved to the parent when opened).
+_statm: tuple[int, int] | None = None
+
+
 def address_space() -> int | None:
-    """The process's current virtual size in bytes (Linux ``/proc/self/statm``), or ``None``."""
+    """The process's current virtual size in bytes (Linux ``/proc/self/statm``), or ``None``.
+
+    Read with ``pread`` at offset 0, which makes the kernel write the file afresh. Call it from one thread
+    (:func:`call_memory` calls it on the main thread only), so the descriptor is opened once.
+    """
+    global _statm
     try:
-        with open("/proc/self/statm", "rb") as handle:
-            pages = int(handle.read().split()[0])
-    except (OSError, ValueError, IndexError):
+        pid = os.getpid()
+        if _statm is None or _statm[0] != pid:
+            if _statm is not None:
+                os.close(_statm[1])  # the parent's, inherited by this forked child
+            _statm = None
+            _statm = (pid, os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC))
+        pages = int(os.pread(_statm[1], 128, 0).split()[0])
+        return pages * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):  # no /proc, or no pread (Windows)
         return None
-    return pages * os.sysconf("SC_PAGE_SIZE")
 
 
 @contextmanager
@@ -109,13 +124,9 @@ def call_memory() -> Iterator[None]:
     after it. Without a budget, off the main thread or without ``RLIMIT_AS``, the block runs uncapped.
     """
     megabytes = current().call_memory_mb
-    size = address_space() if megabytes > 0 else None
-    if (
-        size is None
-        or resource is None
-        or not hasattr(resource, "RLIMIT_AS")
-        or threading.current_thread() is not threading.main_thread()
-    ):
+    on_main = threading.current_thread() is threading.main_thread()
+    size = address_space() if megabytes > 0 and on_main else None
+    if size is None or resource is None or not hasattr(resource, "RLIMIT_AS"):
         yield
         return
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)

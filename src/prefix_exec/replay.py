@@ -46,7 +46,9 @@ def replay_session(rollout: Rollout, session: Session) -> PrefixRecord:
             budget.check()  # the rollout's wall-clock budget (none outside budget.rollout_budget)
             verdict = check_action(session, call)
             # The record keeps a bounded excerpt: a hostile rollout of many huge results must not hold them all.
-            verdicts.append(replace(verdict, result=excerpt(verdict.result)) if verdict.result is not None else verdict)
+            # (A short result is its own excerpt, and the verdict is kept as it is.)
+            kept = excerpt(verdict.result) if verdict.result is not None else None
+            verdicts.append(verdict if kept is verdict.result else replace(verdict, result=kept))
             if not verdict.accepted:
                 fed = depth
                 break

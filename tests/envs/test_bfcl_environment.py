@@ -265,3 +265,25 @@ def test_a_call_over_the_time_bound_is_refused_and_rolled_back() -> None:
     assert verdict.label is FailureLabel.SCHEMA
     assert "time bound" in verdict.reason
     assert "ghost.txt" not in session.step(ToolCall("ls", {})).result
+
+
+@pytest.mark.parametrize("task_id", ["multi_turn_base_14", "multi_turn_long_context_150"])  # MessageAPI, TravelAPI
+def test_copies_draw_what_deep_copies_draw(env: BfclEnvironment, task_id: str) -> None:
+    import random
+
+    instances = env.start(task_id).instances
+    generators = {
+        name: i._random for name, i in instances.items() if isinstance(getattr(i, "_random", None), random.Random)
+    }
+    assert generators
+    for generator in generators.values():
+        generator.gauss(0.0, 1.0)  # a pending second normal draw (gauss_next) is part of the state too
+    copied, oracle = api_classes.clone(instances), copy.deepcopy(instances)
+    for name, generator in generators.items():
+        mine, theirs = copied[name]._random, oracle[name]._random
+        assert type(mine) is random.Random
+        assert mine is not generator
+        assert mine.getstate() == theirs.getstate() == generator.getstate()
+        assert vars(mine) == vars(theirs)
+        assert [mine.gauss(0.0, 1.0) for _ in range(3)] == [theirs.gauss(0.0, 1.0) for _ in range(3)]
+        assert [mine.randint(10000, 99999) for _ in range(5)] == [theirs.randint(10000, 99999) for _ in range(5)]

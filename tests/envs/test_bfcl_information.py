@@ -118,3 +118,25 @@ def test_glyphh_labels_with_the_check_on(shared_data: Path, env: BfclEnvironment
     ]
     information = sorted(r.task_id for r in records if r.label is FailureLabel.INFORMATION)
     assert information == ["multi_turn_miss_func_171", "multi_turn_miss_param_164", "multi_turn_miss_param_197"]
+
+
+def test_every_session_starts_from_its_own_copy_of_the_function_docs(env: BfclEnvironment) -> None:
+    import json
+
+    from bfcl_eval.constants.executable_backend_config import MULTI_TURN_FUNC_DOC_FILE_MAPPING
+
+    from prefix_exec.envs.bfcl.tasks import data_dir
+
+    task = load_task(TRAVEL)
+    expected = []  # read from BFCL's doc files here, as the check must have them
+    for class_name in task.involved_classes:
+        path = data_dir() / "multi_turn_func_doc" / MULTI_TURN_FUNC_DOC_FILE_MAPPING[class_name]
+        lines = path.read_text(encoding="utf-8").splitlines()
+        expected += [json.dumps(json.loads(line)).lower().replace("#", " ") for line in lines if line.strip()]
+    first = env.start(TRAVEL)
+    assert first.evidence is not None
+    assert first.evidence.texts == expected
+    first.evidence.add("zz-only-in-the-first-session")
+    second = env.start(TRAVEL)
+    assert second.evidence is not None
+    assert second.evidence.texts == expected

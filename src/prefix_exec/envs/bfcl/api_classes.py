@@ -7,8 +7,8 @@ module-level objects that the loaded instances share by reference (TravelAPI's e
 example, whose balances a booking then changes). Here:
 
 - each task's initial instances are built once, with ``_load_scenario(config, long_context=...)`` exactly
-  as BFCL's execution code calls it, and deep-copied right away into a private *template* that shares nothing
-  with BFCL's modules;
+  as BFCL's execution code calls it, and pickled right away into a private *template* that shares nothing
+  with BFCL's modules (:func:`pickled_template`);
 - before a long_context template is built, the long_context constants are checked against a pristine copy
   of that module (loaded from its file into a module object that is never registered) and restored in
   place if anything (BFCL's own execution code, say) changed them;
@@ -17,18 +17,23 @@ example, whose balances a booking then changes). Here:
 
 Copies are pickle round trips (:func:`clone`): the same result as ``copy.deepcopy`` for these plain
 classes, and several times faster, mostly because ``deepcopy`` walks each ``random.Random`` state (625
-integers) in Python.
+integers) in Python. A ``random.Random`` is pickled as its state and restored onto a generator seeded
+with 0 (:func:`_restored_random`): pickle's own way seeds it from ``os.urandom`` twice before setting the
+same state, at several times the cost.
 """
 
 from __future__ import annotations
 
 import copy
+import copyreg
 import functools
 import importlib
 import importlib.util
 import inspect
+import io
 import pickle
-from collections.abc import Mapping
+import random
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -156,8 +161,9 @@ def restore_long_context() -> list[str]:
     return fixed
 
 
-def build_instances(task: BfclTask) -> Instances:
-    """Fresh instances of the task's classes in its initial state, sharing nothing with BFCL's modules."""
+def pickled_template(task: BfclTask) -> bytes:
+    """The task's classes in their initial state, pickled (:func:`_pickled`): each load is a set of fresh
+    instances sharing nothing with BFCL's modules (long_context instances share its constants until then)."""
     if task.long_context:
         restore_long_context()
     instances: Instances = {}
@@ -167,7 +173,7 @@ def build_instances(task: BfclTask) -> Instances:
             config = copy.deepcopy(dict(task.initial_config.get(class_name, {})))
             instance._load_scenario(config, long_context=task.long_context)
         instances[class_name] = instance
-    return clone(instances)
+    return _pickled(instances)
 
 
 class StateTooDeep(ValueError):
@@ -181,10 +187,37 @@ def clone(instances: Instances) -> Instances:
     of ``mkdir`` + ``cd`` pairs builds one folder per level), instead of a RecursionError.
     """
     try:
-        copied: Instances = pickle.loads(pickle.dumps(instances, protocol=pickle.HIGHEST_PROTOCOL))
+        copied: Instances = pickle.loads(_pickled(instances))
     except RecursionError:
         raise StateTooDeep("the backend state nests too deeply to copy (hundreds of nested folders?)") from None
     return copied
+
+
+def _restored_random(state: tuple[object, ...]) -> random.Random:
+    """A ``random.Random`` in ``state`` (its ``getstate()``): what unpickling one gives, without the two
+    ``os.urandom`` seedings that unpickling does first (``state`` replaces the whole generator state,
+    ``gauss_next`` included)."""
+    generator = random.Random(0)
+    generator.setstate(state)
+    return generator
+
+
+def _reduce_random(generator: random.Random) -> tuple[Callable[..., random.Random], tuple[object, ...]]:
+    return _restored_random, (generator.getstate(),)
+
+
+#: Pickle's reducers, with exact ``random.Random`` instances written as :func:`_reduce_random` says
+#: (subclasses keep their own way).
+_REDUCERS: dict[type, Callable[[Any], Any]] = {**copyreg.dispatch_table, random.Random: _reduce_random}
+
+
+def _pickled(instances: Instances) -> bytes:
+    """``pickle.dumps(instances)`` at the highest protocol, with :data:`_REDUCERS`."""
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = _REDUCERS
+    pickler.dump(instances)
+    return buffer.getvalue()
 
 
 class Templates:
@@ -196,7 +229,7 @@ class Templates:
     def fresh(self, task: BfclTask) -> Instances:
         template = self._templates.get(task.id)
         if template is None:
-            template = self._templates[task.id] = pickle.dumps(build_instances(task), protocol=pickle.HIGHEST_PROTOCOL)
+            template = self._templates[task.id] = pickled_template(task)
         instances: Instances = pickle.loads(template)
         return instances
 

@@ -36,6 +36,7 @@ label and diagnosis strict mode would give) when BFCL's answer is an error. The 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -285,7 +286,7 @@ class BfclSession:
             return invocation.CallOutcome(text=invocation.error_text(refused), refused=refused)
         method = getattr(self.instances[owner], name)
         call = api_classes.call_arguments(owner, name, arguments)
-        return invocation.invoke(method, name, call, time_limit=self._time_limit)
+        return invocation.run_bounded(method, name, call, time_limit=self._time_limit)
 
 
 class BfclEnvironment:
@@ -310,11 +311,18 @@ class BfclEnvironment:
     def start(self, task_id: str, *, strict: bool = True) -> BfclSession:
         """A fresh session; ``strict`` False gives BFCL's own execution (see the module docstring)."""
         task = self.task(task_id)
-        evidence: Evidence | None = None
-        if strict and self.information:
-            evidence = Evidence()
-            for class_name in task.involved_classes:
-                evidence.extend(json.dumps(doc) for doc in function_docs(class_name).values())
+        evidence = doc_evidence(task.involved_classes).copy() if strict and self.information else None
         return BfclSession(
             task, self.templates.fresh(task), self.templates, self.time_limit, strict=strict, evidence=evidence
         )
+
+
+@functools.cache
+def doc_evidence(classes: tuple[str, ...]) -> Evidence:
+    """The evidence every session of a task involving ``classes`` starts with: the classes' function docs,
+    each as its JSON text. Built once per tuple of classes (serialising the docs was a tenth of a BFCL
+    replay); sessions take a :meth:`~Evidence.copy`, never this one."""
+    evidence = Evidence()
+    for class_name in classes:
+        evidence.extend(json.dumps(doc) for doc in function_docs(class_name).values())
+    return evidence

@@ -105,7 +105,9 @@ def nesting_depth(value: Any) -> int:
 
 def cost_refusal(name: str, arguments: JsonMapping) -> str | None:
     """Why the call's arguments exceed the static cost bound, or ``None`` when they are within it."""
-    depth = nesting_depth(list(arguments.values()))
+    values = list(arguments.values())
+    # Most calls pass scalars only (nesting 1): the walk is for the few that pass lists or objects.
+    depth = nesting_depth(values) if any(isinstance(v, list | tuple | dict) for v in values) else 1
     if depth > MAX_NESTING + 1:
         # Copying, pickling or comparing such a value would exhaust the interpreter's stack.
         return f"{name}: arguments nest {depth - 1} levels deep, above the bound of {MAX_NESTING}"
@@ -186,18 +188,33 @@ def invoke(
     refused = cost_refusal(name, arguments)
     if refused is not None:
         return CallOutcome(text=error_text(refused), refused=refused)
+    return run_bounded(method, name, arguments, time_limit=time_limit)
+
+
+def run_bounded(
+    method: Callable[..., Any], name: str, arguments: JsonMapping, *, time_limit: float = TIME_LIMIT
+) -> CallOutcome:
+    """:func:`invoke` for arguments that already passed :func:`cost_refusal` (or copies of them, which nest
+    alike): the rollout's budget, the alarm and the memory budget, without walking the arguments again."""
     budget.check()
     with _ONE_CALL_AT_A_TIME:
         return _invoke_alone(method, name, arguments, min(time_limit, max(budget.remaining(), 0.001)))
 
 
+#: mpmath once a call found it fully imported (it stays imported).
+_mpmath_module: Any = None
+
+
 def _mpmath() -> Any:
     """mpmath, once BFCL's MathAPI brought it in, else ``None``. A plain import rather than a look into
     ``sys.modules``, which can hold a half-initialised module while another thread imports MathAPI."""
-    if "mpmath" not in sys.modules:
-        return None
-    # The import waits for another thread's import of the same module to finish.
-    return importlib.import_module("mpmath")
+    global _mpmath_module
+    if _mpmath_module is None:
+        if "mpmath" not in sys.modules:
+            return None
+        # The import waits for another thread's import of the same module to finish.
+        _mpmath_module = importlib.import_module("mpmath")
+    return _mpmath_module
 
 
 def _invoke_alone(method: Callable[..., Any], name: str, arguments: JsonMapping, time_limit: float) -> CallOutcome:
@@ -280,4 +297,4 @@ def invoke_as_bfcl(
     if exhausted is not None:
         return CallOutcome(text=error_text(exhausted), refused=exhausted)
     method = getattr(instances[owner], name)
-    return invoke(method, name, api_classes.call_arguments(owner, name, arguments), time_limit=time_limit)
+    return run_bounded(method, name, api_classes.call_arguments(owner, name, arguments), time_limit=time_limit)
