@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_serializer
 
-from prefix_exec.envs.tau.state import RecordTexts, db_json, fork_db, lazy_db
+from prefix_exec.envs.tau.state import RecordTexts, _deep_copy, db_json, fork_db, lazy_db
 
 
 class Record(BaseModel):
@@ -158,6 +158,51 @@ def test_db_json_of_an_unusual_db_is_its_whole_dump(case: str) -> None:
     lazy, _ = lazy_db(_unusual_dbs()[case])
     expected = json.dumps(lazy.model_dump(warnings=False), sort_keys=True, default=str)
     assert db_json(lazy, {}) == expected
+
+
+class Leg(BaseModel):
+    seats: dict[str, int]
+
+
+class Booking(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    legs: dict[str, Leg]
+    first: Leg
+    note: str = "none"
+    _seen: list[str] = PrivateAttr(default_factory=list)
+
+
+class Holder(BaseModel):
+    function: Any
+
+
+def test_a_record_copy_is_what_pydantics_deep_copy_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+    leg = Leg(seats={"economy": 3})
+    booking = Booking(legs={"a": leg, "b": Leg(seats={})}, first=leg, loyalty=[1, 2])  # type: ignore[call-arg]
+    booking._seen.append("x")
+    theirs = booking.model_copy(deep=True)
+
+    def not_pydantic(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a picklable record is copied by pickle")
+
+    monkeypatch.setattr(Booking, "model_copy", not_pydantic)
+    mine = _deep_copy(booking)
+    monkeypatch.undo()
+    assert mine == theirs == booking
+    assert mine.__pydantic_fields_set__ == theirs.__pydantic_fields_set__ == {"legs", "first", "loyalty"}
+    assert mine.__pydantic_extra__ == theirs.__pydantic_extra__ == {"loyalty": [1, 2]}
+    assert mine._seen == theirs._seen == ["x"]
+    assert mine.first is mine.legs["a"]  # one object reached twice stays one object, as in a deep copy
+    mine.legs["a"].seats["economy"] = 0
+    mine._seen.append("y")
+    mine.loyalty.append(3)  # type: ignore[attr-defined]
+    assert booking == theirs  # nothing is shared with the original
+    assert booking._seen == ["x"]
+    # A record pickle cannot write (a function in it) is copied by pydantic.
+    holder = Holder(function=lambda: 1)
+    copied = _deep_copy(holder)
+    assert copied is not holder
+    assert copied.function is holder.function
 
 
 def test_iteration_outside_writes_hands_out_shared_records() -> None:
