@@ -529,3 +529,30 @@ def test_calculate_without_eval(airline: TauEnvironment, expression: str, accept
     assert verdict.accepted is accepted
     assert result in (verdict.result if accepted else verdict.reason)
     assert verdict.label is (None if accepted else FailureLabel.SCHEMA)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_parsing_a_domain_leaves_the_garbage_collector_as_it_found_it(
+    enabled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gc
+
+    from prefix_exec.envs.tau import domain
+
+    states: list[bool] = []
+    build = domain._build
+
+    def watched(*args: Any) -> Any:
+        states.append(gc.isenabled())
+        return build(*args)
+
+    monkeypatch.setattr(domain, "_CACHE", {})  # a fresh parse, without dropping the shared cache
+    monkeypatch.setattr(domain, "_build", watched)
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        assert load_domain("airline").name == "airline"
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert states == [False]  # paused while parsing
