@@ -18,6 +18,7 @@ The budget is held in a context variable, so threads of a runner each see their 
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import math
 import os
@@ -91,9 +92,21 @@ def check() -> None:
         raise OverBudget(budget.seconds)
 
 
-#: ``(pid, descriptor)`` of ``/proc/self/statm``, opened once per process: opening it for every call cost more
-#: than most BFCL calls. A forked child opens its own (``/proc/self`` resolved to the parent when opened).
-_statm: tuple[int, int] | None = None
+#: A descriptor of ``/proc/self/statm``, opened once per process: opening the file for every call cost more
+#: than most BFCL calls. A forked child forgets its parent's (``/proc/self`` was resolved when it was opened).
+_statm: int | None = None
+
+
+def _forget_statm() -> None:
+    global _statm
+    if _statm is not None:
+        with contextlib.suppress(OSError):  # already closed
+            os.close(_statm)
+    _statm = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_statm)
 
 
 def address_space() -> int | None:
@@ -104,40 +117,49 @@ def address_space() -> int | None:
     """
     global _statm
     try:
-        pid = os.getpid()
-        if _statm is None or _statm[0] != pid:
-            if _statm is not None:
-                os.close(_statm[1])  # the parent's, inherited by this forked child
-            _statm = None
-            _statm = (pid, os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC))
-        pages = int(os.pread(_statm[1], 128, 0).split()[0])
+        if _statm is None:
+            _statm = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
+        pages = int(os.pread(_statm, 128, 0).split()[0])
         return pages * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError, AttributeError):  # no /proc, or no pread (Windows)
         return None
 
 
-@contextmanager
-def call_memory() -> Iterator[None]:
+def call_memory() -> CallMemory:
     """Cap the address space at its current size plus the budget while the block runs (main thread only).
 
     An allocation past the cap raises ``MemoryError`` inside the block; the previous limit is restored
     after it. Without a budget, off the main thread or without ``RLIMIT_AS``, the block runs uncapped.
     """
-    megabytes = current().call_memory_mb
-    on_main = threading.current_thread() is threading.main_thread()
-    size = address_space() if megabytes > 0 and on_main else None
-    if size is None or resource is None or not hasattr(resource, "RLIMIT_AS"):
-        yield
-        return
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    cap = size + megabytes * 1024 * 1024
-    if hard != resource.RLIM_INFINITY:
-        cap = min(cap, hard)
-    if soft != resource.RLIM_INFINITY and soft <= cap:
-        yield  # a tighter limit is already in force
-        return
-    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    return CallMemory()
+
+
+class CallMemory:
+    """The context manager of :func:`call_memory`. A class rather than a generator: it runs around every
+    BFCL call, where a generator's context manager cost more than most calls."""
+
+    __slots__ = ("_restore",)
+
+    def __init__(self) -> None:
+        self._restore: tuple[int, int] | None = None
+
+    def __enter__(self) -> None:
+        megabytes = current().call_memory_mb
+        if megabytes <= 0 or resource is None or not hasattr(resource, "RLIMIT_AS"):
+            return
+        size = address_space() if threading.current_thread() is threading.main_thread() else None
+        if size is None:
+            return
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        cap = size + megabytes * 1024 * 1024
+        if hard != resource.RLIM_INFINITY:
+            cap = min(cap, hard)
+        if soft != resource.RLIM_INFINITY and soft <= cap:
+            return  # a tighter limit is already in force
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+        self._restore = (soft, hard)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._restore is not None:
+            resource.setrlimit(resource.RLIMIT_AS, self._restore)
+            self._restore = None

@@ -250,7 +250,7 @@ def _invoke_alone(method: Callable[..., Any], name: str, arguments: JsonMapping,
             if armed:
                 signal.setitimer(signal.ITIMER_REAL, 0)
             context.prec = prec
-            if mpmath is not None and dps is not None:
+            if mpmath is not None and dps is not None and mpmath.mp.dps != dps:  # setting it costs more than a call
                 mpmath.mp.dps = dps
     except CallTimeout:  # pragma: no cover - the alarm fired between the call's end and the timer reset
         return _timed_out(name, time_limit)
