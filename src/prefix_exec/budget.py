@@ -112,8 +112,8 @@ if hasattr(os, "register_at_fork"):
 def address_space() -> int | None:
     """The process's current virtual size in bytes (Linux ``/proc/self/statm``), or ``None``.
 
-    Read with ``pread`` at offset 0, which makes the kernel write the file afresh. Call it from one thread
-    (:func:`call_memory` calls it on the main thread only), so the descriptor is opened once.
+    Read with ``pread`` at offset 0, which makes the kernel write the file afresh, on a descriptor opened
+    once per process (a forked child opens its own: :func:`_forget_statm`).
     """
     global _statm
     try:
