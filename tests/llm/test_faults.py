@@ -227,8 +227,8 @@ def test_auto_mode_learns_once_for_every_view_and_backend_of_the_model() -> None
     assert len(statuses) == 5
     assert all(c[0].name == "login" for c in calls)
     assert backend.text_mode
-    assert units[-1].text_fallback == "this server does not support tools"
-    assert ChatBackend(config(server, tool_mode="native")).text_fallback is None
+    assert units[-1].tools_refused == "this server does not support tools"
+    assert ChatBackend(config(server, tool_mode="native")).tools_refused is None
 
 
 def test_auto_mode_keeps_native_calls_on_a_400_that_is_not_about_tool_support() -> None:
@@ -239,7 +239,7 @@ def test_auto_mode_keeps_native_calls_on_a_400_that_is_not_about_tool_support() 
             backend.complete(MESSAGES, TOOLS)
         assert len(server.requests) == 1
         assert not backend.text_mode
-        assert backend.text_fallback is None
+        assert backend.tools_refused is None
         assert "tools" in server.requests[0]
 
 

@@ -68,7 +68,7 @@ def test_auto_reads_calls_a_server_left_in_the_content() -> None:
     reply = backend.tool_result_message(done.calls[0], "ok")
     assert reply == {"role": "tool", "tool_call_id": wired["id"], "content": "ok"}
     assert not backend.text_mode
-    assert backend.text_fallback is None
+    assert backend.tools_refused is None
 
 
 @pytest.mark.parametrize(
@@ -183,7 +183,7 @@ def test_auto_switches_to_text_on_a_500_that_refuses_tools_without_retrying_it()
     assert statuses == [500, 200]
     assert done.retries == ()
     assert backend.text_mode
-    assert backend.text_fallback == "tools param requires --jinja flag"
+    assert backend.tools_refused == "tools param requires --jinja flag"
     assert "tools" not in second
     assert [(c.name, c.parse_error) for c in done.calls] == [("login", None)]
     assert done.text_format == "json"

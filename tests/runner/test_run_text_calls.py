@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from fakes import ticketing_agent
 from fakes.openai_server import ScriptedServer
@@ -43,3 +44,26 @@ def test_every_unit_reads_the_calls_left_in_the_text_and_notes_it(tmp_path: Path
     settings = json.loads((tmp_path / "run" / "settings.json").read_text())
     assert settings["models"]["m1"]["tool_mode"] == "auto"
     assert settings["models"]["m1"]["text_format"] == "json"
+
+
+def test_a_rollout_notes_calls_read_from_the_content_and_a_refusal_of_tools_apart(tmp_path: Path) -> None:
+    """Both fallbacks of ``auto`` in one rollout: the first answer leaves its call in the content, then the
+    server refuses ``tools`` and the model switches to text. Each has its own key; neither overwrites the other."""
+    script = content_server(ticketing_agent.respond, "json")
+    natives: list[int] = []
+
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        if "tools" in body:
+            natives.append(1)
+            if len(natives) == 1:
+                server.faults.append("no-tools")  # the next request is refused
+        return script(body)
+
+    with ScriptedServer(respond) as server:
+        grid = write_grid(tmp_path, server.base_url, methods=["react"], extra=AUTO)
+        report = run_grid(grid, tmp_path / "run", max_concurrency=1)
+    assert report.failed == 0
+    noted = [r["metadata"] for r in rows(tmp_path / "run" / "rollouts.jsonl") if r["actions"]]
+    first = [m for m in noted if "text_fallback" in m]
+    assert len(first) == 1 and first[0]["text_fallback"] == CONTENT_FALLBACK
+    assert all(m["tools_refused"] == "this server does not support tools" for m in noted)

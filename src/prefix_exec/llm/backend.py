@@ -103,8 +103,9 @@ class ChatBackend:
         return mode == "text" or (mode == "auto" and self._tools.refusal is not None)
 
     @property
-    def text_fallback(self) -> str | None:
-        """In ``auto`` mode, the server's refusal of ``tools`` that switched this model to text; else ``None``.
+    def tools_refused(self) -> str | None:
+        """In ``auto`` mode, the server's refusal of ``tools`` that switched this model to text (a rollout notes it
+        as ``metadata["tools_refused"]``); else ``None``.
 
         The other fallback of ``auto``, calls read from the text of a native answer, is no switch: it is decided
         per answer (:attr:`Completion.in_content`), so every unit of the model sends the same request whatever

@@ -96,9 +96,10 @@ class UnitWorker:
             )
             backend = self.backend(unit.model, unit.trial)
             notes: JsonObject = {"decoding": {**backend.config.decoding(), "seed": backend.config.seed}}
-            fallback = backend.text_fallback
+            fallback = backend.tools_refused
             if fallback is not None:  # tool_mode auto: the server refused native tools, calls went as text
-                notes["text_fallback"] = fallback
+                # (its own key: metadata["text_fallback"] notes calls read from a native answer's content)
+                notes["tools_refused"] = fallback
             rollout = replace(rollout, metadata={**rollout.metadata, **notes})
             record = replay(rollout, driver.env_for(rollout))
         except Exception as exc:  # the unit boundary: any failure is reported and the grid goes on
