@@ -89,3 +89,24 @@ def test_credentials_in_a_base_url_are_never_written(tmp_path: Path) -> None:
                 text = path.read_text(encoding="utf-8")
                 assert "s3cret" not in text, name
         assert "***@" in (out / "settings.json").read_text()
+
+
+def test_a_link_planted_at_a_temporary_name_in_the_run_directory_is_not_written_through(tmp_path: Path) -> None:
+    """settings.json and failures.jsonl are rewritten through a temporary file beside them: a symlink someone
+    left at the old fixed names (settings.tmp, failures.tmp) must not carry the text into another file."""
+    from prefix_exec.runner.run_dir import run_grid
+
+    with ScriptedServer(ticketing_agent.respond) as server:
+        grid = write_grid(tmp_path, server.base_url, methods=["react"])
+        out = tmp_path / "run"
+        run_grid(grid, out, max_concurrency=1)
+        (out / "failures.jsonl").write_text("", encoding="utf-8")
+        victims = {}
+        for name in ("settings.tmp", "failures.tmp"):
+            victims[name] = tmp_path / f"victim-{name}"
+            victims[name].write_text("keep me\n", encoding="utf-8")
+            (out / name).symlink_to(victims[name])
+        run_grid(grid, out, resume=True, max_concurrency=1)
+    for name, victim in victims.items():
+        assert victim.read_text(encoding="utf-8") == "keep me\n", name
+    assert json.loads((out / "settings.json").read_text(encoding="utf-8"))["models"]

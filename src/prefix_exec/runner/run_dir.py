@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import os
 import shutil
 import sqlite3
 import sys
@@ -332,9 +331,8 @@ def check_settings(grid: Grid, out: Path) -> None:
                 hint=f"resume with the grid the run was started with ({out / GRID_COPY}), or use a fresh --out",
             )
         now = {**now, **{g: {**before.get(g, {}), **now[g]} for g in ("datasets", "models")}}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(now, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    # A new file of a random name beside it, renamed over it: never written through a link planted there.
+    outputs.write_new(path, (json.dumps(now, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
 def open_cache(path: Path) -> None:
@@ -352,9 +350,8 @@ def compact_failures(path: Path, done: set[UnitKey]) -> None:
     """Keep in ``failures.jsonl`` only the units that still have no rollout, each with its latest error."""
     if not path.exists():
         return
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(line for key, line in latest_by_unit(path).items() if key not in done), encoding="utf-8")
-    os.replace(tmp, path)
+    kept = "".join(line for key, line in latest_by_unit(path).items() if key not in done)
+    outputs.write_new(path, kept.encode("utf-8"))
 
 
 def _catch_up(
