@@ -198,3 +198,41 @@ def test_the_scenario_cache_builds_once_across_processes_and_rebuilds_a_foreign_
     cache.unlink()
     assert fresh() == {"wifi_off": 4}
     assert not cache.exists()
+
+
+def test_the_scenario_cache_and_run_files_are_never_written_through_a_planted_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The old fixed temporary names (``scenarios.pickle.<pid>.tmp``, ``<file>.tmp``) and the lock file, each a
+    symlink to another file: that file keeps its text, and the real file is written."""
+    import os
+    from types import SimpleNamespace
+
+    from prefix_exec.drivers.toolsandbox_files import write_run_files
+    from prefix_exec.envs.toolsandbox import live
+
+    monkeypatch.setattr(live, "_build_scenarios", lambda: {"wifi_off": 1})
+    monkeypatch.setattr(live, "_scenario_key", lambda: "k")
+    cache = tmp_path / "cache" / "scenarios.pickle"
+    cache.parent.mkdir()
+    folder = tmp_path / "files"
+    (folder / "trajectories" / "s").mkdir(parents=True)
+    planted = [
+        cache.with_name(f"{cache.name}.{os.getpid()}.tmp"),
+        cache.with_name(f"{cache.name}.lock"),
+        folder / "result_summary.json.tmp",
+        folder / "trajectories" / "s" / "execution_context.json.tmp",
+    ]
+    victims = []
+    for index, link in enumerate(planted):
+        victim = tmp_path / f"victim{index}"
+        victim.write_text("keep me\n", encoding="utf-8")
+        link.symlink_to(victim)
+        victims.append(victim)
+    assert live._cached_scenarios(cache) == {"wifi_off": 1}
+    scenario = SimpleNamespace(categories=["a"], max_messages=3)
+    context = SimpleNamespace(to_dict=lambda serialize_console: {"ok": True})
+    write_run_files(folder, "s", scenario, context, None, {"exception_type": "E", "traceback": "t"})
+    assert [v.read_text(encoding="utf-8") for v in victims] == ["keep me\n"] * len(victims)
+    assert json.loads((folder / "result_summary.json").read_text())["per_scenario_results"][0]["name"] == "s"
+    assert json.loads((folder / "trajectories" / "s" / "execution_context.json").read_text()) == {"ok": True}

@@ -10,12 +10,12 @@ unit replaces it. ``prefix-exec score toolsandbox <folder> --model M --method X`
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 from prefix_exec.envs.toolsandbox.live import toolsandbox
+from prefix_exec.outputs import write_new
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -72,8 +72,6 @@ def _safe(part: str) -> str:
 
 
 def _write(path: Path, data: Any, *, indent: int) -> None:
-    """Write JSON through a temporary file and a rename, so a killed run never leaves half a file."""
-    temporary = path.with_name(path.name + ".tmp")
-    with temporary.open("w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=indent, ensure_ascii=False, default=str)
-    os.replace(temporary, path)
+    """Write JSON through a new file of a random name and a rename (:func:`prefix_exec.outputs.write_new`), so a
+    killed run never leaves half a file and a link planted beside it is never written through."""
+    write_new(path, json.dumps(data, indent=indent, ensure_ascii=False, default=str).encode("utf-8"))

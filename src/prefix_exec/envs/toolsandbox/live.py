@@ -39,6 +39,7 @@ from prefix_exec.envs.toolsandbox.semantics import DATASET, ScenarioFacts, judge
 from prefix_exec.errors import InputError
 from prefix_exec.extras import install_hint
 from prefix_exec.json_types import JsonObject
+from prefix_exec.outputs import write_new
 from prefix_exec.trajectory import ToolCall, Verdict
 
 INSTALL_HINT = install_hint("tool_sandbox")
@@ -118,16 +119,15 @@ def _cached_scenarios(path: Path) -> JsonObject:
     if found is not None:
         return found
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "w") as lock:
+    # "a": a link planted at the lock's name is locked, never truncated (the lock file holds nothing)
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         found = _read_cache(path, key)  # built by another process while this one waited
         if found is not None:
             return found
         scenarios = _build_scenarios()
-        partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        with partial.open("wb") as handle:
-            pickle.dump((key, scenarios), handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(partial, path)
+        # A new file of a random name (O_EXCL|O_NOFOLLOW) renamed over the cache: never written through a link.
+        write_new(path, pickle.dumps((key, scenarios), protocol=pickle.HIGHEST_PROTOCOL))
         return scenarios
 
 
