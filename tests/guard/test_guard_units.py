@@ -238,6 +238,26 @@ def test_the_recorder_writes_each_call_at_once_and_a_reader_keeps_the_text_it_op
     assert len(json.loads((folder / "records.jsonl").read_text())["metadata"]["guard"]["calls"]) == 4
 
 
+def test_the_recorder_never_writes_through_a_link_planted_at_its_spare_name(tmp_path: Path, side: Path) -> None:
+    import os
+
+    folder = tmp_path / "record"
+    folder.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("keep me\n")
+    (folder / f".rollouts.jsonl.{os.getpid()}.tmp").symlink_to(victim)
+    recorder = Recorder(folder)
+    log = SessionLog("s", method="guard-observe", info={})
+    for i in range(2):
+        log.add(call("create_note", text=f"t{i}"), shadow(tmp_path, side).check(call("create_note", text="x")), {})
+        recorder.update(log.snapshot("notes", None))
+    recorder.close()
+    assert victim.read_text() == "keep me\n"
+    assert not (folder / "rollouts.jsonl").is_symlink()
+    (line,) = (folder / "rollouts.jsonl").read_text().splitlines()
+    assert len(json.loads(line)["actions"]) == 2
+
+
 def test_sessions_of_one_task_get_trials_of_their_own(tmp_path: Path, side: Path) -> None:
     from prefix_exec.guard.options import GuardOptions
     from prefix_exec.guard.session import new_session

@@ -261,11 +261,11 @@ class Recorder:
 def _open_spare(spare: Path) -> int:
     """A descriptor to write ``spare`` through: the file there when no other process has it open (a write
     lease says so, Linux), else a new file in its place."""
-    try:
-        descriptor = os.open(spare, os.O_RDWR | os.O_CREAT, 0o644)
+    try:  # O_NOFOLLOW: a link planted at the spare's name fails here and is removed, never written through
+        descriptor = os.open(spare, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     except OSError:
         spare.unlink(missing_ok=True)
-        return os.open(spare, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        return os.open(spare, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     try:
         # A lease broken (someone opening the spare in the instant it is held) signals SIGIO, whose default
         # ends the process: SIGURG's default is to ignore it.
