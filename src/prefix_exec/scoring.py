@@ -138,8 +138,9 @@ def score_to_file(
     and writing stay in this process, in input order, so the records and the report are those of one worker.
     """
     path = Path(out)
-    _check_output(path, inputs, resume=resume, overwrite=overwrite)
-    fresh = not path.exists() or path.stat().st_size == 0
+    target = _check_output(path, inputs, resume=resume, overwrite=overwrite)
+    # Only a file this run made is removed when the run fails: not an empty file (or a link) the user made.
+    fresh = not target.exists()
     report = ScoreReport()
     scorer = _Scorer(
         report,
@@ -148,29 +149,35 @@ def score_to_file(
         on_record=on_record,
         replayer=Replayer(prepare, rollout_seconds, call_memory_mb),
     )
-    with hold_lock(path):
+    with hold_lock(path), contextlib.ExitStack() as replaced:
+        if overwrite and not resume and not fresh:
+            # Replaced, never written into: another name of the old file (a hard link) keeps its records.
+            outputs.write_new(target, b"")
+            replaced.enter_context(hold_lock(target))  # the new file is locked too, as the old one is
+            fresh = True
         try:
             scorer.score(units, path, resume=resume, total=total, desc=desc, workers=workers, launcher=launcher)
         except BaseException:
             # A failed run leaves no empty output behind (a non-empty one keeps its records for --resume).
-            _drop_if_empty(path, fresh)
+            _drop_if_empty(target, fresh)
             raise
         if report.skipped:  # exit 2: nothing scored leaves nothing behind
-            _drop_if_empty(path, fresh)
+            _drop_if_empty(target, fresh)
     return report
 
 
-def _check_output(path: Path, inputs: Iterable[str | Path], *, resume: bool, overwrite: bool) -> None:
-    """An :class:`InputError` unless ``path`` may be written (:func:`prefix_exec.outputs.check_file`: not one
-    of ``inputs``, not a folder, FIFO or device) and, when it already holds records, continued (``resume``) or
-    replaced (``overwrite``) on purpose."""
-    outputs.check_file(path, inputs)
+def _check_output(path: Path, inputs: Iterable[str | Path], *, resume: bool, overwrite: bool) -> Path:
+    """The file to write, ``path`` with its symlinks resolved; an :class:`InputError` unless ``path`` may be
+    written (:func:`prefix_exec.outputs.check_file`: not one of ``inputs``, not a folder, FIFO or device) and,
+    when it already holds records, continued (``resume``) or replaced (``overwrite``) on purpose."""
+    target = outputs.check_file(path, inputs)
     if not resume and not overwrite and path.is_file() and path.stat().st_size > 0:
         raise InputError(
             "the output file already holds records",
             path=path,
             hint="pass --resume to continue it, --overwrite to replace it, or choose another --out",
         )
+    return target
 
 
 def _drop_if_empty(path: Path, fresh: bool) -> None:

@@ -53,6 +53,39 @@ def test_a_failed_score_leaves_no_empty_output(ticketing: Path, tmp_path: Path) 
     assert not out.exists()
 
 
+def test_overwrite_replaces_the_output_and_another_name_of_it_keeps_its_records(
+    ticketing: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "records.jsonl"
+    assert score(ticketing, ticketing / "rollouts.jsonl", out) == 0
+    before = out.read_bytes()
+    other = tmp_path / "kept.jsonl"
+    os.link(out, other)  # a hard link: the same file under another name
+    one = tmp_path / "one.jsonl"
+    one.write_text((ticketing / "rollouts.jsonl").read_text().splitlines()[0] + "\n")
+    assert score(ticketing, one, out, "--overwrite") == 0
+    assert len(out.read_text().splitlines()) == 1
+    assert other.read_bytes() == before  # replaced, not written into
+    # A symlink output: its target is replaced, the link stays a link.
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(other)
+    assert score(ticketing, one, link, "--overwrite") == 0
+    assert link.is_symlink() and len(other.read_text().splitlines()) == 1
+
+
+def test_a_failed_score_keeps_an_empty_output_it_did_not_create(ticketing: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"dataset": "ticketing"}\n')
+    made = tmp_path / "made-by-the-user.jsonl"
+    made.touch()
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(made)
+    assert score(ticketing, bad, made) == 2
+    assert made.exists()
+    assert score(ticketing, bad, link, "--keep-going") == 2
+    assert link.is_symlink() and made.exists()
+
+
 def test_resume_onto_a_rollouts_file_is_refused(
     ticketing: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
