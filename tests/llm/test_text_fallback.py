@@ -107,6 +107,22 @@ def test_a_malformed_call_in_the_content_is_a_parse_error_quoted() -> None:
     assert done.in_content
 
 
+def test_a_nameless_call_read_from_the_content_goes_back_under_a_valid_placeholder_name() -> None:
+    """OpenAI-style servers check the conversation they are sent: an empty function name is refused (a 400),
+    so the call goes back as ``UNPARSED_CALL``; the recorded call keeps its empty name and its parse error."""
+    from prefix_exec.llm.decode import UNPARSED_CALL
+
+    with ScriptedServer(lambda _: text_message('<tool_call>{"nme": "login", "args": </tool_call>')) as server:
+        backend = ChatBackend(endpoint(server, tool_mode="auto"))
+        done = backend.complete(MESSAGES, TOOLS)
+    (call,) = done.calls
+    assert (call.name, bool(call.parse_error)) == ("", True)
+    (wired,) = done.message["tool_calls"]
+    assert wired["function"] == {"name": UNPARSED_CALL, "arguments": "{}"}
+    assert wired["id"] == call.call_id
+    assert UNPARSED_CALL.replace("_", "").isalnum() and len(UNPARSED_CALL) <= 64  # OpenAI's name pattern
+
+
 def test_the_content_fallback_sends_the_same_request_whatever_ran_before_in_any_process() -> None:
     """Two units of one model, one after another answer read from the content, in this process and in a
     fresh one (the process-wide registry cleared): the same request, tools sent natively each time."""

@@ -84,16 +84,23 @@ def decode_answer(
     return Completion(content, calls, out, cost)
 
 
+#: The function name a call read from text goes back to the server under when its text showed no name (it did
+#: not parse): OpenAI-style servers refuse an empty name in the conversation they are sent (names must match
+#: ``^[a-zA-Z0-9_-]{1,64}$``). Only the wire has it: the recorded call keeps its empty name and parse error.
+UNPARSED_CALL = "unparsed_tool_call"
+
+
 def _wire(calls: tuple[ToolCall, ...], *, from_text: bool = False) -> list[JsonObject]:
     """``calls`` as a message's ``tool_calls``: native arguments as the server sent them (``raw``), calls read
     from text with their arguments as JSON (``{}`` for one that did not parse: servers that parse the arguments
-    of the conversation they are sent would fail on the model's broken text)."""
+    of the conversation they are sent would fail on the model's broken text) and a nameless one named
+    :data:`UNPARSED_CALL`."""
     return [
         {
             "id": call.call_id,
             "type": "function",
             "function": {
-                "name": call.name,
+                "name": (call.name or UNPARSED_CALL) if from_text else call.name,
                 "arguments": json.dumps(call.arguments, ensure_ascii=False) if from_text else call.raw,
             },
         }
