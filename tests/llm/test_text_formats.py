@@ -299,8 +299,9 @@ HANG_BOUND_S = 60.0
 
 @pytest.mark.parametrize(
     ("tail", "expected"),
-    [("x</tool_call>", ["not valid JSON"]), ("```</tool_call>", ["not valid JSON"]), ("x", [])],
-    ids=["closed", "fenced", "cut-off"],
+    # No block's body starts like a call ({), so none is a call: the bound is what is tested here.
+    [("x</tool_call>", []), ("```</tool_call>", []), ("x", []), ("{</tool_call>", ["not valid JSON"])],
+    ids=["closed", "fenced", "cut-off", "call"],
 )
 def test_a_tool_call_block_of_a_fence_and_newlines_is_read_without_backtracking(tail: str, expected: Any) -> None:
     """An opening fence then newlines filling the answer: the fence pattern once backtracked over every
@@ -379,3 +380,43 @@ def test_the_prompts_example_reads_back_in_its_format(fmt: str) -> None:
 )
 def test_fences_of_every_shape_hold_calls(text: str) -> None:
     assert (read_text_calls(text, "fenced").format, pairs(text, "fenced")) == ("fenced", [("ls", {})])
+
+
+@pytest.mark.parametrize(
+    ("text", "fmt"),
+    [
+        ("[Smith(2020)] showed that small models copy their prompt.", "pythonic"),
+        ("[Smith(2020), Lee(2021)]: both say so.", "pythonic"),
+        ("[Note (see below): it's long", "pythonic"),  # no end found, and no keyword argument
+        ("Use <tool_call>...</tool_call> to call a tool.", "hermes"),
+        ("<tool_call> is how I would call it, but no call is needed.</tool_call>", "hermes"),
+        ('{Note: the tool takes "name": "x" and "arguments": {} but I will not call it.', "json"),
+        ('{"answer": 3, "why": "see notes"} ... later: "name": "x", "arguments": {"y": [', "json"),
+        ('{"results": [1, 2, } and then "name": "ls", "arguments": {}', "json"),
+    ],
+)
+def test_prose_that_only_looks_like_a_format_is_no_failed_call(text: str, fmt: str) -> None:
+    """A format's failure needs the text to start the format's call shape (docs/runner.md, ``auto``): a
+    citation, a mention of the tag, or a JSON-ish answer that names the keys later is an answer, no call."""
+    for chosen in ("auto", fmt):
+        read = read_text_calls(text, chosen)
+        assert (read.calls, read.format, read.prose) == ((), None, text.strip()), chosen
+
+
+@pytest.mark.parametrize(
+    ("text", "fmt", "name"),
+    [
+        ("[get_weather(city='Paris'", "pythonic", ""),  # keyword form, cut off
+        ("[get_weather('Paris')]", "pythonic", "get_weather"),  # the whole answer: positional is its failure
+        ("[ls(a=1)\n", "pythonic", ""),
+        ('<tool_call>\n```json\n{"name": "ls", "arguments": {"a": }\n</tool_call>', "hermes", "ls"),
+        ('{"name": "ls", "arguments": {"path": "a\\q"}}', "json", "ls"),
+        ('[{"arguments": {"a": 1}, "name": "ls"', "json", "ls"),
+    ],
+)
+def test_text_that_starts_a_call_and_breaks_stays_a_failed_call(text: str, fmt: str, name: str) -> None:
+    for chosen in ("auto", fmt):
+        read = read_text_calls(text, chosen)
+        assert read.format == fmt, chosen
+        (call,) = read.calls
+        assert call.parse_error and call.name == name, call

@@ -1,7 +1,10 @@
 """Pythonic tool calls, ``[get_weather(city="Paris", days=3), now()]``, read with :mod:`ast` as literals only.
 
 Llama 3.2/4 and vLLM's ``pythonic`` parser write calls this way. The answer (optionally between
-``<|python_start|>`` and ``<|python_end|>``) must start with ``[NAME(``; the list is parsed with
+``<|python_start|>`` and ``<|python_end|>``) must start with ``[NAME(``, and either in the format's own shape,
+the first argument a keyword or none (``[NAME(KEY=``, ``[NAME()``), or be nothing but the list: text like
+``[Smith(2020)] showed that...`` (a positional first argument and prose after the list, or no end of the list
+found) is prose, not a failed call. The list is parsed with
 :func:`ast.parse` and never compiled or evaluated. Each element must be a call of a name (dotted names
 allowed, ``math.sqrt``) with keyword arguments only, and each argument's value node is read with
 :func:`ast.literal_eval`: strings, numbers, booleans, ``None``, lists, tuples (read as lists) and dicts with
@@ -34,6 +37,8 @@ MAX_PYTHON_CHARS = 20_000
 MAX_PYTHON_DEPTH = 48
 
 _START = re.compile(r"\A\[\s*[A-Za-z_][\w.]*\s*\(")
+#: The format's own shape: the first call's first argument is a keyword (``[f(a=``) or it has none (``[f()``).
+_KEYWORD_START = re.compile(r"\A\[\s*[A-Za-z_][\w.]*\s*\(\s*(?:[A-Za-z_]\w*\s*=(?!=)|\))")
 _OPEN, _CLOSE = "([{", ")]}"
 _JSON_SCALARS = (str, int, bool, type(None))
 
@@ -46,6 +51,8 @@ def read_pythonic(text: str) -> Reading | None:
     if not _START.match(source):
         return None
     end = _list_end(source[: MAX_PYTHON_CHARS + 1])
+    if not _KEYWORD_START.match(source) and (end is None or _after(source, end)):
+        return None  # "[Smith(2020)] showed that...": a citation, not a call
     code = source if end is None else source[:end]  # no end found: the whole answer fails as one
     if len(code) > MAX_PYTHON_CHARS:
         return Reading(None, (failed(source, f"pythonic tool calls longer than {MAX_PYTHON_CHARS:,} characters"),))
@@ -54,8 +61,12 @@ def read_pythonic(text: str) -> Reading | None:
     parsed = _parse(code)
     if isinstance(parsed, str):
         return Reading(None, (failed(source, parsed),))
-    prose = source[len(code) :].strip().removeprefix("<|python_end|>").strip() or None
-    return Reading(prose, tuple(_call(node, code) for node in parsed.elts[:MAX_CALLS]))
+    return Reading(_after(source, len(code)), tuple(_call(node, code) for node in parsed.elts[:MAX_CALLS]))
+
+
+def _after(source: str, end: int) -> str | None:
+    """The prose after the list that ends at ``end``, ``None`` when there is none."""
+    return source[end:].strip().removeprefix("<|python_end|>").strip() or None
 
 
 def _list_end(source: str) -> int | None:

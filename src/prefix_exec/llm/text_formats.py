@@ -7,12 +7,14 @@ a ``schema`` failure. The formats (``name`` is a string, ``arguments`` a JSON ob
 object is accepted too, as some models double-encode it):
 
 - ``hermes`` (Hermes, Qwen): ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks anywhere in
-  the answer, a Markdown fence inside allowed. A block cut off by the end of the answer counts when its body
-  starts like a call (``{``); a missing ``arguments`` is ``{}``.
+  the answer, a Markdown fence inside allowed. A block counts (closed, or cut off by the end of the answer)
+  only when its body starts like a call (``{``, maybe after a fence's opening line): a tag mentioned in prose
+  (``Use <tool_call>...</tool_call> to call``) is prose. A missing ``arguments`` is ``{}``.
 
 - ``json``: the answer starts with a JSON object ``{"name", "arguments"}`` or a list of them; more objects may
   follow, separated by white space. Text after them is prose. JSON that is no call (no ``name`` and
-  ``arguments`` keys) is prose.
+  ``arguments`` keys) is prose. JSON that does not parse is a failed call only when both keys come before the
+  point where it breaks (it started a call); prose that opens with ``{`` and names them later is prose.
 - ``fenced``: the ``json`` format inside Markdown code fences (```` ```json ... ``` ````, any language or none,
   on one line or several, the last one possibly unclosed), prose around them.
 - ``llama`` (Llama 3.x): ``<|python_tag|>`` followed by JSON objects ``{"name", "parameters"}`` (or
@@ -54,6 +56,8 @@ __all__ = ["READERS"]
 _BLOCK = re.compile(r"<tool_call>(.*?)(</tool_call>|\Z)", re.DOTALL)
 _FENCE_LANGUAGE = re.compile(r"[\w-]*")  # the language tag after a fence's opening ```
 _FENCE = re.compile(r"```[\w-]*\s*(.*?)(?:```|\Z)", re.DOTALL)
+#: A ``<tool_call>`` block's body that starts like a call: a JSON object, maybe after a fence's opening line.
+_CALL_BODY = re.compile(r"\s*(?:```[\w-]*\s*)?\{")
 _JSON_START = re.compile(r"\{|\[\s*\{")  # an object, or a list of objects: "[1, 2]" or "[see]" is prose
 _DECODER = json.JSONDecoder()
 _WHITE = " \t\r\n"
@@ -107,7 +111,9 @@ def _json_calls(text: str, keys: Sequence[str], *, claimed: bool, separators: st
             value, end = _DECODER.raw_decode(text, pos)
         except (ValueError, RecursionError) as exc:  # also digits past Python's int limit
             rest = text[pos:]
-            if claimed or (_has_key(rest, "name") and any(_has_key(rest, key) for key in keys)):
+            # Unclaimed, the keys must come before the error: prose that names them later is no call.
+            began = text[pos : exc.pos] if isinstance(exc, json.JSONDecodeError) else rest
+            if claimed or (_has_key(began, "name") and any(_has_key(began, key) for key in keys)):
                 calls.append(failed(rest, f"tool call is not valid JSON ({json_reason(exc)})"))
                 pos = len(text)
             break
@@ -128,7 +134,7 @@ def _json_calls(text: str, keys: Sequence[str], *, claimed: bool, separators: st
 
 def read_hermes(text: str) -> Reading | None:
     """``<tool_call>`` blocks (see the module docstring)."""
-    blocks = [m for m in _BLOCK.finditer(text) if m.group(2) or _unfenced(m.group(1).strip()).startswith("{")]
+    blocks = [m for m in _BLOCK.finditer(text) if _CALL_BODY.match(m.group(1))]
     if not blocks:
         return None
     calls: list[ToolCall] = []
