@@ -241,9 +241,10 @@ def tally(rollouts: Sequence[Rollout]) -> Tally:
         out.answers_without_call += max(0, len(answers) - len(stepped))
         if out.quote is None and not rollout.actions:
             out.quote = next((text for text in answers if text), None)
-        fallback = rollout.metadata.get("text_fallback")
-        if fallback:
-            out.fallbacks.add(str(fallback))
+        for key in ("text_fallback", "tools_refused"):  # calls read from the content; the server refused tools
+            fallback = rollout.metadata.get(key)
+            if fallback:
+                out.fallbacks.add(str(fallback))
     return out
 
 
