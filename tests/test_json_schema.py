@@ -388,3 +388,42 @@ def test_a_hooks_module_with_a_syntax_error_is_an_input_error(
     assert main([*argv, "--out", str(tmp_path / "o.jsonl")]) == 2
     err = capsys.readouterr().err
     assert "hooks.py:1" in err and "Traceback" not in err
+
+
+#: multipleOf cases where jsonschema's float arithmetic raised OverflowError (or ValueError on NaN) through the
+#: CLI: a traceback, and the records after the rollout lost.
+MULTIPLE_OF = {
+    "a huge integer over a float": (0.5, 10**400, True),
+    "a float over a huge integer": (10**400, 1.5, False),
+    "a huge multiple": (10**400, 3 * 10**400, True),
+    "an integer over a tiny float": (2.0**-1074, 10**400, True),
+    "NaN": (0.5, float("nan"), False),
+    "Infinity": (0.5, float("inf"), False),
+}
+
+
+@pytest.mark.parametrize("case", MULTIPLE_OF)
+def test_multiple_of_is_exact_where_floats_overflow(case: str) -> None:
+    factor, value, multiple = MULTIPLE_OF[case]
+    for schema in [
+        {"multipleOf": factor},
+        {"$schema": "http://json-schema.org/draft-03/schema#", "divisibleBy": factor},
+    ]:
+        errors = compile_schema(schema).errors(value)
+        assert (errors == []) is multiple
+        assert all("is not a multiple of" in e.message for e in errors)
+
+
+def test_multiple_of_agrees_with_jsonschema_on_ordinary_numbers() -> None:
+    for factor, value in [(0.1, 0.3), (0.5, 1.5), (3, 9), (3, 10), (2, 4.0), (0.01, 1.23), (7, -14)]:
+        ours = compile_schema({"multipleOf": factor}).errors(value) == []
+        assert ours is jsonschema.Draft202012Validator({"multipleOf": factor}).is_valid(value)
+
+
+def test_an_overflowing_multiple_of_keeps_the_records_after_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    schema = {"type": "object", "properties": {"n": {"multipleOf": 10**400}}}
+    path, out = good_bad_good(tmp_path, schema, {"username": "sam", "n": 1.5}), tmp_path / "out.jsonl"
+    score(path, out, "--keep-going")
+    assert tasks(out) == ["g0", "bad", "g1"] and "Traceback" not in capsys.readouterr().err

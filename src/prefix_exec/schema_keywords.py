@@ -7,6 +7,9 @@
   expanding past :data:`MAX_PATTERN_WEIGHT` (counted repeats multiply) is refused before it is compiled.
 - ``uniqueItems`` and ``enum`` compare hashed canonical values in linear time, where jsonschema compares every
   pair when values do not sort (40,000 mixed items take minutes).
+- ``multipleOf`` (draft 3: ``divisibleBy``) falls back to exact fractions where jsonschema's float arithmetic
+  raises ``OverflowError`` (``10**400`` over ``0.5``, ``1.5`` over ``10**400``); NaN and infinities (which
+  Python's JSON reader accepts) are never a multiple.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterator, Mapping, Sequence
+from fractions import Fraction
 from typing import Any
 
 import regex
@@ -174,6 +178,25 @@ def _enum(validator: Any, members: Any, instance: Any, schema: JsonMapping) -> I
         yield ValidationError(f"{short(repr(instance))} is not one of {short(repr(members))}")
 
 
+def _multiple_of(validator: Any, factor: Any, instance: Any, schema: JsonMapping) -> Iterator[ValidationError]:
+    """jsonschema's ``multipleOf`` (floats as it computes them), exact where a float would overflow."""
+    if not validator.is_type(instance, "number"):
+        return
+    if isinstance(instance, float) and not math.isfinite(instance):
+        failed = True
+    else:
+        try:
+            if isinstance(factor, float):
+                quotient = instance / factor
+                failed = int(quotient) != quotient
+            else:
+                failed = bool(instance % factor)
+        except OverflowError:
+            failed = (Fraction(instance) / Fraction(factor)).denominator != 1
+    if failed:
+        yield ValidationError(f"{short(repr(instance))} is not a multiple of {short(repr(factor))}")
+
+
 _ENUM_KEYS: dict[int, tuple[Any, frozenset[Any]]] = {}
 
 
@@ -212,6 +235,8 @@ _KEYWORDS = {
     "additionalProperties": _additional_properties,
     "uniqueItems": _unique_items,
     "enum": _enum,
+    "multipleOf": _multiple_of,
+    "divisibleBy": _multiple_of,  # draft 3's name
 }
 
 
