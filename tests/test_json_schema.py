@@ -427,3 +427,25 @@ def test_an_overflowing_multiple_of_keeps_the_records_after_it(
     path, out = good_bad_good(tmp_path, schema, {"username": "sam", "n": 1.5}), tmp_path / "out.jsonl"
     score(path, out, "--keep-going")
     assert tasks(out) == ["g0", "bad", "g1"] and "Traceback" not in capsys.readouterr().err
+
+
+DRAFT_3 = "http://json-schema.org/draft-03/schema#"
+#: Draft-3 schemas on which the ``referencing`` library raised AttributeError (it reads an ``extends`` object as
+#: a list of schemas): a traceback through the CLI, and the records after the rollout lost.
+UNREADABLE = {
+    "extends as an object": {"$schema": DRAFT_3, "extends": {"type": "object"}},
+    "extends as an object with a $ref": {"$schema": DRAFT_3, "extends": {"$ref": "http://127.0.0.1:9/x"}},
+    "extends inside a type union": {"$schema": DRAFT_3, "type": [{"extends": {"$ref": "http://127.0.0.1:9/x"}}]},
+}
+
+
+@pytest.mark.parametrize("case", UNREADABLE)
+def test_a_schema_the_resolver_cannot_read_is_a_schema_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    with pytest.raises(SchemaProblem):
+        compile_schema(UNREADABLE[case]).errors({"username": "sam"})
+    path, out = good_bad_good(tmp_path, UNREADABLE[case]), tmp_path / "out.jsonl"
+    assert score(path, out, "--keep-going") == 2  # 2: a rollout was skipped
+    err = capsys.readouterr().err
+    assert tasks(out) == ["g0", "g1"] and "skipped" in err and "Traceback" not in err

@@ -54,6 +54,13 @@ MAX_SCHEMA_PATTERN_WEIGHT = 1_000_000
 REFERENCE_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
 
 
+#: Why a schema whose subschemas the reference resolver cannot read is refused (draft 3's ``extends`` given as
+#: an object: ``referencing`` takes it for a list of schemas and raises AttributeError).
+_UNREADABLE = (
+    "the schema's subschemas cannot be read by the reference resolver ({}); in draft 3, give extends as a list"
+)
+
+
 @dataclass(frozen=True)
 class Schema:
     """A compiled schema. ``document`` is a private copy of the schema (read back from its JSON text);
@@ -78,6 +85,8 @@ class Schema:
             found = list(self.validator.iter_errors(instance))
         except referencing.exceptions.Unresolvable as exc:  # a reference that only applying the schema reaches
             raise SchemaProblem(f"a reference does not resolve inside the schema: {_unresolvable(exc)}") from None
+        except (AttributeError, TypeError) as exc:  # referencing reads draft 3's ``extends`` object as a list
+            raise SchemaProblem(_UNREADABLE.format(short(str(exc)))) from None
         except RecursionError:
             raise SchemaProblem(
                 "the schema refers to itself without end (a reference cycle that never descends into the "
@@ -125,7 +134,10 @@ def _compiled(text: str) -> Schema:
         where = short("".join(f"[{p!r}]" for p in error.absolute_path))
         raise SchemaProblem(f"not a valid JSON Schema: {short(error.message)}" + (f" at {where}" if where else ""))
     validator = cls(document, format_checker=None, registry=_REGISTRY)
-    deep = _walk(document, validator)
+    try:
+        deep = _walk(document, validator)
+    except (AttributeError, TypeError) as exc:  # as in Schema.errors
+        raise SchemaProblem(_UNREADABLE.format(short(str(exc)))) from None
     schema = Schema(document, validator, deep)
     if isinstance(document, Mapping):
         schema.errors({})  # a cycle through the root ({"$ref": "#"}) shows on any arguments
