@@ -288,6 +288,11 @@ def test_a_yaml_billion_laughs_in_parameters_is_refused_before_it_is_built(tmp_p
         (spec("{type: object}", "given:\n  ids: !!set {a, b}\n"), "given.ids"),
         (spec("{type: object, properties: {at: {const: 2024-01-01T10:00:00}}}"), "tools[0].parameters.properties"),
         ("tools:\n  - &t\n    name: login\n    parameters: {type: object, default: [*t]}\n", "default[0]"),
+        (spec("{type: object}", "given:\n  ticket: [{1: a, b: c}]\n"), "given.ticket[0]"),
+        (spec("{type: object, properties: {1.5: {type: string}}}"), "tools[0].parameters.properties"),
+        (spec("{type: object}", "given:\n  ticket: [.nan]\n"), "given.ticket[0]"),
+        (spec("{type: object, properties: {a: {maximum: -.INF}}}"), "tools[0].parameters.properties.a.maximum"),
+        (spec("{type: object}", "given:\n  ticket: [T-1]\n  ticket: [T-2]\n"), "given"),
     ],
 )
 def test_a_yaml_spec_holds_json_values_only(

@@ -289,6 +289,7 @@ def _check_nodes(root: yaml.Node) -> None:
                 "(a spec holds JSON values only: quote a date, write a set as a list)",
                 node,
             )
+        _check_value(node, parts)
         open_nodes.add(id(node))
         stack.append((node, parts, True))
         stack.extend((child, [*parts, part], False) for part, child in _children(node))
@@ -298,6 +299,27 @@ def _check_nodes(root: yaml.Node) -> None:
             f"YAML aliases expand the document to {expanded:,} nodes from {composed:,}; at most "
             f"{MAX_ALIAS_EXPANSION:,} more are read"
         )
+
+
+_STR, _FLOAT, _MERGE = (f"tag:yaml.org,2002:{t}" for t in ("str", "float", "merge"))
+
+
+def _check_value(node: yaml.Node, parts: list[Any]) -> None:
+    """Refuse what a JSON-tagged node still holds that JSON has not: ``.nan`` and ``.inf``, a mapping key that is
+    not a string (``1: x`` built a dict that sorting its keys raised TypeError on) and a key given twice."""
+    where = json_path(parts) or "the top"
+    if node.tag == _FLOAT and str(node.value).lower().lstrip("+-") in (".nan", ".inf"):
+        raise _NotJson(f"a YAML {node.value} at {where} (JSON has no NaN or infinity)", node)
+    if not isinstance(node, yaml.MappingNode):
+        return
+    seen: set[str] = set()
+    for key, _ in node.value:
+        if not isinstance(key, yaml.ScalarNode) or key.tag not in (_STR, _MERGE):
+            kind = key.tag.rsplit(":", 1)[-1]
+            raise _NotJson(f"a YAML {kind} key at {where} (a spec's keys are strings: quote it)", key)
+        if key.tag == _STR and key.value in seen:
+            raise _NotJson(f"the key {key.value!r} twice at {where}", key)
+        seen.add(key.value)
 
 
 class _NotJson(yaml.YAMLError):
