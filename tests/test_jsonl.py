@@ -113,3 +113,18 @@ def test_resume_onto_an_output_with_a_line_that_is_not_utf8_is_refused_naming_it
         completed_keys(path)
     assert info.value.line == 2
     assert info.value.message.startswith("cannot resume: not UTF-8 text")
+
+
+def test_a_byte_order_mark_opening_the_file_is_skipped(tmp_path: Path) -> None:
+    # RFC 8259 lets a reader ignore a BOM; Windows tools (PowerShell 5's utf8) write one, and json.loads
+    # refused the first record for it ("Unexpected UTF-8 BOM (decode using utf-8-sig)").
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"a": 1}\r\n{"b": 2}\r\n')
+    assert list(iter_json_lines(path)) == [(1, {"a": 1}), (2, {"b": 2})]
+
+
+def test_a_byte_order_mark_inside_the_file_is_that_lines_error(tmp_path: Path) -> None:
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b'{"a": 1}\n\xef\xbb\xbf{"b": 2}\n')
+    rows = list(iter_json_lines(path, tolerant=True))
+    assert rows[0] == (1, {"a": 1}) and isinstance(rows[1][1], InputError)

@@ -6,6 +6,7 @@ Writers append one line per row and flush and fsync it, so a killed run keeps ev
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import stat
@@ -141,7 +142,8 @@ def numbered_lines(path: str | Path) -> Iterator[tuple[int, str | InputError]]:
 
 def utf8_lines(fh: IO[bytes], path: Path) -> Iterator[str | InputError]:
     """The lines of a file opened in binary, each decoded as UTF-8 on its own: a line that does not decode,
-    or one over :data:`MAX_LINE_CHARS` bytes (read in bounded pieces and skipped), is its :class:`InputError`."""
+    or one over :data:`MAX_LINE_CHARS` bytes (read in bounded pieces and skipped), is its :class:`InputError`.
+    A UTF-8 byte-order mark opening the file is dropped."""
     number = 0
     while True:
         # readline with a cap: a file of one endless line (no newline) is read in bounded pieces.
@@ -149,6 +151,8 @@ def utf8_lines(fh: IO[bytes], path: Path) -> Iterator[str | InputError]:
         if not raw:
             return
         number += 1
+        if number == 1 and raw.startswith(codecs.BOM_UTF8):  # RFC 8259 lets a reader ignore it; Windows writes it
+            raw = raw[len(codecs.BOM_UTF8) :]
         if len(raw) > MAX_LINE_CHARS:
             while not raw.endswith(b"\n"):  # skip the rest of the over-long line, it is reported by length
                 raw = fh.readline(MAX_LINE_CHARS)
