@@ -3,7 +3,7 @@
     python scripts/setup_step.py LOG LABEL -- COMMAND [ARG...]
 
 Prints ``LABEL: ok (S s)`` when COMMAND exits 0. When it fails, prints ``LABEL: FAILED (exit N)``, the log's last
-lines and where the log is, and exits with COMMAND's status, so that make stops.
+lines and where the log is, and exits with COMMAND's status, so that make stops (127 when COMMAND cannot start).
 
 pip ends an install with a "dependency conflicts" block when something it installed is declared as a dependency
 of a package that went in with ``--no-deps``. ``make setup`` runs its resolving installs before its ``--no-deps``
@@ -46,7 +46,12 @@ def main(argv: list[str]) -> int:
         out.flush()
         begin = out.tell()
         # Written straight into the log, so that `tail -f LOG` follows a long step.
-        status = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False)
+        try:
+            status = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False)
+        except OSError as exc:  # the program is missing or not executable: the shell's status for that
+            out.write(f"cannot run {command[0]}: {exc.strerror}\n")
+            print(f"{label}: FAILED (cannot run {command[0]}: {exc.strerror}); see {log}", file=sys.stderr)
+            return 127
     with log.open(encoding="utf-8", errors="replace") as written:
         written.seek(begin)
         text = written.read()

@@ -76,6 +76,18 @@ def test_a_failing_step_exits_with_its_status_and_shows_the_log_tail(
     assert shown == [f"line {i}" for i in range(70, 100)]  # the log's last 30 lines
 
 
+def test_a_step_whose_command_cannot_start_fails_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A missing program (a venv that lost its pip) raised FileNotFoundError out of subprocess.run: a traceback
+    # instead of the step's FAILED line, and nothing in the log.
+    log = tmp_path / "setup.log"
+    assert step.main([str(log), "missing", "--", str(tmp_path / "no-such-program")]) == 127
+    _, err = capsys.readouterr()
+    assert err.startswith("missing: FAILED (cannot run") and "no-such-program" in err
+    assert "no-such-program" in log.read_text().split("=== missing")[-1].split("\n", 1)[1]
+
+
 def test_the_check_names_each_module_that_does_not_import(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
