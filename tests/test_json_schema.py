@@ -454,3 +454,23 @@ def test_a_schema_the_resolver_cannot_read_is_a_schema_problem(
     assert score(path, out, "--keep-going") == 2  # 2: a rollout was skipped
     err = capsys.readouterr().err
     assert tasks(out) == ["g0", "g1"] and "skipped" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "dialect",
+    [
+        "https://json-schema.org/draft-07/schema#",
+        "https://json-schema.org/draft-07/schema",
+        "https://json-schema.org/draft-06/schema#",
+        "https://json-schema.org/draft-04/schema#",
+    ],
+)
+def test_the_https_twin_of_a_shipped_draft_is_that_draft(dialect: str) -> None:
+    # Tool schemas in the wild declare draft 7 over https (json-schema.org serves both); they were refused
+    # as a dialect that would need a fetch. Tuple-form items tells draft 7 from 2020-12 (where it is invalid).
+    schema = compile_schema({"$schema": dialect, "type": "array", "items": [{"type": "string"}]})
+    assert schema.errors(["a", 1]) == [] and len(schema.errors([1])) == 1
+
+
+def test_a_dialect_on_another_host_is_still_refused() -> None:
+    assert "not a JSON Schema dialect" in (schema_problem({"$schema": "https://example.org/draft-07/schema#"}) or "")

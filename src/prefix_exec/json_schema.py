@@ -7,7 +7,8 @@ A tool's argument schema comes from a spec, a transcript, an MCP or OpenAI tool 
   under every ``$id`` (a base URI that moves a ``#/...`` pointer to another document), is looked up in a
   registry that holds the document and the drafts' own metaschemas and refuses to retrieve anything else: no
   network, no file. A reference that does not resolve there is a :class:`SchemaProblem` naming the keyword and
-  the URI, and so is a ``$schema`` naming a dialect jsonschema does not ship (reading it would need a fetch).
+  the URI, and so is a ``$schema`` naming a dialect jsonschema does not ship (reading it would need a fetch;
+  the ``https://`` twin of a json-schema.org draft it ships over ``http://`` is that draft).
 - **Depth.** A schema nests at most :data:`MAX_SCHEMA_DEPTH` objects and arrays; arguments checked by a
   schema that refers to itself (or compares whole values: ``enum``, ``uniqueItems``) at most
   :data:`MAX_INSTANCE_DEPTH`. A reference cycle that never descends into the arguments (``{"$ref": "#"}``) is a
@@ -122,6 +123,8 @@ def schema_problem(document: Any) -> str | None:
 def _compiled(text: str) -> Schema:
     document = json.loads(text)
     dialect = document.get("$schema") if isinstance(document, Mapping) else None
+    if isinstance(dialect, str) and (twin := _http_twin(dialect)) is not None:
+        document["$schema"] = dialect = twin  # our private copy
     if dialect is not None and (not isinstance(dialect, str) or _known(dialect) is None):
         raise SchemaProblem(
             f"$schema {_quoted(dialect)} is not a JSON Schema dialect known here (reading it would need a fetch); "
@@ -148,6 +151,15 @@ def _known(uri: str) -> type | None:
     """The validator class of a dialect URI jsonschema ships, or ``None``."""
     found: type = validator_for({"$schema": uri}, default=_Unknown)
     return None if found is _Unknown else found
+
+
+def _http_twin(uri: str) -> str | None:
+    """The ``http://`` URI jsonschema ships for a json-schema.org ``https://`` one it does not (drafts 3 to 7
+    are named over http; schemas in the wild write https, which json-schema.org serves too), else ``None``."""
+    if not uri.startswith("https://json-schema.org/") or _known(uri) is not None:
+        return None
+    twin = "http://" + uri.removeprefix("https://")
+    return twin if _known(twin) is not None else None
 
 
 class _Unknown:
