@@ -38,6 +38,7 @@ from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
 from prefix_exec.trials import Numbering
 
 if TYPE_CHECKING:
+    from prefix_exec.cli.score_transcripts import OwnTools
     from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
     from prefix_exec.envs.custom import CustomEnvironment
 
@@ -80,7 +81,7 @@ class InspectSources:
     bfcl: BfclEnvironment | None = None
     spec: CustomEnvironment | None = None
     #: The environment of each distinct own tool list, by digest, with the recipe a worker process builds it by.
-    own: dict[str, tuple[CustomEnvironment, Recipe]] = field(default_factory=dict)
+    own: dict[str, OwnTools] = field(default_factory=dict)
 
     def read(self, log: InspectLog, *, model: str, method: str) -> None:
         """Add the samples of ``log`` to :attr:`units`. An environment that cannot be built (a spec, a tau2
@@ -140,7 +141,8 @@ class InspectSources:
         self, log: InspectLog, sample: InspectSample, model: str, method: str, spec: CustomEnvironment | None
     ) -> Scorable | Skipped:
         """A sample of another task with its environment: ``spec``, or (``None``) the environment of its own tool
-        list, built once per distinct list; or why it cannot be scored."""
+        list, built once per distinct list when its first rollout is replayed (inside that rollout's budget); or why
+        it cannot be scored."""
         if sample.unscorable:
             return Skipped(sample.where, sample.unscorable)
         rollout = self.numbering.number(generic_rollout(log, sample, model=model, method=method))
@@ -155,24 +157,17 @@ class InspectSources:
                 sample.where,
                 "the sample records no tool list (no model call in its events); pass --tools SPEC (docs/custom.md)",
             )
-        from prefix_exec.envs.custom import environment_from_tools
         from prefix_exec.importers.transcripts import tools_digest
 
         tools = [dict(t) for t in sample.tools]
         digest = tools_digest(tools)
-        if digest not in self.own:
-            how: JsonObject = {
-                "name": log.task,
-                "path": log.path,
-                "origin": "the sample's own tools list",
-                "policy": self.policy,
-            }
-            try:
-                self.own[digest] = (environment_from_tools(tools, **how), Recipe(environment_from_tools, (tools,), how))
-            except InputError as exc:
-                return Skipped(sample.where, f"its tool list cannot check calls: {exc.detail()}")
+        if digest not in self.own:  # one per distinct list, built when its first rollout is replayed (OwnTools)
+            from prefix_exec.cli.score_transcripts import OwnTools
+
+            where: JsonObject = {"name": log.task, "path": log.path, "origin": "the sample's own tools list"}
+            self.own[digest] = OwnTools(tools, where, self.policy)
         metadata = {**rollout.metadata, "spec_note": SCHEMA_ONLY_NOTE, "tools_digest": digest}
-        return Scorable(replace(rollout, metadata=metadata), *self.own[digest])
+        return Scorable(replace(rollout, metadata=metadata), self.own[digest])
 
     def bfcl_regrade(self) -> Callable[[Rollout], Rollout] | None:
         """A ``prepare`` for :func:`~prefix_exec.scoring.score_to_file` that puts BFCL's multi-turn rule on every
