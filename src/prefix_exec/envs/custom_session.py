@@ -17,7 +17,7 @@ from typing import Any
 
 from prefix_exec import evidence
 from prefix_exec.envs.spec_formats import json_path
-from prefix_exec.errors import ReplayError
+from prefix_exec.errors import InputError, ReplayError
 from prefix_exec.evidence import DEFAULT_POLICY, SOURCE_CHECK, EvidencePolicy
 from prefix_exec.json_schema import Schema, SchemaProblem
 from prefix_exec.json_types import JsonMapping, JsonObject
@@ -177,10 +177,11 @@ class CustomSession:
             reasons.append(f"tool {tool.name!r} is not exposed before turn {tool.exposed_from_turn}")
         try:
             errors = tool.validator.errors(args)
-        except SchemaProblem as exc:  # the schema, not the call: said so, and no other check can run
-            causes.append(FailureLabel.SCHEMA)
-            reasons.append(f"the arguments could not be checked: tool {tool.name!r}'s schema cannot be applied ({exc})")
-            return causes, reasons
+        except SchemaProblem as exc:  # the spec is at fault, not the call: no verdict on it (docs/custom.md)
+            raise InputError(
+                f"tool {tool.name!r}'s schema could not be applied to a call's arguments: {exc}",
+                hint="fix the tool's schema in the spec (a pattern, a reference); the call is not judged",
+            ) from None
         if errors:
             causes.append(FailureLabel.SCHEMA)
             reasons.extend(f"argument {json_path(e.absolute_path) or '(object)'}: {e.message}" for e in errors)

@@ -10,7 +10,9 @@ towards the client and one towards the server, so one pump serves stdio and Stre
   the client gets a tool result with ``isError: true`` in words a model can act on
   (:mod:`prefix_exec.guard.refusal`). ``observe``: it is forwarded and the verdict recorded. The server's answer
   then steps the live session (its ``isError`` and result are evidence, as in replay of a log). A call that
-  arrives before any listing makes the guard list the tools itself first.
+  arrives before any listing makes the guard list the tools itself first. A call the spec cannot judge (its
+  schema could not be applied: a pattern past its time bound, a reference that does not resolve; a hook that
+  raised) gets a JSON-RPC error saying so, is not forwarded, and the session goes on.
 
 A settled call (answered, refused, or failed) is recorded before its answer is passed on to the client (the
 recorder writes the session's lines at once: :mod:`prefix_exec.guard.recorder`), so a kill of the guard loses
@@ -46,6 +48,7 @@ from mcp.types import (
 )
 from mcp.types import JSONRPCMessage as Message
 
+from prefix_exec.errors import InputError, ReplayError
 from prefix_exec.evidence import source_of
 from prefix_exec.guard.messages import (
     OVERSIZE_METHOD,
@@ -197,7 +200,11 @@ class Pump:
         if self.shadow.problem is not None:
             await self._to_client(error(message.id, INTERNAL_ERROR, PREFIX + self.shadow.problem.describe()))
             return
-        verdict = self.shadow.check(call)
+        try:
+            verdict = self.shadow.check(call)
+        except (InputError, ReplayError) as exc:  # the spec or its hooks cannot judge this call: say so, go on
+            await self._to_client(error(message.id, INTERNAL_ERROR, PREFIX + _problem(exc)))
+            return
         if not verdict.accepted and self.options.enforce:
             result = refusal_result(verdict, call, self.shadow.session)
             refused = replace(call, observation=Observation(content_text(result["content"]), error=True))
@@ -322,7 +329,10 @@ class Pump:
         call = replace(pending.call, observation=observation)
         verdict = pending.verdict
         if verdict.accepted and self.shadow.ready:
-            verdict = self.shadow.settle(pending.call, observation)
+            try:
+                verdict = self.shadow.settle(pending.call, observation)
+            except (InputError, ReplayError) as exc:  # the call ran and its answer goes on; the check's verdict stays
+                print(f"{PREFIX}error: {_problem(exc)}", flush=True, file=sys.stderr)
         # Who decided: the server's own answer (a recorded refusal, evidence) or our check.
         by = "result" if source_of(verdict) == "recorded" else "check"
         guard_s = (pending.forwarded - pending.received) + (sent - answered)
@@ -380,3 +390,8 @@ class Pump:
             if late:
                 await self._fail(f"the server did not answer {late[0].method} within {limit:g} s (--call-timeout)")
                 return
+
+
+def _problem(exc: Exception) -> str:
+    """What a spec or hooks problem met while checking a call says (an input error with its hint)."""
+    return exc.describe() if isinstance(exc, InputError) else str(exc)
