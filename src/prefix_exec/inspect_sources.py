@@ -38,9 +38,8 @@ from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
 from prefix_exec.trials import Numbering
 
 if TYPE_CHECKING:
-    from prefix_exec.cli.score_transcripts import OwnTools
     from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
-    from prefix_exec.envs.custom import CustomEnvironment
+    from prefix_exec.envs.custom import CustomEnvironment, OwnTools
 
 SUPPORTED = "BFCL multi-turn (inspect_evals/bfcl) and tau2 airline/retail (inspect_evals/tau2_airline, tau2_retail)"
 #: The records' note when a sample's own tools list served as its spec.
@@ -162,7 +161,7 @@ class InspectSources:
         tools = [dict(t) for t in sample.tools]
         digest = tools_digest(tools)
         if digest not in self.own:  # one per distinct list, built when its first rollout is replayed (OwnTools)
-            from prefix_exec.cli.score_transcripts import OwnTools
+            from prefix_exec.envs.custom import OwnTools
 
             where: JsonObject = {"name": log.task, "path": log.path, "origin": "the sample's own tools list"}
             self.own[digest] = OwnTools(tools, where, self.policy)

@@ -12,7 +12,7 @@ from typing import Any
 
 from prefix_exec.cli.common import add_scoring_options, numbering, trial_source
 from prefix_exec.cli.score_custom import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
-from prefix_exec.envs.custom import CustomEnvironment, environment_from_tools, load_spec
+from prefix_exec.envs.custom import CustomEnvironment, OwnTools, load_spec
 from prefix_exec.errors import InputError
 from prefix_exec.evidence import EvidencePolicy
 from prefix_exec.importers.transcripts import READERS, Identity, Transcript, TranscriptFile, openai_chat, tools_digest
@@ -20,7 +20,7 @@ from prefix_exec.json_types import JsonObject
 from prefix_exec.jsonl import expand_inputs
 from prefix_exec.recipe import Recipe
 from prefix_exec.scoring import Scorable, numbered
-from prefix_exec.trajectory import Rollout, Skipped
+from prefix_exec.trajectory import Skipped
 
 #: The records' note when a conversation's own tools list served as its spec.
 SCHEMA_ONLY_NOTE = "schema checks only: the conversation's own tools list served as the spec (no --tools)"
@@ -194,22 +194,3 @@ def _with_own_tools(item: Transcript, envs: dict[str, OwnTools], noted: set[str]
         envs[digest] = OwnTools(tools, where, policy)
     metadata = {**item.rollout.metadata, "spec_note": SCHEMA_ONLY_NOTE, "tools_digest": digest}
     return Scorable(replace(item.rollout, metadata=metadata), envs[digest])
-
-
-class OwnTools:
-    """The environment of a conversation's own tools list, built when a rollout is first replayed on it, so inside
-    its budget (compiling the list's schemas is bounded work, but the budget bounds it too); a list that cannot be
-    built is that conversation's input error. Pickles as the list (:mod:`prefix_exec.scoring_pool`): each worker
-    process builds its own."""
-
-    def __init__(self, tools: Any, where: JsonObject, policy: EvidencePolicy) -> None:
-        self.tools, self.where, self.policy = tools, where, policy
-        self.built: CustomEnvironment | None = None
-
-    def __call__(self, rollout: Rollout) -> CustomEnvironment:
-        if self.built is None:
-            self.built = environment_from_tools(self.tools, **self.where, policy=self.policy)
-        return self.built
-
-    def __getstate__(self) -> JsonObject:
-        return {**self.__dict__, "built": None}

@@ -46,6 +46,7 @@ from prefix_exec.errors import InputError
 from prefix_exec.evidence import DEFAULT_POLICY, EvidencePolicy
 from prefix_exec.json_schema import SchemaProblem, compile_schema
 from prefix_exec.json_types import JsonMapping, JsonObject
+from prefix_exec.trajectory import Rollout
 
 
 def read_spec(path: Path) -> tuple[JsonObject, str]:
@@ -293,3 +294,22 @@ def _hooks(raw: JsonMapping, module: ModuleType | None, path: Path, where: str) 
             )
         hooks[kind] = fn
     return hooks
+
+
+class OwnTools:
+    """The environment of a conversation's own tools list, built when a rollout is first replayed on it, so inside
+    its budget (compiling the list's schemas is bounded work, but the budget bounds it too); a list that cannot be
+    built is that conversation's input error. Pickles as the list (:mod:`prefix_exec.scoring_pool`): each worker
+    process builds its own."""
+
+    def __init__(self, tools: Any, where: JsonObject, policy: EvidencePolicy) -> None:
+        self.tools, self.where, self.policy = tools, where, policy
+        self.built: CustomEnvironment | None = None
+
+    def __call__(self, rollout: Rollout) -> CustomEnvironment:
+        if self.built is None:
+            self.built = environment_from_tools(self.tools, **self.where, policy=self.policy)
+        return self.built
+
+    def __getstate__(self) -> JsonObject:
+        return {**self.__dict__, "built": None}
