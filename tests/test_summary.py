@@ -70,7 +70,13 @@ def test_json_has_the_documented_shape():
     assert cond["N"] == 4
     assert cond["RR_eligible"] == 2
     assert len(cond["PEC"]) == len(cond["PEC_elig"]) == len(cond["n_k"]) == 4
-    assert "undefined" not in render(summarize(rows, resamples=100, seed=0), None, "md").splitlines()[-1]
+    md = render(summarize(rows, resamples=100, seed=0), None, "md")
+    table2 = md.split("### Table G.1")[0].strip().splitlines()
+    assert table2[-1].startswith("| d | m | a | 4 |") and "undefined" not in table2[-1]
+    # The reach table by hand: T = (3, 2, 4, 1), FED = (4, 1, 3, 2); PEC_elig undefined where no rollout reaches k.
+    assert md.strip().splitlines()[-1] == (
+        "| d | m | a | 4 | 4 | 3 | 2 | 1 | 0 | 0 | 0.75 | 0.67 | 0.50 | 0.00 | undefined | undefined |"
+    )
     assert (
         render(summarize(rows, resamples=100, seed=0), None, "csv")
         .splitlines()[0]

@@ -143,5 +143,6 @@ def test_the_benchmark_packages_that_cannot_be_dependencies_are_named_with_their
 
 def test_make_setup_installs_the_bfcl_eval_the_messages_name() -> None:
     makefile = (REPO / "Makefile").read_text()
-    assert re.findall(r"--no-deps (bfcl-eval==\S+)", makefile) == [extras.BFCL_EVAL]
+    assert re.findall(r"^BFCL_EVAL := (bfcl-eval==\S+)$", makefile, re.MULTILINE) == [extras.BFCL_EVAL]
+    assert "pip install --no-deps $(BFCL_EVAL)" in makefile
     assert "[toolsandbox]" in makefile  # make toolsandbox installs the extra's dependency list
