@@ -12,24 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from hostile_outputs import ROW as RECORD
 from prefix_exec.cli import main
 
-RECORD = {
-    "kind": "record",
-    "schema_version": 1,
-    "dataset": "d",
-    "model": "m",
-    "trial": 0,
-    "T": 2,
-    "fed": 3,
-    "success": 1,
-    "executable": True,
-    "label": None,
-    "reason": "",
-    "no_tool": False,
-    "verdicts": [{"step": 1, "tool": "a", "accepted": True, "label": None, "causes": [], "reason": ""}],
-    "actions": [{"name": "a", "arguments": {}, "turn": 0}],
-}
 TEXT = "".join(json.dumps({**RECORD, "task_id": f"t{i}", "method": m}) + "\n" for i in range(3) for m in ("a", "b"))
 REPORT = ("--resamples", "20", "--no-plots", "--format", "md")
 
