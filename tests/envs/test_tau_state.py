@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -64,12 +65,15 @@ def apply(store: Any, flag: Any, op: str, key: str, writing: bool) -> None:
         flag.writing = False
 
 
+INITIAL = shared_store()  # one initial DB across examples: its kept record pickles are reused by all of them
+
+
 @settings(max_examples=200, deadline=None)
-@given(operations)
-def test_lazy_copies_match_eager_copies(ops: list[tuple[str, str, bool]]) -> None:
-    shared = shared_store()
+@given(operations, st.booleans())
+def test_lazy_copies_match_eager_copies(ops: list[tuple[str, str, bool]], initial: bool) -> None:
+    shared = INITIAL if initial else shared_store()
     pristine = shared.model_dump()
-    lazy, flag = lazy_db(shared)
+    lazy, flag = lazy_db(shared, initial=initial)
     eager = shared.model_copy(deep=True)
     forks: list[tuple[Any, Any, Store]] = []
     for op, key, writing in ops:
@@ -203,6 +207,30 @@ def test_a_record_copy_is_what_pydantics_deep_copy_gives(monkeypatch: pytest.Mon
     copied = _deep_copy(holder)
     assert copied is not holder
     assert copied.function is holder.function
+
+
+def test_an_initial_dbs_records_are_pickled_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    shared = shared_store()
+    dumped: list[Any] = []
+    real_dumps = pickle.dumps
+
+    def counting_dumps(value: Any, *args: Any, **kwargs: Any) -> bytes:
+        dumped.append(value)
+        return real_dumps(value, *args, **kwargs)
+
+    monkeypatch.setattr(pickle, "dumps", counting_dumps)
+    first, _ = lazy_db(shared, initial=True)
+    first.rows["a"].value = 50
+    twin, _ = fork_db(first)
+    second, _ = lazy_db(shared, initial=True)
+    assert second.rows["a"].value == 0  # a copy of the initial record, from its kept pickle
+    assert twin.rows["a"].value == 50  # the fork's record is no longer the initial one: pickled afresh
+    assert twin.rows["b"] == second.rows["b"] == shared.rows["b"]
+    assert [r is shared.rows["a"] for r in dumped].count(True) == 1
+    assert [r is shared.rows["b"] for r in dumped].count(True) == 1
+    plain, _ = lazy_db(shared)  # not declared initial: nothing kept
+    assert plain.rows["b"] == shared.rows["b"]
+    assert [r is shared.rows["b"] for r in dumped].count(True) == 2
 
 
 def test_iteration_outside_writes_hands_out_shared_records() -> None:

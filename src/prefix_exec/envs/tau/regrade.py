@@ -77,7 +77,7 @@ def db_hash(env: TauEnvironment, task_id: str, calls: Iterable[tuple[str, JsonMa
     initial = env.initial_db(task_id)
     # A task with its own initial DB (initialization data or actions) is written whole each time, as before.
     texts = _base_texts(initial) if initial is env.domain.base_db else {}
-    db, flag = lazy_db(initial)
+    db, flag = lazy_db(initial, initial=True)
     toolkit = env.domain.make_toolkit(db)
     for name, arguments in calls:
         spec = env.domain.tools.get(name)

@@ -167,7 +167,7 @@ class TauSession:
         self.env = env
         self.task_id = task_id
         self.base = base
-        self.db, self.flag = db if db is not None else lazy_db(base)
+        self.db, self.flag = db if db is not None else lazy_db(base, initial=True)
         self.seen = seen
 
     def fork(self) -> TauSession:
@@ -242,7 +242,7 @@ class Tau2Session:
         self.env = env
         self.task_id = task_id
         self.base = base
-        self.db, self.flag = db if db is not None else lazy_db(base)
+        self.db, self.flag = db if db is not None else lazy_db(base, initial=True)
 
     def fork(self) -> Tau2Session:
         return Tau2Session(self.env, self.task_id, self.base, db=fork_db(self.db))
@@ -339,7 +339,7 @@ def _stale_state(
     the call (a made-up id behind a status check), whose label joins the causes. Returns the causes and the
     masked error message ("" when none).
     """
-    db, flag = lazy_db(env.initial_db(task_id))
+    db, flag = lazy_db(env.initial_db(task_id), initial=True)
     spec = env.domain.tools[call.name]
     ok, output = _execute(env, db, flag, call, writing=not spec.read_only)
     if ok:

@@ -26,6 +26,7 @@ import copy
 import json
 import pickle
 import typing
+import weakref
 from collections.abc import ItemsView, ValuesView
 from typing import Any
 
@@ -48,21 +49,40 @@ class CopyOnAccess(dict[str, Any]):
     overrides (pydantic serialisation, ``json.dumps``) see exactly the table's content.
     """
 
-    __slots__ = ("_flag", "_owned")
+    __slots__ = ("_flag", "_origin", "_owned", "_pickles")
 
-    def __init__(self, shared: JsonObject, flag: WriteFlag) -> None:
+    def __init__(
+        self, shared: JsonObject, flag: WriteFlag, origin: JsonObject | None = None, pickles: Pickles | None = None
+    ) -> None:
         # dict's C fast path copies the raw storage: no record is fetched (or copied) here.
         super().__init__(shared)
         self._owned: set[str] = set()
         self._flag = flag
+        # The initial DB's table (never mutated) and the pickles of its records, by key: a record still the
+        # initial one is copied from its kept pickle, not pickled again.
+        self._origin = origin
+        self._pickles = pickles
 
     def _own(self, key: str) -> Any:
         value = dict.__getitem__(self, key)
         if key not in self._owned:
-            value = _deep_copy(value)
+            value = self._copy(key, value)
             dict.__setitem__(self, key, value)
             self._owned.add(key)
         return value
+
+    def _copy(self, key: str, value: Any) -> Any:
+        origin, pickles = self._origin, self._pickles
+        copier = getattr(value, "model_copy", None)
+        if origin is None or pickles is None or copier is None or origin.get(key) is not value:
+            return _deep_copy(value)
+        data = pickles.get(key)
+        try:
+            if data is None:
+                data = pickles[key] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            return pickle.loads(data)
+        except (pickle.PicklingError, TypeError, AttributeError):  # as _deep_copy does
+            return copier(deep=True)
 
     def __getitem__(self, key: str) -> Any:
         return self._own(key)
@@ -124,17 +144,47 @@ def table_fields(db: Any) -> tuple[str, ...]:
     return tuple(name for name in type(db).model_fields if isinstance(getattr(db, name), dict))
 
 
-def lazy_db(shared: Any) -> tuple[Any, WriteFlag]:
+#: The pickles of one initial DB's records: table name -> record key -> pickle of the record.
+Pickles = dict[str, bytes]
+RecordPickles = dict[str, Pickles]
+
+#: The record pickles of each initial DB, by the DB's ``id``, while the DB lives (a pydantic model is not
+#: hashable, so no WeakKeyDictionary). Only records fetched by some session are pickled; at most the size of
+#: the DB's pickle (airline's ~10 MB).
+_INITIAL_PICKLES: dict[int, tuple[weakref.ref[Any], RecordPickles]] = {}
+
+
+def _initial_pickles(initial: Any) -> RecordPickles:
+    key = id(initial)
+    entry = _INITIAL_PICKLES.get(key)
+    if entry is None or entry[0]() is not initial:
+        entry = _INITIAL_PICKLES[key] = (weakref.ref(initial, lambda _: _INITIAL_PICKLES.pop(key, None)), {})
+    return entry[1]
+
+
+def lazy_db(shared: Any, *, initial: bool = False) -> tuple[Any, WriteFlag]:
     """A DB equal to ``shared`` whose tables copy records on first access; ``shared`` is never mutated.
 
     Returns the DB and the flag its tables read; the session sets ``flag.writing`` around state-changing
     tool calls. Non-table fields are deep-copied (the tau2 airline and retail DBs have none).
+
+    ``initial=True`` says ``shared`` is an initial DB that nobody mutates (a domain's base DB, a task's initial
+    DB): the pickle a record is copied through is kept (while ``shared`` lives) and reused by every DB made from
+    ``shared`` and their forks, so a record is pickled once per process and only unpickled per copy.
     """
     flag = WriteFlag()
+    pickles = _initial_pickles(shared) if initial else None
     values: JsonObject = {}
     for name in type(shared).model_fields:
         value = getattr(shared, name)
-        values[name] = CopyOnAccess(value, flag) if isinstance(value, dict) else _deep_copy(value)
+        if isinstance(value, CopyOnAccess):  # a fork: the same initial records and pickles
+            values[name] = CopyOnAccess(value, flag, value._origin, value._pickles)
+        elif pickles is not None and type(value) is dict:
+            values[name] = CopyOnAccess(value, flag, value, pickles.setdefault(name, {}))
+        elif isinstance(value, dict):
+            values[name] = CopyOnAccess(value, flag)
+        else:
+            values[name] = _deep_copy(value)
     db = type(shared).model_construct(**values)
     return db, flag
 
