@@ -242,8 +242,8 @@ class _Scorer:
         done = completed_keys(path, kind=RECORD_KIND) if resume else set()
         tickets = _tickets(units, done)
         outcomes: Generator[Outcome | Sync]
-        grouped = False  # fsync in groups, from the pool's first SYNC on
-        if workers > 1 or launcher != "local":
+        grouped = workers > 1 or launcher != "local"  # the pool yields SYNC when records are to be fsynced
+        if grouped:
             from prefix_exec.scoring_pool import ordered
 
             outcomes = ordered(tickets, self.replayer, workers=workers, launcher=launcher, log=self.log)
@@ -257,7 +257,6 @@ class _Scorer:
             for outcome in outcomes:
                 if isinstance(outcome, Sync):
                     writer.sync()
-                    grouped = True
                     continue
                 bar.update(1)
                 if isinstance(outcome, Skipped):

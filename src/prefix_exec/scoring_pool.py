@@ -28,7 +28,7 @@ import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TextIO
 
@@ -49,6 +49,9 @@ START_METHOD: Final = "spawn"
 #: within them never pays for starting workers (a Python start and the imports each, about 1 s; tau2's import
 #: takes several), which costs more than small or cheap inputs would save.
 IN_PROCESS_SECONDS = 2.0
+#: Seconds into that in-process scoring at which the workers are started, so they are ready when it ends:
+#: an input done sooner costs no worker; one done between the two costs the workers' start, on other cores.
+START_SECONDS = 0.5
 #: The launchers a ``score`` command takes (``--launcher``), as ``run --launcher`` has them.
 LAUNCHERS = ("local", "ray")
 
@@ -103,32 +106,53 @@ def _scored(
     if not _sendable(replayer, log):
         yield from _in_process(tickets, replayer)
         return
-    if launcher == "local":
-        # Replay here first: an input done within IN_PROCESS_SECONDS never pays for starting workers.
-        started = time.monotonic()
-        for ticket in tickets:
-            yield replayer(ticket.rollout, ticket.env) if isinstance(ticket, Scorable) else ticket
-            if time.monotonic() - started >= IN_PROCESS_SECONDS:
-                break
-        else:
-            return
-    transport: Transport
-    if launcher == "ray":
-        from prefix_exec.scoring_ray import RayActors
-
-        transport = RayActors(replayer, workers)
-    else:
-        transport = Processes(replayer, workers)
+    transport: Transport | None = None
     try:
+        if launcher == "local":
+            # Replay here first: an input done within IN_PROCESS_SECONDS never waits for workers; those that
+            # take longer find the workers started (after START_SECONDS) and through their imports meanwhile.
+            def start() -> None:
+                nonlocal transport
+                transport = Processes(replayer, workers)
+
+            if (yield from _in_process(tickets, replayer, seconds=IN_PROCESS_SECONDS, at=(START_SECONDS, start))):
+                return
+        if transport is None:
+            if launcher == "ray":
+                from prefix_exec.scoring_ray import RayActors
+
+                transport = RayActors(replayer, workers)
+            else:
+                transport = Processes(replayer, workers)
         yield from _Schedule(tickets, transport, replayer, workers, log).run()
     finally:
-        transport.close()
+        if transport is not None:
+            transport.close()
 
 
-def _in_process(tickets: Iterator[Scorable | Outcome], replayer: Replayer) -> Iterator[Outcome]:
-    """The outcomes of ``tickets`` replayed in this process, as with one worker."""
+def _in_process(
+    tickets: Iterator[Scorable | Outcome],
+    replayer: Replayer,
+    *,
+    seconds: float | None = None,
+    at: tuple[float, Callable[[], None]] | None = None,
+) -> Generator[Outcome | Sync, None, bool]:
+    """The outcomes of ``tickets`` replayed in this process, as with one worker, for at most ``seconds`` (all
+    of them when ``None``), with :data:`~prefix_exec.scoring.SYNC` every :data:`SYNC_SECONDS`; ``at``: call
+    its function once its seconds have passed. Returns whether ``tickets`` ran out."""
+    started = synced = time.monotonic()
     for ticket in tickets:
         yield replayer(ticket.rollout, ticket.env) if isinstance(ticket, Scorable) else ticket
+        now = time.monotonic()
+        if now - synced >= SYNC_SECONDS:
+            yield SYNC
+            synced = now
+        if at is not None and now - started >= at[0]:
+            at[1]()
+            at = None
+        if seconds is not None and now - started >= seconds:
+            return False
+    return True
 
 
 def _sendable(replayer: Replayer, log: TextIO) -> bool:
