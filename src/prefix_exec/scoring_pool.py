@@ -10,7 +10,10 @@ A worker gets each environment once, as its :class:`~prefix_exec.recipe.Recipe` 
 no input is parsed again per rollout) or, without one, pickled; an environment that does not pickle has its
 rollouts replayed in the reading process (said once on the log). Workers are spawned, as the runner's are
 (:mod:`prefix_exec.runner.launchers`): a fork would copy the reading process's threads' locks mid-use, and
-ToolSandbox deadlocks under fork. Spawning costs a Python start and this package's imports per worker.
+ToolSandbox deadlocks under fork. Spawning costs a Python start and this package's imports per worker, so
+with ``--launcher local`` the reading process replays the first rollouts itself, starts the workers after
+:data:`START_SECONDS` and hands rollouts to them once all of them are ready (at most
+:data:`IN_PROCESS_SECONDS` in). Records are fsynced in groups (:data:`SYNC_SECONDS`) from the start.
 
 A worker that dies (killed, out of memory in C) costs only the rollout it was replaying: that rollout is
 reported unscorable, a new worker starts and takes the rollouts queued behind it. Ctrl-C and SIGTERM end the
@@ -33,24 +36,25 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol, TextIO
 
 from prefix_exec.scoring import SYNC, Outcome, Replayer, Scorable, Sync, unit_name
-from prefix_exec.scoring_worker import Raised, serve
+from prefix_exec.scoring_worker import READY, Raised, serve
 from prefix_exec.trajectory import Skipped
 
 #: Rollouts sent to one local worker before its first result is back (the next is queued while one runs).
 DEPTH = 2
 #: Units read ahead per worker, settled or not, before reading waits for the oldest to be written.
 WINDOW = 8
-#: Records are fsynced in a group at most this often, when the pool waits (a kill keeps every record written:
-#: each is flushed to the kernel; a machine crash may lose the last group), and at the end.
+#: Records are fsynced in a group at most this often, in process or when the pool waits (a kill keeps every
+#: record written: each is flushed to the kernel; a machine crash may lose the last group), and at the end.
 SYNC_SECONDS = 0.5
 #: How the pool's processes start (see the module docstring).
 START_METHOD: Final = "spawn"
-#: Seconds of scoring done in the reading process before workers start (``--launcher local``): an input scored
-#: within them never pays for starting workers (a Python start and the imports each, about 1 s; tau2's import
-#: takes several), which costs more than small or cheap inputs would save.
+#: At most this many seconds of scoring are done in the reading process before workers take the rollouts
+#: (``--launcher local``; sooner when they are ready): starting workers costs a Python start and the imports
+#: each, about 1 s (tau2's import takes several), more than small or cheap inputs would save.
 IN_PROCESS_SECONDS = 2.0
-#: Seconds into that in-process scoring at which the workers are started, so they are ready when it ends:
-#: an input done sooner costs no worker; one done between the two costs the workers' start, on other cores.
+#: Seconds into that in-process scoring at which the workers are started; it ends as soon as all of them are
+#: ready (said READY: imports done), so no core waits. An input done sooner costs no worker; one done before
+#: they are ready costs their start, on other cores.
 START_SECONDS = 0.5
 #: The launchers a ``score`` command takes (``--launcher``), as ``run --launcher`` has them.
 LAUNCHERS = ("local", "ray")
@@ -82,6 +86,7 @@ class Transport(Protocol):
 
     depth: int
 
+    def ready(self) -> bool: ...
     def send_env(self, worker: int, token: int, data: bytes) -> None: ...
     def send_unit(self, worker: int, seq: int, unit: Scorable, token: int) -> None: ...
     def collect(self) -> list[Event]: ...
@@ -115,7 +120,11 @@ def _scored(
                 nonlocal transport
                 transport = Processes(replayer, workers)
 
-            if (yield from _in_process(tickets, replayer, seconds=IN_PROCESS_SECONDS, at=(START_SECONDS, start))):
+            def ready() -> bool:
+                return transport is not None and transport.ready()
+
+            here = _in_process(tickets, replayer, seconds=IN_PROCESS_SECONDS, at=(START_SECONDS, start), until=ready)
+            if (yield from here):
                 return
         if transport is None:
             if launcher == "ray":
@@ -136,10 +145,12 @@ def _in_process(
     *,
     seconds: float | None = None,
     at: tuple[float, Callable[[], None]] | None = None,
+    until: Callable[[], bool] | None = None,
 ) -> Generator[Outcome | Sync, None, bool]:
     """The outcomes of ``tickets`` replayed in this process, as with one worker, for at most ``seconds`` (all
     of them when ``None``), with :data:`~prefix_exec.scoring.SYNC` every :data:`SYNC_SECONDS`; ``at``: call
-    its function once its seconds have passed. Returns whether ``tickets`` ran out."""
+    its function once its seconds have passed; ``until``: stop as soon as it is true. Returns whether
+    ``tickets`` ran out."""
     started = synced = time.monotonic()
     for ticket in tickets:
         yield replayer(ticket.rollout, ticket.env) if isinstance(ticket, Scorable) else ticket
@@ -150,7 +161,7 @@ def _in_process(
         if at is not None and now - started >= at[0]:
             at[1]()
             at = None
-        if seconds is not None and now - started >= seconds:
+        if (seconds is not None and now - started >= seconds) or (until is not None and until()):
             return False
     return True
 
@@ -334,6 +345,7 @@ class Processes:
         self.inboxes: list[Any] = [None] * workers  # results from each worker
         self.outboxes: list[Any] = [None] * workers  # messages to it (non-blocking)
         self.unsent: list[bytearray] = [bytearray() for _ in range(workers)]
+        self.started = [False] * workers  # READY came: the worker has its imports and settings
         for worker in range(workers):
             self.start(worker)
 
@@ -350,6 +362,20 @@ class Processes:
         os.set_blocking(ours.fileno(), False)
         self.processes[worker], self.inboxes[worker], self.outboxes[worker] = process, inbox, ours
         self.unsent[worker] = bytearray()
+        self.started[worker] = False
+
+    def ready(self) -> bool:
+        """Whether every worker has said READY (or ended: collect reports that); never blocks."""
+        for worker, inbox in enumerate(self.inboxes):
+            if not self.started[worker]:
+                try:
+                    if not inbox.poll():
+                        return False
+                    inbox.recv()  # a worker's first message is READY
+                except (EOFError, OSError):
+                    pass
+                self.started[worker] = True
+        return True
 
     def send_env(self, worker: int, token: int, data: bytes) -> None:
         self._send(worker, ("env", token, data))
@@ -400,7 +426,10 @@ class Processes:
         try:
             while inbox.poll():  # read what it sent before it ended
                 seq, outcome = inbox.recv()
-                events.append((worker, seq, outcome))
+                if seq == READY:
+                    self.started[worker] = True
+                else:
+                    events.append((worker, seq, outcome))
         except (EOFError, OSError):
             pass
         process = self.processes[worker]

@@ -47,6 +47,10 @@ class RayActors:
         self.actors: list[Any] = [self.actor.remote(self.settings) for _ in range(workers)]
         self.running: dict[Any, tuple[int, int]] = {}  # object ref -> (worker, seq)
 
+    def ready(self) -> bool:
+        """Always: an actor queues what it is sent until it has started."""
+        return True
+
     def send_env(self, worker: int, token: int, data: bytes) -> None:
         self.actors[worker].add.remote(token, data)  # an actor runs its calls in order: before the next score
 

@@ -11,6 +11,9 @@ from prefix_exec.recipe import Recipe
 from prefix_exec.scoring import Outcome, Replayer, unit_name
 from prefix_exec.trajectory import Rollout, Skipped
 
+#: The sequence number of a worker process's first message, ``(READY, None)``: its imports and settings are done.
+READY = -1
+
 
 class Raised:
     """An exception met reading the input or replaying a unit: raised when every unit before it is written, as
@@ -56,6 +59,7 @@ def serve(inbox: Any, outbox: Any, settings: bytes) -> None:
     ``inbox`` closes."""
     replayer: Replayer = pickle.loads(settings)
     shelf = Shelf()
+    outbox.send((READY, None))
     while True:
         try:
             message = inbox.recv()

@@ -263,8 +263,9 @@ def test_usable_cores_and_exit_descriptions() -> None:
 def test_a_quick_input_is_replayed_here(
     ticketing: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """An input scored within IN_PROCESS_SECONDS starts no worker."""
+    """An input scored within START_SECONDS (and IN_PROCESS_SECONDS) starts no worker."""
     monkeypatch.setattr(scoring_pool, "IN_PROCESS_SECONDS", 3600.0)
+    monkeypatch.setattr(scoring_pool, "START_SECONDS", 3600.0)
     monkeypatch.setattr(scoring_pool.Processes, "__init__", lambda *a: pytest.fail("a worker was started"))
     args = ["custom", "--tools", str(ticketing / "tools.yaml"), str(ticketing / "rollouts.jsonl")]
     assert score(args, tmp_path / "out.jsonl", 2) == 0
