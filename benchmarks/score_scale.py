@@ -7,7 +7,10 @@ The corpus is every real run the project holds (read in place, never copied):
 - tau: the 521 simulations of the 19 tau2 results files of the shared data (gpt-4.1 and the leaderboard
   runs), ``score tau``;
 - transcripts: tau-bench's 200 published gpt-4o airline conversations (tests/data/tau-bench) on its tools list,
-  ``score transcripts``.
+  ``score transcripts``;
+- transcripts-2200: those 200 conversations 11 times (written into the run's temporary folder, copy k with
+  trial + 4k, so no identity repeats: 2,200 transcripts, the size issue 28 asks for; no public file holds
+  2,000+ real ones), ``score transcripts``. Not in the default set.
 
 Each worker count runs every chosen command as a user would (a fresh ``prefix-exec`` process, ``--keep-going``,
 so the records of files replay refuses are listed, not fatal), ``--repeats`` times; a repeat's time is the sum
@@ -21,6 +24,7 @@ says little. N is the usable cores (``os.sched_getaffinity``). Run:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -52,7 +56,26 @@ CORPORA: dict[str, list[str]] = {
         "--model",
         "gpt-4o",
     ],
+    "transcripts-2200": [
+        "transcripts",
+        "(the copies' folder, written at the start)",
+        "--tools",
+        str(TAU_BENCH / "airline-tools.json"),
+        "--model",
+        "gpt-4o",
+    ],
 }
+#: Copies of tau-bench's file in transcripts-2200.
+COPIES = 11
+
+
+def write_copies(folder: Path) -> None:
+    """The transcripts-2200 corpus in ``folder``: tau-bench's 200 conversations, copy k with trial + 4k."""
+    rows = json.loads((TAU_BENCH / "gpt-4o-airline.json").read_text(encoding="utf-8"))
+    folder.mkdir(parents=True, exist_ok=True)
+    for k in range(COPIES):
+        copy = [dict(row, trial=row["trial"] + 4 * k) for row in rows]
+        (folder / f"copy{k:02d}.json").write_text(json.dumps(copy), encoding="utf-8")
 
 
 def installed_environment(folder: Path) -> dict[str, str]:
@@ -88,7 +111,7 @@ def load() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--corpus", default=",".join(CORPORA), help="comma-separated: " + ", ".join(CORPORA))
+    parser.add_argument("--corpus", default="bfcl,tau,transcripts", help="comma-separated: " + ", ".join(CORPORA))
     parser.add_argument("--workers", help="comma-separated worker counts (default: 1, 2 and the usable cores)")
     args = parser.parse_args()
     corpora = [c for c in args.corpus.split(",") if c]
@@ -101,6 +124,9 @@ def main() -> None:
     print(f"start: {load()}")
     with tempfile.TemporaryDirectory() as folder:
         env = installed_environment(Path(folder))
+        if "transcripts-2200" in corpora:
+            write_copies(Path(folder) / "transcripts-2200")
+            CORPORA["transcripts-2200"][1] = str(Path(folder) / "transcripts-2200")
         for corpus in corpora:  # untimed: third-party modules compile into the cache, the files into memory
             score(corpus, 1, Path(folder) / "warm-up.jsonl", env)
         medians: dict[int, float] = {}
