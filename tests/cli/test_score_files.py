@@ -119,13 +119,13 @@ def test_a_full_disk_is_exit_2_and_the_resume_is_exact(
     real_write = jsonl.JsonlWriter.write
     calls = {"n": 0}
 
-    def full_after_two(self: jsonl.JsonlWriter, row: dict[str, object]) -> int:
+    def full_after_two(self: jsonl.JsonlWriter, row: dict[str, object], *, sync: bool = True) -> int:
         calls["n"] += 1
         if calls["n"] == 3:
             self._fh.write(jsonl.dumps(row)[:40])  # a torn line, as a full disk leaves it
             self._fh.flush()
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
-        return real_write(self, row)
+        return real_write(self, row, sync=sync)
 
     monkeypatch.setattr(jsonl.JsonlWriter, "write", full_after_two)
     assert score(ticketing, ticketing / "rollouts.jsonl", out) == 2
