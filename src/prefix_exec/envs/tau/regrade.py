@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from prefix_exec.envs.tau.dispatch import invoke_tool
 from prefix_exec.envs.tau.results import LoadedResults, ReadResults
 from prefix_exec.envs.tau.session import TauEnvironment
-from prefix_exec.envs.tau.state import RecordTexts, db_json, lazy_db
+from prefix_exec.envs.tau.state import RecordTexts, db_json, lazy_db, per_db_cache
 from prefix_exec.envs.tau.tasks import expected_actions
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonMapping
@@ -57,18 +57,15 @@ class Regrade:
         )
 
 
-#: The JSON of each base DB's records (:func:`~prefix_exec.envs.tau.state.db_json`), by the DB's ``id``, while the
-#: DB lives (a pydantic model is not hashable, so no WeakKeyDictionary): one DB's text (~12 MB for airline),
-#: shared by every environment of the domain and every task that starts from its base DB.
+#: The JSON of each base DB's records (:func:`~prefix_exec.envs.tau.state.db_json`), kept per DB by
+#: :func:`~prefix_exec.envs.tau.state.per_db_cache`: one DB's text (~12 MB for airline), shared by every environment
+#: of the domain and every task that starts from its base DB.
 _BASE_TEXTS: dict[int, tuple[weakref.ref[Any], RecordTexts]] = {}
 
 
 def _base_texts(base_db: Any) -> RecordTexts:
-    key = id(base_db)
-    entry = _BASE_TEXTS.get(key)
-    if entry is None or entry[0]() is not base_db:
-        entry = _BASE_TEXTS[key] = (weakref.ref(base_db, lambda _: _BASE_TEXTS.pop(key, None)), {})
-    return entry[1]
+    texts: RecordTexts = per_db_cache(_BASE_TEXTS, base_db, {})
+    return texts
 
 
 def db_hash(env: TauEnvironment, task_id: str, calls: Iterable[tuple[str, JsonMapping]]) -> str:

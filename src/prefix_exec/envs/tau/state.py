@@ -148,18 +148,26 @@ def table_fields(db: Any) -> tuple[str, ...]:
 Pickles = dict[str, bytes]
 RecordPickles = dict[str, Pickles]
 
-#: The record pickles of each initial DB, by the DB's ``id``, while the DB lives (a pydantic model is not
-#: hashable, so no WeakKeyDictionary). Only records fetched by some session are pickled; at most the size of
-#: the DB's pickle (airline's ~10 MB).
+
+def per_db_cache(registry: dict[int, tuple[weakref.ref[Any], Any]], db: Any, empty: Any) -> Any:
+    """The cache ``registry`` keeps for ``db`` (``empty`` is stored the first time), by the DB's ``id``, while the
+    DB lives: a pydantic model is not hashable, so no WeakKeyDictionary; the weak reference drops the entry when
+    the DB goes, and tells a new DB that reuses a dead one's ``id`` from it."""
+    key = id(db)
+    entry = registry.get(key)
+    if entry is None or entry[0]() is not db:
+        entry = registry[key] = (weakref.ref(db, lambda _: registry.pop(key, None)), empty)
+    return entry[1]
+
+
+#: The record pickles of each initial DB (:func:`per_db_cache`). Only records fetched by some session are
+#: pickled; at most the size of the DB's pickle (airline's ~10 MB).
 _INITIAL_PICKLES: dict[int, tuple[weakref.ref[Any], RecordPickles]] = {}
 
 
 def _initial_pickles(initial: Any) -> RecordPickles:
-    key = id(initial)
-    entry = _INITIAL_PICKLES.get(key)
-    if entry is None or entry[0]() is not initial:
-        entry = _INITIAL_PICKLES[key] = (weakref.ref(initial, lambda _: _INITIAL_PICKLES.pop(key, None)), {})
-    return entry[1]
+    pickles: RecordPickles = per_db_cache(_INITIAL_PICKLES, initial, {})
+    return pickles
 
 
 def lazy_db(shared: Any, *, initial: bool = False) -> tuple[Any, WriteFlag]:
