@@ -19,7 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from prefix_exec.importers.transcripts.decoder import Call, Fail, Message, Reply, flag_field, text_field
+from prefix_exec.importers.transcripts.decoder import (
+    Call,
+    Fail,
+    Message,
+    Reply,
+    flag_field,
+    message_objects,
+    text_field,
+)
 from prefix_exec.json_types import JsonMapping, JsonValue
 
 NAME = "anthropic"
@@ -33,13 +41,7 @@ def read(record: JsonMapping, fail: Fail) -> list[Message]:
     messages: list[Message] = []
     if record.get("system") is not None:
         messages.append(Message("system", record["system"], where="system"))
-    raw = record.get("messages")
-    if not isinstance(raw, list):
-        raise fail("messages", "missing" if raw is None else f"expected a list, got {type(raw).__name__}")
-    for index, message in enumerate(raw):
-        at = f"messages[{index}]"
-        if not isinstance(message, Mapping):
-            raise fail(at, f"expected a message object, got {type(message).__name__}")
+    for at, message in message_objects(record, fail):
         role = message.get("role")
         if not isinstance(role, str):
             raise fail(f"{at}.role", f"expected a string, got {type(role).__name__}")

@@ -22,13 +22,13 @@ assistant's, one ``{"role": "tool", "tool_call_id", "content", "error"}`` entry 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from prefix_exec.arguments import decode_arguments
 from prefix_exec.errors import InputError
-from prefix_exec.json_types import JsonObject, JsonValue
+from prefix_exec.json_types import JsonMapping, JsonObject, JsonValue
 from prefix_exec.trajectory import Observation, ToolCall
 
 #: ``fail(field, message, hint=None)``: an InputError at a field of the record being read.
@@ -153,6 +153,19 @@ def _action(call: Call, *, turn: int) -> ToolCall:
     return ToolCall(
         name=call.name, arguments=arguments, call_id=call.call_id, turn=turn, raw=raw, parse_error=parse_error
     )
+
+
+def message_objects(record: JsonMapping, fail: Fail) -> Iterator[tuple[str, JsonMapping]]:
+    """Each item of ``record["messages"]`` with its field path (``messages[i]``); a missing or non-list
+    ``messages``, or an item that is not an object, raises through ``fail``."""
+    raw = record.get("messages")
+    if not isinstance(raw, list):
+        raise fail("messages", "missing" if raw is None else f"expected a list, got {type(raw).__name__}")
+    for index, item in enumerate(raw):
+        at = f"messages[{index}]"
+        if not isinstance(item, Mapping):
+            raise fail(at, f"expected a message object, got {type(item).__name__}")
+        yield at, item
 
 
 def text_field(value: Any, where: str, fail: Fail, *, what: str) -> str:

@@ -21,7 +21,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from prefix_exec.importers.transcripts.decoder import Call, Fail, Message, Reply, optional_text_field, text_field
+from prefix_exec.importers.transcripts.decoder import (
+    Call,
+    Fail,
+    Message,
+    Reply,
+    message_objects,
+    optional_text_field,
+    text_field,
+)
 from prefix_exec.importers.transcripts.openai_chat import tool_call
 from prefix_exec.json_types import JsonMapping
 
@@ -57,14 +65,8 @@ def shows(message: Any) -> bool:
 
 def read(record: JsonMapping, fail: Fail) -> list[Message]:
     """The record's ``messages`` in the common form."""
-    raw = record.get("messages")
-    if not isinstance(raw, list):
-        raise fail("messages", "missing" if raw is None else f"expected a list, got {type(raw).__name__}")
     messages: list[Message] = []
-    for index, item in enumerate(raw):
-        at = f"messages[{index}]"
-        if not isinstance(item, Mapping):
-            raise fail(at, f"expected a message object, got {type(item).__name__}")
+    for at, item in message_objects(record, fail):
         data = item.get("data")
         if not isinstance(data, Mapping):
             raise fail(f"{at}.data", f"expected an object, got {type(data).__name__}")
