@@ -115,7 +115,7 @@ def iter_json_lines(path: str | Path, *, tolerant: bool = False) -> Iterator[tup
                 # The column json names (where the unfinished string or object began) is not where the line
                 # went wrong: it stops early. Without a final newline, it is likely the file that stops.
                 torn = " (the file may be truncated)" if isinstance(text, str) and not text.endswith("\n") else ""
-                message = f"line {number} is cut off: its JSON stops before the object is complete{torn}"
+                message = f"the line is cut off: its JSON stops before the object is complete{torn}"
             else:
                 message = f"not valid JSON ({json_problem(exc)})"
             error = InputError(

@@ -49,11 +49,11 @@ def test_a_cut_off_line_is_called_cut_off_and_a_torn_last_line_a_truncated_file(
         error = _error(path)
         assert error.line == 2
         assert error.message == (
-            "line 2 is cut off: its JSON stops before the object is complete (the file may be truncated)"
+            "the line is cut off: its JSON stops before the object is complete (the file may be truncated)"
         )
         assert "column" not in error.message  # json's column points where the string began, not where it broke
     path.write_text('{"a": 1, "b": "some te\n{"a": 2}\n')  # cut off, but the file goes on
-    assert _error(path).message == "line 1 is cut off: its JSON stops before the object is complete"
+    assert _error(path).message == "the line is cut off: its JSON stops before the object is complete"
 
 
 def test_report_names_its_page_without_a_doubled_slash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
