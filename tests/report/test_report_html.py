@@ -134,6 +134,8 @@ def test_plots_are_written_and_embedded(tmp_path: Path) -> None:
     m1, m2 = file_stem("figure1", "m1"), file_stem("figure1-elig", "m2")
     board = file_stem("leaderboard", "bfcl_demo")
     assert {f"{m1}.png", f"{m1}.svg", f"{m2}.svg", "ranking.png", f"{board}.png"} <= names
+    assert {"pec_checkpoints.md", "reach.md", "reach.csv", "reach.tex"} <= names  # Table G.1 and its n_k
+    assert 'id="t-reach"' in (tmp_path / "report.html").read_text()
     assert (tmp_path / f"{m1}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     html = (tmp_path / "report.html").read_text()
     # 2 models x 2 views, the ranking chart, and the leaderboard's curves and ranking (two models, one dataset)

@@ -19,6 +19,7 @@ from prefix_exec.report.metric_tables import (
     checkpoints,
     decomposition,
     label_counts,
+    reach,
     table2,
     table2_domains,
 )
@@ -88,7 +89,11 @@ def build_tables(
             "often does so only after invalid calls.",
         ),
         Section("figure1", "Figure 1: PEC curves"),
-        Section("checkpoints", "PEC@k checkpoints (Table G.1)", [checkpoints(summary, anchors, options.checkpoints)]),
+        Section(
+            "checkpoints",
+            "PEC@k checkpoints (Table G.1)",
+            [checkpoints(summary, anchors, options.checkpoints), reach(summary, options.checkpoints)],
+        ),
         Section("labels", "First-failure labels", [label_counts(summary, anchors)]),
         Section("decomposition", "Decomposition q, s, r", [decomposition(summary, anchors)]),
         Section("paired", "Paired differences", [paired_differences(summary, pairs, anchors)]),
