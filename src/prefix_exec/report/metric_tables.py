@@ -181,7 +181,7 @@ def reach(summary: Summary, ks: Sequence[int] = DEFAULT_CHECKPOINTS) -> Table:
     rows, tags = tagged_rows(blocks_of(summary), lambda block: map(row, block.rows))
     note = (
         "n_k = #{T ≥ k}: the rollouts that reach depth k. PEC_elig(k) = #{T ≥ k, FED > k} / n_k, undefined where "
-        "n_k = 0. The full curves are in --format json (PEC, PEC_elig, n_k)."
+        "n_k = 0. The full curves (PEC, PEC_elig, n_k) are in metrics --format json and a report's summary.json."
     )
     return Table("reach", "Reach: n_k and PEC_elig at the checkpoints", columns, rows, tags, note, csv_cols)
 
