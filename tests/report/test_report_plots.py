@@ -61,3 +61,32 @@ def test_hostile_model_names_draw_as_text(tmp_path: Path) -> None:
     assert max(len(p) for p in pngs) < 80
     s = summarize(metric_rows(rows), resamples=20, seed=0)
     assert len(leaderboard_blocks(s)[0].rows) == 10
+
+
+def test_the_no_failure_note_sits_clear_of_every_plotted_point() -> None:
+    """A curve on its reach line is named in a note inside the panel. Placed in a fixed corner, it covered
+    the points of another curve there (here a method whose rollouts mostly fail at step 1 runs along the
+    bottom); it goes where it covers none."""
+    from prefix_exec.report.plots import _curve_panel, _pyplot, series_styles
+
+    clean = [record("clean", f"t{i}", T=1 + i % 6, fed=2 + i % 6, success=1) for i in range(30)]
+    # 2 of 30 executable: PEC(k) = 0.07 up to k = 6, a run of points just above the bottom axis
+    failing = [record("failing", f"t{i}", T=6, fed=1 if i > 1 else 7, success=0) for i in range(30)]
+    s = summarize(metric_rows(clean + failing), resamples=20, seed=0)
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    try:
+        _curve_panel(ax, s.conditions, "bfcl_demo", series_styles(["clean", "failing"]), lambda c: c.method)
+        fig.canvas.draw()
+        # the note, whether drawn as a text or as a legend-like box
+        texts = [(t, t.get_text()) for t in ax.texts] + [(a, a.get_title().get_text()) for a in ax.artists]
+        notes = [(artist, text) for artist, text in texts if "no failure" in text]
+        assert len(notes) == 1 and notes[0][1].startswith("clean:")
+        box = notes[0][0].get_window_extent()
+        points = [
+            xy for line in ax.get_lines() if line.get_marker() not in (None, "None", "") for xy in line.get_xydata()
+        ]
+        assert points
+        assert not any(box.contains(*ax.transData.transform(xy)) for xy in points)
+    finally:
+        plt.close(fig)

@@ -161,7 +161,13 @@ def _curve_panel(ax: Any, rows: Sequence[ConditionSummary], dataset: str, styles
             "every curve" if len(clean) == len(rows) > 1 else ", ".join(clean[:3]) + (" ..." if len(clean) > 3 else "")
         )
         note = f"{who}: PEC(k) = n_k / N for all k ≤ {cut.k_max}\n(no failure: every drop is rollouts ending)"
-        ax.text(0.02, 0.03, note, transform=ax.transAxes, fontsize=7.5, va="bottom", color="#333333")
+        # Placed where it covers the fewest points ("best", as a legend is placed): among many curves a fixed
+        # corner lands on some of them.
+        from matplotlib.legend import Legend  # lazily, as every matplotlib import here
+
+        box = Legend(ax, [], [], title=note, loc="best", title_fontsize=7.5, alignment="left", framealpha=0.85)
+        box.get_title().set_color("#333333")
+        ax.add_artist(box)
     ax.plot([], [], color="#555555", linestyle=(0, (4, 3)), linewidth=0.8, label="n_k / N (reach: T ≥ k)")
 
 
