@@ -416,6 +416,8 @@ def test_starting_a_session_copies_no_record(airline: TauEnvironment) -> None:
     assert all(isinstance(t, CopyOnAccess) and not t._owned for t in tables)
     assert len(session.db.users) == len(airline.domain.base_db.users)
     session.step(ToolCall("get_user_details", {"user_id": AIRLINE_USER}))
+    assert not session.db.users._owned  # a read-only tool reads the shared record, uncopied
+    session.step(ToolCall("send_certificate", {"user_id": AIRLINE_USER, "amount": 100}))
     assert session.db.users._owned == {AIRLINE_USER}
 
 

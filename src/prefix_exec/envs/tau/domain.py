@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prefix_exec.envs.tau.lazy import lazy_base
 from prefix_exec.errors import InputError
 from prefix_exec.extras import install_hint
 from prefix_exec.json_types import JsonMapping
@@ -224,7 +225,7 @@ def _build(name: str, root: Path) -> Domain:
     splits = json.loads(split_file.read_text(encoding="utf-8")) if split_file.is_file() else {}
     policy_file = folder / "policy.md"
     policy = policy_file.read_text(encoding="utf-8") if policy_file.is_file() else ""
-    base_db = db_class.model_validate(raw)
+    base_db = lazy_base(db_class, raw)  # records validated when first needed
     by_id = {str(task["id"]): task for task in tasks}
     split_ids = {key: tuple(str(i) for i in ids) for key, ids in splits.items()}
     return Domain(

@@ -78,13 +78,13 @@ def db_hash(env: TauEnvironment, task_id: str, calls: Iterable[tuple[str, JsonMa
     toolkit = env.domain.make_toolkit(db)
     for name, arguments in calls:
         spec = env.domain.tools.get(name)
-        flag.writing = spec is None or not spec.read_only
+        flag.call(read_only=spec is not None and spec.read_only)
         try:  # only the domain's tools run, calculate as our bounded version (dispatch.invoke_tool)
             invoke_tool(env.domain, toolkit, name, arguments if isinstance(arguments, Mapping) else {})
         except Exception:  # a failing call leaves the DB as tau2 leaves it; the evaluator ignores the error
             pass
         finally:
-            flag.writing = False
+            flag.done()
     return hashlib.sha256(db_json(toolkit.db, texts).encode()).hexdigest()
 
 

@@ -319,14 +319,14 @@ def _failure(
 def _execute(env: TauEnvironment, db: Any, flag: WriteFlag, call: ToolCall, *, writing: bool) -> tuple[bool, Any]:
     """Run ``call`` on a toolkit over ``db``. Returns ``(True, value)`` or ``(False, exception)``."""
     toolkit = env.domain.make_toolkit(db)
-    flag.writing = writing
+    flag.call(read_only=not writing)
     try:
         # only the domain's tools; an unknown name fails with tau2's "Tool 'x' not found." message
         return True, invoke_tool(env.domain, toolkit, call.name, call.arguments)
     except Exception as exc:  # tau2 reports every tool exception as an error message; so do we
         return False, exc
     finally:
-        flag.writing = False
+        flag.done()
 
 
 def _stale_state(

@@ -13,6 +13,18 @@ the shared records as they are, *except* while a state-changing tool runs (``wri
 when it first copies every record it has not copied yet, so even a future write tool that iterates and
 mutates stays isolated.
 
+While a tool tau2 declares read-only (``ToolType.READ``) runs (``reading`` set by the session, and only then),
+a fetch by key hands out the shared record too, uncopied: over half the fetches of a replay are reads, and a
+copy costs ~0.1 ms. This trusts tau2's declaration: a READ tool that mutated what it fetched would change the
+shared DB of every later rollout. tau2's airline and retail READ tools only read (tests/envs/test_tau_lazy.py
+replays every recorded call of the real files and checks the shared DB is unchanged). Outside tool calls
+(tests, tau2 code handed a session DB) a fetch by key still copies.
+
+The shared DB may be a domain's lazy base (:mod:`.lazy`): its tables hold raw records until first needed. A
+table over it holds those raw records too; a read validates the record into the base (once per process) and
+stores the validated one, a private copy is validated straight from the raw record. Code that reads a table's
+storage at C level (a pydantic dump of the DB) must first call :func:`~.lazy.materialize` on the DB.
+
 :func:`fork_db` gives two independent DBs from one: both sides forget which records they own, so each copies
 again on its next access and neither can see the other's later writes.
 
@@ -30,16 +42,28 @@ import weakref
 from collections.abc import ItemsView, ValuesView
 from typing import Any
 
+from prefix_exec.envs.tau.lazy import LazyTable, materialize
 from prefix_exec.json_types import JsonObject
 
 
 class WriteFlag:
-    """A mutable flag shared by the tables of one DB: ``True`` while a state-changing tool runs."""
+    """The flags shared by the tables of one DB: ``writing`` while a state-changing tool runs, ``reading``
+    while a tool tau2 declares read-only (``ToolType.READ``) runs; both ``False`` between calls."""
 
-    __slots__ = ("writing",)
+    __slots__ = ("reading", "writing")
 
     def __init__(self) -> None:
         self.writing = False
+        self.reading = False
+
+    def call(self, *, read_only: bool) -> None:
+        """A tool call starts: read-only or state-changing."""
+        self.reading = read_only
+        self.writing = not read_only
+
+    def done(self) -> None:
+        """The tool call is over."""
+        self.reading = self.writing = False
 
 
 class CopyOnAccess(dict[str, Any]):
@@ -65,14 +89,37 @@ class CopyOnAccess(dict[str, Any]):
 
     def _own(self, key: str) -> Any:
         value = dict.__getitem__(self, key)
-        if key not in self._owned:
-            value = self._copy(key, value)
-            dict.__setitem__(self, key, value)
-            self._owned.add(key)
+        if key in self._owned:
+            return value
+        if self._flag.reading:  # a read-only tool: the shared record, uncopied (see the module docstring)
+            return self._resolve(key, value)
+        value = self._copy(key, value)
+        dict.__setitem__(self, key, value)
+        self._owned.add(key)
         return value
+
+    def _resolve(self, key: str, value: Any) -> Any:
+        """``value`` (stored under ``key``), or, when it is a lazy base's raw record, the base's validated one
+        (also stored here in its place, still shared)."""
+        origin = self._origin
+        if type(value) is dict and isinstance(origin, LazyTable) and origin.holds(key, value):
+            value = origin.record(key)
+            dict.__setitem__(self, key, value)
+        return value
+
+    def resolve_all(self) -> None:
+        """Replace every raw record still stored by the base's validated one (before a whole-table read)."""
+        if isinstance(self._origin, LazyTable):
+            for key, value in list(dict.items(self)):
+                if type(value) is dict:
+                    self._resolve(key, value)
+
+    validate_all = resolve_all  # lazy.materialize's name for it
 
     def _copy(self, key: str, value: Any) -> Any:
         origin, pickles = self._origin, self._pickles
+        if isinstance(origin, LazyTable) and origin.holds(key, value):
+            return origin.fresh(key)  # validated from the raw record: no pickle needed
         copier = getattr(value, "model_copy", None)
         if origin is None or pickles is None or copier is None or origin.get(key) is not value:
             return _deep_copy(value)
@@ -112,14 +159,18 @@ class CopyOnAccess(dict[str, Any]):
             self._own(key)
 
     def values(self) -> ValuesView[Any]:  # type: ignore[override]
-        if self._flag.writing:
-            self.own_all()
+        self._before_iteration()
         return dict.values(self)
 
     def items(self) -> ItemsView[str, Any]:  # type: ignore[override]
+        self._before_iteration()
+        return dict.items(self)
+
+    def _before_iteration(self) -> None:
         if self._flag.writing:
             self.own_all()
-        return dict.items(self)
+        else:
+            self.resolve_all()
 
     def disown(self) -> None:
         """Treat every stored record as shared again (after a fork made another table point at them)."""
@@ -187,6 +238,8 @@ def lazy_db(shared: Any, *, initial: bool = False) -> tuple[Any, WriteFlag]:
         value = getattr(shared, name)
         if isinstance(value, CopyOnAccess):  # a fork: the same initial records and pickles
             values[name] = CopyOnAccess(value, flag, value._origin, value._pickles)
+        elif isinstance(value, LazyTable):  # private copies are validated from its raw records
+            values[name] = CopyOnAccess(value, flag, value)
         elif pickles is not None and type(value) is dict:
             values[name] = CopyOnAccess(value, flag, value, pickles.setdefault(name, {}))
         elif isinstance(value, dict):
@@ -230,7 +283,7 @@ def db_json(db: Any, texts: RecordTexts) -> str:
         _RECORD_TYPES[model] = _record_types(model)
     record_types = _RECORD_TYPES[model]
     if record_types is None or getattr(db, "model_extra", None):
-        return _dumps(db.model_dump())
+        return _dumps(materialize(db).model_dump())
     parts = []
     for name in sorted(model.model_fields):
         value = getattr(db, name)
@@ -239,7 +292,7 @@ def db_json(db: Any, texts: RecordTexts) -> str:
         if record_type is not None and isinstance(value, CopyOnAccess):
             text = _table_json(value, record_type, texts)
         if text is None:
-            text = _dumps(db.model_dump(include={name})[name])
+            text = _dumps(materialize(db).model_dump(include={name})[name])
         parts.append(f"{json.dumps(name)}: {text}")
     return "{" + ", ".join(parts) + "}"
 
@@ -275,7 +328,7 @@ def _table_json(table: CopyOnAccess, record_type: Any, texts: RecordTexts) -> st
         return None
     members = []
     for key in sorted(keys):
-        record = dict.__getitem__(table, key)
+        record = table._resolve(key, dict.__getitem__(table, key))
         if type(record) is not record_type:  # a subclass or another model dumps otherwise inside the DB
             return None
         if key in table._owned:  # copied, and maybe changed, by this DB's calls

@@ -17,6 +17,7 @@ from typing import Any
 
 from prefix_exec.envs.tau.dispatch import MAX_DEPTH, depth_error, invoke_tool
 from prefix_exec.envs.tau.domain import Domain, import_tau2
+from prefix_exec.envs.tau.lazy import materialize
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonMapping, JsonObject
 
@@ -151,8 +152,8 @@ def apply_initial_state(domain: Domain, task: JsonMapping) -> Any:
     db = domain.base_db
     if data:
         update = import_tau2("tau2.utils.pydantic_utils").update_pydantic_model_with_dict
-        try:
-            db = update(db, data)
+        try:  # tau2 dumps the DB: every record validated first (lazy.materialize)
+            db = update(materialize(db), data)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:  # pydantic's ValidationError included
             raise _malformed(task, f"initialization_data.agent_data does not fit the DB: {exc}") from None
     else:
