@@ -14,8 +14,10 @@ import pytest
 from pydantic import BaseModel, ValidationError, model_validator
 
 from prefix_exec.envs.tau import TauEnvironment, load_domain
+from prefix_exec.envs.tau.domain import _parse_json
 from prefix_exec.envs.tau.lazy import LazyTable, lazy_base, materialize
 from prefix_exec.envs.tau.state import db_json, fork_db, lazy_db
+from prefix_exec.errors import InputError
 from prefix_exec.importers.tau import read_results
 from prefix_exec.replay import replay
 from prefix_exec.trajectory import ToolCall
@@ -175,3 +177,19 @@ def test_replaying_every_recorded_call_leaves_the_shared_base_unchanged(
         for call in rollout.actions:
             session.step(ToolCall(call.name, call.arguments))
     assert materialize(domain.base_db).model_dump() == pristine
+
+
+@pytest.mark.parametrize("name", ["airline", "retail"])
+def test_db_json_parses_to_what_json_loads_gives(name: str) -> None:
+    path = load_domain(name).data_dir / "tau2" / "domains" / name / "db.json"
+    assert _parse_json(path.read_bytes()) == json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("text", [b'{"flights": {', b'\xff{"flights": {}}'])
+def test_an_unreadable_db_json_is_an_input_error(tmp_path: Path, text: bytes) -> None:
+    folder = tmp_path / "tau2" / "domains" / "airline"
+    folder.mkdir(parents=True)
+    (folder / "db.json").write_bytes(text)
+    (folder / "tasks.json").write_text("[]", encoding="utf-8")
+    with pytest.raises(InputError, match="cannot read the airline domain data"):
+        load_domain("airline", tmp_path)

@@ -109,10 +109,13 @@ class CopyOnAccess(dict[str, Any]):
 
     def resolve_all(self) -> None:
         """Replace every raw record still stored by the base's validated one (before a whole-table read)."""
-        if isinstance(self._origin, LazyTable):
-            for key, value in list(dict.items(self)):
-                if type(value) is dict:
-                    self._resolve(key, value)
+        origin = self._origin
+        if isinstance(origin, LazyTable):
+            keys = [key for key, value in dict.items(self) if type(value) is dict]
+            if keys:
+                origin.validate_all()  # validated in one go, the collector paused
+                for key in keys:
+                    self._resolve(key, dict.__getitem__(self, key))
 
     validate_all = resolve_all  # lazy.materialize's name for it
 
