@@ -3,6 +3,8 @@ state between rollouts and across rejected calls, binding, and the no-tool finis
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -558,3 +560,20 @@ def test_parsing_a_domain_leaves_the_garbage_collector_as_it_found_it(
     finally:
         (gc.enable if was else gc.disable)()
     assert states == [False]  # paused while parsing
+
+
+def test_a_failed_call_leaves_no_reference_cycle(airline: TauEnvironment) -> None:
+    """A tool's exception comes back without its traceback, whose frames would hold the session (and its DB)
+    in a cycle only the garbage collector frees: the session goes with its last reference."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        session = airline.start("0")
+        verdict = session.step(ToolCall("get_user_details", {"user_id": "nobody_0000"}))
+        assert not verdict.accepted and verdict.result == "Error: User nobody_0000 not found"
+        gone = weakref.ref(session)
+        del session
+        assert gone() is None
+    finally:
+        if enabled:
+            gc.enable()

@@ -317,16 +317,37 @@ def _failure(
 
 
 def _execute(env: TauEnvironment, db: Any, flag: WriteFlag, call: ToolCall, *, writing: bool) -> tuple[bool, Any]:
-    """Run ``call`` on a toolkit over ``db``. Returns ``(True, value)`` or ``(False, exception)``."""
+    """Run ``call`` on a toolkit over ``db``. Returns ``(True, value)`` or ``(False, exception)``; the exception
+    (and those chained to it) without traceback: only its type and message are used."""
     toolkit = env.domain.make_toolkit(db)
     flag.call(read_only=not writing)
     try:
         # only the domain's tools; an unknown name fails with tau2's "Tool 'x' not found." message
         return True, invoke_tool(env.domain, toolkit, call.name, call.arguments)
     except Exception as exc:  # tau2 reports every tool exception as an error message; so do we
-        return False, exc
+        return False, _detached(exc)
     finally:
         flag.done()
+
+
+def _detached(exc: BaseException) -> BaseException:
+    """``exc`` with its traceback, and those of the exceptions chained to it, dropped.
+
+    A traceback holds the frames the exception passed through, and each frame its caller (``f_back``): the
+    frame of whoever keeps the returned exception in a variable (``step``, ``_failure``). That is a reference
+    cycle, which keeps the whole session, its DB and the environment alive until a collection of the garbage
+    collector, instead of freeing them when the last reference goes.
+    """
+    pending: list[BaseException | None] = [exc]
+    seen: set[int] = set()
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        current.__traceback__ = None
+        pending += [current.__cause__, current.__context__]
+    return exc
 
 
 def _stale_state(
