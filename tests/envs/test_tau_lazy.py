@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import gc
 import json
 import pickle
 from pathlib import Path
@@ -193,3 +194,21 @@ def test_an_unreadable_db_json_is_an_input_error(tmp_path: Path, text: bytes) ->
     (folder / "tasks.json").write_text("[]", encoding="utf-8")
     with pytest.raises(InputError, match="cannot read the airline domain data"):
         load_domain("airline", tmp_path)
+
+
+def test_a_whole_table_validation_leaves_its_records_in_the_oldest_generation() -> None:
+    """Validated with the collector paused, then moved to the oldest generation in one pass (not walked as
+    young objects again and again); the collector's state is what it was."""
+    assert gc.isenabled()
+    table = lazy_base(Store, raw_store()).rows
+    table.validate_all()
+    assert gc.isenabled()
+    oldest = {id(o) for o in gc.get_objects(generation=2)}
+    assert all(id(record) in oldest for record in table.values())
+    gc.disable()
+    try:
+        table = lazy_base(Store, raw_store()).rows
+        table.validate_all()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
