@@ -212,3 +212,16 @@ def test_a_whole_table_validation_leaves_its_records_in_the_oldest_generation() 
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_a_sessions_db_dumps_as_tau2s_whatever_its_records_state(strict: bool) -> None:
+    """A session's public ``db`` is what a library user dumps; over a lazy base its storage holds raw records,
+    whose dump silently lacks tau2's defaults (an airline reservation's ``status``), so it is read validated."""
+    domain, raw = _lazy_domain("airline")
+    session = TauEnvironment(domain).start("0", strict=strict)
+    assert any(type(v) is dict for v in dict.values(session._db.reservations))  # raw records in its storage
+    reservation = next(iter(raw["reservations"]))
+    session.step(ToolCall("get_reservation_details", {"reservation_id": reservation}))
+    expected = domain.db_class.model_validate(raw).model_dump()
+    assert session.db.model_dump() == expected

@@ -40,6 +40,7 @@ from prefix_exec.envs.tau.dispatch import invoke_tool
 from prefix_exec.envs.tau.domain import Domain, to_json_text
 from prefix_exec.envs.tau.information import Evidence, Timeline, call_messages, conversation_timeline, unseen
 from prefix_exec.envs.tau.labels import label_error
+from prefix_exec.envs.tau.lazy import materialize
 from prefix_exec.envs.tau.state import WriteFlag, fork_db, lazy_db
 from prefix_exec.envs.tau.tasks import apply_initial_state, expected_actions
 from prefix_exec.json_types import JsonMapping, JsonObject
@@ -150,7 +151,8 @@ class TauSession:
     """A strict session: the live state of one tau2 task with every check of ours (see the module docstring).
 
     ``seen`` is the information check's evidence (:class:`~prefix_exec.envs.tau.information.Timeline`;
-    its ``evidence`` is ``None`` when the check is off). ``db`` and ``flag`` default to a lazy copy of ``base``.
+    its ``evidence`` is ``None`` when the check is off). ``db`` (read through :attr:`db`) and ``flag`` default to a
+    lazy copy of ``base``.
     """
 
     strict = True
@@ -167,11 +169,18 @@ class TauSession:
         self.env = env
         self.task_id = task_id
         self.base = base
-        self.db, self.flag = db if db is not None else lazy_db(base, initial=True)
+        self._db, self.flag = db if db is not None else lazy_db(base, initial=True)
         self.seen = seen
 
+    @property
+    def db(self) -> Any:
+        """The session's DB, every record validated first (:func:`~prefix_exec.envs.tau.lazy.materialize`), so
+        a pydantic dump of it is tau2's. The session itself reads ``_db``, whose records a lazy base validates
+        only when a call needs them; a dump of that would hold raw records."""
+        return materialize(self._db)
+
     def fork(self) -> TauSession:
-        return TauSession(self.env, self.task_id, self.base, self.seen.copy(), db=fork_db(self.db))
+        return TauSession(self.env, self.task_id, self.base, self.seen.copy(), db=fork_db(self._db))
 
     def begin_message(self) -> None:
         """Online use: the next calls form one assistant message; results of earlier calls become evidence."""
@@ -205,14 +214,14 @@ class TauSession:
         else:
             missing = unseen(call.arguments, self.seen.evidence)
         isolated = not spec.read_only or bool(missing)
-        db, flag = fork_db(self.db) if isolated else (self.db, self.flag)
+        db, flag = fork_db(self._db) if isolated else (self._db, self.flag)
         ok, output = _execute(self.env, db, flag, call, writing=not spec.read_only)
         if ok:
             text = to_json_text(output)
             if missing:
                 return Verdict.reject(FailureLabel.INFORMATION, _unseen_reason(missing), result=text, notes=notes)
             if isolated:
-                self.db, self.flag = db, flag
+                self._db, self.flag = db, flag
             self.seen.accepted(text)  # seen by the calls of later assistant messages only
             return Verdict.accept(result=text, notes=notes)
         return _failure(self.env, self.task_id, call, output, missing, notes)
@@ -223,7 +232,7 @@ class TauSession:
         if not isinstance(call.arguments, Mapping):
             return None
         spec = self.env.domain.tools.get(call.name)
-        db, flag = fork_db(self.db)
+        db, flag = fork_db(self._db)
         ok, output = _execute(self.env, db, flag, call, writing=spec is not None and not spec.read_only)
         return to_json_text(output) if ok else f"Error: {output}"
 
@@ -242,10 +251,17 @@ class Tau2Session:
         self.env = env
         self.task_id = task_id
         self.base = base
-        self.db, self.flag = db if db is not None else lazy_db(base, initial=True)
+        self._db, self.flag = db if db is not None else lazy_db(base, initial=True)
+
+    @property
+    def db(self) -> Any:
+        """The session's DB, every record validated first (:func:`~prefix_exec.envs.tau.lazy.materialize`), so
+        a pydantic dump of it is tau2's. The session itself reads ``_db``, whose records a lazy base validates
+        only when a call needs them; a dump of that would hold raw records."""
+        return materialize(self._db)
 
     def fork(self) -> Tau2Session:
-        return Tau2Session(self.env, self.task_id, self.base, db=fork_db(self.db))
+        return Tau2Session(self.env, self.task_id, self.base, db=fork_db(self._db))
 
     def begin_message(self) -> None:
         return None
@@ -263,7 +279,7 @@ class Tau2Session:
             return Verdict.reject(FailureLabel.SCHEMA, problem)
         spec = self.env.domain.tools.get(call.name)
         # tau2's environment: the call runs on the live DB, and a failing tool keeps what it changed.
-        ok, output = _execute(self.env, self.db, self.flag, call, writing=spec is not None and not spec.read_only)
+        ok, output = _execute(self.env, self._db, self.flag, call, writing=spec is not None and not spec.read_only)
         if ok:
             return Verdict.accept(result=to_json_text(output))
         return _failure(self.env, self.task_id, call, output, [], [])
