@@ -101,7 +101,9 @@ class ToolSpec:
 class Domain:
     """A parsed tau2 domain, shared by every rollout of the process. Never mutate ``base_db``.
 
-    ``base_db`` is the validated DB model of ``db.json``; ``make_toolkit(db)`` builds the domain toolkit on a
+    ``base_db`` is the DB model of ``db.json``, its records validated when first read (:mod:`.lazy`): Python
+    reads (``db.users[k]``, ``values()``, ``==``) see validated records, but a pydantic dump of it needs
+    ``lazy.materialize(base_db)`` first (a session's ``db`` is read so); ``make_toolkit(db)`` builds the domain toolkit on a
     DB; ``tasks`` maps task id to the raw task dict of the package's ``tasks.json``; ``splits`` is
     ``split_tasks.json`` (``{}`` when absent).
     """
