@@ -103,8 +103,8 @@ class Domain:
 
     ``base_db`` is the DB model of ``db.json``, its records validated when first read (:mod:`.lazy`): Python
     reads (``db.users[k]``, ``values()``, ``==``) see validated records, but a pydantic dump of it needs
-    ``lazy.materialize(base_db)`` first (a session's ``db`` is read so); ``make_toolkit(db)`` builds the domain toolkit on a
-    DB; ``tasks`` maps task id to the raw task dict of the package's ``tasks.json``; ``splits`` is
+    ``lazy.materialize(base_db)`` first (a session's ``db`` is read so). ``make_toolkit(db)`` builds the domain
+    toolkit on a DB; ``tasks`` maps task id to the raw task dict of the package's ``tasks.json``; ``splits`` is
     ``split_tasks.json`` (``{}`` when absent).
     """
 
