@@ -17,7 +17,8 @@ with ``--launcher local`` the reading process replays the first rollouts itself,
 
 A worker that dies (killed, out of memory in C) costs only the rollout it was replaying: that rollout is
 reported unscorable, a new worker starts and takes the rollouts queued behind it. Ctrl-C and SIGTERM end the
-workers and leave the records written so far.
+workers and leave the records written so far. The workers and their pipes are
+:mod:`prefix_exec.scoring_processes`'s.
 """
 
 from __future__ import annotations
@@ -25,29 +26,24 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
-import selectors
 import signal
-import struct
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass
-from typing import Any, Final, Protocol, TextIO
+from typing import Any, TextIO
 
 from prefix_exec.scoring import SYNC, Outcome, Replayer, Scorable, Sync, unit_name
-from prefix_exec.scoring_worker import READY, Raised, serve
+from prefix_exec.scoring_processes import DEPTH, START_METHOD, Died, Event, Processes, Transport, describe_exit
+from prefix_exec.scoring_worker import Raised
 from prefix_exec.trajectory import Skipped
 
-#: Rollouts sent to one local worker before its first result is back (the next is queued while one runs).
-DEPTH = 2
-#: Units read ahead per worker, settled or not, before reading waits for the oldest to be written.
+__all__ = ["DEPTH", "LAUNCHERS", "START_METHOD", "Died", "Event", "Processes", "Transport", "describe_exit", "ordered"]
+
 WINDOW = 8
 #: Records are fsynced in a group at most this often, in process or when the pool waits (a kill keeps every
 #: record written: each is flushed to the kernel; a machine crash may lose the last group), and at the end.
 SYNC_SECONDS = 0.5
-#: How the pool's processes start (see the module docstring).
-START_METHOD: Final = "spawn"
 #: At most this many seconds of scoring are done in the reading process before workers take the rollouts
 #: (``--launcher local``; sooner when they are ready): starting workers costs a Python start and the imports
 #: each, about 1 s (tau2's import takes several), more than small or cheap inputs would save.
@@ -68,30 +64,6 @@ def usable_cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0)) or 1
     return os.cpu_count() or 1
-
-
-@dataclass(frozen=True)
-class Died:
-    """A worker ended while it held rollouts; ``why`` says how (an exit code, a signal, Ray's message)."""
-
-    why: str
-
-
-#: What a transport reports: (worker index, sequence number of the rollout, its outcome), or (index, None, Died).
-Event = tuple[int, int | None, Outcome | Raised | Died]
-
-
-class Transport(Protocol):
-    """Worker processes or actors, addressed by index; each runs the messages it is sent in order."""
-
-    depth: int
-
-    def ready(self) -> bool: ...
-    def send_env(self, worker: int, token: int, data: bytes) -> None: ...
-    def send_unit(self, worker: int, seq: int, unit: Scorable, token: int) -> None: ...
-    def collect(self) -> list[Event]: ...
-    def restart(self, worker: int) -> None: ...
-    def close(self) -> None: ...
 
 
 def ordered(
@@ -313,156 +285,3 @@ class _Schedule:
             token = self.token(again)
             assert token is not None
             self.dispatch(worker, seq_again, again, token)
-
-
-def describe_exit(code: int | None) -> str:
-    """How a process ended, for a message: a signal by name (SIGKILL is often the kernel's out-of-memory killer)."""
-    if code is None:
-        return "it ended"
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return f"killed by {name}{', perhaps out of memory' if name == 'SIGKILL' else ''}"
-    return f"exit code {code}"
-
-
-class Processes:
-    """``workers`` spawned processes, each with a pipe to it and one back. This process writes to a worker
-    without blocking (what the pipe does not take now waits in :attr:`unsent` and is written when the pipe
-    can take it, while ``collect`` waits), so it never blocks writing to a worker that is blocked writing its
-    result back; nor does a thread hand messages on (a GIL hand-off per rollout cost milliseconds)."""
-
-    depth = DEPTH
-
-    def __init__(self, replayer: Replayer, workers: int) -> None:
-        import multiprocessing
-
-        self.context = multiprocessing.get_context(START_METHOD)
-        self.settings = pickle.dumps(replayer)
-        self.processes: list[Any] = [None] * workers
-        self.inboxes: list[Any] = [None] * workers  # results from each worker
-        self.outboxes: list[Any] = [None] * workers  # messages to it (non-blocking)
-        self.unsent: list[bytearray] = [bytearray() for _ in range(workers)]
-        self.started = [False] * workers  # READY came: the worker has its imports and settings
-        for worker in range(workers):
-            self.start(worker)
-
-    def start(self, worker: int) -> None:
-        theirs, ours = self.context.Pipe(duplex=False)  # messages to the worker
-        inbox, answers = self.context.Pipe(duplex=False)  # its results back
-        process = self.context.Process(
-            target=serve, args=(theirs, answers, self.settings), name=f"prefix-exec-score-{worker}", daemon=True
-        )
-        with _sigint_ignored():  # the worker inherits it from the start: Ctrl-C is for this process to handle
-            process.start()
-        theirs.close()
-        answers.close()
-        os.set_blocking(ours.fileno(), False)
-        self.processes[worker], self.inboxes[worker], self.outboxes[worker] = process, inbox, ours
-        self.unsent[worker] = bytearray()
-        self.started[worker] = False
-
-    def ready(self) -> bool:
-        """Whether every worker has said READY (or ended: collect reports that); never blocks."""
-        for worker, inbox in enumerate(self.inboxes):
-            if not self.started[worker]:
-                try:
-                    if not inbox.poll():
-                        return False
-                    inbox.recv()  # a worker's first message is READY
-                except (EOFError, OSError):
-                    pass
-                self.started[worker] = True
-        return True
-
-    def send_env(self, worker: int, token: int, data: bytes) -> None:
-        self._send(worker, ("env", token, data))
-
-    def send_unit(self, worker: int, seq: int, unit: Scorable, token: int) -> None:
-        self._send(worker, ("unit", seq, unit.rollout, token))
-
-    def _send(self, worker: int, message: object) -> None:
-        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-        # The framing of multiprocessing's Connection.send_bytes, which the worker's recv reads.
-        size = struct.pack("!i", len(data)) if len(data) <= 0x7FFFFFFF else struct.pack("!iQ", -1, len(data))
-        self.unsent[worker] += size + data
-        self._write(worker)
-
-    def _write(self, worker: int) -> None:
-        """Write what the pipe to ``worker`` takes now of its unsent bytes."""
-        unsent = self.unsent[worker]
-        while unsent:
-            try:
-                written = os.write(self.outboxes[worker].fileno(), unsent)
-            except BlockingIOError:
-                return
-            except OSError:  # the worker is gone: collect reports it
-                unsent.clear()
-                return
-            del unsent[:written]
-
-    def collect(self) -> list[Event]:
-        events: list[Event] = []
-        while not events:
-            with selectors.DefaultSelector() as selector:
-                for worker, process in enumerate(self.processes):
-                    selector.register(self.inboxes[worker], selectors.EVENT_READ, worker)
-                    selector.register(process.sentinel, selectors.EVENT_READ, worker)
-                    if self.unsent[worker]:
-                        selector.register(self.outboxes[worker], selectors.EVENT_WRITE, worker)
-                ready = selector.select()
-            for worker in sorted({key.data for key, mask in ready if mask & selectors.EVENT_WRITE}):
-                self._write(worker)
-            for worker in sorted({key.data for key, mask in ready if mask & selectors.EVENT_READ}):
-                events += self._receive(worker)
-        return events
-
-    def _receive(self, worker: int) -> list[Event]:
-        """What ``worker`` sent, and its death when it has ended."""
-        events: list[Event] = []
-        inbox = self.inboxes[worker]
-        try:
-            while inbox.poll():  # read what it sent before it ended
-                seq, outcome = inbox.recv()
-                if seq == READY:
-                    self.started[worker] = True
-                else:
-                    events.append((worker, seq, outcome))
-        except (EOFError, OSError):
-            pass
-        process = self.processes[worker]
-        if not process.is_alive():
-            process.join(1)
-            events.append((worker, None, Died(describe_exit(process.exitcode))))
-        return events
-
-    def restart(self, worker: int) -> None:
-        self.stop(worker)
-        self.start(worker)
-
-    def stop(self, worker: int) -> None:
-        process = self.processes[worker]
-        if process.is_alive():
-            process.kill()
-        process.join(5)
-        self.inboxes[worker].close()
-        self.outboxes[worker].close()
-
-    def close(self) -> None:
-        for worker in range(len(self.processes)):
-            with contextlib.suppress(Exception):
-                self.stop(worker)
-
-
-@contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)

@@ -14,7 +14,7 @@ from typing import Any
 
 from prefix_exec.runner.launchers import connect_ray
 from prefix_exec.scoring import Outcome, Replayer, Scorable
-from prefix_exec.scoring_pool import Died, Event
+from prefix_exec.scoring_processes import Died, Event
 from prefix_exec.scoring_worker import Raised, Shelf, replay_on
 from prefix_exec.trajectory import Rollout
 
