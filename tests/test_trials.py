@@ -183,3 +183,18 @@ def test_numbering_leaves_only_identical_rollouts_sharing_an_identity(items: lis
     assert [again.number(u).key for u in units] == [r.key for r in out]
     twice = Numbering()
     assert [twice.number(r).key for r in out] == [r.key for r in out]
+
+
+def test_keeps_says_whether_number_keeps_a_rollout_as_read_and_counts_it_so() -> None:
+    """What a worker that decoded a rollout sends back (its identity and digest) settles it as :meth:`number`
+    would when that keeps it as read; otherwise nothing is counted and :meth:`number` sees the rollout."""
+    first, again, other = rollout("t1", trial=0), rollout("t1", trial=0), rollout("t1", trial=0, call="b")
+    by_keeps, by_number = Numbering(), Numbering()
+    assert by_keeps.keeps(first.key, rollout_digest(first))
+    assert by_number.number(first) == first
+    assert not by_keeps.keeps(again.key, rollout_digest(again))  # read twice: number must see it
+    assert not by_keeps.keeps(other.key, rollout_digest(other))  # its identity is taken: a further trial
+    for numbering in (by_keeps, by_number):
+        assert numbering.number(again) == again
+        assert numbering.number(other).trial == 1
+    assert by_keeps == by_number

@@ -27,12 +27,11 @@ from prefix_exec.deprecation import deprecated
 from prefix_exec.envs.base import Environment
 from prefix_exec.errors import InputError
 from prefix_exec.io import RECORD_KIND, JsonlWriter, completed_keys, record_to_json
-from prefix_exec.jsonl import UnitKey
 from prefix_exec.recipe import Recipe
 from prefix_exec.redaction import redact_json
 from prefix_exec.replay import ReplayError, replay
 from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
-from prefix_exec.trials import Numbering, rollout_digest, source_of
+from prefix_exec.trials import Numbering, source_of
 
 #: An environment built for one rollout, from the rollout: tau's reads its transcript (the information
 #: check), ToolSandbox's recorded one its recorded replies.
@@ -59,6 +58,35 @@ class Scorable:
         return self.env if isinstance(self.env, Environment) else self.env(rollout)
 
 
+@dataclass(frozen=True)
+class Undecoded:
+    """One input unit read but not yet made a rollout, with the environment it replays on: with ``score --workers
+    N`` a worker process decodes it (for a transcript, its messages into actions: most of the reading's cost),
+    and the reading process only admits it in its turn (:mod:`prefix_exec.scoring_tickets`).
+
+    ``decode`` gives the rollout (or a :class:`~prefix_exec.trajectory.Skipped` for a unit that cannot be read),
+    raising :class:`InputError` as reading would; it must pickle (a module-level function or a
+    ``functools.partial`` of one, with plain data) and give the same rollout every time. ``numbering`` numbers the
+    rollout once decoded (:func:`numbered`).
+    """
+
+    decode: Callable[[], Rollout | Skipped]
+    env: Environment | EnvFor
+    recipe: Recipe | None = None
+    numbering: Numbering | None = None
+
+    def scorable(self) -> Scorable | Skipped:
+        """The unit decoded in this process (numbered when it has a numbering): what one worker scores."""
+        unit = self.decode()
+        if isinstance(unit, Skipped):
+            return unit
+        return Scorable(self.numbering.number(unit) if self.numbering is not None else unit, self.env, self.recipe)
+
+
+#: What a scoring run takes: a rollout to replay, one to decode first, or an input unit that could not be read.
+Unit = Scorable | Undecoded | Skipped
+
+
 def paired(
     units: Iterable[Rollout | Skipped], env: Environment | EnvFor, recipe: Recipe | None = None
 ) -> Iterator[Scorable | Skipped]:
@@ -68,10 +96,16 @@ def paired(
         yield Scorable(unit, env, recipe) if isinstance(unit, Rollout) else unit
 
 
-def numbered(units: Iterable[Scorable | Skipped], numbering: Numbering) -> Iterator[Scorable | Skipped]:
-    """``units`` with every rollout numbered by ``numbering`` (:mod:`prefix_exec.trials`), as they are asked for."""
+def numbered(units: Iterable[Unit], numbering: Numbering) -> Iterator[Unit]:
+    """``units`` with every rollout numbered by ``numbering`` (:mod:`prefix_exec.trials`), as they are asked for
+    (an :class:`Undecoded` one once decoded, in its turn)."""
     for unit in units:
-        yield replace(unit, rollout=numbering.number(unit.rollout)) if isinstance(unit, Scorable) else unit
+        if isinstance(unit, Scorable):
+            yield replace(unit, rollout=numbering.number(unit.rollout))
+        elif isinstance(unit, Undecoded):
+            yield replace(unit, numbering=numbering)
+        else:
+            yield unit
 
 
 @dataclass
@@ -99,7 +133,7 @@ class ScoreReport:
 
 
 def score_to_file(
-    units: Iterable[Scorable | Skipped],
+    units: Iterable[Unit],
     out: str | Path,
     *,
     resume: bool = False,
@@ -229,7 +263,7 @@ class _Scorer:
 
     def score(
         self,
-        units: Iterable[Scorable | Skipped],
+        units: Iterable[Unit],
         path: Path,
         *,
         resume: bool,
@@ -239,16 +273,19 @@ class _Scorer:
         launcher: str = "local",
     ) -> None:
         """Score ``units`` into ``path`` (held locked by the caller), appending when ``resume``."""
-        done = completed_keys(path, kind=RECORD_KIND) if resume else set()
-        tickets = _tickets(units, done)
+        from prefix_exec.scoring_tickets import Admission
+
+        admission = Admission(completed_keys(path, kind=RECORD_KIND) if resume else set())
         outcomes: Generator[Outcome | Sync]
         grouped = workers > 1 or launcher != "local"  # the pool yields SYNC when records are to be fsynced
         if grouped:
             from prefix_exec.scoring_pool import ordered
 
-            outcomes = ordered(tickets, self.replayer, workers=workers, launcher=launcher, log=self.log)
+            tickets = admission.deferring(units)
+            outcomes = ordered(tickets, self.replayer, admission, workers=workers, launcher=launcher, log=self.log)
         else:
-            outcomes = (self.replayer(t.rollout, t.env) if isinstance(t, Scorable) else t for t in tickets)
+            settled = admission.tickets(units)
+            outcomes = (self.replayer(t.rollout, t.env) if isinstance(t, Scorable) else t for t in settled)
         with (
             JsonlWriter(path, append=resume) as writer,
             tqdm(total=total, desc=desc, unit="rollout", disable=None, file=sys.stderr) as bar,
@@ -291,23 +328,6 @@ class _Scorer:
         print(f"prefix-exec: skipped {unit.where}: {unit.error}", file=self.log)
 
 
-def _tickets(units: Iterable[Scorable | Skipped], done: set[UnitKey]) -> Iterator[Scorable | Outcome]:
-    """``units`` in input order, each a rollout to replay or already settled: not readable, a repeated identity
-    (:func:`_repeated`), or in ``done`` (kept by resume: ``None``)."""
-    seen: dict[UnitKey, tuple[str, str]] = {}  # key -> (digest, name) of the first rollout with it
-    for unit in units:
-        if isinstance(unit, Skipped):
-            yield unit
-            continue
-        key = unit.rollout.key
-        digest = rollout_digest(unit.rollout)
-        if key in seen:
-            yield _repeated(unit.rollout, digest, *seen[key])
-            continue
-        seen[key] = (digest, unit_name(unit.rollout))
-        yield None if key in done else unit
-
-
 @contextmanager
 def hold_lock(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``path`` (created when absent, never truncated here) for the block.
@@ -334,15 +354,3 @@ def hold_lock(path: Path) -> Iterator[None]:
 def unit_name(unit: Rollout) -> str:
     """How messages name a rollout: its task, model, method, trial and source file."""
     return f"task {unit.task_id} (model {unit.model}, method {unit.method}, trial {unit.trial}){source_of(unit)}"
-
-
-def _repeated(rollout: Rollout, digest: str, first_digest: str, first: str) -> Skipped:
-    """Why a rollout whose identity an earlier one has is not scored: the same rollout read twice, or (numbering
-    left them so: ``--unique-task``, or a caller that does not number) a different rollout of that identity."""
-    if digest == first_digest:
-        return Skipped(unit_name(rollout), "duplicate: the input holds this rollout twice")
-    return Skipped(
-        unit_name(rollout),
-        f"a different rollout has this dataset, task, model, method and trial: {first}. Give them distinct trial "
-        "numbers (--trial-field PATH, --trial N), or leave out --unique-task to number them as trials in input order",
-    )

@@ -33,9 +33,10 @@ from collections import deque
 from collections.abc import Callable, Generator, Iterator
 from typing import Any, TextIO
 
-from prefix_exec.scoring import SYNC, Outcome, Replayer, Scorable, Sync, unit_name
+from prefix_exec.scoring import SYNC, Outcome, Replayer, Scorable, Sync, Undecoded, unit_name
 from prefix_exec.scoring_processes import DEPTH, START_METHOD, Died, Event, Processes, Transport, describe_exit
-from prefix_exec.scoring_worker import Raised
+from prefix_exec.scoring_tickets import Admission
+from prefix_exec.scoring_worker import Decoded, Raised
 from prefix_exec.trajectory import Skipped
 
 __all__ = ["DEPTH", "LAUNCHERS", "START_METHOD", "Died", "Event", "Processes", "Transport", "describe_exit", "ordered"]
@@ -66,22 +67,33 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
+#: What the pool takes, in input order (:meth:`~prefix_exec.scoring_tickets.Admission.deferring`).
+Ticket = Scorable | Undecoded | Outcome
+
+
 def ordered(
-    tickets: Iterator[Scorable | Outcome], replayer: Replayer, *, workers: int, launcher: str, log: TextIO
+    tickets: Iterator[Ticket],
+    replayer: Replayer,
+    admission: Admission,
+    *,
+    workers: int,
+    launcher: str,
+    log: TextIO,
 ) -> Generator[Outcome | Sync]:
     """The outcome of every ticket in input order: settled ones as they are, rollouts replayed by ``workers``
-    workers of ``launcher`` (one of :data:`LAUNCHERS`) with ``replayer``; :data:`~prefix_exec.scoring.SYNC`
-    before each wait for the workers. SIGTERM ends the run as Ctrl-C does, from the start (no worker is left
-    behind, and the command says what it kept)."""
+    workers of ``launcher`` (one of :data:`LAUNCHERS`) with ``replayer``, undecoded ones decoded there too and
+    settled by ``admission`` in their turn; :data:`~prefix_exec.scoring.SYNC` before each wait for the workers.
+    SIGTERM ends the run as Ctrl-C does, from the start (no worker is left behind, and the command says what it
+    kept)."""
     with _terminate_as_interrupt():
-        yield from _scored(tickets, replayer, workers=workers, launcher=launcher, log=log)
+        yield from _scored(tickets, replayer, admission, workers=workers, launcher=launcher, log=log)
 
 
 def _scored(
-    tickets: Iterator[Scorable | Outcome], replayer: Replayer, *, workers: int, launcher: str, log: TextIO
+    tickets: Iterator[Ticket], replayer: Replayer, admission: Admission, *, workers: int, launcher: str, log: TextIO
 ) -> Iterator[Outcome | Sync]:
     if not _sendable(replayer, log):
-        yield from _in_process(tickets, replayer)
+        yield from _in_process(tickets, replayer, admission)
         return
     transport: Transport | None = None
     try:
@@ -90,30 +102,33 @@ def _scored(
             # take longer find the workers started (after START_SECONDS) and through their imports meanwhile.
             def start() -> None:
                 nonlocal transport
-                transport = Processes(replayer, workers)
+                transport = Processes(replayer, workers, admission.done)
 
             def ready() -> bool:
                 return transport is not None and transport.ready()
 
-            here = _in_process(tickets, replayer, seconds=IN_PROCESS_SECONDS, at=(START_SECONDS, start), until=ready)
+            here = _in_process(
+                tickets, replayer, admission, seconds=IN_PROCESS_SECONDS, at=(START_SECONDS, start), until=ready
+            )
             if (yield from here):
                 return
         if transport is None:
             if launcher == "ray":
                 from prefix_exec.scoring_ray import RayActors
 
-                transport = RayActors(replayer, workers)
+                transport = RayActors(replayer, workers, admission.done)
             else:
-                transport = Processes(replayer, workers)
-        yield from _Schedule(tickets, transport, replayer, workers, log).run()
+                transport = Processes(replayer, workers, admission.done)
+        yield from _Schedule(tickets, transport, replayer, admission, workers, log).run()
     finally:
         if transport is not None:
             transport.close()
 
 
 def _in_process(
-    tickets: Iterator[Scorable | Outcome],
+    tickets: Iterator[Ticket],
     replayer: Replayer,
+    admission: Admission,
     *,
     seconds: float | None = None,
     at: tuple[float, Callable[[], None]] | None = None,
@@ -125,7 +140,12 @@ def _in_process(
     ``tickets`` ran out."""
     started = synced = time.monotonic()
     for ticket in tickets:
-        yield replayer(ticket.rollout, ticket.env) if isinstance(ticket, Scorable) else ticket
+        if isinstance(ticket, Scorable):
+            yield replayer(ticket.rollout, ticket.env)
+        elif isinstance(ticket, Undecoded):
+            yield _raised(admission.settle(ticket, None, replayer))
+        else:
+            yield ticket
         now = time.monotonic()
         if now - synced >= SYNC_SECONDS:
             yield SYNC
@@ -150,6 +170,13 @@ def _sendable(replayer: Replayer, log: TextIO) -> bool:
         )
         return False
     return True
+
+
+def _raised(outcome: Outcome | Raised) -> Outcome:
+    """``outcome``, or its error raised (a reading error, or one the replay let through: one worker raises it)."""
+    if isinstance(outcome, Raised):
+        raise outcome.error
+    return outcome
 
 
 @contextlib.contextmanager
@@ -180,12 +207,21 @@ class _Schedule:
     """One run's queue: the window of units in input order and what each worker holds."""
 
     def __init__(
-        self, tickets: Iterator[Scorable | Outcome], transport: Transport, replayer: Replayer, workers: int, log: TextIO
+        self,
+        tickets: Iterator[Ticket],
+        transport: Transport,
+        replayer: Replayer,
+        admission: Admission,
+        workers: int,
+        log: TextIO,
     ) -> None:
         self.tickets, self.transport, self.replayer, self.log = tickets, transport, replayer, log
-        self.window: deque[list[Any]] = deque()  # [seq, outcome or _PENDING or Raised], oldest first
+        self.admission = admission
+        # [seq, outcome or _PENDING or Raised, None]; an undecoded unit's: [seq, _PENDING or the worker's answer
+        # (Decoded, Died, None: decoded here), the unit], settled when it is the oldest. Oldest first.
+        self.window: deque[list[Any]] = deque()
         self.entries: dict[int, list[Any]] = {}
-        self.held: list[deque[tuple[int, Scorable]]] = [deque() for _ in range(workers)]
+        self.held: list[deque[tuple[int, Scorable | Undecoded]]] = [deque() for _ in range(workers)]
         self.known: list[set[int]] = [set() for _ in range(workers)]
         self.envs: dict[int, tuple[int | None, object]] = {}  # id(env) -> (token or None: not sendable, env)
         self.payloads: list[bytes] = []  # by token
@@ -198,10 +234,10 @@ class _Schedule:
         while True:
             self.fill()
             while self.window and self.window[0][1] is not _PENDING:
-                outcome = self.window.popleft()[1]
-                if isinstance(outcome, Raised):
-                    raise outcome.error
-                yield outcome
+                _, outcome, undecoded = self.window.popleft()
+                if undecoded is not None:  # admitted now, in its turn (and decoded here if need be)
+                    outcome = self.admission.settle(undecoded, outcome, self.replayer)
+                yield _raised(outcome)
             if not self.window and self.exhausted:
                 return
             if any(self.held):
@@ -209,7 +245,7 @@ class _Schedule:
                     yield SYNC
                     self.synced = time.monotonic()
                 for worker, seq, outcome in self.transport.collect():
-                    self.settle(worker, seq, outcome)
+                    self.receive(worker, seq, outcome)
 
     def fill(self) -> None:
         """Read tickets while the window has room and some worker can take a rollout."""
@@ -225,19 +261,19 @@ class _Schedule:
             except Exception as exc:  # a reading error: raised in its turn, after the units read before it
                 self.exhausted = True
                 ticket = Raised(exc)
-            entry = [self.seq, ticket]
+            entry = [self.seq, ticket, ticket if isinstance(ticket, Undecoded) else None]
             self.seq += 1
             self.window.append(entry)
-            if isinstance(ticket, Scorable):
+            if isinstance(ticket, Scorable | Undecoded):
                 token = self.token(ticket)
-                if token is None:  # replayed here, in input order like the rest
-                    entry[1] = self.replayer(ticket.rollout, ticket.env)
+                if token is None:  # replayed here, in input order like the rest (an undecoded unit in its turn)
+                    entry[1] = None if isinstance(ticket, Undecoded) else self.replayer(ticket.rollout, ticket.env)
                 else:
                     entry[1] = _PENDING
                     self.entries[entry[0]] = entry
                     self.dispatch(free, entry[0], ticket, token)
 
-    def token(self, unit: Scorable) -> int | None:
+    def token(self, unit: Scorable | Undecoded) -> int | None:
         """The number workers know ``unit``'s environment by; ``None`` when it cannot be sent to them."""
         key = id(unit.env)  # the env is kept in self.envs, so its id is not reused
         if key not in self.envs:
@@ -255,14 +291,14 @@ class _Schedule:
             self.envs[key] = (token, unit.env)
         return self.envs[key][0]
 
-    def dispatch(self, worker: int, seq: int, unit: Scorable, token: int) -> None:
+    def dispatch(self, worker: int, seq: int, unit: Scorable | Undecoded, token: int) -> None:
         if token not in self.known[worker]:
             self.transport.send_env(worker, token, self.payloads[token])
             self.known[worker].add(token)
         self.transport.send_unit(worker, seq, unit, token)
         self.held[worker].append((seq, unit))
 
-    def settle(self, worker: int, seq: int | None, outcome: Outcome | Raised | Died) -> None:
+    def receive(self, worker: int, seq: int | None, outcome: Outcome | Raised | Decoded | Died) -> None:
         if not isinstance(outcome, Died):
             held_seq, _ = self.held[worker].popleft()
             assert held_seq == seq, "a worker answers in the order it was sent"
@@ -274,8 +310,10 @@ class _Schedule:
             return
         # The rollout it was replaying is the one that killed it; those queued behind it go to its successor.
         culprit, unit = self.held[worker].popleft()
-        self.entries.pop(culprit)[1] = Skipped(
-            unit_name(unit.rollout), f"the worker process died replaying it ({outcome.why})"
+        self.entries.pop(culprit)[1] = (
+            outcome  # named once decoded, in its turn
+            if isinstance(unit, Undecoded)
+            else Skipped(unit_name(unit.rollout), f"the worker process died replaying it ({outcome.why})")
         )
         queued = list(self.held[worker])
         self.held[worker].clear()

@@ -21,8 +21,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from prefix_exec.scoring import Outcome, Replayer, Scorable
-from prefix_exec.scoring_worker import READY, Raised, serve
+from prefix_exec.jsonl import UnitKey
+from prefix_exec.scoring import Outcome, Replayer, Scorable, Undecoded
+from prefix_exec.scoring_worker import READY, Decoded, Raised, serve
 
 #: Rollouts sent to one local worker before its first result is back (the next is queued while one runs).
 DEPTH = 2
@@ -37,8 +38,9 @@ class Died:
     why: str
 
 
-#: What a transport reports: (worker index, sequence number of the rollout, its outcome), or (index, None, Died).
-Event = tuple[int, int | None, Outcome | Raised | Died]
+#: What a transport reports: (worker index, sequence number of the unit, its outcome, or what the worker decoded
+#: of it and its outcome, ``None`` when it did not decode), or (index, None, Died).
+Event = tuple[int, int | None, Outcome | Raised | Decoded | Died]
 
 
 class Transport(Protocol):
@@ -48,7 +50,7 @@ class Transport(Protocol):
 
     def ready(self) -> bool: ...
     def send_env(self, worker: int, token: int, data: bytes) -> None: ...
-    def send_unit(self, worker: int, seq: int, unit: Scorable, token: int) -> None: ...
+    def send_unit(self, worker: int, seq: int, unit: Scorable | Undecoded, token: int) -> None: ...
     def collect(self) -> list[Event]: ...
     def restart(self, worker: int) -> None: ...
     def close(self) -> None: ...
@@ -75,11 +77,11 @@ class Processes:
 
     depth = DEPTH
 
-    def __init__(self, replayer: Replayer, workers: int) -> None:
+    def __init__(self, replayer: Replayer, workers: int, done: frozenset[UnitKey] = frozenset()) -> None:
         import multiprocessing
 
         self.context = multiprocessing.get_context(START_METHOD)
-        self.settings = pickle.dumps(replayer)
+        self.settings = pickle.dumps((replayer, done))  # done: what a worker that decodes need not replay
         self.processes: list[Any] = [None] * workers
         self.inboxes: list[Any] = [None] * workers  # results from each worker
         self.outboxes: list[Any] = [None] * workers  # messages to it (non-blocking)
@@ -119,8 +121,11 @@ class Processes:
     def send_env(self, worker: int, token: int, data: bytes) -> None:
         self._send(worker, ("env", token, data))
 
-    def send_unit(self, worker: int, seq: int, unit: Scorable, token: int) -> None:
-        self._send(worker, ("unit", seq, unit.rollout, token))
+    def send_unit(self, worker: int, seq: int, unit: Scorable | Undecoded, token: int) -> None:
+        if isinstance(unit, Undecoded):
+            self._send(worker, ("raw", seq, unit.decode, token))
+        else:
+            self._send(worker, ("unit", seq, unit.rollout, token))
 
     def _send(self, worker: int, message: object) -> None:
         data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)

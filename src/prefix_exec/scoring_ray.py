@@ -10,20 +10,24 @@ from __future__ import annotations
 
 import contextlib
 import pickle
+from collections.abc import Callable
 from typing import Any
 
+from prefix_exec.jsonl import UnitKey
 from prefix_exec.runner.launchers import connect_ray
-from prefix_exec.scoring import Outcome, Replayer, Scorable
+from prefix_exec.scoring import Outcome, Replayer, Scorable, Undecoded
 from prefix_exec.scoring_processes import Died, Event
-from prefix_exec.scoring_worker import Raised, Shelf, replay_on
-from prefix_exec.trajectory import Rollout
+from prefix_exec.scoring_worker import Decoded, Raised, Shelf, decode_on, replay_on
+from prefix_exec.trajectory import Rollout, Skipped
 
 
 class ScoreActor:
     """One Ray worker: the replayer and the environments it was sent."""
 
     def __init__(self, settings: bytes) -> None:
-        self.replayer: Replayer = pickle.loads(settings)
+        self.replayer: Replayer
+        self.done: frozenset[UnitKey]
+        self.replayer, self.done = pickle.loads(settings)
         self.shelf = Shelf()
 
     def add(self, token: int, payload: bytes) -> None:
@@ -32,6 +36,9 @@ class ScoreActor:
     def score(self, rollout: Rollout, token: int) -> Outcome | Raised:
         return replay_on(self.shelf, self.replayer, rollout, token)
 
+    def decode_score(self, decode: Callable[[], Rollout | Skipped], token: int) -> Decoded | None:
+        return decode_on(self.shelf, self.replayer, decode, token, self.done)
+
 
 class RayActors:
     """``workers`` actors (a transport of :mod:`prefix_exec.scoring_pool`), one rollout in flight each, so an
@@ -39,9 +46,9 @@ class RayActors:
 
     depth = 1
 
-    def __init__(self, replayer: Replayer, workers: int) -> None:
+    def __init__(self, replayer: Replayer, workers: int, done: frozenset[UnitKey] = frozenset()) -> None:
         self.ray = connect_ray()
-        self.settings = pickle.dumps(replayer)
+        self.settings = pickle.dumps((replayer, done))
         # Replay is CPU-bound: one CPU per actor (more actors than the cluster's CPUs wait for one).
         self.actor = self.ray.remote(num_cpus=1)(ScoreActor)
         self.actors: list[Any] = [self.actor.remote(self.settings) for _ in range(workers)]
@@ -54,8 +61,12 @@ class RayActors:
     def send_env(self, worker: int, token: int, data: bytes) -> None:
         self.actors[worker].add.remote(token, data)  # an actor runs its calls in order: before the next score
 
-    def send_unit(self, worker: int, seq: int, unit: Scorable, token: int) -> None:
-        self.running[self.actors[worker].score.remote(unit.rollout, token)] = (worker, seq)
+    def send_unit(self, worker: int, seq: int, unit: Scorable | Undecoded, token: int) -> None:
+        actor = self.actors[worker]
+        if isinstance(unit, Undecoded):
+            self.running[actor.decode_score.remote(unit.decode, token)] = (worker, seq)
+        else:
+            self.running[actor.score.remote(unit.rollout, token)] = (worker, seq)
 
     def collect(self) -> list[Event]:
         from ray.exceptions import RayError

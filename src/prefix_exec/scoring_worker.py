@@ -4,12 +4,16 @@ environments a worker (process or Ray actor) was sent, built once each."""
 from __future__ import annotations
 
 import pickle
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from prefix_exec.errors import InputError
+from prefix_exec.jsonl import UnitKey
 from prefix_exec.recipe import Recipe
 from prefix_exec.scoring import Outcome, Replayer, unit_name
 from prefix_exec.trajectory import Rollout, Skipped
+from prefix_exec.trials import rollout_digest
 
 #: The sequence number of a worker process's first message, ``(READY, None)``: its imports and settings are done.
 READY = -1
@@ -21,6 +25,19 @@ class Raised:
 
     def __init__(self, error: BaseException) -> None:
         self.error = error
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """A worker's answer for a unit it decoded (:class:`~prefix_exec.scoring.Undecoded`): the rollout's identity,
+    digest (:func:`~prefix_exec.trials.rollout_digest`) and name as read, and its outcome (``None``: not
+    replayed, its identity is in the output already). The reading process admits it in its turn
+    (:mod:`prefix_exec.scoring_tickets`)."""
+
+    key: UnitKey
+    digest: str
+    name: str
+    outcome: Outcome | Raised
 
 
 class Shelf:
@@ -54,10 +71,29 @@ def replay_on(shelf: Shelf, replayer: Replayer, rollout: Rollout, token: int) ->
         return Raised(exc)
 
 
+def decode_on(
+    shelf: Shelf, replayer: Replayer, decode: Callable[[], Rollout | Skipped], token: int, done: frozenset[UnitKey]
+) -> Decoded | None:
+    """One unit decoded and, unless its identity is ``done``, replayed in a worker; ``None`` when it does not
+    decode to a rollout (an error, or a unit that cannot be read): the reading process decodes it again in its
+    turn and reports it as one worker would."""
+    try:
+        rollout = decode()
+    except Exception:  # InputError without --keep-going, or a bug: raised again where one worker raises it
+        return None
+    if isinstance(rollout, Skipped):
+        return None
+    outcome = None if rollout.key in done else replay_on(shelf, replayer, rollout, token)
+    return Decoded(rollout.key, rollout_digest(rollout), unit_name(rollout), outcome)
+
+
 def serve(inbox: Any, outbox: Any, settings: bytes) -> None:
-    """A worker process: replay each rollout ``inbox`` brings and send ``(seq, outcome)`` on ``outbox``, until
-    ``inbox`` closes."""
-    replayer: Replayer = pickle.loads(settings)
+    """A worker process: replay each rollout ``inbox`` brings (decode it first when it comes undecoded) and send
+    ``(seq, outcome)`` on ``outbox``, until ``inbox`` closes. ``settings``: the pickled replayer and the
+    identities already in the output."""
+    replayer: Replayer
+    done: frozenset[UnitKey]
+    replayer, done = pickle.loads(settings)
     shelf = Shelf()
     outbox.send((READY, None))
     while True:
@@ -68,5 +104,8 @@ def serve(inbox: Any, outbox: Any, settings: bytes) -> None:
         if message[0] == "env":
             shelf.add(message[1], message[2])
             continue
-        _, seq, rollout, token = message
-        outbox.send((seq, replay_on(shelf, replayer, rollout, token)))
+        kind, seq, item, token = message
+        if kind == "raw":
+            outbox.send((seq, decode_on(shelf, replayer, item, token, done)))
+        else:
+            outbox.send((seq, replay_on(shelf, replayer, item, token)))

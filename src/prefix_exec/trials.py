@@ -185,10 +185,23 @@ class Numbering:
             return rollout  # (unique) refused by scoring: both keep the identity
         if repeated:
             rollout = self._next_trial(rollout, self._highest[group] + 1)
-        self._trials[digest] = (rollout.trial, rollout.metadata.get(NOTE) if repeated else None)
-        self._taken.add(rollout.key)
-        self._highest[group] = max(self._highest.get(group, -1), rollout.trial)
+        self._take(rollout.key, digest, rollout.metadata.get(NOTE) if repeated else None)
         return rollout
+
+    def keeps(self, key: UnitKey, digest: str) -> bool:
+        """Whether :meth:`number` returns a rollout of identity ``key`` and digest ``digest`` (as read) unchanged,
+        as the first of both; if so, it is counted as :meth:`number` counts it. False (nothing counted) for a
+        rollout read twice or an identity taken: :meth:`number` must see the rollout itself. For a rollout
+        decoded in a worker process, which sends back only these (:mod:`prefix_exec.scoring_tickets`)."""
+        if digest in self._trials or key in self._taken:
+            return False
+        self._take(key, digest, None)
+        return True
+
+    def _take(self, key: UnitKey, digest: str, note: str | None) -> None:
+        self._trials[digest] = (key[4], note)
+        self._taken.add(key)
+        self._highest[key[:4]] = max(self._highest.get(key[:4], -1), key[4])
 
     def rollouts(self, units: Iterable[Rollout | Skipped]) -> Iterator[Rollout | Skipped]:
         """``units`` with every rollout numbered, as they are asked for."""

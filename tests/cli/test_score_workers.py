@@ -292,3 +292,58 @@ def test_what_cannot_be_sent_is_replayed_here(ticketing: Path, tmp_path: Path) -
         score_to_file(units(), tmp_path / f"{name}.jsonl", prepare=prepare, workers=2, log=log)
         assert log.getvalue().count("cannot be sent to work") == 1
         assert (tmp_path / f"{name}.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
+
+
+def odd_conversations(folder: Path) -> Path:
+    """tau-bench's first 40 conversations, then: the 4th again (read from another place, so another rollout of
+    its task and trial: numbered as a further trial), the 6th with its last message changed (the same), and a
+    record whose messages are no list (unreadable: it fails before its messages are decoded)."""
+    rows = json.loads((TAU_BENCH / "gpt-4o-airline.json").read_text(encoding="utf-8"))[:40]
+    changed = json.loads(json.dumps(rows[5]))
+    changed["traj"][-1]["content"] = "something else"
+    path = folder / "odd.json"
+    rows += [rows[3], changed, {**rows[7], "traj": 5}]
+    path.write_text(json.dumps(rows), encoding="utf-8")
+    return path
+
+
+def test_transcripts_are_decoded_in_the_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With a --tools spec a worker decodes each conversation; this process decodes only the first (scored here
+    before the workers) and those whose worker's answer does not settle them as one worker would: a duplicate,
+    one numbered as a further trial, one that does not decode. Records and skipped lines are those of one worker,
+    with --unique-task too (the two repeated identities refused instead of numbered)."""
+    from prefix_exec.importers import transcripts
+
+    decoded: list[int] = []
+    real = transcripts.decode
+    monkeypatch.setattr(transcripts, "decode", lambda *a: decoded.append(1) or real(*a))
+    args = ["transcripts", str(odd_conversations(tmp_path)), "--tools", str(TAU_BENCH / "airline-tools.json")]
+    err_one, err_two = same_at_one_and_two([*args, "--model", "gpt-4o"], tmp_path, capsys, "--keep-going")
+    assert len(decoded) == 42 + 1 + 2  # one worker: all 42 readable; two: the first, and 2 again
+    assert skipped_lines(err_two) == skipped_lines(err_one)
+    assert len(skipped_lines(err_two)) == 1  # the unreadable record
+    assert "2 rollout(s) of 2 task(s) share their dataset" in err_two  # numbered as further trials
+    assert "scored 42 rollouts" in err_two
+    err_one, err_two = same_at_one_and_two(
+        [*args, "--model", "gpt-4o", "--unique-task"], tmp_path, capsys, "--keep-going", "--overwrite"
+    )
+    assert skipped_lines(err_two) == skipped_lines(err_one)
+    assert len(skipped_lines(err_two)) == 3
+    assert "a different rollout has this dataset, task, model, method and trial" in err_two
+
+
+def test_resume_decodes_in_the_workers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run of undecoded conversations killed after 5 records, resumed with two workers, ends as one
+    uninterrupted run; the kept ones are not scored again."""
+    args = ["transcripts", str(odd_conversations(tmp_path)), "--tools", str(TAU_BENCH / "airline-tools.json")]
+    args += ["--model", "gpt-4o", "--keep-going"]
+    full, partial = tmp_path / "full.jsonl", tmp_path / "partial.jsonl"
+    assert score(args, full, 1) == 2
+    lines = full.read_text(encoding="utf-8").splitlines(keepends=True)
+    partial.write_text("".join(lines[:5]) + lines[5][:40], encoding="utf-8")
+    capsys.readouterr()
+    assert score(args, partial, 2, "--resume") == 2
+    assert "5 already in the output were kept" in capsys.readouterr().err
+    assert partial.read_bytes() == full.read_bytes()

@@ -31,7 +31,7 @@ from prefix_exec.errors import InputError
 from prefix_exec.evidence import DEFAULT_ERROR_PATTERN, EvidencePolicy
 from prefix_exec.io import iter_json_lines, read_records, rollout_from_json
 from prefix_exec.recipe import Recipe
-from prefix_exec.scoring import Scorable, paired, score_to_file
+from prefix_exec.scoring import Unit, paired, score_to_file
 from prefix_exec.trajectory import Rollout, Skipped
 from prefix_exec.trials import FROM_INPUT, Numbering, TrialError, TrialSource, trial_fields
 
@@ -157,7 +157,7 @@ def write_consistency(args: argparse.Namespace, consistency: Consistency, path: 
 
 
 def score_on_spec(
-    units: Iterable[Scorable | Skipped],
+    units: Iterable[Unit],
     args: argparse.Namespace,
     *,
     policy: EvidencePolicy,

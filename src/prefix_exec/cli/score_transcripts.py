@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,8 @@ from prefix_exec.importers.transcripts import READERS, Identity, Transcript, Tra
 from prefix_exec.json_types import JsonObject
 from prefix_exec.jsonl import expand_inputs
 from prefix_exec.recipe import Recipe
-from prefix_exec.scoring import Scorable, numbered
-from prefix_exec.trajectory import Skipped
+from prefix_exec.scoring import Scorable, Undecoded, numbered
+from prefix_exec.trajectory import Rollout, Skipped
 
 #: The records' note when a conversation's own tools list served as its spec.
 SCHEMA_ONLY_NOTE = "schema checks only: the conversation's own tools list served as the spec (no --tools)"
@@ -115,7 +116,9 @@ def handle(args: argparse.Namespace) -> int:
     default_dataset = ALIAS if args.benchmark == ALIAS else "transcripts"
     identity = identity_of(args, spec[0].name if spec is not None else default_dataset)
     forced = None if args.format == "auto" else args.format
-    units = _units(files, identity, forced, spec, keep_going=args.keep_going, policy=policy)
+    # With workers, a worker decodes each conversation (most of the reading's cost) before replaying it.
+    defer = spec is not None and (args.workers > 1 or args.launcher != "local")
+    units = _units(files, identity, forced, spec, keep_going=args.keep_going, policy=policy, defer=defer)
     trials = numbering(args)
     return score_on_spec(
         numbered(units, trials),
@@ -135,24 +138,27 @@ def _units(
     *,
     keep_going: bool,
     policy: EvidencePolicy,
-) -> Iterator[Scorable | Skipped]:
+    defer: bool = False,
+) -> Iterator[Scorable | Undecoded | Skipped]:
     """Rollouts of every conversation, each with ``spec`` or, without one, the environment of its own tools list
-    (built once per distinct list, kept by digest, with ``policy``). Says on stderr which form each file was read
-    as."""
+    (built once per distinct list, kept by digest, with ``policy``); with ``defer`` and a ``spec``, each
+    conversation :class:`Undecoded`, for a worker process to decode. Says on stderr which form each file was
+    read as."""
     envs: dict[str, OwnTools] = {}
     noted: set[str] = set()  # digests of own tools lists met (the schema-only note is said at the first)
     for path in files:
         transcripts = TranscriptFile(path, identity, format=forced, tolerant=keep_going)
-        for item in transcripts:
-            try:
-                if isinstance(item, InputError):
-                    raise item
-                yield Scorable(item.rollout, *spec) if spec is not None else _with_own_tools(item, envs, noted, policy)
-            except InputError as exc:
-                if not keep_going:
-                    raise
-                where = f"{exc.path}:{exc.line}" if exc.line is not None else str(exc.path)
-                yield Skipped(where, exc.detail() + (f" (hint: {exc.hint})" if exc.hint else ""))
+        if defer and spec is not None:
+            for raw in transcripts.undecoded():
+                yield _skipped(raw, keep_going) if isinstance(raw, InputError) else _undecoded(raw, spec, keep_going)
+        else:
+            for item in transcripts:
+                try:
+                    if isinstance(item, InputError):
+                        raise item
+                    yield Scorable(item.rollout, *spec) if spec else _with_own_tools(item, envs, noted, policy)
+                except InputError as exc:
+                    yield _skipped(exc, keep_going)
         if not transcripts.read:
             print(f"prefix-exec: note: {path}: no conversation read", file=sys.stderr)
             continue
@@ -161,6 +167,27 @@ def _units(
         label = READERS[transcripts.format or PLAIN_FORMAT].label
         count = f"{transcripts.read} conversation{'s' if transcripts.read != 1 else ''}"
         print(f"prefix-exec: note: {path}: {count} read as {label} ({how})", file=sys.stderr)
+
+
+def _skipped(exc: InputError, keep_going: bool) -> Skipped:
+    """The unit ``exc`` says cannot be read; ``exc`` raised unless ``keep_going``."""
+    if not keep_going:
+        raise exc
+    where = f"{exc.path}:{exc.line}" if exc.line is not None else str(exc.path)
+    return Skipped(where, exc.detail() + (f" (hint: {exc.hint})" if exc.hint else ""))
+
+
+def _undecoded(decode: Callable[[], Transcript], spec: Spec, keep_going: bool) -> Undecoded:
+    return Undecoded(partial(_rollout_of, decode, keep_going), *spec)
+
+
+def _rollout_of(decode: Callable[[], Transcript], keep_going: bool) -> Rollout | Skipped:
+    """The rollout of a conversation ``decode`` reads (:meth:`TranscriptFile.undecoded`), or, with
+    ``keep_going``, why it cannot be read: an :class:`~prefix_exec.scoring.Undecoded` unit's decoding."""
+    try:
+        return decode().rollout
+    except InputError as exc:
+        return _skipped(exc, keep_going)
 
 
 def _with_own_tools(item: Transcript, envs: dict[str, OwnTools], noted: set[str], policy: EvidencePolicy) -> Scorable:

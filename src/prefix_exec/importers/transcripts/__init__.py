@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -61,16 +62,42 @@ class TranscriptFile:
         self._decided_at = ""
 
     def __iter__(self) -> Iterator[Transcript | InputError]:
+        for item in self._records():
+            if isinstance(item, InputError):
+                yield item
+                continue
+            try:
+                transcript = item()
+            except InputError as exc:
+                if not self.tolerant:
+                    raise
+                yield exc
+                continue
+            yield transcript
+            self.read += 1
+
+    def undecoded(self) -> Iterator[Callable[[], Transcript] | InputError]:
+        """As iterating, but each record is handed out undecoded, its format decided: calling it gives its
+        :class:`Transcript` (raising the :class:`InputError` iterating yields in its place), and may be done in
+        another process (it pickles: plain data and a module-level function). Here a record counts as read when
+        handed out (one that then fails to decode is reported where it is decoded)."""
+        for item in self._records():
+            yield item
+            if not isinstance(item, InputError):
+                self.read += 1
+
+    def _records(self) -> Iterator[Callable[[], Transcript] | InputError]:
+        """Each record with its reader (:func:`transcript_of` on it, not yet called), or the InputError of a
+        record or file that cannot be read (raised unless ``tolerant``)."""
         try:
             for line, prefix, data in records(self.path, tolerant=self.tolerant):
                 try:
                     if isinstance(data, InputError):
                         raise data
-                    reader = self._reader(data, line, prefix)
-                    yield transcript_of(
-                        data, self.identity, reader=reader, path=str(self.path), line=line, prefix=prefix
+                    reader = self._reader(data, line, prefix).name
+                    yield partial(
+                        transcript_of, data, self.identity, reader=reader, path=str(self.path), line=line, prefix=prefix
                     )
-                    self.read += 1
                 except InputError as exc:
                     if not self.tolerant:
                         raise
@@ -113,14 +140,16 @@ def transcript_of(
     data: Any,
     identity: Identity,
     *,
-    reader: Reader | None = None,
+    reader: Reader | str | None = None,
     path: str,
     line: int | None = None,
     prefix: str = "",
 ) -> Transcript:
-    """One record as a rollout, read by ``reader`` (detected from the record when ``None``). Raises
-    :class:`InputError` naming the field."""
+    """One record as a rollout, read by ``reader`` (or the one of :data:`READERS` so named; detected from the
+    record when ``None``). Raises :class:`InputError` naming the field."""
 
+    if isinstance(reader, str):
+        reader = READERS[reader]
     if reader is None:
         found = detect(data)[0]
         reader = READERS[found or "openai-chat"]
