@@ -20,8 +20,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
-from tqdm import tqdm
-
 from prefix_exec import budget, outputs
 from prefix_exec.deprecation import deprecated
 from prefix_exec.envs.base import Environment
@@ -273,6 +271,8 @@ class _Scorer:
         launcher: str = "local",
     ) -> None:
         """Score ``units`` into ``path`` (held locked by the caller), appending when ``resume``."""
+        from tqdm import tqdm  # here: a worker process imports this module, and never shows progress
+
         from prefix_exec.scoring_tickets import Admission
 
         admission = Admission(completed_keys(path, kind=RECORD_KIND) if resume else set())

@@ -16,12 +16,21 @@ from prefix_exec.cli.score_custom import add_spec_options, note_schema_only, pol
 from prefix_exec.envs.custom import CustomEnvironment, OwnTools, load_spec
 from prefix_exec.errors import InputError
 from prefix_exec.evidence import EvidencePolicy
-from prefix_exec.importers.transcripts import READERS, Identity, Transcript, TranscriptFile, openai_chat, tools_digest
+from prefix_exec.importers.transcripts import (
+    READERS,
+    Identity,
+    Transcript,
+    TranscriptFile,
+    openai_chat,
+    rollout_of,
+    tools_digest,
+    unreadable,
+)
 from prefix_exec.json_types import JsonObject
 from prefix_exec.jsonl import expand_inputs
 from prefix_exec.recipe import Recipe
 from prefix_exec.scoring import Scorable, Undecoded, numbered
-from prefix_exec.trajectory import Rollout, Skipped
+from prefix_exec.trajectory import Skipped
 
 #: The records' note when a conversation's own tools list served as its spec.
 SCHEMA_ONLY_NOTE = "schema checks only: the conversation's own tools list served as the spec (no --tools)"
@@ -150,7 +159,7 @@ def _units(
         transcripts = TranscriptFile(path, identity, format=forced, tolerant=keep_going)
         if defer and spec is not None:
             for raw in transcripts.undecoded():
-                yield _skipped(raw, keep_going) if isinstance(raw, InputError) else _undecoded(raw, spec, keep_going)
+                yield unreadable(raw, keep_going) if isinstance(raw, InputError) else _undecoded(raw, spec, keep_going)
         else:
             for item in transcripts:
                 try:
@@ -158,7 +167,7 @@ def _units(
                         raise item
                     yield Scorable(item.rollout, *spec) if spec else _with_own_tools(item, envs, noted, policy)
                 except InputError as exc:
-                    yield _skipped(exc, keep_going)
+                    yield unreadable(exc, keep_going)
         if not transcripts.read:
             print(f"prefix-exec: note: {path}: no conversation read", file=sys.stderr)
             continue
@@ -169,25 +178,9 @@ def _units(
         print(f"prefix-exec: note: {path}: {count} read as {label} ({how})", file=sys.stderr)
 
 
-def _skipped(exc: InputError, keep_going: bool) -> Skipped:
-    """The unit ``exc`` says cannot be read; ``exc`` raised unless ``keep_going``."""
-    if not keep_going:
-        raise exc
-    where = f"{exc.path}:{exc.line}" if exc.line is not None else str(exc.path)
-    return Skipped(where, exc.detail() + (f" (hint: {exc.hint})" if exc.hint else ""))
-
-
 def _undecoded(decode: Callable[[], Transcript], spec: Spec, keep_going: bool) -> Undecoded:
-    return Undecoded(partial(_rollout_of, decode, keep_going), *spec)
-
-
-def _rollout_of(decode: Callable[[], Transcript], keep_going: bool) -> Rollout | Skipped:
-    """The rollout of a conversation ``decode`` reads (:meth:`TranscriptFile.undecoded`), or, with
-    ``keep_going``, why it cannot be read: an :class:`~prefix_exec.scoring.Undecoded` unit's decoding."""
-    try:
-        return decode().rollout
-    except InputError as exc:
-        return _skipped(exc, keep_going)
+    # rollout_of is the importer's, not this module's: a worker that decodes imports no CLI (numpy, the parser)
+    return Undecoded(partial(rollout_of, decode, keep_going), *spec)
 
 
 def _with_own_tools(item: Transcript, envs: dict[str, OwnTools], noted: set[str], policy: EvidencePolicy) -> Scorable:

@@ -24,10 +24,20 @@ from prefix_exec.importers.transcripts.decoder import decode
 from prefix_exec.importers.transcripts.documents import records
 from prefix_exec.importers.transcripts.formats import READERS, SHAPES, Reader, detect, unknown_shape
 from prefix_exec.importers.transcripts.identity import Identity, identity_fields
-from prefix_exec.trajectory import Rollout
+from prefix_exec.trajectory import Rollout, Skipped
 from prefix_exec.trials import lookup
 
-__all__ = ["READERS", "Identity", "Transcript", "TranscriptFile", "lookup", "tools_digest", "transcript_of"]
+__all__ = [
+    "READERS",
+    "Identity",
+    "Transcript",
+    "TranscriptFile",
+    "lookup",
+    "rollout_of",
+    "tools_digest",
+    "transcript_of",
+    "unreadable",
+]
 
 
 @dataclass(frozen=True)
@@ -178,6 +188,24 @@ def transcript_of(
         metadata={"source": where.rstrip("."), **reader.metadata(data)},
     )
     return Transcript(rollout, data.get("tools"), reader.name, path, line, prefix)
+
+
+def unreadable(exc: InputError, keep_going: bool) -> Skipped:
+    """The unit ``exc`` says cannot be read, for scoring to list; ``exc`` raised unless ``keep_going``."""
+    if not keep_going:
+        raise exc
+    where = f"{exc.path}:{exc.line}" if exc.line is not None else str(exc.path)
+    return Skipped(where, exc.detail() + (f" (hint: {exc.hint})" if exc.hint else ""))
+
+
+def rollout_of(decode: Callable[[], Transcript], keep_going: bool) -> Rollout | Skipped:
+    """The rollout of the conversation ``decode`` reads (:meth:`TranscriptFile.undecoded`), or, with
+    ``keep_going``, why it cannot be read (:func:`unreadable`): an undecoded unit's decoding
+    (:class:`~prefix_exec.scoring.Undecoded`), which a worker process may do."""
+    try:
+        return decode().rollout
+    except InputError as exc:
+        return unreadable(exc, keep_going)
 
 
 def tools_digest(tools: Any) -> str:
