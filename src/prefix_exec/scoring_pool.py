@@ -30,7 +30,8 @@ import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
+from functools import partial
 from typing import Any, TextIO
 
 from prefix_exec.scoring import SYNC, Outcome, Replayer, Scorable, Sync, Undecoded, unit_name
@@ -99,26 +100,33 @@ def _scored(
     try:
         if launcher == "local":
             # Replay here first: an input done within IN_PROCESS_SECONDS never waits for workers; those that
-            # take longer find the workers started (after START_SECONDS) and through their imports meanwhile.
-            def start() -> None:
-                nonlocal transport
-                transport = Processes(replayer, workers, admission.done)
+            # take longer find the workers started and through their imports meanwhile: at once as many as there
+            # are cores this process leaves idle (their start costs this process a few milliseconds), the others
+            # after START_SECONDS (they would take a core from it).
+            processes: Processes | None = None
+
+            def start(count: int | None) -> None:
+                nonlocal processes, transport
+                if processes is None:
+                    processes = transport = Processes(replayer, workers, admission.done, first=0)
+                processes.start_first(count)
 
             def ready() -> bool:
-                return transport is not None and transport.ready()
+                return processes is not None and processes.ready()
 
-            here = _in_process(
-                tickets, replayer, admission, seconds=IN_PROCESS_SECONDS, at=(START_SECONDS, start), until=ready
-            )
+            early = min(workers, usable_cores() - 1)
+            steps = [*([(0.0, partial(start, early))] if early > 0 else []), (START_SECONDS, partial(start, None))]
+            here = _in_process(tickets, replayer, admission, seconds=IN_PROCESS_SECONDS, at=steps, until=ready)
             if (yield from here):
                 return
-        if transport is None:
-            if launcher == "ray":
-                from prefix_exec.scoring_ray import RayActors
+            start(None)
+        elif launcher == "ray":
+            from prefix_exec.scoring_ray import RayActors
 
-                transport = RayActors(replayer, workers, admission.done)
-            else:
-                transport = Processes(replayer, workers, admission.done)
+            transport = RayActors(replayer, workers, admission.done)
+        else:
+            transport = Processes(replayer, workers, admission.done)
+        assert transport is not None  # set by start() when local
         yield from _Schedule(tickets, transport, replayer, admission, workers, log).run()
     finally:
         if transport is not None:
@@ -131,14 +139,21 @@ def _in_process(
     admission: Admission,
     *,
     seconds: float | None = None,
-    at: tuple[float, Callable[[], None]] | None = None,
+    at: Sequence[tuple[float, Callable[[], None]]] = (),
     until: Callable[[], bool] | None = None,
 ) -> Generator[Outcome | Sync, None, bool]:
     """The outcomes of ``tickets`` replayed in this process, as with one worker, for at most ``seconds`` (all
     of them when ``None``), with :data:`~prefix_exec.scoring.SYNC` every :data:`SYNC_SECONDS`; ``at``: call
-    its function once its seconds have passed; ``until``: stop as soon as it is true. Returns whether
-    ``tickets`` ran out."""
+    each function once its seconds have passed (those of 0 before the first ticket); ``until``: stop as soon
+    as it is true. Returns whether ``tickets`` ran out."""
     started = synced = time.monotonic()
+    steps = deque(sorted(at, key=lambda step: step[0]))
+
+    def due(now: float) -> None:
+        while steps and now - started >= steps[0][0]:
+            steps.popleft()[1]()
+
+    due(started)
     for ticket in tickets:
         if isinstance(ticket, Scorable):
             yield replayer(ticket.rollout, ticket.env)
@@ -150,9 +165,7 @@ def _in_process(
         if now - synced >= SYNC_SECONDS:
             yield SYNC
             synced = now
-        if at is not None and now - started >= at[0]:
-            at[1]()
-            at = None
+        due(now)
         if (seconds is not None and now - started >= seconds) or (until is not None and until()):
             return False
     return True

@@ -77,7 +77,11 @@ class Processes:
 
     depth = DEPTH
 
-    def __init__(self, replayer: Replayer, workers: int, done: frozenset[UnitKey] = frozenset()) -> None:
+    def __init__(
+        self, replayer: Replayer, workers: int, done: frozenset[UnitKey] = frozenset(), *, first: int | None = None
+    ) -> None:
+        """``workers`` workers, ``first`` of them started now (all when ``None``), the others by :meth:`start_first`;
+        ``done``: the identities a worker that decodes a unit need not replay (already in the output)."""
         import multiprocessing
 
         self.context = multiprocessing.get_context(START_METHOD)
@@ -87,8 +91,14 @@ class Processes:
         self.outboxes: list[Any] = [None] * workers  # messages to it (non-blocking)
         self.unsent: list[bytearray] = [bytearray() for _ in range(workers)]
         self.started = [False] * workers  # READY came: the worker has its imports and settings
-        for worker in range(workers):
+        for worker in range(workers if first is None else min(first, workers)):
             self.start(worker)
+
+    def start_first(self, count: int | None = None) -> None:
+        """Start those of the first ``count`` workers (all when ``None``) not started yet."""
+        for worker, process in enumerate(self.processes[:count]):
+            if process is None:
+                self.start(worker)
 
     def start(self, worker: int) -> None:
         theirs, ours = self.context.Pipe(duplex=False)  # messages to the worker
@@ -108,6 +118,8 @@ class Processes:
     def ready(self) -> bool:
         """Whether every worker has said READY (or ended: collect reports that); never blocks."""
         for worker, inbox in enumerate(self.inboxes):
+            if inbox is None:  # not started yet
+                return False
             if not self.started[worker]:
                 try:
                     if not inbox.poll():
@@ -195,9 +207,10 @@ class Processes:
         self.outboxes[worker].close()
 
     def close(self) -> None:
-        for worker in range(len(self.processes)):
-            with contextlib.suppress(Exception):
-                self.stop(worker)
+        for worker, process in enumerate(self.processes):
+            if process is not None:
+                with contextlib.suppress(Exception):
+                    self.stop(worker)
 
 
 @contextlib.contextmanager

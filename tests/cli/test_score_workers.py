@@ -263,12 +263,23 @@ def test_usable_cores_and_exit_descriptions() -> None:
 def test_a_quick_input_is_replayed_here(
     ticketing: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """An input scored within START_SECONDS (and IN_PROCESS_SECONDS) starts no worker."""
+    """An input scored within START_SECONDS (and IN_PROCESS_SECONDS) starts no worker where no core is idle (one
+    core), and on two cores only the one worker the idle core takes, at once."""
     monkeypatch.setattr(scoring_pool, "IN_PROCESS_SECONDS", 3600.0)
     monkeypatch.setattr(scoring_pool, "START_SECONDS", 3600.0)
-    monkeypatch.setattr(scoring_pool.Processes, "__init__", lambda *a: pytest.fail("a worker was started"))
     args = ["custom", "--tools", str(ticketing / "tools.yaml"), str(ticketing / "rollouts.jsonl")]
-    assert score(args, tmp_path / "out.jsonl", 2) == 0
+    monkeypatch.setattr(scoring_pool, "usable_cores", lambda: 1)
+    with monkeypatch.context() as patched:
+        patched.setattr(scoring_pool.Processes, "__init__", lambda *a, **k: pytest.fail("a worker was started"))
+        assert score(args, tmp_path / "out.jsonl", 2) == 0
+    started: list[int] = []
+    real = scoring_pool.Processes.start
+    monkeypatch.setattr(
+        scoring_pool.Processes, "start", lambda self, worker: started.append(worker) or real(self, worker)
+    )
+    monkeypatch.setattr(scoring_pool, "usable_cores", lambda: 2)
+    assert score(args, tmp_path / "out.jsonl", 2, "--overwrite") == 0
+    assert started == [0]
 
 
 def test_what_cannot_be_sent_is_replayed_here(ticketing: Path, tmp_path: Path) -> None:
