@@ -11,9 +11,10 @@ no input is parsed again per rollout) or, without one, pickled; an environment t
 rollouts replayed in the reading process (said once on the log). Workers are spawned, as the runner's are
 (:mod:`prefix_exec.runner.launchers`): a fork would copy the reading process's threads' locks mid-use, and
 ToolSandbox deadlocks under fork. Spawning costs a Python start and this package's imports per worker, so
-with ``--launcher local`` the reading process replays the first rollouts itself, starts the workers after
-:data:`START_SECONDS` and hands rollouts to them once all of them are ready (at most
-:data:`IN_PROCESS_SECONDS` in). Records are fsynced in groups (:data:`SYNC_SECONDS`) from the start.
+with ``--launcher local`` the reading process replays the first rollouts itself, starts at once as many
+workers as there are cores it leaves idle and the others after :data:`START_SECONDS`, and hands rollouts to
+them once all of them are ready (at most :data:`IN_PROCESS_SECONDS` in). Records are fsynced in groups
+(:data:`SYNC_SECONDS`) from the start.
 
 A worker that dies (killed, out of memory in C) costs only the rollout it was replaying: that rollout is
 reported unscorable, a new worker starts and takes the rollouts queued behind it. Ctrl-C and SIGTERM end the
@@ -50,9 +51,10 @@ SYNC_SECONDS = 0.5
 #: (``--launcher local``; sooner when they are ready): starting workers costs a Python start and the imports
 #: each, about 1 s (tau2's import takes several), more than small or cheap inputs would save.
 IN_PROCESS_SECONDS = 2.0
-#: Seconds into that in-process scoring at which the workers are started; it ends as soon as all of them are
-#: ready (said READY: imports done), so no core waits. An input done sooner costs no worker; one done before
-#: they are ready costs their start, on other cores.
+#: Seconds into that in-process scoring at which the workers not started with it (those beyond the cores this
+#: process leaves idle) are started; it ends as soon as all of them are ready (said READY: imports done), so no
+#: core waits. An input done sooner costs only the workers idle cores took; one done before they are ready
+#: costs their start, on other cores.
 START_SECONDS = 0.5
 #: The launchers a ``score`` command takes (``--launcher``), as ``run --launcher`` has them.
 LAUNCHERS = ("local", "ray")

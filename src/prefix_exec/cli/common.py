@@ -64,8 +64,8 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"replay on N worker processes (default: the usable cores, {cores} here); the records file is byte "
         "for byte what --workers 1 (in this process) writes. Each worker holds its own copy of the environments "
-        "(about 50 MiB; 300 MiB for tau); workers start after 2 s of scoring in this process, so a quick input "
-        "starts none "
+        "(about 50 MiB; 300 MiB for tau); beyond the cores this process leaves idle, workers start after 0.5 s "
+        "of scoring in this process, so a quick input starts none of those "
         "(docs/architecture.md, 'Scoring on every core')",
     )
     parser.add_argument(
