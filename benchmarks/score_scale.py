@@ -13,11 +13,11 @@ The corpus is every real run the project holds (read in place, never copied):
   2,000+ real ones), ``score transcripts``. Not in the default set.
 
 Each worker count runs every chosen command as a user would (a fresh ``prefix-exec`` process, ``--keep-going``,
-so the records of files replay refuses are listed, not fatal), ``--repeats`` times; a repeat's time is the sum
-over the commands. Prints, per worker count, the median time, the rollouts scored per second and the ratio to
-``--workers 1`` measured in the same run, then checks that every worker count wrote byte-identical records
-(the benchmark is void otherwise). The load average is printed first and last: on a busy machine the ratio
-says little. N is the usable cores (``os.sched_getaffinity``). Run:
+so the records of files replay refuses are listed, not fatal), ``--repeats`` times, the worker counts in turn
+within each repeat; a repeat's time is the sum over the commands. Prints, per worker count, the median time,
+the rollouts scored per second and the ratio to ``--workers 1`` measured in the same run, then checks that
+every worker count wrote byte-identical records (the benchmark is void otherwise). The load average is printed
+first and last: on a busy machine the ratio says little. N is the usable cores (``os.sched_getaffinity``). Run:
 ``.venv/bin/python benchmarks/score_scale.py [--repeats 3] [--corpus bfcl,tau,transcripts] [--workers 1,2,4]``
 """
 
@@ -129,16 +129,17 @@ def main() -> None:
             CORPORA["transcripts-2200"][1] = str(Path(folder) / "transcripts-2200")
         for corpus in corpora:  # untimed: third-party modules compile into the cache, the files into memory
             score(corpus, 1, Path(folder) / "warm-up.jsonl", env)
-        medians: dict[int, float] = {}
         each: dict[tuple[str, int], list[float]] = {}  # (corpus, workers) -> its times
-        for workers in counts:
-            times = []
-            for _ in range(max(1, args.repeats)):
+        times: dict[int, list[float]] = {workers: [] for workers in counts}
+        # Every worker count in each repeat, one after the other: a load that comes and goes (another user of
+        # the machine) then weighs on all counts alike, not on the ones measured while it lasted.
+        for _ in range(max(1, args.repeats)):
+            for workers in counts:
                 runs = {c: score(c, workers, Path(folder) / f"{c}-{workers}.jsonl", env) for c in corpora}
                 for corpus, seconds in runs.items():
                     each.setdefault((corpus, workers), []).append(seconds)
-                times.append(sum(runs.values()))
-            medians[workers] = statistics.median(times)
+                times[workers].append(sum(runs.values()))
+        medians = {workers: statistics.median(times[workers]) for workers in counts}
         rows = {c: (Path(folder) / f"{c}-1.jsonl").read_bytes() for c in corpora}
         differ = [
             f"{c} at --workers {w}"
