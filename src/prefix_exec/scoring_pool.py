@@ -2,8 +2,8 @@
 
 The reading process keeps everything but the replays: it reads the inputs, checks identities, writes the
 records, all in input order (:mod:`prefix_exec.scoring`). Each rollout goes to a worker as soon as one has
-room (:data:`DEPTH` in flight each), and its outcome waits in a window of at most :data:`WINDOW` units per
-worker until every unit before it is written. So the file is byte for byte what one worker writes, a kill
+room (:data:`~prefix_exec.scoring_processes.DEPTH` in flight each), and its outcome waits in a window of at
+most :data:`WINDOW` units per worker until every unit before it is written. So the file is byte for byte what one worker writes, a kill
 loses at most the window, and ``--resume`` skips what was written.
 
 A worker gets each environment once, as its :class:`~prefix_exec.recipe.Recipe` (the worker builds it once:
@@ -36,12 +36,10 @@ from functools import partial
 from typing import Any, TextIO
 
 from prefix_exec.scoring import SYNC, Outcome, Replayer, Scorable, Sync, Undecoded, unit_name
-from prefix_exec.scoring_processes import DEPTH, START_METHOD, Died, Event, Processes, Transport, describe_exit
+from prefix_exec.scoring_processes import Died, Processes, Transport
 from prefix_exec.scoring_tickets import Admission
 from prefix_exec.scoring_worker import Decoded, Raised
 from prefix_exec.trajectory import Skipped
-
-__all__ = ["DEPTH", "LAUNCHERS", "START_METHOD", "Died", "Event", "Processes", "Transport", "describe_exit", "ordered"]
 
 WINDOW = 8
 #: Records are fsynced in a group at most this often, in process or when the pool waits (a kill keeps every

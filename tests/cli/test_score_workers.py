@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from prefix_exec import scoring_pool
+from prefix_exec import scoring_pool, scoring_processes
 from prefix_exec.cli import main
 from prefix_exec.scoring import hold_lock
 
@@ -255,9 +255,9 @@ def test_sigterm_ends_the_pool_cleanly_and_resume_finishes(ticketing: Path, tmp_
 
 def test_usable_cores_and_exit_descriptions() -> None:
     assert 1 <= scoring_pool.usable_cores() <= (os.cpu_count() or 1)
-    assert scoring_pool.describe_exit(-signal.SIGKILL) == "killed by SIGKILL, perhaps out of memory"
-    assert scoring_pool.describe_exit(-signal.SIGSEGV) == "killed by SIGSEGV"
-    assert scoring_pool.describe_exit(3) == "exit code 3"
+    assert scoring_processes.describe_exit(-signal.SIGKILL) == "killed by SIGKILL, perhaps out of memory"
+    assert scoring_processes.describe_exit(-signal.SIGSEGV) == "killed by SIGSEGV"
+    assert scoring_processes.describe_exit(3) == "exit code 3"
 
 
 def test_a_quick_input_is_replayed_here(
