@@ -3,8 +3,8 @@
 The reading process keeps everything but the replays: it reads the inputs, checks identities, writes the
 records, all in input order (:mod:`prefix_exec.scoring`). Each rollout goes to a worker as soon as one has
 room (:data:`~prefix_exec.scoring_processes.DEPTH` in flight each), and its outcome waits in a window of at
-most :data:`WINDOW` units per worker until every unit before it is written. So the file is byte for byte what one worker writes, a kill
-loses at most the window, and ``--resume`` skips what was written.
+most :data:`WINDOW` units per worker until every unit before it is written. So the file is byte for byte what
+one worker writes, a kill loses at most the window, and ``--resume`` skips what was written.
 
 A worker gets each environment once, as its :class:`~prefix_exec.recipe.Recipe` (the worker builds it once:
 no input is parsed again per rollout) or, without one, pickled; an environment that does not pickle has its
