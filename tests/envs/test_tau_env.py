@@ -577,3 +577,27 @@ def test_a_failed_call_leaves_no_reference_cycle(airline: TauEnvironment) -> Non
     finally:
         if enabled:
             gc.enable()
+
+
+def test_a_failed_call_keeps_the_callers_exception_traceback(airline: TauEnvironment) -> None:
+    """A call made while the caller handles an exception: the tool's exception is chained to the caller's
+    (``__context__``), whose traceback is the caller's own and must survive the call (a bare ``raise`` after
+    it shows where the caller's error came from)."""
+
+    def fail() -> None:
+        raise RuntimeError("the caller's own error")
+
+    session = airline.start("0")
+    try:
+        fail()
+    except RuntimeError as outer:
+        frames = len(list(_frames(outer.__traceback__)))
+        verdict = session.step(ToolCall("get_user_details", {"user_id": "nobody_0000"}))
+        assert not verdict.accepted
+        assert outer.__traceback__ is not None and len(list(_frames(outer.__traceback__))) == frames
+
+
+def _frames(tb: Any) -> Any:
+    while tb is not None:
+        yield tb.tb_frame
+        tb = tb.tb_next

@@ -32,6 +32,7 @@ state (``"Error: ..."`` for a tau2 error), also on rejections; ``reason`` is our
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -336,18 +337,21 @@ def _execute(env: TauEnvironment, db: Any, flag: WriteFlag, call: ToolCall, *, w
     """Run ``call`` on a toolkit over ``db``. Returns ``(True, value)`` or ``(False, exception)``; the exception
     (and those chained to it) without traceback: only its type and message are used."""
     toolkit = env.domain.make_toolkit(db)
+    handled = sys.exception()  # the caller's, when it calls while handling one: the tool's chains to it
     flag.call(read_only=not writing)
     try:
         # only the domain's tools; an unknown name fails with tau2's "Tool 'x' not found." message
         return True, invoke_tool(env.domain, toolkit, call.name, call.arguments)
     except Exception as exc:  # tau2 reports every tool exception as an error message; so do we
-        return False, _detached(exc)
+        return False, _detached(exc, handled)
     finally:
         flag.done()
 
 
-def _detached(exc: BaseException) -> BaseException:
-    """``exc`` with its traceback, and those of the exceptions chained to it, dropped.
+def _detached(exc: BaseException, handled: BaseException | None = None) -> BaseException:
+    """``exc`` with its traceback, and those of the exceptions chained to it, dropped; ``handled`` (the
+    exception the caller was handling when it called, which the tool's exception chains to as its
+    ``__context__``) and what it chains to are the caller's and keep theirs.
 
     A traceback holds the frames the exception passed through, and each frame its caller (``f_back``): the
     frame of whoever keeps the returned exception in a variable (``step``, ``_failure``). That is a reference
@@ -358,7 +362,7 @@ def _detached(exc: BaseException) -> BaseException:
     seen: set[int] = set()
     while pending:
         current = pending.pop()
-        if current is None or id(current) in seen:
+        if current is None or current is handled or id(current) in seen:
             continue
         seen.add(id(current))
         current.__traceback__ = None
