@@ -16,7 +16,8 @@ from pydantic import BaseModel, ValidationError, model_validator
 
 from prefix_exec.envs.tau import TauEnvironment, load_domain
 from prefix_exec.envs.tau.domain import _parse_json
-from prefix_exec.envs.tau.lazy import LazyTable, lazy_base, materialize
+from prefix_exec.envs.tau.lazy import InvalidRecord, LazyTable, lazy_base, materialize
+from prefix_exec.envs.tau.regrade import db_hash
 from prefix_exec.envs.tau.state import db_json, fork_db, lazy_db
 from prefix_exec.errors import InputError
 from prefix_exec.importers.tau import read_results
@@ -99,7 +100,7 @@ def test_a_bad_raw_record_fails_when_first_asked_for() -> None:
     raw["rows"]["a"]["value"] = "not a number"
     lazy = lazy_base(Store, raw)
     assert lazy.rows["b"].value == 1
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidRecord, match="rows record 'a' of the domain's DB does not validate"):
         lazy.rows["a"]
 
 
@@ -225,3 +226,21 @@ def test_a_sessions_db_dumps_as_tau2s_whatever_its_records_state(strict: bool) -
     session.step(ToolCall("get_reservation_details", {"reservation_id": reservation}))
     expected = domain.db_class.model_validate(raw).model_dump()
     assert session.db.model_dump() == expected
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_a_bad_record_of_the_domain_data_is_an_input_error_not_a_tool_error(strict: bool) -> None:
+    """Validated eagerly, a record tau2's model refuses failed the domain's load. Validated when a call first
+    reads it, its ValidationError must not come back as the tool's error message (the agent's failure, with a
+    label): the data is broken, whatever the agent did."""
+    domain, raw = _lazy_domain("airline")
+    user = next(iter(raw["users"]))
+    raw = {**raw, "users": {**raw["users"], user: {**raw["users"][user], "membership": 7}}}
+    domain = dataclasses.replace(domain, base_db=lazy_base(domain.db_class, raw))
+    session = TauEnvironment(domain).start("0", strict=strict)
+    with pytest.raises(InputError, match=f"users.*{user}"):
+        session.step(ToolCall("get_user_details", {"user_id": user}))
+    with pytest.raises(InputError, match=f"users.*{user}"):
+        session.step(ToolCall("send_certificate", {"user_id": user, "amount": 100}))
+    with pytest.raises(InputError, match=f"users.*{user}"):
+        db_hash(TauEnvironment(domain), "0", [("get_user_details", {"user_id": user})])

@@ -31,28 +31,38 @@ from collections.abc import ItemsView, Iterator, Mapping, ValuesView
 from contextlib import contextmanager
 from typing import Any
 
+from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonObject
 
 
 class LazyTable(dict[str, Any]):
     """One table of a lazy base DB: key -> raw record (a plain ``dict``) until first asked for, then the
-    validated record. ``record`` is the table's record class. Never mutated by its users (it is a base DB's).
+    validated record. ``record`` is the table's record class, ``name`` the table's field name (for messages).
+    Never mutated by its users (it is a base DB's).
     """
 
-    __slots__ = ("_raw", "_record")
+    __slots__ = ("_name", "_raw", "_record")
 
-    def __init__(self, raw: Mapping[str, JsonObject], record: Any) -> None:
+    def __init__(self, raw: Mapping[str, JsonObject], record: Any, name: str = "table") -> None:
         super().__init__(raw)
         self._raw = dict(raw)  # the raw records, kept for private copies after validation replaced them
         self._record = record
+        self._name = name
 
     def record(self, key: str) -> Any:
-        """The shared validated record of ``key`` (validated into the table the first time); ``KeyError``."""
+        """The shared validated record of ``key`` (validated into the table the first time); ``KeyError``,
+        :class:`InvalidRecord` for a raw record the record class refuses."""
         value = dict.__getitem__(self, key)
         if type(value) is dict:
-            value = self._record.model_validate(value)
+            value = self._validated(key)
             dict.__setitem__(self, key, value)
         return value
+
+    def _validated(self, key: str) -> Any:
+        try:
+            return self._record.model_validate(self._raw[key])
+        except ValueError as exc:  # pydantic's ValidationError: the domain's data, not the caller, is wrong
+            raise InvalidRecord(f"{self._name} record {key!r} of the domain's DB does not validate: {exc}") from None
 
     def holds(self, key: str, value: Any) -> bool:
         """Whether ``value`` is ``key``'s initial record here: its raw record or its shared validated one."""
@@ -61,7 +71,7 @@ class LazyTable(dict[str, Any]):
     def fresh(self, key: str) -> Any:
         """A private copy of ``key``'s initial record, validated from its raw record (shares no object with
         the table, whose raw records validation only reads)."""
-        return self._record.model_validate(self._raw[key])
+        return self._validated(key)
 
     def validate_all(self) -> None:
         """Validate every record still raw (before a whole-table read), with the collector paused."""
@@ -117,6 +127,12 @@ class LazyTable(dict[str, Any]):
         return self.__reduce__()
 
 
+class InvalidRecord(InputError):
+    """A record of a domain's ``db.json`` its record class refuses, found when first read (eagerly validated,
+    it failed the domain's load). An input error, not a tool's: a session lets it through rather than make
+    it the tool call's error message."""
+
+
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """The cyclic garbage collector off while the block runs, then the young generations collected once.
@@ -142,11 +158,11 @@ def collector_paused() -> Iterator[None]:
 def lazy_base(db_class: Any, raw: Any) -> Any:
     """``db_class.model_validate(raw)``, with its tables' records validated only when first needed when
     ``db_class`` and ``raw`` allow it (see the module docstring), else validated now. A record that does not
-    validate raises when it is first asked for, not here."""
+    validate raises :class:`InvalidRecord` (an :class:`InputError`) when it is first asked for, not here."""
     records = _lazy_record_types(db_class)
     if records is None or not _raw_tables(raw, records):
         return db_class.model_validate(raw)
-    return db_class.model_construct(**{name: LazyTable(raw[name], record) for name, record in records.items()})
+    return db_class.model_construct(**{name: LazyTable(raw[name], record, name) for name, record in records.items()})
 
 
 def materialize(db: Any) -> Any:

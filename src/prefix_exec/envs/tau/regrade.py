@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
 from prefix_exec.envs.tau.dispatch import invoke_tool
+from prefix_exec.envs.tau.lazy import InvalidRecord
 from prefix_exec.envs.tau.results import LoadedResults, ReadResults
 from prefix_exec.envs.tau.session import TauEnvironment
 from prefix_exec.envs.tau.state import RecordTexts, db_json, lazy_db, per_db_cache
@@ -81,6 +82,8 @@ def db_hash(env: TauEnvironment, task_id: str, calls: Iterable[tuple[str, JsonMa
         flag.call(read_only=spec is not None and spec.read_only)
         try:  # only the domain's tools run, calculate as our bounded version (dispatch.invoke_tool)
             invoke_tool(env.domain, toolkit, name, arguments if isinstance(arguments, Mapping) else {})
+        except InvalidRecord:  # the domain's data is broken: no hash to compare
+            raise
         except Exception:  # a failing call leaves the DB as tau2 leaves it; the evaluator ignores the error
             pass
         finally:

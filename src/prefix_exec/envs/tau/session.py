@@ -41,7 +41,7 @@ from prefix_exec.envs.tau.dispatch import invoke_tool
 from prefix_exec.envs.tau.domain import Domain, to_json_text
 from prefix_exec.envs.tau.information import Evidence, Timeline, call_messages, conversation_timeline, unseen
 from prefix_exec.envs.tau.labels import label_error
-from prefix_exec.envs.tau.lazy import materialize
+from prefix_exec.envs.tau.lazy import InvalidRecord, materialize
 from prefix_exec.envs.tau.state import WriteFlag, fork_db, lazy_db
 from prefix_exec.envs.tau.tasks import apply_initial_state, expected_actions
 from prefix_exec.json_types import JsonMapping, JsonObject
@@ -342,6 +342,8 @@ def _execute(env: TauEnvironment, db: Any, flag: WriteFlag, call: ToolCall, *, w
     try:
         # only the domain's tools; an unknown name fails with tau2's "Tool 'x' not found." message
         return True, invoke_tool(env.domain, toolkit, call.name, call.arguments)
+    except InvalidRecord:  # the domain's data is broken, whatever the call: not the tool's error message
+        raise
     except Exception as exc:  # tau2 reports every tool exception as an error message; so do we
         return False, _detached(exc, handled)
     finally:
