@@ -29,6 +29,7 @@ from timing import median_run
 
 from prefix_exec.envs.tau import TauEnvironment, load_domain
 from prefix_exec.envs.tau import regrade as regrade_module
+from prefix_exec.envs.tau.lazy import materialize
 from prefix_exec.envs.tau.regrade import Regrade, regrade_db
 from prefix_exec.importers.tau import TauResults, read_results
 from shared_folder import shared_data
@@ -46,8 +47,9 @@ def regrade_all(files: dict[str, TauResults]) -> list[Regrade]:
 
 
 def whole_dump(db: Any, texts: Any) -> str:
-    """The text tau2's ``get_dict_hash`` hashes, written whole: the baseline's stand-in for ``db_json``."""
-    return json.dumps(db.model_dump(), sort_keys=True, default=str)
+    """The text tau2's ``get_dict_hash`` hashes, written whole: the baseline's stand-in for ``db_json``. The DB
+    is materialized first: over a lazy base its tables may hold raw records, which dump without tau2's defaults."""
+    return json.dumps(materialize(db).model_dump(), sort_keys=True, default=str)
 
 
 def main() -> None:

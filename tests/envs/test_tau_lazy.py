@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import gc
+import importlib.util
 import json
 import pickle
 from pathlib import Path
@@ -23,6 +24,8 @@ from prefix_exec.errors import InputError
 from prefix_exec.importers.tau import read_results
 from prefix_exec.replay import replay
 from prefix_exec.trajectory import ToolCall
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 class Record(BaseModel):
@@ -244,3 +247,16 @@ def test_a_bad_record_of_the_domain_data_is_an_input_error_not_a_tool_error(stri
         session.step(ToolCall("send_certificate", {"user_id": user, "amount": 100}))
     with pytest.raises(InputError, match=f"users.*{user}"):
         db_hash(TauEnvironment(domain), "0", [("get_user_details", {"user_id": user})])
+
+
+def test_the_regrade_benchmarks_baseline_writes_tau2s_text_over_a_lazy_base(monkeypatch: pytest.MonkeyPatch) -> None:
+    """benchmarks/regrade.py's baseline (tau2's whole ``model_dump``) must hash what ``db_json`` hashes, whether
+    or not the side timed before it validated the base's records (a raw record dumps without its defaults)."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))  # as when run as a script: its helpers beside it
+    spec = importlib.util.spec_from_file_location("regrade_benchmark", BENCHMARKS / "regrade.py")
+    assert spec is not None and spec.loader is not None
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+    domain, _ = _lazy_domain("retail")
+    db, _ = lazy_db(domain.base_db, initial=True)
+    assert benchmark.whole_dump(db, {}) == db_json(db, {})
