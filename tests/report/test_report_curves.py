@@ -103,7 +103,8 @@ def test_figure1_draws_each_curve_with_its_reach_line_and_a_caption(
     caption = fig.get_supxlabel()
     assert "ended" in caption and "failure" in caption and "n_k / N" in caption
     # dual-loop never fails: its curve is on its reach line, and the panel says so
-    assert any("dual-loop: PEC(k) = n_k / N" in t.get_text() for t in ax.texts)
+    notes = [t.get_text() for t in ax.texts] + [box.get_title().get_text() for box in ax.artists]
+    assert any("dual-loop: PEC(k) = n_k / N" in note for note in notes)
 
 
 def test_the_eligible_view_draws_its_band_and_n_k(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
