@@ -107,8 +107,9 @@ class CopyOnAccess(dict[str, Any]):
             dict.__setitem__(self, key, value)
         return value
 
-    def resolve_all(self) -> None:
-        """Replace every raw record still stored by the base's validated one (before a whole-table read)."""
+    def validate_all(self) -> None:
+        """Replace every raw record still stored by the base's validated one (before a whole-table read; the
+        name :func:`~.lazy.materialize` calls on every table, as on a :class:`~.lazy.LazyTable`)."""
         origin = self._origin
         if isinstance(origin, LazyTable):
             keys = [key for key, value in dict.items(self) if type(value) is dict]
@@ -116,8 +117,6 @@ class CopyOnAccess(dict[str, Any]):
                 origin.validate_all()  # validated in one go, the collector paused
                 for key in keys:
                     self._resolve(key, dict.__getitem__(self, key))
-
-    validate_all = resolve_all  # lazy.materialize's name for it
 
     def _copy(self, key: str, value: Any) -> Any:
         origin, pickles = self._origin, self._pickles
@@ -173,7 +172,7 @@ class CopyOnAccess(dict[str, Any]):
         if self._flag.writing:
             self.own_all()
         else:
-            self.resolve_all()
+            self.validate_all()
 
     def disown(self) -> None:
         """Treat every stored record as shared again (after a fork made another table point at them)."""
