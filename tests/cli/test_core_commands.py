@@ -116,6 +116,41 @@ def test_help_for_every_command(argv, capsys):
     assert "usage: prefix-exec" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    ("argv", "module"),
+    [(["score", "transcripts"], "score_transcripts"), (["score", "openai"], "score_transcripts"), (["run"], "run")],
+)
+def test_a_command_loads_only_its_own_module(argv, module):
+    """The parser of a named subcommand registers that one alone: no other command's module (nor numpy, for a
+    score command) is imported to run it. In a fresh interpreter: this one has imported everything."""
+    code = (
+        "import json, sys\n"
+        "from prefix_exec.cli import build_parser\n"
+        f"build_parser({argv!r})\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('prefix_exec.cli.'))))\n"
+        "print('numpy' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded, numpy = done.stdout.splitlines()
+    assert f"prefix_exec.cli.{module}" in json.loads(loaded)
+    others = {f"prefix_exec.cli.{name}" for name in ("metrics", "report", "demo", "guard", "sample", "score_tau")}
+    assert not others.intersection(json.loads(loaded)) - {f"prefix_exec.cli.{module}"}
+    if argv[0] == "score":
+        assert numpy == "False"
+
+
+def test_version_and_an_unknown_command_see_every_command(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.startswith("prefix-exec ")
+    with pytest.raises(SystemExit) as info:
+        main(["scor"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'scor'" in err and "'metrics'" in err and "'guard'" in err
+
+
 def test_metrics_compare_gives_paired_differences(ticketing, tmp_path, capsys):
     records = tmp_path / "rec.jsonl"
     score_example(ticketing, records)

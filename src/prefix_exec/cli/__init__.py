@@ -12,7 +12,7 @@ import errno
 import importlib
 import sys
 from collections.abc import Sequence
-from importlib import metadata
+from typing import Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.extras import missing_message
@@ -27,6 +27,8 @@ SCORE_COMMANDS: tuple[tuple[str, str], ...] = (
     ("tau", "prefix_exec.cli.score_tau"),
     ("inspect", "prefix_exec.cli.score_inspect"),
 )
+#: Other names of ``score`` subcommands (their modules register them): alias -> name.
+SCORE_ALIASES = {"openai": "transcripts"}
 #: Top-level subcommands other than ``score``.
 COMMANDS: tuple[tuple[str, str], ...] = (
     ("metrics", "prefix_exec.cli.metrics"),
@@ -38,7 +40,10 @@ COMMANDS: tuple[tuple[str, str], ...] = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The whole command line; given the ``argv`` it will parse, only the subcommand that ``argv`` names is
+    registered (each subcommand's module and what it imports load in a few tenths of a second together, paid by
+    every command otherwise), and all of them when ``argv`` names none it knows (``--help``, a typo)."""
     parser = argparse.ArgumentParser(
         prog="prefix-exec",
         description=(
@@ -48,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog="Run 'prefix-exec COMMAND --help' for the options of one command.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=_Version, help="show the program's version number and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     score = commands.add_parser(
         "score",
@@ -56,14 +61,42 @@ def build_parser() -> argparse.ArgumentParser:
         description="Replay rollouts prefix by prefix and write scored records (JSONL), one per rollout.",
     )
     benchmarks = score.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
+    named = _named(argv)
     for name, module in SCORE_COMMANDS:
-        importlib.import_module(module).register(benchmarks, name)
+        if named is None or named == ("score", name):
+            importlib.import_module(module).register(benchmarks, name)
     for name, module in COMMANDS:
-        importlib.import_module(module).register(commands, name)
+        if named is None or named == (name,):
+            importlib.import_module(module).register(commands, name)
     return parser
 
 
+def _named(argv: Sequence[str] | None) -> tuple[str, ...] | None:
+    """The subcommand ``argv`` names as its first words (``("score", "tau")``, ``("metrics",)``); ``None`` when
+    they name none of them."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    if len(words) >= 2 and words[0] == "score":
+        name = SCORE_ALIASES.get(words[1], words[1])
+        return ("score", name) if name in dict(SCORE_COMMANDS) else None
+    if words and words[0] in dict(COMMANDS):
+        return (words[0],)
+    return None
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed version, looked up only when asked (importlib.metadata takes 0.1 s)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option: Any = None) -> None:
+        print(f"{parser.prog} {_version()}")  # on stdout, as argparse's own version action
+        parser.exit()
+
+
 def _version() -> str:
+    from importlib import metadata
+
     try:
         return metadata.version("prefix-exec")
     except metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree without install
@@ -91,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         code: int = args.handler(args)

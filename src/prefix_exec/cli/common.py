@@ -12,7 +12,6 @@ from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonObject
 from prefix_exec.scoring import ScoreReport
 from prefix_exec.scoring_pool import LAUNCHERS, usable_cores
-from prefix_exec.stats import DEFAULT_RESAMPLES
 from prefix_exec.trials import Numbering, TrialSource
 
 
@@ -103,6 +102,8 @@ def consistency_path(args: argparse.Namespace, inputs: Iterable[str | Path]) -> 
 def add_summary_options(parser: argparse.ArgumentParser) -> None:
     """How ``metrics`` and ``report`` summarize records: bootstrap resamples and seed, and whether records of
     one dataset made on different task sets may pool (:mod:`prefix_exec.tasksets`)."""
+    from prefix_exec.stats import DEFAULT_RESAMPLES  # here: stats imports numpy, which score commands need not
+
     parser.add_argument(
         "--resamples", type=resample_count, default=DEFAULT_RESAMPLES, help="bootstrap resamples (default: %(default)s)"
     )
