@@ -161,3 +161,29 @@ def test_numbered_rollouts_resume_onto_the_same_trials(tmp_path: Path) -> None:
         "trial 1 by input order",
         "trial 2 by input order",
     ]
+
+
+@pytest.mark.parametrize(("seconds", "expected"), [(3600.0, 1), (0.0, 6)])
+def test_records_are_fsynced_in_groups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seconds: float, expected: int
+) -> None:
+    """One worker fsyncs as the pool does: at most every SYNC_SECONDS (here: never before the end, or after
+    every record) and once at the end; every record is flushed as written (a kill keeps it)."""
+    import os
+
+    from prefix_exec import scoring
+
+    synced: list[int] = []
+    monkeypatch.setattr(scoring, "SYNC_SECONDS", seconds)
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd))
+    out = tmp_path / "out.jsonl"
+    flushed: list[int] = []
+
+    def seen(record: object) -> None:  # called once the record is written: it is in the file already
+        flushed.append(out.read_text(encoding="utf-8").count("\n"))
+
+    rollouts = [replace(rollout(("inc", {})), trial=trial) for trial in range(5)]
+    report = score_to_file(paired(rollouts, CounterEnv()), out, on_record=seen)
+    assert report.written == 5
+    assert flushed == [1, 2, 3, 4, 5]
+    assert len(synced) == expected

@@ -10,7 +10,7 @@ from prefix_exec.jsonl import UnitKey
 from prefix_exec.scoring import Replayer, Scorable, Undecoded
 from prefix_exec.scoring_processes import Died
 from prefix_exec.scoring_tickets import Admission
-from prefix_exec.scoring_worker import Decoded, Shelf, decode_on
+from prefix_exec.scoring_worker import Decoded, Shelf, decode_on, replay_on
 from prefix_exec.trajectory import Rollout, Skipped
 from prefix_exec.trials import Numbering
 from test_replay import CounterEnv, rollout
@@ -34,7 +34,7 @@ def undecoded(unit: Rollout | Skipped, numbering: Numbering | None = None) -> Un
 def in_a_worker(unit: Undecoded, done: frozenset[UnitKey] = frozenset()) -> Decoded | None:
     shelf = Shelf()
     shelf.built[0] = unit.env
-    return decode_on(shelf, REPLAYER, unit.decode, 0, done)
+    return decode_on(partial(replay_on, shelf, REPLAYER, token=0), unit.decode, done)
 
 
 def units(numbering: Numbering) -> list[Undecoded]:

@@ -3,8 +3,9 @@
 Every benchmark's ``score`` command funnels through :func:`score_to_file`. It takes :class:`Scorable` pairs,
 each rollout with the environment it replays on (so one run may mix environments: two tau domains, BFCL and
 tau samples of inspect logs), or :class:`~prefix_exec.trajectory.Skipped` for an input unit that could not be
-read; replay errors become ``Skipped`` too when the user asked to keep going. Records are appended and fsynced
-one by one, so a kill loses at most the rollouts in flight, and ``resume`` skips units already in the file.
+read; replay errors become ``Skipped`` too when the user asked to keep going. Records are appended and flushed
+one by one, so a kill loses at most the rollouts in flight, and fsynced in groups (:data:`SYNC_SECONDS`), so a
+crash of the machine loses at most the last group; ``resume`` skips units already in the file.
 With ``workers`` > 1 the replays run in worker processes (:mod:`prefix_exec.scoring_pool`) and the records
 are written in input order all the same: the file is byte for byte the one a single worker writes.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import sys
+import time
 from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -221,10 +223,15 @@ def _drop_if_empty(path: Path, fresh: bool) -> None:
 Outcome = PrefixRecord | Skipped | None
 
 
+#: Records are fsynced in a group at most this often, and at the end (each is flushed to the kernel as it is
+#: written, so a kill of the process keeps it; a crash of the machine may lose the last group). One fsync a
+#: record costs about a millisecond on these machines: as much as reading and writing the record.
+SYNC_SECONDS = 0.5
+
+
 class Sync:
-    """Between outcomes: the pool is about to wait for its workers, so the records written since the last fsync
-    are fsynced now, one fsync for the group (:class:`~prefix_exec.jsonl.JsonlWriter`); the records after the
-    first one are written unsynced, each group fsynced at the next (or at the end)."""
+    """Between outcomes: the records written since the last fsync are fsynced now, one fsync for the group
+    (:class:`~prefix_exec.jsonl.JsonlWriter`); those written after it are fsynced at the next (or at the end)."""
 
 
 SYNC = Sync()
@@ -277,15 +284,14 @@ class _Scorer:
 
         admission = Admission(completed_keys(path, kind=RECORD_KIND) if resume else set())
         outcomes: Generator[Outcome | Sync]
-        grouped = workers > 1 or launcher != "local"  # the pool yields SYNC when records are to be fsynced
-        if grouped:
+        if workers > 1 or launcher != "local":
             from prefix_exec.scoring_pool import ordered
 
             tickets = admission.deferring(units)
             outcomes = ordered(tickets, self.replayer, admission, workers=workers, launcher=launcher, log=self.log)
         else:
             settled = admission.tickets(units)
-            outcomes = (self.replayer(t.rollout, t.env) if isinstance(t, Scorable) else t for t in settled)
+            outcomes = add_syncs(self.replayer(t.rollout, t.env) if isinstance(t, Scorable) else t for t in settled)
         with (
             JsonlWriter(path, append=resume) as writer,
             tqdm(total=total, desc=desc, unit="rollout", disable=None, file=sys.stderr) as bar,
@@ -301,18 +307,13 @@ class _Scorer:
                 elif outcome is None:
                     self.report.resumed += 1
                 else:
-                    # With workers, records are fsynced in groups, when the pool waits (SYNC) and at the end:
-                    # one fsync a record would cost the reading process more than the replays it hands out.
-                    self.write(writer, outcome, sync=not grouped)
+                    self.write(writer, outcome)
 
-    def write(self, writer: JsonlWriter, record: PrefixRecord, *, sync: bool = True) -> None:
+    def write(self, writer: JsonlWriter, record: PrefixRecord) -> None:
         row = record_to_json(record)
         if "metadata" in row:  # an input's settings (another tool's api_base) lose URL credentials
             row["metadata"] = redact_json(row["metadata"])
-        if sync:
-            writer.write(row)
-        else:
-            writer.write(row, sync=False)
+        writer.write(row, sync=False)  # fsynced in groups (SYNC)
         self.report.written += 1
         self.report.executable += int(record.executable)
         if self.on_record is not None:
@@ -326,6 +327,16 @@ class _Scorer:
             )
         self.report.skipped.append(unit)
         print(f"prefix-exec: skipped {unit.where}: {unit.error}", file=self.log)
+
+
+def add_syncs(outcomes: Iterator[Outcome]) -> Generator[Outcome | Sync]:
+    """``outcomes`` with :data:`SYNC` after any of them that comes :data:`SYNC_SECONDS` or more after the last."""
+    synced = time.monotonic()
+    for outcome in outcomes:
+        yield outcome
+        if time.monotonic() - synced >= SYNC_SECONDS:
+            yield SYNC
+            synced = time.monotonic()
 
 
 @contextmanager

@@ -1,20 +1,23 @@
-"""Replay on every core: ``score --workers N`` (worker processes) and ``--launcher ray`` (Ray actors).
+"""Replay on every core: ``score --workers N`` (processes) and ``--launcher ray`` (Ray actors).
 
 The reading process keeps everything but the replays: it reads the inputs, checks identities, writes the
 records, all in input order (:mod:`prefix_exec.scoring`). Each rollout goes to a worker as soon as one has
 room (:data:`~prefix_exec.scoring_processes.DEPTH` in flight each), and its outcome waits in a window of at
-most :data:`WINDOW` units per worker until every unit before it is written. So the file is byte for byte what
-one worker writes, a kill loses at most the window, and ``--resume`` skips what was written.
+most :data:`WINDOW` units per replaying process until every unit before it is written. So the file is byte
+for byte what one worker writes, a kill loses at most the window, and ``--resume`` skips what was written.
+
+With ``--launcher local``, ``--workers N`` is N replaying processes: this one and N - 1 workers. This process
+replays a rollout itself whenever no ready worker has room for one: while the workers start (a Python start and
+this package's imports each, about 0.3 s; tau2's take several), so an input done before they are ready never
+waits for them, and whenever every worker is busy, so no core waits on this one. It starts at once as many
+workers as there are cores it leaves idle, the others after :data:`START_SECONDS`.
 
 A worker gets each environment once, as its :class:`~prefix_exec.recipe.Recipe` (the worker builds it once:
 no input is parsed again per rollout) or, without one, pickled; an environment that does not pickle has its
 rollouts replayed in the reading process (said once on the log). Workers are spawned, as the runner's are
 (:mod:`prefix_exec.runner.launchers`): a fork would copy the reading process's threads' locks mid-use, and
-ToolSandbox deadlocks under fork. Spawning costs a Python start and this package's imports per worker, so
-with ``--launcher local`` the reading process replays the first rollouts itself, starts at once as many
-workers as there are cores it leaves idle and the others after :data:`START_SECONDS`, and hands rollouts to
-them once all of them are ready (at most :data:`IN_PROCESS_SECONDS` in). Records are fsynced in groups
-(:data:`SYNC_SECONDS`) from the start.
+ToolSandbox deadlocks under fork. Records are fsynced in groups, as with one worker
+(:data:`~prefix_exec.scoring.SYNC_SECONDS`).
 
 A worker that dies (killed, out of memory in C) costs only the rollout it was replaying: that rollout is
 reported unscorable, a new worker starts and takes the rollouts queued behind it. Ctrl-C and SIGTERM end the
@@ -31,29 +34,42 @@ import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator
 from functools import partial
 from typing import Any, TextIO
 
-from prefix_exec.scoring import SYNC, Outcome, Replayer, Scorable, Sync, Undecoded, unit_name
+from prefix_exec.envs.base import Environment
+from prefix_exec.scoring import (
+    SYNC,
+    SYNC_SECONDS,
+    EnvFor,
+    Outcome,
+    Replayer,
+    Scorable,
+    Sync,
+    Undecoded,
+    add_syncs,
+    unit_name,
+)
 from prefix_exec.scoring_processes import Died, Processes, Transport
 from prefix_exec.scoring_tickets import Admission
-from prefix_exec.scoring_worker import Decoded, Raised
-from prefix_exec.trajectory import Skipped
+from prefix_exec.scoring_worker import Decoded, Raised, decode_on
+from prefix_exec.trajectory import Rollout, Skipped
 
 WINDOW = 8
-#: Records are fsynced in a group at most this often, in process or when the pool waits (a kill keeps every
-#: record written: each is flushed to the kernel; a machine crash may lose the last group), and at the end.
-SYNC_SECONDS = 0.5
-#: At most this many seconds of scoring are done in the reading process before workers take the rollouts
-#: (``--launcher local``; sooner when they are ready): starting workers costs a Python start and the imports
-#: each, about 1 s (tau2's import takes several), more than small or cheap inputs would save.
-IN_PROCESS_SECONDS = 2.0
-#: Seconds into that in-process scoring at which the workers not started with it (those beyond the cores this
-#: process leaves idle) are started; it ends as soon as all of them are ready (said READY: imports done), so no
-#: core waits. An input done sooner costs only the workers idle cores took; one done before they are ready
-#: costs their start, on other cores.
+#: Seconds after the start at which the workers not started at once (those beyond the cores this process leaves
+#: idle) are started: they would take a core from this process, worth it only for an input that lasts.
 START_SECONDS = 0.5
+#: Whether, with ``--launcher local``, this process replays a rollout when no ready worker has room (see the
+#: module docstring); when false (tests of the workers), ``--workers N`` starts N workers and this process only
+#: reads and writes.
+REPLAY_HERE = True
+#: With ``REPLAY_HERE``, each worker is given rollouts enough for about this many seconds of replay (judged by
+#: the rollouts replayed here; at most :data:`MOST_HELD` and at least the transport's depth): while this process
+#: replays one, or reads a file, a worker must not run out of rollouts. Short, so that at the end no worker is
+#: left with a queue while this process waits.
+QUEUE_SECONDS = 0.02
+MOST_HELD = 64
 #: The launchers a ``score`` command takes (``--launcher``), as ``run --launcher`` has them.
 LAUNCHERS = ("local", "ray")
 
@@ -96,79 +112,39 @@ def _scored(
     if not _sendable(replayer, log):
         yield from _in_process(tickets, replayer, admission)
         return
-    transport: Transport | None = None
+    transport: Transport
+    here = launcher == "local" and REPLAY_HERE
+    count = workers - 1 if here else workers  # here: this process is one of the N
+    start_later: Callable[[], None] | None = None
+    if launcher == "ray":
+        from prefix_exec.scoring_ray import RayActors
+
+        transport = RayActors(replayer, count, admission.done)
+    elif here:
+        early = min(count, usable_cores() - 1)  # at once as many as there are cores this process leaves idle
+        processes = transport = Processes(replayer, count, admission.done, first=early)
+        if early < count:
+            start_later = processes.start_first
+    else:
+        transport = Processes(replayer, count, admission.done)
+    schedule = _Schedule(tickets, transport, replayer, admission, count, log, here=here, start_later=start_later)
     try:
-        if launcher == "local":
-            # Replay here first: an input done within IN_PROCESS_SECONDS never waits for workers; those that
-            # take longer find the workers started and through their imports meanwhile: at once as many as there
-            # are cores this process leaves idle (their start costs this process a few milliseconds), the others
-            # after START_SECONDS (they would take a core from it).
-            processes: Processes | None = None
-
-            def start(count: int | None) -> None:
-                nonlocal processes, transport
-                if processes is None:
-                    processes = transport = Processes(replayer, workers, admission.done, first=0)
-                processes.start_first(count)
-
-            def ready() -> bool:
-                return processes is not None and processes.ready()
-
-            early = min(workers, usable_cores() - 1)
-            steps = [*([(0.0, partial(start, early))] if early > 0 else []), (START_SECONDS, partial(start, None))]
-            here = _in_process(tickets, replayer, admission, seconds=IN_PROCESS_SECONDS, at=steps, until=ready)
-            if (yield from here):
-                return
-            start(None)
-        elif launcher == "ray":
-            from prefix_exec.scoring_ray import RayActors
-
-            transport = RayActors(replayer, workers, admission.done)
-        else:
-            transport = Processes(replayer, workers, admission.done)
-        assert transport is not None  # set by start() when local
-        yield from _Schedule(tickets, transport, replayer, admission, workers, log).run()
+        yield from schedule.run()
     finally:
-        if transport is not None:
-            transport.close()
+        transport.close()
 
 
-def _in_process(
-    tickets: Iterator[Ticket],
-    replayer: Replayer,
-    admission: Admission,
-    *,
-    seconds: float | None = None,
-    at: Sequence[tuple[float, Callable[[], None]]] = (),
-    until: Callable[[], bool] | None = None,
-) -> Generator[Outcome | Sync, None, bool]:
-    """The outcomes of ``tickets`` replayed in this process, as with one worker, for at most ``seconds`` (all
-    of them when ``None``), with :data:`~prefix_exec.scoring.SYNC` every :data:`SYNC_SECONDS`; ``at``: call
-    each function once its seconds have passed (those of 0 before the first ticket); ``until``: stop as soon
-    as it is true. Returns whether ``tickets`` ran out."""
-    started = synced = time.monotonic()
-    steps = deque(sorted(at, key=lambda step: step[0]))
+def _in_process(tickets: Iterator[Ticket], replayer: Replayer, admission: Admission) -> Iterator[Outcome | Sync]:
+    """The outcomes of ``tickets`` replayed in this process, as with one worker."""
 
-    def due(now: float) -> None:
-        while steps and now - started >= steps[0][0]:
-            steps.popleft()[1]()
-
-    due(started)
-    for ticket in tickets:
+    def outcome(ticket: Ticket) -> Outcome:
         if isinstance(ticket, Scorable):
-            yield replayer(ticket.rollout, ticket.env)
-        elif isinstance(ticket, Undecoded):
-            yield _raised(admission.settle(ticket, None, replayer))
-        else:
-            yield ticket
-        now = time.monotonic()
-        if now - synced >= SYNC_SECONDS:
-            yield SYNC
-            synced = now
-        due(now)
-        if (seconds is not None and now - started >= seconds) or (until is not None and until()):
-            return False
-    return True
+            return replayer(ticket.rollout, ticket.env)
+        if isinstance(ticket, Undecoded):
+            return _raised(admission.settle(ticket, None, replayer))
+        return ticket
+
+    return add_syncs(outcome(ticket) for ticket in tickets)
 
 
 def _sendable(replayer: Replayer, log: TextIO) -> bool:
@@ -183,6 +159,15 @@ def _sendable(replayer: Replayer, log: TextIO) -> bool:
         )
         return False
     return True
+
+
+def _caught(replayer: Replayer, rollout: Rollout, env: Environment | EnvFor) -> Outcome | Raised:
+    """``rollout`` replayed here as a worker replays it: an exception the replay lets through is raised in its
+    turn (:func:`_raised`), after the units before it are written."""
+    try:
+        return replayer(rollout, env)
+    except Exception as exc:
+        return Raised(exc)
 
 
 def _raised(outcome: Outcome | Raised) -> Outcome:
@@ -214,10 +199,13 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 
 _PENDING = object()
+_END = object()  # no ticket is left
 
 
 class _Schedule:
-    """One run's queue: the window of units in input order and what each worker holds."""
+    """One run's queue: the window of units in input order and what each worker holds; with ``here``, rollouts
+    no ready worker has room for are replayed in this process (see the module docstring); ``start_later``
+    starts the workers not started at once, :data:`START_SECONDS` in."""
 
     def __init__(
         self,
@@ -227,21 +215,25 @@ class _Schedule:
         admission: Admission,
         workers: int,
         log: TextIO,
+        *,
+        here: bool = False,
+        start_later: Callable[[], None] | None = None,
     ) -> None:
         self.tickets, self.transport, self.replayer, self.log = tickets, transport, replayer, log
-        self.admission = admission
-        # [seq, outcome or _PENDING or Raised, None]; an undecoded unit's: [seq, _PENDING or the worker's answer
-        # (Decoded, Died, None: decoded here), the unit], settled when it is the oldest. Oldest first.
+        self.admission, self.here, self.start_later = admission, here, start_later
+        # [seq, outcome or _PENDING or Raised, None]; an undecoded unit's: [seq, _PENDING or the answer (Decoded,
+        # Died, None: decoded in its turn), the unit], settled when it is the oldest. Oldest first.
         self.window: deque[list[Any]] = deque()
         self.entries: dict[int, list[Any]] = {}
         self.held: list[deque[tuple[int, Scorable | Undecoded]]] = [deque() for _ in range(workers)]
         self.known: list[set[int]] = [set() for _ in range(workers)]
         self.envs: dict[int, tuple[int | None, object]] = {}  # id(env) -> (token or None: not sendable, env)
         self.payloads: list[bytes] = []  # by token
-        self.size = WINDOW * workers
+        self.depth = transport.depth  # rollouts a worker may hold (more, with here, for quick rollouts)
+        self.unit_seconds: float | None = None  # a moving mean of the rollouts replayed here
         self.seq = 0
         self.exhausted = False
-        self.synced = -SYNC_SECONDS  # the first wait syncs: from then on records are fsynced in groups
+        self.started = self.synced = time.monotonic()
 
     def run(self) -> Iterator[Outcome | Sync]:
         while True:
@@ -253,38 +245,90 @@ class _Schedule:
                 yield _raised(outcome)
             if not self.window and self.exhausted:
                 return
-            if any(self.held):
-                if time.monotonic() - self.synced >= SYNC_SECONDS:
-                    yield SYNC
-                    self.synced = time.monotonic()
-                for worker, seq, outcome in self.transport.collect():
-                    self.receive(worker, seq, outcome)
+            now = time.monotonic()
+            if now - self.synced >= SYNC_SECONDS:
+                yield SYNC
+                self.synced = now
+            if self.start_later is not None and now - self.started >= START_SECONDS:
+                self.start_later()
+                self.start_later = None
+            if self.here and not self.exhausted and len(self.window) < self.size():
+                timeout: float | None = 0.0  # more to replay here: only what the workers sent meanwhile
+            elif any(self.held):
+                timeout = None if self.start_later is None else max(0.0, self.started + START_SECONDS - now)
+            else:
+                continue
+            for worker, seq, outcome in self.transport.collect(timeout):
+                self.receive(worker, seq, outcome)
 
     def fill(self) -> None:
-        """Read tickets while the window has room and some worker can take a rollout."""
-        while not self.exhausted and len(self.window) < self.size:
-            free = min(range(len(self.held)), key=lambda w: len(self.held[w]))
-            if len(self.held[free]) >= self.transport.depth:
+        """Read tickets while the window has room: each rollout to the worker with the most room (a ready one,
+        with ``here``), or, when none has room, replayed here; after one replayed here this returns, so that the
+        workers' answers are read (and they are given more) between two replays here."""
+        while not self.exhausted and len(self.window) < self.size():
+            worker = self.free()
+            if worker is None and not self.here:
                 return
-            try:
-                ticket: Any = next(self.tickets)
-            except StopIteration:
-                self.exhausted = True
+            ticket = self.read()
+            if ticket is _END:
                 return
-            except Exception as exc:  # a reading error: raised in its turn, after the units read before it
-                self.exhausted = True
-                ticket = Raised(exc)
-            entry = [self.seq, ticket, ticket if isinstance(ticket, Undecoded) else None]
+            seq = self.seq
             self.seq += 1
+            entry: list[Any] = [seq, ticket, ticket if isinstance(ticket, Undecoded) else None]
             self.window.append(entry)
-            if isinstance(ticket, Scorable | Undecoded):
-                token = self.token(ticket)
-                if token is None:  # replayed here, in input order like the rest (an undecoded unit in its turn)
-                    entry[1] = None if isinstance(ticket, Undecoded) else self.replayer(ticket.rollout, ticket.env)
-                else:
-                    entry[1] = _PENDING
-                    self.entries[entry[0]] = entry
-                    self.dispatch(free, entry[0], ticket, token)
+            if not isinstance(ticket, Scorable | Undecoded):
+                continue
+            token = None if worker is None else self.token(ticket)
+            if worker is not None and token is not None:
+                entry[1] = _PENDING
+                self.entries[seq] = entry
+                self.dispatch(worker, seq, ticket, token)
+                continue
+            entry[1] = self.replay_here(ticket)  # in input order like the rest (admitted in its turn)
+            if worker is None:
+                return
+
+    def size(self) -> int:
+        """How many units the window may hold: what the workers may hold, and :data:`WINDOW` per replaying
+        process beyond that."""
+        return self.depth * len(self.held) + WINDOW * (len(self.held) + int(self.here))
+
+    def free(self) -> int | None:
+        """The worker holding the fewest rollouts, if it has room (and, with ``here``, is ready)."""
+        best: int | None = None
+        for worker, held in enumerate(self.held):
+            if len(held) >= self.depth or (self.here and not self.transport.available(worker)):
+                continue
+            if best is None or len(held) < len(self.held[best]):
+                best = worker
+        return best
+
+    def read(self) -> Any:
+        """The next ticket (a :data:`Ticket`); :data:`_END` when there is none left; a reading error as
+        :class:`Raised` (raised in its turn, after the units read before it)."""
+        try:
+            return next(self.tickets)
+        except StopIteration:
+            self.exhausted = True
+            return _END
+        except Exception as exc:
+            self.exhausted = True
+            return Raised(exc)
+
+    def replay_here(self, unit: Scorable | Undecoded) -> Outcome | Raised | Decoded | None:
+        """What a worker would answer for ``unit``, replayed (decoded first) in this process; the time it took
+        sets how many rollouts a worker is given (:data:`QUEUE_SECONDS`)."""
+        started = time.perf_counter()
+        answer: Outcome | Raised | Decoded | None
+        if isinstance(unit, Undecoded):
+            answer = decode_on(partial(_caught, self.replayer, env=unit.env), unit.decode, self.admission.done)
+        else:
+            answer = _caught(self.replayer, unit.rollout, unit.env)
+        took = time.perf_counter() - started
+        self.unit_seconds = took if self.unit_seconds is None else 0.8 * self.unit_seconds + 0.2 * took
+        wanted = int(QUEUE_SECONDS / max(self.unit_seconds, 1e-6))
+        self.depth = max(self.transport.depth, min(MOST_HELD, wanted))
+        return answer
 
     def token(self, unit: Scorable | Undecoded) -> int | None:
         """The number workers know ``unit``'s environment by; ``None`` when it cannot be sent to them."""

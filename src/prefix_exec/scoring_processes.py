@@ -17,6 +17,7 @@ import selectors
 import signal
 import struct
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -25,7 +26,7 @@ from prefix_exec.jsonl import UnitKey
 from prefix_exec.scoring import Outcome, Replayer, Scorable, Undecoded
 from prefix_exec.scoring_worker import READY, Decoded, Raised, serve
 
-#: Rollouts sent to one local worker before its first result is back (the next is queued while one runs).
+#: Rollouts a local worker holds at least (the next is queued while one runs; more for quick ones: scoring_pool).
 DEPTH = 2
 #: How the pool's processes start (see the module docstring).
 START_METHOD: Final = "spawn"
@@ -48,10 +49,10 @@ class Transport(Protocol):
 
     depth: int
 
-    def ready(self) -> bool: ...
+    def available(self, worker: int) -> bool: ...
     def send_env(self, worker: int, token: int, data: bytes) -> None: ...
     def send_unit(self, worker: int, seq: int, unit: Scorable | Undecoded, token: int) -> None: ...
-    def collect(self) -> list[Event]: ...
+    def collect(self, timeout: float | None = None) -> list[Event]: ...
     def restart(self, worker: int) -> None: ...
     def close(self) -> None: ...
 
@@ -115,20 +116,9 @@ class Processes:
         self.unsent[worker] = bytearray()
         self.started[worker] = False
 
-    def ready(self) -> bool:
-        """Whether every worker has said READY (or ended: collect reports that); never blocks."""
-        for worker, inbox in enumerate(self.inboxes):
-            if inbox is None:  # not started yet
-                return False
-            if not self.started[worker]:
-                try:
-                    if not inbox.poll():
-                        return False
-                    inbox.recv()  # a worker's first message is READY
-                except (EOFError, OSError):
-                    pass
-                self.started[worker] = True
-        return True
+    def available(self, worker: int) -> bool:
+        """Whether ``worker`` has said READY (as :meth:`collect` last read: its imports and settings are done)."""
+        return self.started[worker]
 
     def send_env(self, worker: int, token: int, data: bytes) -> None:
         self._send(worker, ("env", token, data))
@@ -159,20 +149,31 @@ class Processes:
                 return
             del unsent[:written]
 
-    def collect(self) -> list[Event]:
+    def collect(self, timeout: float | None = None) -> list[Event]:
+        """What the workers sent (READY is noted, not listed) and the deaths of those that ended, writing what
+        the pipes to them take meanwhile; waits for at least one event, or at most ``timeout`` seconds (``None``:
+        no bound; 0: what is there now)."""
         events: list[Event] = []
+        deadline = None if timeout is None else time.monotonic() + timeout
         while not events:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
             with selectors.DefaultSelector() as selector:
                 for worker, process in enumerate(self.processes):
+                    if process is None:  # not started yet
+                        continue
                     selector.register(self.inboxes[worker], selectors.EVENT_READ, worker)
                     selector.register(process.sentinel, selectors.EVENT_READ, worker)
                     if self.unsent[worker]:
                         selector.register(self.outboxes[worker], selectors.EVENT_WRITE, worker)
-                ready = selector.select()
+                if not selector.get_map():  # no worker started: nothing can come
+                    break
+                ready = selector.select(left)
             for worker in sorted({key.data for key, mask in ready if mask & selectors.EVENT_WRITE}):
                 self._write(worker)
             for worker in sorted({key.data for key, mask in ready if mask & selectors.EVENT_READ}):
                 events += self._receive(worker)
+            if deadline is not None and time.monotonic() >= deadline:
+                break
         return events
 
     def _receive(self, worker: int) -> list[Event]:

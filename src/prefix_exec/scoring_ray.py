@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import pickle
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from prefix_exec.jsonl import UnitKey
@@ -37,7 +38,7 @@ class ScoreActor:
         return replay_on(self.shelf, self.replayer, rollout, token)
 
     def decode_score(self, decode: Callable[[], Rollout | Skipped], token: int) -> Decoded | None:
-        return decode_on(self.shelf, self.replayer, decode, token, self.done)
+        return decode_on(partial(replay_on, self.shelf, self.replayer, token=token), decode, self.done)
 
 
 class RayActors:
@@ -54,7 +55,7 @@ class RayActors:
         self.actors: list[Any] = [self.actor.remote(self.settings) for _ in range(workers)]
         self.running: dict[Any, tuple[int, int]] = {}  # object ref -> (worker, seq)
 
-    def ready(self) -> bool:
+    def available(self, worker: int) -> bool:
         """Always: an actor queues what it is sent until it has started."""
         return True
 
@@ -68,10 +69,10 @@ class RayActors:
         else:
             self.running[actor.score.remote(unit.rollout, token)] = (worker, seq)
 
-    def collect(self) -> list[Event]:
+    def collect(self, timeout: float | None = None) -> list[Event]:
         from ray.exceptions import RayError
 
-        ready, _ = self.ray.wait(list(self.running), num_returns=1)
+        ready, _ = self.ray.wait(list(self.running), num_returns=1, timeout=timeout)
         events: list[Event] = []
         for ref in ready:
             worker, seq = self.running.pop(ref)

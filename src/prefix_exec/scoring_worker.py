@@ -6,6 +6,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from prefix_exec.errors import InputError
@@ -72,18 +73,19 @@ def replay_on(shelf: Shelf, replayer: Replayer, rollout: Rollout, token: int) ->
 
 
 def decode_on(
-    shelf: Shelf, replayer: Replayer, decode: Callable[[], Rollout | Skipped], token: int, done: frozenset[UnitKey]
+    replay: Callable[[Rollout], Outcome | Raised], decode: Callable[[], Rollout | Skipped], done: frozenset[UnitKey]
 ) -> Decoded | None:
-    """One unit decoded and, unless its identity is ``done``, replayed in a worker; ``None`` when it does not
-    decode to a rollout (an error, or a unit that cannot be read): the reading process decodes it again in its
-    turn and reports it as one worker would."""
+    """One unit decoded and, unless its identity is ``done``, replayed with ``replay`` (:func:`replay_on` in a
+    worker; the reading process replays with the unit's own environment); ``None`` when it does not decode to a
+    rollout (an error, or a unit that cannot be read): the reading process decodes it again in its turn and
+    reports it as one worker would."""
     try:
         rollout = decode()
     except Exception:  # InputError without --keep-going, or a bug: raised again where one worker raises it
         return None
     if isinstance(rollout, Skipped):
         return None
-    outcome = None if rollout.key in done else replay_on(shelf, replayer, rollout, token)
+    outcome = None if rollout.key in done else replay(rollout)
     return Decoded(rollout.key, rollout_digest(rollout), unit_name(rollout), outcome)
 
 
@@ -106,6 +108,6 @@ def serve(inbox: Any, outbox: Any, settings: bytes) -> None:
             continue
         kind, seq, item, token = message
         if kind == "raw":
-            outbox.send((seq, decode_on(shelf, replayer, item, token, done)))
+            outbox.send((seq, decode_on(partial(replay_on, shelf, replayer, token=token), item, done)))
         else:
             outbox.send((seq, replay_on(shelf, replayer, item, token)))

@@ -1,8 +1,9 @@
 """``score --workers N``: the records of one worker, in its order, whatever the number of workers.
 
 Oracle: the same command at ``--workers 1`` (the in-process path every other test checks against hand oracles).
-Workers start only after ``scoring_pool.IN_PROCESS_SECONDS`` of scoring in process; these small inputs set it to
-0, so that every rollout after the first goes through the worker processes.
+With ``--launcher local`` the reading process replays too, whenever no ready worker has room; these small inputs
+would mostly be done before a worker is ready, so most tests turn that off (``scoring_pool.REPLAY_HERE``): every
+rollout then goes through the worker processes. ``test_replayed_here_and_in_workers`` mixes both.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ TRANSCRIPTS = REPO / "examples" / "transcripts"
 
 @pytest.fixture(autouse=True)
 def pool_for_small_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scoring_pool, "IN_PROCESS_SECONDS", 0.0)
+    monkeypatch.setattr(scoring_pool, "REPLAY_HERE", False)
 
 
 def score(args: list[str], out: Path, workers: int, *extra: str) -> int:
@@ -263,23 +264,52 @@ def test_usable_cores_and_exit_descriptions() -> None:
 def test_a_quick_input_is_replayed_here(
     ticketing: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """An input scored within START_SECONDS (and IN_PROCESS_SECONDS) starts no worker where no core is idle (one
-    core), and on two cores only the one worker the idle core takes, at once."""
-    monkeypatch.setattr(scoring_pool, "IN_PROCESS_SECONDS", 3600.0)
+    """An input scored before START_SECONDS starts no worker where no core is idle (one core), and on two cores
+    only the one worker the idle core takes, at once: this process replays while they start."""
+    monkeypatch.setattr(scoring_pool, "REPLAY_HERE", True)
     monkeypatch.setattr(scoring_pool, "START_SECONDS", 3600.0)
     args = ["custom", "--tools", str(ticketing / "tools.yaml"), str(ticketing / "rollouts.jsonl")]
-    monkeypatch.setattr(scoring_pool, "usable_cores", lambda: 1)
-    with monkeypatch.context() as patched:
-        patched.setattr(scoring_pool.Processes, "__init__", lambda *a, **k: pytest.fail("a worker was started"))
-        assert score(args, tmp_path / "out.jsonl", 2) == 0
     started: list[int] = []
     real = scoring_pool.Processes.start
     monkeypatch.setattr(
         scoring_pool.Processes, "start", lambda self, worker: started.append(worker) or real(self, worker)
     )
+    monkeypatch.setattr(scoring_pool, "usable_cores", lambda: 1)
+    assert score(args, tmp_path / "one.jsonl", 1) == 0
+    assert score(args, tmp_path / "out.jsonl", 3) == 0
+    assert started == []
     monkeypatch.setattr(scoring_pool, "usable_cores", lambda: 2)
-    assert score(args, tmp_path / "out.jsonl", 2, "--overwrite") == 0
+    assert score(args, tmp_path / "out.jsonl", 3, "--overwrite") == 0
     assert started == [0]
+    assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
+
+
+def test_replayed_here_and_in_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """This process replays whenever no worker has room (here: a worker counts as ready at once, so it is sent
+    its first rollouts while it starts), the worker the rest; the records and skipped lines are those of one
+    worker, conversations numbered as further trials, duplicates and an unreadable one included."""
+    monkeypatch.setattr(scoring_pool, "REPLAY_HERE", True)
+    monkeypatch.setattr(scoring_pool.Processes, "available", lambda self, worker: self.processes[worker] is not None)
+    here: list[int] = []
+    sent: list[int] = []
+    real_here, real_dispatch = scoring_pool._Schedule.replay_here, scoring_pool._Schedule.dispatch
+    monkeypatch.setattr(
+        scoring_pool._Schedule, "replay_here", lambda self, unit: here.append(1) or real_here(self, unit)
+    )
+    monkeypatch.setattr(scoring_pool._Schedule, "dispatch", lambda self, *a: sent.append(1) or real_dispatch(self, *a))
+    args = ["transcripts", str(odd_conversations(tmp_path)), "--tools", str(TAU_BENCH / "airline-tools.json")]
+    for extra in ([], ["--unique-task"]):
+        here.clear()
+        sent.clear()
+        err_one, err_two = same_at_one_and_two(
+            [*args, "--model", "gpt-4o", *extra], tmp_path, capsys, "--keep-going", "--overwrite"
+        )
+        assert skipped_lines(err_two) == skipped_lines(err_one)
+        assert here and sent and len(here) + len(sent) == 43
+    args = ["openai", str(TAU_BENCH / "gpt-4o-airline.json"), "--tools", str(TAU_BENCH / "airline-tools.json")]
+    same_at_one_and_two([*args, "--model", "gpt-4o"], tmp_path, capsys, "--overwrite")
 
 
 def test_what_cannot_be_sent_is_replayed_here(ticketing: Path, tmp_path: Path) -> None:
@@ -321,9 +351,9 @@ def odd_conversations(folder: Path) -> Path:
 def test_transcripts_are_decoded_in_the_workers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """With a --tools spec a worker decodes each conversation; this process decodes only the first (scored here
-    before the workers) and those whose worker's answer does not settle them as one worker would: a duplicate,
-    one numbered as a further trial, one that does not decode. Records and skipped lines are those of one worker,
+    """With a --tools spec a worker decodes each conversation; this process decodes only those whose worker's
+    answer does not settle them as one worker would: a duplicate, one numbered as a further trial, one that does
+    not decode. Records and skipped lines are those of one worker,
     with --unique-task too (the two repeated identities refused instead of numbered)."""
     from prefix_exec.importers import transcripts
 
@@ -332,7 +362,7 @@ def test_transcripts_are_decoded_in_the_workers(
     monkeypatch.setattr(transcripts, "decode", lambda *a: decoded.append(1) or real(*a))
     args = ["transcripts", str(odd_conversations(tmp_path)), "--tools", str(TAU_BENCH / "airline-tools.json")]
     err_one, err_two = same_at_one_and_two([*args, "--model", "gpt-4o"], tmp_path, capsys, "--keep-going")
-    assert len(decoded) == 42 + 1 + 2  # one worker: all 42 readable; two: the first, and 2 again
+    assert len(decoded) == 42 + 2  # one worker: all 42 readable; two: only the 2 whose answer does not settle
     assert skipped_lines(err_two) == skipped_lines(err_one)
     assert len(skipped_lines(err_two)) == 1  # the unreadable record
     assert "2 rollout(s) of 2 task(s) share their dataset" in err_two  # numbered as further trials

@@ -61,10 +61,10 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
         type=int_between(1, 1024),
         default=cores,
         metavar="N",
-        help=f"replay on N worker processes (default: the usable cores, {cores} here); the records file is byte "
-        "for byte what --workers 1 (in this process) writes. Each worker holds its own copy of the environments "
-        "(about 50 MiB; 300 MiB for tau); beyond the cores this process leaves idle, workers start after 0.5 s "
-        "of scoring in this process, so a quick input starts none of those "
+        help=f"replay on N processes: this one and N-1 workers it starts (default: the usable cores, {cores} "
+        "here); the records file is byte for byte what --workers 1 (this process alone) writes. Each worker holds "
+        "its own copy of the environments (about 50 MiB; 300 MiB for tau); beyond the cores this process leaves "
+        "idle, workers start after 0.5 s, so a quick input starts none of those "
         "(docs/architecture.md, 'Scoring on every core')",
     )
     parser.add_argument(
