@@ -139,6 +139,12 @@ def test_a_command_loads_only_its_own_module(argv, module):
         assert numpy == "False"
 
 
+def test_a_parser_built_without_argv_has_every_command(monkeypatch):
+    """build_parser() (tests, a caller parsing its own list) never narrows itself by this process's sys.argv."""
+    monkeypatch.setattr(sys, "argv", ["prefix-exec", "metrics"])
+    assert build_parser().parse_args(["run", "grid.toml", "--out", "x"]).command == "run"
+
+
 def test_version_and_an_unknown_command_see_every_command(capsys):
     with pytest.raises(SystemExit) as info:
         main(["--version"])

@@ -43,7 +43,8 @@ COMMANDS: tuple[tuple[str, str], ...] = (
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The whole command line; given the ``argv`` it will parse, only the subcommand that ``argv`` names is
     registered (each subcommand's module and what it imports load in a few tenths of a second together, paid by
-    every command otherwise), and all of them when ``argv`` names none it knows (``--help``, a typo)."""
+    every command otherwise), and all of them when ``argv`` names none it knows (``--help``, a typo) or is
+    ``None`` (never this process's ``sys.argv``: a caller that parses a list of its own gets every command)."""
     parser = argparse.ArgumentParser(
         prog="prefix-exec",
         description=(
@@ -74,7 +75,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 def _named(argv: Sequence[str] | None) -> tuple[str, ...] | None:
     """The subcommand ``argv`` names as its first words (``("score", "tau")``, ``("metrics",)``); ``None`` when
     they name none of them."""
-    words = list(sys.argv[1:] if argv is None else argv)
+    words = list(argv or ())
     if len(words) >= 2 and words[0] == "score":
         name = SCORE_ALIASES.get(words[1], words[1])
         return ("score", name) if name in dict(SCORE_COMMANDS) else None
@@ -124,6 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
+    argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
