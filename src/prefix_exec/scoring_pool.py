@@ -99,7 +99,8 @@ def ordered(
 ) -> Generator[Outcome | Sync]:
     """The outcome of every ticket in input order: settled ones as they are, rollouts replayed by ``workers``
     workers of ``launcher`` (one of :data:`LAUNCHERS`) with ``replayer``, undecoded ones decoded there too and
-    settled by ``admission`` in their turn; :data:`~prefix_exec.scoring.SYNC` before each wait for the workers.
+    settled by ``admission`` in their turn; :data:`~prefix_exec.scoring.SYNC` at most every
+    :data:`~prefix_exec.scoring.SYNC_SECONDS`, between outcomes.
     SIGTERM ends the run as Ctrl-C does, from the start (no worker is left behind, and the command says what it
     kept)."""
     with _terminate_as_interrupt():
