@@ -10,7 +10,8 @@ With ``--launcher local``, ``--workers N`` is N replaying processes: this one an
 replays a rollout itself whenever no ready worker has room for one: while the workers start (a Python start and
 this package's imports each, about 0.3 s; tau2's take several), so an input done before they are ready never
 waits for them, and whenever every worker is busy, so no core waits on this one. It starts at once as many
-workers as there are cores it leaves idle, the others after :data:`START_SECONDS`.
+workers as there are cores it leaves idle, the others after :data:`START_SECONDS` (none once every rollout is
+handed out: they would be given nothing).
 
 A worker gets each environment once, as its :class:`~prefix_exec.recipe.Recipe` (the worker builds it once:
 no input is parsed again per rollout) or, without one, pickled; an environment that does not pickle has its
@@ -250,7 +251,9 @@ class _Schedule:
             if now - self.synced >= SYNC_SECONDS:
                 yield SYNC
                 self.synced = now
-            if self.start_later is not None and now - self.started >= START_SECONDS:
+            if self.start_later is not None and self.exhausted:
+                self.start_later = None  # every rollout is handed out: a worker started now would get none
+            elif self.start_later is not None and now - self.started >= START_SECONDS:
                 self.start_later()
                 self.start_later = None
             if self.here and not self.exhausted and len(self.window) < self.size():
