@@ -266,12 +266,12 @@ class _Schedule:
                 self.receive(worker, seq, outcome)
 
     def fill(self) -> None:
-        """Read tickets while the window has room: each rollout to the worker with the most room (a ready one,
-        with ``here``), or, when none has room, replayed here; after one replayed here this returns, so that the
-        workers' answers are read (and they are given more) between two replays here."""
+        """Read tickets while the window has room: each rollout to the worker with the most room (with ``here``,
+        a ready one that has built the rollout's environment), or, when none has room, replayed here; after one
+        replayed here this returns, so that the workers' answers are read (and they are given more) between two
+        replays here."""
         while not self.exhausted and len(self.window) < self.size():
-            worker = self.free()
-            if worker is None and not self.here:
+            if not self.here and self.free(None) is None:
                 return
             ticket = self.read()
             if ticket is _END:
@@ -282,14 +282,15 @@ class _Schedule:
             self.window.append(entry)
             if not isinstance(ticket, Scorable | Undecoded):
                 continue
-            token = None if worker is None else self.token(ticket)
+            token = self.token(ticket)
+            worker = None if token is None else self.free(token)
             if worker is not None and token is not None:
                 entry[1] = _PENDING
                 self.entries[seq] = entry
                 self.dispatch(worker, seq, ticket, token)
                 continue
             entry[1] = self.replay_here(ticket)  # in input order like the rest (admitted in its turn)
-            if worker is None:
+            if self.here:
                 return
 
     def size(self) -> int:
@@ -297,11 +298,18 @@ class _Schedule:
         process beyond that."""
         return self.depth * len(self.held) + WINDOW * (len(self.held) + int(self.here))
 
-    def free(self) -> int | None:
-        """The worker holding the fewest rollouts, if it has room (and, with ``here``, is ready)."""
+    def free(self, token: int | None) -> int | None:
+        """The worker holding the fewest rollouts, if it has room; with ``here``, of those ready and holding
+        ``token``'s environment built (it is sent now to a ready worker that lacks it: the worker builds it at
+        once, and this process replays meanwhile; a tau2 environment's imports take several seconds)."""
         best: int | None = None
         for worker, held in enumerate(self.held):
             if len(held) >= self.depth or (self.here and not self.transport.available(worker)):
+                continue
+            if self.here and token is not None and not self.transport.holds(worker, token):
+                if token not in self.known[worker]:
+                    self.transport.send_env(worker, token, self.payloads[token])
+                    self.known[worker].add(token)
                 continue
             if best is None or len(held) < len(self.held[best]):
                 best = worker

@@ -24,7 +24,7 @@ from typing import Any, Final, Protocol
 
 from prefix_exec.jsonl import UnitKey
 from prefix_exec.scoring import Outcome, Replayer, Scorable, Undecoded
-from prefix_exec.scoring_worker import READY, Decoded, Raised, serve
+from prefix_exec.scoring_worker import BUILT, READY, Decoded, Raised, serve
 
 #: Rollouts a local worker holds at least (the next is queued while one runs; more for quick ones: scoring_pool).
 DEPTH = 2
@@ -50,6 +50,7 @@ class Transport(Protocol):
     depth: int
 
     def available(self, worker: int) -> bool: ...
+    def holds(self, worker: int, token: int) -> bool: ...
     def send_env(self, worker: int, token: int, data: bytes) -> None: ...
     def send_unit(self, worker: int, seq: int, unit: Scorable | Undecoded, token: int) -> None: ...
     def collect(self, timeout: float | None = None) -> list[Event]: ...
@@ -92,6 +93,7 @@ class Processes:
         self.outboxes: list[Any] = [None] * workers  # messages to it (non-blocking)
         self.unsent: list[bytearray] = [bytearray() for _ in range(workers)]
         self.started = [False] * workers  # READY came: the worker has its imports and settings
+        self.built: list[set[int]] = [set() for _ in range(workers)]  # the tokens whose BUILT came
         for worker in range(workers if first is None else min(first, workers)):
             self.start(worker)
 
@@ -115,10 +117,15 @@ class Processes:
         self.processes[worker], self.inboxes[worker], self.outboxes[worker] = process, inbox, ours
         self.unsent[worker] = bytearray()
         self.started[worker] = False
+        self.built[worker] = set()
 
     def available(self, worker: int) -> bool:
         """Whether ``worker`` has said READY (as :meth:`collect` last read: its imports and settings are done)."""
         return self.started[worker]
+
+    def holds(self, worker: int, token: int) -> bool:
+        """Whether ``worker`` said it built ``token``'s environment (BUILT, as :meth:`collect` last read)."""
+        return token in self.built[worker]
 
     def send_env(self, worker: int, token: int, data: bytes) -> None:
         self._send(worker, ("env", token, data))
@@ -150,9 +157,9 @@ class Processes:
             del unsent[:written]
 
     def collect(self, timeout: float | None = None) -> list[Event]:
-        """What the workers sent (READY is noted, not listed) and the deaths of those that ended, writing what
-        the pipes to them take meanwhile; waits for at least one event, or at most ``timeout`` seconds (``None``:
-        no bound; 0: what is there now)."""
+        """What the workers sent (READY and BUILT are noted, not listed) and the deaths of those that ended,
+        writing what the pipes to them take meanwhile; waits for at least one event, or at most ``timeout`` seconds
+        (``None``: no bound; 0: what is there now)."""
         events: list[Event] = []
         deadline = None if timeout is None else time.monotonic() + timeout
         while not events:
@@ -185,6 +192,8 @@ class Processes:
                 seq, outcome = inbox.recv()
                 if seq == READY:
                     self.started[worker] = True
+                elif seq == BUILT:
+                    self.built[worker].add(outcome)
                 else:
                     events.append((worker, seq, outcome))
         except (EOFError, OSError):

@@ -59,6 +59,10 @@ class RayActors:
         """Always: an actor queues what it is sent until it has started."""
         return True
 
+    def holds(self, worker: int, token: int) -> bool:
+        """Always: an actor builds an environment when its first rollout needs it."""
+        return True
+
     def send_env(self, worker: int, token: int, data: bytes) -> None:
         self.actors[worker].add.remote(token, data)  # an actor runs its calls in order: before the next score
 

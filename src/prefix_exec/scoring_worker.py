@@ -3,6 +3,7 @@ environments a worker (process or Ray actor) was sent, built once each."""
 
 from __future__ import annotations
 
+import contextlib
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +19,9 @@ from prefix_exec.trials import rollout_digest
 
 #: The sequence number of a worker process's first message, ``(READY, None)``: its imports and settings are done.
 READY = -1
+#: The sequence number of ``(BUILT, token)``, sent once an environment a worker process was sent is built (or
+#: failed to build: its rollouts are told why): rollouts replay on it without waiting for its imports.
+BUILT = -2
 
 
 class Raised:
@@ -42,20 +46,33 @@ class Decoded:
 
 
 class Shelf:
-    """A worker's environments: each payload as it came, built (unpickled, or made from its recipe) on first use."""
+    """A worker's environments: each payload as it came, built (unpickled, or made from its recipe) on first use;
+    one that fails to build fails every rollout that needs it, with the same error."""
 
     def __init__(self) -> None:
         self.payloads: dict[int, bytes] = {}
         self.built: dict[int, Any] = {}
+        self.failed: dict[int, Exception] = {}
 
     def add(self, token: int, payload: bytes) -> None:
         self.payloads[token] = payload
 
     def get(self, token: int) -> Any:
+        if token in self.failed:
+            raise self.failed[token]
         if token not in self.built:
-            item = pickle.loads(self.payloads.pop(token))
-            self.built[token] = item.make() if isinstance(item, Recipe) else item
+            try:
+                item = pickle.loads(self.payloads.pop(token))
+                self.built[token] = item.make() if isinstance(item, Recipe) else item
+            except Exception as exc:
+                self.failed[token] = exc
+                raise
         return self.built[token]
+
+    def build(self, token: int) -> None:
+        """Build ``token``'s environment now; an error is kept for the rollouts that need it (:meth:`get`)."""
+        with contextlib.suppress(Exception):
+            self.get(token)
 
 
 def replay_on(shelf: Shelf, replayer: Replayer, rollout: Rollout, token: int) -> Outcome | Raised:
@@ -103,8 +120,10 @@ def serve(inbox: Any, outbox: Any, settings: bytes) -> None:
             message = inbox.recv()
         except (EOFError, OSError):  # the reading process ended or closed the pool
             return
-        if message[0] == "env":
+        if message[0] == "env":  # built at once: the reading process replays its rollouts until BUILT comes
             shelf.add(message[1], message[2])
+            shelf.build(message[1])
+            outbox.send((BUILT, message[1]))
             continue
         kind, seq, item, token = message
         if kind == "raw":

@@ -287,11 +287,13 @@ def test_a_quick_input_is_replayed_here(
 def test_replayed_here_and_in_workers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """This process replays whenever no worker has room (here: a worker counts as ready at once, so it is sent
-    its first rollouts while it starts), the worker the rest; the records and skipped lines are those of one
-    worker, conversations numbered as further trials, duplicates and an unreadable one included."""
+    """This process replays whenever no worker has room (here: a worker counts as ready, its environment built,
+    at once, so it is sent its first rollouts while it starts), the worker the rest; the records and skipped
+    lines are those of one worker, conversations numbered as further trials, duplicates and an unreadable one
+    included."""
     monkeypatch.setattr(scoring_pool, "REPLAY_HERE", True)
     monkeypatch.setattr(scoring_pool.Processes, "available", lambda self, worker: self.processes[worker] is not None)
+    monkeypatch.setattr(scoring_pool.Processes, "holds", lambda self, worker, token: True)
     here: list[int] = []
     sent: list[int] = []
     real_here, real_dispatch = scoring_pool._Schedule.replay_here, scoring_pool._Schedule.dispatch

@@ -1,0 +1,54 @@
+"""The worker side of ``score --workers N`` (prefix_exec.scoring_worker): a worker builds each environment it is
+sent at once and says so (BUILT), and an environment that fails to build fails each rollout that needs it with
+the same error. Oracle: the messages and errors written out by hand."""
+
+from __future__ import annotations
+
+import multiprocessing
+import pickle
+from typing import Any
+
+from prefix_exec.errors import InputError
+from prefix_exec.recipe import Recipe
+from prefix_exec.scoring import Replayer
+from prefix_exec.scoring_worker import BUILT, READY, Shelf, replay_on, serve
+from prefix_exec.trajectory import Skipped
+from test_replay import CounterEnv, rollout
+
+REPLAYER = Replayer(None, None, 0)
+BUILDS: list[str] = []
+
+
+def broken_spec(path: str) -> Any:
+    """A recipe's function that fails as a bad spec file does (module level: it pickles by name)."""
+    BUILDS.append(path)
+    raise InputError("not a tool spec", path=path)
+
+
+def test_an_environment_that_fails_to_build_fails_every_rollout_that_needs_it() -> None:
+    shelf = Shelf()
+    shelf.add(0, pickle.dumps(Recipe(broken_spec, ("tools.yaml",))))
+    BUILDS.clear()
+    shelf.build(0)  # the error is kept, not raised
+    answers = [replay_on(shelf, REPLAYER, rollout(("inc", {})), 0) for _ in range(2)]
+    assert BUILDS == ["tools.yaml"]  # built once
+    for answer in answers:
+        assert isinstance(answer, Skipped)
+        assert answer.error == "its environment could not be built in a worker: tools.yaml: not a tool spec"
+
+
+def test_a_worker_says_ready_then_built_for_each_environment_it_is_sent() -> None:
+    context = multiprocessing.get_context("spawn")
+    inbox, to_worker = context.Pipe(duplex=False)
+    from_worker, outbox = context.Pipe(duplex=False)
+    to_worker.send(("env", 3, pickle.dumps(CounterEnv())))
+    to_worker.send(("env", 4, pickle.dumps(Recipe(broken_spec, ("bad.yaml",)))))
+    to_worker.send(("unit", 7, rollout(("inc", {})), 3))
+    to_worker.close()
+    serve(inbox, outbox, pickle.dumps((REPLAYER, frozenset())))  # returns when its inbox closes
+    messages = []
+    while from_worker.poll():
+        messages.append(from_worker.recv())
+    assert [m[0] for m in messages] == [READY, BUILT, BUILT, 7]
+    assert [m[1] for m in messages[1:3]] == [3, 4]
+    assert messages[3][1].executable
