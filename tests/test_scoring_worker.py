@@ -52,3 +52,21 @@ def test_a_worker_says_ready_then_built_for_each_environment_it_is_sent() -> Non
     assert [m[0] for m in messages] == [READY, BUILT, BUILT, 7]
     assert [m[1] for m in messages[1:3]] == [3, 4]
     assert messages[3][1].executable
+
+
+def test_the_kept_build_error_does_not_grow_with_each_rollout() -> None:
+    """Each rollout of an environment that failed to build gets the error with a traceback of its own raise,
+    not one that chains the frames of every earlier rollout (which would keep them, and their rollouts, alive)."""
+    shelf = Shelf()
+    shelf.add(0, pickle.dumps(Recipe(broken_spec, ("tools.yaml",))))
+    shelf.build(0)
+    lengths = []
+    for _ in range(3):
+        try:
+            shelf.get(0)
+        except InputError as exc:
+            length, trace = 0, exc.__traceback__
+            while trace is not None:
+                length, trace = length + 1, trace.tb_next
+            lengths.append(length)
+    assert lengths == [2, 2, 2]  # this frame and get's

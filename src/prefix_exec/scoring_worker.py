@@ -59,7 +59,8 @@ class Shelf:
 
     def get(self, token: int) -> Any:
         if token in self.failed:
-            raise self.failed[token]
+            # Raised afresh: raising the kept one again would chain each raise's frames (every rollout's) onto it.
+            raise self.failed[token].with_traceback(None)
         if token not in self.built:
             try:
                 item = pickle.loads(self.payloads.pop(token))
