@@ -307,9 +307,7 @@ class _Schedule:
             if len(held) >= self.depth or (self.here and not self.transport.available(worker)):
                 continue
             if self.here and token is not None and not self.transport.holds(worker, token):
-                if token not in self.known[worker]:
-                    self.transport.send_env(worker, token, self.payloads[token])
-                    self.known[worker].add(token)
+                self.send_env(worker, token)
                 continue
             if best is None or len(held) < len(self.held[best]):
                 best = worker
@@ -360,10 +358,14 @@ class _Schedule:
             self.envs[key] = (token, unit.env)
         return self.envs[key][0]
 
-    def dispatch(self, worker: int, seq: int, unit: Scorable | Undecoded, token: int) -> None:
+    def send_env(self, worker: int, token: int) -> None:
+        """Send ``worker`` the environment of ``token`` unless it was sent it already (since it last started)."""
         if token not in self.known[worker]:
             self.transport.send_env(worker, token, self.payloads[token])
             self.known[worker].add(token)
+
+    def dispatch(self, worker: int, seq: int, unit: Scorable | Undecoded, token: int) -> None:
+        self.send_env(worker, token)
         self.transport.send_unit(worker, seq, unit, token)
         self.held[worker].append((seq, unit))
 
