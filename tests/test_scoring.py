@@ -4,15 +4,17 @@ refuse to overwrite)."""
 from __future__ import annotations
 
 import io
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
 
 from prefix_exec.errors import InputError
 from prefix_exec.io import read_records
+from prefix_exec.jsonl import UnitKey
 from prefix_exec.scoring import Scorable, numbered, paired, score_to_file
-from prefix_exec.trajectory import Rollout, Skipped, ToolCall
+from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped, ToolCall
 from prefix_exec.trials import Numbering
 from test_replay import CounterEnv, CounterSession, rollout
 
@@ -187,3 +189,53 @@ def test_records_are_fsynced_in_groups(
     assert report.written == 5
     assert flushed == [1, 2, 3, 4, 5]
     assert len(synced) == expected
+
+
+def look_where(record: PrefixRecord) -> tuple[int, int]:
+    """An Observer's look (module level: it pickles to the workers): the process it ran in, and the record's T."""
+    import os
+
+    return os.getpid(), record.T
+
+
+@dataclass
+class Where:
+    """An Observer that keeps what it was given: (key, what look_where gave), in the order given."""
+
+    taken: list[tuple[UnitKey, object]] = field(default_factory=list)
+
+    @property
+    def look(self) -> Callable[[PrefixRecord], object]:
+        return look_where
+
+    def take(self, key: UnitKey, seen: object) -> None:
+        self.taken.append((key, seen))
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_observer_looks_where_the_record_is_made_and_takes_in_input_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    """An Observer's look runs in the worker that replayed the rollout (here every rollout goes to the workers),
+    its take here in input order; a plain on_record gets every record itself; the records are those of one
+    worker."""
+    import os
+
+    from prefix_exec import scoring_pool
+
+    monkeypatch.setattr(scoring_pool, "REPLAY_HERE", False)
+    rollouts = [
+        replace(rollout(*[("inc", {})] * (trial % 3 + 1)), trial=trial) for trial in range(7)
+    ]  # T = 1, 2, 3, 1, ...
+    observer, records = Where(), []
+    score_to_file(paired(rollouts, CounterEnv()), tmp_path / "a.jsonl", on_record=observer, workers=workers)
+    score_to_file(paired(rollouts, CounterEnv()), tmp_path / "b.jsonl", on_record=records.append, workers=workers)
+    assert [key for key, _ in observer.taken] == [r.key for r in rollouts]
+    assert [seen[1] for _, seen in observer.taken] == [trial % 3 + 1 for trial in range(7)]  # type: ignore[index]
+    pids = {seen[0] for _, seen in observer.taken}  # type: ignore[index]
+    assert (pids == {os.getpid()}) if workers == 1 else (os.getpid() not in pids)
+    assert [r.key for r in records] == [r.key for r in rollouts]
+    assert all(isinstance(r, PrefixRecord) for r in records)
+    one = tmp_path / "one.jsonl"
+    score_to_file(paired(rollouts, CounterEnv()), one)
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes() == one.read_bytes()

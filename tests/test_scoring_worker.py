@@ -4,15 +4,18 @@ the same error. Oracle: the messages and errors written out by hand."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import pickle
+from dataclasses import replace
+from operator import attrgetter
 from typing import Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.recipe import Recipe
-from prefix_exec.scoring import Replayer
+from prefix_exec.scoring import Replayer, Written, record_line
 from prefix_exec.scoring_worker import BUILT, READY, Shelf, replay_on, serve
-from prefix_exec.trajectory import Skipped
+from prefix_exec.trajectory import PrefixRecord, Skipped
 from test_replay import CounterEnv, rollout
 
 REPLAYER = Replayer(None, None, 0)
@@ -70,3 +73,18 @@ def test_the_kept_build_error_does_not_grow_with_each_rollout() -> None:
                 length, trace = length + 1, trace.tb_next
             lengths.append(length)
     assert lengths == [2, 2, 2]  # this frame and get's
+
+
+def test_a_worker_sends_a_record_as_its_line_unless_the_run_needs_the_record() -> None:
+    """With ``lines`` (no on_record, or an Observer) the worker encodes the record (the line the file holds,
+    credentials redacted) and runs the Observer's look on it; without, it sends the record itself."""
+    shelf = Shelf()
+    shelf.add(0, pickle.dumps(CounterEnv()))
+    unit = replace(rollout(("inc", {}), ("need", {"n": 5})), metadata={"api_base": "https://user:key@example.com/v1"})
+    record = replay_on(shelf, REPLAYER, unit, 0)
+    assert isinstance(record, PrefixRecord)
+    sent = replay_on(shelf, Replayer(None, None, 0, lines=True, look=attrgetter("fed")), unit, 0)
+    assert isinstance(sent, Written)
+    assert (sent.key, sent.executable, sent.seen) == (unit.key, False, 2)
+    assert sent.line == record_line(record)
+    assert "key@" not in sent.line and json.loads(sent.line)["fed"] == 2

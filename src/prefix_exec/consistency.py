@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from prefix_exec import outputs
 from prefix_exec.json_types import JsonObject
@@ -92,10 +92,20 @@ class Consistency:
     scored: set[UnitKey] = field(default_factory=set)
 
     def add(self, record: PrefixRecord) -> None:
-        found, calls = self.compare(record)
+        self.take(record.key, self.compare(record))
+
+    @property
+    def look(self) -> Compare:
+        """The comparison, run where a record is made (a worker process, with ``score --workers``):
+        :class:`~prefix_exec.scoring.Observer`'s first half."""
+        return self.compare
+
+    def take(self, key: UnitKey, seen: object) -> None:
+        """Add the comparison ``seen`` (what :attr:`look` gave) of the record of ``key``."""
+        found, calls = cast(tuple[list[Disagreement], int], seen)
         self.found.extend(found)
         self.calls += calls
-        self.scored.add(record.key)
+        self.scored.add(key)
 
     def restart(self) -> None:
         """Forget the comparisons (not the scored units), to compare a resumed output's every record again."""

@@ -188,7 +188,11 @@ class JsonlWriter:
     def write(self, row: JsonMapping, *, sync: bool = True) -> int:
         """Append ``row``, flushed to the kernel (a kill of this process keeps it) and, with ``sync``, fsynced
         (a crash of the machine keeps it too); rows written with ``sync=False`` are fsynced by :meth:`sync`."""
-        self._fh.write(dumps(row) + "\n")
+        return self.write_line(dumps(row), sync=sync)
+
+    def write_line(self, line: str, *, sync: bool = True) -> int:
+        """Append ``line`` (one JSON value encoded by :func:`dumps`, without its newline) as :meth:`write` does."""
+        self._fh.write(line + "\n")
         self._fh.flush()
         if sync:
             os.fsync(self._fh.fileno())

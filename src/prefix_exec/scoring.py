@@ -20,13 +20,14 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TextIO
+from typing import Protocol, TextIO, runtime_checkable
 
 from prefix_exec import budget, outputs
 from prefix_exec.deprecation import deprecated
 from prefix_exec.envs.base import Environment
 from prefix_exec.errors import InputError
 from prefix_exec.io import RECORD_KIND, JsonlWriter, completed_keys, record_to_json
+from prefix_exec.jsonl import UnitKey, dumps
 from prefix_exec.recipe import Recipe
 from prefix_exec.redaction import redact_json
 from prefix_exec.replay import ReplayError, replay
@@ -142,7 +143,7 @@ def score_to_file(
     total: int | None = None,
     desc: str = "scoring",
     log: TextIO | None = None,
-    on_record: Callable[[PrefixRecord], None] | None = None,
+    on_record: OnRecord | None = None,
     prepare: Callable[[Rollout], Rollout] | None = None,
     rollout_seconds: float | None = budget.DEFAULT_ROLLOUT_SECONDS,
     call_memory_mb: int = budget.DEFAULT_CALL_MEMORY_MB,
@@ -170,6 +171,8 @@ def score_to_file(
     ``workers`` > 1 (or ``launcher`` ``"ray"``) replays on that many worker processes or Ray actors
     (:mod:`prefix_exec.scoring_pool`; ``prepare`` must then pickle); reading, checks of identity, ``on_record``
     and writing stay in this process, in input order, so the records and the report are those of one worker.
+    A worker sends each record back as its line, made there, unless ``on_record`` is a plain function, which
+    needs the record itself; an :class:`Observer` has its ``look`` run in the worker too.
     """
     path = Path(out)
     target = _check_output(path, inputs, resume=resume, overwrite=overwrite)
@@ -181,7 +184,13 @@ def score_to_file(
         keep_going=keep_going,
         log=log if log is not None else sys.stderr,
         on_record=on_record,
-        replayer=Replayer(prepare, rollout_seconds, call_memory_mb),
+        replayer=Replayer(
+            prepare,
+            rollout_seconds,
+            call_memory_mb,
+            lines=on_record is None or isinstance(on_record, Observer),  # a plain on_record needs the record
+            look=on_record.look if isinstance(on_record, Observer) else None,
+        ),
     )
     with hold_lock(path), contextlib.ExitStack() as replaced:
         if overwrite and not resume and not fresh:
@@ -219,8 +228,47 @@ def _drop_if_empty(path: Path, fresh: bool) -> None:
         path.unlink()
 
 
-#: What became of one input unit: its record, why it was not scored, or ``None``: kept from the output (resume).
-Outcome = PrefixRecord | Skipped | None
+@runtime_checkable
+class Observer(Protocol):
+    """An ``on_record`` of :func:`score_to_file` in two halves, so that worker processes take the costly one:
+    :attr:`look`, a function of a record that pickles (a module-level function, or a ``functools.partial`` of one
+    with plain data), runs where the record is made; :meth:`take` runs in the reading process, in input order,
+    with the record's key and what ``look`` gave (say, a consistency check's disagreements and count)."""
+
+    @property
+    def look(self) -> Callable[[PrefixRecord], object]: ...
+
+    def take(self, key: UnitKey, seen: object) -> None: ...
+
+
+#: A function given every record written (:func:`score_to_file`'s ``on_record``), or an :class:`Observer`.
+OnRecord = Callable[[PrefixRecord], None] | Observer
+
+
+def record_line(record: PrefixRecord) -> str:
+    """The JSONL line of ``record`` (no newline) as the records file holds it: an input's settings in its
+    metadata (another tool's ``api_base``) lose their URL credentials."""
+    row = record_to_json(record)
+    if "metadata" in row:
+        row["metadata"] = redact_json(row["metadata"])
+    return dumps(row)
+
+
+@dataclass(frozen=True)
+class Written:
+    """A record as a worker process sends it back: its line (:func:`record_line`, the costly part of writing it,
+    made there), its key, whether it is executable, and what the run's :class:`Observer` looked at in it
+    (``None`` without one)."""
+
+    line: str
+    key: UnitKey
+    executable: bool
+    seen: object
+
+
+#: What became of one input unit: its record (or, from a worker, its line), why it was not scored, or ``None``:
+#: kept from the output (resume).
+Outcome = PrefixRecord | Written | Skipped | None
 
 
 #: Records are fsynced in a group at most this often, and at the end (each is flushed to the kernel as it is
@@ -244,6 +292,10 @@ class Replayer:
     prepare: Callable[[Rollout], Rollout] | None
     rollout_seconds: float | None
     call_memory_mb: int
+    #: Whether a worker sends back a record as its line (:meth:`sent`): false when the run's ``on_record`` is a
+    #: plain function, which needs the record itself; ``look``: the run's :attr:`Observer.look`, if any.
+    lines: bool = False
+    look: Callable[[PrefixRecord], object] | None = None
 
     def __call__(self, rollout: Rollout, env: Environment | EnvFor) -> PrefixRecord | Skipped:
         """The record of ``rollout`` prepared and replayed on ``env`` (or the environment ``env`` builds for
@@ -255,6 +307,15 @@ class Replayer:
         except (ReplayError, InputError, budget.OverBudget) as exc:
             return Skipped(unit_name(rollout), str(exc))
 
+    def sent(self, outcome: PrefixRecord | Skipped) -> PrefixRecord | Written | Skipped:
+        """``outcome`` as a worker sends it back: a record as :class:`Written` when :attr:`lines`."""
+        return self.written(outcome) if self.lines and isinstance(outcome, PrefixRecord) else outcome
+
+    def written(self, record: PrefixRecord) -> Written:
+        """``record`` as its line, with what :attr:`look` gives of it."""
+        seen = self.look(record) if self.look is not None else None
+        return Written(record_line(record), record.key, record.executable, seen)
+
 
 @dataclass(frozen=True)
 class _Scorer:
@@ -263,7 +324,7 @@ class _Scorer:
     report: ScoreReport
     keep_going: bool
     log: TextIO
-    on_record: Callable[[PrefixRecord], None] | None
+    on_record: OnRecord | None
     replayer: Replayer
 
     def score(
@@ -309,15 +370,22 @@ class _Scorer:
                 else:
                     self.write(writer, outcome)
 
-    def write(self, writer: JsonlWriter, record: PrefixRecord) -> None:
-        row = record_to_json(record)
-        if "metadata" in row:  # an input's settings (another tool's api_base) lose URL credentials
-            row["metadata"] = redact_json(row["metadata"])
-        writer.write(row, sync=False)  # fsynced in groups (SYNC)
+    def write(self, writer: JsonlWriter, record: PrefixRecord | Written) -> None:
+        if isinstance(record, PrefixRecord) and not self.replayer.lines:  # a plain on_record takes the record
+            writer.write_line(record_line(record), sync=False)  # fsynced in groups (SYNC)
+            self.count(record.executable)
+            if self.on_record is not None and not isinstance(self.on_record, Observer):
+                self.on_record(record)
+            return
+        written = self.replayer.written(record) if isinstance(record, PrefixRecord) else record
+        writer.write_line(written.line, sync=False)
+        self.count(written.executable)
+        if isinstance(self.on_record, Observer):
+            self.on_record.take(written.key, written.seen)
+
+    def count(self, executable: bool) -> None:
         self.report.written += 1
-        self.report.executable += int(record.executable)
-        if self.on_record is not None:
-            self.on_record(record)
+        self.report.executable += int(executable)
 
     def skip(self, unit: Skipped) -> None:
         if not self.keep_going:

@@ -57,7 +57,10 @@ from prefix_exec.scoring_tickets import Admission
 from prefix_exec.scoring_worker import Decoded, Raised, decode_on
 from prefix_exec.trajectory import Rollout, Skipped
 
-WINDOW = 8
+#: Units the window holds per replaying process beyond what the workers hold: while a worker works through its
+#: queue, this process goes on reading and replaying that many (with 8, it waited on the worker a tenth of the
+#: time, and the worker on it). A kill loses at most the window (records in flight, a few MB at most).
+WINDOW = 64
 #: Seconds after the start at which the workers not started at once (those beyond the cores this process leaves
 #: idle) are started: they would take a core from this process, worth it only for an input that lasts.
 START_SECONDS = 0.5

@@ -11,6 +11,7 @@ memory in C) is reported as :class:`Died`; the schedule restarts it.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import pickle
 import selectors
@@ -20,6 +21,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final, Protocol
 
 from prefix_exec.jsonl import UnitKey
@@ -114,6 +116,8 @@ class Processes:
         theirs.close()
         answers.close()
         os.set_blocking(ours.fileno(), False)
+        for pipe in (ours, inbox):
+            widen(pipe.fileno())
         self.processes[worker], self.inboxes[worker], self.outboxes[worker] = process, inbox, ours
         self.unsent[worker] = bytearray()
         self.started[worker] = False
@@ -221,6 +225,25 @@ class Processes:
             if process is not None:
                 with contextlib.suppress(Exception):
                     self.stop(worker)
+
+
+#: Bytes each pipe to and from a worker holds (Linux; the default is 64 KiB): what this process sends a worker
+#: waits in the pipe, not in this process, while this process replays or reads a file, so the worker does not
+#: run dry after four transcripts of 16 KB each; a worker's answers wait there while this process is busy.
+PIPE_BYTES = 1 << 20
+
+
+def widen(fd: int) -> None:
+    """Let the pipe ``fd`` hold :data:`PIPE_BYTES` (or the system's most, ``/proc/sys/fs/pipe-max-size``, when
+    that is less); a system without ``F_SETPIPE_SZ`` keeps its size."""
+    setter = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if setter is None:
+        return
+    size = PIPE_BYTES
+    with contextlib.suppress(OSError):
+        size = min(size, int(Path("/proc/sys/fs/pipe-max-size").read_text()))
+    with contextlib.suppress(OSError):  # EPERM past the limit: the pipe keeps its size
+        fcntl.fcntl(fd, setter, size)
 
 
 @contextlib.contextmanager

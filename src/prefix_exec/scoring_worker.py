@@ -85,7 +85,7 @@ def replay_on(shelf: Shelf, replayer: Replayer, rollout: Rollout, token: int) ->
         text = exc.describe() if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
         return Skipped(unit_name(rollout), f"its environment could not be built in a worker: {text}")
     try:
-        return replayer(rollout, env)
+        return replayer.sent(replayer(rollout, env))  # a record as its line (Written), made here
     except Exception as exc:
         return Raised(exc)
 

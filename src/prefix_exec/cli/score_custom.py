@@ -177,7 +177,7 @@ def score_on_spec(
         args.out,
         total=total,
         desc=desc,
-        on_record=consistency.add,
+        on_record=consistency,
         inputs=inputs,
         **output_options(args),
     )

@@ -117,7 +117,7 @@ def handle(args: argparse.Namespace) -> int:
         args.out,
         total=len(units),
         desc="scoring tau",
-        on_record=consistency.add,
+        on_record=consistency,
         inputs=args.results,
         **output_options(args),
     )
