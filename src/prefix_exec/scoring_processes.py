@@ -96,6 +96,10 @@ class Processes:
         self.unsent: list[bytearray] = [bytearray() for _ in range(workers)]
         self.started = [False] * workers  # READY came: the worker has its imports and settings
         self.built: list[set[int]] = [set() for _ in range(workers)]  # the tokens whose BUILT came
+        # Kept for the run (collect is called after every rollout replayed here: a selector each time cost more
+        # than the wait): each started worker's results and sentinel, and its pipe while bytes wait for it.
+        self.selector = selectors.DefaultSelector()
+        self.writing: set[int] = set()
         for worker in range(workers if first is None else min(first, workers)):
             self.start(worker)
 
@@ -121,6 +125,8 @@ class Processes:
         self.processes[worker], self.inboxes[worker], self.outboxes[worker] = process, inbox, ours
         self.unsent[worker] = bytearray()
         self.started[worker] = False
+        self.selector.register(inbox, selectors.EVENT_READ, worker)
+        self.selector.register(process.sentinel, selectors.EVENT_READ, worker)
         self.built[worker] = set()
 
     def available(self, worker: int) -> bool:
@@ -168,17 +174,11 @@ class Processes:
         deadline = None if timeout is None else time.monotonic() + timeout
         while not events:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            with selectors.DefaultSelector() as selector:
-                for worker, process in enumerate(self.processes):
-                    if process is None:  # not started yet
-                        continue
-                    selector.register(self.inboxes[worker], selectors.EVENT_READ, worker)
-                    selector.register(process.sentinel, selectors.EVENT_READ, worker)
-                    if self.unsent[worker]:
-                        selector.register(self.outboxes[worker], selectors.EVENT_WRITE, worker)
-                if not selector.get_map():  # no worker started: nothing can come
-                    break
-                ready = selector.select(left)
+            for worker, unsent in enumerate(self.unsent):
+                self._watch_writes(worker, bool(unsent))
+            if not self.selector.get_map():  # no worker started: nothing can come
+                break
+            ready = self.selector.select(left)
             for worker in sorted({key.data for key, mask in ready if mask & selectors.EVENT_WRITE}):
                 self._write(worker)
             for worker in sorted({key.data for key, mask in ready if mask & selectors.EVENT_READ}):
@@ -212,11 +212,24 @@ class Processes:
         self.stop(worker)
         self.start(worker)
 
+    def _watch_writes(self, worker: int, wanted: bool) -> None:
+        """Have :meth:`collect` wake when the pipe to ``worker`` can take bytes (``wanted``), or not."""
+        if wanted and worker not in self.writing and self.processes[worker] is not None:
+            self.selector.register(self.outboxes[worker], selectors.EVENT_WRITE, worker)
+            self.writing.add(worker)
+        elif not wanted and worker in self.writing:
+            self.selector.unregister(self.outboxes[worker])
+            self.writing.discard(worker)
+
     def stop(self, worker: int) -> None:
         process = self.processes[worker]
         if process.is_alive():
             process.kill()
         process.join(5)
+        self._watch_writes(worker, False)
+        for watched in (self.inboxes[worker], process.sentinel):
+            with contextlib.suppress(KeyError, ValueError):
+                self.selector.unregister(watched)
         self.inboxes[worker].close()
         self.outboxes[worker].close()
 
@@ -225,6 +238,7 @@ class Processes:
             if process is not None:
                 with contextlib.suppress(Exception):
                     self.stop(worker)
+        self.selector.close()
 
 
 #: Bytes each pipe to and from a worker holds (Linux; the default is 64 KiB): what this process sends a worker
