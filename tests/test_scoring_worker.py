@@ -44,11 +44,12 @@ def test_a_worker_says_ready_then_built_for_each_environment_it_is_sent() -> Non
     context = multiprocessing.get_context("spawn")
     inbox, to_worker = context.Pipe(duplex=False)
     from_worker, outbox = context.Pipe(duplex=False)
+    to_worker.send(pickle.dumps((REPLAYER, frozenset())))  # its settings come first
     to_worker.send(("env", 3, pickle.dumps(CounterEnv())))
     to_worker.send(("env", 4, pickle.dumps(Recipe(broken_spec, ("bad.yaml",)))))
     to_worker.send(("unit", 7, rollout(("inc", {})), 3))
     to_worker.close()
-    serve(inbox, outbox, pickle.dumps((REPLAYER, frozenset())))  # returns when its inbox closes
+    serve(inbox, outbox)  # returns when its inbox closes
     messages = []
     while from_worker.poll():
         messages.append(from_worker.recv())

@@ -29,7 +29,6 @@ workers and leave the records written so far. The workers and their pipes are
 from __future__ import annotations
 
 import contextlib
-import os
 import pickle
 import signal
 import threading
@@ -53,6 +52,7 @@ from prefix_exec.scoring import (
     unit_name,
 )
 from prefix_exec.scoring_processes import Died, Processes, Transport
+from prefix_exec.scoring_spawn import usable_cores
 from prefix_exec.scoring_tickets import Admission
 from prefix_exec.scoring_worker import Decoded, Raised, decode_on
 from prefix_exec.trajectory import Rollout, Skipped
@@ -76,16 +76,6 @@ QUEUE_SECONDS = 0.02
 MOST_HELD = 64
 #: The launchers a ``score`` command takes (``--launcher``), as ``run --launcher`` has them.
 LAUNCHERS = ("local", "ray")
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity, as a scheduler or container set it), at least 1."""
-    counter = getattr(os, "process_cpu_count", None)  # Python 3.13
-    if counter is not None:
-        return int(counter() or 1)
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0)) or 1
-    return os.cpu_count() or 1
 
 
 #: What the pool takes, in input order (:meth:`~prefix_exec.scoring_tickets.Admission.deferring`).

@@ -11,27 +11,22 @@ memory in C) is reported as :class:`Died`; the schedule restarts it.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import pickle
 import selectors
 import signal
 import struct
-import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 
 from prefix_exec.jsonl import UnitKey
 from prefix_exec.scoring import Outcome, Replayer, Scorable, Undecoded
-from prefix_exec.scoring_worker import BUILT, READY, Decoded, Raised, serve
+from prefix_exec.scoring_spawn import spawn, take_early
+from prefix_exec.scoring_worker import BUILT, READY, Decoded, Raised
 
 #: Rollouts a local worker holds at least (the next is queued while one runs; more for quick ones: scoring_pool).
 DEPTH = 2
-#: How the pool's processes start (see the module docstring).
-START_METHOD: Final = "spawn"
 
 
 @dataclass(frozen=True)
@@ -86,9 +81,6 @@ class Processes:
     ) -> None:
         """``workers`` workers, ``first`` of them started now (all when ``None``), the others by :meth:`start_first`;
         ``done``: the identities a worker that decodes a unit need not replay (already in the output)."""
-        import multiprocessing
-
-        self.context = multiprocessing.get_context(START_METHOD)
         self.settings = pickle.dumps((replayer, done))  # done: what a worker that decodes need not replay
         self.processes: list[Any] = [None] * workers
         self.inboxes: list[Any] = [None] * workers  # results from each worker
@@ -110,24 +102,17 @@ class Processes:
                 self.start(worker)
 
     def start(self, worker: int) -> None:
-        theirs, ours = self.context.Pipe(duplex=False)  # messages to the worker
-        inbox, answers = self.context.Pipe(duplex=False)  # its results back
-        process = self.context.Process(
-            target=serve, args=(theirs, answers, self.settings), name=f"prefix-exec-score-{worker}", daemon=True
-        )
-        with _sigint_ignored():  # the worker inherits it from the start: Ctrl-C is for this process to handle
-            process.start()
-        theirs.close()
-        answers.close()
-        os.set_blocking(ours.fileno(), False)
-        for pipe in (ours, inbox):
-            widen(pipe.fileno())
-        self.processes[worker], self.inboxes[worker], self.outboxes[worker] = process, inbox, ours
+        """Start ``worker``: one started early (:func:`~prefix_exec.scoring_spawn.start_early`) if one is left,
+        else a new one; its first message is this run's settings."""
+        spawned = take_early() or spawn()
+        self.processes[worker] = spawned.process
+        self.inboxes[worker], self.outboxes[worker] = spawned.answers, spawned.orders
         self.unsent[worker] = bytearray()
         self.started[worker] = False
-        self.selector.register(inbox, selectors.EVENT_READ, worker)
-        self.selector.register(process.sentinel, selectors.EVENT_READ, worker)
         self.built[worker] = set()
+        self.selector.register(spawned.answers, selectors.EVENT_READ, worker)
+        self.selector.register(spawned.process.sentinel, selectors.EVENT_READ, worker)
+        self._send(worker, self.settings)
 
     def available(self, worker: int) -> bool:
         """Whether ``worker`` has said READY (as :meth:`collect` last read: its imports and settings are done)."""
@@ -239,34 +224,3 @@ class Processes:
                 with contextlib.suppress(Exception):
                     self.stop(worker)
         self.selector.close()
-
-
-#: Bytes each pipe to and from a worker holds (Linux; the default is 64 KiB): what this process sends a worker
-#: waits in the pipe, not in this process, while this process replays or reads a file, so the worker does not
-#: run dry after four transcripts of 16 KB each; a worker's answers wait there while this process is busy.
-PIPE_BYTES = 1 << 20
-
-
-def widen(fd: int) -> None:
-    """Let the pipe ``fd`` hold :data:`PIPE_BYTES` (or the system's most, ``/proc/sys/fs/pipe-max-size``, when
-    that is less); a system without ``F_SETPIPE_SZ`` keeps its size."""
-    setter = getattr(fcntl, "F_SETPIPE_SZ", None)
-    if setter is None:
-        return
-    size = PIPE_BYTES
-    with contextlib.suppress(OSError):
-        size = min(size, int(Path("/proc/sys/fs/pipe-max-size").read_text()))
-    with contextlib.suppress(OSError):  # EPERM past the limit: the pipe keeps its size
-        fcntl.fcntl(fd, setter, size)
-
-
-@contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)

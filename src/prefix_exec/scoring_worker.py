@@ -107,12 +107,17 @@ def decode_on(
     return Decoded(rollout.key, rollout_digest(rollout), unit_name(rollout), outcome)
 
 
-def serve(inbox: Any, outbox: Any, settings: bytes) -> None:
-    """A worker process: replay each rollout ``inbox`` brings (decode it first when it comes undecoded) and send
-    ``(seq, outcome)`` on ``outbox``, until ``inbox`` closes. ``settings``: the pickled replayer and the
-    identities already in the output."""
+def serve(inbox: Any, outbox: Any) -> None:
+    """A worker process: take its settings (the pickled replayer and the identities already in the output) as
+    the first message ``inbox`` brings, say READY, then replay each rollout it brings (decode it first when it
+    comes undecoded) and send ``(seq, outcome)`` on ``outbox``, until ``inbox`` closes (also before the settings
+    came: a worker started early that no run adopted, :mod:`prefix_exec.scoring_spawn`)."""
     replayer: Replayer
     done: frozenset[UnitKey]
+    try:
+        settings = inbox.recv()
+    except (EOFError, OSError):
+        return
     replayer, done = pickle.loads(settings)
     shelf = Shelf()
     outbox.send((READY, None))

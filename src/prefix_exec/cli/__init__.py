@@ -153,4 +153,28 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def console() -> None:
     """Console-script entry point."""
+    start_workers(sys.argv[1:])
     sys.exit(main())
+
+
+def start_workers(argv: Sequence[str]) -> None:
+    """For ``score``, spawn now the worker processes it will start at once (``--workers``, by default the usable
+    cores; none with ``--launcher ray``), so that their start (a Python start and the imports, about 0.3 s
+    each) overlaps this process's instead of following it (:mod:`prefix_exec.scoring_spawn`). ``argv`` is read
+    before parsing: an option spelled otherwise (an abbreviation) is not seen, and a worker started for nothing
+    (a usage error, a quick input) is ended at exit."""
+    if len(argv) < 2 or argv[0] != "score" or any(arg in ("-h", "--help") for arg in argv):
+        return
+    from prefix_exec.scoring_spawn import WARM, start_early, usable_cores
+
+    options: dict[str, str] = {}
+    for at, arg in enumerate(argv):
+        name, equals, value = arg.partition("=")
+        if name in ("--workers", "--launcher"):
+            options[name] = value if equals else (argv[at + 1] if at + 1 < len(argv) else "")
+    if argv[1] not in WARM or options.get("--launcher", "local") != "local":
+        return
+    cores = usable_cores()
+    wanted = options.get("--workers", "")
+    workers = int(wanted) if wanted.isdigit() else cores
+    start_early(min(workers, cores) - 1, argv[1])

@@ -11,7 +11,8 @@ from prefix_exec import budget, outputs, tasksets
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonObject
 from prefix_exec.scoring import ScoreReport
-from prefix_exec.scoring_pool import LAUNCHERS, usable_cores
+from prefix_exec.scoring_pool import LAUNCHERS
+from prefix_exec.scoring_spawn import usable_cores
 from prefix_exec.trials import Numbering, TrialSource
 
 

@@ -1,0 +1,158 @@
+"""Spawning the worker processes of ``score --workers N`` (:mod:`prefix_exec.scoring_processes` runs them): at
+once when the pool asks for one, or early, as the command starts (:func:`start_early`), so that a worker's own
+start (a Python start and this package's imports, about 0.3 s) overlaps the command's instead of following it.
+
+A worker is spawned with no settings: its first message is its settings (:func:`prefix_exec.scoring_worker.serve`).
+So one started before the command has read its options serves whatever run adopts it (:func:`take_early`);
+one that no run adopts (the input was done first, or the command failed) is ended at exit. This module imports
+nothing heavy: the command's entry point imports it before anything else.
+
+Workers are spawned, as the runner's are (:mod:`prefix_exec.runner.launchers`): a fork would copy the reading
+process's threads' locks mid-use, and ToolSandbox deadlocks under fork.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import fcntl
+import multiprocessing
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import import_module
+from pathlib import Path
+from typing import Any, Final
+
+#: How the pool's processes start (see the module docstring).
+START_METHOD: Final = "spawn"
+#: Bytes each pipe to and from a worker holds (Linux; the default is 64 KiB): what the reading process sends a
+#: worker waits in the pipe, not in that process, while it replays or reads a file, so the worker does not run
+#: dry after four transcripts of 16 KB each; a worker's answers wait there while the reading process is busy.
+PIPE_BYTES = 1 << 20
+#: Modules a worker started early may import while it waits for its settings, by the ``score`` subcommand that
+#: starts it: what unpickling its settings and environment would import anyway. Names never come from input.
+WARM: Final[dict[str, tuple[str, ...]]] = {
+    "custom": ("prefix_exec.scoring_worker", "prefix_exec.envs.custom"),
+    "transcripts": ("prefix_exec.scoring_worker", "prefix_exec.envs.custom", "prefix_exec.importers.transcripts"),
+    "openai": ("prefix_exec.scoring_worker", "prefix_exec.envs.custom", "prefix_exec.importers.transcripts"),
+    "bfcl": ("prefix_exec.scoring_worker", "prefix_exec.envs.bfcl"),
+    "tau": ("prefix_exec.scoring_worker", "prefix_exec.envs.tau"),
+    "toolsandbox": ("prefix_exec.scoring_worker",),
+    "inspect": ("prefix_exec.scoring_worker",),
+}
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, as a scheduler or container set it), at least 1."""
+    counter = getattr(os, "process_cpu_count", None)  # Python 3.13
+    if counter is not None:
+        return int(counter() or 1)
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class Spawned:
+    """A worker process just spawned: the process, the pipe its answers come on, and the (non-blocking) one to it."""
+
+    process: Any
+    answers: Any
+    orders: Any
+
+    def end(self) -> None:
+        """Close its pipes (it ends at the end of its input) and kill it if it is still running after that."""
+        self.orders.close()
+        self.process.join(0.2)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(5)
+        self.answers.close()
+
+
+def spawn(warm: tuple[str, ...] = ()) -> Spawned:
+    """A new worker process (:func:`run`), importing ``warm`` (names of :data:`WARM`) while it waits for its
+    settings; Ctrl-C is ignored in it (the reading process handles it and ends the workers)."""
+    context = multiprocessing.get_context(START_METHOD)
+    theirs, orders = context.Pipe(duplex=False)  # messages to the worker
+    answers, ours = context.Pipe(duplex=False)  # its answers back
+    process = context.Process(target=run, args=(theirs, ours, warm), name="prefix-exec-score", daemon=True)
+    with _sigint_ignored():  # the worker inherits it from the start
+        process.start()
+    theirs.close()
+    ours.close()
+    os.set_blocking(orders.fileno(), False)
+    for pipe in (orders, answers):
+        widen(pipe.fileno())
+    return Spawned(process, answers, orders)
+
+
+def run(inbox: Any, outbox: Any, warm: tuple[str, ...]) -> None:
+    """A worker process's entry: import ``warm`` (only names of :data:`WARM`), then serve."""
+    allowed = {name for names in WARM.values() for name in names}
+    for name in warm:
+        if name in allowed:
+            with contextlib.suppress(ImportError):  # a missing extra: the run that adopts it says so
+                import_module(name)
+    from prefix_exec.scoring_worker import serve
+
+    serve(inbox, outbox)
+
+
+_early: list[Spawned] = []
+
+
+def start_early(count: int, command: str) -> None:
+    """Spawn ``count`` workers now for the ``score`` subcommand ``command`` (they import its :data:`WARM`
+    modules); the pool adopts them (:func:`take_early`), and those it does not are ended at exit."""
+    if count <= 0:
+        return
+    if not _early:
+        atexit.register(end_early)
+    warm = WARM.get(command, ())
+    _early.extend(spawn(warm) for _ in range(count))
+
+
+def take_early() -> Spawned | None:
+    """A worker started early and not yet adopted, if any."""
+    while _early:
+        spawned = _early.pop(0)
+        if spawned.process.is_alive():
+            return spawned
+        spawned.end()
+    return None
+
+
+def end_early() -> None:
+    """End the workers started early that no run adopted."""
+    while _early:
+        with contextlib.suppress(Exception):
+            _early.pop().end()
+
+
+def widen(fd: int) -> None:
+    """Let the pipe ``fd`` hold :data:`PIPE_BYTES` (or the system's most, ``/proc/sys/fs/pipe-max-size``, when
+    that is less); a system without ``F_SETPIPE_SZ`` keeps its size."""
+    setter = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if setter is None:
+        return
+    size = PIPE_BYTES
+    with contextlib.suppress(OSError):
+        size = min(size, int(Path("/proc/sys/fs/pipe-max-size").read_text()))
+    with contextlib.suppress(OSError):  # EPERM past the limit: the pipe keeps its size
+        fcntl.fcntl(fd, setter, size)
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
