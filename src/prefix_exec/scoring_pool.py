@@ -15,9 +15,10 @@ handed out: they would be given nothing).
 
 A worker gets each environment once, as its :class:`~prefix_exec.recipe.Recipe` (the worker builds it once:
 no input is parsed again per rollout) or, without one, pickled; an environment that does not pickle has its
-rollouts replayed in the reading process (said once on the log). Workers are spawned, as the runner's are
-(:mod:`prefix_exec.runner.launchers`): a fork would copy the reading process's threads' locks mid-use, and
-ToolSandbox deadlocks under fork. Records are fsynced in groups, as with one worker
+rollouts replayed in the reading process (said once on the log). Workers are spawned
+(:mod:`prefix_exec.scoring_spawn`: the command's entry point spawns those started at once as it starts, so their
+start overlaps its own). A worker sends each record back as its line, made there
+(:class:`~prefix_exec.scoring.Written`). Records are fsynced in groups, as with one worker
 (:data:`~prefix_exec.scoring.SYNC_SECONDS`).
 
 A worker that dies (killed, out of memory in C) costs only the rollout it was replaying: that rollout is

@@ -3,9 +3,9 @@ worker processes (:func:`prefix_exec.scoring_worker.serve`), each with a pipe to
 index, and what a transport reports (:data:`Event`, :class:`Died`). ``--launcher ray``'s actors are the other
 transport (:mod:`prefix_exec.scoring_ray`).
 
-Workers are spawned, as the runner's are (:mod:`prefix_exec.runner.launchers`): a fork would copy the reading
-process's threads' locks mid-use, and ToolSandbox deadlocks under fork. A worker that ends (killed, out of
-memory in C) is reported as :class:`Died`; the schedule restarts it.
+Workers are spawned by :mod:`prefix_exec.scoring_spawn` (those the command started as it started are adopted
+first), and each is sent this run's settings as its first message. A worker that ends (killed, out of memory in
+C) is reported as :class:`Died`; the schedule restarts it.
 """
 
 from __future__ import annotations
