@@ -4,6 +4,7 @@ refuse to overwrite)."""
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -239,3 +240,44 @@ def test_an_observer_looks_where_the_record_is_made_and_takes_in_input_order(
     one = tmp_path / "one.jsonl"
     score_to_file(paired(rollouts, CounterEnv()), one)
     assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes() == one.read_bytes()
+
+
+class Client:
+    """An object a caller's code put in a rollout's metadata: JSON cannot hold it, so the line holds its repr."""
+
+    def __repr__(self) -> str:
+        return "Client('https://user:key@example.com/v1', timeout=5)"
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_credentials_in_metadata_json_cannot_hold_are_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    """A URL's credentials in a tuple, a set or an object's repr in the metadata are removed as in a string: the
+    line holds those as a list, a list and the repr (jsonl.dumps), and that is what is redacted; the rollout's own
+    metadata is left as it was. Oracle: the lines written by hand."""
+    from prefix_exec import scoring_pool
+
+    monkeypatch.setattr(scoring_pool, "REPLAY_HERE", False)
+    secret = "https://user:key@example.com/v1"
+    metadata = {
+        "api_base": secret,
+        "fallbacks": (secret,),
+        "mirrors": {secret},
+        "client": Client(),
+        "settings": {"base": secret, "retries": (1, 2)},
+    }
+    unit = replace(rollout(("inc", {})), metadata=metadata)
+    out = tmp_path / "out.jsonl"
+    score_to_file(paired([unit], CounterEnv()), out, workers=workers)
+    [line] = out.read_text(encoding="utf-8").splitlines()
+    assert "user:key@" not in line
+    redacted = "https://***@example.com/v1"
+    assert json.loads(line)["metadata"] == {
+        "api_base": redacted,
+        "fallbacks": [redacted],
+        "mirrors": [redacted],
+        "client": f"Client('{redacted}', timeout=5)",
+        "settings": {"base": redacted, "retries": [1, 2]},
+    }
+    assert unit.metadata["settings"] == {"base": secret, "retries": (1, 2)}  # not changed in place

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import sys
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator
@@ -250,7 +251,10 @@ def record_line(record: PrefixRecord) -> str:
     metadata (another tool's ``api_base``) lose their URL credentials."""
     row = record_to_json(record)
     if "metadata" in row:
-        row["metadata"] = redact_json(row["metadata"])
+        # Through JSON and back before redaction: a value JSON cannot hold as it is (a tuple, a set, an object made
+        # by code) becomes what the line holds (a list, its repr), so a secret in it is redacted too (redact_json
+        # walks JSON's types only); and the record's own metadata, which the row shares, is not changed in place.
+        row["metadata"] = redact_json(json.loads(dumps(row["metadata"])))
     return dumps(row)
 
 
