@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -281,3 +282,23 @@ def test_credentials_in_metadata_json_cannot_hold_are_redacted(
         "settings": {"base": redacted, "retries": [1, 2]},
     }
     assert unit.metadata["settings"] == {"base": secret, "retries": (1, 2)}  # not changed in place
+
+
+@dataclass
+class Unsendable(Where):
+    """An Observer whose look does not pickle (a lambda): the run replays in this process and says why."""
+
+    @property
+    def look(self) -> Callable[[PrefixRecord], object]:
+        return lambda record: (os.getpid(), record.T)
+
+
+def test_an_observer_whose_look_does_not_pickle_is_named(tmp_path: Path) -> None:
+    """The note names the observer's look, not the rollouts' preparation (there is none here); every rollout is
+    replayed and taken in this process, as with one worker."""
+    rollouts = [replace(rollout(("inc", {})), trial=trial) for trial in range(3)]
+    observer, log = Unsendable(), io.StringIO()
+    score_to_file(paired(rollouts, CounterEnv()), tmp_path / "out.jsonl", on_record=observer, workers=2, log=log)
+    assert "note: the look of the run's on_record cannot be sent to workers (" in log.getvalue()
+    assert "preparation" not in log.getvalue()
+    assert [(key, seen) for key, seen in observer.taken] == [(r.key, (os.getpid(), 1)) for r in rollouts]

@@ -144,15 +144,26 @@ def _in_process(tickets: Iterator[Ticket], replayer: Replayer, admission: Admiss
 
 
 def _sendable(replayer: Replayer, log: TextIO) -> bool:
-    """Whether ``replayer`` (its ``prepare``) pickles to the workers; said on ``log`` when it does not."""
+    """Whether ``replayer`` (its ``prepare``, and the ``look`` of the run's observer) pickles to the workers; said
+    on ``log``, naming the part that does not, when it does not."""
     try:
         pickle.dumps(replayer)
     except Exception as exc:  # pickle raises what the object's reduction raises
+        parts = [("the rollouts' preparation", replayer.prepare), ("the look of the run's on_record", replayer.look)]
+        what = " and ".join(name for name, part in parts if part is not None and not _pickles(part))
         print(
-            f"prefix-exec: note: the rollouts' preparation cannot be sent to workers ({type(exc).__name__}); every "
+            f"prefix-exec: note: {what or 'the replayer'} cannot be sent to workers ({type(exc).__name__}); every "
             "rollout is replayed in this process",
             file=log,
         )
+        return False
+    return True
+
+
+def _pickles(part: object) -> bool:
+    try:
+        pickle.dumps(part)
+    except Exception:
         return False
     return True
 
