@@ -1,7 +1,9 @@
 """The worker processes of ``score --workers N`` (prefix_exec.scoring_spawn, prefix_exec.scoring_processes): their
-pipes hold a megabyte, so a worker holds its queue of transcripts (16 KB each) in the pipe while the reading
-process is busy (oracle: the kernel's own report of a pipe's size, F_GETPIPE_SZ); those the command starts as it
-starts are the ones the pool uses, and those it does not use end."""
+pipes hold up to a megabyte, so a worker holds its queue of transcripts (16 KB each) in the pipe while the reading
+process is busy, and a pool of many workers takes at most a quarter of the user's budget for pipe buffers (past
+the budget, every new pipe of the user's holds 8 KiB); those the command starts as it starts are the ones the pool
+uses, and those it does not use end. Oracles: the kernel's own report of a pipe's size (F_GETPIPE_SZ) and Linux's
+default limits (pipe-max-size 1 MiB, pipe-user-pages-soft 16384 pages of 4 KiB: 64 MiB), worked by hand."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import fcntl
 import multiprocessing
 import os
 import sys
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,10 +19,13 @@ import pytest
 
 from prefix_exec import scoring_pool, scoring_spawn
 from prefix_exec.cli import start_workers
-from prefix_exec.scoring import paired, score_to_file
+from prefix_exec.scoring import Replayer, paired, score_to_file
 from prefix_exec.scoring_processes import Processes
-from prefix_exec.scoring_spawn import PIPE_BYTES, widen
+from prefix_exec.scoring_spawn import PIPE_BYTES, pipe_bytes, system_pipe_bytes, widen
 from test_replay import CounterEnv, rollout
+
+MIB = 1 << 20
+LINUX_BUDGET = 16384 * 4096  # pipe-user-pages-soft's default, in bytes
 
 
 @pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="pipe sizes are Linux's")
@@ -28,12 +34,103 @@ def test_a_pipe_is_widened_to_a_megabyte_or_the_systems_most() -> None:
     read, write = os.pipe()
     try:
         assert fcntl.fcntl(write, fcntl.F_GETPIPE_SZ) == 65536  # the default: four transcripts
-        widen(write)
+        widen(write, system_pipe_bytes(2))
         assert fcntl.fcntl(write, fcntl.F_GETPIPE_SZ) == min(PIPE_BYTES, most)
         assert fcntl.fcntl(read, fcntl.F_GETPIPE_SZ) == min(PIPE_BYTES, most)  # one buffer for both ends
+        widen(write, 0)  # 0: left as it is
+        assert fcntl.fcntl(write, fcntl.F_GETPIPE_SZ) == min(PIPE_BYTES, most)
     finally:
         os.close(read)
         os.close(write)
+
+
+@pytest.mark.parametrize(
+    ("workers", "each"),
+    [
+        (1, MIB),
+        (8, MIB),  # 16 pipes of 1 MiB: 16 MiB, a quarter of the budget
+        (9, 512 * 1024),  # 18 pipes: 16 MiB / 18 = 910 KiB, rounded down to a power of two
+        (32, 256 * 1024),  # at 1 MiB each, 64 pipes would take the whole budget
+        (64, 128 * 1024),
+        (128, 0),  # 64 KiB each at most: the default, left as it is
+    ],
+)
+def test_the_pipes_of_a_pool_take_a_quarter_of_the_users_budget_at_most(workers: int, each: int) -> None:
+    assert pipe_bytes(2 * workers, most=MIB, budget=LINUX_BUDGET) == each
+    assert 2 * workers * each <= LINUX_BUDGET // 4
+
+
+def test_the_systems_most_for_one_pipe_and_no_budget() -> None:
+    assert pipe_bytes(2, most=256 * 1024, budget=LINUX_BUDGET) == 256 * 1024
+    assert pipe_bytes(2, most=65536, budget=LINUX_BUDGET) == 0
+    assert pipe_bytes(1000, most=MIB, budget=0) == MIB  # pipe-user-pages-soft 0: no budget
+
+
+def _linux_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This system's pipe limits read as Linux's defaults (pipe-max-size 1 MiB, 16384 pages of 4 KiB)."""
+    limits = {"pipe-max-size": str(MIB), "pipe-user-pages-soft": "16384"}
+    read_text = Path.read_text
+
+    def fake(path: Path, *args: object, **kwargs: object) -> str:
+        return limits[path.name] if path.name in limits else read_text(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "read_text", fake)
+    monkeypatch.setattr(scoring_spawn.os, "sysconf", lambda name: 4096)
+
+
+def test_a_pool_of_64_workers_stays_within_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The size the transport widens its pipes to (no worker is started here): on Linux's default limits 64
+    workers' 128 pipes take 16 MiB, not 128 MiB (twice the budget: every later pipe of the user's would hold
+    8 KiB)."""
+    _linux_defaults(monkeypatch)
+    pool = Processes(Replayer(None, None, 0), 64, first=0)
+    try:
+        assert pool.pipe_bytes == 128 * 1024
+    finally:
+        pool.close()
+
+
+@pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="pipe sizes are Linux's")
+def test_workers_started_early_have_pipes_sized_for_the_whole_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``score --workers 65`` starts one worker early (two cores) for a pool of 64: its pipes are sized for 64
+    workers (128 KiB on Linux's defaults), not for one (a megabyte each)."""
+    _linux_defaults(monkeypatch)
+    scoring_spawn.start_early(1, "custom", pool=64)
+    try:
+        early = scoring_spawn._early[0]
+        for pipe in (early.orders, early.answers):
+            assert fcntl.fcntl(pipe.fileno(), fcntl.F_GETPIPE_SZ) == 128 * 1024
+    finally:
+        scoring_spawn.end_early()
+
+
+@pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="pipe sizes are Linux's")
+def test_a_new_pipe_keeps_its_default_size_beside_a_large_pool() -> None:
+    """The kernel's oracle: after an unprivileged user's pipes of 64 workers are widened, that user's next pipe (a
+    shell pipeline's, say) still holds 64 KiB. Run in a child process, as ``nobody`` when this is root (root's pipes
+    are not bound by the budget)."""
+    size = system_pipe_bytes(128)  # the limits are read here: the child makes system calls only
+    with warnings.catch_warnings():
+        # Other tests' threads (tqdm's monitor) may run in this process; the child takes none of their locks.
+        warnings.filterwarnings(
+            "ignore", message=".*use of fork\\(\\) may lead to deadlocks", category=DeprecationWarning
+        )
+        pid = os.fork()
+    if pid == 0:  # the child: then _exit (nothing of pytest's runs here)
+        code = 1
+        try:
+            if os.geteuid() == 0:
+                os.setgid(65534)
+                os.setuid(65534)
+            pipes = [os.pipe() for _ in range(128)]
+            for _, write in pipes:
+                widen(write, size)
+            _, write = os.pipe()
+            code = 0 if fcntl.fcntl(write, fcntl.F_GETPIPE_SZ) == 65536 else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 def test_a_worker_started_early_is_adopted_by_the_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -85,10 +182,10 @@ def test_a_worker_imports_only_the_warm_modules_it_knows() -> None:
 @pytest.mark.parametrize(
     ("argv", "cores", "started"),
     [
-        (["score", "transcripts", "x.jsonl", "--tools", "t.json"], 4, [(3, "transcripts")]),
-        (["score", "transcripts", "x.jsonl", "--workers", "2"], 4, [(1, "transcripts")]),
-        (["score", "custom", "x.jsonl", "--workers=8"], 2, [(1, "custom")]),
-        (["score", "bfcl", "results", "--workers", "1"], 4, [(0, "bfcl")]),
+        (["score", "transcripts", "x.jsonl", "--tools", "t.json"], 4, [(3, "transcripts", 3)]),
+        (["score", "transcripts", "x.jsonl", "--workers", "2"], 4, [(1, "transcripts", 1)]),
+        (["score", "custom", "x.jsonl", "--workers=8"], 2, [(1, "custom", 7)]),  # the pipes sized for all 7 workers
+        (["score", "bfcl", "results", "--workers", "1"], 4, [(0, "bfcl", 0)]),
         (["score", "tau", "r.json", "--launcher", "ray"], 4, []),
         (["score", "tau", "r.json", "--launcher=ray", "--workers", "3"], 4, []),
         (["score", "transcripts", "--help"], 4, []),
@@ -98,11 +195,16 @@ def test_a_worker_imports_only_the_warm_modules_it_knows() -> None:
     ],
 )
 def test_the_command_line_starts_the_workers_score_starts_at_once(
-    monkeypatch: pytest.MonkeyPatch, argv: list[str], cores: int, started: list[tuple[int, str]]
+    monkeypatch: pytest.MonkeyPatch, argv: list[str], cores: int, started: list[tuple[int, str, int]]
 ) -> None:
-    """As many as the pool starts at once: min(--workers, cores) - 1 (the reading process is one of them)."""
-    calls: list[tuple[int, str]] = []
-    monkeypatch.setattr(scoring_spawn, "start_early", lambda count, command: calls.append((count, command)))
+    """As many as the pool starts at once: min(--workers, cores) - 1 (the reading process is one of them), their
+    pipes sized for the pool's --workers - 1."""
+    calls: list[tuple[int, str, int]] = []
+
+    def start_early(count: int, command: str, *, pool: int) -> None:
+        calls.append((count, command, pool))
+
+    monkeypatch.setattr(scoring_spawn, "start_early", start_early)
     monkeypatch.setattr(scoring_spawn, "usable_cores", lambda: cores)
     start_workers(argv)
     assert calls == started

@@ -234,7 +234,10 @@ class Observer(Protocol):
     """An ``on_record`` of :func:`score_to_file` in two halves, so that worker processes take the costly one:
     :attr:`look`, a function of a record that pickles (a module-level function, or a ``functools.partial`` of one
     with plain data), runs where the record is made; :meth:`take` runs in the reading process, in input order,
-    with the record's key and what ``look`` gave (say, a consistency check's disagreements and count)."""
+    with the record's key and what ``look`` gave (say, a consistency check's disagreements and count).
+    ``look`` must have no effect but its result: it runs in whichever process replayed the record, out of the
+    reading process's sight and not in input order. It sees the record before redaction (secrets in metadata
+    included): what it gives goes to ``take``, which must redact what it writes."""
 
     @property
     def look(self) -> Callable[[PrefixRecord], object]: ...

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from prefix_exec.jsonl import UnitKey
 from prefix_exec.scoring import Outcome, Replayer, Scorable, Undecoded
-from prefix_exec.scoring_spawn import spawn, take_early
+from prefix_exec.scoring_spawn import spawn, system_pipe_bytes, take_early
 from prefix_exec.scoring_worker import BUILT, READY, Decoded, Raised
 
 #: Rollouts a local worker holds at least (the next is queued while one runs; more for quick ones: scoring_pool).
@@ -92,6 +92,7 @@ class Processes:
         # than the wait): each started worker's results and sentinel, and its pipe while bytes wait for it.
         self.selector = selectors.DefaultSelector()
         self.writing: set[int] = set()
+        self.pipe_bytes = system_pipe_bytes(2 * workers)  # the pipes to and from each worker
         for worker in range(workers if first is None else min(first, workers)):
             self.start(worker)
 
@@ -102,9 +103,9 @@ class Processes:
                 self.start(worker)
 
     def start(self, worker: int) -> None:
-        """Start ``worker``: one started early (:func:`~prefix_exec.scoring_spawn.start_early`) if one is left,
-        else a new one; its first message is this run's settings."""
-        spawned = take_early() or spawn()
+        """Start ``worker``: one started early (:func:`~prefix_exec.scoring_spawn.start_early`, its pipes sized
+        for this pool) if one is left, else a new one; its first message is this run's settings."""
+        spawned = take_early() or spawn(pipe_size=self.pipe_bytes)
         self.processes[worker] = spawned.process
         self.inboxes[worker], self.outboxes[worker] = spawned.answers, spawned.orders
         self.unsent[worker] = bytearray()

@@ -28,10 +28,17 @@ from typing import Any, Final
 
 #: How the pool's processes start (see the module docstring).
 START_METHOD: Final = "spawn"
-#: Bytes each pipe to and from a worker holds (Linux; the default is 64 KiB): what the reading process sends a
-#: worker waits in the pipe, not in that process, while it replays or reads a file, so the worker does not run
-#: dry after four transcripts of 16 KB each; a worker's answers wait there while the reading process is busy.
+#: Bytes each pipe to and from a worker holds at most (Linux; the default is 64 KiB): what the reading process
+#: sends a worker waits in the pipe, not in that process, while it replays or reads a file, so the worker does not
+#: run dry after four transcripts of 16 KB each; a worker's answers wait there while the reading process is busy.
 PIPE_BYTES = 1 << 20
+#: What a pipe holds unwidened (Linux).
+DEFAULT_PIPE_BYTES = 1 << 16
+#: The share of the user's budget for pipe buffers (``/proc/sys/fs/pipe-user-pages-soft``, 64 MiB by default) the
+#: pipes to and from the workers take together at most. Once an unprivileged user's pipes hold the whole budget,
+#: every new pipe of that user's, in any program (the user's other runs and shells too), holds 8 KiB, not 64 KiB,
+#: and no pipe can be widened, until pipes close: a megabyte for each of 2 pipes a worker reaches it at 32 workers.
+PIPE_SHARE = 0.25
 #: Modules a worker started early may import while it waits for its settings, by the ``score`` subcommand that
 #: starts it: what unpickling its settings and environment would import anyway. Names never come from input.
 WARM: Final[dict[str, tuple[str, ...]]] = {
@@ -73,9 +80,10 @@ class Spawned:
         self.answers.close()
 
 
-def spawn(warm: tuple[str, ...] = ()) -> Spawned:
+def spawn(warm: tuple[str, ...] = (), pipe_size: int = 0) -> Spawned:
     """A new worker process (:func:`run`), importing ``warm`` (names of :data:`WARM`) while it waits for its
-    settings; Ctrl-C is ignored in it (the reading process handles it and ends the workers)."""
+    settings, its pipes widened to ``pipe_size`` bytes (:func:`system_pipe_bytes`; 0: left as they are); Ctrl-C is
+    ignored in it (the reading process handles it and ends the workers)."""
     context = multiprocessing.get_context(START_METHOD)
     theirs, orders = context.Pipe(duplex=False)  # messages to the worker
     answers, ours = context.Pipe(duplex=False)  # its answers back
@@ -86,7 +94,7 @@ def spawn(warm: tuple[str, ...] = ()) -> Spawned:
     ours.close()
     os.set_blocking(orders.fileno(), False)
     for pipe in (orders, answers):
-        widen(pipe.fileno())
+        widen(pipe.fileno(), pipe_size)
     return Spawned(process, answers, orders)
 
 
@@ -105,15 +113,18 @@ def run(inbox: Any, outbox: Any, warm: tuple[str, ...]) -> None:
 _early: list[Spawned] = []
 
 
-def start_early(count: int, command: str) -> None:
+def start_early(count: int, command: str, *, pool: int | None = None) -> None:
     """Spawn ``count`` workers now for the ``score`` subcommand ``command`` (they import its :data:`WARM`
-    modules); the pool adopts them (:func:`take_early`), and those it does not are ended at exit."""
+    modules), their pipes sized for a pool of ``pool`` workers in all (``count`` when ``None``:
+    :func:`system_pipe_bytes`); the pool adopts them (:func:`take_early`), and those it does not are ended at
+    exit."""
     if count <= 0:
         return
     if not _early:
         atexit.register(end_early)
     warm = WARM.get(command, ())
-    _early.extend(spawn(warm) for _ in range(count))
+    size = system_pipe_bytes(2 * max(count, pool or 0))
+    _early.extend(spawn(warm, size) for _ in range(count))
 
 
 def take_early() -> Spawned | None:
@@ -133,16 +144,37 @@ def end_early() -> None:
             _early.pop().end()
 
 
-def widen(fd: int) -> None:
-    """Let the pipe ``fd`` hold :data:`PIPE_BYTES` (or the system's most, ``/proc/sys/fs/pipe-max-size``, when
-    that is less); a system without ``F_SETPIPE_SZ`` keeps its size."""
+def pipe_bytes(pipes: int, *, most: int, budget: int) -> int:
+    """What each of ``pipes`` pipes is widened to: :data:`PIPE_BYTES`, at most ``most`` (the system's most for one
+    pipe) and, together, at most :data:`PIPE_SHARE` of ``budget`` (the user's, in bytes; 0: no budget), rounded
+    down to a power of two (the kernel rounds a size up to one); 0 (leave the pipes as they are) when that is no
+    more than :data:`DEFAULT_PIPE_BYTES`."""
+    size = min(PIPE_BYTES, most)
+    if budget > 0:
+        size = min(size, int(budget * PIPE_SHARE) // max(pipes, 1))
+    if size <= DEFAULT_PIPE_BYTES:
+        return 0
+    return 1 << (size.bit_length() - 1)
+
+
+def system_pipe_bytes(pipes: int) -> int:
+    """:func:`pipe_bytes` for ``pipes`` pipes under this system's limits (``/proc/sys/fs/pipe-max-size`` and
+    ``pipe-user-pages-soft``; a limit that cannot be read does not bound)."""
+    most, budget = PIPE_BYTES, 0
+    with contextlib.suppress(OSError, ValueError):
+        most = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    with contextlib.suppress(OSError, ValueError):
+        budget = int(Path("/proc/sys/fs/pipe-user-pages-soft").read_text()) * os.sysconf("SC_PAGE_SIZE")
+    return pipe_bytes(pipes, most=most, budget=budget)
+
+
+def widen(fd: int, size: int) -> None:
+    """Let the pipe ``fd`` hold ``size`` bytes (:func:`system_pipe_bytes`; 0: leave it as it is); a system without
+    ``F_SETPIPE_SZ`` keeps its size."""
     setter = getattr(fcntl, "F_SETPIPE_SZ", None)
-    if setter is None:
+    if setter is None or size <= 0:
         return
-    size = PIPE_BYTES
-    with contextlib.suppress(OSError):
-        size = min(size, int(Path("/proc/sys/fs/pipe-max-size").read_text()))
-    with contextlib.suppress(OSError):  # EPERM past the limit: the pipe keeps its size
+    with contextlib.suppress(OSError):  # EPERM past a limit: the pipe keeps its size
         fcntl.fcntl(fd, setter, size)
 
 

@@ -177,4 +177,4 @@ def start_workers(argv: Sequence[str]) -> None:
     cores = usable_cores()
     wanted = options.get("--workers", "")
     workers = int(wanted) if wanted.isdigit() else cores
-    start_early(min(workers, cores) - 1, argv[1])
+    start_early(min(workers, cores) - 1, argv[1], pool=workers - 1)  # the pool: this process replays too
