@@ -17,7 +17,13 @@ so the records of files replay refuses are listed, not fatal), ``--repeats`` tim
 within each repeat; a repeat's time is the sum over the commands. Prints, per worker count, the median time,
 the rollouts scored per second and the ratio to ``--workers 1`` measured in the same run, then checks that
 every worker count wrote byte-identical records (the benchmark is void otherwise). The load average is printed
-first and last: on a busy machine the ratio says little. N is the usable cores (``os.sched_getaffinity``). Run:
+first and last: on a busy machine the ratio says little.
+
+The baseline beside each ratio is the machine's ceiling, measured in the same repeats: N independent Python
+processes each spinning a fixed loop (:data:`SPIN`, no I/O, nothing shared), started together, against one
+alone: ``N * t(1) / t(N)``, the most N processes of pure Python gain here and now. On a virtual machine whose
+cores are shared with other tenants it is well under N (two processes each run slower when they run together),
+and no pool can beat it. N is the usable cores (``os.sched_getaffinity``). Run:
 ``.venv/bin/python benchmarks/score_scale.py [--repeats 3] [--corpus bfcl,tau,transcripts] [--workers 1,2,4]``
 """
 
@@ -67,6 +73,8 @@ CORPORA: dict[str, list[str]] = {
 }
 #: Copies of tau-bench's file in transcripts-2200.
 COPIES = 11
+#: The ceiling's work for one process: a loop of pure Python (about 0.6 s on this project's 2-core machines).
+SPIN = "total = 0\nfor i in range(8_000_000):\n    total += i * i\n"
 
 
 def write_copies(folder: Path) -> None:
@@ -103,6 +111,16 @@ def score(corpus: str, workers: int, out: Path, env: dict[str, str]) -> float:
     return seconds
 
 
+def spin(processes: int) -> float:
+    """The wall time of ``processes`` Python processes running :data:`SPIN`, started together, in seconds."""
+    started = time.perf_counter()
+    running = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(processes)]
+    for process in running:
+        if process.wait() != 0:
+            raise SystemExit(f"the ceiling's loop failed ({process.returncode})")
+    return time.perf_counter() - started
+
+
 def load() -> str:
     one, five, fifteen = os.getloadavg()
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {usable_cores()} usable cores"
@@ -131,6 +149,7 @@ def main() -> None:
             score(corpus, 1, Path(folder) / "warm-up.jsonl", env)
         each: dict[tuple[str, int], list[float]] = {}  # (corpus, workers) -> its times
         times: dict[int, list[float]] = {workers: [] for workers in counts}
+        spins: dict[int, list[float]] = {workers: [] for workers in counts}  # the ceiling's, same repeats
         # Every worker count in each repeat, one after the other: a load that comes and goes (another user of
         # the machine) then weighs on all counts alike, not on the ones measured while it lasted.
         for _ in range(max(1, args.repeats)):
@@ -139,7 +158,9 @@ def main() -> None:
                 for corpus, seconds in runs.items():
                     each.setdefault((corpus, workers), []).append(seconds)
                 times[workers].append(sum(runs.values()))
+                spins[workers].append(spin(workers))
         medians = {workers: statistics.median(times[workers]) for workers in counts}
+        ceilings = {w: w * statistics.median(spins[1]) / statistics.median(spins[w]) for w in counts}
         rows = {c: (Path(folder) / f"{c}-1.jsonl").read_bytes() for c in corpora}
         differ = [
             f"{c} at --workers {w}"
@@ -152,7 +173,16 @@ def main() -> None:
     for workers in counts:
         rate = rollouts / medians[workers]
         ratio = medians[1] / medians[workers]
-        print(f"--workers {workers}: median {medians[workers]:.2f} s, {rate:.0f} rollouts/s, {ratio:.2f}x --workers 1")
+        ceiling = (
+            f" (ceiling {ceilings[workers]:.2f}x: {workers} independent processes of pure Python here now; "
+            f"{ratio / ceilings[workers]:.0%} of it)"
+            if workers > 1
+            else ""
+        )
+        print(
+            f"--workers {workers}: median {medians[workers]:.2f} s, {rate:.0f} rollouts/s, "
+            f"{ratio:.2f}x --workers 1{ceiling}"
+        )
     for corpus in corpora:  # where the time goes: each command's median, and its ratio to one worker
         count = rows[corpus].count(b"\n")
         one = statistics.median(each[(corpus, 1)])
