@@ -116,24 +116,24 @@ def test_a_full_disk_is_exit_2_and_the_resume_is_exact(
     clean = tmp_path / "clean.jsonl"
     assert score(ticketing, ticketing / "rollouts.jsonl", clean) == 0
     out = tmp_path / "records.jsonl"
-    real_write = jsonl.JsonlWriter.write
+    real_write = jsonl.JsonlWriter.write_line  # every record's way to the file (a worker's line, or write's)
     calls = {"n": 0}
 
-    def full_after_two(self: jsonl.JsonlWriter, row: dict[str, object], *, sync: bool = True) -> int:
+    def full_after_two(self: jsonl.JsonlWriter, line: str, *, sync: bool = True) -> int:
         calls["n"] += 1
         if calls["n"] == 3:
-            self._fh.write(jsonl.dumps(row)[:40])  # a torn line, as a full disk leaves it
+            self._fh.write(line[:40])  # a torn line, as a full disk leaves it
             self._fh.flush()
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
-        return real_write(self, row, sync=sync)
+        return real_write(self, line, sync=sync)
 
-    monkeypatch.setattr(jsonl.JsonlWriter, "write", full_after_two)
+    monkeypatch.setattr(jsonl.JsonlWriter, "write_line", full_after_two)
     assert score(ticketing, ticketing / "rollouts.jsonl", out) == 2
     err = capsys.readouterr().err
     assert "No space left on device" in err
     assert "--resume" in err
     assert "Traceback" not in err
-    monkeypatch.setattr(jsonl.JsonlWriter, "write", real_write)
+    monkeypatch.setattr(jsonl.JsonlWriter, "write_line", real_write)
     assert score(ticketing, ticketing / "rollouts.jsonl", out, "--resume") == 0
     assert out.read_text() == clean.read_text()
 
