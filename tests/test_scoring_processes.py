@@ -2,17 +2,23 @@
 pipes hold up to a megabyte, so a worker holds its queue of transcripts (16 KB each) in the pipe while the reading
 process is busy, and a pool of many workers takes at most a quarter of the user's budget for pipe buffers (past
 the budget, every new pipe of the user's holds 8 KiB); those the command starts as it starts are the ones the pool
-uses, and those it does not use end. Oracles: the kernel's own report of a pipe's size (F_GETPIPE_SZ) and Linux's
-default limits (pipe-max-size 1 MiB, pipe-user-pages-soft 16384 pages of 4 KiB: 64 MiB), worked by hand."""
+uses, and those it does not use end; the reading process reads a worker's answers in multiprocessing's own
+framing, whole messages only, in order. Oracles: a multiprocessing Connection's send (the worker's end), the
+kernel's own report of a pipe's size (F_GETPIPE_SZ) and Linux's default limits (pipe-max-size 1 MiB,
+pipe-user-pages-soft 16384 pages of 4 KiB: 64 MiB), worked by hand."""
 
 from __future__ import annotations
 
 import fcntl
 import multiprocessing
 import os
-import sys
+import pickle
+import select
+import struct
+import threading
 import warnings
 from dataclasses import replace
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import pytest
@@ -20,7 +26,7 @@ import pytest
 from prefix_exec import scoring_pool, scoring_spawn
 from prefix_exec.cli import start_workers
 from prefix_exec.scoring import Replayer, paired, score_to_file
-from prefix_exec.scoring_processes import Processes
+from prefix_exec.scoring_processes import Frames, Processes
 from prefix_exec.scoring_spawn import PIPE_BYTES, pipe_bytes, system_pipe_bytes, widen
 from test_replay import CounterEnv, rollout
 
@@ -166,17 +172,18 @@ def test_a_worker_no_run_adopts_is_ended() -> None:
     assert not process.is_alive()
 
 
-def test_a_worker_imports_only_the_warm_modules_it_knows() -> None:
+def test_a_worker_imports_only_the_warm_modules_it_knows(monkeypatch: pytest.MonkeyPatch) -> None:
     """The modules a worker imports early come from WARM, never from elsewhere (a name that is not there is
-    ignored); its inbox closed before its settings came, it returns."""
+    ignored, even one that exists); its inbox closed before its settings came, it returns. The oracle is the list
+    of names it asked to import (sys.modules would not do: another test in this process may have imported any)."""
+    imported: list[str] = []
+    monkeypatch.setattr(scoring_spawn, "import_module", imported.append)
     context = multiprocessing.get_context("spawn")
     inbox, to_worker = context.Pipe(duplex=False)
     _, outbox = context.Pipe(duplex=False)
     to_worker.close()
-    assert "wave" not in sys.modules
-    scoring_spawn.run(inbox, outbox, ("wave", "prefix_exec.envs.custom"))
-    assert "wave" not in sys.modules
-    assert "prefix_exec.envs.custom" in sys.modules
+    scoring_spawn.run(inbox, outbox, ("wave", "prefix_exec.envs.custom", "os"))
+    assert imported == ["prefix_exec.envs.custom"]
 
 
 @pytest.mark.parametrize(
@@ -208,3 +215,45 @@ def test_the_command_line_starts_the_workers_score_starts_at_once(
     monkeypatch.setattr(scoring_spawn, "usable_cores", lambda: cores)
     start_workers(argv)
     assert calls == started
+
+
+def _frames_pair() -> tuple[Frames, Connection]:
+    """A pipe read by Frames, written by a multiprocessing Connection (the worker's end: its framing is the
+    oracle)."""
+    read, write = multiprocessing.get_context("spawn").Pipe(duplex=False)
+    return Frames(read), write
+
+
+def test_frames_reads_every_whole_message_a_connection_sent_in_order() -> None:
+    frames, sender = _frames_pair()
+    try:
+        assert frames.read() == []  # nothing yet: no blocking
+        sent = [(-1, None), (0, {"line": "x" * 5000}), (1, ("a", 2.5)), (2, b"\x00" * 70000)]
+        writer = threading.Thread(target=lambda: [sender.send(message) for message in sent])
+        writer.start()  # 70 KB is more than an unwidened pipe holds: read while it is written
+        got: list[object] = []
+        while len(got) < len(sent):
+            select.select([frames], [], [], 5)
+            got += frames.read()
+        writer.join()
+        assert got == sent and not frames.ended
+    finally:
+        frames.close()
+        sender.close()
+
+
+def test_frames_keeps_a_message_still_arriving_for_the_next_read_and_sees_the_end() -> None:
+    frames, sender = _frames_pair()
+    data = pickle.dumps((7, "a record's line"))
+    framed = struct.pack("!i", len(data)) + data
+    try:
+        os.write(sender.fileno(), framed[:3])  # not even the whole size
+        assert frames.read() == []
+        os.write(sender.fileno(), framed[3:10])
+        assert frames.read() == []
+        os.write(sender.fileno(), framed[10:] + framed)  # the rest, and one more whole
+        assert frames.read() == [(7, "a record's line"), (7, "a record's line")]
+        sender.close()
+        assert frames.read() == [] and frames.ended  # the worker's end closed: it ended
+    finally:
+        frames.close()
