@@ -19,11 +19,16 @@ the rollouts scored per second and the ratio to ``--workers 1`` measured in the 
 every worker count wrote byte-identical records (the benchmark is void otherwise). The load average is printed
 first and last: on a busy machine the ratio says little.
 
-The baseline beside each ratio is the machine's ceiling, measured in the same repeats: N independent Python
-processes each spinning a fixed loop (:data:`SPIN`, no I/O, nothing shared), started together, against one
-alone: ``N * t(1) / t(N)``, the most N processes of pure Python gain here and now. On a virtual machine whose
-cores are shared with other tenants it is well under N (two processes each run slower when they run together),
-and no pool can beat it. N is the usable cores (``os.sched_getaffinity``). Run:
+Two baselines, measured in the same repeats:
+
+- the machine's ceiling: N independent Python processes each spinning a fixed loop (:data:`SPIN`, no I/O,
+  nothing shared), started together, against one alone: ``N * t(1) / t(N)``, the most N processes of pure
+  Python gain here and now. On a virtual machine whose cores are shared with other tenants it is well under N
+  (two processes each run slower when they run together);
+- with transcripts-2200, sharding by hand: the 2,200 conversations cut into N equal slices, one ``score
+  --workers 1`` per slice, started together (until the last ends): what a user splitting the corpus gets,
+  each process paying its own start, with no coordination and no record order across slices. The pool's
+  overhead is what it falls short of this. N is the usable cores (``os.sched_getaffinity``). Run:
 ``.venv/bin/python benchmarks/score_scale.py [--repeats 3] [--corpus bfcl,tau,transcripts] [--workers 1,2,4]``
 """
 
@@ -86,6 +91,49 @@ def write_copies(folder: Path) -> None:
         (folder / f"copy{k:02d}.json").write_text(json.dumps(copy), encoding="utf-8")
 
 
+def write_shards(folder: Path, count: int) -> list[Path]:
+    """transcripts-2200 (in ``folder``) cut into ``count`` slices of equal size in input order, a folder each."""
+    rows = [
+        row
+        for path in sorted((folder / "transcripts-2200").glob("*.json"))
+        for row in json.loads(path.read_text(encoding="utf-8"))
+    ]
+    shards = []
+    for index in range(count):
+        shard = folder / f"shards-{count}" / f"slice{index}"
+        shard.mkdir(parents=True, exist_ok=True)
+        part = rows[index * len(rows) // count : (index + 1) * len(rows) // count]
+        (shard / "slice.json").write_text(json.dumps(part), encoding="utf-8")
+        shards.append(shard)
+    return shards
+
+
+def by_hand(shards: list[Path], env: dict[str, str]) -> float:
+    """The wall time of one ``score --workers 1`` per shard of transcripts-2200, started together, until the last
+    ends; each writes ``records-<shard>.jsonl`` beside its shard's folder (not in it: it would be read as input)."""
+    options = [*CORPORA["transcripts-2200"][2:], "--overwrite", "--keep-going", "--workers", "1"]  # --tools, --model
+    command = [sys.executable, "-m", "prefix_exec.cli", "score", "transcripts"]
+    outs = [shard.parent / f"records-{shard.name}.jsonl" for shard in shards]
+    for out in outs:
+        out.unlink(missing_ok=True)
+    started = time.perf_counter()
+    running = [
+        subprocess.Popen(
+            [*command, str(shard), *options, "--out", str(out)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        for shard, out in zip(shards, outs, strict=True)
+    ]
+    codes = [process.wait() for process in running]
+    seconds = time.perf_counter() - started
+    written = sum(out.read_bytes().count(b"\n") for out in outs if out.is_file())
+    if any(code not in (0, 2) for code in codes) or written != 100 * COPIES * 2:
+        raise SystemExit(f"the shards' runs failed (exit codes {codes}, {written} records)")
+    return seconds
+
+
 def installed_environment(folder: Path) -> dict[str, str]:
     """The environment of the timed commands: bytecode cached (in ``folder``, not the tree) as an installed
     package has it, even where PYTHONDONTWRITEBYTECODE is set; every worker would compile the package otherwise.
@@ -142,14 +190,17 @@ def main() -> None:
     print(f"start: {load()}")
     with tempfile.TemporaryDirectory() as folder:
         env = installed_environment(Path(folder))
+        shards: dict[int, list[Path]] = {}
         if "transcripts-2200" in corpora:
             write_copies(Path(folder) / "transcripts-2200")
             CORPORA["transcripts-2200"][1] = str(Path(folder) / "transcripts-2200")
+            shards = {workers: write_shards(Path(folder), workers) for workers in counts[1:]}
         for corpus in corpora:  # untimed: third-party modules compile into the cache, the files into memory
             score(corpus, 1, Path(folder) / "warm-up.jsonl", env)
         each: dict[tuple[str, int], list[float]] = {}  # (corpus, workers) -> its times
         times: dict[int, list[float]] = {workers: [] for workers in counts}
-        spins: dict[int, list[float]] = {workers: [] for workers in counts}  # the ceiling's, same repeats
+        spins: dict[int, list[float]] = {workers: [] for workers in counts}  # the baselines', same repeats
+        hand: dict[int, list[float]] = {workers: [] for workers in shards}
         # Every worker count in each repeat, one after the other: a load that comes and goes (another user of
         # the machine) then weighs on all counts alike, not on the ones measured while it lasted.
         for _ in range(max(1, args.repeats)):
@@ -159,6 +210,8 @@ def main() -> None:
                     each.setdefault((corpus, workers), []).append(seconds)
                 times[workers].append(sum(runs.values()))
                 spins[workers].append(spin(workers))
+                if workers in shards:
+                    hand[workers].append(by_hand(shards[workers], env))
         medians = {workers: statistics.median(times[workers]) for workers in counts}
         ceilings = {w: w * statistics.median(spins[1]) / statistics.median(spins[w]) for w in counts}
         rows = {c: (Path(folder) / f"{c}-1.jsonl").read_bytes() for c in corpora}
@@ -189,6 +242,15 @@ def main() -> None:
         cells = [f"--workers {w} {statistics.median(each[(corpus, w)]):.2f} s" for w in counts]
         ratios = [f"{one / statistics.median(each[(corpus, w)]):.2f}x" for w in counts[1:]]
         print(f"  {corpus} ({count} rollouts): {', '.join(cells)} ({', '.join(ratios)} --workers 1)")
+        if corpus == "transcripts-2200":
+            for workers, times_by_hand in hand.items():
+                seconds = statistics.median(times_by_hand)
+                pool = statistics.median(each[(corpus, workers)])
+                print(
+                    f"    sharded by hand, {workers} independent --workers 1 runs on {workers} slices: {seconds:.2f} s "
+                    f"({one / seconds:.2f}x --workers 1); the pool at --workers {workers} reaches {seconds / pool:.0%} "
+                    "of its speed"
+                )
     print(f"end: {load()}")
     if differ:
         raise SystemExit(f"records differ from --workers 1: {', '.join(differ)}: the benchmark is void")
