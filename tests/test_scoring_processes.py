@@ -26,7 +26,7 @@ import pytest
 from prefix_exec import scoring_pool, scoring_spawn
 from prefix_exec.cli import start_workers
 from prefix_exec.scoring import Replayer, paired, score_to_file
-from prefix_exec.scoring_processes import Frames, Processes
+from prefix_exec.scoring_processes import Died, Frames, Processes
 from prefix_exec.scoring_spawn import PIPE_BYTES, pipe_bytes, system_pipe_bytes, widen
 from test_replay import CounterEnv, rollout
 
@@ -257,3 +257,43 @@ def test_frames_keeps_a_message_still_arriving_for_the_next_read_and_sees_the_en
         assert frames.read() == [] and frames.ended  # the worker's end closed: it ended
     finally:
         frames.close()
+
+
+class _SendsAndDies:
+    """A worker process that sends its last answer and ends just as the reading process checks on it: the
+    answer is in the pipe once the process is seen dead (the kernel wrote it before the process ended)."""
+
+    exitcode = -9
+
+    def __init__(self, sender: Connection, answer: tuple[int, object]) -> None:
+        self.sender: Connection | None = sender
+        self.answer = answer
+
+    def is_alive(self) -> bool:
+        if self.sender is not None:
+            self.sender.send(self.answer)
+            self.sender.close()
+            self.sender = None
+        return False
+
+    def join(self, timeout: float | None = None) -> None:
+        return None
+
+
+def test_an_answer_sent_just_before_a_worker_dies_is_not_lost() -> None:
+    """A worker that answers its rollout and then dies (killed by the out-of-memory killer on the next one): its
+    answer is read and listed before its death, so the answered rollout is written and the one it died on is the
+    one listed unscorable. Oracle: what the worker sent, then Died."""
+    pool = Processes(Replayer(None, None, 0), 1, first=0)
+    frames, sender = _frames_pair()
+    try:
+        pool.processes[0] = _SendsAndDies(sender, (5, "the record of rollout 5"))
+        pool.inboxes[0] = frames
+        events = pool._receive(0)
+        assert [(worker, seq) for worker, seq, _ in events] == [(0, 5), (0, None)]
+        assert events[0][2] == "the record of rollout 5"
+        assert events[1][2] == Died("killed by SIGKILL, perhaps out of memory")
+    finally:
+        frames.close()
+        sender.close()
+        pool.selector.close()

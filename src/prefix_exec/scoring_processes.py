@@ -230,6 +230,10 @@ class Processes:
     def _receive(self, worker: int) -> list[Event]:
         """What ``worker`` sent, and its death when it has ended."""
         events: list[Event] = []
+        process = self.processes[worker]
+        # Seen ended before the read: then all it sent is in the pipe (read now, listed before its death); checked
+        # after, an answer sent between the read and the check would be lost and its rollout called the culprit.
+        ended = not process.is_alive()
         for seq, outcome in self.inboxes[worker].read():  # what it sent before it ended too
             if seq == READY:
                 self.started[worker] = True
@@ -237,8 +241,7 @@ class Processes:
                 self.built[worker].add(outcome)
             else:
                 events.append((worker, seq, outcome))
-        process = self.processes[worker]
-        if not process.is_alive():
+        if ended:
             process.join(1)
             events.append((worker, None, Died(describe_exit(process.exitcode))))
         return events
