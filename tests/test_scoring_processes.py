@@ -16,6 +16,7 @@ import pickle
 import select
 import struct
 import threading
+import time
 import warnings
 from dataclasses import replace
 from multiprocessing.connection import Connection
@@ -297,3 +298,45 @@ def test_an_answer_sent_just_before_a_worker_dies_is_not_lost() -> None:
         frames.close()
         sender.close()
         pool.selector.close()
+
+
+class _Importing:
+    """A worker process still importing: it ends only when killed (a join waits its whole timeout until then)."""
+
+    def __init__(self) -> None:
+        self.killed = False
+
+    def is_alive(self) -> bool:
+        return not self.killed
+
+    def join(self, timeout: float | None = None) -> None:
+        if not self.killed and timeout:
+            time.sleep(timeout)
+
+    def kill(self) -> None:
+        self.killed = True
+
+
+class _Pipe:
+    def close(self) -> None:
+        return None
+
+
+def test_a_worker_that_cannot_be_started_early_is_left_to_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Starting workers early only saves time: when a spawn fails (the user's process or file limit: EAGAIN,
+    EMFILE) those started are kept and the command goes on (the pool starts the rest, and says what fails as the
+    command's error), with no traceback from the console entry."""
+    first = scoring_spawn.Spawned(_Importing(), _Pipe(), _Pipe())
+    spawned = iter([first])
+
+    def spawn(warm: tuple[str, ...] = (), pipe_size: int = 0) -> scoring_spawn.Spawned:
+        for one in spawned:
+            return one
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(scoring_spawn, "spawn", spawn)
+    monkeypatch.setattr(scoring_spawn, "usable_cores", lambda: 4)
+    monkeypatch.setattr(scoring_spawn, "_early", [])
+    start_workers(["score", "custom", "spec.json", "rollouts.jsonl", "--workers", "4"])
+    assert scoring_spawn._early == [first]
+    scoring_spawn.end_early()

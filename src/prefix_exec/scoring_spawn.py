@@ -117,14 +117,17 @@ def start_early(count: int, command: str, *, pool: int | None = None) -> None:
     """Spawn ``count`` workers now for the ``score`` subcommand ``command`` (they import its :data:`WARM`
     modules), their pipes sized for a pool of ``pool`` workers in all (``count`` when ``None``:
     :func:`system_pipe_bytes`); the pool adopts them (:func:`take_early`), and those it does not are ended at
-    exit."""
+    exit. A spawn that fails (the user's process or file limit) ends this: the pool starts the others, and what
+    fails there is the command's error."""
     if count <= 0:
         return
     if not _early:
         atexit.register(end_early)
     warm = WARM.get(command, ())
     size = system_pipe_bytes(2 * max(count, pool or 0))
-    _early.extend(spawn(warm, size) for _ in range(count))
+    with contextlib.suppress(OSError):
+        for _ in range(count):
+            _early.append(spawn(warm, size))
 
 
 def take_early() -> Spawned | None:
