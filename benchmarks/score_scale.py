@@ -76,6 +76,10 @@ CORPORA: dict[str, list[str]] = {
         "gpt-4o",
     ],
 }
+#: The command as a user runs it: the installed ``prefix-exec`` script beside this Python (a spawned worker runs
+#: its imports again: a cost users pay), else ``python -m prefix_exec.cli``.
+SCRIPT = Path(sys.executable).parent / "prefix-exec"
+COMMAND = [str(SCRIPT)] if SCRIPT.is_file() else [sys.executable, "-m", "prefix_exec.cli"]
 #: Copies of tau-bench's file in transcripts-2200.
 COPIES = 11
 #: The ceiling's work for one process: a loop of pure Python (about 0.6 s on this project's 2-core machines).
@@ -112,25 +116,31 @@ def by_hand(shards: list[Path], env: dict[str, str]) -> float:
     """The wall time of one ``score --workers 1`` per shard of transcripts-2200, started together, until the last
     ends; each writes ``records-<shard>.jsonl`` beside its shard's folder (not in it: it would be read as input)."""
     options = [*CORPORA["transcripts-2200"][2:], "--overwrite", "--keep-going", "--workers", "1"]  # --tools, --model
-    command = [sys.executable, "-m", "prefix_exec.cli", "score", "transcripts"]
+    command = [*COMMAND, "score", "transcripts"]
     outs = [shard.parent / f"records-{shard.name}.jsonl" for shard in shards]
     for out in outs:
         out.unlink(missing_ok=True)
+    logs = [out.with_suffix(".log").open("w", encoding="utf-8") for out in outs]
     started = time.perf_counter()
     running = [
         subprocess.Popen(
             [*command, str(shard), *options, "--out", str(out)],
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=log,  # a file: a pipe that filled would stall a run while another is waited for
             env=env,
         )
-        for shard, out in zip(shards, outs, strict=True)
+        for shard, out, log in zip(shards, outs, logs, strict=True)
     ]
-    codes = [process.wait() for process in running]
+    for process in running:
+        process.wait()
     seconds = time.perf_counter() - started
+    for log in logs:
+        log.close()
+    errors = [log_path.read_text(errors="replace") for log_path in (out.with_suffix(".log") for out in outs)]
     written = sum(out.read_bytes().count(b"\n") for out in outs if out.is_file())
-    if any(code not in (0, 2) for code in codes) or written != 100 * COPIES * 2:
-        raise SystemExit(f"the shards' runs failed (exit codes {codes}, {written} records)")
+    if any(process.returncode not in (0, 2) for process in running) or written != 100 * COPIES * 2:
+        codes = [process.returncode for process in running]
+        raise SystemExit(f"the shards' runs failed (exit codes {codes}, {written} records):\n{errors[0][-2000:]}")
     return seconds
 
 
@@ -149,7 +159,7 @@ def installed_environment(folder: Path) -> dict[str, str]:
 
 def score(corpus: str, workers: int, out: Path, env: dict[str, str]) -> float:
     """Run one corpus's ``score`` command at ``workers`` into ``out``; its wall time in seconds."""
-    command = [sys.executable, "-m", "prefix_exec.cli", "score", *CORPORA[corpus]]
+    command = [*COMMAND, "score", *CORPORA[corpus]]
     command += ["--out", str(out), "--overwrite", "--keep-going", "--workers", str(workers)]
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)

@@ -3,9 +3,11 @@ once when the pool asks for one, or early, as the command starts (:func:`start_e
 start (a Python start and this package's imports, about 0.3 s) overlaps the command's instead of following it.
 
 A worker is spawned with no settings: its first message is its settings (:func:`prefix_exec.scoring_worker.serve`).
-So one started before the command has read its options serves whatever run adopts it (:func:`take_early`);
-one that no run adopts (the input was done first, or the command failed) is ended at exit. This module imports
-nothing heavy: the command's entry point imports it before anything else.
+So one started before the command has read its options serves whatever run adopts it (:func:`take_early`), and
+is ended with the run's pool; one that no run adopts (the command failed before it scored, or scored in process)
+is ended at exit. A worker started early imports this package's modules for its subcommand (:data:`WARM`), not
+the benchmark's own package (tau2 still loads when its environment is built). This module imports nothing heavy:
+the command's entry point imports it before anything else.
 
 Workers are spawned, as the runner's are (:mod:`prefix_exec.runner.launchers`): a fork would copy the reading
 process's threads' locks mid-use, and ToolSandbox deadlocks under fork.
