@@ -15,9 +15,12 @@ import os
 import pickle
 import select
 import struct
+import sys
 import threading
 import time
+import types
 import warnings
+from collections.abc import Callable
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -29,7 +32,7 @@ from prefix_exec.cli import start_workers
 from prefix_exec.scoring import Replayer, paired, score_to_file
 from prefix_exec.scoring_processes import Died, Frames, Processes
 from prefix_exec.scoring_spawn import PIPE_BYTES, pipe_bytes, system_pipe_bytes, widen
-from test_replay import CounterEnv, rollout
+from test_replay import CounterEnv, CounterSession, rollout
 
 MIB = 1 << 20
 LINUX_BUDGET = 16384 * 4096  # pipe-user-pages-soft's default, in bytes
@@ -340,3 +343,56 @@ def test_a_worker_that_cannot_be_started_early_is_left_to_the_pool(monkeypatch: 
     start_workers(["score", "custom", "spec.json", "rollouts.jsonl", "--workers", "4"])
     assert scoring_spawn._early == [first]
     scoring_spawn.end_early()
+
+
+class SlowCounterEnv(CounterEnv):
+    """CounterEnv whose sessions take 20 ms to start: a run long enough for a worker to die several times."""
+
+    def start(self, task_id: str) -> CounterSession:
+        time.sleep(0.02)
+        return super().start(task_id)
+
+
+def _nothing(record: object) -> None:
+    return None
+
+
+class LookAway:
+    """An Observer whose look is a function of a module that only this process has (as a notebook's or a script's
+    ``__main__`` is): it pickles here by name, and a spawned worker cannot load it."""
+
+    def __init__(self, look: Callable[[object], object]) -> None:
+        self.look = look
+        self.taken = 0
+
+    def take(self, key: object, seen: object) -> None:
+        self.taken += 1
+
+
+def test_a_worker_that_cannot_load_its_settings_is_not_restarted_all_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each start of the worker dies before it is ready (its settings name a module it cannot import): after
+    MOST_FAILED_STARTS starts it is stopped, not restarted every 0.3 s for the rest of the run; this process
+    replays every rollout, the log says so once, and the records are those of one worker."""
+    module = types.ModuleType("prefix_exec_only_here")
+    look = types.FunctionType(_nothing.__code__, {}, "look")  # a function of that module, by name
+    look.__module__, look.__qualname__ = module.__name__, "look"
+    module.look = look  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    starts: list[int] = []
+    real = Processes.start
+
+    def start(self: Processes, worker: int) -> None:
+        starts.append(worker)
+        real(self, worker)
+
+    monkeypatch.setattr(Processes, "start", start)
+    rollouts = [replace(rollout(("inc", {})), trial=trial) for trial in range(150)]  # 3 s replayed here
+    observer = LookAway(look)
+    score_to_file(paired(rollouts, SlowCounterEnv()), tmp_path / "two.jsonl", workers=2, on_record=observer)
+    score_to_file(paired(rollouts, CounterEnv()), tmp_path / "one.jsonl")
+    assert starts == [0] * scoring_pool.MOST_FAILED_STARTS
+    assert observer.taken == len(rollouts)
+    assert capsys.readouterr().err.count("ended before it was ready 3 times in a row") == 1
+    assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()

@@ -63,6 +63,9 @@ class Scripted:
     def restart(self, worker: int) -> None:
         raise AssertionError("no worker dies here")
 
+    def stop(self, worker: int) -> None:
+        raise AssertionError("no worker dies here")
+
     def close(self) -> None:
         pass
 

@@ -75,6 +75,10 @@ REPLAY_HERE = True
 #: left with a queue while this process waits.
 QUEUE_SECONDS = 0.02
 MOST_HELD = 64
+#: With ``REPLAY_HERE``, a worker that ends before it is ready this many times in a row is not started again
+#: (its rollouts are replayed in this process, said once): one that cannot load its settings (a function of a
+#: notebook's or a script's ``__main__``, which a spawned process cannot import) would be restarted all run long.
+MOST_FAILED_STARTS = 3
 #: The launchers a ``score`` command takes (``--launcher``), as ``run --launcher`` has them.
 LAUNCHERS = ("local", "ray")
 
@@ -234,6 +238,7 @@ class _Schedule:
         self.entries: dict[int, list[Any]] = {}
         self.held: list[deque[tuple[int, Scorable | Undecoded]]] = [deque() for _ in range(workers)]
         self.known: list[set[int]] = [set() for _ in range(workers)]
+        self.failed_starts = [0] * workers  # deaths before READY in a row (with here: see MOST_FAILED_STARTS)
         self.envs: dict[int, tuple[int | None, object]] = {}  # id(env) -> (token or None: not sendable, env)
         self.payloads: list[bytes] = []  # by token
         self.depth = transport.depth  # rollouts a worker may hold (more, with here, for quick rollouts)
@@ -369,6 +374,21 @@ class _Schedule:
             self.transport.send_env(worker, token, self.payloads[token])
             self.known[worker].add(token)
 
+    def gives_up(self, worker: int, died: Died) -> bool:
+        """Whether ``worker``, which ended idle, is not started again: it ended before it was ready
+        :data:`MOST_FAILED_STARTS` times in a row. It is stopped, and never ready, so it is given nothing (only
+        with ``here``: this process replays what it would have); said on the log."""
+        self.failed_starts[worker] = 0 if self.transport.available(worker) else self.failed_starts[worker] + 1
+        if self.failed_starts[worker] < MOST_FAILED_STARTS:
+            return False
+        self.transport.stop(worker)
+        print(
+            f"prefix-exec: note: a worker process ended before it was ready {MOST_FAILED_STARTS} times in a row "
+            f"({died.why}; its error is above); it is not started again, and this process replays its share",
+            file=self.log,
+        )
+        return True
+
     def dispatch(self, worker: int, seq: int, unit: Scorable | Undecoded, token: int) -> None:
         self.send_env(worker, token)
         self.transport.send_unit(worker, seq, unit, token)
@@ -380,7 +400,9 @@ class _Schedule:
             assert held_seq == seq, "a worker answers in the order it was sent"
             self.entries.pop(held_seq)[1] = outcome
             return
-        if not self.held[worker]:  # it died idle (the pool is closing): nothing lost
+        if not self.held[worker]:  # it died idle: nothing lost
+            if self.here and self.gives_up(worker, outcome):
+                return
             self.transport.restart(worker)
             self.known[worker] = set()
             return

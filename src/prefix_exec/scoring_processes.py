@@ -54,6 +54,7 @@ class Transport(Protocol):
     def send_unit(self, worker: int, seq: int, unit: Scorable | Undecoded, token: int) -> None: ...
     def collect(self, timeout: float | None = None) -> list[Event]: ...
     def restart(self, worker: int) -> None: ...
+    def stop(self, worker: int) -> None: ...
     def close(self) -> None: ...
 
 
@@ -260,11 +261,13 @@ class Processes:
             self.writing.discard(worker)
 
     def stop(self, worker: int) -> None:
+        """End ``worker`` and close its pipes; it sends nothing more (:meth:`restart` starts it again)."""
         process = self.processes[worker]
         if process.is_alive():
             process.kill()
         process.join(5)
         self._watch_writes(worker, False)
+        self.unsent[worker].clear()  # never written: collect must not watch a closed pipe for it
         for watched in (self.inboxes[worker], process.sentinel):
             with contextlib.suppress(KeyError, ValueError):
                 self.selector.unregister(watched)

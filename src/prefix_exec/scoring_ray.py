@@ -88,9 +88,12 @@ class RayActors:
         return events
 
     def restart(self, worker: int) -> None:
+        self.stop(worker)
+        self.actors[worker] = self.actor.remote(self.settings)
+
+    def stop(self, worker: int) -> None:
         with contextlib.suppress(Exception):
             self.ray.kill(self.actors[worker], no_restart=True)
-        self.actors[worker] = self.actor.remote(self.settings)
 
     def close(self) -> None:
         for actor in self.actors:
