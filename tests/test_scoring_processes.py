@@ -14,6 +14,7 @@ import multiprocessing
 import os
 import pickle
 import select
+import selectors
 import struct
 import sys
 import threading
@@ -396,3 +397,27 @@ def test_a_worker_that_cannot_load_its_settings_is_not_restarted_all_run(
     assert observer.taken == len(rollouts)
     assert capsys.readouterr().err.count("ended before it was ready 3 times in a row") == 1
     assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
+
+
+def test_a_worker_whose_end_its_pipes_do_not_show_is_seen_dead_after_a_bounded_wait() -> None:
+    """A process the worker forked may outlive it and hold its pipes open: its sentinel and its answers' pipe
+    then never become ready. Simulated by watching, in their place, a pipe whose writing end this test holds: a
+    wait that times out looks whether the worker is alive, so its death is reported, not waited for without end."""
+    pool = Processes(Replayer(None, None, 0), 1)
+    quiet, held_open = os.pipe()
+    try:
+        deadline = time.monotonic() + 60
+        while not pool.available(0) and time.monotonic() < deadline:
+            pool.collect(0.5)
+        assert pool.available(0)
+        for watched in (pool.inboxes[0], pool.processes[0].sentinel):
+            pool.selector.unregister(watched)
+        pool.selector.register(quiet, selectors.EVENT_READ, 0)
+        pool.processes[0].kill()
+        pool.processes[0].join(5)
+        events = pool.collect(0.2)
+        assert [(worker, seq, type(outcome)) for worker, seq, outcome in events] == [(0, None, Died)]
+    finally:
+        pool.close()
+        os.close(quiet)
+        os.close(held_open)

@@ -79,6 +79,9 @@ MOST_HELD = 64
 #: (its rollouts are replayed in this process, said once): one that cannot load its settings (a function of a
 #: notebook's or a script's ``__main__``, which a spawned process cannot import) would be restarted all run long.
 MOST_FAILED_STARTS = 3
+#: Seconds a wait for the workers lasts at most: then the transport looks whether they are alive, since a
+#: worker's end may not show on its pipes (a process it forked holds them open).
+LIVENESS_SECONDS = 1.0
 #: The launchers a ``score`` command takes (``--launcher``), as ``run --launcher`` has them.
 LAUNCHERS = ("local", "ray")
 
@@ -269,7 +272,9 @@ class _Schedule:
             if self.here and not self.exhausted and len(self.window) < self.size():
                 timeout: float | None = 0.0  # more to replay here: only what the workers sent meanwhile
             elif any(self.held):
-                timeout = None if self.start_later is None else max(0.0, self.started + START_SECONDS - now)
+                timeout = LIVENESS_SECONDS
+                if self.start_later is not None:
+                    timeout = min(timeout, max(0.0, self.started + START_SECONDS - now))
             else:
                 continue
             for worker, seq, outcome in self.transport.collect(timeout):

@@ -147,6 +147,7 @@ class Processes:
         # than the wait): each started worker's results and sentinel, and its pipe while bytes wait for it.
         self.selector = selectors.DefaultSelector()
         self.writing: set[int] = set()
+        self.stopped: set[int] = set()  # workers stopped and not started again (their pipes are closed)
         self.pipe_bytes = system_pipe_bytes(2 * workers)  # the pipes to and from each worker
         for worker in range(workers if first is None else min(first, workers)):
             self.start(worker)
@@ -166,6 +167,7 @@ class Processes:
         self.unsent[worker] = bytearray()
         self.started[worker] = False
         self.built[worker] = set()
+        self.stopped.discard(worker)
         self.selector.register(self.inboxes[worker], selectors.EVENT_READ, worker)
         self.selector.register(spawned.process.sentinel, selectors.EVENT_READ, worker)
         self._send(worker, self.settings)
@@ -224,8 +226,19 @@ class Processes:
                 self._write(worker)
             for worker in sorted({key.data for key, mask in ready if mask & selectors.EVENT_READ}):
                 events += self._receive(worker)
+            if not ready and timeout != 0:  # a wait that timed out: ends its pipes did not show (see _silent)
+                events += self._silent()
             if deadline is not None and time.monotonic() >= deadline:
                 break
+        return events
+
+    def _silent(self) -> list[Event]:
+        """The deaths of workers whose end their pipes did not show: a process a worker forked (a hook's, say)
+        and that outlives it holds its pipes open, so neither its answers' end nor its sentinel is ever ready."""
+        events: list[Event] = []
+        for worker, process in enumerate(self.processes):
+            if process is not None and worker not in self.stopped and not process.is_alive():
+                events += self._receive(worker)
         return events
 
     def _receive(self, worker: int) -> list[Event]:
@@ -268,6 +281,7 @@ class Processes:
         process.join(5)
         self._watch_writes(worker, False)
         self.unsent[worker].clear()  # never written: collect must not watch a closed pipe for it
+        self.stopped.add(worker)
         for watched in (self.inboxes[worker], process.sentinel):
             with contextlib.suppress(KeyError, ValueError):
                 self.selector.unregister(watched)
