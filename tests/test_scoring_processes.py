@@ -292,7 +292,7 @@ def test_an_answer_sent_just_before_a_worker_dies_is_not_lost() -> None:
     pool = Processes(Replayer(None, None, 0), 1, first=0)
     frames, sender = _frames_pair()
     try:
-        pool.processes[0] = _SendsAndDies(sender, (5, "the record of rollout 5"))
+        pool.processes[0] = _SendsAndDies(sender, (5, pickle.dumps("the record of rollout 5")))  # serve's form
         pool.inboxes[0] = frames
         events = pool._receive(0)
         assert [(worker, seq) for worker, seq, _ in events] == [(0, 5), (0, None)]
@@ -421,3 +421,36 @@ def test_a_worker_whose_end_its_pipes_do_not_show_is_seen_dead_after_a_bounded_w
         pool.close()
         os.close(quiet)
         os.close(held_open)
+
+
+class Picky(Exception):
+    """An exception that pickles but does not load: unpickling calls Picky(*args) with its one formatted arg."""
+
+    def __init__(self, what: str, why: str) -> None:
+        super().__init__(f"{what}: {why}")
+
+
+class PickyEnv(CounterEnv):
+    """CounterEnv whose session raises Picky (a bug the replay lets through) for the task named 'picky'."""
+
+    def start(self, task_id: str) -> CounterSession:
+        if task_id == "picky":
+            raise Picky("picky", "a hook's own error")
+        return super().start(task_id)
+
+
+def test_a_workers_answer_that_does_not_load_here_is_replayed_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A rollout whose replay raises an exception that pickles in the worker but does not load here: the reading
+    process replays it itself, so the run ends as one worker's does, with that error raised in its turn after the
+    records before it are written (not an unpickling TypeError, losing the answers read with it)."""
+    monkeypatch.setattr(scoring_pool, "REPLAY_HERE", False)  # every rollout goes to a worker
+    rollouts = [replace(rollout(("inc", {})), trial=trial) for trial in range(6)]
+    rollouts.insert(4, replace(rollout(("inc", {})), task_id="picky"))
+    for workers, name in ((2, "two.jsonl"), (1, "one.jsonl")):
+        with pytest.raises(Picky, match="picky: a hook's own error"):
+            score_to_file(paired(rollouts, PickyEnv()), tmp_path / name, workers=workers)
+    assert "a worker's answer could not be read here (TypeError" in capsys.readouterr().err
+    assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
+    assert (tmp_path / "one.jsonl").read_bytes().count(b"\n") == 4

@@ -55,7 +55,7 @@ def test_a_worker_says_ready_then_built_for_each_environment_it_is_sent() -> Non
         messages.append(from_worker.recv())
     assert [m[0] for m in messages] == [READY, BUILT, BUILT, 7]
     assert [m[1] for m in messages[1:3]] == [3, 4]
-    assert messages[3][1].executable
+    assert pickle.loads(messages[3][1]).executable  # an answer goes pickled, for the reading process to load
 
 
 def test_the_kept_build_error_does_not_grow_with_each_rollout() -> None:

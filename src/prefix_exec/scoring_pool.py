@@ -52,7 +52,7 @@ from prefix_exec.scoring import (
     add_syncs,
     unit_name,
 )
-from prefix_exec.scoring_processes import Died, Processes, Transport
+from prefix_exec.scoring_processes import Died, Processes, Transport, Unloadable
 from prefix_exec.scoring_spawn import usable_cores
 from prefix_exec.scoring_tickets import Admission
 from prefix_exec.scoring_worker import Decoded, Raised, decode_on
@@ -399,10 +399,18 @@ class _Schedule:
         self.transport.send_unit(worker, seq, unit, token)
         self.held[worker].append((seq, unit))
 
-    def receive(self, worker: int, seq: int | None, outcome: Outcome | Raised | Decoded | Died) -> None:
+    def receive(self, worker: int, seq: int | None, outcome: Outcome | Raised | Decoded | Unloadable | Died) -> None:
         if not isinstance(outcome, Died):
-            held_seq, _ = self.held[worker].popleft()
+            held_seq, unit = self.held[worker].popleft()
             assert held_seq == seq, "a worker answers in the order it was sent"
+            if isinstance(outcome, Unloadable):  # replayed here instead: its outcome is then one worker's
+                print(
+                    f"prefix-exec: note: a worker's answer could not be read here ({outcome.why}); the unit is "
+                    "replayed in this process",
+                    file=self.log,
+                )
+                self.entries.pop(held_seq)[1] = self.replay_here(unit)
+                return
             self.entries.pop(held_seq)[1] = outcome
             return
         if not self.held[worker]:  # it died idle: nothing lost

@@ -38,9 +38,18 @@ class Died:
     why: str
 
 
+@dataclass(frozen=True)
+class Unloadable:
+    """A worker's answer for a unit that does not load in the reading process (it pickled in the worker: an
+    exception class whose ``__init__`` takes other arguments than its ``args``, say); ``why`` says what failed.
+    The reading process replays that unit itself (:mod:`prefix_exec.scoring_pool`)."""
+
+    why: str
+
+
 #: What a transport reports: (worker index, sequence number of the unit, its outcome, or what the worker decoded
-#: of it and its outcome, ``None`` when it did not decode), or (index, None, Died).
-Event = tuple[int, int | None, Outcome | Raised | Decoded | Died]
+#: of it and its outcome, ``None`` when it did not decode, or Unloadable), or (index, None, Died).
+Event = tuple[int, int | None, Outcome | Raised | Decoded | Unloadable | Died]
 
 
 class Transport(Protocol):
@@ -69,6 +78,15 @@ def describe_exit(code: int | None) -> str:
             name = f"signal {-code}"
         return f"killed by {name}{', perhaps out of memory' if name == 'SIGKILL' else ''}"
     return f"exit code {code}"
+
+
+def _loaded(payload: bytes) -> Outcome | Raised | Decoded | Unloadable:
+    """A worker's answer as it sent it pickled (:func:`~prefix_exec.scoring_worker.serve`), or why it does not load."""
+    try:
+        answer: Outcome | Raised | Decoded = pickle.loads(payload)
+    except Exception as exc:  # unpickling raises what the answer's classes raise
+        return Unloadable(f"{type(exc).__name__}: {exc}")
+    return answer
 
 
 class Frames:
@@ -254,7 +272,7 @@ class Processes:
             elif seq == BUILT:
                 self.built[worker].add(outcome)
             else:
-                events.append((worker, seq, outcome))
+                events.append((worker, seq, _loaded(outcome)))
         if ended:
             process.join(1)
             events.append((worker, None, Died(describe_exit(process.exitcode))))

@@ -110,8 +110,10 @@ def decode_on(
 def serve(inbox: Any, outbox: Any) -> None:
     """A worker process: take its settings (the pickled replayer and the identities already in the output) as
     the first message ``inbox`` brings, say READY, then replay each rollout it brings (decode it first when it
-    comes undecoded) and send ``(seq, outcome)`` on ``outbox``, until ``inbox`` closes (also before the settings
-    came: a worker started early that no run adopted, :mod:`prefix_exec.scoring_spawn`)."""
+    comes undecoded) and send ``(seq, pickled outcome)`` on ``outbox``, until ``inbox`` closes (also before the
+    settings came: a worker started early that no run adopted, :mod:`prefix_exec.scoring_spawn`). The outcome goes
+    pickled inside the message, so that the reading process knows which unit an answer it cannot load is for (an
+    exception class whose ``__init__`` takes other arguments than its ``args``, say)."""
     replayer: Replayer
     done: frozenset[UnitKey]
     try:
@@ -133,6 +135,7 @@ def serve(inbox: Any, outbox: Any) -> None:
             continue
         kind, seq, item, token = message
         if kind == "raw":
-            outbox.send((seq, decode_on(partial(replay_on, shelf, replayer, token=token), item, done)))
+            answer: object = decode_on(partial(replay_on, shelf, replayer, token=token), item, done)
         else:
-            outbox.send((seq, replay_on(shelf, replayer, item, token)))
+            answer = replay_on(shelf, replayer, item, token)
+        outbox.send((seq, pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)))
