@@ -43,6 +43,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
@@ -86,22 +87,22 @@ COPIES = 11
 SPIN = "total = 0\nfor i in range(8_000_000):\n    total += i * i\n"
 
 
-def write_copies(folder: Path) -> None:
-    """The transcripts-2200 corpus in ``folder``: tau-bench's 200 conversations, copy k with trial + 4k."""
+def write_copies(folder: Path) -> list[Any]:
+    """The transcripts-2200 corpus in ``folder``: tau-bench's 200 conversations, copy k with trial + 4k; its
+    conversations in input order."""
     rows = json.loads((TAU_BENCH / "gpt-4o-airline.json").read_text(encoding="utf-8"))
     folder.mkdir(parents=True, exist_ok=True)
+    corpus = []
     for k in range(COPIES):
         copy = [dict(row, trial=row["trial"] + 4 * k) for row in rows]
         (folder / f"copy{k:02d}.json").write_text(json.dumps(copy), encoding="utf-8")
+        corpus += copy
+    return corpus
 
 
-def write_shards(folder: Path, count: int) -> list[Path]:
-    """transcripts-2200 (in ``folder``) cut into ``count`` slices of equal size in input order, a folder each."""
-    rows = [
-        row
-        for path in sorted((folder / "transcripts-2200").glob("*.json"))
-        for row in json.loads(path.read_text(encoding="utf-8"))
-    ]
+def write_shards(folder: Path, rows: list[Any], count: int) -> list[Path]:
+    """transcripts-2200's conversations ``rows`` cut into ``count`` slices of equal size in input order, a folder
+    each in ``folder``."""
     shards = []
     for index in range(count):
         shard = folder / f"shards-{count}" / f"slice{index}"
@@ -112,9 +113,10 @@ def write_shards(folder: Path, count: int) -> list[Path]:
     return shards
 
 
-def by_hand(shards: list[Path], env: dict[str, str]) -> float:
+def by_hand(shards: list[Path], expected: int, env: dict[str, str]) -> float:
     """The wall time of one ``score --workers 1`` per shard of transcripts-2200, started together, until the last
-    ends; each writes ``records-<shard>.jsonl`` beside its shard's folder (not in it: it would be read as input)."""
+    ends; each writes ``records-<shard>.jsonl`` beside its shard's folder (not in it: it would be read as input),
+    ``expected`` records in all."""
     options = [*CORPORA["transcripts-2200"][2:], "--overwrite", "--keep-going", "--workers", "1"]  # --tools, --model
     command = [*COMMAND, "score", "transcripts"]
     outs = [shard.parent / f"records-{shard.name}.jsonl" for shard in shards]
@@ -136,11 +138,12 @@ def by_hand(shards: list[Path], env: dict[str, str]) -> float:
     seconds = time.perf_counter() - started
     for log in logs:
         log.close()
-    errors = [log_path.read_text(errors="replace") for log_path in (out.with_suffix(".log") for out in outs)]
     written = sum(out.read_bytes().count(b"\n") for out in outs if out.is_file())
-    if any(process.returncode not in (0, 2) for process in running) or written != 100 * COPIES * 2:
+    if any(process.returncode not in (0, 2) for process in running) or written != expected:
         codes = [process.returncode for process in running]
-        raise SystemExit(f"the shards' runs failed (exit codes {codes}, {written} records):\n{errors[0][-2000:]}")
+        failed = next((out for out, code in zip(outs, codes, strict=True) if code not in (0, 2)), outs[0])
+        error = failed.with_suffix(".log").read_text(errors="replace")[-2000:]
+        raise SystemExit(f"the shards' runs failed (exit codes {codes}, {written} of {expected} records):\n{error}")
     return seconds
 
 
@@ -201,10 +204,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         env = installed_environment(Path(folder))
         shards: dict[int, list[Path]] = {}
+        conversations = 0
         if "transcripts-2200" in corpora:
-            write_copies(Path(folder) / "transcripts-2200")
+            rows = write_copies(Path(folder) / "transcripts-2200")
             CORPORA["transcripts-2200"][1] = str(Path(folder) / "transcripts-2200")
-            shards = {workers: write_shards(Path(folder), workers) for workers in counts[1:]}
+            shards = {workers: write_shards(Path(folder), rows, workers) for workers in counts[1:]}
+            conversations = len(rows)
         for corpus in corpora:  # untimed: third-party modules compile into the cache, the files into memory
             score(corpus, 1, Path(folder) / "warm-up.jsonl", env)
         each: dict[tuple[str, int], list[float]] = {}  # (corpus, workers) -> its times
@@ -221,7 +226,7 @@ def main() -> None:
                 times[workers].append(sum(runs.values()))
                 spins[workers].append(spin(workers))
                 if workers in shards:
-                    hand[workers].append(by_hand(shards[workers], env))
+                    hand[workers].append(by_hand(shards[workers], conversations, env))
         medians = {workers: statistics.median(times[workers]) for workers in counts}
         ceilings = {w: w * statistics.median(spins[1]) / statistics.median(spins[w]) for w in counts}
         rows = {c: (Path(folder) / f"{c}-1.jsonl").read_bytes() for c in corpora}
