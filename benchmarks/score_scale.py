@@ -8,9 +8,11 @@ The corpus is every real run the project holds (read in place, never copied):
   runs), ``score tau``;
 - transcripts: tau-bench's 200 published gpt-4o airline conversations (tests/data/tau-bench) on its tools list,
   ``score transcripts``;
-- transcripts-2200: those 200 conversations 11 times (written into the run's temporary folder, copy k with
-  trial + 4k, so no identity repeats: 2,200 transcripts, the size issue 28 asks for; no public file holds
-  2,000+ real ones), ``score transcripts``. Not in the default set.
+- transcripts-N, N a multiple of 200 (transcripts-2200, say): those 200 conversations N / 200 times (written
+  into the run's temporary folder, copy k with trial + 4k, so no identity repeats; issue 28 asks for 2,000+
+  transcripts, and no public file holds 2,000+ real ones), ``score transcripts``. Not in the default set. The
+  larger N, the less the command's fixed start (a Python start, imports, reading the tools: about 0.3 s, one
+  process's in both) weighs on the ratio: a user's corpus of a million sessions is all replay.
 
 Each worker count runs every chosen command as a user would (a fresh ``prefix-exec`` process, ``--keep-going``,
 so the records of files replay refuses are listed, not fatal), ``--repeats`` times, the worker counts in turn
@@ -25,11 +27,12 @@ Two baselines, measured in the same repeats:
   nothing shared), started together, against one alone: ``N * t(1) / t(N)``, the most N processes of pure
   Python gain here and now. On a virtual machine whose cores are shared with other tenants it is well under N
   (two processes each run slower when they run together);
-- with transcripts-2200, sharding by hand: the 2,200 conversations cut into N equal slices, one ``score
+- with transcripts-N, sharding by hand: its conversations cut into N equal slices, one ``score
   --workers 1`` per slice, started together (until the last ends): what a user splitting the corpus gets,
   each process paying its own start, with no coordination and no record order across slices. The pool's
   overhead is what it falls short of this. N is the usable cores (``os.sched_getaffinity``). Run:
-``.venv/bin/python benchmarks/score_scale.py [--repeats 3] [--corpus bfcl,tau,transcripts] [--workers 1,2,4]``
+``.venv/bin/python benchmarks/score_scale.py [--repeats 3] [--corpus bfcl,tau,transcripts,transcripts-6600]
+[--workers 1,2,4]``
 """
 
 from __future__ import annotations
@@ -68,41 +71,48 @@ CORPORA: dict[str, list[str]] = {
         "--model",
         "gpt-4o",
     ],
-    "transcripts-2200": [
-        "transcripts",
-        "(the copies' folder, written at the start)",
-        "--tools",
-        str(TAU_BENCH / "airline-tools.json"),
-        "--model",
-        "gpt-4o",
-    ],
 }
+#: A transcripts-N corpus's arguments but its folder: tau-bench's tools list and model.
+COPIES_OPTIONS = ["--tools", str(TAU_BENCH / "airline-tools.json"), "--model", "gpt-4o"]
+#: tau-bench's conversations, the unit of a transcripts-N corpus.
+PER_COPY = 200
 #: The command as a user runs it: the installed ``prefix-exec`` script beside this Python (a spawned worker runs
 #: its imports again: a cost users pay), else ``python -m prefix_exec.cli``.
 SCRIPT = Path(sys.executable).parent / "prefix-exec"
 COMMAND = [str(SCRIPT)] if SCRIPT.is_file() else [sys.executable, "-m", "prefix_exec.cli"]
-#: Copies of tau-bench's file in transcripts-2200.
-COPIES = 11
 #: The ceiling's work for one process: a loop of pure Python (about 0.6 s on this project's 2-core machines).
 SPIN = "total = 0\nfor i in range(8_000_000):\n    total += i * i\n"
 
 
-def write_copies(folder: Path) -> list[Any]:
-    """The transcripts-2200 corpus in ``folder``: tau-bench's 200 conversations, copy k with trial + 4k; its
-    conversations in input order."""
+def copies_in(corpus: str) -> int | None:
+    """How many copies of tau-bench's file the corpus ``transcripts-N`` holds (N / 200); ``None`` for another
+    name; :class:`SystemExit` for an N that is not a positive multiple of 200."""
+    prefix, _, size = corpus.partition("-")
+    if prefix != "transcripts" or not size:
+        return None
+    if not size.isdigit() or int(size) <= 0 or int(size) % PER_COPY:
+        raise SystemExit(f"corpus {corpus}: N in transcripts-N must be a positive multiple of {PER_COPY}")
+    return int(size) // PER_COPY
+
+
+def write_copies(folder: Path, copies: int) -> list[Any]:
+    """A transcripts-N corpus in ``folder``: tau-bench's 200 conversations ``copies`` times, copy k with trial +
+    4k, a file each; its conversations in input order."""
     rows = json.loads((TAU_BENCH / "gpt-4o-airline.json").read_text(encoding="utf-8"))
+    if len(rows) != PER_COPY:
+        raise SystemExit(f"{TAU_BENCH / 'gpt-4o-airline.json'}: {len(rows)} conversations, not {PER_COPY}")
     folder.mkdir(parents=True, exist_ok=True)
     corpus = []
-    for k in range(COPIES):
+    for k in range(copies):
         copy = [dict(row, trial=row["trial"] + 4 * k) for row in rows]
-        (folder / f"copy{k:02d}.json").write_text(json.dumps(copy), encoding="utf-8")
+        (folder / f"copy{k:03d}.json").write_text(json.dumps(copy), encoding="utf-8")
         corpus += copy
     return corpus
 
 
 def write_shards(folder: Path, rows: list[Any], count: int) -> list[Path]:
-    """transcripts-2200's conversations ``rows`` cut into ``count`` slices of equal size in input order, a folder
-    each in ``folder``."""
+    """A transcripts-N corpus's conversations ``rows`` cut into ``count`` slices of equal size in input order, a
+    folder each in ``folder``."""
     shards = []
     for index in range(count):
         shard = folder / f"shards-{count}" / f"slice{index}"
@@ -114,10 +124,10 @@ def write_shards(folder: Path, rows: list[Any], count: int) -> list[Path]:
 
 
 def by_hand(shards: list[Path], expected: int, env: dict[str, str]) -> float:
-    """The wall time of one ``score --workers 1`` per shard of transcripts-2200, started together, until the last
+    """The wall time of one ``score --workers 1`` per shard of a transcripts-N corpus, started together, until the last
     ends; each writes ``records-<shard>.jsonl`` beside its shard's folder (not in it: it would be read as input),
     ``expected`` records in all."""
-    options = [*CORPORA["transcripts-2200"][2:], "--overwrite", "--keep-going", "--workers", "1"]  # --tools, --model
+    options = [*COPIES_OPTIONS, "--overwrite", "--keep-going", "--workers", "1"]
     command = [*COMMAND, "score", "transcripts"]
     outs = [shard.parent / f"records-{shard.name}.jsonl" for shard in shards]
     for out in outs:
@@ -190,32 +200,39 @@ def load() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--corpus", default="bfcl,tau,transcripts", help="comma-separated: " + ", ".join(CORPORA))
+    parser.add_argument(
+        "--corpus",
+        default="bfcl,tau,transcripts",
+        help="comma-separated: " + ", ".join(CORPORA) + ", transcripts-N (N a multiple of 200)",
+    )
     parser.add_argument("--workers", help="comma-separated worker counts (default: 1, 2 and the usable cores)")
     args = parser.parse_args()
-    corpora = [c for c in args.corpus.split(",") if c]
-    unknown = [c for c in corpora if c not in CORPORA]
+    corpora = list(dict.fromkeys(c for c in args.corpus.split(",") if c))
+    unknown = [c for c in corpora if c not in CORPORA and copies_in(c) is None]
     if unknown:
-        raise SystemExit(f"unknown corpus {unknown}: choose from {', '.join(CORPORA)}")
+        raise SystemExit(f"unknown corpus {unknown}: choose from {', '.join(CORPORA)}, transcripts-N")
     counts = sorted({int(w) for w in args.workers.split(",")} if args.workers else {1, 2, usable_cores()})
     if counts[0] != 1:
         counts.insert(0, 1)  # the ratio is against one worker, measured in this run
     print(f"start: {load()}")
     with tempfile.TemporaryDirectory() as folder:
         env = installed_environment(Path(folder))
-        shards: dict[int, list[Path]] = {}
-        conversations = 0
-        if "transcripts-2200" in corpora:
-            rows = write_copies(Path(folder) / "transcripts-2200")
-            CORPORA["transcripts-2200"][1] = str(Path(folder) / "transcripts-2200")
-            shards = {workers: write_shards(Path(folder), rows, workers) for workers in counts[1:]}
-            conversations = len(rows)
+        shards: dict[tuple[str, int], list[Path]] = {}  # (transcripts-N, workers) -> its slices
+        conversations: dict[str, int] = {}
+        for corpus in corpora:
+            copies = copies_in(corpus)
+            if copies is not None:
+                rows = write_copies(Path(folder) / corpus, copies)
+                CORPORA[corpus] = ["transcripts", str(Path(folder) / corpus), *COPIES_OPTIONS]
+                for workers in counts[1:]:
+                    shards[(corpus, workers)] = write_shards(Path(folder) / f"{corpus}-by-hand", rows, workers)
+                conversations[corpus] = len(rows)
         for corpus in corpora:  # untimed: third-party modules compile into the cache, the files into memory
             score(corpus, 1, Path(folder) / "warm-up.jsonl", env)
         each: dict[tuple[str, int], list[float]] = {}  # (corpus, workers) -> its times
         times: dict[int, list[float]] = {workers: [] for workers in counts}
         spins: dict[int, list[float]] = {workers: [] for workers in counts}  # the baselines', same repeats
-        hand: dict[int, list[float]] = {workers: [] for workers in shards}
+        hand: dict[tuple[str, int], list[float]] = {key: [] for key in shards}
         # Every worker count in each repeat, one after the other: a load that comes and goes (another user of
         # the machine) then weighs on all counts alike, not on the ones measured while it lasted.
         for _ in range(max(1, args.repeats)):
@@ -225,8 +242,9 @@ def main() -> None:
                     each.setdefault((corpus, workers), []).append(seconds)
                 times[workers].append(sum(runs.values()))
                 spins[workers].append(spin(workers))
-                if workers in shards:
-                    hand[workers].append(by_hand(shards[workers], conversations, env))
+                for (corpus, count), slices in shards.items():
+                    if count == workers:
+                        hand[(corpus, count)].append(by_hand(slices, conversations[corpus], env))
         medians = {workers: statistics.median(times[workers]) for workers in counts}
         ceilings = {w: w * statistics.median(spins[1]) / statistics.median(spins[w]) for w in counts}
         rows = {c: (Path(folder) / f"{c}-1.jsonl").read_bytes() for c in corpora}
@@ -257,15 +275,16 @@ def main() -> None:
         cells = [f"--workers {w} {statistics.median(each[(corpus, w)]):.2f} s" for w in counts]
         ratios = [f"{one / statistics.median(each[(corpus, w)]):.2f}x" for w in counts[1:]]
         print(f"  {corpus} ({count} rollouts): {', '.join(cells)} ({', '.join(ratios)} --workers 1)")
-        if corpus == "transcripts-2200":
-            for workers, times_by_hand in hand.items():
-                seconds = statistics.median(times_by_hand)
-                pool = statistics.median(each[(corpus, workers)])
-                print(
-                    f"    sharded by hand, {workers} independent --workers 1 runs on {workers} slices: {seconds:.2f} s "
-                    f"({one / seconds:.2f}x --workers 1); the pool at --workers {workers} reaches {seconds / pool:.0%} "
-                    "of its speed"
-                )
+        for (sharded, workers), times_by_hand in hand.items():
+            if sharded != corpus:
+                continue
+            seconds = statistics.median(times_by_hand)
+            pool = statistics.median(each[(corpus, workers)])
+            print(
+                f"    sharded by hand, {workers} independent --workers 1 runs on {workers} slices: {seconds:.2f} s "
+                f"({one / seconds:.2f}x --workers 1); the pool at --workers {workers} reaches {seconds / pool:.0%} "
+                "of its speed"
+            )
     print(f"end: {load()}")
     if differ:
         raise SystemExit(f"records differ from --workers 1: {', '.join(differ)}: the benchmark is void")
