@@ -8,11 +8,13 @@ The corpus is every real run the project holds (read in place, never copied):
   runs), ``score tau``;
 - transcripts: tau-bench's 200 published gpt-4o airline conversations (tests/data/tau-bench) on its tools list,
   ``score transcripts``;
-- transcripts-N, N a multiple of 200 (transcripts-2200, say): those 200 conversations N / 200 times (written
-  into the run's temporary folder, copy k with trial + 4k, so no identity repeats; issue 28 asks for 2,000+
-  transcripts, and no public file holds 2,000+ real ones), ``score transcripts``. Not in the default set. The
-  larger N, the less the command's fixed start (a Python start, imports, reading the tools: about 0.3 s, one
-  process's in both) weighs on the ratio: a user's corpus of a million sessions is all replay.
+- transcripts-<size>, a multiple of 200 (transcripts-2200, say): those 200 conversations size / 200 times
+  (written into the run's temporary folder, a file per copy, copy k with trial + 4k, so no identity repeats;
+  issue 28 asks for 2,000+ transcripts, and no public file holds 2,000+ real ones; about 18 KB of disk per
+  conversation, once for the corpus and once per worker count above 1 for its slices), ``score transcripts``.
+  Not in the default set. The larger the size, the less the command's fixed start weighs on the ratio (a
+  Python start, the imports, reading the tools: about 0.3 s, paid by the reading process at every worker count;
+  a worker's own start overlaps it): a user's corpus of a million sessions is all replay.
 
 Each worker count runs every chosen command as a user would (a fresh ``prefix-exec`` process, ``--keep-going``,
 so the records of files replay refuses are listed, not fatal), ``--repeats`` times, the worker counts in turn
@@ -27,10 +29,11 @@ Two baselines, measured in the same repeats:
   nothing shared), started together, against one alone: ``N * t(1) / t(N)``, the most N processes of pure
   Python gain here and now. On a virtual machine whose cores are shared with other tenants it is well under N
   (two processes each run slower when they run together);
-- with transcripts-N, sharding by hand: its conversations cut into N equal slices, one ``score
-  --workers 1`` per slice, started together (until the last ends): what a user splitting the corpus gets,
-  each process paying its own start, with no coordination and no record order across slices. The pool's
-  overhead is what it falls short of this. N is the usable cores (``os.sched_getaffinity``). Run:
+- with transcripts-<size>, at each worker count N above 1, sharding by hand: its conversations cut into N
+  equal slices (each in files of at most 200 conversations, as the corpus is), one ``score --workers 1`` per
+  slice, started together (until the last ends): what a user splitting the corpus gets, each process paying
+  its own start, with no coordination and no record order across slices. The pool's overhead is what it falls
+  short of this. The default worker counts are 1, 2 and the usable cores (``os.sched_getaffinity``). Run:
 ``.venv/bin/python benchmarks/score_scale.py [--repeats 3] [--corpus bfcl,tau,transcripts,transcripts-6600]
 [--workers 1,2,4]``
 """
@@ -72,9 +75,9 @@ CORPORA: dict[str, list[str]] = {
         "gpt-4o",
     ],
 }
-#: A transcripts-N corpus's arguments but its folder: tau-bench's tools list and model.
+#: A transcripts-<size> corpus's arguments but its folder: tau-bench's tools list and model.
 COPIES_OPTIONS = ["--tools", str(TAU_BENCH / "airline-tools.json"), "--model", "gpt-4o"]
-#: tau-bench's conversations, the unit of a transcripts-N corpus.
+#: tau-bench's conversations, the unit of a transcripts-<size> corpus.
 PER_COPY = 200
 #: The command as a user runs it: the installed ``prefix-exec`` script beside this Python (a spawned worker runs
 #: its imports again: a cost users pay), else ``python -m prefix_exec.cli``.
@@ -85,19 +88,27 @@ SPIN = "total = 0\nfor i in range(8_000_000):\n    total += i * i\n"
 
 
 def copies_in(corpus: str) -> int | None:
-    """How many copies of tau-bench's file the corpus ``transcripts-N`` holds (N / 200); ``None`` for another
-    name; :class:`SystemExit` for an N that is not a positive multiple of 200."""
+    """How many copies of tau-bench's file the corpus ``transcripts-<size>`` holds (size / 200); ``None`` for
+    another name; :class:`SystemExit` for a size that is not a positive multiple of 200 in ASCII digits."""
     prefix, _, size = corpus.partition("-")
     if prefix != "transcripts" or not size:
         return None
-    if not size.isdigit() or int(size) <= 0 or int(size) % PER_COPY:
-        raise SystemExit(f"corpus {corpus}: N in transcripts-N must be a positive multiple of {PER_COPY}")
+    if not (size.isascii() and size.isdigit()) or int(size) <= 0 or int(size) % PER_COPY:
+        raise SystemExit(f"corpus {corpus}: the size in transcripts-<size> must be a positive multiple of {PER_COPY}")
     return int(size) // PER_COPY
 
 
+def canonical(corpus: str) -> str:
+    """``corpus`` as the run names it: transcripts-<size> without leading zeros (transcripts-0200 is
+    transcripts-200, run once)."""
+    copies = copies_in(corpus)
+    return corpus if copies is None else f"transcripts-{copies * PER_COPY}"
+
+
 def write_copies(folder: Path, copies: int) -> list[Any]:
-    """A transcripts-N corpus in ``folder``: tau-bench's 200 conversations ``copies`` times, copy k with trial +
-    4k, a file each; its conversations in input order."""
+    """A transcripts-<size> corpus in ``folder``: tau-bench's 200 conversations ``copies`` times, copy k with
+    trial + 4k, a file each (named so that they sort in copy order, as the command reads them); its
+    conversations in input order."""
     rows = json.loads((TAU_BENCH / "gpt-4o-airline.json").read_text(encoding="utf-8"))
     if len(rows) != PER_COPY:
         raise SystemExit(f"{TAU_BENCH / 'gpt-4o-airline.json'}: {len(rows)} conversations, not {PER_COPY}")
@@ -105,28 +116,34 @@ def write_copies(folder: Path, copies: int) -> list[Any]:
     corpus = []
     for k in range(copies):
         copy = [dict(row, trial=row["trial"] + 4 * k) for row in rows]
-        (folder / f"copy{k:03d}.json").write_text(json.dumps(copy), encoding="utf-8")
+        (folder / f"copy{k:0{len(str(copies - 1))}d}.json").write_text(json.dumps(copy), encoding="utf-8")
         corpus += copy
     return corpus
 
 
 def write_shards(folder: Path, rows: list[Any], count: int) -> list[Path]:
-    """A transcripts-N corpus's conversations ``rows`` cut into ``count`` slices of equal size in input order, a
-    folder each in ``folder``."""
+    """A transcripts-<size> corpus's conversations ``rows`` cut into ``count`` slices of equal size in input
+    order, a folder each in ``folder``, each slice in files of at most :data:`PER_COPY` conversations (as the
+    corpus is: a slice in one file would pass the reader's bound on a JSON file, 64 Mi characters, at 3,740
+    conversations)."""
     shards = []
     for index in range(count):
         shard = folder / f"shards-{count}" / f"slice{index}"
         shard.mkdir(parents=True, exist_ok=True)
         part = rows[index * len(rows) // count : (index + 1) * len(rows) // count]
-        (shard / "slice.json").write_text(json.dumps(part), encoding="utf-8")
+        files = range(0, len(part), PER_COPY)
+        width = len(str(max(len(files) - 1, 0)))
+        for number, start in enumerate(files):
+            chunk = json.dumps(part[start : start + PER_COPY])
+            (shard / f"part{number:0{width}d}.json").write_text(chunk, encoding="utf-8")
         shards.append(shard)
     return shards
 
 
 def by_hand(shards: list[Path], expected: int, env: dict[str, str]) -> float:
-    """The wall time of one ``score --workers 1`` per shard of a transcripts-N corpus, started together, until the last
-    ends; each writes ``records-<shard>.jsonl`` beside its shard's folder (not in it: it would be read as input),
-    ``expected`` records in all."""
+    """The wall time of one ``score --workers 1`` per shard of a transcripts-<size> corpus, started together,
+    until the last ends; each writes ``records-<shard>.jsonl`` beside its shard's folder (not in it: it would be
+    read as input), ``expected`` records in all."""
     options = [*COPIES_OPTIONS, "--overwrite", "--keep-going", "--workers", "1"]
     command = [*COMMAND, "score", "transcripts"]
     outs = [shard.parent / f"records-{shard.name}.jsonl" for shard in shards]
@@ -203,21 +220,21 @@ def main() -> None:
     parser.add_argument(
         "--corpus",
         default="bfcl,tau,transcripts",
-        help="comma-separated: " + ", ".join(CORPORA) + ", transcripts-N (N a multiple of 200)",
+        help="comma-separated: " + ", ".join(CORPORA) + ", transcripts-<size> (a multiple of 200)",
     )
     parser.add_argument("--workers", help="comma-separated worker counts (default: 1, 2 and the usable cores)")
     args = parser.parse_args()
-    corpora = list(dict.fromkeys(c for c in args.corpus.split(",") if c))
+    corpora = list(dict.fromkeys(canonical(c) for c in args.corpus.split(",") if c))
     unknown = [c for c in corpora if c not in CORPORA and copies_in(c) is None]
     if unknown:
-        raise SystemExit(f"unknown corpus {unknown}: choose from {', '.join(CORPORA)}, transcripts-N")
+        raise SystemExit(f"unknown corpus {unknown}: choose from {', '.join(CORPORA)}, transcripts-<size>")
     counts = sorted({int(w) for w in args.workers.split(",")} if args.workers else {1, 2, usable_cores()})
     if counts[0] != 1:
         counts.insert(0, 1)  # the ratio is against one worker, measured in this run
     print(f"start: {load()}")
     with tempfile.TemporaryDirectory() as folder:
         env = installed_environment(Path(folder))
-        shards: dict[tuple[str, int], list[Path]] = {}  # (transcripts-N, workers) -> its slices
+        shards: dict[tuple[str, int], list[Path]] = {}  # (transcripts-<size>, workers) -> its slices
         conversations: dict[str, int] = {}
         for corpus in corpora:
             copies = copies_in(corpus)

@@ -73,8 +73,10 @@ REPLAY_HERE = True
 #: the rollouts replayed here; at most :data:`MOST_HELD` and at least the transport's depth): while this process
 #: replays one, or reads a file, a worker must not run out of rollouts. A file is read whole: tau-bench's 200
 #: conversations (3 MB) take 15-30 ms to parse, and with 0.02 s the worker of ``--workers 2`` sat idle 3-7% of a
-#: 6,600-transcript run (its CPU time sampled every 0.25 s), against 1% with 0.05. Short all the same, so that at
-#: the end no worker is left with a long queue while this process waits.
+#: 6,600-transcript run (its CPU time sampled every 0.25 s), against 1% with 0.05 (there, with tau-bench's 0.8 ms a
+#: rollout, :data:`MOST_HELD` binds too: 64 rollouts). Raising either further would not help: 64 of those
+#: conversations fill a worker's 1 MiB pipe, and what a pipe does not take waits in this process, unsent while it
+#: parses. Short all the same, so that at the end no worker is left with a long queue while this process waits.
 QUEUE_SECONDS = 0.05
 MOST_HELD = 64
 #: With ``REPLAY_HERE``, a worker that ends before it is ready this many times in a row is not started again
