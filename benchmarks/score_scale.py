@@ -105,37 +105,37 @@ def canonical(corpus: str) -> str:
     return corpus if copies is None else f"transcripts-{copies * PER_COPY}"
 
 
+def write_files(folder: Path, rows: list[Any], stem: str) -> None:
+    """``rows`` in ``folder`` (made if need be) as JSON files of at most :data:`PER_COPY` conversations each, in
+    input order, named ``<stem><number>.json`` so that they sort in that order (as the command reads them). A
+    corpus's slice in one file would pass the reader's bound on a JSON file (64 Mi characters) at 3,740
+    conversations."""
+    folder.mkdir(parents=True, exist_ok=True)
+    starts = range(0, len(rows), PER_COPY)
+    width = len(str(max(len(starts) - 1, 0)))
+    for number, start in enumerate(starts):
+        chunk = json.dumps(rows[start : start + PER_COPY])
+        (folder / f"{stem}{number:0{width}d}.json").write_text(chunk, encoding="utf-8")
+
+
 def write_copies(folder: Path, copies: int) -> list[Any]:
     """A transcripts-<size> corpus in ``folder``: tau-bench's 200 conversations ``copies`` times, copy k with
-    trial + 4k, a file each (named so that they sort in copy order, as the command reads them); its
-    conversations in input order."""
+    trial + 4k, a file each (:func:`write_files`); its conversations in input order."""
     rows = json.loads((TAU_BENCH / "gpt-4o-airline.json").read_text(encoding="utf-8"))
     if len(rows) != PER_COPY:
         raise SystemExit(f"{TAU_BENCH / 'gpt-4o-airline.json'}: {len(rows)} conversations, not {PER_COPY}")
-    folder.mkdir(parents=True, exist_ok=True)
-    corpus = []
-    for k in range(copies):
-        copy = [dict(row, trial=row["trial"] + 4 * k) for row in rows]
-        (folder / f"copy{k:0{len(str(copies - 1))}d}.json").write_text(json.dumps(copy), encoding="utf-8")
-        corpus += copy
+    corpus = [dict(row, trial=row["trial"] + 4 * k) for k in range(copies) for row in rows]
+    write_files(folder, corpus, "copy")
     return corpus
 
 
 def write_shards(folder: Path, rows: list[Any], count: int) -> list[Path]:
     """A transcripts-<size> corpus's conversations ``rows`` cut into ``count`` slices of equal size in input
-    order, a folder each in ``folder``, each slice in files of at most :data:`PER_COPY` conversations (as the
-    corpus is: a slice in one file would pass the reader's bound on a JSON file, 64 Mi characters, at 3,740
-    conversations)."""
+    order, a folder each in ``folder``, each slice in files as the corpus is (:func:`write_files`)."""
     shards = []
     for index in range(count):
         shard = folder / f"shards-{count}" / f"slice{index}"
-        shard.mkdir(parents=True, exist_ok=True)
-        part = rows[index * len(rows) // count : (index + 1) * len(rows) // count]
-        files = range(0, len(part), PER_COPY)
-        width = len(str(max(len(files) - 1, 0)))
-        for number, start in enumerate(files):
-            chunk = json.dumps(part[start : start + PER_COPY])
-            (shard / f"part{number:0{width}d}.json").write_text(chunk, encoding="utf-8")
+        write_files(shard, rows[index * len(rows) // count : (index + 1) * len(rows) // count], "part")
         shards.append(shard)
     return shards
 

@@ -41,30 +41,37 @@ from prefix_exec.importers.inspect_reader import read_log
 pytest.importorskip("inspect_ai")
 
 
-def score(tmp_path: Path, *logs: Path, extra: tuple[str, ...] = ()) -> tuple[int, str, set[str]]:
-    """``score inspect LOGS --tools TOOLS --keep-going``: exit code, stderr, the task ids scored."""
+def command(tmp_path: Path, logs: tuple[Path, ...], extra: tuple[str, ...]) -> tuple[list[str], Path]:
+    """The arguments of ``score inspect LOGS --tools TOOLS --keep-going`` (the tools written into ``tmp_path``),
+    and its output file."""
     tools = tmp_path / "tools.json"
     tools.write_text(json.dumps(TOOLS), encoding="utf-8")
     out = tmp_path / "out.jsonl"
     argv = ["score", "inspect", *map(str, logs), "--tools", str(tools), "--out", str(out), "--keep-going", *extra]
+    return argv, out
+
+
+def scored_tasks(out: Path) -> set[str]:
+    """The task ids of the records in ``out`` (none when it was not written)."""
+    return {json.loads(line)["task_id"] for line in out.read_text().splitlines()} if out.exists() else set()
+
+
+def score(tmp_path: Path, *logs: Path, extra: tuple[str, ...] = ()) -> tuple[int, str, set[str]]:
+    """``score inspect LOGS --tools TOOLS --keep-going``: exit code, stderr, the task ids scored."""
+    argv, out = command(tmp_path, logs, extra)
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
         code = main(argv)
-    scored = {json.loads(line)["task_id"] for line in out.read_text().splitlines()} if out.exists() else set()
-    return code, err.getvalue(), scored
+    return code, err.getvalue(), scored_tasks(out)
 
 
 def score_in_a_process(tmp_path: Path, *logs: Path, extra: tuple[str, ...] = ()) -> tuple[int, str, set[str]]:
     """As :func:`score`, run by ``python -m prefix_exec`` in a process of its own."""
-    tools = tmp_path / "tools.json"
-    tools.write_text(json.dumps(TOOLS), encoding="utf-8")
-    out = tmp_path / "out.jsonl"
-    argv = ["score", "inspect", *map(str, logs), "--tools", str(tools), "--out", str(out), "--keep-going", *extra]
+    argv, out = command(tmp_path, logs, extra)
     done = subprocess.run(
         [sys.executable, "-m", "prefix_exec", *argv], capture_output=True, text=True, timeout=300, check=False
     )
-    scored = {json.loads(line)["task_id"] for line in out.read_text().splitlines()} if out.exists() else set()
-    return done.returncode, done.stderr, scored
+    return done.returncode, done.stderr, scored_tasks(out)
 
 
 @pytest.mark.parametrize(
