@@ -8,6 +8,7 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from prefix_exec.errors import InputError
 from prefix_exec.io import read_records
 from prefix_exec.jsonl import UnitKey
-from prefix_exec.scoring import Scorable, numbered, paired, score_to_file
+from prefix_exec.scoring import Batch, Reading, Scorable, numbered, paired, score_to_file
 from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped, ToolCall
 from prefix_exec.trials import Numbering
 from test_replay import CounterEnv, CounterSession, rollout
@@ -302,3 +303,42 @@ def test_an_observer_whose_look_does_not_pickle_is_named(tmp_path: Path) -> None
     assert "note: the look of the run's on_record cannot be sent to workers (" in log.getvalue()
     assert "preparation" not in log.getvalue()
     assert [(key, seen) for key, seen in observer.taken] == [(r.key, (os.getpid(), 1)) for r in rollouts]
+
+
+def given_rollout(unit: Rollout) -> Rollout:
+    return unit
+
+
+def read_trials(trials: tuple[int, ...], bad: bool) -> Reading:
+    """A batch's reading: rollouts of these trials (the 2nd repeated: a duplicate), an unreadable unit if
+    ``bad``, and a note."""
+    units: list[Callable[[], Rollout | Skipped] | Skipped] = [
+        partial(given_rollout, replace(rollout(("inc", {})), trial=trial)) for trial in (*trials, trials[1])
+    ]
+    if bad:
+        units.append(Skipped("b.json:3", "not a conversation"))
+    return units, None, f"prefix-exec: note: trials {trials} read"
+
+
+@pytest.mark.parametrize("how", ["workers", "in-process"])
+def test_batches_score_as_one_worker_scores_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """Batches of units (a file's conversations) give the records, report and notes of one worker, whether worker
+    processes read them or this one does (a ``prepare`` that cannot be sent to workers). Oracle: the same units
+    given one by one, the notes by hand."""
+    from prefix_exec import scoring_pool
+
+    monkeypatch.setattr(scoring_pool, "REPLAY_HERE", False)  # every batch goes to a worker process
+    env = CounterEnv()
+    parts = [(0, 1, 2), (3, 4), (5, 6, 7)]
+    units = [Batch(partial(read_trials, part, bad=index == 1), env) for index, part in enumerate(parts)]
+    one_by_one = [unit for batch in units for unit in batch.expand()[0]]
+    expected = score_to_file(one_by_one, tmp_path / "expected.jsonl", keep_going=True, log=io.StringIO())
+    prepare = (lambda unit: unit) if how == "in-process" else None
+    for workers in (1, 2):
+        log = io.StringIO()
+        out = tmp_path / f"{workers}.jsonl"
+        report = score_to_file(units, out, keep_going=True, log=log, workers=workers, prepare=prepare)
+        assert out.read_bytes() == (tmp_path / "expected.jsonl").read_bytes()
+        assert (report.written, len(report.skipped)) == (expected.written, len(expected.skipped)) == (8, 4)
+        notes = [line for line in log.getvalue().splitlines() if "read" in line]
+        assert notes == [f"prefix-exec: note: trials {part} read" for part in parts]

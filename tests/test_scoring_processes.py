@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from prefix_exec import scoring_pool, scoring_spawn
+from prefix_exec import scoring_pool, scoring_schedule, scoring_spawn
 from prefix_exec.cli import start_workers
 from prefix_exec.scoring import Replayer, paired, score_to_file
 from prefix_exec.scoring_processes import Died, Frames, Processes
@@ -393,7 +393,7 @@ def test_a_worker_that_cannot_load_its_settings_is_not_restarted_all_run(
     observer = LookAway(look)
     score_to_file(paired(rollouts, SlowCounterEnv()), tmp_path / "two.jsonl", workers=2, on_record=observer)
     score_to_file(paired(rollouts, CounterEnv()), tmp_path / "one.jsonl")
-    assert starts == [0] * scoring_pool.MOST_FAILED_STARTS
+    assert starts == [0] * scoring_schedule.MOST_FAILED_STARTS
     assert observer.taken == len(rollouts)
     assert capsys.readouterr().err.count("ended before it was ready 3 times in a row") == 1
     assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()

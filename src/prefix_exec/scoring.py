@@ -85,8 +85,44 @@ class Undecoded:
         return Scorable(self.numbering.number(unit) if self.numbering is not None else unit, self.env, self.recipe)
 
 
-#: What a scoring run takes: a rollout to replay, one to decode first, or an input unit that could not be read.
-Unit = Scorable | Undecoded | Skipped
+#: What a :class:`Batch` reads: its units in input order (each a decoding, as :attr:`Undecoded.decode`, or a
+#: :class:`~prefix_exec.trajectory.Skipped` one that cannot be read), the :class:`InputError` that stopped the
+#: reading after them (``None``: read to the end), and a note said on the log once they are written (or ``None``).
+Reading = tuple[list[Callable[[], Rollout | Skipped] | Skipped], InputError | None, str | None]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Input units read in one go (a file's conversations) and the environment they replay on: with ``score
+    --workers N`` a worker process reads, decodes and replays them all, so the reading process neither parses
+    them nor sends them one by one (its share of the work was the pool's ceiling); it settles each unit in its
+    turn, as an :class:`Undecoded` one (:mod:`prefix_exec.scoring_tickets`).
+
+    ``read`` gives the :data:`Reading`; it must pickle (a ``functools.partial`` of a module-level function, with
+    plain data) and give the same every time: the reading process reads it again itself for a unit whose answer
+    it cannot take as it is, and to raise the error that stopped it. ``env``, ``recipe`` and ``numbering`` are
+    every unit's, as in :class:`Undecoded`; ``name`` names the batch in a message (its file).
+    """
+
+    read: Callable[[], Reading]
+    env: Environment | EnvFor
+    recipe: Recipe | None = None
+    numbering: Numbering | None = None
+    name: str = "a batch of input units"
+
+    def expand(self) -> tuple[list[Undecoded | Skipped], InputError | None, str | None]:
+        """The :data:`Reading` read in this process, each decoding an :class:`Undecoded` unit."""
+        units, error, note = self.read()
+        undecoded = [
+            unit if isinstance(unit, Skipped) else Undecoded(unit, self.env, self.recipe, self.numbering)
+            for unit in units
+        ]
+        return undecoded, error, note
+
+
+#: What a scoring run takes: a rollout to replay, one to decode first, a batch of those, or an input unit that
+#: could not be read.
+Unit = Scorable | Undecoded | Batch | Skipped
 
 
 def paired(
@@ -104,7 +140,7 @@ def numbered(units: Iterable[Unit], numbering: Numbering) -> Iterator[Unit]:
     for unit in units:
         if isinstance(unit, Scorable):
             yield replace(unit, rollout=numbering.number(unit.rollout))
-        elif isinstance(unit, Undecoded):
+        elif isinstance(unit, Undecoded | Batch):
             yield replace(unit, numbering=numbering)
         else:
             yield unit
@@ -358,7 +394,7 @@ class _Scorer:
             tickets = admission.deferring(units)
             outcomes = ordered(tickets, self.replayer, admission, workers=workers, launcher=launcher, log=self.log)
         else:
-            settled = admission.tickets(units)
+            settled = admission.tickets(unbatched(units, self.log))
             outcomes = add_syncs(self.replayer(t.rollout, t.env) if isinstance(t, Scorable) else t for t in settled)
         with (
             JsonlWriter(path, append=resume) as writer,
@@ -402,6 +438,21 @@ class _Scorer:
             )
         self.report.skipped.append(unit)
         print(f"prefix-exec: skipped {unit.where}: {unit.error}", file=self.log)
+
+
+def unbatched(units: Iterable[Unit], log: TextIO) -> Iterator[Scorable | Undecoded | Skipped]:
+    """``units`` with each :class:`Batch` read here in its turn: its units, then its error raised or its note said
+    on ``log``, as a worker process's answer for it is settled (:mod:`prefix_exec.scoring_pool`)."""
+    for unit in units:
+        if not isinstance(unit, Batch):
+            yield unit
+            continue
+        expanded, error, note = unit.expand()
+        yield from expanded
+        if error is not None:
+            raise error
+        if note is not None:
+            print(note, file=log)
 
 
 def add_syncs(outcomes: Iterator[Outcome]) -> Generator[Outcome | Sync]:

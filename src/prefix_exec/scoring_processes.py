@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from prefix_exec.jsonl import UnitKey
-from prefix_exec.scoring import Outcome, Replayer, Scorable, Undecoded
+from prefix_exec.scoring import Batch, Outcome, Replayer, Scorable, Undecoded
 from prefix_exec.scoring_spawn import spawn, system_pipe_bytes, take_early
-from prefix_exec.scoring_worker import BUILT, READY, Decoded, Raised
+from prefix_exec.scoring_worker import BUILT, READY, Batched, Decoded, Raised
 
 #: Rollouts a local worker holds at least (the next is queued while one runs; more for quick ones: scoring_pool).
 DEPTH = 2
@@ -48,8 +48,8 @@ class Unloadable:
 
 
 #: What a transport reports: (worker index, sequence number of the unit, its outcome, or what the worker decoded
-#: of it and its outcome, ``None`` when it did not decode, or Unloadable), or (index, None, Died).
-Event = tuple[int, int | None, Outcome | Raised | Decoded | Unloadable | Died]
+#: of it and its outcome, ``None`` when it did not decode, a batch's answers, or Unloadable), or (index, None, Died).
+Event = tuple[int, int | None, Outcome | Raised | Decoded | Batched | Unloadable | Died]
 
 
 class Transport(Protocol):
@@ -60,7 +60,7 @@ class Transport(Protocol):
     def available(self, worker: int) -> bool: ...
     def holds(self, worker: int, token: int) -> bool: ...
     def send_env(self, worker: int, token: int, data: bytes) -> None: ...
-    def send_unit(self, worker: int, seq: int, unit: Scorable | Undecoded, token: int) -> None: ...
+    def send_unit(self, worker: int, seq: int, unit: Scorable | Undecoded | Batch, token: int) -> None: ...
     def collect(self, timeout: float | None = None) -> list[Event]: ...
     def restart(self, worker: int) -> None: ...
     def stop(self, worker: int) -> None: ...
@@ -80,10 +80,10 @@ def describe_exit(code: int | None) -> str:
     return f"exit code {code}"
 
 
-def _loaded(payload: bytes) -> Outcome | Raised | Decoded | Unloadable:
+def _loaded(payload: bytes) -> Outcome | Raised | Decoded | Batched | Unloadable:
     """A worker's answer as it sent it pickled (:func:`~prefix_exec.scoring_worker.serve`), or why it does not load."""
     try:
-        answer: Outcome | Raised | Decoded = pickle.loads(payload)
+        answer: Outcome | Raised | Decoded | Batched = pickle.loads(payload)
     except Exception as exc:  # unpickling raises what the answer's classes raise
         return Unloadable(f"{type(exc).__name__}: {exc}")
     return answer
@@ -201,9 +201,11 @@ class Processes:
     def send_env(self, worker: int, token: int, data: bytes) -> None:
         self._send(worker, ("env", token, data))
 
-    def send_unit(self, worker: int, seq: int, unit: Scorable | Undecoded, token: int) -> None:
+    def send_unit(self, worker: int, seq: int, unit: Scorable | Undecoded | Batch, token: int) -> None:
         if isinstance(unit, Undecoded):
             self._send(worker, ("raw", seq, unit.decode, token))
+        elif isinstance(unit, Batch):
+            self._send(worker, ("batch", seq, unit.read, token))
         else:
             self._send(worker, ("unit", seq, unit.rollout, token))
 

@@ -2,8 +2,9 @@
 (:func:`prefix_exec.runner.launchers.connect_ray`: the cluster in ``RAY_ADDRESS``, else a local instance).
 
 An actor is one worker of :mod:`prefix_exec.scoring_pool`: it gets each environment once (its recipe, or the
-environment pickled) and replays one rollout at a time. An actor that dies (killed, out of memory, a crash in
-native code) costs only the rollout it was replaying; a new actor takes its place, as in ``run --launcher ray``.
+environment pickled) and replays one rollout (or one batch) at a time. An actor that dies (killed, out of
+memory, a crash in native code) costs only the rollout it was replaying (a batch's units are then sent to its
+successor one by one); a new actor takes its place, as in ``run --launcher ray``.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from typing import Any
 
 from prefix_exec.jsonl import UnitKey
 from prefix_exec.runner.launchers import connect_ray
-from prefix_exec.scoring import Outcome, Replayer, Scorable, Undecoded
+from prefix_exec.scoring import Batch, Outcome, Reading, Replayer, Scorable, Undecoded
 from prefix_exec.scoring_processes import Died, Event
-from prefix_exec.scoring_worker import Decoded, Raised, Shelf, decode_on, replay_on
+from prefix_exec.scoring_worker import Batched, Decoded, Raised, Shelf, batch_on, decode_on, replay_on
 from prefix_exec.trajectory import Rollout, Skipped
 
 
@@ -39,6 +40,9 @@ class ScoreActor:
 
     def decode_score(self, decode: Callable[[], Rollout | Skipped], token: int) -> Decoded | None:
         return decode_on(partial(replay_on, self.shelf, self.replayer, token=token), decode, self.done)
+
+    def batch_score(self, read: Callable[[], Reading], token: int) -> Batched:
+        return batch_on(partial(replay_on, self.shelf, self.replayer, token=token), read, self.done)
 
 
 class RayActors:
@@ -66,10 +70,12 @@ class RayActors:
     def send_env(self, worker: int, token: int, data: bytes) -> None:
         self.actors[worker].add.remote(token, data)  # an actor runs its calls in order: before the next score
 
-    def send_unit(self, worker: int, seq: int, unit: Scorable | Undecoded, token: int) -> None:
+    def send_unit(self, worker: int, seq: int, unit: Scorable | Undecoded | Batch, token: int) -> None:
         actor = self.actors[worker]
         if isinstance(unit, Undecoded):
             self.running[actor.decode_score.remote(unit.decode, token)] = (worker, seq)
+        elif isinstance(unit, Batch):
+            self.running[actor.batch_score.remote(unit.read, token)] = (worker, seq)
         else:
             self.running[actor.score.remote(unit.rollout, token)] = (worker, seq)
 

@@ -12,14 +12,14 @@ again here and scored as one worker scores it: the records are byte for byte the
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from prefix_exec.jsonl import UnitKey
-from prefix_exec.scoring import Outcome, Replayer, Scorable, Undecoded, Unit, unit_name
+from prefix_exec.scoring import Batch, Outcome, Replayer, Scorable, Undecoded, Unit, unit_name
 from prefix_exec.scoring_processes import Died
 from prefix_exec.scoring_worker import Decoded, Raised
 from prefix_exec.trajectory import Rollout, Skipped
-from prefix_exec.trials import rollout_digest
+from prefix_exec.trials import Numbering, rollout_digest
 
 
 class Admission:
@@ -29,24 +29,25 @@ class Admission:
         self.done = frozenset(done)
         self.seen: dict[UnitKey, tuple[str, str]] = {}  # key -> (digest, name) of the first rollout with it
 
-    def tickets(self, units: Iterable[Unit]) -> Iterator[Scorable | Outcome]:
+    def tickets(self, units: Iterable[Scorable | Undecoded | Skipped]) -> Iterator[Scorable | Outcome]:
         """``units`` in input order, each a rollout to replay or already settled (:meth:`admit`); an
-        :class:`Undecoded` one is decoded here first."""
+        :class:`Undecoded` one is decoded here first (a :class:`Batch` is read first:
+        :func:`~prefix_exec.scoring.unbatched`)."""
         for unit in units:
             yield self.admit(unit.scorable() if isinstance(unit, Undecoded) else unit)
 
-    def deferring(self, units: Iterable[Unit]) -> Iterator[Scorable | Undecoded | Outcome]:
-        """As :meth:`tickets`, but an :class:`Undecoded` unit is passed on as it is, for a worker to decode; it
-        must be settled (:meth:`settle`) in its turn, before any later ticket is read. A stream holds either
-        kind of rollout, not both: an :class:`Undecoded` one is admitted when settled, later than a
-        :class:`Scorable` read after it would be."""
-        kinds: set[type] = set()
+    def deferring(self, units: Iterable[Unit]) -> Iterator[Scorable | Undecoded | Batch | Outcome]:
+        """As :meth:`tickets`, but an :class:`Undecoded` unit or a :class:`Batch` is passed on as it is, for a
+        worker to decode; each of its units must be settled (:meth:`settle`) in its turn, before any later ticket
+        is read. A stream holds either kind of rollout, not both: an undecoded one is admitted when settled,
+        later than a :class:`Scorable` read after it would be."""
+        kinds: set[bool] = set()
         for unit in units:
             if not isinstance(unit, Skipped):
-                kinds.add(type(unit))
+                kinds.add(isinstance(unit, Scorable))
                 if len(kinds) > 1:
-                    raise ValueError("a scoring stream mixes Undecoded and Scorable units")
-            yield unit if isinstance(unit, Undecoded) else self.admit(unit)
+                    raise ValueError("a scoring stream mixes undecoded units (Undecoded, Batch) and Scorable ones")
+            yield self.admit(unit) if isinstance(unit, Scorable | Skipped) else unit
 
     def admit(self, unit: Scorable | Skipped) -> Scorable | Outcome:
         """``unit`` as a rollout to replay, or settled: not readable, a repeated identity (:func:`repeated`), or in
@@ -64,14 +65,25 @@ class Admission:
         """The outcome of ``unit`` in its turn, from a worker's ``answer`` when that is the one a single worker
         has (the rollout the first of its identity and kept as read by numbering); otherwise decoded, admitted
         and replayed here (``answer`` ``None``: no worker had it), or, when the worker died on it, reported."""
+        return self.settle_lazily(lambda: unit, unit.numbering, answer, replayer)
+
+    def settle_lazily(
+        self,
+        unit: Callable[[], Undecoded],
+        numbering: Numbering | None,
+        answer: Decoded | Died | None,
+        replayer: Replayer,
+    ) -> Outcome | Raised:
+        """As :meth:`settle`, for a unit asked of ``unit`` only when the answer cannot settle it (a unit of a
+        :class:`Batch` a worker read: this process then reads the batch again); ``numbering``: the unit's."""
         if (
             isinstance(answer, Decoded)
             and answer.key not in self.seen
-            and (unit.numbering is None or unit.numbering.keeps(answer.key, answer.digest))
+            and (numbering is None or numbering.keeps(answer.key, answer.digest))
         ):
             self.seen[answer.key] = (answer.digest, answer.name)
             return None if answer.key in self.done else answer.outcome
-        ticket = self.admit(unit.scorable())
+        ticket = self.admit(unit().scorable())
         if not isinstance(ticket, Scorable):
             return ticket
         if isinstance(answer, Died):

@@ -13,7 +13,7 @@ from typing import Any
 from prefix_exec.errors import InputError
 from prefix_exec.jsonl import UnitKey
 from prefix_exec.recipe import Recipe
-from prefix_exec.scoring import Outcome, Replayer, unit_name
+from prefix_exec.scoring import Outcome, Reading, Replayer, unit_name
 from prefix_exec.trajectory import Rollout, Skipped
 from prefix_exec.trials import rollout_digest
 
@@ -43,6 +43,18 @@ class Decoded:
     digest: str
     name: str
     outcome: Outcome | Raised
+
+
+@dataclass(frozen=True)
+class Batched:
+    """A worker's answer for a :class:`~prefix_exec.scoring.Batch`: each unit's answer in input order (a
+    :class:`Decoded`, ``None`` for one that did not decode there, or the :class:`~prefix_exec.trajectory.Skipped`
+    the reading gave), whether the reading stopped on an error after them (the reading process reads the batch
+    again to raise it in its turn), and the note to say once they are written."""
+
+    answers: list[Decoded | Skipped | None]
+    stopped: bool
+    note: str | None
 
 
 class Shelf:
@@ -107,6 +119,19 @@ def decode_on(
     return Decoded(rollout.key, rollout_digest(rollout), unit_name(rollout), outcome)
 
 
+def batch_on(
+    replay: Callable[[Rollout], Outcome | Raised], read: Callable[[], Reading], done: frozenset[UnitKey]
+) -> Batched:
+    """A batch read, each of its units decoded and replayed with ``replay`` (:func:`decode_on`). A reading that
+    raises (a bug: one worker would stop there) answers as stopped before its first unit."""
+    try:
+        units, error, note = read()
+    except Exception:
+        return Batched([], True, None)
+    answers = [unit if isinstance(unit, Skipped) else decode_on(replay, unit, done) for unit in units]
+    return Batched(answers, error is not None, note)
+
+
 def serve(inbox: Any, outbox: Any) -> None:
     """A worker process: take its settings (the pickled replayer and the identities already in the output) as
     the first message ``inbox`` brings, say READY, then replay each rollout it brings (decode it first when it
@@ -136,6 +161,8 @@ def serve(inbox: Any, outbox: Any) -> None:
         kind, seq, item, token = message
         if kind == "raw":
             answer: object = decode_on(partial(replay_on, shelf, replayer, token=token), item, done)
+        elif kind == "batch":
+            answer = batch_on(partial(replay_on, shelf, replayer, token=token), item, done)
         else:
             answer = replay_on(shelf, replayer, item, token)
         outbox.send((seq, pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)))

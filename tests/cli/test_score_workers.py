@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from prefix_exec import scoring_pool, scoring_processes
-from prefix_exec.cli import main
-from prefix_exec.scoring import hold_lock
+from prefix_exec import scoring_pool, scoring_processes, scoring_schedule
+from prefix_exec.cli import main, score_transcripts
+from prefix_exec.scoring import Batch, Undecoded, hold_lock
 
 REPO = Path(__file__).resolve().parents[2]
 TAU_BENCH = REPO / "tests" / "data" / "tau-bench"
@@ -267,7 +267,7 @@ def test_a_quick_input_is_replayed_here(
     """An input scored before START_SECONDS starts no worker where no core is idle (one core), and on two cores
     only the one worker the idle core takes, at once: this process replays while they start."""
     monkeypatch.setattr(scoring_pool, "REPLAY_HERE", True)
-    monkeypatch.setattr(scoring_pool, "START_SECONDS", 3600.0)
+    monkeypatch.setattr(scoring_schedule, "START_SECONDS", 3600.0)
     args = ["custom", "--tools", str(ticketing / "tools.yaml"), str(ticketing / "rollouts.jsonl")]
     started: list[int] = []
     real = scoring_pool.Processes.start
@@ -284,23 +284,29 @@ def test_a_quick_input_is_replayed_here(
     assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
 
 
-def test_replayed_here_and_in_workers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """This process replays whenever no worker has room (here: a worker counts as ready, its environment built,
-    at once, so it is sent its first rollouts while it starts), the worker the rest; the records and skipped
-    lines are those of one worker, conversations numbered as further trials, duplicates and an unreadable one
-    included."""
+def counted(monkeypatch: pytest.MonkeyPatch) -> tuple[list[object], list[object]]:
+    """This process's replays and the units sent to workers, as the schedule makes them, counted (a worker counts
+    as ready, its environment built, at once, so it is sent its first units while it starts)."""
     monkeypatch.setattr(scoring_pool, "REPLAY_HERE", True)
     monkeypatch.setattr(scoring_pool.Processes, "available", lambda self, worker: self.processes[worker] is not None)
     monkeypatch.setattr(scoring_pool.Processes, "holds", lambda self, worker, token: True)
-    here: list[int] = []
-    sent: list[int] = []
-    real_here, real_dispatch = scoring_pool._Schedule.replay_here, scoring_pool._Schedule.dispatch
-    monkeypatch.setattr(
-        scoring_pool._Schedule, "replay_here", lambda self, unit: here.append(1) or real_here(self, unit)
-    )
-    monkeypatch.setattr(scoring_pool._Schedule, "dispatch", lambda self, *a: sent.append(1) or real_dispatch(self, *a))
+    here: list[object] = []
+    sent: list[object] = []
+    schedule = scoring_schedule.Schedule
+    real_here, real_dispatch = schedule.replay_here, schedule.dispatch
+    monkeypatch.setattr(schedule, "replay_here", lambda self, unit: here.append(unit) or real_here(self, unit))
+    monkeypatch.setattr(schedule, "dispatch", lambda self, *a: sent.append(a[2]) or real_dispatch(self, *a))
+    return here, sent
+
+
+def test_replayed_here_and_in_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Conversations sent one by one (their file is larger than BATCH_BYTES): this process replays whenever no
+    worker has room, the worker the rest; the records and skipped lines are those of one worker, conversations
+    numbered as further trials, duplicates and an unreadable one included."""
+    here, sent = counted(monkeypatch)
+    monkeypatch.setattr(score_transcripts, "BATCH_BYTES", 0)
     args = ["transcripts", str(odd_conversations(tmp_path)), "--tools", str(TAU_BENCH / "airline-tools.json")]
     for extra in ([], ["--unique-task"]):
         here.clear()
@@ -310,8 +316,39 @@ def test_replayed_here_and_in_workers(
         )
         assert skipped_lines(err_two) == skipped_lines(err_one)
         assert here and sent and len(here) + len(sent) == 43
+        assert not any(isinstance(unit, Batch) for unit in sent)
     args = ["openai", str(TAU_BENCH / "gpt-4o-airline.json"), "--tools", str(TAU_BENCH / "airline-tools.json")]
     same_at_one_and_two([*args, "--model", "gpt-4o"], tmp_path, capsys, "--overwrite")
+
+
+def test_files_read_here_and_in_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Files of conversations as batches: a worker reads, decodes and replays a whole file; this process reads the
+    files no worker can take and replays their conversations itself. The records, skipped lines and notes are
+    those of one worker, in its order, with repeats across files (numbered as further trials, or refused with
+    --unique-task) and an unreadable record."""
+    here, sent = counted(monkeypatch)
+    odd = json.loads(odd_conversations(tmp_path).read_text(encoding="utf-8"))
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    for part in range(5):
+        (folder / f"part{part}.json").write_text(json.dumps(odd[part * 9 : part * 9 + 9]), encoding="utf-8")
+    args = ["transcripts", str(folder), "--tools", str(TAU_BENCH / "airline-tools.json"), "--model", "gpt-4o"]
+    for extra in ([], ["--unique-task"]):
+        here.clear()
+        sent.clear()
+        err_one, err_two = same_at_one_and_two([*args, *extra], tmp_path, capsys, "--keep-going", "--overwrite")
+        notes = [[line for line in err.splitlines() if "conversations read as" in line] for err in (err_one, err_two)]
+        # The last file's unreadable record counts as read once handed out undecoded (TranscriptFile.undecoded)
+        assert len(notes[0]) == 5 and notes[0][:4] == notes[1][:4] and "7 conversations" in notes[1][4]
+        assert skipped_lines(err_two) == skipped_lines(err_one) and skipped_lines(err_one)
+        # Whole files, and, once every file is read, units of the file this process reads, from its end (share)
+        batches = [unit for unit in sent if isinstance(unit, Batch)]
+        assert batches and all(isinstance(unit, Batch | Undecoded) for unit in sent)
+        in_batches = sum(isinstance(unit, Undecoded) for batch in batches for unit in batch.expand()[0])
+        # every conversation once (the unreadable one fails where it is decoded)
+        assert here and len(here) + in_batches + len(sent) - len(batches) == 43
 
 
 def test_what_cannot_be_sent_is_replayed_here(ticketing: Path, tmp_path: Path) -> None:

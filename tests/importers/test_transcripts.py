@@ -10,10 +10,17 @@ from typing import Any
 import pytest
 
 from prefix_exec.errors import InputError
-from prefix_exec.importers.transcripts import READERS, Identity, Transcript, TranscriptFile, transcript_of
+from prefix_exec.importers.transcripts import (
+    READERS,
+    Identity,
+    Transcript,
+    TranscriptFile,
+    read_batch,
+    transcript_of,
+)
 from prefix_exec.importers.transcripts.formats import detect
 from prefix_exec.io import call_to_json
-from prefix_exec.trajectory import Observation
+from prefix_exec.trajectory import Observation, Skipped
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "transcripts"
 #: Each example file and the form it holds.
@@ -304,3 +311,29 @@ def test_two_calls_with_one_id_are_fine_while_nothing_answers_them() -> None:
     record = chat({"role": "assistant", "tool_calls": [openai_call("x", "f"), openai_call("x", "g")]})
     actions = transcript_of(record, IDENTITY, path="t.jsonl").rollout.actions
     assert [(a.name, a.observation) for a in actions] == [("f", None), ("g", None)]
+
+
+def test_a_batch_reads_a_file_as_its_records_are_read_one_by_one(tmp_path: Path) -> None:
+    """read_batch (a worker's reading of a whole file) gives each record's rollout as reading the file does, the
+    record of another form as its unreadable unit (--keep-going) or the error that stops the reading, and the
+    file's note. Oracle: TranscriptFile read record by record."""
+    path = write(tmp_path / "t.jsonl", [PLAIN, ANTHROPIC, PLAIN, CHAT, ANTHROPIC])
+    units, error, note = read_batch(str(path), IDENTITY, None, True)
+    oracle = TranscriptFile(path, IDENTITY, tolerant=True)
+    expected = list(oracle)
+    assert (
+        error is None
+        and note == oracle.note() == f"prefix-exec: note: {path}: 4 conversations read as Anthropic Messages (detected)"
+    )
+    assert len(units) == len(expected) == 5
+    for unit, want in zip(units, expected, strict=True):
+        if isinstance(want, InputError):
+            assert isinstance(unit, Skipped) and unit.where == f"{path}:4" and "first records are" in unit.error
+        else:
+            assert not isinstance(unit, Skipped) and unit() == want.rollout
+    units, error, note = read_batch(str(path), IDENTITY, None, False)
+    assert len(units) == 3 and note is None
+    assert isinstance(error, InputError) and error.line == 4
+    assert read_batch(str(tmp_path / "t.jsonl"), IDENTITY, "anthropic", True)[2] == (
+        f"prefix-exec: note: {path}: 4 conversations read as Anthropic Messages (--format)"
+    )

@@ -21,7 +21,7 @@ from prefix_exec.importers.transcripts import (
     Identity,
     Transcript,
     TranscriptFile,
-    openai_chat,
+    read_batch,
     rollout_of,
     tools_digest,
     unreadable,
@@ -29,7 +29,7 @@ from prefix_exec.importers.transcripts import (
 from prefix_exec.json_types import JsonObject
 from prefix_exec.jsonl import expand_inputs
 from prefix_exec.recipe import Recipe
-from prefix_exec.scoring import Scorable, Undecoded, numbered
+from prefix_exec.scoring import Batch, Scorable, Undecoded, numbered
 from prefix_exec.trajectory import Skipped
 
 #: The records' note when a conversation's own tools list served as its spec.
@@ -41,8 +41,10 @@ FIELDS = {
     "model": "model (default: model or metadata.model; or a fixed --model)",
     "method": "method (default: method or metadata.method, else 'default'; or a fixed --method)",
 }
-#: The form that reads a file whose records show none (messages without a tool call: formats.detect).
-PLAIN_FORMAT = openai_chat.NAME
+#: With workers, a file of at most this many bytes is one :class:`~prefix_exec.scoring.Batch`: a worker reads,
+#: decodes and replays all its conversations (a larger one is read here and its conversations sent one by one, so
+#: that no worker holds a whole large file).
+BATCH_BYTES = 8 << 20
 #: The --tools environment and the recipe a worker process builds it again by (:mod:`prefix_exec.recipe`).
 Spec = tuple[CustomEnvironment, Recipe]
 #: The name ``score openai`` had before it read every format; it stays an alias.
@@ -148,14 +150,18 @@ def _units(
     keep_going: bool,
     policy: EvidencePolicy,
     defer: bool = False,
-) -> Iterator[Scorable | Undecoded | Skipped]:
+) -> Iterator[Scorable | Undecoded | Batch | Skipped]:
     """Rollouts of every conversation, each with ``spec`` or, without one, the environment of its own tools list
-    (built once per distinct list, kept by digest, with ``policy``); with ``defer`` and a ``spec``, each
-    conversation :class:`Undecoded`, for a worker process to decode. Says on stderr which form each file was
-    read as."""
+    (built once per distinct list, kept by digest, with ``policy``); with ``defer`` and a ``spec``, each file of at
+    most :data:`BATCH_BYTES` a :class:`Batch` and each conversation of a larger one :class:`Undecoded`, for
+    worker processes to read and decode. Says on the log which form each file was read as."""
     envs: dict[str, OwnTools] = {}
     noted: set[str] = set()  # digests of own tools lists met (the schema-only note is said at the first)
     for path in files:
+        if defer and spec is not None and _size(path) <= BATCH_BYTES:
+            read = partial(read_batch, str(path), identity, forced, keep_going)
+            yield Batch(read, *spec, name=str(path))  # its note is said once its conversations are written
+            continue
         transcripts = TranscriptFile(path, identity, format=forced, tolerant=keep_going)
         if defer and spec is not None:
             for raw in transcripts.undecoded():
@@ -168,14 +174,15 @@ def _units(
                     yield Scorable(item.rollout, *spec) if spec else _with_own_tools(item, envs, noted, policy)
                 except InputError as exc:
                     yield unreadable(exc, keep_going)
-        if not transcripts.read:
-            print(f"prefix-exec: note: {path}: no conversation read", file=sys.stderr)
-            continue
-        how = "--format" if forced else "detected"
-        # No record showed a form (plain-text messages only): they were read as Chat (formats.detect).
-        label = READERS[transcripts.format or PLAIN_FORMAT].label
-        count = f"{transcripts.read} conversation{'s' if transcripts.read != 1 else ''}"
-        print(f"prefix-exec: note: {path}: {count} read as {label} ({how})", file=sys.stderr)
+        print(transcripts.note(), file=sys.stderr)
+
+
+def _size(path: Path) -> int:
+    """``path``'s size in bytes; 0 when it cannot be seen (reading it says why, where it is read)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _undecoded(decode: Callable[[], Transcript], spec: Spec, keep_going: bool) -> Undecoded:

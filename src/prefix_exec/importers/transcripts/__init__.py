@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec.errors import InputError
+from prefix_exec.importers.transcripts import openai_chat
 from prefix_exec.importers.transcripts.decoder import decode
 from prefix_exec.importers.transcripts.documents import records
 from prefix_exec.importers.transcripts.formats import READERS, SHAPES, Reader, detect, unknown_shape
@@ -33,6 +34,7 @@ __all__ = [
     "Transcript",
     "TranscriptFile",
     "lookup",
+    "read_batch",
     "rollout_of",
     "tools_digest",
     "transcript_of",
@@ -116,6 +118,16 @@ class TranscriptFile:
             if not self.tolerant:
                 raise
             yield exc
+
+    def note(self) -> str:
+        """What was read, for the log, once iterated: how many conversations, in which form and how it was chosen
+        (a file whose records showed none, plain-text messages only, was read as Chat: :func:`.formats.detect`)."""
+        if not self.read:
+            return f"prefix-exec: note: {self.path}: no conversation read"
+        how = "--format" if self.forced else "detected"
+        label = READERS[self.format or openai_chat.NAME].label
+        count = f"{self.read} conversation{'s' if self.read != 1 else ''}"
+        return f"prefix-exec: note: {self.path}: {count} read as {label} ({how})"
 
     def _reader(self, data: Any, line: int | None, prefix: str) -> Reader:
         found, decisive = detect(data)
@@ -206,6 +218,25 @@ def rollout_of(decode: Callable[[], Transcript], keep_going: bool) -> Rollout | 
         return decode().rollout
     except InputError as exc:
         return unreadable(exc, keep_going)
+
+
+def read_batch(
+    path: str, identity: Identity, forced: str | None, keep_going: bool
+) -> tuple[list[Callable[[], Rollout | Skipped] | Skipped], InputError | None, str | None]:
+    """The conversations of the file at ``path``, undecoded (each :func:`rollout_of` a record), with the error that
+    stopped the reading (without ``keep_going``: a record or the file that cannot be read) and the file's note
+    (:meth:`TranscriptFile.note`): a :class:`~prefix_exec.scoring.Batch`'s reading, which a worker process may do.
+    With ``keep_going`` a record that cannot be read is its :func:`unreadable` unit."""
+    transcripts = TranscriptFile(path, identity, format=forced, tolerant=keep_going)
+    units: list[Callable[[], Rollout | Skipped] | Skipped] = []
+    try:
+        for raw in transcripts.undecoded():
+            units.append(
+                unreadable(raw, keep_going) if isinstance(raw, InputError) else partial(rollout_of, raw, keep_going)
+            )
+    except InputError as exc:
+        return units, exc, None
+    return units, None, transcripts.note()
 
 
 def tools_digest(tools: Any) -> str:
