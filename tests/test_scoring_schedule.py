@@ -1,6 +1,7 @@
 """The schedule of ``score --workers N`` (prefix_exec.scoring_schedule.Schedule) on a scripted transport: when it
-starts the workers it holds back (START_SECONDS), that it ends when no worker is ever ready, and that a worker is
-given rollouts only once it has built their environment.
+starts the workers it holds back (START_SECONDS), that it ends when no worker is ever ready, that a worker is
+given rollouts only once it has built their environment; batches (a file a worker reads whole): their records,
+notes and errors in input order, a worker's death on one, an answer that does not load, the window's bound.
 Oracle: what a worker would answer, known in advance (the rollouts replayed here, in this process)."""
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ from functools import partial
 
 import pytest
 
-from prefix_exec import scoring_schedule
+from prefix_exec import scoring_processes, scoring_schedule
 from prefix_exec.errors import InputError
 from prefix_exec.scoring import Batch, Reading, Replayer, Scorable, Sync, Undecoded, unbatched
 from prefix_exec.scoring_processes import Died, Event
 from prefix_exec.scoring_tickets import Admission
-from prefix_exec.scoring_worker import batch_on, decode_on
+from prefix_exec.scoring_worker import Batched, batch_on, decode_on
 from prefix_exec.trajectory import Rollout, Skipped
 from test_replay import CounterEnv, rollout
 
@@ -251,7 +252,7 @@ def test_a_reading_error_is_raised_in_its_turn() -> None:
         assert out == expected and len(out) == 6
 
 
-def test_batches_read_here_wait_for_a_slow_worker_at_most_four_deep(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_batches_wait_for_a_slow_worker_at_most_four_deep(monkeypatch: pytest.MonkeyPatch) -> None:
     """While the worker's batch takes long, this process reads at most MOST_EXPANDED batches of its own: their
     records wait in the window for the worker's, so the window stays bounded."""
     deepest: list[int] = []
@@ -259,7 +260,7 @@ def test_batches_read_here_wait_for_a_slow_worker_at_most_four_deep(monkeypatch:
 
     def expand(self: scoring_schedule.Schedule, batch: Batch) -> list[list[object]]:
         entries = real(self, batch)
-        deepest.append(self.expanded[1])
+        deepest.append(self.batches)
         return entries
 
     monkeypatch.setattr(scoring_schedule.Schedule, "expand", expand)
@@ -268,4 +269,25 @@ def test_batches_read_here_wait_for_a_slow_worker_at_most_four_deep(monkeypatch:
     out: list[object] = []
     scheduled(Batches(delay=0.3), units, io.StringIO(), out)
     assert out == one_worker(units, io.StringIO())
-    assert max(deepest) == scoring_schedule.MOST_EXPANDED
+    assert max(deepest) == scoring_schedule.MOST_EXPANDED + 1  # and the worker's
+
+
+class Unloadable(Batches):
+    """A worker whose answer for the first batch it is sent does not load here."""
+
+    def collect(self, timeout: float | None = None) -> list[Event]:
+        events: list[Event] = []
+        for worker, seq, answer in super().collect(timeout):
+            if isinstance(answer, Batched) and not self.restarts:
+                answer, self.restarts = scoring_processes.Unloadable("no"), -1  # once
+            events.append((worker, seq, answer))
+        return events
+
+
+def test_a_batch_whose_answer_does_not_load_is_replayed_here_in_its_turn() -> None:
+    env = CounterEnv()
+    units = batches(6, 3, env)
+    log, out = io.StringIO(), []
+    scheduled(Unloadable(delay=0.05), units, log, out)
+    assert out == one_worker(units, io.StringIO())
+    assert "its units are replayed in this process" in log.getvalue()

@@ -442,7 +442,7 @@ class _Scorer:
 
 def unbatched(units: Iterable[Unit], log: TextIO) -> Iterator[Scorable | Undecoded | Skipped]:
     """``units`` with each :class:`Batch` read here in its turn: its units, then its error raised or its note said
-    on ``log``, as a worker process's answer for it is settled (:mod:`prefix_exec.scoring_pool`)."""
+    on ``log``, as a worker process's answer for it is settled (:mod:`prefix_exec.scoring_schedule`)."""
     for unit in units:
         if not isinstance(unit, Batch):
             yield unit

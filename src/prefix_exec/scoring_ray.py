@@ -46,8 +46,9 @@ class ScoreActor:
 
 
 class RayActors:
-    """``workers`` actors (a transport of :mod:`prefix_exec.scoring_pool`), one rollout in flight each, so an
-    actor's death names the rollout it was replaying."""
+    """``workers`` actors (a transport of :mod:`prefix_exec.scoring_pool`), given one rollout at a time (after a
+    death, its successor is given the rollouts queued behind: the first of them that fails names the one it was
+    replaying)."""
 
     depth = 1
 
@@ -94,7 +95,10 @@ class RayActors:
         return events
 
     def restart(self, worker: int) -> None:
+        """A new actor in ``worker``'s place; the dead one's calls still waiting are dropped (each would fail as
+        its death, and name a rollout its successor holds)."""
         self.stop(worker)
+        self.running = {ref: held for ref, held in self.running.items() if held[0] != worker}
         self.actors[worker] = self.actor.remote(self.settings)
 
     def stop(self, worker: int) -> None:

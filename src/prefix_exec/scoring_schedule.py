@@ -2,13 +2,16 @@
 which this process replays itself, and the window that gives the outcomes back in input order.
 
 A unit (:data:`Ticket`) is a rollout, an undecoded one, or a :class:`~prefix_exec.scoring.Batch` of those (a
-file's conversations). A worker holds at most :attr:`Schedule.depth` rollouts, or one batch. A batch no worker
-can take is read here, and its units enter the window at once, in order, to be replayed here one by one (the
-workers' answers are read between two of them, so that a worker is given its next batch at once); meanwhile a
-worker with room takes the next ticket, which comes after them in the window.
+file's conversations). A worker holds at most :attr:`Schedule.depth` rollouts, or one batch (after a worker died
+on a batch, its successor is sent the batch's units at once). A batch no worker can take is read here, and its
+units enter the window at once, in order, to be replayed here one by one (the workers' answers are read between
+two of them, so that a worker is given its next batch at once); meanwhile a worker with room takes the next
+ticket, which comes after them in the window. Once every ticket is read, workers with room take units of the
+batch read here, from its end.
 
-The window holds at most :meth:`Schedule.size` tickets read ahead (a batch read here counts as none of them, but
-at most :data:`MOST_EXPANDED` such batches wait in it), so a kill loses at most the window.
+The window holds at most :meth:`Schedule.size` tickets read ahead, and, of those, at most :data:`MOST_EXPANDED`
+batches beyond one per worker (a batch counts as one ticket, and its units as none), so a kill loses at most the
+window.
 """
 
 from __future__ import annotations
@@ -42,10 +45,10 @@ from prefix_exec.trajectory import Rollout, Skipped
 
 #: Units the window holds per replaying process beyond what the workers hold: while a worker works through its
 #: queue, this process goes on reading and replaying that many (with 8, it waited on the worker a tenth of the
-#: time, and the worker on it). A kill loses at most the window (records in flight, a few MB at most).
+#: time, and the worker on it). A kill loses at most the window (records in flight; with batches, see below).
 WINDOW = 64
-#: Batches read here that may wait in the window at once (their records wait for a worker's batch before them):
-#: a worker's batch that takes long holds this process back after that many, not after the whole input.
+#: Batches the window may hold beyond one per worker (a batch's records wait there for a slow batch before
+#: them): a batch that takes long holds the rest back after that many, so the records waiting are a few files'.
 MOST_EXPANDED = 4
 #: Seconds after the start at which the workers not started at once (those beyond the cores this process leaves
 #: idle) are started: they would take a core from this process, worth it only for an input that lasts.
@@ -124,7 +127,8 @@ class Schedule:
         self.window: deque[Entry] = deque()  # oldest first
         self.entries: dict[int, Entry] = {}  # those a worker holds, by seq
         self.local: deque[Entry] = deque()  # units of batches read here, to replay here, in order
-        self.expanded = [0, 0]  # window entries of batches read here, and those batches
+        self.expanded = 0  # window entries of batches read here (they count as no ticket: see room)
+        self.batches = 0  # batches with entries in the window (read here, or a worker's)
         self.peeked: Any = None  # a ticket read that waits for a worker (this process has its own to replay)
         self.held: list[deque[tuple[int, Scorable | Undecoded | Batch]]] = [deque() for _ in range(workers)]
         self.known: list[set[int]] = [set() for _ in range(workers)]
@@ -171,9 +175,8 @@ class Schedule:
         """The outcomes of the window's oldest entry, in its turn: a unit's admitted (:class:`Admission`), or each
         of a batch's; a note is said on the log."""
         _, outcome, unit, tag = entry
-        if tag:
-            self.expanded[0] -= 1
-            self.expanded[1] -= tag == 2
+        self.expanded -= bool(tag)
+        self.batches -= tag == 2 or isinstance(unit, Batch)
         if isinstance(outcome, _Note):
             print(outcome.text, file=self.log)
         elif isinstance(unit, Batch):
@@ -238,17 +241,19 @@ class Schedule:
                 self.append([self.next_seq(), ticket, None, 0])
                 continue
             token = self.token(ticket)
-            worker = None if token is None else self.free(token, whole=isinstance(ticket, Batch))
+            batch = isinstance(ticket, Batch)
+            if batch and self.batches >= MOST_EXPANDED + len(self.held):
+                self.peeked = ticket  # its turn comes once the oldest batch in the window is written
+                return
+            worker = None if token is None else self.free(token, whole=batch)
             if worker is not None and token is not None:
                 unit = None if isinstance(ticket, Scorable) else ticket  # settled in its turn
                 entry = self.append([self.next_seq(), _PENDING, unit, 0])
                 self.entries[entry[0]] = entry
+                self.batches += batch
                 self.dispatch(worker, entry[0], ticket, token)
                 continue
-            if self.local or (
-                token is not None
-                and (not self.here or (isinstance(ticket, Batch) and self.expanded[1] >= MOST_EXPANDED))
-            ):
+            if self.local or (token is not None and not self.here):
                 self.peeked = ticket  # its turn comes when a worker has room, or this process none of its own
                 return
             if isinstance(ticket, Batch):
@@ -280,13 +285,13 @@ class Schedule:
         if not self.here:
             return False
         if self.peeked is not None:  # read while this process had its own: its turn here has come
-            return not (isinstance(self.peeked, Batch) and self.expanded[1] >= MOST_EXPANDED)
+            return not (isinstance(self.peeked, Batch) and self.batches >= MOST_EXPANDED + len(self.held))
         return not self.exhausted and self.room()
 
     def room(self) -> bool:
         """Whether the window may take another ticket: it holds fewer than :meth:`size` (a batch read here counts
         as none)."""
-        return len(self.window) - self.expanded[0] < self.size()
+        return len(self.window) - self.expanded < self.size()
 
     def size(self) -> int:
         """How many tickets the window may hold: what the workers may hold, and :data:`WINDOW` per replaying
@@ -319,8 +324,8 @@ class Schedule:
             entries.append([self.next_seq(), _Note(note), None, 1])
         if entries:
             entries[-1][3] = 2
-            self.expanded[0] += len(entries)
-            self.expanded[1] += 1
+            self.expanded += len(entries)
+            self.batches += 1
         self.window.extend(entries)
         return entries
 
@@ -332,6 +337,8 @@ class Schedule:
         best: int | None = None
         for worker, held in enumerate(self.held):
             if len(held) >= (1 if whole else self.depth) or (self.here and not self.transport.available(worker)):
+                continue
+            if held and isinstance(held[0][1], Batch):  # busy with a whole file: what it is given waits behind
                 continue
             if self.here and token is not None and not self.transport.holds(worker, token):
                 self.send_env(worker, token)
@@ -420,12 +427,12 @@ class Schedule:
             entry = self.entries.pop(held_seq)
             if isinstance(outcome, Unloadable):  # replayed here instead: its outcome is then one worker's
                 print(
-                    f"prefix-exec: note: a worker's answer could not be read here ({outcome.why}); the unit is "
-                    "replayed in this process",
+                    f"prefix-exec: note: a worker's answer could not be read here ({outcome.why}); "
+                    f"{'its units are' if isinstance(unit, Batch) else 'the unit is'} replayed in this process",
                     file=self.log,
                 )
-                if isinstance(unit, Batch):
-                    self.local.extend(self.split(entry))
+                if isinstance(unit, Batch):  # before this process's own: they come earlier in the window
+                    self.local.extendleft(reversed(self.split(entry)))
                 else:
                     entry[1] = self.replay_here(unit)
                 return
@@ -465,6 +472,7 @@ class Schedule:
         read here (:meth:`expand`); those still to replay."""
         index = next(at for at, other in enumerate(self.window) if other is entry)
         self.window.remove(entry)
+        self.batches -= 1  # counted again as read here
         entries = self.expand(entry[2])
         for _ in entries:  # expand put them at the end: move them to the batch's place
             self.window.pop()

@@ -129,7 +129,9 @@ def handle(args: argparse.Namespace) -> int:
     forced = None if args.format == "auto" else args.format
     # With workers, a worker decodes each conversation (most of the reading's cost) before replaying it.
     defer = spec is not None and (args.workers > 1 or args.launcher != "local")
-    units = _units(files, identity, forced, spec, keep_going=args.keep_going, policy=policy, defer=defer)
+    # A file goes to a local worker whole (Batch); a Ray actor may run on another machine, without the file.
+    whole = defer and args.launcher == "local"
+    units = _units(files, identity, forced, spec, keep_going=args.keep_going, policy=policy, defer=defer, whole=whole)
     trials = numbering(args)
     return score_on_spec(
         numbered(units, trials),
@@ -150,15 +152,17 @@ def _units(
     keep_going: bool,
     policy: EvidencePolicy,
     defer: bool = False,
+    whole: bool = False,
 ) -> Iterator[Scorable | Undecoded | Batch | Skipped]:
     """Rollouts of every conversation, each with ``spec`` or, without one, the environment of its own tools list
-    (built once per distinct list, kept by digest, with ``policy``); with ``defer`` and a ``spec``, each file of at
-    most :data:`BATCH_BYTES` a :class:`Batch` and each conversation of a larger one :class:`Undecoded`, for
-    worker processes to read and decode. Says on the log which form each file was read as."""
+    (built once per distinct list, kept by digest, with ``policy``); with ``defer`` and a ``spec``, each
+    conversation :class:`Undecoded`, or, with ``whole`` too, each file of at most :data:`BATCH_BYTES` a
+    :class:`Batch`, for worker processes to read and decode (a worker reads the file by its path: ``whole`` only
+    for processes on this machine). Says on the log which form each file was read as."""
     envs: dict[str, OwnTools] = {}
     noted: set[str] = set()  # digests of own tools lists met (the schema-only note is said at the first)
     for path in files:
-        if defer and spec is not None and _size(path) <= BATCH_BYTES:
+        if whole and spec is not None and _size(path) <= BATCH_BYTES:
             read = partial(read_batch, str(path), identity, forced, keep_going)
             yield Batch(read, *spec, name=str(path))  # its note is said once its conversations are written
             continue
