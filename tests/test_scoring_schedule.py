@@ -291,3 +291,16 @@ def test_a_batch_whose_answer_does_not_load_is_replayed_here_in_its_turn() -> No
     scheduled(Unloadable(delay=0.05), units, log, out)
     assert out == one_worker(units, io.StringIO())
     assert "its units are replayed in this process" in log.getvalue()
+
+
+def test_the_last_batch_is_read_here_and_shared_unit_by_unit() -> None:
+    """Whole, the last batch would end the run in one worker while this process waits: it is read here, and a
+    worker with room takes its units from the end, one by one, while this process replays from the front."""
+    env = CounterEnv()
+    units = batches(2, 30, env)
+    transport, out = Batches(), []
+    scheduled(transport, units, io.StringIO(), out)
+    assert out == one_worker(units, io.StringIO())
+    assert transport.units and all(isinstance(unit, Undecoded) for unit in transport.units)
+    trials = [unit.decode().trial for unit in transport.units]  # type: ignore[union-attr]
+    assert trials == sorted(trials, reverse=True) and trials[0] == 59  # from the end of the last batch

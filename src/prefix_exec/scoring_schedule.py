@@ -6,8 +6,9 @@ file's conversations). A worker holds at most :attr:`Schedule.depth` rollouts, o
 on a batch, its successor is sent the batch's units at once). A batch no worker can take is read here, and its
 units enter the window at once, in order, to be replayed here one by one (the workers' answers are read between
 two of them, so that a worker is given its next batch at once); meanwhile a worker with room takes the next
-ticket, which comes after them in the window. Once every ticket is read, workers with room take units of the
-batch read here, from its end.
+ticket, which comes after them in the window. The last batch is always read here (one ticket is read ahead, so
+the last is known), and, once every ticket is read, workers with room take units of what this process has left to
+replay, from its end, one by one: whole, the last batch would end the run in one worker while the others wait.
 
 The window holds at most :meth:`Schedule.size` tickets read ahead, and, of those, at most :data:`MOST_EXPANDED`
 batches beyond one per worker (a batch counts as one ticket, and its units as none), so a kill loses at most the
@@ -75,6 +76,7 @@ LIVENESS_SECONDS = 1.0
 Ticket = Scorable | Undecoded | Batch | Outcome
 _PENDING = object()
 _END = object()  # no ticket is left
+_UNREAD = object()  # no ticket read ahead yet
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,8 @@ class Schedule:
         self.depth = transport.depth  # rollouts a worker may hold (more, with here, for quick rollouts)
         self.unit_seconds: float | None = None  # a moving mean of the rollouts replayed here
         self.seq = 0
-        self.exhausted = False
+        self.exhausted = False  # every ticket is read (the last may wait in peeked)
+        self.ahead: Any = _UNREAD  # the ticket after the one read last (see read; None is a ticket)
         self.started = self.synced = time.monotonic()
 
     def run(self) -> Iterator[Outcome | Sync]:
@@ -149,13 +152,14 @@ class Schedule:
                 entry[1] = self.replay_here(entry[2])
             while self.window and self.window[0][1] is not _PENDING:
                 yield from self.settled(self.window.popleft())
-            if not self.window and self.exhausted:
+            handed_out = self.exhausted and self.peeked is None  # every ticket read and placed in the window
+            if not self.window and handed_out:
                 return
             now = time.monotonic()
             if now - self.synced >= SYNC_SECONDS:
                 yield SYNC
                 self.synced = now
-            if self.start_later is not None and self.exhausted:
+            if self.start_later is not None and handed_out:
                 self.start_later = None  # every rollout is handed out: a worker started now would get none
             elif self.start_later is not None and now - self.started >= START_SECONDS:
                 self.start_later()
@@ -245,7 +249,9 @@ class Schedule:
             if batch and self.batches >= MOST_EXPANDED + len(self.held):
                 self.peeked = ticket  # its turn comes once the oldest batch in the window is written
                 return
-            worker = None if token is None else self.free(token, whole=batch)
+            # The last batch is read here, and its units shared (share): whole, it would end the run alone.
+            last = batch and self.here and self.exhausted  # exhausted: no ticket after this one
+            worker = None if token is None or last else self.free(token, whole=batch)
             if worker is not None and token is not None:
                 unit = None if isinstance(ticket, Scorable) else ticket  # settled in its turn
                 entry = self.append([self.next_seq(), _PENDING, unit, 0])
@@ -253,7 +259,7 @@ class Schedule:
                 self.batches += batch
                 self.dispatch(worker, entry[0], ticket, token)
                 continue
-            if self.local or (token is not None and not self.here):
+            if (self.local and not last) or (token is not None and not self.here):
                 self.peeked = ticket  # its turn comes when a worker has room, or this process none of its own
                 return
             if isinstance(ticket, Batch):
@@ -349,14 +355,23 @@ class Schedule:
 
     def read(self) -> Any:
         """The next ticket (a :data:`Ticket`); :data:`_END` when there is none left; a reading error as
-        :class:`Raised` (raised in its turn, after the units read before it)."""
+        :class:`Raised` (raised in its turn, after the units read before it). One ticket is read ahead, so that
+        :attr:`exhausted` is set as the last one is read."""
+        ticket = self.ahead if self.ahead is not _UNREAD else self.next_ticket()
+        self.ahead = _UNREAD
+        if ticket is _END or isinstance(ticket, Raised):
+            self.exhausted = True
+            return ticket
+        self.ahead = self.next_ticket()
+        self.exhausted = self.ahead is _END
+        return ticket
+
+    def next_ticket(self) -> Any:
         try:
             return next(self.tickets)
         except StopIteration:
-            self.exhausted = True
             return _END
         except Exception as exc:
-            self.exhausted = True
             return Raised(exc)
 
     def replay_here(self, unit: Scorable | Undecoded) -> Outcome | Raised | Decoded | None:
