@@ -427,3 +427,26 @@ def test_resume_decodes_in_the_workers(tmp_path: Path, capsys: pytest.CaptureFix
     assert score(args, partial, 2, "--resume") == 2
     assert "5 already in the output were kept" in capsys.readouterr().err
     assert partial.read_bytes() == full.read_bytes()
+
+
+def test_unreadable_files_and_records_in_batches_end_as_with_one_worker(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Files a worker reads whole: one that is not JSON and a JSONL record that is not, between good files. With
+    --keep-going each is listed and the rest scored; without, the run stops where one worker stops, the records
+    before it written. Oracle: --workers 1."""
+    rows = json.loads((TAU_BENCH / "gpt-4o-airline.json").read_text(encoding="utf-8"))
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    (folder / "a.json").write_text(json.dumps(rows[:6]), encoding="utf-8")
+    (folder / "b.json").write_text("{not json", encoding="utf-8")
+    lines = [json.dumps(row) for row in rows[6:12]]
+    (folder / "c.jsonl").write_text("\n".join([*lines[:3], "{not json", *lines[3:]]) + "\n", encoding="utf-8")
+    args = ["transcripts", str(folder), "--tools", str(TAU_BENCH / "airline-tools.json"), "--model", "gpt-4o"]
+    err_one, err_two = same_at_one_and_two(args, tmp_path, capsys, "--keep-going")
+    assert skipped_lines(err_two) == skipped_lines(err_one) and len(skipped_lines(err_one)) == 2
+    assert "scored 12 rollouts" in err_two
+    one, two = tmp_path / "stop1.jsonl", tmp_path / "stop2.jsonl"
+    assert score(args, one, 1) == score(args, two, 2) == 2
+    assert two.read_bytes() == one.read_bytes() and one.read_bytes().count(b"\n") == 6
+    assert "b.json" in capsys.readouterr().err
