@@ -55,6 +55,7 @@ class Scripted:
         self.given += 1
 
     def collect(self, timeout: float | None = None) -> list[Event]:
+        """The answer for the oldest unit sent, once it is due (within ``timeout``)."""
         if not self.sent:
             return []
         due = self.sent[0][0] + self.delay
@@ -63,6 +64,10 @@ class Scripted:
             return []
         time.sleep(max(0.0, due - time.monotonic()))
         _, worker, seq, unit = self.sent.pop(0)
+        return self.answer(worker, seq, unit)
+
+    def answer(self, worker: int, seq: int, unit: object) -> list[Event]:
+        assert isinstance(unit, Scorable)
         return [(worker, seq, REPLAYER(unit.rollout, unit.env))]
 
     def restart(self, worker: int) -> None:
@@ -163,15 +168,7 @@ class Batches(Scripted):
         self.sent.append((time.monotonic(), worker, seq, unit))  # type: ignore[arg-type]
         self.units.append(unit)
 
-    def collect(self, timeout: float | None = None) -> list[Event]:
-        if not self.sent:
-            return []
-        due = self.sent[0][0] + self.delay
-        if timeout is not None and time.monotonic() + timeout < due:
-            time.sleep(timeout)
-            return []
-        time.sleep(max(0.0, due - time.monotonic()))
-        _, worker, seq, unit = self.sent.pop(0)
+    def answer(self, worker: int, seq: int, unit: object) -> list[Event]:
         assert isinstance(unit, Batch | Undecoded)
         replay = partial(scoring_schedule.caught, REPLAYER, env=unit.env)
         if isinstance(unit, Batch):
@@ -302,5 +299,5 @@ def test_the_last_batch_is_read_here_and_shared_unit_by_unit() -> None:
     scheduled(transport, units, io.StringIO(), out)
     assert out == one_worker(units, io.StringIO())
     assert transport.units and all(isinstance(unit, Undecoded) for unit in transport.units)
-    trials = [unit.decode().trial for unit in transport.units]  # type: ignore[union-attr]
+    trials = [unit.decode().trial for unit in transport.units]  # type: ignore[attr-defined]
     assert trials == sorted(trials, reverse=True) and trials[0] == 59  # from the end of the last batch
