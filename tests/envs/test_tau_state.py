@@ -288,3 +288,24 @@ def test_every_recorded_call_matches_tau2s_own_environment(shared_data: Path, do
     texts = regrade._base_texts(env.domain.base_db)
     assert texts
     assert regrade._base_texts(TauEnvironment(load_domain(domain)).domain.base_db) is texts
+
+
+def test_tau2_is_imported_with_the_collector_paused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tau2's import makes a few hundred thousand objects and no garbage: the collector walked them some 60
+    times during `score tau`'s import (a third of its GC time); paused, they are walked once after. A module
+    imported already is returned as it is, without a collection."""
+    import gc
+    import importlib
+    import sys
+
+    seen: list[bool] = []
+    collections: list[int] = []
+    monkeypatch.setattr(importlib, "import_module", lambda name: seen.append(gc.isenabled()) or json)
+    monkeypatch.setattr(gc, "collect", lambda generation=2: collections.append(generation) or 0)
+    monkeypatch.delitem(sys.modules, "tau2.not_yet", raising=False)
+    assert gc.isenabled()
+    assert import_tau2("tau2.not_yet") is json
+    assert seen == [False] and gc.isenabled() and collections == [1]
+    monkeypatch.setitem(sys.modules, "tau2.already", copy)
+    assert import_tau2("tau2.already") is copy
+    assert seen == [False] and collections == [1]

@@ -135,7 +135,11 @@ def import_tau2(module: str) -> Any:
     # litellm (imported by Sierra's tau2 package) fetches a price list from the network unless told not to.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
-        imported = importlib.import_module(module)
+        if module in sys.modules:
+            imported = sys.modules[module]
+        else:  # tau2's import makes a few hundred thousand objects and no garbage: see collector_paused
+            with collector_paused():
+                imported = importlib.import_module(module)
     except ImportError as exc:
         raise InputError(f"cannot import {module}: {exc}", hint=INSTALL_HINT) from None
     _unpatch_at_exit()
