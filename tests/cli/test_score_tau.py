@@ -246,3 +246,21 @@ def test_keep_going_skips_a_file_of_a_domain_replay_does_not_model(
     assert "regrade: 20/20 recorded DB checks reproduced" in err
     assert main(["score", "tau", str(telecom), airline, "--out", str(tmp_path / "strict.jsonl")]) == 2
     assert not (tmp_path / "strict.jsonl").exists()  # without --keep-going the batch stops before writing
+
+
+def test_the_command_freezes_what_it_loaded_and_main_does_not(
+    shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The prefix-exec command's own process freezes what it loaded before scoring (tau2, the domains, the
+    files), so full collections no longer walk it; main() in a caller's process leaves the collector alone."""
+    import gc
+
+    from prefix_exec.cli import common
+
+    frozen: list[int] = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(1))
+    args = ["score", "tau", files(shared_data)[0], "--out", str(tmp_path / "a.jsonl")]
+    assert main(args) == 0 and frozen == []
+    monkeypatch.setattr(common, "COMMAND_PROCESS", True)
+    assert main([*args[:-1], str(tmp_path / "b.jsonl")]) == 0 and frozen == [1]
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()

@@ -153,6 +153,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def console() -> None:
     """Console-script entry point."""
+    from prefix_exec.cli import common
+
+    common.COMMAND_PROCESS = True
     start_workers(sys.argv[1:])
     sys.exit(main())
 

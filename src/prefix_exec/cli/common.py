@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -176,6 +177,21 @@ def int_between(minimum: int, maximum: int | None) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+#: Whether this process is the ``prefix-exec`` command's own (:func:`prefix_exec.cli.console`), not a caller's
+#: that runs :func:`prefix_exec.cli.main`: only then does a command change a process-wide setting (it freezes the
+#: garbage collector's view of what it loaded: :func:`freeze_loaded`).
+COMMAND_PROCESS = False
+
+
+def freeze_loaded() -> None:
+    """In the command's own process, move every object alive now to the collector's permanent generation
+    (``gc.freeze``): what a command loaded before scoring (a benchmark package's modules, its databases, the
+    inputs) lives to the end, and each full collection would walk it all again. Not in a caller's process,
+    whose own objects would never be collected again."""
+    if COMMAND_PROCESS:
+        gc.freeze()
 
 
 #: argparse types for counts (>= 1) and seeds (>= 0).

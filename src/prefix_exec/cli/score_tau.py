@@ -16,6 +16,7 @@ from prefix_exec.cli.common import (
     add_scoring_options,
     consistency_path,
     finish,
+    freeze_loaded,
     numbering,
     output_options,
     trial_source,
@@ -112,6 +113,9 @@ def handle(args: argparse.Namespace) -> int:
         mismatched += loaded.mismatches()
     target = consistency_path(args, args.results)
     consistency = Consistency()
+    # tau2's modules, the domains and every file's tasks and rollouts live to the end: on the shared data each full
+    # collection walked them all (0.2-0.4 s apiece); frozen, the run's collections take 0.35 s in all, not 0.7 s.
+    freeze_loaded()
     report = score_to_file(
         units,
         args.out,
