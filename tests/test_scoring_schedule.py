@@ -253,14 +253,14 @@ def test_batches_wait_for_a_slow_worker_at_most_four_deep(monkeypatch: pytest.Mo
     """While the worker's batch takes long, this process reads at most MOST_EXPANDED batches of its own: their
     records wait in the window for the worker's, so the window stays bounded."""
     deepest: list[int] = []
-    real = scoring_schedule.Schedule.expand
+    real = scoring_schedule.Schedule.read_here
 
-    def expand(self: scoring_schedule.Schedule, batch: Batch) -> list[list[object]]:
+    def read_here(self: scoring_schedule.Schedule, batch: Batch) -> list[list[object]]:
         entries = real(self, batch)
         deepest.append(self.batches)
         return entries
 
-    monkeypatch.setattr(scoring_schedule.Schedule, "expand", expand)
+    monkeypatch.setattr(scoring_schedule.Schedule, "read_here", read_here)
     env = CounterEnv()
     units = batches(12, 2, env)
     out: list[object] = []

@@ -440,9 +440,10 @@ class _Scorer:
         print(f"prefix-exec: skipped {unit.where}: {unit.error}", file=self.log)
 
 
-def unbatched(units: Iterable[Unit], log: TextIO) -> Iterator[Scorable | Undecoded | Skipped]:
+def unbatched[T](units: Iterable[T | Batch], log: TextIO) -> Iterator[T | Undecoded | Skipped]:
     """``units`` with each :class:`Batch` read here in its turn: its units, then its error raised or its note said
-    on ``log``, as a worker process's answer for it is settled (:mod:`prefix_exec.scoring_schedule`)."""
+    on ``log``, as a worker process's answer for it is settled (:mod:`prefix_exec.scoring_schedule`); any other
+    unit (or settled ticket) as it is."""
     for unit in units:
         if not isinstance(unit, Batch):
             yield unit

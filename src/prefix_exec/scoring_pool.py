@@ -38,12 +38,11 @@ import threading
 from collections.abc import Callable, Generator, Iterator
 from typing import TextIO
 
-from prefix_exec.scoring import Batch, Outcome, Replayer, Scorable, Sync, Undecoded, add_syncs, unbatched
+from prefix_exec.scoring import Outcome, Replayer, Scorable, Sync, Undecoded, add_syncs, unbatched
 from prefix_exec.scoring_processes import Processes, Transport
 from prefix_exec.scoring_schedule import Schedule, Ticket, raised
 from prefix_exec.scoring_spawn import usable_cores
 from prefix_exec.scoring_tickets import Admission
-from prefix_exec.trajectory import Skipped
 
 #: Whether, with ``--launcher local``, this process replays a rollout when no ready worker has room (see the
 #: module docstring); when false (tests of the workers), ``--workers N`` starts N workers and this process only
@@ -102,15 +101,11 @@ def _scored(
 
 def _in_process(tickets: Iterator[Ticket], replayer: Replayer, admission: Admission, log: TextIO) -> Iterator[Outcome]:
     """The outcomes of ``tickets`` replayed in this process, as with one worker (a batch read here in its turn)."""
-    for ticket in tickets:
+    for ticket in unbatched(tickets, log):
         if isinstance(ticket, Scorable):
             yield replayer(ticket.rollout, ticket.env)
         elif isinstance(ticket, Undecoded):
             yield raised(admission.settle(ticket, None, replayer))
-        elif isinstance(ticket, Batch):
-            for unit in unbatched([ticket], log):
-                assert isinstance(unit, Undecoded | Skipped), "a batch's units are undecoded"
-                yield unit if isinstance(unit, Skipped) else raised(admission.settle(unit, None, replayer))
         else:
             yield ticket
 

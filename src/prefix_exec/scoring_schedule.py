@@ -263,7 +263,7 @@ class Schedule:
                 self.peeked = ticket  # its turn comes when a worker has room, or this process none of its own
                 return
             if isinstance(ticket, Batch):
-                self.local.extend(entry for entry in self.expand(ticket) if entry[1] is _PENDING)
+                self.local.extend(entry for entry in self.read_here(ticket) if entry[1] is _PENDING)
                 return
             entry = self.append([self.next_seq(), _PENDING, ticket if isinstance(ticket, Undecoded) else None, 0])
             entry[1] = self.replay_here(ticket)  # in input order like the rest (admitted in its turn)
@@ -312,7 +312,7 @@ class Schedule:
         self.window.append(entry)
         return entry
 
-    def expand(self, batch: Batch) -> list[Entry]:
+    def read_here(self, batch: Batch) -> list[Entry]:
         """The entries of ``batch``'s units, read here (its error, or its note, after them), tagged as a batch
         read here and appended to the window; a reading that raises is one entry, raised in its turn."""
         try:
@@ -484,12 +484,12 @@ class Schedule:
 
     def split(self, entry: Entry) -> list[Entry]:
         """Put in the window, in place of ``entry`` (a batch a worker did not answer), the entries of its units
-        read here (:meth:`expand`); those still to replay."""
+        read here (:meth:`read_here`); those still to replay."""
         index = next(at for at, other in enumerate(self.window) if other is entry)
         self.window.remove(entry)
         self.batches -= 1  # counted again as read here
-        entries = self.expand(entry[2])
-        for _ in entries:  # expand put them at the end: move them to the batch's place
+        entries = self.read_here(entry[2])
+        for _ in entries:  # read_here put them at the end: move them to the batch's place
             self.window.pop()
         for offset, new in enumerate(entries):
             self.window.insert(index + offset, new)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -21,8 +21,8 @@ from prefix_exec.importers.transcripts import (
     Identity,
     Transcript,
     TranscriptFile,
+    decodings,
     read_batch,
-    rollout_of,
     tools_digest,
     unreadable,
 )
@@ -168,8 +168,9 @@ def _units(
             continue
         transcripts = TranscriptFile(path, identity, format=forced, tolerant=keep_going)
         if defer and spec is not None:
-            for raw in transcripts.undecoded():
-                yield unreadable(raw, keep_going) if isinstance(raw, InputError) else _undecoded(raw, spec, keep_going)
+            # The decodings are the importer's functions: a worker that decodes imports no CLI (numpy, the parser)
+            for unit in decodings(transcripts, keep_going):
+                yield unit if isinstance(unit, Skipped) else Undecoded(unit, *spec)
         else:
             for item in transcripts:
                 try:
@@ -187,11 +188,6 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
-
-
-def _undecoded(decode: Callable[[], Transcript], spec: Spec, keep_going: bool) -> Undecoded:
-    # rollout_of is the importer's, not this module's: a worker that decodes imports no CLI (numpy, the parser)
-    return Undecoded(partial(rollout_of, decode, keep_going), *spec)
 
 
 def _with_own_tools(item: Transcript, envs: dict[str, OwnTools], noted: set[str], policy: EvidencePolicy) -> Scorable:

@@ -33,6 +33,7 @@ __all__ = [
     "Identity",
     "Transcript",
     "TranscriptFile",
+    "decodings",
     "lookup",
     "read_batch",
     "rollout_of",
@@ -230,13 +231,18 @@ def read_batch(
     transcripts = TranscriptFile(path, identity, format=forced, tolerant=keep_going)
     units: list[Callable[[], Rollout | Skipped] | Skipped] = []
     try:
-        for raw in transcripts.undecoded():
-            units.append(
-                unreadable(raw, keep_going) if isinstance(raw, InputError) else partial(rollout_of, raw, keep_going)
-            )
+        units.extend(decodings(transcripts, keep_going))
     except InputError as exc:
         return units, exc, None
     return units, None, transcripts.note()
+
+
+def decodings(transcripts: TranscriptFile, keep_going: bool) -> Iterator[Callable[[], Rollout | Skipped] | Skipped]:
+    """Each record of ``transcripts`` as its decoding (:func:`rollout_of` it, which a worker process may call), or,
+    with ``keep_going``, as the :func:`unreadable` unit of a record that cannot be read (without it, that error is
+    raised here)."""
+    for raw in transcripts.undecoded():
+        yield unreadable(raw, keep_going) if isinstance(raw, InputError) else partial(rollout_of, raw, keep_going)
 
 
 def tools_digest(tools: Any) -> str:
