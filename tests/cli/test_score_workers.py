@@ -450,3 +450,28 @@ def test_unreadable_files_and_records_in_batches_end_as_with_one_worker(
     assert score(args, one, 1) == score(args, two, 2) == 2
     assert two.read_bytes() == one.read_bytes() and one.read_bytes().count(b"\n") == 6
     assert "b.json" in capsys.readouterr().err
+
+
+def test_hostile_files_read_by_workers_end_as_with_one_worker(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every hostile whole document of the sweep (not JSON, 100,000 nested brackets, a 6,000-digit number, a
+    FIFO, a link to /dev/zero, wrappers, ...), each a file a worker process reads whole, beside a good file: the
+    run ends in bound, without a traceback, with one worker's exit code, records and skipped lines."""
+    import hostile_transcripts
+    from hostile_files import write_case_file
+
+    folder = tmp_path / "hostile"
+    folder.mkdir()
+    for name, (text, _) in hostile_transcripts.DOCUMENTS.items():
+        write_case_file(folder / f"{name}.json", text)
+    rows = json.loads((TAU_BENCH / "gpt-4o-airline.json").read_text(encoding="utf-8"))
+    (folder / "good.json").write_text(json.dumps(rows[:4]), encoding="utf-8")
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps(json.loads((TAU_BENCH / "airline-tools.json").read_text()) + hostile_transcripts.TOOLS))
+    args = ["transcripts", str(folder), "--tools", str(tools), "--model", "m"]
+    started = time.monotonic()
+    err_one, err_two = same_at_one_and_two(args, tmp_path, capsys, "--keep-going")
+    assert time.monotonic() - started < 120
+    assert "Traceback" not in err_one + err_two
+    assert skipped_lines(err_two) == skipped_lines(err_one) and len(skipped_lines(err_one)) >= 8
