@@ -5,8 +5,9 @@ Inputs: BFCL's 800 ground-truth answers plus the 800 glyphh-ada-1.1 FC rollouts 
 
 - prefix-exec: decode each rollout (the importer), compute Y by BFCL's rule on the safe invocation
   (``FinalSuccess``), then replay it prefix by prefix (``replay`` on ``BfclEnvironment``, information check
-  on), each rollout inside the default rollout budget (wall clock, and memory per call) as scoring runs it:
-  the full work of ``prefix-exec score bfcl`` minus writing the records file. A fresh environment and
+  on, taking over the calls the check ran: ``BfclEnvironment.after``), each rollout inside the default
+  rollout budget (wall clock, and memory per call) as scoring runs it: the full work of
+  ``prefix-exec score bfcl`` minus writing the records file. A fresh environment and
   checker per repeat, so the task templates and ground-truth caches are built inside the timed region.
 - BFCL: decode with BFCL's FC conversion, then BFCL's ``multi_turn_checker`` (its execution code ``eval``s every
   call string; acceptable here only because both inputs are trusted), as the tests' oracle
@@ -63,7 +64,7 @@ def prefix_exec_side() -> dict[tuple[str, str], int]:
     for rollout in units:
         with budget.rollout_budget():  # as scoring.py runs every rollout
             check = checker.check_rollout(load_task(rollout.task_id), rollout)
-            replay(with_success(rollout, check.success), env)
+            replay(with_success(rollout, check.success), env.after(check.execution))
         ys[(rollout.model, rollout.task_id)] = check.success
     return ys
 

@@ -107,6 +107,16 @@ def test_each_rollout_replays_on_its_own_environment_also_when_prepare_replaces_
     assert swapped.executable == 0
 
 
+def test_a_scorable_from_prepare_replays_on_its_own_environment(tmp_path: Path) -> None:
+    """``prepare`` may name the environment (BFCL's, taking over its check's execution): the pair's is not used."""
+    pairs_env, own = CounterEnv(), OffsetEnv(10)
+    rollout = Rollout("toy", "a", "m", "react", actions=(ToolCall("inc"), ToolCall("need", {"n": 11})))
+    out = tmp_path / "r.jsonl"
+    score_to_file([Scorable(rollout, pairs_env)], out, prepare=lambda unit: Scorable(replace(unit, success=1), own))
+    assert [(r.task_id, r.fed, r.T, r.success) for r in read_records(out)] == [("a", 3, 2, 1)]
+    assert (pairs_env.starts, own.starts) == (0, 1)
+
+
 def test_an_environment_built_from_the_rollout_gets_the_prepared_one_and_only_when_replayed(tmp_path: Path) -> None:
     built: list[Rollout] = []
 

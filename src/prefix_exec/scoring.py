@@ -46,7 +46,8 @@ class Scorable:
 
     ``env`` is the environment, or an :data:`EnvFor` that builds the rollout's own from it. That runs only
     when the rollout is replayed (not for one kept by ``resume``), inside its budget, on the rollout as
-    ``prepare`` returned it; whatever ``prepare`` returns keeps this pair's environment.
+    ``prepare`` returned it; a rollout ``prepare`` returns keeps this pair's environment, and a ``Scorable`` it
+    returns names its own (BFCL's, taking over what its final-success check ran).
     ``recipe`` builds ``env`` again in a worker process (:mod:`prefix_exec.recipe`); without one the environment
     itself is pickled to the workers, and one that does not pickle is replayed in the reading process.
     """
@@ -181,7 +182,7 @@ def score_to_file(
     desc: str = "scoring",
     log: TextIO | None = None,
     on_record: OnRecord | None = None,
-    prepare: Callable[[Rollout], Rollout] | None = None,
+    prepare: Callable[[Rollout], Rollout | Scorable] | None = None,
     rollout_seconds: float | None = budget.DEFAULT_ROLLOUT_SECONDS,
     call_memory_mb: int = budget.DEFAULT_CALL_MEMORY_MB,
     inputs: Iterable[str | Path] = (),
@@ -202,7 +203,8 @@ def score_to_file(
     ``prepare`` (say, computing a benchmark's final success) and the replay of each rollout run inside
     its budget (:func:`prefix_exec.budget.rollout_budget`: ``rollout_seconds`` of wall clock, ``None`` for
     none, and ``call_memory_mb`` per call); a rollout past it is unscorable, reported with the reason.
-    ``prepare`` may raise :class:`ReplayError` or :class:`InputError` for a unit it cannot handle.
+    ``prepare`` may raise :class:`ReplayError` or :class:`InputError` for a unit it cannot handle, and may return
+    a :class:`Scorable` to replay the rollout on an environment of its own (see there).
     ``inputs`` are the files read: an ``out`` that is one of them is refused before anything is touched.
 
     ``workers`` > 1 (or ``launcher`` ``"ray"``) replays on that many worker processes or Ray actors
@@ -332,7 +334,7 @@ SYNC = Sync()
 class Replayer:
     """Replays one rollout inside its budget (see :func:`score_to_file`); pickled to worker processes."""
 
-    prepare: Callable[[Rollout], Rollout] | None
+    prepare: Callable[[Rollout], Rollout | Scorable] | None
     rollout_seconds: float | None
     call_memory_mb: int
     #: Whether a worker sends back a record as its line (:meth:`sent`): false when the run's ``on_record`` is a
@@ -346,6 +348,8 @@ class Replayer:
         try:
             with budget.rollout_budget(self.rollout_seconds, self.call_memory_mb):
                 ready = self.prepare(rollout) if self.prepare is not None else rollout
+                if isinstance(ready, Scorable):
+                    return replay(ready.rollout, ready.environment(ready.rollout))
                 return replay(ready, env if isinstance(env, Environment) else env(ready))
         except (ReplayError, InputError, budget.OverBudget) as exc:
             return Skipped(unit_name(rollout), str(exc))

@@ -24,7 +24,7 @@ from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.bfcl import PROMPTING_Y
 from prefix_exec.replay import ReplayError, with_success
-from prefix_exec.scoring import paired, score_to_file
+from prefix_exec.scoring import Scorable, paired, score_to_file
 from prefix_exec.trajectory import Rollout, Skipped
 
 
@@ -118,7 +118,7 @@ def handle(args: argparse.Namespace) -> int:
             args.out,
             total=total,
             desc="bfcl",
-            prepare=partial(_with_success, checker=checker),  # a partial pickles to worker processes
+            prepare=partial(_with_success, checker=checker, env=env),  # a partial pickles to worker processes
             inputs=args.results,
             **output_options(args),
         )
@@ -127,9 +127,9 @@ def handle(args: argparse.Namespace) -> int:
     return finish(report, args.out, trials)
 
 
-def _with_success(unit: Rollout, checker: FinalSuccess) -> Rollout:
+def _with_success(unit: Rollout, checker: FinalSuccess, env: BfclEnvironment) -> Scorable:
     """The rollout with Y set by BFCL's multi-turn rule, keeping BFCL's reason for a failure (inside the
-    rollout's budget: the check runs every call once more)."""
+    rollout's budget), on ``env`` taking over what the check ran (so the replay runs no call twice)."""
     try:
         task = load_task(unit.task_id)
     except KeyError:
@@ -141,4 +141,4 @@ def _with_success(unit: Rollout, checker: FinalSuccess) -> Rollout:
     metadata = dict(unit.metadata)
     if check.reason:
         metadata["bfcl_check"] = check.reason
-    return with_success(replace(unit, metadata=metadata), check.success)
+    return Scorable(with_success(replace(unit, metadata=metadata), check.success), env.after(check.execution))

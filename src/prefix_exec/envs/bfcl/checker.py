@@ -16,7 +16,9 @@ involved class (BFCL would ``eval`` it) yields an error text and changes nothing
 cost bound yields an error text instead of hanging. Held-back miss_func tools and wrongly typed arguments
 *are* executed here, as BFCL executes them: Y is BFCL's outcome, not prefix validity.
 
-Ground-truth executions are deterministic, so they are cached per task.
+Ground-truth executions are deterministic, so they are cached per task. The model's executions are kept
+for the rollout's replay (:class:`Execution`): the strict session takes each call's outcome from there
+instead of running the call a second time.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from prefix_exec.envs.bfcl import api_classes, invocation
 from prefix_exec.envs.bfcl.calls import bind_positional, parse_call
+from prefix_exec.envs.bfcl.labels import soft_signals
 from prefix_exec.envs.bfcl.tasks import BfclTask
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonMapping, JsonObject
@@ -40,15 +43,44 @@ OWN_LOOP = "prefix_exec"
 BFCL_CALLS = "bfcl_calls"
 #: How importers name a call: turn, step within the turn, index within the step.
 CALL_ID = re.compile(r"^t(\d+)\.s(\d+)\.c(\d+)$")
+#: Result text an :class:`Execution` keeps, in characters; a replay runs the calls past it itself (a hostile
+#: rollout of many huge results must not be held whole twice).
+EXECUTION_CHARS = 8_000_000
+
+
+@dataclass(frozen=True)
+class Execution:
+    """What the final-success check ran of a rollout's calls, for the rollout's strict replay to take over
+    (:meth:`~prefix_exec.envs.bfcl.BfclEnvironment.after`).
+
+    ``calls`` are the rollout's calls the check executed, in order: the objects themselves, since a replay
+    matches its calls to them by identity. ``outcomes[i]`` is what ``calls[i]`` answered (without the result
+    object, which a later call may change) and ``notes[i]`` its soft signals, taken as it returned. ``instances``
+    is the state after the last of them, handed to one session only (it goes on changing there); ``None`` when
+    the outcomes stopped at :data:`EXECUTION_CHARS` before the check's last call. ``time_limit`` is the per-call
+    bound the calls ran under (s).
+    """
+
+    task_id: str
+    calls: tuple[ToolCall, ...]
+    outcomes: tuple[invocation.CallOutcome, ...]
+    notes: tuple[tuple[str, ...], ...]
+    instances: api_classes.Instances | None
+    time_limit: float = invocation.TIME_LIMIT
 
 
 @dataclass(frozen=True)
 class Check:
-    """Y and, when 0, why (BFCL's error type in brackets) and at which 0-based turn."""
+    """Y and, when 0, why (BFCL's error type in brackets) and at which 0-based turn.
+
+    ``execution`` (from :meth:`FinalSuccess.check` only) is what the check ran of the rollout's own calls, for
+    its replay; ``None`` when it ran none of them (force-terminated) or checked other calls (``bfcl_calls``).
+    """
 
     success: int
     reason: str = ""
     turn: int | None = None
+    execution: Execution | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -112,10 +144,14 @@ class FinalSuccess:
         truth = self.truth(task)
         if turns is not None and turns != len(truth):
             return _force_terminated(turns, len(truth))
-        return self.check_turns(task, executed_calls(actions, len(truth), whole_steps))
+        return self._run(task, executed_calls(actions, len(truth), whole_steps), keep=True)
 
     def check_turns(self, task: BfclTask, per_turn: Sequence[Sequence[ToolCall]]) -> Check:
         """Y for the calls BFCL executes, given per turn (one list per ground-truth turn, or force-terminated)."""
+        return self._run(task, per_turn, keep=False)
+
+    def _run(self, task: BfclTask, per_turn: Sequence[Sequence[ToolCall]], *, keep: bool) -> Check:
+        """:meth:`check_turns`, with the :class:`Execution` of the calls it ran when ``keep``."""
         truth = self.truth(task)
         if len(per_turn) != len(truth):
             return _force_terminated(len(per_turn), len(truth))
@@ -125,35 +161,20 @@ class FinalSuccess:
         # counted: keeping every full result text made n listings of n files quadratic in memory.
         wanted = {text for turn_truth in truth for text in turn_truth.results}
         produced: Counter[str] = Counter()
+        kept = _Kept(task.id) if keep else None
+        check = Check(1)
         for index, (calls, expected) in enumerate(zip(per_turn, truth, strict=True)):
             for call in calls:
-                text = invoke_lenient(instances, owners, call.name, call.arguments)
-                if text in wanted:
-                    produced[text] += 1
-            if expected.calls == 0:
-                continue
-            if not calls:
-                return Check(0, f"[empty_turn_model_response] no call in turn {index}", index)
-            for class_name, reference in expected.instances.items():
-                differences = [
-                    attr
-                    for attr, value in api_classes.public_state(reference).items()
-                    if _differs(getattr(instances[class_name], attr, _MISSING), value)
-                ]
-                if differences:
-                    return Check(
-                        0,
-                        f"[instance_state_mismatch] {class_name} differs after turn {index} "
-                        f"in {', '.join(differences)}",
-                        index,
-                    )
-            missing = Counter(expected.results) - produced
-            if missing:
-                shown = "; ".join(sorted(missing))[:300]
-                return Check(
-                    0, f"[execution_response_mismatch] turn {index} lacks ground-truth results: {shown}", index
-                )
-        return Check(1)
+                outcome = invocation.invoke_as_bfcl(instances, owners, call.name, call.arguments)
+                if kept is not None:
+                    kept.add(call, outcome)
+                if outcome.text in wanted:
+                    produced[outcome.text] += 1
+            failure = _turn_failure(index, bool(calls), expected, instances, produced)
+            if failure is not None:
+                check = failure
+                break
+        return check if kept is None else replace(check, execution=kept.execution(instances))
 
     def check_rollout(self, task: BfclTask, rollout: Rollout) -> Check:
         """Y for a rollout; its turn count comes from ``metadata["turns"]`` when the importer recorded it.
@@ -190,6 +211,61 @@ class FinalSuccess:
 
 
 _MISSING = object()
+
+
+def _turn_failure(
+    index: int, called: bool, expected: TurnTruth, instances: api_classes.Instances, produced: Counter[str]
+) -> Check | None:
+    """Why turn ``index`` fails BFCL's checks once its calls ran (``called``: it had any), or ``None``."""
+    if expected.calls == 0:
+        return None
+    if not called:
+        return Check(0, f"[empty_turn_model_response] no call in turn {index}", index)
+    for class_name, reference in expected.instances.items():
+        differences = [
+            attr
+            for attr, value in api_classes.public_state(reference).items()
+            if _differs(getattr(instances[class_name], attr, _MISSING), value)
+        ]
+        if differences:
+            return Check(
+                0,
+                f"[instance_state_mismatch] {class_name} differs after turn {index} in {', '.join(differences)}",
+                index,
+            )
+    missing = Counter(expected.results) - produced
+    if missing:
+        shown = "; ".join(sorted(missing))[:300]
+        return Check(0, f"[execution_response_mismatch] turn {index} lacks ground-truth results: {shown}", index)
+    return None
+
+
+class _Kept:
+    """The outcomes an :class:`Execution` keeps, in the order the calls ran, up to :data:`EXECUTION_CHARS`."""
+
+    def __init__(self, task_id: str) -> None:
+        self.task_id = task_id
+        self.calls: list[ToolCall] = []
+        self.outcomes: list[invocation.CallOutcome] = []
+        self.notes: list[tuple[str, ...]] = []
+        self.chars = 0
+        self.full = False
+
+    def add(self, call: ToolCall, outcome: invocation.CallOutcome) -> None:
+        if self.full:
+            return
+        self.chars += len(outcome.text)
+        if self.chars > EXECUTION_CHARS:
+            self.full = True
+            return
+        self.calls.append(call)
+        self.notes.append(soft_signals(outcome.result))  # now: a later call may change the result object
+        self.outcomes.append(outcome if outcome.result is None else replace(outcome, result=None))
+
+    def execution(self, instances: api_classes.Instances) -> Execution:
+        """The execution, ``instances`` being the state after every call the check ran."""
+        state = None if self.full else instances
+        return Execution(self.task_id, tuple(self.calls), tuple(self.outcomes), tuple(self.notes), state)
 
 
 def _differs(found: Any, expected: Any) -> bool:

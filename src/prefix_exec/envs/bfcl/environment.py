@@ -19,7 +19,8 @@ order (the first failing check decides; nothing runs after a schema failure):
    result or call, or a function doc -> ``information`` (the call ran, so the state is rebuilt).
 
 A rejected action leaves the state as it was: when the API ran and failed, the session rebuilds its
-instances from the task's template by re-running the accepted calls (deterministic, seeds included). The
+instances from the task's template by re-running the accepted calls (deterministic, seeds included), on
+first use after the rejection (a replay, which stops there, never pays for it). The
 verdict's ``reason`` is our diagnosis; its ``result`` is BFCL's own answer whenever BFCL answers the call
 with an error (the API's error text, ``Error during execution: name 'x' is not defined``, a missing
 argument's ``TypeError``), computed on a copy for checks 1-3; it is ``None`` when BFCL would have run the
@@ -32,6 +33,17 @@ still through the safe decoder, the cost bound and the time bound, never ``eval`
 back, and the verdict's ``result`` is BFCL's answer: accepted when the call ran cleanly, rejected (with the
 label and diagnosis strict mode would give) when BFCL's answer is an error. The state is therefore the one
 :class:`~prefix_exec.envs.bfcl.FinalSuccess` computes from the same calls.
+
+**Taking over the final-success check's execution** (strict sessions from :meth:`BfclEnvironment.after`).
+Scoring computes Y before the replay, and Y runs the rollout's calls as BFCL runs them
+(:class:`~prefix_exec.envs.bfcl.checker.Execution`). Up to the first call strict mode would run differently,
+the two runs are the same calls on the same state, so the session takes each call's outcome from the check
+instead of running it again; checks 1-3, the information check and the verdicts are its own. It stops taking
+them at the first call the check did not run there (a step the check skipped whole, a blocked name, a call past
+the check's last) and carries on from the check's state when the check ran exactly the accepted calls, else
+from the accepted calls run again. One difference by design: for a call failing checks 1-3, BFCL's answer is
+the check's, which ran it on the state itself, where a fork can fail to copy a state nested hundreds of folders
+deep.
 """
 
 from __future__ import annotations
@@ -42,8 +54,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from prefix_exec.envs.base import Environment
 from prefix_exec.envs.bfcl import api_classes, information, invocation
 from prefix_exec.envs.bfcl.calls import check_name
+from prefix_exec.envs.bfcl.checker import Execution
 from prefix_exec.envs.bfcl.labels import label_error, soft_signals
 from prefix_exec.envs.bfcl.tasks import BfclTask, function_docs, load_task
 from prefix_exec.envs.tau.information import Evidence
@@ -141,15 +155,15 @@ class BfclSession:
     def __init__(
         self,
         task: BfclTask,
-        instances: api_classes.Instances,
+        instances: api_classes.Instances | None,
         templates: api_classes.Templates,
         time_limit: float,
         *,
         strict: bool = True,
         evidence: Evidence | None = None,
+        execution: Execution | None = None,
     ):
         self.task = task
-        self.instances = instances
         self.exposure = Exposure.of(task)
         self.strict = strict
         self._templates = templates
@@ -158,9 +172,56 @@ class BfclSession:
         #: What the agent had seen (``None``: no information check); user turns join as calls reach them.
         self.evidence = evidence
         self._turns_seen = 0
+        shared = (
+            strict and execution is not None and execution.task_id == task.id and execution.time_limit == time_limit
+        )
+        #: The check's execution while this session takes its outcomes (:meth:`_served`), and how many it took.
+        self._shared = execution if shared else None
+        self._taken = 0
+        #: The state; ``None`` until first use (the task's initial state, or the accepted calls run again after
+        #: a rejection) or while it is the check's (:attr:`instances`).
+        self._instances = None if shared else instances
+
+    @property
+    def instances(self) -> api_classes.Instances:
+        """The API instances after the accepted calls (built on first use: see ``_instances``)."""
+        if self._shared is not None:
+            self._stop_sharing()
+        if self._instances is None:
+            self._instances = self._templates.fresh(self.task)
+            for name, arguments in self.accepted:
+                self._invoke(self.exposure.owners[name], name, arguments)
+        return self._instances
 
     def step(self, call: ToolCall) -> Verdict:
-        return self._strict_step(call) if self.strict else self._bfcl_step(call)
+        if not self.strict:
+            return self._bfcl_step(call)
+        served = self._served(call)
+        verdict = self._strict_step(call, served)
+        if served is not None:
+            if verdict.accepted:
+                self._taken += 1
+            else:  # the check ran this call (strict mode would not have, or rolls it back): from now on the
+                self._shared = None  # state is the accepted calls', rebuilt on first use
+        return verdict
+
+    def _served(self, call: ToolCall) -> tuple[invocation.CallOutcome, tuple[str, ...]] | None:
+        """The check's outcome and notes for ``call`` when it ran it next, on this session's state; else
+        ``None``, and the session runs calls itself from now on."""
+        shared = self._shared
+        if shared is None:
+            return None
+        at = self._taken
+        if at < len(shared.calls) and shared.calls[at] is call and call.name not in invocation.BLOCKED_NAMES:
+            return shared.outcomes[at], shared.notes[at]
+        self._stop_sharing()
+        return None
+
+    def _stop_sharing(self) -> None:
+        """Take the check's state when it ran exactly the accepted calls; otherwise rebuild on first use."""
+        shared, self._shared = self._shared, None
+        if shared is not None and self._taken == len(shared.calls) and shared.instances is not None:
+            self._instances = shared.instances
 
     def _bfcl_step(self, call: ToolCall) -> Verdict:
         """BFCL's own execution: the call runs as BFCL runs it and the verdict carries BFCL's answer."""
@@ -172,20 +233,21 @@ class BfclSession:
         label, reason, notes = self._diagnosis(call, outcome)
         return Verdict.reject(label, reason, result=outcome.text, notes=notes)
 
-    def _strict_step(self, call: ToolCall) -> Verdict:
+    def _strict_step(self, call: ToolCall, served: tuple[invocation.CallOutcome, tuple[str, ...]] | None) -> Verdict:
+        """Strict mode's verdict, on the check's outcome and notes when ``served`` (:meth:`_served`)."""
         problem = self._static_problem(call)
         if problem is not None:
             # Not executed. The agent may see BFCL's answer only where BFCL itself answers with an error
             # (an undefined name, a missing argument); a success text would describe a call that never ran.
-            bfcl = self._bfcl_answer_on_fork(call)
+            bfcl = served[0] if served is not None else self._bfcl_answer_on_fork(call)
             return Verdict.reject(FailureLabel.SCHEMA, problem, result=None if bfcl.ran_clean else bfcl.text)
         name = call.name
         owner = self.exposure.owners[name]
         arguments = dict(call.arguments)
         self._read_turns(call.turn)
-        outcome = self._invoke(owner, name, arguments)
+        outcome = served[0] if served is not None else self._invoke(owner, name, arguments)
         if outcome.ran_clean:
-            notes = soft_signals(outcome.result)
+            notes = served[1] if served is not None else soft_signals(outcome.result)
             missing = self._unseen(name, arguments) if not notes else []
             if missing:
                 self._rebuild()  # the call ran and may have changed the state (a token set, say)
@@ -273,10 +335,9 @@ class BfclSession:
         return twin
 
     def _rebuild(self) -> None:
-        """Back to the state after the accepted calls: a failing API call may have half-applied."""
-        self.instances = self._templates.fresh(self.task)
-        for name, arguments in self.accepted:
-            self._invoke(self.exposure.owners[name], name, arguments)
+        """Back to the state after the accepted calls (a failing API call may have half-applied), on first use
+        of :attr:`instances`."""
+        self._instances = None
 
     def _invoke(self, owner: str, name: str, arguments: JsonObject) -> invocation.CallOutcome:
         refused = invocation.cost_refusal(name, arguments)  # before the arguments are copied (deep values)
@@ -308,13 +369,43 @@ class BfclEnvironment:
         """The task ``task_id``; ``KeyError`` when BFCL has no such multi-turn task."""
         return load_task(task_id)
 
-    def start(self, task_id: str, *, strict: bool = True) -> BfclSession:
-        """A fresh session; ``strict`` False gives BFCL's own execution (see the module docstring)."""
+    def start(self, task_id: str, *, strict: bool = True, execution: Execution | None = None) -> BfclSession:
+        """A fresh session; ``strict`` False gives BFCL's own execution (see the module docstring). A strict
+        session given the final-success check's ``execution`` of the rollout it will replay takes the outcomes
+        over (see the module docstring); the execution's state is the session's from then on, so give it once."""
         task = self.task(task_id)
         evidence = doc_evidence(task.involved_classes).copy() if strict and self.information else None
         return BfclSession(
-            task, self.templates.fresh(task), self.templates, self.time_limit, strict=strict, evidence=evidence
+            task,
+            None,  # the initial state on first use: a session taking the check's over may never need it
+            self.templates,
+            self.time_limit,
+            strict=strict,
+            evidence=evidence,
+            execution=execution,
         )
+
+    def after(self, execution: Execution | None) -> Environment:
+        """This environment for the replay of the rollout whose final-success check ran ``execution``: the
+        first session started on its task takes it over, any other starts fresh."""
+        return _After(self, execution)
+
+
+@dataclass
+class _After:
+    """:meth:`BfclEnvironment.after`."""
+
+    env: BfclEnvironment
+    execution: Execution | None
+    name: str = "bfcl"
+
+    def start(self, task_id: str) -> BfclSession:
+        execution = self.execution
+        if execution is not None and execution.task_id == task_id:
+            self.execution = None  # its state goes on changing in the session
+        else:
+            execution = None
+        return self.env.start(task_id, execution=execution)
 
 
 @functools.cache
