@@ -43,9 +43,10 @@ OWN_LOOP = "prefix_exec"
 BFCL_CALLS = "bfcl_calls"
 #: How importers name a call: turn, step within the turn, index within the step.
 CALL_ID = re.compile(r"^t(\d+)\.s(\d+)\.c(\d+)$")
-#: Result text an :class:`Execution` keeps, in characters; a replay runs the calls past it itself (a hostile
-#: rollout of many huge results must not be held whole twice).
-EXECUTION_CHARS = 8_000_000
+#: Result text an :class:`Execution` keeps, in characters; a replay runs the calls past it itself. Over ten
+#: times the most any rollout of the shared data gets (85,000; the median is 400), and a bound on what n
+#: listings of n files would otherwise hold, growing as n * n.
+EXECUTION_CHARS = 1_000_000
 
 
 @dataclass(frozen=True)
