@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 pytest.importorskip("bfcl_eval")
 
+from prefix_exec.envs.bfcl.binding import binding_problems
 from prefix_exec.envs.bfcl.calls import CallSyntaxError, ParsedCall, bind_positional, parse_call, parse_call_list
-from prefix_exec.envs.bfcl.environment import binding_problems
 from prefix_exec.envs.bfcl.labels import ERROR_TABLE, error_of, label_error, soft_signals
 from prefix_exec.envs.bfcl.sample import draw, sample_name, stratified_200
 from prefix_exec.envs.bfcl.tasks import CATEGORIES, data_dir, function_docs

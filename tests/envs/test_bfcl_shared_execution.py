@@ -16,7 +16,9 @@ pytest.importorskip("bfcl_eval")
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from prefix_exec import budget
 from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess, api_classes, checker, invocation
+from prefix_exec.envs.bfcl.checker import ground_truth_calls
 from prefix_exec.envs.bfcl.environment import BfclSession
 from prefix_exec.envs.bfcl.tasks import load_task
 from prefix_exec.importers.bfcl import ground_truth_rollouts, read_results
@@ -66,7 +68,7 @@ def both(
     env: BfclEnvironment, success: FinalSuccess, rollout: Rollout
 ) -> tuple[tuple[dict[str, object], BfclSession], tuple[dict[str, object], BfclSession]]:
     """(record, session) replayed running every call, then taking the check's execution over."""
-    check = success.check_rollout(load_task(rollout.task_id), rollout)
+    check = success.check_rollout(load_task(rollout.task_id), rollout, keep_execution=True)
     ready = with_success(rollout, check.success)
     alone = env.start(rollout.task_id)
     taking = env.after(check.execution).start(rollout.task_id)
@@ -106,7 +108,7 @@ def test_real_rollouts_give_the_same_records(env: BfclEnvironment, success: Fina
         units += [unit for unit in read_results([folder]) if isinstance(unit, Rollout)]
     differing = []
     for rollout in units:
-        check = success.check_rollout(load_task(rollout.task_id), rollout)
+        check = success.check_rollout(load_task(rollout.task_id), rollout, keep_execution=True)
         ready = with_success(rollout, check.success)
         if record_to_json(replay(ready, env.after(check.execution))) != record_to_json(replay(ready, env)):
             differing.append((rollout.model, rollout.task_id))
@@ -119,7 +121,7 @@ def test_the_replay_of_a_ground_truth_runs_no_call(
 ) -> None:
     names = runs
     rollout = next(r for r in ground_truth_rollouts() if r.task_id == BASE_0)
-    check = success.check_rollout(load_task(BASE_0), rollout)
+    check = success.check_rollout(load_task(BASE_0), rollout, keep_execution=True)
     assert check.success == 1 and check.execution is not None
     assert len(check.execution.calls) == len(rollout.actions) == 10
     names.clear()
@@ -141,7 +143,7 @@ def test_past_the_checks_last_call_the_replay_runs_on_from_its_state(
         call("ls", 1, 1),
     )
     names = runs
-    check = success.check_rollout(load_task(BASE_0), rollout)
+    check = success.check_rollout(load_task(BASE_0), rollout, keep_execution=True)
     assert check.turn == 0 and check.execution is not None and len(check.execution.calls) == 2
     names.clear()
     record = replay(with_success(rollout, 0), env.after(check.execution))
@@ -158,7 +160,7 @@ def test_a_step_the_check_skipped_whole_is_run_by_the_replay(env: BfclEnvironmen
         ToolCall("mv", {}, "t0.s0.c1", 0, parse_error="unterminated string"),
         call("cd", 0, 1, folder="document"),
     )
-    check = success.check_rollout(load_task(BASE_0), rollout)
+    check = success.check_rollout(load_task(BASE_0), rollout, keep_execution=True)
     assert check.execution is not None and [c.name for c in check.execution.calls] == ["cd"]
     (record, alone), (taken, taking) = both(env, success, rollout)
     assert taken == record and record["fed"] == 2
@@ -210,69 +212,121 @@ def test_outcomes_past_the_character_bound_are_not_kept(
 ) -> None:
     monkeypatch.setattr(checker, "EXECUTION_CHARS", 60)  # cd's answer, not the listing after it
     rollout = rollout_of(BASE_0, call("cd", 0, 0, folder="document"), call("ls", 0, 1), call("ls", 0, 2))
-    check = success.check_rollout(load_task(BASE_0), rollout)
-    assert check.execution is not None and check.execution.instances is None
+    check = success.check_rollout(load_task(BASE_0), rollout, keep_execution=True)
+    assert check.execution is not None and check.execution.take_state() is None
     assert [c.name for c in check.execution.calls] == ["cd"]
     assert_same(env, success, rollout)
 
 
-def test_an_execution_serves_one_session_and_one_time_limit(env: BfclEnvironment, success: FinalSuccess) -> None:
-    rollout = rollout_of(BASE_0, call("cd", 0, 0, folder="document"), call("mkdir", 0, 1, dir_name="temp"))
-    check = success.check_rollout(load_task(BASE_0), rollout)
-    after = env.after(check.execution)
-    first, second = after.start(BASE_0), after.start(BASE_0)
-    assert first._shared is check.execution and second._shared is None
-    for action in rollout.actions:
-        assert first.step(action).accepted and second.step(action).accepted
+def test_only_the_first_session_takes_the_checks_state(env: BfclEnvironment, success: FinalSuccess) -> None:
+    """Two sessions given one execution: both take the outcomes over, the second runs the accepted calls again
+    rather than take a state the first has changed since."""
+    rollout = rollout_of(
+        BASE_0,
+        call("cd", 0, 0, folder="document"),
+        call("mkdir", 0, 1, dir_name="temp"),
+        call("cd", 1, 0, folder="temp"),
+    )
+    check = success.check_rollout(load_task(BASE_0), rollout, keep_execution=True)
+    assert check.turn == 0  # the check stops after turn 0: cd temp is the replay's to run
+    first, second = (env.start(BASE_0, execution=check.execution) for _ in range(2))
+    records = [record_to_json(replay_session(with_success(rollout, 0), session)) for session in (first, second)]
+    assert records[0] == records[1] and records[0]["fed"] == 4
     assert states(first) == states(second)
+    assert check.execution is not None and check.execution.take_state() is None  # the first took it
+
+
+def test_an_execution_is_taken_over_on_its_task_and_time_limit_only(
+    env: BfclEnvironment, success: FinalSuccess
+) -> None:
+    rollout = rollout_of(BASE_0, call("cd", 0, 0, folder="document"))
+    check = success.check_rollout(load_task(BASE_0), rollout, keep_execution=True)
+    assert env.after(check.execution).start(BASE_0)._execution is check.execution
+    assert env.after(check.execution).start("multi_turn_base_1")._execution is None
     slower = BfclEnvironment(time_limit=invocation.TIME_LIMIT + 1)
-    assert slower.after(check.execution).start(BASE_0)._shared is None
-    assert env.after(check.execution).start("multi_turn_base_1")._shared is None
+    assert slower.after(check.execution).start(BASE_0)._execution is None
+    assert success.check_rollout(load_task(BASE_0), rollout).execution is None  # kept only when asked
 
 
-_TURNS = 4
-_POOL = [
-    ("cd", {"folder": "document"}),
-    ("cd", {"folder": "temp"}),
-    ("cd", {"folder": ".."}),
-    ("cd", {"folder": "nowhere"}),
-    ("mkdir", {"dir_name": "temp"}),
-    ("mkdir", {"dir_name": 3}),
-    ("mv", {"source": "final_report.pdf", "destination": "temp"}),
-    ("ls", {}),
-    ("cat", {"file_name": "final_report.pdf"}),
-    ("grep", {"file_name": "final_report.pdf", "pattern": "budget analysis"}),
-    ("sort", {"file_name": "final_report.pdf"}),
-    ("touch", {"file_name": "x.txt"}),
-    ("rm", {"file_name": "x.txt"}),
-    ("post_tweet", {"content": "hello"}),
-    ("authenticate_twitter", {"username": "john", "password": "john1234"}),
-    ("get_stock_info", {"symbol": "X"}),
-    ("undecodable", {}),
-]
+def test_a_call_refused_midway_by_the_memory_budget_leaves_the_state_of_the_accepted_calls(
+    env: BfclEnvironment,
+) -> None:
+    """post_tweet stores its content, then builds a result past the budget: the tweet must not stay."""
+    unchecked = BfclEnvironment(information=False)
+    login = call("authenticate_twitter", 0, 0, username="analyst_pro", password="Kj8#mP9$vL2")
+    huge = call("post_tweet", 0, 1, content="z" * (64 * 1024 * 1024))
+    with budget.rollout_budget(60, 16):
+        session = unchecked.start(BASE_0)
+        assert session.step(login).accepted
+        tweets = len(session.instances["TwitterAPI"].tweets)
+        verdict = session.step(huge)
+    assert not verdict.accepted and "memory" in (verdict.reason or "")
+    assert len(session.instances["TwitterAPI"].tweets) == tweets
+
+
+#: One task per pair of API classes the property test draws from (every class of BFCL's multi-turn set).
+PROPERTY_TASKS = (
+    BASE_0,
+    MISS_FUNC_1,
+    TRAVEL,
+    "multi_turn_base_2",  # TicketAPI
+    "multi_turn_base_14",  # MessageAPI
+    "multi_turn_base_15",  # MathAPI
+    "multi_turn_base_52",  # TwitterAPI + VehicleControlAPI
+    "multi_turn_base_101",  # MessageAPI + TradingBot
+    "multi_turn_long_context_0",
+)
+
+
+def call_pool(task_id: str) -> list[tuple[str, dict[str, object]]]:
+    """The task's ground-truth calls, each also with its arguments mistyped, one missing and one unknown, and
+    a few calls no task should make."""
+    pool: list[tuple[str, dict[str, object]]] = []
+    for name, arguments in (pair for turn in ground_truth_calls(load_task(task_id)) for pair in turn):
+        pool.append((name, dict(arguments)))
+        pool.append((name, {key: 7 if isinstance(value, str) else "x" for key, value in arguments.items()}))
+        pool.append((name, dict(list(arguments.items())[1:])))
+        pool.append((name, {**arguments, "bogus": 1}))
+    pool += [("nonexistent_tool", {}), ("get_stock_info", {"symbol": "NVDA"}), ("cd", {"folder": "nowhere"})]
+    return pool
 
 
 @st.composite
 def rollouts(draw: st.DrawFn) -> Rollout:
-    """Up to 12 calls from a pool (failures, foreign tools and undecodable calls among them) over the task's
-    turns, a few per step, as an importer numbers them."""
-    calls = []
+    """Up to 12 calls drawn from a task's pool over its turns, a few per step as an importer numbers them,
+    with undecodable calls, a call object repeated, odd call ids, turns out of order or past the last, and
+    the turn count recorded or not."""
+    task_id = draw(st.sampled_from(PROPERTY_TASKS))
+    turns = len(load_task(task_id).ground_truth)
+    pool = call_pool(task_id)
+    calls: list[ToolCall] = []
     turn, step, index = 0, 0, 0
     for _ in range(draw(st.integers(0, 12))):
-        move = draw(st.sampled_from(["same step", "next step", "next turn"]))
-        if move == "next turn" and turn < _TURNS - 1:
+        move = draw(st.sampled_from(["same step", "next step", "next turn", "jump", "repeat"]))
+        if move == "repeat" and calls:
+            calls.append(draw(st.sampled_from(calls)))
+            continue
+        if move == "next turn":
             turn, step, index = turn + 1, 0, 0
+        elif move == "jump":
+            turn, step, index = draw(st.sampled_from([0, turns - 1, turns, turn])), 0, 0
         elif move != "same step" or index == 0:
             step, index = step + (1 if calls else 0), 0
-        name, arguments = draw(st.sampled_from(_POOL))
-        error = "could not decode" if name == "undecodable" else None
-        calls.append(ToolCall(name, dict(arguments), f"t{turn}.s{step}.c{index}", turn, parse_error=error))
+        name, arguments = draw(st.sampled_from(pool))
+        call_id = draw(st.sampled_from([f"t{turn}.s{step}.c{index}"] * 4 + [None, "weird", "t0.s0.c0"]))
+        error = draw(st.sampled_from([None] * 9 + ["could not decode"]))
+        calls.append(ToolCall(name, dict(arguments), call_id, turn, parse_error=error))
         index += 1
-    loop = draw(st.sampled_from([None, checker.OWN_LOOP]))
-    return Rollout("bfcl", BASE_0, "m", "x", tuple(calls), metadata={"loop": loop} if loop else {})
+    metadata: dict[str, object] = {}
+    if draw(st.booleans()):
+        metadata["loop"] = checker.OWN_LOOP
+    recorded = draw(st.sampled_from([None, turns, turns + 1]))
+    if recorded is not None:
+        metadata["turns"] = recorded
+    return Rollout("bfcl", task_id, "m", "x", tuple(calls), metadata=metadata)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rollouts())
 def test_taking_over_is_replaying_every_call(env: BfclEnvironment, success: FinalSuccess, rollout: Rollout) -> None:
     assert_same(env, success, rollout)

@@ -135,7 +135,7 @@ def _with_success(unit: Rollout, checker: FinalSuccess, env: BfclEnvironment) ->
     except KeyError:
         raise ReplayError(f"BFCL has no task {unit.task_id} ({unit.metadata.get('source', 'input')})") from None
     try:
-        check = checker.check_rollout(task, unit)
+        check = checker.check_rollout(task, unit, keep_execution=True)
     except InputError as exc:  # a malformed metadata.bfcl_calls: this record only
         raise ReplayError(f"{unit.task_id} ({unit.metadata.get('source', 'input')}): {exc.detail()}") from None
     metadata = dict(unit.metadata)

@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from prefix_exec.envs.bfcl.environment import WIDENED
+from prefix_exec.envs.bfcl.binding import WIDENED
 from prefix_exec.envs.bfcl.labels import C, D, P, S
 from prefix_exec.json_types import JsonMapping
 from prefix_exec.trajectory import FailureLabel, ToolCall

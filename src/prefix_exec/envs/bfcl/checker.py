@@ -56,26 +56,33 @@ class Execution:
 
     ``calls`` are the rollout's calls the check executed, in order: the objects themselves, since a replay
     matches its calls to them by identity. ``outcomes[i]`` is what ``calls[i]`` answered (without the result
-    object, which a later call may change) and ``notes[i]`` its soft signals, taken as it returned. ``instances``
-    is the state after the last of them, handed to one session only (it goes on changing there); ``None`` when
-    the outcomes stopped at :data:`EXECUTION_CHARS` before the check's last call. ``time_limit`` is the per-call
-    bound the calls ran under (s).
+    object, which a later call may change) and ``notes[i]`` its soft signals, taken as it returned.
+    ``time_limit`` is the per-call bound the calls ran under (s). The state after the last of them goes to the
+    first caller of :meth:`take_state`.
     """
 
     task_id: str
     calls: tuple[ToolCall, ...]
     outcomes: tuple[invocation.CallOutcome, ...]
     notes: tuple[tuple[str, ...], ...]
-    instances: api_classes.Instances | None
-    time_limit: float = invocation.TIME_LIMIT
+    time_limit: float
+    #: The state after the last call, until taken; empty when the outcomes stopped at EXECUTION_CHARS.
+    _state: list[api_classes.Instances] = field(default_factory=list, compare=False, repr=False)
+
+    def take_state(self) -> api_classes.Instances | None:
+        """The API instances after the last call, to the first caller only (they go on changing there);
+        ``None`` to any later one, and when the outcomes stopped at :data:`EXECUTION_CHARS` before the check's
+        last call."""
+        return self._state.pop() if self._state else None
 
 
 @dataclass(frozen=True)
 class Check:
     """Y and, when 0, why (BFCL's error type in brackets) and at which 0-based turn.
 
-    ``execution`` (from :meth:`FinalSuccess.check` only) is what the check ran of the rollout's own calls, for
-    its replay; ``None`` when it ran none of them (force-terminated) or checked other calls (``bfcl_calls``).
+    ``execution`` is what the check ran of the rollout's own calls, for its replay, when asked for
+    (``keep_execution``); ``None`` otherwise, for a force-terminated rollout (nothing ran), and when the check
+    ran other calls than the rollout's (``bfcl_calls``).
     """
 
     success: int
@@ -134,25 +141,32 @@ class FinalSuccess:
         return turns
 
     def check(
-        self, task: BfclTask, actions: Sequence[ToolCall], turns: int | None = None, *, whole_steps: bool = True
+        self,
+        task: BfclTask,
+        actions: Sequence[ToolCall],
+        turns: int | None = None,
+        *,
+        whole_steps: bool = True,
+        keep_execution: bool = False,
     ) -> Check:
         """Y for a rollout with ``actions`` over ``turns`` turns (``None``: assume the ground truth's count).
 
         ``whole_steps`` (BFCL's logs): a step with an undecodable call is skipped whole, as BFCL's evaluation
         skips it (BFCL's loop ended the turn there). False (the driver's own rollouts, whose loop goes on):
         only the undecodable calls are skipped, so Y counts exactly the calls that ran live.
+        ``keep_execution``: the check's :class:`Execution` in ``Check.execution``, for the rollout's replay.
         """
         truth = self.truth(task)
         if turns is not None and turns != len(truth):
             return _force_terminated(turns, len(truth))
-        return self._run(task, executed_calls(actions, len(truth), whole_steps), keep=True)
+        return self._run(task, executed_calls(actions, len(truth), whole_steps), keep_execution)
 
     def check_turns(self, task: BfclTask, per_turn: Sequence[Sequence[ToolCall]]) -> Check:
         """Y for the calls BFCL executes, given per turn (one list per ground-truth turn, or force-terminated)."""
-        return self._run(task, per_turn, keep=False)
+        return self._run(task, per_turn, keep_execution=False)
 
-    def _run(self, task: BfclTask, per_turn: Sequence[Sequence[ToolCall]], *, keep: bool) -> Check:
-        """:meth:`check_turns`, with the :class:`Execution` of the calls it ran when ``keep``."""
+    def _run(self, task: BfclTask, per_turn: Sequence[Sequence[ToolCall]], keep_execution: bool) -> Check:
+        """:meth:`check_turns`, with the :class:`Execution` of the calls it ran when ``keep_execution``."""
         truth = self.truth(task)
         if len(per_turn) != len(truth):
             return _force_terminated(len(per_turn), len(truth))
@@ -162,22 +176,22 @@ class FinalSuccess:
         # counted: keeping every full result text made n listings of n files quadratic in memory.
         wanted = {text for turn_truth in truth for text in turn_truth.results}
         produced: Counter[str] = Counter()
-        kept = _Kept(task.id) if keep else None
+        recording = _Recording(task.id) if keep_execution else None
         check = Check(1)
         for index, (calls, expected) in enumerate(zip(per_turn, truth, strict=True)):
             for call in calls:
                 outcome = invocation.invoke_as_bfcl(instances, owners, call.name, call.arguments)
-                if kept is not None:
-                    kept.add(call, outcome)
+                if recording is not None:
+                    recording.add(call, outcome)
                 if outcome.text in wanted:
                     produced[outcome.text] += 1
             failure = _turn_failure(index, bool(calls), expected, instances, produced)
             if failure is not None:
                 check = failure
                 break
-        return check if kept is None else replace(check, execution=kept.execution(instances))
+        return check if recording is None else replace(check, execution=recording.execution(instances))
 
-    def check_rollout(self, task: BfclTask, rollout: Rollout) -> Check:
+    def check_rollout(self, task: BfclTask, rollout: Rollout, *, keep_execution: bool = False) -> Check:
         """Y for a rollout; its turn count comes from ``metadata["turns"]`` when the importer recorded it.
 
         A prompting rollout whose calls BFCL reads differently (``metadata["bfcl_calls"]``, written by the
@@ -185,7 +199,7 @@ class FinalSuccess:
         rollout of the driver's own loop (``metadata["loop"] == "prefix_exec"``) skips undecodable calls
         one by one, as that loop did; any other skips their whole step, as BFCL does. Raises
         :class:`~prefix_exec.errors.InputError` when ``bfcl_calls`` is not a list of turns of
-        ``[name, arguments]`` pairs.
+        ``[name, arguments]`` pairs. ``keep_execution``: see :meth:`check`.
         """
         turns = rollout.metadata.get("turns")
         if BFCL_CALLS in rollout.metadata:
@@ -196,7 +210,8 @@ class FinalSuccess:
                 )
             return self.check_turns(task, per_turn)
         whole = rollout.metadata.get("loop") != OWN_LOOP
-        return self.check(task, rollout.actions, int(turns) if turns is not None else None, whole_steps=whole)
+        turn_count = int(turns) if turns is not None else None
+        return self.check(task, rollout.actions, turn_count, whole_steps=whole, keep_execution=keep_execution)
 
     def model_state(
         self, task: BfclTask, actions: Sequence[ToolCall], *, whole_steps: bool = True
@@ -241,8 +256,8 @@ def _turn_failure(
     return None
 
 
-class _Kept:
-    """The outcomes an :class:`Execution` keeps, in the order the calls ran, up to :data:`EXECUTION_CHARS`."""
+class _Recording:
+    """The :class:`Execution` being recorded, in the order the calls run, up to :data:`EXECUTION_CHARS`."""
 
     def __init__(self, task_id: str) -> None:
         self.task_id = task_id
@@ -253,9 +268,11 @@ class _Kept:
         self.full = False
 
     def add(self, call: ToolCall, outcome: invocation.CallOutcome) -> None:
+        """Record ``call``'s ``outcome`` as it returns; past the bound, nothing more (the call's text and its
+        error message, often a second copy of the text, are counted)."""
         if self.full:
             return
-        self.chars += len(outcome.text)
+        self.chars += len(outcome.text) + len(outcome.error or "") + len(outcome.refused or "")
         if self.chars > EXECUTION_CHARS:
             self.full = True
             return
@@ -264,9 +281,11 @@ class _Kept:
         self.outcomes.append(outcome if outcome.result is None else replace(outcome, result=None))
 
     def execution(self, instances: api_classes.Instances) -> Execution:
-        """The execution, ``instances`` being the state after every call the check ran."""
-        state = None if self.full else instances
-        return Execution(self.task_id, tuple(self.calls), tuple(self.outcomes), tuple(self.notes), state)
+        """The execution, ``instances`` being the state after every call the check ran (all recorded unless
+        :attr:`full`)."""
+        calls, outcomes, notes = tuple(self.calls), tuple(self.outcomes), tuple(self.notes)
+        state = [] if self.full else [instances]
+        return Execution(self.task_id, calls, outcomes, notes, invocation.TIME_LIMIT, state)
 
 
 def _differs(found: Any, expected: Any) -> bool:

@@ -8,9 +8,8 @@ order (the first failing check decides; nothing runs after a schema failure):
 1. the name is a plain public identifier -> ``schema``;
 2. the tool is exposed at the call's turn (``ToolCall.turn``): a public method of one of the task's
    involved classes, and for miss_func not held back until a later turn -> ``schema``;
-3. the arguments bind to BFCL's function doc: no unknown names, every required one present, each value of
-   the doc's type (``string``, ``integer``, ``float`` (an int is accepted), ``boolean``, ``array`` (and its
-   ``items`` type), ``dict``, ``any``); ``None`` only for an optional parameter -> ``schema``;
+3. the arguments bind to BFCL's function doc (:mod:`.binding`): no unknown names, every required one present,
+   each value of the doc's type; ``None`` only for an optional parameter -> ``schema``;
 4. the static cost bound and the per-call time bound (:mod:`.invocation`) -> ``schema``;
 5. the API's result: an error result or a raised exception is rejected with the label of
    :mod:`.errors`; a soft result such as ``{"verification_status": false}`` is accepted with a note;
@@ -18,9 +17,9 @@ order (the first failing check decides; nothing runs after a schema failure):
    ``information=False``): a credential argument must have appeared in a user message, an earlier
    result or call, or a function doc -> ``information`` (the call ran, so the state is rebuilt).
 
-A rejected action leaves the state as it was: when the API ran and failed, the session rebuilds its
-instances from the task's template by re-running the accepted calls (deterministic, seeds included), on
-first use after the rejection (a replay, which stops there, never pays for it). The
+A rejected action leaves the state as it was: when the API call was made and did not run cleanly, the session
+rebuilds its instances from the task's template by re-running the accepted calls (deterministic, seeds
+included), on first use after the rejection (a replay, which stops there, never pays for it). The
 verdict's ``reason`` is our diagnosis; its ``result`` is BFCL's own answer whenever BFCL answers the call
 with an error (the API's error text, ``Error during execution: name 'x' is not defined``, a missing
 argument's ``TypeError``), computed on a copy for checks 1-3; it is ``None`` when BFCL would have run the
@@ -37,13 +36,16 @@ label and diagnosis strict mode would give) when BFCL's answer is an error. The 
 **Taking over the final-success check's execution** (strict sessions from :meth:`BfclEnvironment.after`).
 Scoring computes Y before the replay, and Y runs the rollout's calls as BFCL runs them
 (:class:`~prefix_exec.envs.bfcl.checker.Execution`). Up to the first call strict mode would run differently,
-the two runs are the same calls on the same state, so the session takes each call's outcome from the check
-instead of running it again; checks 1-3, the information check and the verdicts are its own. It stops taking
-them at the first call the check did not run there (a step the check skipped whole, a blocked name, a call past
-the check's last) and carries on from the check's state when the check ran exactly the accepted calls, else
-from the accepted calls run again. One difference by design: for a call failing checks 1-3, BFCL's answer is
-the check's, which ran it on the state itself, where a fork can fail to copy a state nested hundreds of folders
-deep.
+the two runs are the same calls on the same state, so the session takes each call's outcome over from the
+check instead of running it again; checks 1-3, the information check and the verdicts are its own. It stops
+taking outcomes over at the first call the check did not run there (a step the check skipped whole, a blocked
+name, a call past the check's last), and carries on from the check's state when the check ran exactly the
+accepted calls (and no other session took that state), else from the accepted calls run again.
+
+Differences by design, on hostile input only: an outcome that depends on where the call was made is the
+check's. For a call failing checks 1-3, BFCL's answer is the one the check got on the state itself, where a
+fork can fail to copy a state nested hundreds of folders deep; and a call that recurses through such a state
+can exhaust the stack one frame deeper in the replay than in the check.
 """
 
 from __future__ import annotations
@@ -52,10 +54,10 @@ import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from prefix_exec.envs.base import Environment
 from prefix_exec.envs.bfcl import api_classes, information, invocation
+from prefix_exec.envs.bfcl.binding import binding_problems
 from prefix_exec.envs.bfcl.calls import check_name
 from prefix_exec.envs.bfcl.checker import Execution
 from prefix_exec.envs.bfcl.labels import label_error, soft_signals
@@ -63,65 +65,6 @@ from prefix_exec.envs.bfcl.tasks import BfclTask, function_docs, load_task
 from prefix_exec.envs.tau.information import Evidence
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.trajectory import FailureLabel, ToolCall, Verdict
-
-#: Verdict results keep at most this many characters of BFCL's result text (long_context results are huge).
-
-_TYPES: Mapping[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "float": (int, float),
-    "boolean": (bool,),
-    "array": (list,),
-    "dict": (dict,),
-}
-
-
-#: Doc types widened where BFCL's own data contradicts its docs: TicketAPI documents ``ticket_id`` as an
-#: integer, but ``multi_turn_*_173`` starts with a ticket whose id is the string ``"ticket_001"`` and the
-#: ground truth closes it by that id.
-WIDENED: Mapping[tuple[str, str], tuple[str, ...]] = {
-    (function, "ticket_id"): ("integer", "string")
-    for function in ("close_ticket", "edit_ticket", "get_ticket", "resolve_ticket")
-}
-
-
-def type_problem(value: Any, spec: JsonMapping, where: str) -> str | None:
-    """Why ``value`` does not have the doc type ``spec``, or ``None``. Booleans are not numbers."""
-    declared = spec.get("type")
-    if declared in (None, "any") or declared not in _TYPES:
-        return None
-    if isinstance(value, bool) and declared != "boolean":
-        return f"{where}: expected {declared}, got boolean"
-    if not isinstance(value, _TYPES[declared]):
-        return f"{where}: expected {declared}, got {type(value).__name__}"
-    items = spec.get("items")
-    if declared == "array" and isinstance(items, Mapping) and isinstance(value, list):
-        for index, element in enumerate(value):
-            problem = type_problem(element, items, f"{where}[{index}]")
-            if problem:
-                return problem
-    return None
-
-
-def binding_problems(name: str, arguments: JsonMapping, doc: JsonMapping) -> list[str]:
-    """Every way ``arguments`` fail to bind to the function doc ``doc`` (empty when they bind)."""
-    parameters = doc.get("parameters", {})
-    properties: JsonMapping = parameters.get("properties", {})
-    required = set(parameters.get("required", ()))
-    problems = [f"{name}: unknown argument {key!r}" for key in arguments if key not in properties]
-    problems += [f"{name}: missing required argument {key!r}" for key in sorted(required - set(arguments))]
-    for key, value in arguments.items():
-        if key not in properties:
-            continue
-        if value is None and key not in required:
-            continue
-        widened = WIDENED.get((name, key))
-        if widened and any(type_problem(value, {"type": t}, "") is None for t in widened):
-            continue
-        problem = type_problem(value, properties[key], f"{name}: argument {key!r}")
-        if problem:
-            problems.append(problem)
-    return problems
 
 
 @dataclass
@@ -172,21 +115,22 @@ class BfclSession:
         #: What the agent had seen (``None``: no information check); user turns join as calls reach them.
         self.evidence = evidence
         self._turns_seen = 0
-        shared = (
+        usable = (
             strict and execution is not None and execution.task_id == task.id and execution.time_limit == time_limit
         )
-        #: The check's execution while this session takes its outcomes (:meth:`_served`), and how many it took.
-        self._shared = execution if shared else None
+        #: The check's execution while this session takes outcomes over from it (:meth:`_take_over`), and how
+        #: many it took.
+        self._execution = execution if usable else None
         self._taken = 0
         #: The state; ``None`` until first use (the task's initial state, or the accepted calls run again after
-        #: a rejection) or while it is the check's (:attr:`instances`).
-        self._instances = None if shared else instances
+        #: a rejection) and while outcomes are taken over (:attr:`instances`).
+        self._instances = None if usable else instances
 
     @property
     def instances(self) -> api_classes.Instances:
         """The API instances after the accepted calls (built on first use: see ``_instances``)."""
-        if self._shared is not None:
-            self._stop_sharing()
+        if self._execution is not None:
+            self._stop_taking_over()
         if self._instances is None:
             self._instances = self._templates.fresh(self.task)
             for name, arguments in self.accepted:
@@ -196,32 +140,34 @@ class BfclSession:
     def step(self, call: ToolCall) -> Verdict:
         if not self.strict:
             return self._bfcl_step(call)
-        served = self._served(call)
-        verdict = self._strict_step(call, served)
-        if served is not None:
+        taken = self._take_over(call)
+        verdict = self._strict_step(call, taken)
+        if taken is not None:
             if verdict.accepted:
                 self._taken += 1
-            else:  # the check ran this call (strict mode would not have, or rolls it back): from now on the
-                self._shared = None  # state is the accepted calls', rebuilt on first use
+            else:
+                # The check ran this call, which strict mode did not run or rolls back: from now on the state
+                # is the accepted calls', rebuilt on first use.
+                self._execution = None
         return verdict
 
-    def _served(self, call: ToolCall) -> tuple[invocation.CallOutcome, tuple[str, ...]] | None:
-        """The check's outcome and notes for ``call`` when it ran it next, on this session's state; else
-        ``None``, and the session runs calls itself from now on."""
-        shared = self._shared
-        if shared is None:
+    def _take_over(self, call: ToolCall) -> tuple[invocation.CallOutcome, tuple[str, ...]] | None:
+        """The check's outcome and notes for ``call`` when the check ran it next, on this session's state;
+        else ``None``, and the session runs calls itself from now on."""
+        execution = self._execution
+        if execution is None:
             return None
         at = self._taken
-        if at < len(shared.calls) and shared.calls[at] is call and call.name not in invocation.BLOCKED_NAMES:
-            return shared.outcomes[at], shared.notes[at]
-        self._stop_sharing()
+        if at < len(execution.calls) and execution.calls[at] is call and call.name not in invocation.BLOCKED_NAMES:
+            return execution.outcomes[at], execution.notes[at]
+        self._stop_taking_over()
         return None
 
-    def _stop_sharing(self) -> None:
+    def _stop_taking_over(self) -> None:
         """Take the check's state when it ran exactly the accepted calls; otherwise rebuild on first use."""
-        shared, self._shared = self._shared, None
-        if shared is not None and self._taken == len(shared.calls) and shared.instances is not None:
-            self._instances = shared.instances
+        execution, self._execution = self._execution, None
+        if execution is not None and self._taken == len(execution.calls):
+            self._instances = execution.take_state()
 
     def _bfcl_step(self, call: ToolCall) -> Verdict:
         """BFCL's own execution: the call runs as BFCL runs it and the verdict carries BFCL's answer."""
@@ -233,21 +179,21 @@ class BfclSession:
         label, reason, notes = self._diagnosis(call, outcome)
         return Verdict.reject(label, reason, result=outcome.text, notes=notes)
 
-    def _strict_step(self, call: ToolCall, served: tuple[invocation.CallOutcome, tuple[str, ...]] | None) -> Verdict:
-        """Strict mode's verdict, on the check's outcome and notes when ``served`` (:meth:`_served`)."""
+    def _strict_step(self, call: ToolCall, taken: tuple[invocation.CallOutcome, tuple[str, ...]] | None) -> Verdict:
+        """Strict mode's verdict, on the check's outcome and notes when ``taken`` over (:meth:`_take_over`)."""
         problem = self._static_problem(call)
         if problem is not None:
             # Not executed. The agent may see BFCL's answer only where BFCL itself answers with an error
             # (an undefined name, a missing argument); a success text would describe a call that never ran.
-            bfcl = served[0] if served is not None else self._bfcl_answer_on_fork(call)
+            bfcl = taken[0] if taken is not None else self._bfcl_answer_on_fork(call)
             return Verdict.reject(FailureLabel.SCHEMA, problem, result=None if bfcl.ran_clean else bfcl.text)
         name = call.name
         owner = self.exposure.owners[name]
         arguments = dict(call.arguments)
         self._read_turns(call.turn)
-        outcome = served[0] if served is not None else self._invoke(owner, name, arguments)
+        outcome = taken[0] if taken is not None else self._invoke(owner, name, arguments)
         if outcome.ran_clean:
-            notes = served[1] if served is not None else soft_signals(outcome.result)
+            notes = taken[1] if taken is not None else soft_signals(outcome.result)
             missing = self._unseen(name, arguments) if not notes else []
             if missing:
                 self._rebuild()  # the call ran and may have changed the state (a token set, say)
@@ -257,8 +203,9 @@ class BfclSession:
                 self.evidence.add(outcome.text)
                 self.evidence.add(repr(arguments))
             return Verdict.accept(result=outcome.text, notes=notes)
-        if outcome.timed_out or outcome.error is not None:
-            self._rebuild()
+        # The call may have changed the state before it failed: an error, the alarm, or the memory budget
+        # mid-call (a refusal before the call changed nothing, and the rebuild is lazy).
+        self._rebuild()
         label, reason, notes = self._diagnosis(call, outcome)
         return Verdict.reject(label, reason, result=outcome.text, notes=notes)
 
@@ -371,8 +318,9 @@ class BfclEnvironment:
 
     def start(self, task_id: str, *, strict: bool = True, execution: Execution | None = None) -> BfclSession:
         """A fresh session; ``strict`` False gives BFCL's own execution (see the module docstring). A strict
-        session given the final-success check's ``execution`` of the rollout it will replay takes the outcomes
-        over (see the module docstring); the execution's state is the session's from then on, so give it once."""
+        session given the final-success check's ``execution`` of the rollout it will replay takes its outcomes
+        over (see the module docstring); of several such sessions, only the first to need it takes the check's
+        state, and the others run the accepted calls again."""
         task = self.task(task_id)
         evidence = doc_evidence(task.involved_classes).copy() if strict and self.information else None
         return BfclSession(
@@ -386,8 +334,8 @@ class BfclEnvironment:
         )
 
     def after(self, execution: Execution | None) -> Environment:
-        """This environment for the replay of the rollout whose final-success check ran ``execution``: the
-        first session started on its task takes it over, any other starts fresh."""
+        """This environment for the replay of the rollout whose final-success check ran ``execution``: a session
+        started on its task takes the outcomes over (:meth:`start`), any other starts as usual."""
         return _After(self, execution)
 
 
@@ -400,12 +348,7 @@ class _After:
     name: str = "bfcl"
 
     def start(self, task_id: str) -> BfclSession:
-        execution = self.execution
-        if execution is not None and execution.task_id == task_id:
-            self.execution = None  # its state goes on changing in the session
-        else:
-            execution = None
-        return self.env.start(task_id, execution=execution)
+        return self.env.start(task_id, execution=self.execution)
 
 
 @functools.cache
