@@ -15,6 +15,7 @@ pytest.importorskip("bfcl_eval")
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_bfcl_information import PLACEHOLDERS, TRAVEL  # a TravelAPI task, and credentials no user gave
 
 from prefix_exec import budget
 from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess, api_classes, checker, invocation
@@ -28,16 +29,6 @@ from prefix_exec.trajectory import Rollout, ToolCall
 
 BASE_0 = "multi_turn_base_0"  # GorillaFileSystem (document/{final,previous}_report.pdf) + TwitterAPI; 4 turns
 MISS_FUNC_1 = "multi_turn_miss_func_1"  # GorillaFileSystem; mv held back until turn 2; 5 turns
-TRAVEL = "multi_turn_miss_param_197"  # TravelAPI; turn 0 withholds the access token
-#: Credentials no user gave (tests/envs/test_bfcl_information.py).
-PLACEHOLDERS = {
-    "client_id": "<UNKNOWN>",
-    "client_secret": "<UNKNOWN>",
-    "refresh_token": "<UNKNOWN>",
-    "grant_type": "read_write",
-    "user_first_name": "Michael",
-    "user_last_name": "Thompson",
-}
 
 
 @pytest.fixture(scope="module")
