@@ -2,7 +2,7 @@
 
 Grid: 3 datasets of 200, 200 and 164 tasks; 12 model x method conditions each; 10,000 resamples; every
 bootstrapped scalar (TER, AUC-PEC, mean FED, success) plus PEC@1..10. prefix-exec draws one resample-count
-matrix per dataset and gets every replicate from matrix products (`prefix_exec.summary.summarize`, which also
+matrix per dataset and gets every replicate from matrix products (`prefix_exec.analysis.summary.summarize`, which also
 computes curves, Wilson intervals and labels). The baseline calls `scipy.stats.bootstrap` (percentile method,
 vectorized) once per statistic per condition, which is what a user without the count-matrix trick would do.
 
@@ -19,8 +19,8 @@ import time
 import numpy as np
 from scipy import stats as sps
 
-from prefix_exec import metrics
-from prefix_exec.summary import summarize
+from prefix_exec.analysis import metrics
+from prefix_exec.analysis.summary import summarize
 from prefix_exec.trajectory import MetricRow
 
 DATASETS = {"bfcl": 200, "toolsandbox": 200, "tau": 164}

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "report")
 from report_records import synthetic
 
 from prefix_exec.cli import main as cli
-from prefix_exec.io import write_records
+from prefix_exec.records.codec import write_records
 
 
 def timed(argv: list[str]) -> float:

@@ -53,7 +53,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from prefix_exec.scoring_spawn import usable_cores
+from prefix_exec.scoring.pool.spawn import usable_cores
 from shared_folder import REPO, shared_data
 
 DATA = shared_data()

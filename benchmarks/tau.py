@@ -33,7 +33,7 @@ from prefix_exec.envs.tau import TauEnvironment, load_domain
 from prefix_exec.envs.tau import domain as tau_domain
 from prefix_exec.envs.tau.domain import import_tau2
 from prefix_exec.importers.tau import TauResults, read_results
-from prefix_exec.io import record_to_json
+from prefix_exec.records.codec import record_to_json
 from prefix_exec.replay import replay
 from shared_folder import shared_data
 

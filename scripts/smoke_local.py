@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec.errors import InputError
-from prefix_exec.io import read_records, read_rollouts
-from prefix_exec.jsonl import iter_json_lines
-from prefix_exec.redaction import redact_text, redact_url
+from prefix_exec.records.codec import read_records, read_rollouts
+from prefix_exec.records.jsonl import iter_json_lines
+from prefix_exec.records.redaction import redact_text, redact_url
 from prefix_exec.runner import run_grid
 from prefix_exec.trajectory import PrefixRecord, Rollout
 

@@ -25,7 +25,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from prefix_exec.cli import main
-from prefix_exec.io import write_records
+from prefix_exec.records.codec import write_records
 from prefix_exec.trajectory import PrefixRecord, ToolCall, Verdict
 
 pytestmark = pytest.mark.slow

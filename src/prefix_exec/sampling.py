@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from prefix_exec import outputs
 from prefix_exec.errors import InputError
+from prefix_exec.records import outputs
 
 DEFAULT_SEED = 0
 
@@ -169,7 +169,7 @@ def read_labels(path: str | Path) -> dict[str, list[str]]:
 
 def write_sample(names: Sequence[str], path: str | Path, *, inputs: Iterable[str | Path] = ()) -> None:
     """Write the chosen names: a JSON list for ``*.json``, else one name per line. A ``path`` that is one of
-    ``inputs`` (the labels file) or no regular file is an :class:`InputError` (:mod:`prefix_exec.outputs`)."""
+    ``inputs`` (the labels file) or no regular file is an :class:`InputError` (:mod:`prefix_exec.records.outputs`)."""
     path = Path(path)
     if path.suffix.lower() == ".json":
         text = json.dumps(list(names), indent=1) + "\n"

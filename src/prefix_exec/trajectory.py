@@ -4,7 +4,7 @@ prefix records.
 Data flows one way: an importer or the runner builds a :class:`Rollout`; :func:`prefix_exec.replay.replay`
 walks it against an environment and returns a :class:`PrefixRecord`; metrics read records.
 
-All records are frozen. They are validated at the edges (``prefix_exec.io`` and the importers), not here,
+All records are frozen. They are validated at the edges (``prefix_exec.records.codec`` and the importers), not here,
 except for invariants that would make a record meaningless (a rejection with no cause, FED out of range).
 """
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prefix_exec.json_types import JsonMapping
-from prefix_exec.jsonl import UnitKey, dumps
+from prefix_exec.records.jsonl import UnitKey, dumps
 
 #: Longest verdict result kept in a record, in characters. Sessions hand agents whole results; records keep
 #: a bounded excerpt so a long_context listing or a big DB row does not swell every line.
@@ -170,7 +170,7 @@ class Rollout:
     scores it by the terminal no-tool convention (T = 1).
 
     ``trial_given`` is False when the input named no trial number and ``trial`` is the importer's 0. Before
-    scoring, :class:`prefix_exec.trials.Numbering` gives different rollouts of one (dataset, task, model,
+    scoring, :class:`prefix_exec.importers.trials.Numbering` gives different rollouts of one (dataset, task, model,
     method) distinct trials in input order (so rollouts naming none become trials 0, 1, ...), and says whether
     each had named its trial. The flag is not part of the identity and is never written: a written rollout or
     record states its trial.
@@ -308,9 +308,9 @@ class MetricRow(Unit):
     fed: int
     success: int
     label: str | None = None
-    #: ``metadata.tau2.task_set`` (:mod:`prefix_exec.tasksets`), when the record says.
+    #: ``metadata.tau2.task_set`` (:mod:`prefix_exec.analysis.tasksets`), when the record says.
     task_set: str | None = None
-    #: The domain of a pooled dataset's record (``airline`` for tau3's ``airline/18``; :mod:`prefix_exec.tau3`).
+    #: The domain of a pooled dataset's record (``airline`` for tau3's ``airline/18``; :mod:`envs.tau.pooled`).
     domain: str | None = None
     #: The dataset an old-layout record said (``tau3-airline``) before it was read as the pooled one.
     renamed_from: str | None = None

@@ -11,8 +11,8 @@ import pytest
 from prefix_exec.cli import main
 from prefix_exec.envs.tau.tasks import TaskSetCheck
 from prefix_exec.errors import InputError
-from prefix_exec.io import write_records
-from prefix_exec.jsonl import iter_json_lines
+from prefix_exec.records.codec import write_records
+from prefix_exec.records.jsonl import iter_json_lines
 from prefix_exec.trajectory import FailureLabel, PrefixRecord, ToolCall, Verdict
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

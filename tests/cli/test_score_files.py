@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from prefix_exec import jsonl
 from prefix_exec.cli import main
-from prefix_exec.scoring import hold_lock
+from prefix_exec.records import jsonl
+from prefix_exec.scoring.run import hold_lock
 
 
 def score(ticketing: Path, rollouts: Path, out: Path, *extra: str) -> int:

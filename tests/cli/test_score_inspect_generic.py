@@ -191,7 +191,7 @@ def test_registry_noise_is_silenced_and_our_lines_stay(inspect_notes: tuple[Path
     log = _rewritten(qa, tmp_path / "k8s.eval", in_k8s)
     program = (
         "import sys\n"
-        "import prefix_exec.importers.inspect_log as reader\n"
+        "import prefix_exec.importers.inspect.log as reader\n"
         "if sys.argv[1] == 'off': reader.quiet_registry = lambda: None\n"
         "from prefix_exec.cli import main\n"
         "sys.exit(main(['score', 'inspect', sys.argv[2], '--out', sys.argv[3]]))\n"

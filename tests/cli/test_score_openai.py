@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from prefix_exec.cli import main
-from prefix_exec.envs.custom import load_spec
-from prefix_exec.io import call_to_json, read_rollouts, rollout_to_json
+from prefix_exec.envs.custom.environment import load_spec
+from prefix_exec.records.codec import call_to_json, read_rollouts, rollout_to_json
 from prefix_exec.trajectory import Rollout
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from prefix_exec.cli import main
-from prefix_exec.io import read_records
+from prefix_exec.records.codec import read_records
 
 
 def files(shared_data: Path) -> list[str]:

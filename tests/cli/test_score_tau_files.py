@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from prefix_exec.cli import main
-from prefix_exec.io import read_records
+from prefix_exec.records.codec import read_records
 
 
 def _file(
@@ -149,7 +149,7 @@ def test_resuming_an_output_of_the_layout_before_the_pooling_is_refused(
 ) -> None:
     """Old records (tau3-airline, task 18) do not match the new ids (airline/18): --resume would score every
     simulation again beside them, so it is refused before anything is written."""
-    from prefix_exec.io import record_to_json
+    from prefix_exec.records.codec import record_to_json
     from prefix_exec.trajectory import PrefixRecord
 
     out = tmp_path / "old.jsonl"

@@ -17,7 +17,7 @@ import pytest
 from prefix_exec.cli import main
 from prefix_exec.envs.tau import TauEnvironment, load_domain
 from prefix_exec.envs.tau.regrade import regrade_db
-from prefix_exec.io import read_records
+from prefix_exec.records.codec import read_records
 
 HANG = "9**9**9**9"  # tau2's eval would compute this for hours
 

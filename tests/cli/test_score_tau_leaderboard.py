@@ -13,7 +13,7 @@ import pytest
 
 from prefix_exec.cli import main
 from prefix_exec.importers.tau import read_results
-from prefix_exec.io import read_records
+from prefix_exec.records.codec import read_records
 from shared_folder import REPO
 
 BARE = "adaptive-agent-opus-4.6_airline_bare-list.json"  # a bare list: --domain airline --model claude-opus-4-6

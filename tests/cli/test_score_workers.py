@@ -20,9 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from prefix_exec import scoring_pool, scoring_processes, scoring_schedule
 from prefix_exec.cli import main, score_transcripts
-from prefix_exec.scoring import Batch, Undecoded, hold_lock
+from prefix_exec.scoring.pool import dispatch as scoring_pool
+from prefix_exec.scoring.pool import processes as scoring_processes
+from prefix_exec.scoring.pool import schedule as scoring_schedule
+from prefix_exec.scoring.run import Batch, Undecoded, hold_lock
 
 REPO = Path(__file__).resolve().parents[2]
 TAU_BENCH = REPO / "tests" / "data" / "tau-bench"
@@ -357,8 +359,8 @@ def test_what_cannot_be_sent_is_replayed_here(ticketing: Path, tmp_path: Path) -
     import io
 
     from prefix_exec.cli.score_custom import read_units
-    from prefix_exec.envs.custom import load_spec
-    from prefix_exec.scoring import Scorable, Skipped, paired, score_to_file
+    from prefix_exec.envs.custom.environment import load_spec
+    from prefix_exec.scoring.run import Scorable, Skipped, paired, score_to_file
 
     env = load_spec(ticketing / "tools.yaml")  # its hooks module does not pickle
 

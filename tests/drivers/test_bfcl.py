@@ -140,7 +140,7 @@ def test_a_failing_call_fixes_fed_and_the_rest_still_runs() -> None:
 
 
 def test_grid_with_a_bfcl_dataset(server: ScriptedServer, tmp_path: Any) -> None:
-    from prefix_exec.io import read_records
+    from prefix_exec.records.codec import read_records
     from prefix_exec.runner.run_dir import run_grid
 
     grid = tmp_path / "grid.toml"

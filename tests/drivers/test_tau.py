@@ -278,7 +278,7 @@ def test_horizon_settings_are_checked(limits: dict[str, int]) -> None:
 @pytest.mark.slow
 def test_grid_with_a_tau_dataset(tmp_path: Any) -> None:
     from prefix_exec.envs.tau import TauEnvironment, load_domain
-    from prefix_exec.io import read_records, read_rollouts
+    from prefix_exec.records.codec import read_records, read_rollouts
     from prefix_exec.runner.run_dir import run_grid
 
     # One task: two trials of two methods are enough to see the seeds and the grid's bookkeeping.

@@ -15,7 +15,7 @@ from prefix_exec.agents import METHODS, Agent
 from prefix_exec.drivers.base import to_rollout
 from prefix_exec.drivers.toolsandbox import ToolSandboxDriver
 from prefix_exec.envs.toolsandbox import recorded_environment
-from prefix_exec.importers.toolsandbox import ImportOptions, read_toolsandbox
+from prefix_exec.importers.toolsandbox.importer import ImportOptions, read_toolsandbox
 from prefix_exec.llm import ChatBackend, EndpointConfig
 from prefix_exec.replay import replay
 from prefix_exec.trajectory import FailureLabel, PrefixRecord, Rollout

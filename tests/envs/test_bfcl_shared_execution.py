@@ -23,7 +23,7 @@ from prefix_exec.envs.bfcl.checker import ground_truth_calls
 from prefix_exec.envs.bfcl.environment import BfclSession
 from prefix_exec.envs.bfcl.tasks import load_task
 from prefix_exec.importers.bfcl import ground_truth_rollouts, read_results
-from prefix_exec.io import record_to_json
+from prefix_exec.records.codec import record_to_json
 from prefix_exec.replay import replay, replay_session, with_success
 from prefix_exec.trajectory import Rollout, ToolCall
 

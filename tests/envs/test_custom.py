@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from prefix_exec.envs.custom import load_spec
+from prefix_exec.envs.custom.environment import load_spec
 from prefix_exec.errors import InputError, ReplayError
-from prefix_exec.io import read_rollouts
+from prefix_exec.records.codec import read_rollouts
 from prefix_exec.replay import replay
 from prefix_exec.trajectory import FailureLabel, Rollout, ToolCall
 

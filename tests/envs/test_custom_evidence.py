@@ -1,5 +1,5 @@
 """The generic environment on logs of real tools: recorded outcomes as evidence, recorded results feeding
-``produces``, and the no-tool rule with the reason each record gives (prefix_exec.envs.custom_session)."""
+``produces``, and the no-tool rule with the reason each record gives (prefix_exec.envs.custom.session)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from prefix_exec.consistency import Consistency
-from prefix_exec.envs.custom import CustomEnvironment, environment_from_tools, load_spec
-from prefix_exec.evidence import PRODUCED_VALUES, SOURCE_CHECK, EvidencePolicy, compare
+from prefix_exec.envs.custom.environment import CustomEnvironment, environment_from_tools, load_spec
+from prefix_exec.envs.custom.evidence import PRODUCED_VALUES, SOURCE_CHECK, EvidencePolicy, compare
 from prefix_exec.guard import check
+from prefix_exec.records.consistency import Consistency
 from prefix_exec.replay import replay
 from prefix_exec.trajectory import FailureLabel, Observation, PrefixRecord, Rollout, ToolCall
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from prefix_exec.cli import main
-from prefix_exec.envs.custom import load_spec
+from prefix_exec.envs.custom.environment import load_spec
 from prefix_exec.errors import InputError
 
 TICKETING = Path(__file__).resolve().parents[2] / "examples" / "ticketing"

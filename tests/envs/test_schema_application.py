@@ -15,8 +15,8 @@ import pytest
 from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCRequest
 
-from prefix_exec import schema_keywords
 from prefix_exec.cli import main
+from prefix_exec.envs.custom import schema_keywords
 from prefix_exec.guard.messages import Streams
 from prefix_exec.guard.options import GuardOptions
 from prefix_exec.guard.pump import Pump

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
-from prefix_exec.envs.custom import CustomEnvironment, environment_from_tools, load_spec
-from prefix_exec.envs.spec_formats import detect_form, read_document
+from prefix_exec.envs.custom.environment import CustomEnvironment, environment_from_tools, load_spec
+from prefix_exec.envs.custom.spec_formats import detect_form, read_document
 from prefix_exec.errors import InputError
-from prefix_exec.io import read_rollouts, record_to_json
+from prefix_exec.records.codec import read_rollouts, record_to_json
 from prefix_exec.replay import replay
 from prefix_exec.trajectory import ToolCall
 

@@ -16,8 +16,8 @@ from prefix_exec.guard.log import SessionLog
 from prefix_exec.guard.recorder import Recorder
 from prefix_exec.guard.refusal import refusal_result, refusal_text
 from prefix_exec.guard.shadow import MAX_PAGES, Shadow, call_of, observation_of
-from prefix_exec.io import record_to_json, rollout_from_json
-from prefix_exec.redaction import redact_command, secret_environment
+from prefix_exec.records.codec import record_to_json, rollout_from_json
+from prefix_exec.records.redaction import redact_command, secret_environment
 from prefix_exec.replay import replay
 from prefix_exec.trajectory import Observation, ToolCall
 

@@ -34,9 +34,9 @@ from inspect_bombs import (
 )
 from prefix_exec.cli import main
 from prefix_exec.errors import InputError
-from prefix_exec.importers import inspect_archive
-from prefix_exec.importers.inspect_archive import MAX_DEPTH, ReadBounds, ReadFailed, check_eval, nesting_depth
-from prefix_exec.importers.inspect_reader import read_log
+from prefix_exec.importers.inspect import archive as inspect_archive
+from prefix_exec.importers.inspect.archive import MAX_DEPTH, ReadBounds, ReadFailed, check_eval, nesting_depth
+from prefix_exec.importers.inspect.reader import read_log
 
 pytest.importorskip("inspect_ai")
 

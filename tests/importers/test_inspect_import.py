@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from prefix_exec.errors import InputError
 from prefix_exec.importers.bfcl import decode_result
-from prefix_exec.importers.inspect_bfcl import bfcl_rollout
-from prefix_exec.importers.inspect_log import (
+from prefix_exec.importers.inspect.bfcl import bfcl_rollout
+from prefix_exec.importers.inspect.log import (
     Call,
     InspectLog,
     InspectSample,
@@ -27,8 +27,8 @@ from prefix_exec.importers.inspect_log import (
     generic_rollout,
     success_of,
 )
-from prefix_exec.importers.inspect_reader import read_log
-from prefix_exec.importers.inspect_tau import simulation_of, tau_results
+from prefix_exec.importers.inspect.reader import read_log
+from prefix_exec.importers.inspect.tau import simulation_of, tau_results
 from prefix_exec.trajectory import Skipped
 
 LOG = InspectLog(

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from prefix_exec.envs.toolsandbox.calls import parse_call_code
-from prefix_exec.importers import toolsandbox_rows
-from prefix_exec.importers.toolsandbox import read_toolsandbox
+from prefix_exec.importers.toolsandbox import rows as toolsandbox_rows
+from prefix_exec.importers.toolsandbox.importer import read_toolsandbox
 from prefix_exec.trajectory import Rollout, Skipped
 
 CODE = "c1_parameters = {'on': True}\nc1_response = set_wifi_status(**c1_parameters)\nprint(repr(c1_response))"

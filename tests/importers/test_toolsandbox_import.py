@@ -11,7 +11,7 @@ import pytest
 
 from prefix_exec.envs.toolsandbox import HEURISTIC_NOTE, recorded_environment
 from prefix_exec.errors import InputError
-from prefix_exec.importers.toolsandbox import (
+from prefix_exec.importers.toolsandbox.importer import (
     ImportOptions,
     calls_from_conversation,
     calls_from_execution_context,
@@ -19,9 +19,9 @@ from prefix_exec.importers.toolsandbox import (
     read_toolsandbox,
     scenario_dirs,
 )
+from prefix_exec.importers.trials import Numbering, TrialSource, rollout_digest
 from prefix_exec.replay import replay
 from prefix_exec.trajectory import FailureLabel, Rollout, Skipped
-from prefix_exec.trials import Numbering, TrialSource, rollout_digest
 
 
 def _rollouts(paths: list[Path], **options: Any) -> dict[str, Rollout]:
@@ -278,7 +278,7 @@ def test_bad_inputs_raise_input_errors(tmp_path: Path) -> None:
 
 
 def test_repeated_runs_of_one_agent_become_trials(shared_data: Path, tmp_path: Path) -> None:
-    # ToolSandbox names no trial: two run folders of one agent are numbered by input order (prefix_exec.trials);
+    # ToolSandbox names no trial: two run folders of one agent are numbered by input order (importers.trials);
     # the same folder read twice is one rollout twice, left for scoring to refuse as a duplicate.
     run = shared_data / "toolsandbox/run_public"
     again = tmp_path / "copy" / run.name  # the model is read from the folder's name: the same agent

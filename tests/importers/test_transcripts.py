@@ -19,7 +19,7 @@ from prefix_exec.importers.transcripts import (
     transcript_of,
 )
 from prefix_exec.importers.transcripts.formats import detect
-from prefix_exec.io import call_to_json
+from prefix_exec.records.codec import call_to_json
 from prefix_exec.trajectory import Observation, Skipped
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "transcripts"

@@ -9,7 +9,7 @@ from pathlib import Path
 from report_records import crafted, record
 
 from prefix_exec.cli import main
-from prefix_exec.io import write_records
+from prefix_exec.records.codec import write_records
 
 
 def _listed(folder: Path) -> list[str]:

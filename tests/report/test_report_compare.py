@@ -14,15 +14,15 @@ from typing import Any
 import numpy as np
 import pytest
 
+from prefix_exec.analysis.stats import dataset_rng, resample_counts
+from prefix_exec.analysis.summary import summarize
 from prefix_exec.cli import main
 from prefix_exec.errors import InputError
-from prefix_exec.io import read_records, write_records
+from prefix_exec.records.codec import read_records, write_records
 from prefix_exec.report.inputs import metric_rows
 from prefix_exec.report.layout import leaderboard_blocks
 from prefix_exec.report.leaderboard import against_reference, leaderboard
 from prefix_exec.report.ranking import agreement
-from prefix_exec.stats import dataset_rng, resample_counts
-from prefix_exec.summary import summarize
 from prefix_exec.trajectory import PrefixRecord
 
 pytest.importorskip("bfcl_eval")

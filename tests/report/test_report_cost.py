@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from report_records import TASKS, record
 
+from prefix_exec.analysis.summary import summarize
 from prefix_exec.report.cost import condition_costs, cost_tables
 from prefix_exec.report.inputs import metric_rows
 from prefix_exec.report.layout import Anchors
-from prefix_exec.summary import summarize
 from prefix_exec.trajectory import CallCost, PrefixRecord
 
 
@@ -85,7 +85,7 @@ def test_single_verifier_setting_gives_no_sensitivity_table() -> None:
 
 
 def test_one_method_name_with_two_verifier_settings_is_split(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from prefix_exec.io import write_records
+    from prefix_exec.records.codec import write_records
     from prefix_exec.report.inputs import load
 
     rows = [record("plan-conditioned", t, T=3, fed=2, success=1, cost=_calls(1000, 2.0)) for t in TASKS]

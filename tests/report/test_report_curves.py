@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from report_records import record
 
+from prefix_exec.analysis.summary import ConditionSummary, summarize
 from prefix_exec.report import curves, plots
 from prefix_exec.report.inputs import metric_rows
-from prefix_exec.summary import ConditionSummary, summarize
 
 # z for a 95% interval, to six places: the Wilson bounds below are computed by hand from it.
 Z = 1.959964

@@ -10,7 +10,7 @@ import pytest
 from report_records import record
 
 from prefix_exec.cli import main
-from prefix_exec.io import record_to_json
+from prefix_exec.records.codec import record_to_json
 
 # (domain, task, fed, success) with T = 2: the domains share the ids 18 (as the real files do) and differ in 19/26
 ROLLOUTS = [("airline", "18", 3, 1), ("airline", "19", 1, 0), ("retail", "18", 3, 1), ("retail", "26", 3, 0)]

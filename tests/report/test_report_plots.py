@@ -8,11 +8,11 @@ from pathlib import Path
 
 from report_records import record
 
+from prefix_exec.analysis.summary import summarize
 from prefix_exec.report.build import Options, write_report
 from prefix_exec.report.inputs import metric_rows
 from prefix_exec.report.layout import depth_cut, leaderboard_blocks
 from prefix_exec.report.plots import file_stem, series_styles
-from prefix_exec.summary import summarize
 
 
 def test_file_names_are_unique_per_name_and_bounded() -> None:

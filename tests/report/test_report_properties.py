@@ -6,12 +6,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from report_records import record
 
+from prefix_exec.analysis.summary import summarize
 from prefix_exec.report.cells import block_maxima
 from prefix_exec.report.inputs import metric_rows
 from prefix_exec.report.layout import Anchors
 from prefix_exec.report.metric_tables import table2
 from prefix_exec.report.ranking import competition_ranks
-from prefix_exec.summary import summarize
 
 values = st.lists(st.one_of(st.none(), st.floats(0, 10, allow_nan=False)), min_size=1, max_size=8)
 

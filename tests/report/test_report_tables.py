@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from report_records import crafted, record
 
+from prefix_exec.analysis.summary import Summary, summarize
 from prefix_exec.report.build import Options, build_tables
 from prefix_exec.report.cells import block_maxima
 from prefix_exec.report.formats import RENDERERS, to_csv, to_latex, to_markdown
@@ -18,7 +19,6 @@ from prefix_exec.report.layout import Anchors, method_key
 from prefix_exec.report.metric_tables import checkpoints, decomposition, label_counts, table2
 from prefix_exec.report.paired import paired_differences, resolve_pairs
 from prefix_exec.report.ranking import competition_ranks, kendall_tau, ranking, ranking_agreement
-from prefix_exec.summary import Summary, summarize
 from prefix_exec.trajectory import FailureLabel
 
 GOLDEN = Path(__file__).parent / "golden"

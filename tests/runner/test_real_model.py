@@ -16,9 +16,9 @@ import yaml
 
 from prefix_exec.agents.turn_loop import CONTENT_FALLBACK
 from prefix_exec.envs.bfcl.tasks import function_docs
-from prefix_exec.io import read_records, read_rollouts
 from prefix_exec.llm.backend import ChatBackend
 from prefix_exec.llm.cache import ResponseCache
+from prefix_exec.records.codec import read_records, read_rollouts
 from prefix_exec.runner import run_grid
 from prefix_exec.trajectory import PrefixRecord, Rollout
 

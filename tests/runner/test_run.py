@@ -20,7 +20,7 @@ from fakes.text_calls import content_server
 from prefix_exec.agents.turn_loop import CONTENT_FALLBACK
 from prefix_exec.cli import main
 from prefix_exec.errors import InputError
-from prefix_exec.io import read_records, read_rollouts
+from prefix_exec.records.codec import read_records, read_rollouts
 from prefix_exec.replay import replay
 from prefix_exec.runner import load_grid
 from prefix_exec.runner.run_dir import RunReport, call_prices, plan_units, run_grid
@@ -366,7 +366,7 @@ def test_the_description_names_only_what_happened() -> None:
 def test_the_deprecated_summary_methods_still_describe(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from prefix_exec.scoring import ScoreReport
+    from prefix_exec.scoring.run import ScoreReport
 
     monkeypatch.setattr("prefix_exec.deprecation._SAID", set())
     run, score = RunReport(planned=3, written=3, tokens=120, seconds=2.04), ScoreReport(written=2, executable=1)

@@ -99,7 +99,7 @@ def test_the_pooled_tau3_dataset_runs_both_domains_under_qualified_ids(tmp_path:
 
 def test_resuming_a_run_made_before_the_pooling_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Old tau units (tau3-airline, task 18) would not match the grid's airline/18 and would run again."""
-    from prefix_exec.io import rollout_to_json
+    from prefix_exec.records.codec import rollout_to_json
     from prefix_exec.trajectory import Rollout
 
     out = tmp_path / "run"

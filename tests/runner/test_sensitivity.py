@@ -20,7 +20,7 @@ from fakes.bfcl_agent import BfclScript
 from fakes.openai_server import ScriptedServer, text_message
 from grid_files import served_model, table
 from prefix_exec.cli import main
-from prefix_exec.io import read_records
+from prefix_exec.records.codec import read_records
 from prefix_exec.runner.plan_store import PlanStore
 from prefix_exec.runner.run_dir import run_grid
 from prefix_exec.trajectory import PrefixRecord

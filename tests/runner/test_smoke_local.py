@@ -20,7 +20,7 @@ from fakes.openai_server import ScriptedServer, text_message, tool_message
 from fakes.planning import planning_answer
 from prefix_exec.envs.bfcl.checker import ground_truth_calls
 from prefix_exec.envs.bfcl.tasks import load_task
-from prefix_exec.io import read_records
+from prefix_exec.records.codec import read_records
 
 REPO = Path(__file__).resolve().parents[2]
 

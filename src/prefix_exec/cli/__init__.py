@@ -16,7 +16,7 @@ from typing import Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.extras import missing_message
-from prefix_exec.redaction import redact_text
+from prefix_exec.records.redaction import redact_text
 
 #: ``score`` subcommands, one module each under ``prefix_exec.cli``: (name, module).
 SCORE_COMMANDS: tuple[tuple[str, str], ...] = (
@@ -131,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.handler(args)
     except InputError as exc:
-        # A message may quote a value from a file: a URL in it loses its credentials (prefix_exec.redaction).
+        # A message may quote a value from a file: a URL in it loses its credentials (prefix_exec.records.redaction).
         print(f"prefix-exec: error: {redact_text(exc.describe())}", file=sys.stderr)
         return 2
     except UnicodeDecodeError as exc:
@@ -163,12 +163,12 @@ def console() -> None:
 def start_workers(argv: Sequence[str]) -> None:
     """For ``score``, spawn now the worker processes it will start at once (``--workers``, by default the usable
     cores; none with ``--launcher ray``), so that their start (a Python start and the imports, about 0.3 s
-    each) overlaps this process's instead of following it (:mod:`prefix_exec.scoring_spawn`). ``argv`` is read
+    each) overlaps this process's instead of following it (:mod:`prefix_exec.scoring.pool.spawn`). ``argv`` is read
     before parsing: an option spelled otherwise (an abbreviation) is not seen, and a worker started for nothing
     (a usage error, a quick input) is ended at exit."""
     if len(argv) < 2 or argv[0] != "score" or any(arg in ("-h", "--help") for arg in argv):
         return
-    from prefix_exec.scoring_spawn import WARM, start_early, usable_cores
+    from prefix_exec.scoring.pool.spawn import WARM, start_early, usable_cores
 
     options: dict[str, str] = {}
     for at, arg in enumerate(argv):

@@ -8,13 +8,15 @@ import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from prefix_exec import budget, outputs, tasksets
+from prefix_exec import budget
+from prefix_exec.analysis import tasksets
 from prefix_exec.errors import InputError
+from prefix_exec.importers.trials import Numbering, TrialSource
 from prefix_exec.json_types import JsonObject
-from prefix_exec.scoring import ScoreReport
-from prefix_exec.scoring_pool import LAUNCHERS
-from prefix_exec.scoring_spawn import usable_cores
-from prefix_exec.trials import Numbering, TrialSource
+from prefix_exec.records import outputs
+from prefix_exec.scoring.pool.dispatch import LAUNCHERS
+from prefix_exec.scoring.pool.spawn import usable_cores
+from prefix_exec.scoring.run import ScoreReport
 
 
 def add_scoring_options(parser: argparse.ArgumentParser) -> None:
@@ -95,7 +97,7 @@ def output_options(args: argparse.Namespace) -> JsonObject:
 def consistency_path(args: argparse.Namespace, inputs: Iterable[str | Path]) -> str:
     """Where a score command's consistency report goes (``--consistency``, default ``<out>.consistency.json``),
     checked before scoring starts: not one of ``inputs`` nor ``--out``, and a regular file if it exists
-    (:func:`prefix_exec.outputs.check_file`)."""
+    (:func:`prefix_exec.records.outputs.check_file`)."""
     path: str = args.consistency or f"{args.out}.consistency.json"
     outputs.check_file(path, [*inputs, args.out], option="--consistency")
     return path
@@ -103,8 +105,8 @@ def consistency_path(args: argparse.Namespace, inputs: Iterable[str | Path]) -> 
 
 def add_summary_options(parser: argparse.ArgumentParser) -> None:
     """How ``metrics`` and ``report`` summarize records: bootstrap resamples and seed, and whether records of
-    one dataset made on different task sets may pool (:mod:`prefix_exec.tasksets`)."""
-    from prefix_exec.stats import DEFAULT_RESAMPLES  # here: stats imports numpy, which score commands need not
+    one dataset made on different task sets may pool (:mod:`prefix_exec.analysis.tasksets`)."""
+    from prefix_exec.analysis.stats import DEFAULT_RESAMPLES  # here: stats imports numpy, which score commands need not
 
     parser.add_argument(
         "--resamples", type=resample_count, default=DEFAULT_RESAMPLES, help="bootstrap resamples (default: %(default)s)"
@@ -235,7 +237,7 @@ def checkpoint_depths(text: str) -> tuple[int, ...]:
 
 def condition_pair(text: str) -> str:
     """argparse type: ``A:B``, each side a model, a method or ``model/method``. Kept as text: names may hold
-    ``:``, so the split is chosen later against the records (:func:`prefix_exec.selection.split_pair`)."""
+    ``:``, so the split is chosen later against the records (:func:`prefix_exec.analysis.selection.split_pair`)."""
     if ":" not in text.strip(":"):
         raise argparse.ArgumentTypeError(f"expected A:B (a model, a method or model/method on each side), got {text!r}")
     return text

@@ -15,12 +15,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from prefix_exec import outputs
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.guard.options import DEFAULT_CALL_TIMEOUT_S, DEFAULT_MAX_MESSAGE_BYTES, MODES, GuardOptions
 from prefix_exec.guard.recorder import RECORDED, Recorder
-from prefix_exec.redaction import redact_command, redact_url, secret_environment
+from prefix_exec.records import outputs
+from prefix_exec.records.redaction import redact_command, redact_url, secret_environment
 
 
 def register(commands: Any, name: str) -> None:
@@ -154,7 +154,7 @@ def _hooks(path: str | None, task: str | None) -> Path | None:
     """The side file, read and validated now, so a mistake is an exit 2 before any server starts."""
     if path is None:
         return None
-    from prefix_exec.envs.spec_layers import read_side_file
+    from prefix_exec.envs.custom.spec_layers import read_side_file
 
     side_path = Path(path)
     if not side_path.is_file():

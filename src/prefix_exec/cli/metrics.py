@@ -9,11 +9,14 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from prefix_exec import outputs, tasksets
+from prefix_exec.analysis import tasksets
+from prefix_exec.analysis.coverage import coverage_warnings
+from prefix_exec.analysis.summary import DEFAULT_CI_DEPTH, PairedComparison, Summary, summarize, to_json
 from prefix_exec.cli.common import add_summary_options, checkpoint_depths, ci_depth, condition_pair
-from prefix_exec.coverage import coverage_warnings
+from prefix_exec.envs.tau.pooled import legacy_note
 from prefix_exec.errors import InputError
-from prefix_exec.io import METRIC_FIELDS, read_metric_rows
+from prefix_exec.records import outputs
+from prefix_exec.records.codec import METRIC_FIELDS, read_metric_rows
 from prefix_exec.report.cost import row_costs
 from prefix_exec.report.formats import to_csv, to_markdown
 from prefix_exec.report.layout import Anchors
@@ -26,8 +29,6 @@ from prefix_exec.report.paired import (
     sensitivity_rows,
     sensitivity_table,
 )
-from prefix_exec.summary import DEFAULT_CI_DEPTH, PairedComparison, Summary, summarize, to_json
-from prefix_exec.tau3 import legacy_note
 
 FORMATS = ("csv", "json", "md")
 
@@ -39,7 +40,7 @@ def render(
     sensitivity: Sequence[SensitivityRow] = (),
     ks: Sequence[int] = DEFAULT_CHECKPOINTS,
 ) -> str:
-    """The summary in ``fmt``: JSON (:func:`~prefix_exec.summary.to_json`, plus ``sensitivity`` when there are
+    """The summary in ``fmt``: JSON (:func:`~prefix_exec.analysis.summary.to_json`, plus ``sensitivity`` when there are
     F.3 rows), or as Markdown or CSV the report's tables without links: Table 2, the per-domain rows, Table G.1
     (PEC@k at the checkpoint depths ``ks``), n_k and PEC_elig at those depths, the paired differences and the
     sensitivity table."""

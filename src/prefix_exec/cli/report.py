@@ -9,15 +9,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from prefix_exec import tasksets
+from prefix_exec.analysis import tasksets
+from prefix_exec.analysis.coverage import coverage_warnings
 from prefix_exec.cli.common import add_summary_options, checkpoint_depths, condition_pair
-from prefix_exec.coverage import coverage_warnings
+from prefix_exec.envs.tau.pooled import legacy_note
 from prefix_exec.extras import require
 from prefix_exec.report import Options, load, write_report
 from prefix_exec.report.build import FORMATS
 from prefix_exec.report.inputs import expand
 from prefix_exec.report.metric_tables import DEFAULT_CHECKPOINTS
-from prefix_exec.tau3 import legacy_note
 
 
 def register(commands: Any, name: str) -> None:

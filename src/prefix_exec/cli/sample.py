@@ -6,8 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from prefix_exec import outputs
 from prefix_exec.errors import InputError
+from prefix_exec.records import outputs
 from prefix_exec.sampling import DEFAULT_SEED, label_deviation, read_labels, stratified_sample, write_sample
 
 

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from prefix_exec import budget, evidence
+from prefix_exec import budget
 from prefix_exec.cli.common import (
     add_scoring_options,
     consistency_path,
@@ -24,16 +24,17 @@ from prefix_exec.cli.common import (
     output_options,
     trial_source,
 )
-from prefix_exec.consistency import Consistency
-from prefix_exec.envs.custom import CustomEnvironment, load_spec
-from prefix_exec.envs.spec_formats import FORM_NAMES
+from prefix_exec.envs.custom import evidence
+from prefix_exec.envs.custom.environment import CustomEnvironment, load_spec
+from prefix_exec.envs.custom.evidence import DEFAULT_ERROR_PATTERN, EvidencePolicy
+from prefix_exec.envs.custom.spec_formats import FORM_NAMES
+from prefix_exec.envs.recipe import Recipe
 from prefix_exec.errors import InputError
-from prefix_exec.evidence import DEFAULT_ERROR_PATTERN, EvidencePolicy
-from prefix_exec.io import iter_json_lines, read_records, rollout_from_json
-from prefix_exec.recipe import Recipe
-from prefix_exec.scoring import Unit, paired, score_to_file
+from prefix_exec.importers.trials import FROM_INPUT, Numbering, TrialError, TrialSource, trial_fields
+from prefix_exec.records.codec import iter_json_lines, read_records, rollout_from_json
+from prefix_exec.records.consistency import Consistency
+from prefix_exec.scoring.run import Unit, paired, score_to_file
 from prefix_exec.trajectory import Rollout, Skipped
-from prefix_exec.trials import FROM_INPUT, Numbering, TrialError, TrialSource, trial_fields
 
 
 def register(benchmarks: Any, name: str) -> None:
@@ -127,7 +128,7 @@ def add_spec_options(parser: argparse.ArgumentParser, tools_help: str, *, requir
 
 
 def policy_of(args: argparse.Namespace) -> EvidencePolicy:
-    """The :class:`~prefix_exec.evidence.EvidencePolicy` the options of :func:`add_spec_options` describe; a
+    """The :class:`~prefix_exec.envs.custom.evidence.EvidencePolicy` the options of :func:`add_spec_options` describe; a
     pattern that is not a regular expression is an :class:`InputError`."""
     pattern: re.Pattern[str] | None = None
     if not args.no_error_pattern:
@@ -197,7 +198,7 @@ def note_schema_only(env: CustomEnvironment, path: str | Path) -> None:
 
 def spec_of(args: argparse.Namespace, policy: EvidencePolicy) -> CustomEnvironment:
     """The environment of ``--tools`` (and ``--hooks``), loaded within ``--rollout-budget``: compiling a spec's
-    schemas is bounded work (:mod:`prefix_exec.json_schema`), and a spec that still takes longer is refused."""
+    schemas is bounded work (:mod:`envs.custom.json_schema`), and a spec that still takes longer is refused."""
     try:
         with budget.rollout_budget(args.rollout_budget, 0):
             return load_spec(args.tools, hooks=args.hooks, policy=policy)

@@ -5,9 +5,9 @@ tau environment, mapped to what the native importers produce (``importers/inspec
 ``importers/inspect_tau.py``), so they get the same replay, labels and Y rules as native files. Any other task
 is replayed on the generic environment: on the tool spec given with ``--tools``, or without it on each sample's
 own tool list (the tools its model calls were offered; schema checks only, an empty list included), with the
-recorded outcomes as evidence (:mod:`prefix_exec.evidence`); ``prefix_exec.inspect_sources`` pairs each sample
+recorded outcomes as evidence (:mod:`envs.custom.evidence`); ``sources.inspect`` pairs each sample
 with its environment.
-Y is the log's score; the regrade (``prefix_exec.log_agreement``) is reported against it. One consistency report
+Y is the log's score; the regrade (``prefix_exec.sources.agreement``) is reported against it. One consistency report
 holds the tau2 samples' replay against tau2's error flags and the other samples' checks against their recorded
 outcomes.
 """
@@ -30,11 +30,11 @@ from prefix_exec.cli.score_custom import add_spec_options, note_schema_only, pol
 from prefix_exec.cli.score_tau import add_tau2_data_option
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
-from prefix_exec.importers.inspect_archive import ReadBounds
-from prefix_exec.importers.inspect_log import log_files
-from prefix_exec.importers.inspect_reader import read_log
-from prefix_exec.inspect_sources import SUPPORTED, InspectSources, is_benchmark
-from prefix_exec.scoring import score_to_file
+from prefix_exec.importers.inspect.archive import ReadBounds
+from prefix_exec.importers.inspect.log import log_files
+from prefix_exec.importers.inspect.reader import read_log
+from prefix_exec.scoring.run import score_to_file
+from prefix_exec.sources.inspect import SUPPORTED, InspectSources, is_benchmark
 from prefix_exec.trajectory import Skipped
 
 

@@ -22,14 +22,14 @@ from prefix_exec.cli.common import (
     trial_source,
 )
 from prefix_exec.envs.tau.consistency import Consistency, Disagreement
+from prefix_exec.envs.tau.pooled import TAU_DOMAINS, legacy
 from prefix_exec.envs.tau.regrade import regrade_files
 from prefix_exec.envs.tau.results import LoadedResults, load_results, recipe
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.tau import TauResults, read_results
-from prefix_exec.io import RECORD_KIND, completed_keys, read_records
-from prefix_exec.scoring import Scorable, paired, score_to_file
-from prefix_exec.tau3 import TAU_DOMAINS, legacy
+from prefix_exec.records.codec import RECORD_KIND, completed_keys, read_records
+from prefix_exec.scoring.run import Scorable, paired, score_to_file
 from prefix_exec.trajectory import Skipped
 
 

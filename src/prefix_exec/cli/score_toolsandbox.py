@@ -16,9 +16,9 @@ from prefix_exec.cli.common import (
     trial_source,
 )
 from prefix_exec.envs.toolsandbox import recorded_environment
-from prefix_exec.importers.toolsandbox import ImportOptions, read_toolsandbox
+from prefix_exec.importers.toolsandbox.importer import ImportOptions, read_toolsandbox
 from prefix_exec.sampling import read_names
-from prefix_exec.scoring import paired, score_to_file
+from prefix_exec.scoring.run import paired, score_to_file
 from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
 
 

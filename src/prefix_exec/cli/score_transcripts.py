@@ -13,9 +13,10 @@ from typing import Any
 
 from prefix_exec.cli.common import add_scoring_options, numbering, trial_source
 from prefix_exec.cli.score_custom import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
-from prefix_exec.envs.custom import CustomEnvironment, OwnTools, load_spec
+from prefix_exec.envs.custom.environment import CustomEnvironment, OwnTools, load_spec
+from prefix_exec.envs.custom.evidence import EvidencePolicy
+from prefix_exec.envs.recipe import Recipe
 from prefix_exec.errors import InputError
-from prefix_exec.evidence import EvidencePolicy
 from prefix_exec.importers.transcripts import (
     READERS,
     Identity,
@@ -27,9 +28,8 @@ from prefix_exec.importers.transcripts import (
     unreadable,
 )
 from prefix_exec.json_types import JsonObject
-from prefix_exec.jsonl import expand_inputs
-from prefix_exec.recipe import Recipe
-from prefix_exec.scoring import Batch, Scorable, Undecoded, numbered
+from prefix_exec.records.jsonl import expand_inputs
+from prefix_exec.scoring.run import Batch, Scorable, Undecoded, numbered
 from prefix_exec.trajectory import Skipped
 
 #: The records' note when a conversation's own tools list served as its spec.
@@ -41,11 +41,11 @@ FIELDS = {
     "model": "model (default: model or metadata.model; or a fixed --model)",
     "method": "method (default: method or metadata.method, else 'default'; or a fixed --method)",
 }
-#: With workers, a file of at most this many bytes is one :class:`~prefix_exec.scoring.Batch`: a worker reads,
+#: With workers, a file of at most this many bytes is one :class:`~prefix_exec.scoring.run.Batch`: a worker reads,
 #: decodes and replays all its conversations (a larger one is read here and its conversations sent one by one, so
 #: that no worker holds a whole large file).
 BATCH_BYTES = 8 << 20
-#: The --tools environment and the recipe a worker process builds it again by (:mod:`prefix_exec.recipe`).
+#: The --tools environment and the recipe a worker process builds it again by (:mod:`prefix_exec.envs.recipe`).
 Spec = tuple[CustomEnvironment, Recipe]
 #: The name ``score openai`` had before it read every format; it stays an alias.
 ALIAS = "openai"

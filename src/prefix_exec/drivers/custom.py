@@ -1,4 +1,4 @@
-"""Run agents on a custom tool spec (``prefix_exec.envs.custom``): one user turn per task.
+"""Run agents on a custom tool spec (``prefix_exec.envs.custom.environment``): one user turn per task.
 
 The task's ``description`` in the spec is the user's message; tool descriptions and argument schemas come
 from the spec. A custom spec has no success check of its own, so Y is a stated heuristic: 1 when the agent
@@ -14,7 +14,7 @@ from pathlib import Path
 from prefix_exec.agents.variants import Agent
 from prefix_exec.drivers.base import Outcome
 from prefix_exec.envs.base import Environment
-from prefix_exec.envs.custom import CustomEnvironment, CustomSession, environment_from_spec, read_spec
+from prefix_exec.envs.custom.environment import CustomEnvironment, CustomSession, environment_from_spec, read_spec
 from prefix_exec.llm.types import ToolSchema
 from prefix_exec.trajectory import Rollout
 

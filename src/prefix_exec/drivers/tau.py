@@ -46,13 +46,13 @@ from prefix_exec.envs.tau import RolloutEnvironment, TauEnvironment, load_domain
 from prefix_exec.envs.tau.domain import import_tau2
 from prefix_exec.envs.tau.judge import count, metered, metering, new_usage
 from prefix_exec.envs.tau.pool import TauPool
+from prefix_exec.envs.tau.pooled import TAU3, local_id, qualify
 from prefix_exec.envs.tau.session import Tau2Session, TauSession
 from prefix_exec.envs.tau.tasks import paper_task_ids
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.llm.types import ToolSchema
-from prefix_exec.tau3 import TAU3, local_id, qualify
 from prefix_exec.trajectory import Rollout, ToolCall
 
 FIRST_AGENT_MESSAGE = "Hi! How can I help you today?"
@@ -136,7 +136,7 @@ def _tau2() -> JsonObject:
 
 class TauDriver:
     """``domain`` is ``airline``, ``retail`` or both (a sequence): one dataset, ``tau3`` unless ``dataset``
-    says otherwise, whose task ids are qualified with their domain (``airline/18``, :mod:`prefix_exec.tau3`)
+    says otherwise, whose task ids are qualified with their domain (``airline/18``, :mod:`prefix_exec.envs.tau.pooled`)
     and which the live and the scoring environments route to that domain's environment. The tasks are the
     paper's set (50 airline + 114 retail) unless the grid lists some.
 

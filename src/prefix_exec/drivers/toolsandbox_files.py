@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec.envs.toolsandbox.live import toolsandbox
-from prefix_exec.outputs import write_new
+from prefix_exec.records.outputs import write_new
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -72,6 +72,6 @@ def _safe(part: str) -> str:
 
 
 def _write(path: Path, data: Any, *, indent: int) -> None:
-    """Write JSON through a new file of a random name and a rename (:func:`prefix_exec.outputs.write_new`), so a
+    """Write JSON through a new file of a random name and a rename (:func:`prefix_exec.records.outputs.write_new`), so a
     killed run never leaves half a file and a link planted beside it is never written through."""
     write_new(path, json.dumps(data, indent=indent, ensure_ascii=False, default=str).encode("utf-8"))

@@ -48,8 +48,8 @@ from mcp.types import (
 )
 from mcp.types import JSONRPCMessage as Message
 
+from prefix_exec.envs.custom.evidence import source_of
 from prefix_exec.errors import InputError, ReplayError
-from prefix_exec.evidence import source_of
 from prefix_exec.guard.messages import (
     OVERSIZE_METHOD,
     PREFIX,

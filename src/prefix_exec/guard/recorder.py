@@ -20,8 +20,8 @@ recording into the same folder at the same time) are kept: the writer holds ``DI
 reads, changes and renames a file.
 
 Secrets never reach these files: every line and ``tools.json`` lose URL credentials
-(:func:`prefix_exec.redaction.redact_text`) and every occurrence of the given secret values (the server's
-secret-looking environment variables and command-line values; :func:`prefix_exec.redaction.secret_values`).
+(:func:`prefix_exec.records.redaction.redact_text`) and every occurrence of the given secret values (the server's
+secret-looking environment variables and command-line values; :func:`prefix_exec.records.redaction.secret_values`).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from typing import Any
 
 from prefix_exec.guard.log import Snapshot
 from prefix_exec.json_types import JsonObject
-from prefix_exec.redaction import MARK, redact_text
+from prefix_exec.records.redaction import MARK, redact_text
 
 #: Longest wait for another guard's hold on the folder's lock before writing anyway, in seconds.
 LOCK_WAIT_S = 5.0

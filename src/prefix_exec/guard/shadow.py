@@ -1,8 +1,8 @@
 """The guard's picture of one MCP session: the environment built from the server's tools, and its live state.
 
 The server's ``tools/list`` result is read into a spec exactly as ``score custom --tools LIST`` reads a saved
-list (:func:`~prefix_exec.envs.spec_formats.to_spec`), and the side file is layered on by the same function
-``--hooks`` uses (:func:`~prefix_exec.envs.custom.layered_environment`). A paginated listing is collected page
+list (:func:`~prefix_exec.envs.custom.spec_formats.to_spec`), and the side file is layered on by the same function
+``--hooks`` uses (:func:`envs.custom.environment.layered_environment`). A paginated listing is collected page
 by page and read when its last page arrives; a listing equal to the current one changes nothing, and a
 different one (the server's tools changed) keeps the session's state and produced values.
 
@@ -18,10 +18,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from prefix_exec.envs.custom import CustomEnvironment, CustomSession, layered_environment
-from prefix_exec.envs.spec_formats import to_spec
+from prefix_exec.envs.custom.environment import CustomEnvironment, CustomSession, layered_environment
+from prefix_exec.envs.custom.evidence import EvidencePolicy
+from prefix_exec.envs.custom.spec_formats import to_spec
 from prefix_exec.errors import InputError
-from prefix_exec.evidence import EvidencePolicy
 from prefix_exec.guard import check
 from prefix_exec.json_types import JsonMapping, JsonObject, JsonValue
 from prefix_exec.replay import check_action

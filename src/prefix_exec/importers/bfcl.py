@@ -35,10 +35,10 @@ from prefix_exec.envs.bfcl.calls import CallSyntaxError, bind_positional, parse_
 from prefix_exec.envs.bfcl.checker import BFCL_CALLS, executed_calls
 from prefix_exec.envs.bfcl.tasks import CATEGORIES, BfclTask, all_tasks
 from prefix_exec.errors import InputError
+from prefix_exec.importers.trials import FROM_INPUT, TrialError, TrialSource, trial_fields
 from prefix_exec.json_types import JsonMapping, JsonObject
-from prefix_exec.jsonl import expand_inputs, numbered_lines
+from prefix_exec.records.jsonl import expand_inputs, numbered_lines
 from prefix_exec.trajectory import Rollout, Skipped, ToolCall
-from prefix_exec.trials import FROM_INPUT, TrialError, TrialSource, trial_fields
 
 DATASET = "bfcl"
 UNPARSED = "<unparsed>"
@@ -175,7 +175,7 @@ def read_result_file(
     """Rollouts of one result file (``only``: keep these task ids). Bad lines come out as ``Skipped``.
 
     BFCL's lines name no trial: ``trials`` (``--trial N``, or ``--trial-field``, a path into the line) may give
-    one; otherwise the rollout's trial is not given (:mod:`prefix_exec.trials` numbers repeated tasks).
+    one; otherwise the rollout's trial is not given (:mod:`prefix_exec.importers.trials` numbers repeated tasks).
 
     ``prompting_y`` decides which calls Y runs on a prompting-format rollout: ``"bfcl"`` (the default)
     those BFCL's decoder reads (recorded in ``metadata["bfcl_calls"]`` where they differ from the

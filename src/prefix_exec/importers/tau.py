@@ -9,10 +9,10 @@ exactly one :class:`~prefix_exec.trajectory.Rollout`:
 - ``model``: ``info.agent_info.llm`` unless overridden; ``method``: ``info.agent_info.implementation``
   (``llm_agent``) unless overridden;
 - ``dataset``: ``tau3``, one dataset for both domains, and ``task_id`` qualified with the domain
-  (``airline/18``; :mod:`prefix_exec.tau3`): the domains number their tasks independently. The domain,
+  (``airline/18``; :mod:`prefix_exec.envs.tau.pooled`): the domains number their tasks independently. The domain,
   from ``info.environment_info.domain_name`` (or ``--domain``), is also ``metadata.domain``;
 - ``trial``: the simulation's ``trial`` (or where ``--trial`` / ``--trial-field`` say); a simulation without one
-  is trial 0 with ``trial_given`` False. Trials are made distinct across files by :mod:`prefix_exec.trials`
+  is trial 0 with ``trial_given`` False. Trials are made distinct across files by :mod:`prefix_exec.importers.trials`
   (:meth:`TauResults.numbered`);
 - ``transcript``: the messages (role, content, tool calls, ids, error flags), which the environment uses
   for the information-availability check;
@@ -34,15 +34,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from prefix_exec.arguments import decode_arguments
 from prefix_exec.envs.tau.dispatch import depth_error
 from prefix_exec.envs.tau.domain import Provenance
+from prefix_exec.envs.tau.pooled import TAU3, qualify
 from prefix_exec.errors import InputError
+from prefix_exec.importers.arguments import decode_arguments
+from prefix_exec.importers.trials import FROM_INPUT, Numbering, TrialError, TrialSource, trial_fields
 from prefix_exec.json_types import JsonMapping, JsonObject
-from prefix_exec.jsonl import check_regular_file
-from prefix_exec.tau3 import TAU3, qualify
+from prefix_exec.records.jsonl import check_regular_file
 from prefix_exec.trajectory import Observation, Rollout, Skipped, ToolCall
-from prefix_exec.trials import FROM_INPUT, Numbering, TrialError, TrialSource, trial_fields
 
 REWARD_TOLERANCE = 1e-9
 
@@ -75,7 +75,7 @@ class TauResults:
 
     def numbered(self, numbering: Numbering) -> TauResults:
         """This file with every rollout's trial from ``numbering`` (distinct from the earlier files' rollouts of
-        the same task; :mod:`prefix_exec.trials`), before anything keys on them."""
+        the same task; :mod:`prefix_exec.importers.trials`), before anything keys on them."""
         return replace(self, rollouts=tuple(numbering.number(rollout) for rollout in self.rollouts))
 
     def with_provenance(self, provenance: Provenance, differing: tuple[str, ...] = ()) -> TauResults:
@@ -253,7 +253,7 @@ def rollout_of(
     simulation's ``trial`` by default; none given: 0, ``trial_given`` False).
 
     Raises ``KeyError``, ``TypeError`` or ``ValueError`` when broken (a message or tool call that is not an
-    object included; :class:`~prefix_exec.trials.TrialError` for a trial that cannot be read).
+    object included; :class:`~prefix_exec.importers.trials.TrialError` for a trial that cannot be read).
     """
     messages = _messages(simulation)
     results = {m.get("id"): m for m in messages if m.get("role") == "tool"}
@@ -312,7 +312,7 @@ def _messages(simulation: JsonMapping) -> list[JsonMapping]:
 
 def _action(call: JsonMapping, recorded: JsonMapping | None, *, turn: int) -> ToolCall:
     """One assistant tool call with its ``recorded`` tool message (if any) as the observation. Arguments are read
-    by :func:`~prefix_exec.arguments.decode_arguments`: ones that are not a JSON object are kept as a parse error
+    by :func:`importers.arguments.decode_arguments`: ones that are not a JSON object are kept as a parse error
     (an empty object replayed); ones nested too deep to check raise
     ``ValueError``, a call without a name ``KeyError``."""
     observation = None

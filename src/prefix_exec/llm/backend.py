@@ -42,7 +42,7 @@ from prefix_exec.llm.decode import decode_answer, response_problem
 from prefix_exec.llm.textcalls import with_tools_prompt
 from prefix_exec.llm.tool_support import ToolsRefused, error_message, refuses_tools, tool_support
 from prefix_exec.llm.types import BackendError, Completion, Message, RetryEvent, ToolSchema
-from prefix_exec.redaction import redact_url
+from prefix_exec.records.redaction import redact_url
 from prefix_exec.trajectory import ToolCall
 
 _SEMAPHORES: dict[str, threading.BoundedSemaphore] = {}

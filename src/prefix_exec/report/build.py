@@ -6,6 +6,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from prefix_exec.analysis.stats import DEFAULT_RESAMPLES
+from prefix_exec.analysis.summary import DEFAULT_CI_DEPTH, Condition, Summary, summarize, to_json
 from prefix_exec.report import plots
 from prefix_exec.report.cells import Table
 from prefix_exec.report.cost import condition_costs, cost_tables
@@ -26,8 +28,6 @@ from prefix_exec.report.metric_tables import (
 from prefix_exec.report.outdir import OutputFolder
 from prefix_exec.report.paired import paired_differences, resolve_pairs, sensitivity_rows, sensitivity_table
 from prefix_exec.report.ranking import ranking, ranking_agreement
-from prefix_exec.stats import DEFAULT_RESAMPLES
-from prefix_exec.summary import DEFAULT_CI_DEPTH, Condition, Summary, summarize, to_json
 from prefix_exec.trajectory import PrefixRecord
 
 FORMATS = tuple(RENDERERS)

@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from prefix_exec.stats import Estimate
+from prefix_exec.analysis.stats import Estimate
 
 
 @dataclass(frozen=True)

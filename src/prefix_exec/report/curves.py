@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from prefix_exec.stats import wilson_interval
-from prefix_exec.summary import ConditionSummary
+from prefix_exec.analysis.stats import wilson_interval
+from prefix_exec.analysis.summary import ConditionSummary
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from prefix_exec import methods
+from prefix_exec.envs.tau.pooled import read_key
 from prefix_exec.errors import InputError
-from prefix_exec.io import read_records
-from prefix_exec.jsonl import UnitKey, expand_inputs
-from prefix_exec.tau3 import read_key
+from prefix_exec.records.codec import read_records
+from prefix_exec.records.jsonl import UnitKey, expand_inputs
 from prefix_exec.trajectory import MetricRow, PrefixRecord
 
 RUN_DIR_PATTERN = "records*.jsonl"
@@ -74,7 +74,7 @@ def split_verifier_variants(records: Sequence[PrefixRecord]) -> list[PrefixRecor
 
 
 def metric_rows(records: Iterable[PrefixRecord]) -> list[MetricRow]:
-    """The rows :func:`~prefix_exec.summary.summarize` needs; a pooled dataset's rows name their domain."""
+    """The rows :func:`~prefix_exec.analysis.summary.summarize` needs; a pooled dataset's rows name their domain."""
     return [
         MetricRow(
             r.dataset,

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from prefix_exec.analysis.summary import Condition, ConditionSummary, Summary
 from prefix_exec.methods import Method, method_key, method_of
-from prefix_exec.summary import Condition, ConditionSummary, Summary
 
 #: The paper's method order; a record's method name is matched by :func:`~prefix_exec.methods.method_of`.
 #: Others (guarded-react, unknown names) follow, alphabetically by :func:`~prefix_exec.methods.method_key`.

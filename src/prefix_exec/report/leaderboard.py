@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from prefix_exec.analysis.selection import select
+from prefix_exec.analysis.summary import Condition, Summary
 from prefix_exec.errors import InputError
 from prefix_exec.report.cells import Cell, Table, plain_headers, text_cell
 from prefix_exec.report.layout import Anchors, Block, leaderboard_blocks, tagged_rows
@@ -29,8 +31,6 @@ from prefix_exec.report.metric_tables import (
 )
 from prefix_exec.report.paired import comparison_table, comparisons
 from prefix_exec.report.ranking import rank_cells
-from prefix_exec.selection import select
-from prefix_exec.summary import Condition, Summary
 
 
 def leaderboard(summary: Summary, anchors: Anchors | None = None, blocks: Sequence[Block] | None = None) -> Table:

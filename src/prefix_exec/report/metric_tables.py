@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from prefix_exec.analysis.summary import ConditionSummary, Summary
 from prefix_exec.report.cells import (
     Cell,
     Table,
@@ -21,7 +22,6 @@ from prefix_exec.report.cells import (
     text_cell,
 )
 from prefix_exec.report.layout import Anchors, Block, blocks_of, tagged_rows
-from prefix_exec.summary import ConditionSummary, Summary
 from prefix_exec.trajectory import FailureLabel
 
 #: Default PEC@k checkpoints: our choice of early depths (the paper's Table G.1 is in an appendix we lack).

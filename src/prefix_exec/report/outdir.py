@@ -13,9 +13,9 @@ like any other. Claiming a folder:
   touched) unless ``overwrite`` is set; then the files proven ours are removed, the files this run writes
   replace what has their names, and every other file is left alone;
 - a folder holding one of the command's inputs (the input itself, a symlink to it or a hard link of it) is
-  refused, ``overwrite`` or not: its files are replaced and removed by name (:mod:`prefix_exec.outputs`).
+  refused, ``overwrite`` or not: its files are replaced and removed by name (:mod:`prefix_exec.records.outputs`).
 
-Every file is written beside its name and renamed over it (:func:`prefix_exec.outputs.write_new`), so a
+Every file is written beside its name and renamed over it (:func:`prefix_exec.records.outputs.write_new`), so a
 symlink or FIFO left at one of our names is replaced, never written through.
 """
 
@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from prefix_exec.errors import InputError
-from prefix_exec.outputs import Inputs, kind_of, write_new
+from prefix_exec.records.outputs import Inputs, kind_of, write_new
 
 MANIFEST = "files.json"
 #: Largest manifest read, bytes (a report lists tens of files; anything larger is not ours).

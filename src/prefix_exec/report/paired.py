@@ -2,7 +2,7 @@
 
 One renderer serves ``prefix-exec metrics --compare`` and the report (its per-block pairs and the
 leaderboard's differences against a reference); the numbers come from
-:meth:`prefix_exec.summary.Summary.compare_conditions`.
+:meth:`prefix_exec.analysis.summary.Summary.compare_conditions`.
 
 The sensitivity table (the paper's Table F.3, :func:`sensitivity_rows`, :func:`sensitivity_table`) is one
 set of such pairs, chosen by method: in every (dataset, model) block holding the ``dual-loop-accept-all``
@@ -18,14 +18,14 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from prefix_exec.analysis.selection import label, pair_conditions, split_pair
+from prefix_exec.analysis.stats import Estimate
+from prefix_exec.analysis.summary import Condition, PairedComparison, Summary
 from prefix_exec.json_types import JsonObject
 from prefix_exec.methods import Method, method_of
 from prefix_exec.report.cells import Cell, Table, difference_columns, estimate_cell, number_cell, text_cell
 from prefix_exec.report.cost import ConditionCost, cost_difference
 from prefix_exec.report.layout import Anchors, Block, blocks_of, is_dual_loop, is_plan_conditioned
-from prefix_exec.selection import label, pair_conditions, split_pair
-from prefix_exec.stats import Estimate
-from prefix_exec.summary import Condition, PairedComparison, Summary
 
 #: Statistics of the paired-differences table, in column order, with their column headings.
 PAIRED_STATISTICS = (("TER", "ΔTER"), ("mean_FED", "Δmean FED"), ("AUC_PEC", "ΔAUC-PEC"), ("success", "Δsuccess"))
@@ -42,7 +42,7 @@ def default_pairs(block: Block) -> list[tuple[Condition, Condition]]:
 
 
 def resolve_pairs(summary: Summary, texts: Sequence[str], *, option: str) -> list[tuple[Condition, Condition]]:
-    """Condition pairs named by ``A:B`` texts (see :mod:`prefix_exec.selection`); unknown or ambiguous names
+    """Condition pairs named by ``A:B`` texts (see :mod:`prefix_exec.analysis.selection`); unknown or ambiguous names
     are an :class:`~prefix_exec.errors.InputError` that lists the candidates."""
     conditions = [c.condition for c in summary.conditions]
     pairs: list[tuple[Condition, Condition]] = []

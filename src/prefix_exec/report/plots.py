@@ -24,13 +24,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from prefix_exec.analysis.summary import ConditionSummary, Summary
 from prefix_exec.extras import install_hint
 from prefix_exec.json_types import JsonObject
-from prefix_exec.outputs import write_new
+from prefix_exec.records.outputs import write_new
 from prefix_exec.report import curves
 from prefix_exec.report.layout import Block, blocks_of, depth_cut, leaderboard_blocks
 from prefix_exec.report.ranking import competition_ranks
-from prefix_exec.summary import ConditionSummary, Summary
 
 SYNTHETIC_MARK = "SYNTHETIC DEMO DATA (fault-injected, not model output)"
 #: Longest slug kept in a file name (the hash makes it unique).
@@ -64,7 +64,7 @@ def _plain_text() -> Iterator[None]:
 
 def _save(fig: Any, out: Path, stem: str) -> list[Path]:
     """Save ``fig`` as ``stem``.png and .svg in ``out``, each written beside its name and renamed over it
-    (:func:`~prefix_exec.outputs.write_new`: a link or FIFO at the name is replaced, never written through)."""
+    (:func:`~prefix_exec.records.outputs.write_new`: a link or FIFO at the name is replaced, never written through)."""
     paths = [out / f"{stem}.png", out / f"{stem}.svg"]
     settings: list[JsonObject] = [{"dpi": 110, "metadata": {"Software": None}}, {"metadata": {"Date": None}}]
     for path, options in zip(paths, settings, strict=True):

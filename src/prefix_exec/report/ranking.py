@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from prefix_exec.analysis.stats import Estimate, percentile_interval
+from prefix_exec.analysis.summary import ConditionSummary, Summary
 from prefix_exec.report.cells import Cell, Table, estimate_cell, estimate_headers, number_cell, plain_headers, text_cell
 from prefix_exec.report.layout import Anchors, Block, blocks_of, tagged_rows
-from prefix_exec.stats import Estimate, percentile_interval
-from prefix_exec.summary import ConditionSummary, Summary
 
 #: Precision at which ranks, ties and tau are taken (the tables print two decimals).
 DIGITS = 2

@@ -29,8 +29,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from prefix_exec.analysis.summary import Condition, ConditionSummary
 from prefix_exec.report.layout import Anchors
-from prefix_exec.summary import Condition, ConditionSummary
 from prefix_exec.trajectory import FailureLabel, PrefixRecord, ToolCall, Verdict
 
 #: Longest text kept for one argument list, result or reason (characters).

@@ -2,7 +2,7 @@
 
 A model's ``base_url`` may carry credentials (``http://user:pass@host/v1``, ``?api_key=...``). They reach the
 endpoint, and nothing on disk: settings, rollouts and records hold the URL redacted
-(:mod:`prefix_exec.redaction`), and so does the run directory's ``grid.toml`` (:func:`write_grid_copy`). That
+(:mod:`prefix_exec.records.redaction`), and so does the run directory's ``grid.toml`` (:func:`write_grid_copy`). That
 copy cannot call the endpoint, so a grid whose ``base_url`` carries the redaction mark is refused with what to
 do (:func:`endpoint_url`): resume with the grid file the run was started with, or keep the URL in an
 environment variable named by ``base_url_env`` (as ``api_key_env`` names the key's), which the copy keeps
@@ -21,15 +21,15 @@ from typing import Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonMapping, JsonObject
-from prefix_exec.outputs import write_new
-from prefix_exec.redaction import MARK, redact_json, redact_text
+from prefix_exec.records.outputs import write_new
+from prefix_exec.records.redaction import MARK, redact_json, redact_text
 
 #: The model key naming the environment variable that holds the endpoint URL.
 URL_ENV = "base_url_env"
 
 
 def is_redacted(url: str) -> bool:
-    """True when ``url`` has had credentials removed by :func:`~prefix_exec.redaction.redact_url`."""
+    """True when ``url`` has had credentials removed by :func:`~prefix_exec.records.redaction.redact_url`."""
     return f"{MARK}@" in url or f"={MARK}" in url
 
 
@@ -74,7 +74,7 @@ def write_grid_copy(source: Path, base_dir: Path, target: Path) -> None:
     The copy keeps the original's text and comments when redacting its text gives the same grid as
     redacting its values; otherwise (a URL spelled with TOML escapes) the redacted values are written as
     generated TOML. Either way the copy parses to the original grid with its URLs redacted. A symlink or hard
-    link at ``target`` is replaced by the new file (:func:`prefix_exec.outputs.write_new`), so the file it
+    link at ``target`` is replaced by the new file (:func:`prefix_exec.records.outputs.write_new`), so the file it
     named keeps its text."""
     text = source.read_text(encoding="utf-8")
     data = tomllib.loads(text)

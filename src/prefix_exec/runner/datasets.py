@@ -39,7 +39,7 @@ def _bfcl(spec: DatasetSpec, grid: Grid) -> Driver:
 
 def _tau(spec: DatasetSpec, grid: Grid) -> Driver:
     from prefix_exec.drivers.tau import TauDriver
-    from prefix_exec.tau3 import TAU_DOMAINS
+    from prefix_exec.envs.tau.pooled import TAU_DOMAINS
 
     check_options(
         spec, "tau", {"domain", "user_model", "judge_model", "max_steps", "max_errors", "max_turns", "tau2_data"}

@@ -20,9 +20,9 @@ from typing import Any
 from prefix_exec.agents.variants import AgentSettings
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonMapping, JsonObject
-from prefix_exec.jsonl import check_regular_file
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.methods import METHODS
+from prefix_exec.records.jsonl import check_regular_file
 from prefix_exec.runner.credentials import URL_ENV, endpoint_url
 from prefix_exec.runner.plan_store import PLANS
 from prefix_exec.trajectory import Unit

@@ -28,13 +28,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
-from prefix_exec import outputs
 from prefix_exec.deprecation import deprecated
 from prefix_exec.drivers.base import Driver
+from prefix_exec.envs.tau.pooled import legacy
 from prefix_exec.errors import InputError
-from prefix_exec.io import JsonlWriter, completed_keys, read_rollouts, record_to_json, rollout_to_json
-from prefix_exec.jsonl import UnitKey, latest_by_unit
 from prefix_exec.llm.cache import ResponseCache
+from prefix_exec.records import outputs
+from prefix_exec.records.codec import JsonlWriter, completed_keys, read_rollouts, record_to_json, rollout_to_json
+from prefix_exec.records.jsonl import UnitKey, latest_by_unit
 from prefix_exec.replay import replay
 from prefix_exec.runner.credentials import needs_redaction, write_grid_copy
 from prefix_exec.runner.datasets import make_driver
@@ -43,7 +44,6 @@ from prefix_exec.runner.launchers import launch
 from prefix_exec.runner.plan_store import PLANS, PlanStore
 from prefix_exec.runner.progress import Progress
 from prefix_exec.runner.worker import UnitResult
-from prefix_exec.tau3 import legacy
 from prefix_exec.trajectory import Rollout, Unit
 
 ROLLOUTS, RECORDS, FAILURES, CACHE, GRID_COPY = (
@@ -87,7 +87,7 @@ class RunReport:
         return text + "".join(clause for shown, clause in clauses if shown)
 
     def summary(self) -> str:
-        """Deprecated spelling of :meth:`describe` (a summary is the metrics' :class:`~prefix_exec.summary.Summary`)."""
+        """Deprecated spelling of :meth:`describe` (a summary is the metrics' :class:`analysis.summary.Summary`)."""
         deprecated("RunReport.summary()", "describe()")
         return self.describe()
 

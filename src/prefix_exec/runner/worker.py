@@ -22,7 +22,7 @@ from prefix_exec.drivers.base import Driver, to_rollout
 from prefix_exec.json_types import JsonObject
 from prefix_exec.llm.backend import ChatBackend
 from prefix_exec.llm.cache import ResponseCache
-from prefix_exec.redaction import redact_text
+from prefix_exec.records.redaction import redact_text
 from prefix_exec.replay import replay
 from prefix_exec.runner.datasets import make_driver
 from prefix_exec.runner.grid import Grid

@@ -9,7 +9,7 @@
 - :mod:`.session`: the environment and its sessions, strict (ours) and tau2's own (the
   :class:`~prefix_exec.envs.base.Session` contract);
 - :mod:`.pool`: tau3's domains as one environment, a task id ``<domain>/<id>`` routed to its domain's
-  (:mod:`prefix_exec.tau3`);
+  (:mod:`prefix_exec.envs.tau.pooled`);
 - :mod:`.consistency`: our verdicts against the recorded error flags, and the report ``score tau`` writes;
 - :mod:`.mismatch`: whether a simulation's conversation fits the task it is filed under (``task_mismatch``);
 - :mod:`.judge`: token counts of tau2's NL-assertion judge, which tau2's evaluator does not return;

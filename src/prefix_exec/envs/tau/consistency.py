@@ -12,8 +12,8 @@ says which by its ``kind``:
 - ``task_mismatch`` (depth 0, a whole simulation): its conversation does not fit the task it is filed under
   (:mod:`prefix_exec.envs.tau.mismatch`).
 
-The report's machinery (:class:`~prefix_exec.consistency.Disagreement`, the collector and its file) is
-:mod:`prefix_exec.consistency`, shared with the generic environment's report; :class:`Consistency` here is that
+The report's machinery (:class:`~prefix_exec.records.consistency.Disagreement`, the collector and its file) is
+:mod:`prefix_exec.records.consistency`, shared with the generic environment's report; :class:`Consistency` here is that
 collector with tau's comparison.
 """
 
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from prefix_exec.consistency import Compare, Disagreement, count_kinds
-from prefix_exec.consistency import Consistency as Collector
+from prefix_exec.records.consistency import Compare, Disagreement, count_kinds
+from prefix_exec.records.consistency import Consistency as Collector
 from prefix_exec.trajectory import PrefixRecord
 
 __all__ = ["Consistency", "Disagreement", "compare", "compared", "count_kinds", "disagreements"]
@@ -76,7 +76,7 @@ def compared(record: PrefixRecord) -> int:
 
 
 def compare(record: PrefixRecord) -> tuple[list[Disagreement], int]:
-    """tau's comparison of one record (:data:`prefix_exec.consistency.Compare`)."""
+    """tau's comparison of one record (:data:`prefix_exec.records.consistency.Compare`)."""
     return disagreements(record), compared(record)
 
 

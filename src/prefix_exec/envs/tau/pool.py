@@ -1,4 +1,4 @@
-"""tau3's domains as one environment: the task id ``<domain>/<id>`` picks the domain (:mod:`prefix_exec.tau3`).
+"""tau3's domains as one environment: the task id ``<domain>/<id>`` picks the domain (:mod:`envs.tau.pooled`).
 
 tau3 is one dataset (airline + retail, 164 tasks). Each domain keeps its own :class:`TauEnvironment` (its
 database, tools and tasks); a :class:`TauPool` sends each task to its domain's, so a driver or scorer that
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from prefix_exec.envs.tau.pooled import TAU3, domain_of
 from prefix_exec.envs.tau.session import RolloutEnvironment, TauEnvironment, TauSession
-from prefix_exec.tau3 import TAU3, domain_of
 from prefix_exec.trajectory import Rollout
 
 

@@ -19,14 +19,14 @@ from typing import Any, TextIO
 
 from prefix_exec.envs.tau.dispatch import invoke_tool
 from prefix_exec.envs.tau.lazy import InvalidRecord
+from prefix_exec.envs.tau.pooled import qualify
 from prefix_exec.envs.tau.results import LoadedResults, ReadResults
 from prefix_exec.envs.tau.session import TauEnvironment
 from prefix_exec.envs.tau.state import RecordTexts, db_json, lazy_db, per_db_cache
 from prefix_exec.envs.tau.tasks import expected_actions
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonMapping
-from prefix_exec.jsonl import UnitKey
-from prefix_exec.tau3 import qualify
+from prefix_exec.records.jsonl import UnitKey
 from prefix_exec.trajectory import Rollout
 
 

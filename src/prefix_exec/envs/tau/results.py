@@ -5,7 +5,7 @@
 paper's selection and the installed definitions (:func:`~prefix_exec.envs.tau.tasks.check_embedded`), and every
 rollout stamped with the installed tau2 and whether its task's embedded definition differs
 (``with_provenance``). Reading the file is the importers' (:mod:`prefix_exec.importers.tau`,
-:mod:`prefix_exec.importers.inspect_tau`): what they give is seen here through :class:`ReadResults`.
+:mod:`prefix_exec.importers.inspect.tau`): what they give is seen here through :class:`ReadResults`.
 
 A file must belong to its domain (the one it names, or ``--domain``): :func:`check_tools` compares its tool names
 (the agent's calls, and the tools the file lists as offered) with the domain's tools. An agent may call a tool
@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, Self
 
+from prefix_exec.envs.recipe import Recipe
 from prefix_exec.envs.tau.consistency import Disagreement
 from prefix_exec.envs.tau.domain import Domain, Provenance, load_domain
 from prefix_exec.envs.tau.mismatch import task_mismatch
@@ -29,7 +30,6 @@ from prefix_exec.envs.tau.session import RolloutEnvironment, TauEnvironment
 from prefix_exec.envs.tau.tasks import TaskSetCheck, check_embedded
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonMapping
-from prefix_exec.recipe import Recipe
 from prefix_exec.trajectory import Rollout
 
 #: Most distinct tool names of a file the domain may lack before the file is refused as another domain's (when

@@ -42,10 +42,10 @@ from prefix_exec.envs.tau.domain import Domain, to_json_text
 from prefix_exec.envs.tau.information import Evidence, Timeline, call_messages, conversation_timeline, unseen
 from prefix_exec.envs.tau.labels import label_error
 from prefix_exec.envs.tau.lazy import InvalidRecord, materialize
+from prefix_exec.envs.tau.pooled import local_id
 from prefix_exec.envs.tau.state import WriteFlag, fork_db, lazy_db
 from prefix_exec.envs.tau.tasks import apply_initial_state, expected_actions
 from prefix_exec.json_types import JsonMapping, JsonObject
-from prefix_exec.tau3 import local_id
 from prefix_exec.trajectory import FailureLabel, Rollout, ToolCall, Verdict
 
 _SCHEMA_EXCEPTIONS = ("TypeError", "KeyError", "AttributeError", "ValidationError", "IndexError")
@@ -72,7 +72,7 @@ class TauEnvironment:
         self._initial: JsonObject = {}
 
     def task(self, task_id: str) -> JsonMapping:
-        """The raw task definition of ``airline/18`` or ``18`` (:mod:`prefix_exec.tau3`). Raises
+        """The raw task definition of ``airline/18`` or ``18`` (:mod:`prefix_exec.envs.tau.pooled`). Raises
         ``KeyError`` for an unknown id, or one qualified with another domain."""
         return self.tasks[local_id(self.domain.name, task_id)]
 

@@ -39,7 +39,7 @@ from prefix_exec.envs.toolsandbox.semantics import DATASET, ScenarioFacts, judge
 from prefix_exec.errors import InputError
 from prefix_exec.extras import install_hint
 from prefix_exec.json_types import JsonObject
-from prefix_exec.outputs import write_new
+from prefix_exec.records.outputs import write_new
 from prefix_exec.trajectory import ToolCall, Verdict
 
 INSTALL_HINT = install_hint("tool_sandbox")

@@ -1,11 +1,11 @@
 """ToolSandbox over its *recorded* execution: the verdicts a run already produced, replayed in order.
 
-The importer (:mod:`prefix_exec.importers.toolsandbox`) attaches to every action the reply the sandbox
+The importer (:mod:`prefix_exec.importers.toolsandbox.importer`) attaches to every action the reply the sandbox
 recorded, ``ToolCall.observation = Observation(content, error)``, where ``error`` is true when the row's
 ``tool_call_exception`` was set and ``content`` is then the exception text (``"TypeError: missing ..."``).
 A session turns each recorded outcome into a :class:`~prefix_exec.trajectory.Verdict` by the rules of
 :mod:`~prefix_exec.envs.toolsandbox.semantics` (the live environment uses the same ones), so
-:func:`prefix_exec.replay.replay` and :func:`prefix_exec.scoring.score_to_file` work unchanged.
+:func:`prefix_exec.replay.replay` and :func:`prefix_exec.scoring.run.score_to_file` work unchanged.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class RecordedSession:
 class RecordedToolSandbox:
     """The environment of one imported rollout: ``start(task_id)`` replays that rollout's record.
 
-    Pair each rollout with :func:`recorded_environment` (a :class:`~prefix_exec.scoring.Scorable` builds it
+    Pair each rollout with :func:`recorded_environment` (a :class:`~prefix_exec.scoring.run.Scorable` builds it
     from the rollout when scoring).
     """
 

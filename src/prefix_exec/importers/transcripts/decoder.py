@@ -6,7 +6,7 @@ a role, what was said, the tool calls it makes (:class:`Call`) and the tool repl
 
 - each call is one action, in order; its ``turn`` is the number of user turns before it, less one (0 before
   the first). A user message that only carries tool replies (Anthropic's ``tool_result`` blocks) is no turn;
-- arguments go through :func:`prefix_exec.arguments.decode_arguments`: text that is not a JSON object is the
+- arguments go through :func:`prefix_exec.importers.arguments.decode_arguments`: text that is not a JSON object is the
   model's error (``parse_error`` and ``raw`` kept, a ``schema`` failure in replay), never bad input;
 - a reply answers the pending call with its id, in order, as harnesses write them: an id may be reused once
   its earlier call is answered. A reply that matches no pending call, or that could answer two pending calls
@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from prefix_exec.arguments import decode_arguments
 from prefix_exec.errors import InputError
+from prefix_exec.importers.arguments import decode_arguments
 from prefix_exec.json_types import JsonMapping, JsonObject, JsonValue
 from prefix_exec.trajectory import Observation, ToolCall
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from prefix_exec.importers.transcripts.decoder import Fail
+from prefix_exec.importers.trials import lookup
 from prefix_exec.json_types import JsonMapping, JsonObject
-from prefix_exec.trials import lookup
 
 #: Where each identity field is looked for when the user names no path: the first present wins.
 DEFAULT_PATHS: Mapping[str, tuple[str, ...]] = {
@@ -54,7 +54,7 @@ class Identity:
 
 def identity_fields(data: JsonMapping, identity: Identity, fail: Fail, *, reward: bool = False) -> JsonObject:
     """``dataset``, ``task_id``, ``model``, ``method`` (strings), ``trial`` (int >= 0, or ``None`` when the
-    record names none: the rollout then says its trial was not given, :mod:`prefix_exec.trials`) and ``success``
+    record names none: the rollout then says its trial was not given, :mod:`importers.trials`) and ``success``
     (0/1) of one record. ``reward``: Y is a number read by the tau rule. Raises the InputError ``fail`` makes."""
     values = {name: _value(data, identity, name, fail) for name in DEFAULT_PATHS}
     values["success"] = _success(values["success"], fail, identity, reward=reward)

@@ -1,0 +1,267 @@
+"""The generic environment's sessions: a loaded tool spec's tools and tasks, and the checks of one call.
+
+:class:`CustomEnvironment` is what :mod:`prefix_exec.envs.custom.environment` builds from a spec; :class:`CustomSession`
+answers one call at a time with our checks (the list in :mod:`prefix_exec.envs.custom.environment`) and the call's
+recorded outcome (:mod:`envs.custom.evidence`). ``envs.custom.environment`` re-exports every public name here.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prefix_exec.envs.custom import evidence
+from prefix_exec.envs.custom.evidence import DEFAULT_POLICY, SOURCE_CHECK, EvidencePolicy
+from prefix_exec.envs.custom.json_schema import Schema, SchemaProblem
+from prefix_exec.envs.custom.spec_formats import json_path
+from prefix_exec.errors import InputError, ReplayError
+from prefix_exec.json_types import JsonMapping, JsonObject
+from prefix_exec.trajectory import FailureLabel, ToolCall, Verdict
+
+Hook = Callable[[JsonObject, JsonObject], Any]
+
+
+@dataclass(frozen=True)
+class Reject:
+    """Returned by a hook to reject the action: the benchmark does not accept the transition."""
+
+    label: FailureLabel | str
+    reason: str
+
+    @property
+    def cause(self) -> FailureLabel:
+        return self.label if isinstance(self.label, FailureLabel) else FailureLabel.parse(self.label)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One declared tool. ``produces`` maps a value kind to a result path (``id``, ``items[*].id``, ``$``)."""
+
+    name: str
+    parameters: JsonMapping
+    validator: Schema = field(repr=False, compare=False)
+    refs: Mapping[str, str] = field(default_factory=dict)
+    produces: Mapping[str, str] = field(default_factory=dict)
+    invalidates: Mapping[str, str] = field(default_factory=dict)
+    precondition: Hook | None = None
+    effect: Hook | None = None
+    exposed_from_turn: int = 0
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task's settings; ``no_tool_rule`` says where ``allow_no_tool`` comes from (records quote it)."""
+
+    initial_state: JsonMapping
+    allow_no_tool: bool
+    given: Mapping[str, tuple[Any, ...]]
+    no_tool_rule: str = ""
+
+
+class CustomEnvironment:
+    """An :class:`~prefix_exec.envs.base.Environment` over a loaded tool spec."""
+
+    def __init__(
+        self,
+        name: str,
+        tools: Mapping[str, ToolSpec],
+        tasks: Mapping[str, TaskSpec],
+        default: TaskSpec | None,
+        *,
+        form: str = "spec",
+        policy: EvidencePolicy = DEFAULT_POLICY,
+    ) -> None:
+        self.name = name
+        self.tools = dict(tools)
+        self.tasks = dict(tasks)
+        self.default = default
+        #: The form the spec was read as: ``spec``, ``openai`` or ``mcp`` (see spec_formats.FORM_NAMES).
+        self.form = form
+        #: How recorded outcomes count, and whether a rollout must call a tool (:mod:`envs.custom.evidence`).
+        self.policy = policy
+
+    @property
+    def schema_only(self) -> bool:
+        """True when no tool declares refs, produces, invalidates or hooks: only the schema checks apply
+        (names, exposure and arguments), as for an OpenAI or MCP tool list without a side file."""
+        return not any(t.refs or t.produces or t.invalidates or t.precondition or t.effect for t in self.tools.values())
+
+    def start(self, task_id: str) -> CustomSession:
+        task = self.tasks.get(task_id, self.default)
+        if task is None:
+            raise KeyError(task_id)
+        produced: dict[str, dict[str, bool]] = {
+            kind: {_key(v): True for v in values} for kind, values in task.given.items()
+        }
+        return CustomSession(self, task, copy.deepcopy(dict(task.initial_state)), produced)
+
+
+class CustomSession:
+    """State of one task: the hooks' state dict and the produced-value registry per kind.
+
+    :meth:`step` runs our checks (the module docstring) first. When they accept and the call carries a recorded
+    observation that the environment's policy reads as a refusal (:func:`prefix_exec.envs.custom.evidence.refusal`), the
+    step is rejected with the classifier's label and a reason quoting the recorded error. When the call is
+    accepted and no ``effect`` hook simulates the tool, the recorded result (:func:`prefix_exec.envs.custom.evidence.
+    recorded_value`) is what its ``produces`` paths read. Every verdict notes its source: ``source: our check``,
+    or ``source: recorded outcome (error flag | error pattern)`` with the classifier's rule.
+    """
+
+    def __init__(
+        self, env: CustomEnvironment, task: TaskSpec, state: JsonObject, produced: dict[str, dict[str, bool]]
+    ) -> None:
+        self.env, self.task, self.state, self.produced = env, task, state, produced
+
+    def fork(self) -> CustomSession:
+        return CustomSession(
+            self.env, self.task, copy.deepcopy(self.state), {k: dict(v) for k, v in self.produced.items()}
+        )
+
+    def reference(self, kind: str, value: Any) -> bool | None:
+        """Whether ``value`` is a current ``kind`` (True), a ``kind`` no longer current (False: an ``invalidates``
+        used it up), or no ``kind`` an earlier call produced or the task gave (None)."""
+        return self.produced.get(kind, {}).get(_key(value))
+
+    def finish_without_tools(self) -> Verdict:
+        """The terminal no-tool action: accepted when the task allows it and ``--require-tools`` is off; the
+        verdict notes the rule that decided."""
+        if self.env.policy.require_tools:
+            return Verdict.reject(
+                FailureLabel.PRECONDITION,
+                "the task needs tool use (--require-tools), but the agent stopped before any tool call",
+                notes=(SOURCE_CHECK, "no-tool rule: --require-tools"),
+            )
+        rule = f"no-tool rule: {self.task.no_tool_rule}"
+        if self.task.allow_no_tool:
+            return Verdict.accept(notes=(SOURCE_CHECK, rule))
+        return Verdict.reject(
+            FailureLabel.PRECONDITION,
+            f"the task needs tool use ({self.task.no_tool_rule}), but the agent stopped before any tool call",
+            notes=(SOURCE_CHECK, rule),
+        )
+
+    def step(self, call: ToolCall) -> Verdict:
+        tool = self.env.tools.get(call.name)
+        if tool is None:
+            return Verdict.reject(FailureLabel.SCHEMA, f"unknown tool {call.name!r}", notes=(SOURCE_CHECK,))
+        args = dict(call.arguments)
+        causes, reasons = self._check(tool, call, args)
+        if causes:
+            return Verdict.reject(causes, "; ".join(reasons), notes=(SOURCE_CHECK,))
+        # Effects run on a copy so a rejected transition leaves the state as it was.
+        state = copy.deepcopy(self.state) if tool.effect is not None else self.state
+        result = _run_hook(tool, "effect", tool.effect, state, args) if tool.effect is not None else None
+        if isinstance(result, Reject):
+            return Verdict.reject(result.cause, result.reason, notes=(SOURCE_CHECK,))
+        refused = evidence.refusal(call.observation, self.env.policy)
+        if refused is not None:
+            return Verdict.reject(refused.label, refused.reason, notes=refused.notes)
+        self.state = state
+        if tool.effect is not None:
+            self._register(tool, args, result)
+            return Verdict.accept(result, notes=(SOURCE_CHECK,))
+        cut = self._register(tool, args, _recorded(tool, call), limit=evidence.PRODUCED_VALUES)
+        return Verdict.accept(result, notes=(SOURCE_CHECK, *cut))
+
+    def _check(self, tool: ToolSpec, call: ToolCall, args: JsonObject) -> tuple[list[FailureLabel], list[str]]:
+        """Every cause our checks 1 to 4 find (the module docstring), and their reasons."""
+        causes: list[FailureLabel] = []
+        reasons: list[str] = []
+        if call.turn < tool.exposed_from_turn:
+            causes.append(FailureLabel.SCHEMA)
+            reasons.append(f"tool {tool.name!r} is not exposed before turn {tool.exposed_from_turn}")
+        try:
+            errors = tool.validator.errors(args)
+        except SchemaProblem as exc:  # the spec is at fault, not the call: no verdict on it (docs/custom.md)
+            raise InputError(
+                f"tool {tool.name!r}'s schema could not be applied to a call's arguments: {exc}",
+                hint="fix the tool's schema in the spec (a pattern, a reference); the call is not judged",
+            ) from None
+        if errors:
+            causes.append(FailureLabel.SCHEMA)
+            reasons.extend(f"argument {json_path(e.absolute_path) or '(object)'}: {e.message}" for e in errors)
+            return causes, reasons
+        for param, kind in tool.refs.items():
+            if param not in args:
+                continue
+            current = self.reference(kind, args[param])
+            if current is None:
+                causes.append(FailureLabel.DEPENDENCY)
+                reasons.append(f"{param}={args[param]!r} is no {kind} that an earlier call produced or the task gave")
+            elif not current:
+                causes.append(FailureLabel.STATE_CONSISTENCY)
+                reasons.append(f"{param}={args[param]!r} refers to a {kind} that is no longer current")
+        if tool.precondition is not None:
+            outcome = _run_hook(tool, "precondition", tool.precondition, self.state, args)
+            if isinstance(outcome, Reject):
+                causes.append(outcome.cause)
+                reasons.append(outcome.reason)
+            elif outcome:
+                causes.append(FailureLabel.PRECONDITION)
+                reasons.append(str(outcome))
+        return causes, reasons
+
+    def _register(self, tool: ToolSpec, args: JsonMapping, result: Any, *, limit: int | None = None) -> list[str]:
+        """Apply the call's ``invalidates`` and ``produces``; with ``limit``, at most that many values of a kind
+        are taken from ``result``, and the notes returned say where more were left out."""
+        for kind, param in tool.invalidates.items():
+            if param in args:
+                self.produced.setdefault(kind, {})[_key(args[param])] = False
+        notes: list[str] = []
+        for kind, path in tool.produces.items():
+            values = _select(result, path)
+            if limit is not None and len(values) > limit:
+                notes.append(
+                    f"produces: the recorded result holds {len(values)} values of {kind}; the first {limit} count"
+                )
+                values = values[:limit]
+            for value in values:
+                self.produced.setdefault(kind, {})[_key(value)] = True
+        return notes
+
+
+def _recorded(tool: ToolSpec, call: ToolCall) -> Any:
+    """The recorded result of an accepted call, for a tool whose ``produces`` reads it (parsed only then)."""
+    return evidence.recorded_value(call.observation) if tool.produces else None
+
+
+def _run_hook(tool: ToolSpec, kind: str, hook: Hook, state: JsonObject, args: JsonObject) -> Any:
+    """Call a user hook; an exception in it is a :class:`ReplayError` for this rollout (a bug in the hooks
+    module, named with the raising line), so it is one skipped unit under ``--keep-going``, not a traceback."""
+    try:
+        return hook(state, args)
+    except (Exception, SystemExit) as exc:  # the user's code may raise anything (sys.exit too); budgets and ^C pass
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+        name = getattr(hook, "__name__", repr(hook))
+        raise ReplayError(
+            f"the {kind} hook {name!r} of tool {tool.name!r} raised {type(exc).__name__}: {exc}{where}; "
+            "fix the hooks module (hooks get the task's state dict and the schema-valid arguments)"
+        ) from None
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def _select(value: Any, path: str) -> list[Any]:
+    """Values at a dotted path; ``[*]`` fans out over a list and ``$`` is the whole value."""
+    found = [value]
+    for part in [p for p in path.split(".") if p and p != "$"]:
+        fan = part.endswith("[*]")
+        name = part[:-3] if fan else part
+        nxt: list[Any] = []
+        for item in found:
+            if name:
+                item = item.get(name) if isinstance(item, Mapping) else None
+            if fan and isinstance(item, list):
+                nxt.extend(item)
+            elif item is not None and not fan:
+                nxt.append(item)
+        found = nxt
+    return [v for v in found if v is not None]

@@ -1,0 +1,1 @@
+"""ToolSandbox run folders: the importer and the rows it reads."""

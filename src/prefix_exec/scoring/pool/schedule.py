@@ -1,0 +1,496 @@
+"""The queue of one ``score --workers N`` run (:mod:`scoring.pool.dispatch`): which unit goes to which worker,
+which this process replays itself, and the window that gives the outcomes back in input order.
+
+A unit (:data:`Ticket`) is a rollout, an undecoded one, or a :class:`~prefix_exec.scoring.run.Batch` of those (a
+file's conversations). A worker holds at most :attr:`Schedule.depth` rollouts, or one batch (after a worker died
+on a batch, its successor is sent the batch's units at once). A batch no worker can take is read here, and its
+units enter the window at once, in order, to be replayed here one by one (the workers' answers are read between
+two of them, so that a worker is given its next batch at once); meanwhile a worker with room takes the next
+ticket, which comes after them in the window. The last batch is always read here (one ticket is read ahead, so
+the last is known), and, once every ticket is read, workers with room take units of what this process has left to
+replay, from its end, one by one: whole, the last batch would end the run in one worker while the others wait.
+
+The window holds at most :meth:`Schedule.size` tickets read ahead, and, of those, at most :data:`MOST_EXPANDED`
+batches beyond one per worker (a batch counts as one ticket, and its units as none), so a kill loses at most the
+window.
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, TextIO
+
+from prefix_exec.envs.base import Environment
+from prefix_exec.errors import InputError
+from prefix_exec.scoring.admission import Admission
+from prefix_exec.scoring.pool.processes import Died, Transport, Unloadable
+from prefix_exec.scoring.pool.worker import Batched, Decoded, Raised, decode_on
+from prefix_exec.scoring.run import (
+    SYNC,
+    SYNC_SECONDS,
+    Batch,
+    EnvFor,
+    Outcome,
+    Replayer,
+    Scorable,
+    Sync,
+    Undecoded,
+    unit_name,
+)
+from prefix_exec.trajectory import Rollout, Skipped
+
+#: Units the window holds per replaying process beyond what the workers hold: while a worker works through its
+#: queue, this process goes on reading and replaying that many (with 8, it waited on the worker a tenth of the
+#: time, and the worker on it). A kill loses at most the window (records in flight; with batches, see below).
+WINDOW = 64
+#: Batches the window may hold beyond one per worker (a batch's records wait there for a slow batch before
+#: them): a batch that takes long holds the rest back after that many, so the records waiting are a few files'.
+MOST_EXPANDED = 4
+#: Seconds after the start at which the workers not started at once (those beyond the cores this process leaves
+#: idle) are started: they would take a core from this process, worth it only for an input that lasts.
+START_SECONDS = 0.5
+#: With ``here``, each worker is given rollouts enough for about this many seconds of replay (judged by the
+#: rollouts replayed here; at most :data:`MOST_HELD` and at least the transport's depth): while this process
+#: replays one, or reads a file, a worker must not run out of rollouts. A file is read whole: tau-bench's 200
+#: conversations (3 MB) take 15-30 ms to parse, and with 0.02 s the worker of ``--workers 2`` sat idle 3-7% of a
+#: 6,600-transcript run (its CPU time sampled every 0.25 s), against 1% with 0.05 (there, with tau-bench's 0.8 ms a
+#: rollout, :data:`MOST_HELD` binds too: 64 rollouts). Raising either further would not help: 64 of those
+#: conversations fill a worker's 1 MiB pipe, and what a pipe does not take waits in this process, unsent while it
+#: parses. Short all the same, so that at the end no worker is left with a long queue while this process waits.
+QUEUE_SECONDS = 0.05
+MOST_HELD = 64
+#: With ``here``, a worker that ends before it is ready this many times in a row is not started again (its
+#: rollouts are replayed in this process, said once): one that cannot load its settings (a function of a
+#: notebook's or a script's ``__main__``, which a spawned process cannot import) would be restarted all run long.
+MOST_FAILED_STARTS = 3
+#: Seconds a wait for the workers lasts at most: then the transport looks whether they are alive, since a
+#: worker's end may not show on its pipes (a process it forked holds them open).
+LIVENESS_SECONDS = 1.0
+
+#: What the schedule takes, in input order (:meth:`~prefix_exec.scoring.admission.Admission.deferring`).
+Ticket = Scorable | Undecoded | Batch | Outcome
+_PENDING = object()
+_END = object()  # no ticket is left
+_UNREAD = object()  # no ticket read ahead yet
+
+
+@dataclass(frozen=True)
+class _Note:
+    """A batch's note, said on the log in its turn (once its units are written)."""
+
+    text: str
+
+
+#: A window entry: [seq, outcome (or _PENDING, Raised, a worker's answer, _Note), the unit settled in its turn (an
+#: Undecoded or a Batch) or None, tag]. Tag: 0, a ticket read; 1, a unit of a batch read here; 2, its last.
+Entry = list[Any]
+
+
+def caught(replayer: Replayer, rollout: Rollout, env: Environment | EnvFor) -> Outcome | Raised:
+    """``rollout`` replayed here as a worker replays it: an exception the replay lets through is raised in its
+    turn (:func:`raised`), after the units before it are written."""
+    try:
+        return replayer(rollout, env)
+    except Exception as exc:
+        return Raised(exc)
+
+
+def raised(outcome: Outcome | Raised) -> Outcome:
+    """``outcome``, or its error raised (a reading error, or one the replay let through: one worker raises it)."""
+    if isinstance(outcome, Raised):
+        raise outcome.error
+    return outcome
+
+
+class Schedule:
+    """One run's queue: the window of units in input order and what each worker holds; with ``here``, units no
+    ready worker has room for are replayed in this process (see :mod:`scoring.pool.dispatch`); ``start_later``
+    starts the workers not started at once, :data:`START_SECONDS` in."""
+
+    def __init__(
+        self,
+        tickets: Iterator[Ticket],
+        transport: Transport,
+        replayer: Replayer,
+        admission: Admission,
+        workers: int,
+        log: TextIO,
+        *,
+        here: bool = False,
+        start_later: Callable[[], None] | None = None,
+    ) -> None:
+        self.tickets, self.transport, self.replayer, self.log = tickets, transport, replayer, log
+        self.admission, self.here, self.start_later = admission, here, start_later
+        self.window: deque[Entry] = deque()  # oldest first
+        self.entries: dict[int, Entry] = {}  # those a worker holds, by seq
+        self.local: deque[Entry] = deque()  # units of batches read here, to replay here, in order
+        self.expanded = 0  # window entries of batches read here (they count as no ticket: see room)
+        self.batches = 0  # batches with entries in the window (read here, or a worker's)
+        self.peeked: Any = None  # a ticket read that waits for a worker (this process has its own to replay)
+        self.held: list[deque[tuple[int, Scorable | Undecoded | Batch]]] = [deque() for _ in range(workers)]
+        self.known: list[set[int]] = [set() for _ in range(workers)]
+        self.failed_starts = [0] * workers  # deaths before READY in a row (with here: see MOST_FAILED_STARTS)
+        self.envs: dict[int, tuple[int | None, object]] = {}  # id(env) -> (token or None: not sendable, env)
+        self.payloads: list[bytes] = []  # by token
+        self.depth = transport.depth  # rollouts a worker may hold (more, with here, for quick rollouts)
+        self.unit_seconds: float | None = None  # a moving mean of the rollouts replayed here
+        self.seq = 0
+        self.exhausted = False  # every ticket is read (the last may wait in peeked)
+        self.ahead: Any = _UNREAD  # the ticket after the one read last (see read; None is a ticket)
+        self.started = self.synced = time.monotonic()
+
+    def run(self) -> Iterator[Outcome | Sync]:
+        while True:
+            self.fill()
+            if self.local:  # one unit of a batch read here; the workers' answers are read before the next
+                entry = self.local.popleft()
+                entry[1] = self.replay_here(entry[2])
+            while self.window and self.window[0][1] is not _PENDING:
+                yield from self.settled(self.window.popleft())
+            handed_out = self.exhausted and self.peeked is None  # every ticket read and placed in the window
+            if not self.window and handed_out:
+                return
+            now = time.monotonic()
+            if now - self.synced >= SYNC_SECONDS:
+                yield SYNC
+                self.synced = now
+            if self.start_later is not None and handed_out:
+                self.start_later = None  # every rollout is handed out: a worker started now would get none
+            elif self.start_later is not None and now - self.started >= START_SECONDS:
+                self.start_later()
+                self.start_later = None
+            if self.busy_here():
+                timeout: float | None = 0.0  # more to replay here: only what the workers sent meanwhile
+            elif any(self.held):
+                timeout = LIVENESS_SECONDS
+                if self.start_later is not None:
+                    timeout = min(timeout, max(0.0, self.started + START_SECONDS - now))
+            else:
+                continue
+            for worker, seq, outcome in self.transport.collect(timeout):
+                self.receive(worker, seq, outcome)
+
+    def settled(self, entry: Entry) -> Iterator[Outcome]:
+        """The outcomes of the window's oldest entry, in its turn: a unit's admitted (:class:`Admission`), or each
+        of a batch's; a note is said on the log."""
+        _, outcome, unit, tag = entry
+        self.expanded -= bool(tag)
+        self.batches -= tag == 2 or isinstance(unit, Batch)
+        if isinstance(outcome, _Note):
+            print(outcome.text, file=self.log)
+        elif isinstance(unit, Batch):
+            yield from self.settle_batch(unit, outcome)
+        elif unit is not None:  # admitted now, in its turn (and decoded here if need be)
+            yield raised(self.admission.settle(unit, outcome, self.replayer))
+        else:
+            yield raised(outcome)
+
+    def settle_batch(self, batch: Batch, answer: Batched) -> Iterator[Outcome]:
+        """The outcomes of ``batch``'s units from a worker's ``answer``; the batch is read again here only for a
+        unit the answer cannot settle as one worker would, and to raise the error its reading stopped on."""
+        again: list[tuple[list[Undecoded | Skipped], InputError | None, str | None]] = []
+
+        def read_again() -> tuple[list[Undecoded | Skipped], InputError | None, str | None]:
+            if not again:
+                again.append(batch.expand())
+                if len(again[0][0]) < len(answer.answers):
+                    raise InputError(
+                        f"{batch.name} read differently the second time: changed while it was scored?",
+                        hint="score files that do not change during the run",
+                    )
+            return again[0]
+
+        def unit(index: int) -> Undecoded:
+            found = read_again()[0][index]
+            assert isinstance(found, Undecoded), "a unit read twice is the same unit"
+            return found
+
+        for index, each in enumerate(answer.answers):
+            if isinstance(each, Skipped):
+                yield each
+            else:
+                yield raised(self.admission.settle_lazily(partial(unit, index), batch.numbering, each, self.replayer))
+        note = answer.note
+        if answer.stopped:  # read here what follows what the worker answered: the error it stopped on is raised
+            units, error, note = read_again()
+            for rest in units[len(answer.answers) :]:
+                yield rest if isinstance(rest, Skipped) else raised(self.admission.settle(rest, None, self.replayer))
+            if error is not None:
+                raise error
+        if note is not None:
+            print(note, file=self.log)
+
+    def fill(self) -> None:
+        """Read tickets while the window has room (see the module docstring): each to the worker with the most
+        room that can take it, or, when none can, replayed (a batch read) here; after a rollout replayed or a
+        batch read here this returns, so that the workers' answers are read (and they are given more) between
+        two replays here. While this process has a batch's units of its own to replay, a ticket is read only when
+        a worker can take it; once none is left, a worker with room takes some of those units (:meth:`share`)."""
+        if self.exhausted and self.peeked is None:
+            self.share()
+        while not self.exhausted or self.peeked is not None:
+            if self.peeked is None and not self.room():
+                return
+            if (self.local or not self.here) and self.free(None) is None:
+                return
+            ticket, self.peeked = (self.read(), None) if self.peeked is None else (self.peeked, None)
+            if ticket is _END:
+                return
+            if not isinstance(ticket, Scorable | Undecoded | Batch):
+                self.append([self.next_seq(), ticket, None, 0])
+                continue
+            token = self.token(ticket)
+            batch = isinstance(ticket, Batch)
+            if batch and self.batches >= MOST_EXPANDED + len(self.held):
+                self.peeked = ticket  # its turn comes once the oldest batch in the window is written
+                return
+            # The last batch is read here, and its units shared (share): whole, it would end the run alone.
+            last = batch and self.here and self.exhausted  # exhausted: no ticket after this one
+            worker = None if token is None or last else self.free(token, whole=batch)
+            if worker is not None and token is not None:
+                unit = None if isinstance(ticket, Scorable) else ticket  # settled in its turn
+                entry = self.append([self.next_seq(), _PENDING, unit, 0])
+                self.entries[entry[0]] = entry
+                self.batches += batch
+                self.dispatch(worker, entry[0], ticket, token)
+                continue
+            if (self.local and not last) or (token is not None and not self.here):
+                self.peeked = ticket  # its turn comes when a worker has room, or this process none of its own
+                return
+            if isinstance(ticket, Batch):
+                self.local.extend(entry for entry in self.read_here(ticket) if entry[1] is _PENDING)
+                return
+            entry = self.append([self.next_seq(), _PENDING, ticket if isinstance(ticket, Undecoded) else None, 0])
+            entry[1] = self.replay_here(ticket)  # in input order like the rest (admitted in its turn)
+            return
+
+    def share(self) -> None:
+        """Give workers with room the units of this process's own batch from its end (this process replays it
+        from the front), so that at the end of the input no worker sits idle while this process replays alone;
+        they come back in the window's order all the same."""
+        while len(self.local) > 1:
+            entry = self.local[-1]
+            token = self.token(entry[2])
+            worker = None if token is None else self.free(token)
+            if worker is None or token is None:
+                return
+            self.local.pop()
+            self.entries[entry[0]] = entry
+            self.dispatch(worker, entry[0], entry[2], token)
+
+    def busy_here(self) -> bool:
+        """Whether this process has a unit to replay (or a batch to read) now, as :meth:`fill` decides: then it
+        only looks what the workers sent, without waiting."""
+        if self.local:
+            return True
+        if not self.here:
+            return False
+        if self.peeked is not None:  # read while this process had its own: its turn here has come
+            return not (isinstance(self.peeked, Batch) and self.batches >= MOST_EXPANDED + len(self.held))
+        return not self.exhausted and self.room()
+
+    def room(self) -> bool:
+        """Whether the window may take another ticket: it holds fewer than :meth:`size` (a batch read here counts
+        as none)."""
+        return len(self.window) - self.expanded < self.size()
+
+    def size(self) -> int:
+        """How many tickets the window may hold: what the workers may hold, and :data:`WINDOW` per replaying
+        process beyond that."""
+        return self.depth * len(self.held) + WINDOW * (len(self.held) + int(self.here))
+
+    def next_seq(self) -> int:
+        self.seq += 1
+        return self.seq - 1
+
+    def append(self, entry: Entry) -> Entry:
+        self.window.append(entry)
+        return entry
+
+    def read_here(self, batch: Batch) -> list[Entry]:
+        """The entries of ``batch``'s units, read here (its error, or its note, after them), tagged as a batch
+        read here and appended to the window; a reading that raises is one entry, raised in its turn."""
+        try:
+            units, error, note = batch.expand()
+        except Exception as exc:  # a bug of the reading: one worker raises it there
+            self.exhausted = True
+            return [self.append([self.next_seq(), Raised(exc), None, 0])]
+        entries: list[Entry] = []
+        for unit in units:
+            pending = isinstance(unit, Undecoded)
+            entries.append([self.next_seq(), _PENDING if pending else unit, unit if pending else None, 1])
+        if error is not None:
+            entries.append([self.next_seq(), Raised(error), None, 1])
+        elif note is not None:
+            entries.append([self.next_seq(), _Note(note), None, 1])
+        if entries:
+            entries[-1][3] = 2
+            self.expanded += len(entries)
+            self.batches += 1
+        self.window.extend(entries)
+        return entries
+
+    def free(self, token: int | None, *, whole: bool = False) -> int | None:
+        """The worker holding the fewest rollouts, if it has room (``whole``: holds nothing, for a batch); with
+        ``here``, of those ready and holding ``token``'s environment built (it is sent now to a ready worker that
+        lacks it: the worker builds it at once, and this process replays meanwhile; a tau2 environment's imports
+        take several seconds)."""
+        best: int | None = None
+        for worker, held in enumerate(self.held):
+            if len(held) >= (1 if whole else self.depth) or (self.here and not self.transport.available(worker)):
+                continue
+            if held and isinstance(held[0][1], Batch):  # busy with a whole file: what it is given waits behind
+                continue
+            if self.here and token is not None and not self.transport.holds(worker, token):
+                self.send_env(worker, token)
+                continue
+            if best is None or len(held) < len(self.held[best]):
+                best = worker
+        return best
+
+    def read(self) -> Any:
+        """The next ticket (a :data:`Ticket`); :data:`_END` when there is none left; a reading error as
+        :class:`Raised` (raised in its turn, after the units read before it). One ticket is read ahead, so that
+        :attr:`exhausted` is set as the last one is read."""
+        ticket = self.ahead if self.ahead is not _UNREAD else self.next_ticket()
+        self.ahead = _UNREAD
+        if ticket is _END or isinstance(ticket, Raised):
+            self.exhausted = True
+            return ticket
+        self.ahead = self.next_ticket()
+        self.exhausted = self.ahead is _END
+        return ticket
+
+    def next_ticket(self) -> Any:
+        try:
+            return next(self.tickets)
+        except StopIteration:
+            return _END
+        except Exception as exc:
+            return Raised(exc)
+
+    def replay_here(self, unit: Scorable | Undecoded) -> Outcome | Raised | Decoded | None:
+        """What a worker would answer for ``unit``, replayed (decoded first) in this process; the time it took
+        sets how many rollouts a worker is given (:data:`QUEUE_SECONDS`)."""
+        started = time.perf_counter()
+        answer: Outcome | Raised | Decoded | None
+        if isinstance(unit, Undecoded):
+            answer = decode_on(partial(caught, self.replayer, env=unit.env), unit.decode, self.admission.done)
+        else:
+            answer = caught(self.replayer, unit.rollout, unit.env)
+        took = time.perf_counter() - started
+        self.unit_seconds = took if self.unit_seconds is None else 0.8 * self.unit_seconds + 0.2 * took
+        wanted = int(QUEUE_SECONDS / max(self.unit_seconds, 1e-6))
+        self.depth = max(self.transport.depth, min(MOST_HELD, wanted))
+        return answer
+
+    def token(self, unit: Scorable | Undecoded | Batch) -> int | None:
+        """The number workers know ``unit``'s environment by; ``None`` when it cannot be sent to them."""
+        key = id(unit.env)  # the env is kept in self.envs, so its id is not reused
+        if key not in self.envs:
+            token: int | None = None
+            try:
+                self.payloads.append(pickle.dumps(unit.recipe if unit.recipe is not None else unit.env))
+                token = len(self.payloads) - 1
+            except Exception as exc:  # pickle raises what the object's reduction raises
+                print(
+                    f"prefix-exec: note: the environment {getattr(unit.env, 'name', type(unit.env).__name__)} "
+                    f"cannot be sent to worker processes ({type(exc).__name__}); its rollouts are replayed in "
+                    "this process",
+                    file=self.log,
+                )
+            self.envs[key] = (token, unit.env)
+        return self.envs[key][0]
+
+    def send_env(self, worker: int, token: int) -> None:
+        """Send ``worker`` the environment of ``token`` unless it was sent it already (since it last started)."""
+        if token not in self.known[worker]:
+            self.transport.send_env(worker, token, self.payloads[token])
+            self.known[worker].add(token)
+
+    def gives_up(self, worker: int, died: Died) -> bool:
+        """Whether ``worker``, which ended idle, is not started again: it ended before it was ready
+        :data:`MOST_FAILED_STARTS` times in a row. It is stopped, and never ready, so it is given nothing (only
+        with ``here``: this process replays what it would have); said on the log."""
+        self.failed_starts[worker] = 0 if self.transport.available(worker) else self.failed_starts[worker] + 1
+        if self.failed_starts[worker] < MOST_FAILED_STARTS:
+            return False
+        self.transport.stop(worker)
+        print(
+            f"prefix-exec: note: a worker process ended before it was ready {MOST_FAILED_STARTS} times in a row "
+            f"({died.why}; its error is above); it is not started again, and this process replays its share",
+            file=self.log,
+        )
+        return True
+
+    def dispatch(self, worker: int, seq: int, unit: Scorable | Undecoded | Batch, token: int) -> None:
+        self.send_env(worker, token)
+        self.transport.send_unit(worker, seq, unit, token)
+        self.held[worker].append((seq, unit))
+
+    def receive(
+        self, worker: int, seq: int | None, outcome: Outcome | Raised | Decoded | Batched | Unloadable | Died
+    ) -> None:
+        if not isinstance(outcome, Died):
+            held_seq, unit = self.held[worker].popleft()
+            assert held_seq == seq, "a worker answers in the order it was sent"
+            entry = self.entries.pop(held_seq)
+            if isinstance(outcome, Unloadable):  # replayed here instead: its outcome is then one worker's
+                print(
+                    f"prefix-exec: note: a worker's answer could not be read here ({outcome.why}); "
+                    f"{'its units are' if isinstance(unit, Batch) else 'the unit is'} replayed in this process",
+                    file=self.log,
+                )
+                if isinstance(unit, Batch):  # before this process's own: they come earlier in the window
+                    self.local.extendleft(reversed(self.split(entry)))
+                else:
+                    entry[1] = self.replay_here(unit)
+                return
+            entry[1] = outcome
+            return
+        if not self.held[worker]:  # it died idle: nothing lost
+            if self.here and self.gives_up(worker, outcome):
+                return
+            self.transport.restart(worker)
+            self.known[worker] = set()
+            return
+        # The unit it was replaying is the one that killed it; those queued behind it go to its successor. A
+        # batch's units go to it one by one, so that the one that kills a worker is known.
+        culprit, unit = self.held[worker].popleft()
+        entry = self.entries.pop(culprit)
+        queued = list(self.held[worker])
+        if isinstance(unit, Batch):
+            pending = self.split(entry)
+            self.entries.update((again[0], again) for again in pending)
+            queued = [(again[0], again[2]) for again in pending] + queued
+        else:
+            entry[1] = (
+                outcome  # named once decoded, in its turn
+                if isinstance(unit, Undecoded)
+                else Skipped(unit_name(unit.rollout), f"the worker process died replaying it ({outcome.why})")
+            )
+        self.held[worker].clear()
+        self.transport.restart(worker)
+        self.known[worker] = set()
+        for seq_again, again in queued:
+            token = self.token(again)
+            assert token is not None
+            self.dispatch(worker, seq_again, again, token)
+
+    def split(self, entry: Entry) -> list[Entry]:
+        """Put in the window, in place of ``entry`` (a batch a worker did not answer), the entries of its units
+        read here (:meth:`read_here`); those still to replay."""
+        index = next(at for at, other in enumerate(self.window) if other is entry)
+        self.window.remove(entry)
+        self.batches -= 1  # counted again as read here
+        entries = self.read_here(entry[2])
+        for _ in entries:  # read_here put them at the end: move them to the batch's place
+            self.window.pop()
+        for offset, new in enumerate(entries):
+            self.window.insert(index + offset, new)
+        return [new for new in entries if new[1] is _PENDING]

@@ -1,0 +1,203 @@
+"""Spawning the worker processes of ``score --workers N`` (:mod:`prefix_exec.scoring.pool.processes` runs them): at
+once when the pool asks for one, or early, as the command starts (:func:`start_early`), so that a worker's own
+start (a Python start and this package's imports, about 0.3 s) overlaps the command's instead of following it.
+
+A worker is spawned with no settings: its first message is its settings (:func:`prefix_exec.scoring.pool.worker.serve`).
+So one started before the command has read its options serves whatever run adopts it (:func:`take_early`), and
+is ended with the run's pool; one that no run adopts (the command failed before it scored, or scored in process)
+is ended at exit. A worker started early imports this package's modules for its subcommand (:data:`WARM`), not
+the benchmark's own package (tau2 still loads when its environment is built). This module imports nothing heavy:
+the command's entry point imports it before anything else.
+
+Workers are spawned, as the runner's are (:mod:`prefix_exec.runner.launchers`): a fork would copy the reading
+process's threads' locks mid-use, and ToolSandbox deadlocks under fork.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import fcntl
+import multiprocessing
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import import_module
+from pathlib import Path
+from typing import Any, Final
+
+#: How the pool's processes start (see the module docstring).
+START_METHOD: Final = "spawn"
+#: Bytes each pipe to and from a worker holds at most (Linux; the default is 64 KiB): what the reading process
+#: sends a worker waits in the pipe, not in that process, while it replays or reads a file, so the worker does not
+#: run dry after four transcripts of 16 KB each; a worker's answers wait there while the reading process is busy.
+PIPE_BYTES = 1 << 20
+#: What a pipe holds unwidened (Linux).
+DEFAULT_PIPE_BYTES = 1 << 16
+#: The share of the user's budget for pipe buffers (``/proc/sys/fs/pipe-user-pages-soft``, 64 MiB by default) the
+#: pipes to and from the workers take together at most. Once an unprivileged user's pipes hold the whole budget,
+#: every new pipe of that user's, in any program (the user's other runs and shells too), holds 8 KiB, not 64 KiB,
+#: and no pipe can be widened, until pipes close: a megabyte for each of 2 pipes a worker reaches it at 32 workers.
+PIPE_SHARE = 0.25
+#: Modules a worker started early may import while it waits for its settings, by the ``score`` subcommand that
+#: starts it: what unpickling its settings and environment would import anyway. Names never come from input.
+WARM: Final[dict[str, tuple[str, ...]]] = {
+    "custom": ("prefix_exec.scoring.pool.worker", "prefix_exec.envs.custom.environment"),
+    "transcripts": (
+        "prefix_exec.scoring.pool.worker",
+        "prefix_exec.envs.custom.environment",
+        "prefix_exec.importers.transcripts",
+    ),
+    "openai": (
+        "prefix_exec.scoring.pool.worker",
+        "prefix_exec.envs.custom.environment",
+        "prefix_exec.importers.transcripts",
+    ),
+    "bfcl": ("prefix_exec.scoring.pool.worker", "prefix_exec.envs.bfcl"),
+    "tau": ("prefix_exec.scoring.pool.worker", "prefix_exec.envs.tau"),
+    "toolsandbox": ("prefix_exec.scoring.pool.worker",),
+    "inspect": ("prefix_exec.scoring.pool.worker",),
+}
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, as a scheduler or container set it), at least 1."""
+    counter = getattr(os, "process_cpu_count", None)  # Python 3.13
+    if counter is not None:
+        return int(counter() or 1)
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class Spawned:
+    """A worker process just spawned: the process, the pipe its answers come on, and the (non-blocking) one to it."""
+
+    process: Any
+    answers: Any
+    orders: Any
+
+    def end(self) -> None:
+        """Close its pipes (it ends at the end of its input) and kill it if it is still running after that."""
+        self.orders.close()
+        self.process.join(0.2)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(5)
+        self.answers.close()
+
+
+def spawn(warm: tuple[str, ...] = (), pipe_size: int = 0) -> Spawned:
+    """A new worker process (:func:`run`), importing ``warm`` (names of :data:`WARM`) while it waits for its
+    settings, its pipes widened to ``pipe_size`` bytes (:func:`system_pipe_bytes`; 0: left as they are); Ctrl-C is
+    ignored in it (the reading process handles it and ends the workers)."""
+    context = multiprocessing.get_context(START_METHOD)
+    theirs, orders = context.Pipe(duplex=False)  # messages to the worker
+    answers, ours = context.Pipe(duplex=False)  # its answers back
+    process = context.Process(target=run, args=(theirs, ours, warm), name="prefix-exec-score", daemon=True)
+    with _sigint_ignored():  # the worker inherits it from the start
+        process.start()
+    theirs.close()
+    ours.close()
+    os.set_blocking(orders.fileno(), False)
+    for pipe in (orders, answers):
+        widen(pipe.fileno(), pipe_size)
+    return Spawned(process, answers, orders)
+
+
+def run(inbox: Any, outbox: Any, warm: tuple[str, ...]) -> None:
+    """A worker process's entry: import ``warm`` (only names of :data:`WARM`), then serve."""
+    allowed = {name for names in WARM.values() for name in names}
+    for name in warm:
+        if name in allowed:
+            with contextlib.suppress(ImportError):  # a missing extra: the run that adopts it says so
+                import_module(name)
+    from prefix_exec.scoring.pool.worker import serve
+
+    serve(inbox, outbox)
+
+
+_early: list[Spawned] = []
+
+
+def start_early(count: int, command: str, *, pool: int | None = None) -> None:
+    """Spawn ``count`` workers now for the ``score`` subcommand ``command`` (they import its :data:`WARM`
+    modules), their pipes sized for a pool of ``pool`` workers in all (``count`` when ``None``:
+    :func:`system_pipe_bytes`); the pool adopts them (:func:`take_early`), and those it does not are ended at
+    exit. A spawn that fails (the user's process or file limit) ends this: the pool starts the others, and what
+    fails there is the command's error."""
+    if count <= 0:
+        return
+    if not _early:
+        atexit.register(end_early)
+    warm = WARM.get(command, ())
+    size = system_pipe_bytes(2 * max(count, pool or 0))
+    with contextlib.suppress(OSError):
+        for _ in range(count):
+            _early.append(spawn(warm, size))
+
+
+def take_early() -> Spawned | None:
+    """A worker started early and not yet adopted, if any."""
+    while _early:
+        spawned = _early.pop(0)
+        if spawned.process.is_alive():
+            return spawned
+        spawned.end()
+    return None
+
+
+def end_early() -> None:
+    """End the workers started early that no run adopted."""
+    while _early:
+        with contextlib.suppress(Exception):
+            _early.pop().end()
+
+
+def pipe_bytes(pipes: int, *, most: int, budget: int) -> int:
+    """What each of ``pipes`` pipes is widened to: :data:`PIPE_BYTES`, at most ``most`` (the system's most for one
+    pipe) and, together, at most :data:`PIPE_SHARE` of ``budget`` (the user's, in bytes; 0: no budget), rounded
+    down to a power of two (the kernel rounds a size up to one); 0 (leave the pipes as they are) when that is no
+    more than :data:`DEFAULT_PIPE_BYTES`."""
+    size = min(PIPE_BYTES, most)
+    if budget > 0:
+        size = min(size, int(budget * PIPE_SHARE) // max(pipes, 1))
+    if size <= DEFAULT_PIPE_BYTES:
+        return 0
+    return 1 << (size.bit_length() - 1)
+
+
+def system_pipe_bytes(pipes: int) -> int:
+    """:func:`pipe_bytes` for ``pipes`` pipes under this system's limits (``/proc/sys/fs/pipe-max-size`` and
+    ``pipe-user-pages-soft``; a limit that cannot be read does not bound)."""
+    most, budget = PIPE_BYTES, 0
+    with contextlib.suppress(OSError, ValueError):
+        most = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    with contextlib.suppress(OSError, ValueError):
+        budget = int(Path("/proc/sys/fs/pipe-user-pages-soft").read_text()) * os.sysconf("SC_PAGE_SIZE")
+    return pipe_bytes(pipes, most=most, budget=budget)
+
+
+def widen(fd: int, size: int) -> None:
+    """Let the pipe ``fd`` hold ``size`` bytes (:func:`system_pipe_bytes`; 0: leave it as it is); a system without
+    ``F_SETPIPE_SZ`` keeps its size."""
+    setter = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if setter is None or size <= 0:
+        return
+    with contextlib.suppress(OSError):  # EPERM past a limit: the pipe keeps its size
+        fcntl.fcntl(fd, setter, size)
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -1,0 +1,304 @@
+"""The schedule of ``score --workers N`` (prefix_exec.scoring.pool.schedule.Schedule) on a scripted transport: when it
+starts the workers it holds back (START_SECONDS), that it ends when no worker is ever ready, that a worker is
+given rollouts only once it has built their environment; batches (a file a worker reads whole): their records,
+notes and errors in input order, a worker's death on one, an answer that does not load, the window's bound.
+Oracle: what a worker would answer, known in advance (the rollouts replayed here, in this process)."""
+
+from __future__ import annotations
+
+import io
+import time
+from dataclasses import replace
+from functools import partial
+
+import pytest
+
+from prefix_exec.errors import InputError
+from prefix_exec.scoring.admission import Admission
+from prefix_exec.scoring.pool import processes as scoring_processes
+from prefix_exec.scoring.pool import schedule as scoring_schedule
+from prefix_exec.scoring.pool.processes import Died, Event
+from prefix_exec.scoring.pool.worker import Batched, batch_on, decode_on
+from prefix_exec.scoring.run import Batch, Reading, Replayer, Scorable, Sync, Undecoded, unbatched
+from prefix_exec.trajectory import Rollout, Skipped
+from test_replay import CounterEnv, rollout
+
+REPLAYER = Replayer(None, None, 0)
+
+
+class Scripted:
+    """A transport whose workers are ready when ``ready`` says so, build an environment ``build`` seconds after
+    it was sent, and answer what they hold ``delay`` seconds after it was sent (replayed here, in this process)."""
+
+    depth = 2
+
+    def __init__(self, workers: int, *, ready: bool, delay: float, build: float = 0.0) -> None:
+        self.ready, self.delay, self.build = ready, delay, build
+        self.sent: list[tuple[float, int, int, Scorable]] = []  # in flight: (when, worker, seq, unit)
+        self.given = 0  # rollouts sent in all
+        self.envs: dict[tuple[int, int], float] = {}  # (worker, token) -> when it was sent
+        self.workers = workers
+
+    def available(self, worker: int) -> bool:
+        return self.ready
+
+    def holds(self, worker: int, token: int) -> bool:
+        sent = self.envs.get((worker, token))
+        return sent is not None and time.monotonic() >= sent + self.build
+
+    def send_env(self, worker: int, token: int, data: bytes) -> None:
+        assert (worker, token) not in self.envs, "an environment is sent to a worker once"
+        self.envs[(worker, token)] = time.monotonic()
+
+    def send_unit(self, worker: int, seq: int, unit: object, token: int) -> None:
+        assert isinstance(unit, Scorable)
+        self.sent.append((time.monotonic(), worker, seq, unit))
+        self.given += 1
+
+    def collect(self, timeout: float | None = None) -> list[Event]:
+        """The answer for the oldest unit sent, once it is due (within ``timeout``)."""
+        if not self.sent:
+            return []
+        due = self.sent[0][0] + self.delay
+        if timeout is not None and time.monotonic() + timeout < due:
+            time.sleep(timeout)
+            return []
+        time.sleep(max(0.0, due - time.monotonic()))
+        _, worker, seq, unit = self.sent.pop(0)
+        return self.answer(worker, seq, unit)
+
+    def answer(self, worker: int, seq: int, unit: object) -> list[Event]:
+        assert isinstance(unit, Scorable)
+        return [(worker, seq, REPLAYER(unit.rollout, unit.env))]
+
+    def restart(self, worker: int) -> None:
+        raise AssertionError("no worker dies here")
+
+    def stop(self, worker: int) -> None:
+        raise AssertionError("no worker dies here")
+
+    def close(self) -> None:
+        pass
+
+
+def scorables(count: int) -> list[Scorable]:
+    return [Scorable(replace(rollout(("inc", {})), trial=trial), CounterEnv()) for trial in range(count)]
+
+
+def outcomes(transport: Scripted, units: list[Scorable], started: list[int]) -> list[object]:
+    schedule = scoring_schedule.Schedule(
+        iter(units),
+        transport,
+        REPLAYER,
+        Admission(set()),
+        transport.workers,
+        io.StringIO(),
+        here=True,
+        start_later=lambda: started.append(1),
+    )
+    return [outcome for outcome in schedule.run() if not isinstance(outcome, Sync)]
+
+
+def test_held_back_workers_do_not_start_once_every_rollout_is_handed_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the input is all read, a worker started later would be given nothing: it would only take a core
+    (and, for tau, seconds of imports) from the replays still running."""
+    monkeypatch.setattr(scoring_schedule, "START_SECONDS", 0.05)
+    transport = Scripted(1, ready=True, delay=0.3)
+    started: list[int] = []
+    units = scorables(2)
+    assert outcomes(transport, units, started) == [REPLAYER(u.rollout, u.env) for u in units]
+    assert started == []
+
+
+def test_no_worker_ever_ready_ends_with_every_rollout_replayed_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scoring_schedule, "START_SECONDS", 0.0)
+    transport = Scripted(2, ready=False, delay=0.0)
+    started: list[int] = []
+    units = scorables(30)
+    assert outcomes(transport, units, started) == [REPLAYER(u.rollout, u.env) for u in units]
+    assert transport.given == 0
+
+
+def test_a_worker_is_given_rollouts_once_it_has_built_their_environment() -> None:
+    """A ready worker is sent the environment with the first rollout that needs it, and no rollout until it
+    says it built it (tau2's imports take seconds): meanwhile this process replays them, and the records come
+    in input order; once built, the worker takes its share."""
+    never = Scripted(1, ready=True, delay=0.0, build=3600.0)
+    env = CounterEnv()
+    units = [replace(unit, env=env) for unit in scorables(20)]  # one environment, sent once
+    assert outcomes(never, units, []) == [REPLAYER(u.rollout, u.env) for u in units]
+    assert never.given == 0 and list(never.envs) == [(0, 0)]
+    soon = Scripted(1, ready=True, delay=0.0, build=0.0)
+    assert outcomes(soon, units, []) == [REPLAYER(u.rollout, u.env) for u in units]
+    assert 0 < soon.given < len(units)
+
+
+def given(unit: Rollout) -> Rollout:
+    return unit
+
+
+def read_units(units: tuple[Rollout, ...], name: str, stop: bool = False) -> Reading:
+    """A batch's reading: ``units``, then an error (``stop``) or a note."""
+    error = InputError("the reading stopped here", path=name, line=len(units) + 1) if stop else None
+    return [partial(given, unit) for unit in units], error, None if stop else f"note: {name} read"
+
+
+def batches(count: int, size: int, env: CounterEnv, stop_at: int | None = None) -> list[Batch]:
+    """``count`` batches of ``size`` rollouts (trials numbered through), the one at ``stop_at`` stopped by an
+    error after its units."""
+    units = [replace(unit, env=env) for unit in scorables(count * size)]
+    return [
+        Batch(
+            partial(read_units, tuple(u.rollout for u in units[at : at + size]), f"b{at}", at // size == stop_at), env
+        )
+        for at in range(0, count * size, size)
+    ]
+
+
+class Batches(Scripted):
+    """A scripted transport that takes batches (answered as a worker answers them, :func:`batch_on`), and whose
+    worker dies on any unit (a batch, or one unit) holding a rollout of trial ``deadly``."""
+
+    def __init__(self, *, deadly: int | None = None, delay: float = 0.0) -> None:
+        super().__init__(1, ready=True, delay=delay)
+        self.deadly = deadly
+        self.units: list[object] = []  # every unit sent, in order
+        self.restarts = 0
+
+    def send_unit(self, worker: int, seq: int, unit: object, token: int) -> None:
+        self.sent.append((time.monotonic(), worker, seq, unit))  # type: ignore[arg-type]
+        self.units.append(unit)
+
+    def answer(self, worker: int, seq: int, unit: object) -> list[Event]:
+        assert isinstance(unit, Batch | Undecoded)
+        replay = partial(scoring_schedule.caught, REPLAYER, env=unit.env)
+        if isinstance(unit, Batch):
+            trials = [decode().trial for decode in unit.read()[0] if not isinstance(decode, Skipped)]
+            answer: object = batch_on(replay, unit.read, frozenset())
+        else:
+            trials = [unit.decode().trial]  # type: ignore[union-attr]
+            answer = decode_on(replay, unit.decode, frozenset())
+        if self.deadly in trials:
+            self.sent.clear()  # what it held dies with it
+            return [(worker, None, Died("killed by SIGKILL"))]
+        return [(worker, seq, answer)]  # type: ignore[list-item]
+
+    def restart(self, worker: int) -> None:
+        self.restarts += 1
+        self.envs = {key: when for key, when in self.envs.items() if key[0] != worker}  # a new worker has none
+
+
+def one_worker(units: list[Batch], log: io.StringIO) -> list[object]:
+    """The outcomes one worker gives (the oracle), its notes on ``log``."""
+    admission = Admission(set())
+    out: list[object] = []
+    for ticket in admission.tickets(unbatched(units, log)):
+        out.append(REPLAYER(ticket.rollout, ticket.env) if isinstance(ticket, Scorable) else ticket)
+    return out
+
+
+def scheduled(transport: Scripted, units: list[Batch], log: io.StringIO, out: list[object]) -> None:
+    """The schedule's outcomes, appended to ``out`` as they come (so that those before an error are kept)."""
+    schedule = scoring_schedule.Schedule(iter(units), transport, REPLAYER, Admission(set()), 1, log, here=True)
+    for outcome in schedule.run():
+        if not isinstance(outcome, Sync):
+            out.append(outcome)
+
+
+def test_batches_give_the_records_and_notes_of_one_worker() -> None:
+    """Batches go whole to the worker when it holds nothing, the others are read here; outcomes and notes come
+    in input order; once every batch is read, the worker takes units of the last one read here (share)."""
+    env = CounterEnv()
+    units = batches(8, 5, env)
+    expected_log, log = io.StringIO(), io.StringIO()
+    expected = one_worker(units, expected_log)
+    transport, out = Batches(delay=0.01), []
+    scheduled(transport, units, log, out)
+    assert out == expected and len(out) == 40
+    assert log.getvalue() == expected_log.getvalue() and log.getvalue().count("read") == 8
+    assert any(isinstance(unit, Batch) for unit in transport.units)
+    assert len([unit for unit in transport.units if isinstance(unit, Batch)]) < 8  # some were read here
+
+
+def test_a_worker_that_dies_on_a_batch_costs_one_rollout() -> None:
+    """The batch's units are read here and sent to the new worker one by one: the one that kills it again is
+    reported, every other unit is scored as one worker scores it."""
+    env = CounterEnv()
+    units = batches(3, 4, env)
+    expected = one_worker(units, io.StringIO())
+    transport, out = Batches(deadly=5), []
+    scheduled(transport, units, io.StringIO(), out)
+    assert transport.restarts == 2  # on the batch, then on the unit
+    [skipped] = [outcome for outcome in out if isinstance(outcome, Skipped)]
+    assert "trial 5" in skipped.where and "the worker process died replaying it" in skipped.error
+    assert [o for o in out if not isinstance(o, Skipped)] == [o for i, o in enumerate(expected) if i != 5]
+
+
+def test_a_reading_error_is_raised_in_its_turn() -> None:
+    """A batch whose reading stops on an error: the outcomes of every unit before it are given, then the error
+    is raised, as one worker raises it; later batches give nothing."""
+    env = CounterEnv()
+    units = batches(4, 3, env, stop_at=1)
+    expected: list[object] = []
+    with pytest.raises(InputError, match="the reading stopped here"):
+        for outcome in Admission(set()).tickets(unbatched(units, io.StringIO())):
+            expected.append(REPLAYER(outcome.rollout, outcome.env) if isinstance(outcome, Scorable) else outcome)
+    for delay in (0.0, 0.05):  # the batch in the worker, or read here
+        out: list[object] = []
+        with pytest.raises(InputError, match="the reading stopped here"):
+            scheduled(Batches(delay=delay), units, io.StringIO(), out)
+        assert out == expected and len(out) == 6
+
+
+def test_batches_wait_for_a_slow_worker_at_most_four_deep(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the worker's batch takes long, this process reads at most MOST_EXPANDED batches of its own: their
+    records wait in the window for the worker's, so the window stays bounded."""
+    deepest: list[int] = []
+    real = scoring_schedule.Schedule.read_here
+
+    def read_here(self: scoring_schedule.Schedule, batch: Batch) -> list[list[object]]:
+        entries = real(self, batch)
+        deepest.append(self.batches)
+        return entries
+
+    monkeypatch.setattr(scoring_schedule.Schedule, "read_here", read_here)
+    env = CounterEnv()
+    units = batches(12, 2, env)
+    out: list[object] = []
+    scheduled(Batches(delay=0.3), units, io.StringIO(), out)
+    assert out == one_worker(units, io.StringIO())
+    assert max(deepest) == scoring_schedule.MOST_EXPANDED + 1  # and the worker's
+
+
+class Unloadable(Batches):
+    """A worker whose answer for the first batch it is sent does not load here."""
+
+    def collect(self, timeout: float | None = None) -> list[Event]:
+        events: list[Event] = []
+        for worker, seq, answer in super().collect(timeout):
+            if isinstance(answer, Batched) and not self.restarts:
+                answer, self.restarts = scoring_processes.Unloadable("no"), -1  # once
+            events.append((worker, seq, answer))
+        return events
+
+
+def test_a_batch_whose_answer_does_not_load_is_replayed_here_in_its_turn() -> None:
+    env = CounterEnv()
+    units = batches(6, 3, env)
+    log, out = io.StringIO(), []
+    scheduled(Unloadable(delay=0.05), units, log, out)
+    assert out == one_worker(units, io.StringIO())
+    assert "its units are replayed in this process" in log.getvalue()
+
+
+def test_the_last_batch_is_read_here_and_shared_unit_by_unit() -> None:
+    """Whole, the last batch would end the run in one worker while this process waits: it is read here, and a
+    worker with room takes its units from the end, one by one, while this process replays from the front."""
+    env = CounterEnv()
+    units = batches(2, 30, env)
+    transport, out = Batches(), []
+    scheduled(transport, units, io.StringIO(), out)
+    assert out == one_worker(units, io.StringIO())
+    assert transport.units and all(isinstance(unit, Undecoded) for unit in transport.units)
+    trials = [unit.decode().trial for unit in transport.units]  # type: ignore[attr-defined]
+    assert trials == sorted(trials, reverse=True) and trials[0] == 59  # from the end of the last batch
