@@ -39,21 +39,27 @@ INDEX_LINES = re.compile(r"turn|step|index|enumerate|depth|position|offset|first
 
 #: file (under src/prefix_exec) -> (only lines matching, the test paths that cover it)
 TARGETS: dict[str, tuple[re.Pattern[str] | None, tuple[str, ...]]] = {
-    "metrics.py": (None, ("tests/test_metrics.py", "tests/test_summary.py", "tests/test_stats_bootstrap.py")),
-    "stats.py": (None, ("tests/test_stats.py", "tests/test_stats_bootstrap.py", "tests/test_summary.py")),
-    "summary.py": (
+    "analysis/metrics.py": (
+        None,
+        ("tests/analysis/test_metrics.py", "tests/analysis/test_summary.py", "tests/analysis/test_stats_bootstrap.py"),
+    ),
+    "analysis/stats.py": (
+        None,
+        ("tests/analysis/test_stats.py", "tests/analysis/test_stats_bootstrap.py", "tests/analysis/test_summary.py"),
+    ),
+    "analysis/summary.py": (
         None,
         (
-            "tests/test_summary.py",
-            "tests/test_summary_domains.py",  # the per-domain view (Summary.domains)
-            "tests/test_stats_bootstrap.py",
+            "tests/analysis/test_summary.py",
+            "tests/analysis/test_summary_domains.py",  # the per-domain view (Summary.domains)
+            "tests/analysis/test_stats_bootstrap.py",
             "tests/report/test_report_tables.py",
         ),
     ),
     "replay.py": (None, ("tests/test_replay.py", "tests/envs/test_custom.py", "tests/importers")),
     "importers/tau.py": (INDEX_LINES, ("tests/importers/test_tau_import.py",)),
     "importers/bfcl.py": (INDEX_LINES, ("tests/importers/test_bfcl_importer.py",)),
-    "importers/toolsandbox.py": (INDEX_LINES, ("tests/importers/test_toolsandbox_import.py",)),
+    "importers/toolsandbox/importer.py": (INDEX_LINES, ("tests/importers/test_toolsandbox_import.py",)),
 }
 
 SWAP_BIN = {ast.Add: "-", ast.Sub: "+", ast.Mult: "/", ast.Div: "*", ast.FloorDiv: "*"}

@@ -1,7 +1,7 @@
 """Hostile JSON Schemas and YAML specs for the hostile sweep (tests/test_hostile_sweep.py, registered as kind
 ``schemas``): argument schemas a transcript's own tools list may carry (each scored between two good
 conversations), with the arguments of the call they check, and YAML tool specs that must be refused as a whole.
-The references point at the sweep's canary URL and file; tests/test_json_schema.py proves the same with its own
+The references point at the sweep's canary URL and file; tests/envs/test_json_schema.py proves the same with its own
 listener and canary for every reference keyword."""
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ import prefix_exec
 from prefix_exec.cli import main
 from prefix_exec.envs.custom.json_schema import SchemaProblem, compile_schema, schema_problem
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TICKETING = ROOT / "examples" / "ticketing"
 DRAFT_2019 = "https://json-schema.org/draft/2019-09/schema"
 GOOD_TOOL = {"type": "object", "properties": {"username": {"type": "string"}}}
