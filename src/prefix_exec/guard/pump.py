@@ -48,7 +48,7 @@ from mcp.types import (
 )
 from mcp.types import JSONRPCMessage as Message
 
-from prefix_exec.envs.custom.evidence import source_of
+from prefix_exec.envs.custom.evidence import origin_of
 from prefix_exec.errors import InputError, ReplayError
 from prefix_exec.guard.block import block_result
 from prefix_exec.guard.connection import GuardedConnection
@@ -334,7 +334,7 @@ class Pump:
             except (InputError, ReplayError) as exc:  # the call ran and its answer goes on; the check's verdict stays
                 print(f"{PREFIX}error: {_problem(exc)}", flush=True, file=sys.stderr)
         # Who decided: the server's own answer (a recorded refusal, evidence) or our check.
-        by = "result" if source_of(verdict) == "recorded" else "check"
+        by = "result" if origin_of(verdict) == "recorded" else "check"
         guard_s = (pending.forwarded - pending.received) + (sent - answered)
         entry = {"forwarded": True, "by": by, "guard_ms": ms(guard_s), "server_ms": ms(answered - pending.forwarded)}
         self._record(call, verdict, entry)
