@@ -1,4 +1,4 @@
-"""The guard's parts without a process: the shadow session, the refusal text, the session's record lines (against
+"""The guard's parts without a process: the shadow, the block text, the connection's record lines (against
 replay of the same rollout, an independent path), the journal's files, the command-line redaction and the CLI's
 usage errors."""
 
@@ -184,7 +184,7 @@ def test_the_record_line_is_the_record_replay_makes(tmp_path: Path, side: Path, 
     assert len(got["metadata"]["guard"]["calls"]) == len(calls)
 
 
-def test_the_recorder_keeps_other_lines_scrubs_secrets_and_survives_a_second_writer(tmp_path: Path, side: Path) -> None:
+def test_the_journal_keeps_other_lines_scrubs_secrets_and_survives_a_second_writer(tmp_path: Path, side: Path) -> None:
     folder = tmp_path / "record"
     folder.mkdir()
     (folder / "rollouts.jsonl").write_text('{"an": "earlier run"}\n{"torn": ')
@@ -212,7 +212,7 @@ def test_the_recorder_keeps_other_lines_scrubs_secrets_and_survives_a_second_wri
 
 
 @pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "os.replace"])
-def test_the_recorder_writes_each_call_at_once_and_a_reader_keeps_the_text_it_opened(
+def test_the_journal_writes_each_call_at_once_and_a_reader_keeps_the_text_it_opened(
     tmp_path: Path, side: Path, exchange: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from prefix_exec.guard import journal as journal_module
@@ -240,7 +240,7 @@ def test_the_recorder_writes_each_call_at_once_and_a_reader_keeps_the_text_it_op
     assert len(json.loads((folder / "records.jsonl").read_text())["metadata"]["guard"]["calls"]) == 4
 
 
-def test_the_recorder_never_writes_through_a_link_planted_at_its_spare_name(tmp_path: Path, side: Path) -> None:
+def test_the_journal_never_writes_through_a_link_planted_at_its_spare_name(tmp_path: Path, side: Path) -> None:
     import os
 
     folder = tmp_path / "record"
@@ -260,7 +260,7 @@ def test_the_recorder_never_writes_through_a_link_planted_at_its_spare_name(tmp_
     assert len(json.loads(line)["actions"]) == 2
 
 
-def test_sessions_of_one_task_get_trials_of_their_own(tmp_path: Path, side: Path) -> None:
+def test_connections_of_one_task_get_trials_of_their_own(tmp_path: Path, side: Path) -> None:
     from prefix_exec.guard.connection import new_connection
     from prefix_exec.guard.options import GuardOptions
 
