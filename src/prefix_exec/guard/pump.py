@@ -209,7 +209,7 @@ class Pump:
             result = block_result(verdict, call, self.shadow.session)
             blocked = replace(call, observation=Observation(content_text(result["content"]), error=True))
             entry = {"forwarded": False, "by": "check", "guard_ms": ms(time.perf_counter() - received)}
-            self._record(blocked, verdict, entry)  # logged before the client has the block (module docstring)
+            self._log_call(blocked, verdict, entry)  # logged before the client has the block (module docstring)
             await self._to_client(JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result))
             return
         pending = Pending("tools/call", received, call=call, verdict=verdict)
@@ -337,9 +337,9 @@ class Pump:
         by = "result" if origin_of(verdict) == "recorded" else "check"
         guard_s = (pending.forwarded - pending.received) + (sent - answered)
         entry = {"forwarded": True, "by": by, "guard_ms": ms(guard_s), "server_ms": ms(answered - pending.forwarded)}
-        self._record(call, verdict, entry)
+        self._log_call(call, verdict, entry)
 
-    def _record(self, call: ToolCall, verdict: Verdict, entry: JsonObject) -> None:
+    def _log_call(self, call: ToolCall, verdict: Verdict, entry: JsonObject) -> None:
         self.log.add(call, verdict, entry)
         self.connection.save()
 
