@@ -120,7 +120,7 @@ def test_a_side_file_that_does_not_fit_is_a_problem_not_a_crash(tmp_path: Path) 
     assert not s.ready and s.problem is not None and "send_email" in s.problem.message
 
 
-def test_refusals_say_what_to_do(tmp_path: Path, side: Path) -> None:
+def test_blocks_say_what_to_do(tmp_path: Path, side: Path) -> None:
     s = shadow(tmp_path, side)
     ghost = call("append_note", note_id="N-9", text="x")
     text = block_text(s.check(ghost), ghost, s.session)
@@ -148,7 +148,7 @@ def test_calls_and_observations_from_mcp() -> None:
     assert observation_of({"content": blocks, "isError": True}) == Observation("a\n[image image/png]", error=True)
 
 
-@pytest.mark.parametrize("script", ["accepted", "refused-first", "refused-later", "no-call"])
+@pytest.mark.parametrize("script", ["accepted", "blocked-first", "blocked-later", "no-call"])
 def test_the_record_line_is_the_record_replay_makes(tmp_path: Path, side: Path, script: str) -> None:
     """The spliced lines equal ``record_to_json(replay(rollout))`` for the same rollout (an independent path)."""
     s = shadow(tmp_path, side)
@@ -157,8 +157,8 @@ def test_the_record_line_is_the_record_replay_makes(tmp_path: Path, side: Path, 
     )
     calls = {
         "accepted": [call("create_note", text="a"), call("append_note", note_id="N-1", text="b")],
-        "refused-first": [call("append_note", note_id="N-9", text="b"), call("create_note", text="a")],
-        "refused-later": [
+        "blocked-first": [call("append_note", note_id="N-9", text="b"), call("create_note", text="a")],
+        "blocked-later": [
             call("create_note", text="a"),
             call("append_note", note_id="N-1", text="x" * 30),
             call("create_note", text="c"),
