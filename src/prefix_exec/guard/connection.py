@@ -55,8 +55,8 @@ def new_connection(
     its own (:meth:`Journal.trial_for`), so ``score custom`` replays it on that task.
     """
     sid = connection_id or f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{secrets.token_hex(3)}"
-    source = journal.tools_path if journal is not None else Path("tools.json")
-    shadow = Shadow(source, hooks=options.hooks, task=options.task, require_tools=options.require_tools)
+    tools_from = journal.tools_path if journal is not None else Path("tools.json")
+    shadow = Shadow(tools_from, hooks=options.hooks, task=options.task, require_tools=options.require_tools)
     info: JsonObject = {"mode": options.mode, "transport": transport, **origin, "session": sid}
     if options.require_tools:
         info["require_tools"] = True

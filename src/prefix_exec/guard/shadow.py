@@ -34,16 +34,16 @@ MAX_PAGES = 100
 class Shadow:
     """The environment and live session of one MCP connection.
 
-    ``source`` names where the tools came from in messages (the ``tools.json`` the journal writes, or the
+    ``tools_from`` names where the tools came from in messages (the ``tools.json`` the journal writes, or the
     server's command). ``hooks`` is the side file, ``task`` the side file's task (``None``: its only one).
     Until a complete listing arrives, :attr:`session` is ``None``; when the side file does not fit the
     server's tools, :attr:`problem` holds the error and no call can be checked.
     """
 
     def __init__(
-        self, source: Path, *, hooks: Path | None = None, task: str | None = None, require_tools: bool = False
+        self, tools_from: Path, *, hooks: Path | None = None, task: str | None = None, require_tools: bool = False
     ) -> None:
-        self.source, self.hooks, self.task = source, hooks, task
+        self.tools_from, self.hooks, self.task = tools_from, hooks, task
         #: How the server's answers count (MCP's isError is the flag; ``require_tools``: a connection without calls).
         self.policy = EvidencePolicy(require_tools=require_tools)
         self.env: CustomEnvironment | None = None
@@ -79,7 +79,7 @@ class Shadow:
             self.tools, self.env, self.session = listing, None, None
             self.problem = InputError(
                 f"the server's tools/list went past {MAX_PAGES} pages",
-                path=self.source,
+                path=self.tools_from,
                 hint="a server whose cursors never end cannot be guarded; check the server",
             )
             return True
@@ -93,8 +93,8 @@ class Shadow:
         self.tools = tools
         self.listings += 1
         try:
-            data, form = to_spec({"tools": tools}, path=self.source)
-            env = layered_environment(data, self.source, form=form, hooks=self.hooks, policy=self.policy)
+            data, form = to_spec({"tools": tools}, path=self.tools_from)
+            env = layered_environment(data, self.tools_from, form=form, hooks=self.hooks, policy=self.policy)
             session = _start(env, self.task)
         except InputError as exc:
             self.problem, self.env, self.session = exc, None, None
