@@ -1,4 +1,4 @@
-"""Consistency reports: the calls where our verdict and the run's own record of the call disagree.
+"""Consistency reports: the calls where our verdict and what the run recorded of the call disagree.
 
 A record holds our verdict of each replayed call and, on the call, what the run recorded when it made it
 (``ToolCall.observation``). Where the two disagree the entry is listed, never hidden; a comparison function

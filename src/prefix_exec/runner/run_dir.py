@@ -163,7 +163,7 @@ def run_grid(
 def open_run_directory(out: Path, grid_path: Path) -> None:
     """Make ``out`` (a new folder, or one an earlier run made) and read what a resume will read, so a bad file
     is refused before anything is written (:func:`check_run_files` too); a folder made here is removed again on
-    that refusal."""
+    that error."""
     if out.exists() and not out.is_dir():
         raise InputError("--out must be a directory, and this is a file", path=out, hint="pass a new folder name")
     check_run_files(out, grid_path)

@@ -1,4 +1,4 @@
-"""Recorded outcomes as evidence: whether a log's own record of a call says the tool refused it, with which label.
+"""Recorded outcomes as evidence: whether what a log recorded of a call says the tool refused it, with which label.
 
 A reader puts what the log recorded for a call on ``ToolCall.observation`` (:class:`~prefix_exec.trajectory.
 Observation`: ``content``, the log's ``error`` flag or ``None``, ``error_type``) and decides nothing. This module
@@ -15,7 +15,8 @@ decides, for the generic environment (:class:`prefix_exec.envs.custom.environmen
 - :func:`recorded_value`: the recorded result as a JSON value, which feeds ``produces``: a string that parses as
   JSON is that value (a list of text blocks counts as its text), any other string is itself, a parsed value
   (an object, a list, MCP ``structuredContent``) is taken as it is;
-- the verdict notes that say where a verdict came from (:data:`SOURCE_CHECK`, :func:`recorded_note`), and the
+- the verdict notes that say a verdict's origin, where it came from (:data:`ORIGIN_CHECK`, :func:`recorded_note`;
+  the notes' text says ``source:``, as records have always written it), and the
   generic consistency comparison (:func:`disagreements`, bound to a policy by :func:`compare`), which the
   consistency report (:mod:`prefix_exec.records.consistency`) runs on every record.
 
@@ -65,9 +66,9 @@ PRODUCED_VALUES = 10_000
 DEFAULT_LABEL = FailureLabel.PRECONDITION
 
 #: The note of a verdict that our own checks gave (accepted, or rejected by a check of ours).
-SOURCE_CHECK = "source: our check"
+ORIGIN_CHECK = "source: our check"
 #: The start of the note of a verdict the recorded outcome gave (:func:`recorded_note`).
-SOURCE_RECORDED = "source: recorded outcome"
+ORIGIN_RECORDED = "source: recorded outcome"
 
 
 @dataclass(frozen=True)
@@ -215,8 +216,8 @@ class Refusal:
 
 
 def recorded_note(by: str) -> str:
-    """The source note of a verdict a recorded refusal gave (``by``: ``flag`` or ``pattern``)."""
-    return f"{SOURCE_RECORDED} ({'error flag' if by == 'flag' else 'error pattern'})"
+    """The origin note of a verdict a recorded refusal gave (``by``: ``flag`` or ``pattern``)."""
+    return f"{ORIGIN_RECORDED} ({'error flag' if by == 'flag' else 'error pattern'})"
 
 
 def refusal(observation: Observation | None, policy: EvidencePolicy = DEFAULT_POLICY) -> Refusal | None:
@@ -300,12 +301,13 @@ def recorded_value(observation: Observation | None) -> JsonValue:
         return content
 
 
-def source_of(verdict: Verdict) -> str | None:
-    """``check`` or ``recorded``: where a verdict of the generic environment came from (``None``: not said)."""
+def origin_of(verdict: Verdict) -> str | None:
+    """``check`` or ``recorded``: the origin of a verdict of the generic environment, where it came from
+    (``None``: not said)."""
     for note in verdict.notes:
-        if note == SOURCE_CHECK:
+        if note == ORIGIN_CHECK:
             return "check"
-        if note.startswith(SOURCE_RECORDED):
+        if note.startswith(ORIGIN_RECORDED):
             return "recorded"
     return None
 
@@ -327,7 +329,7 @@ def disagreements(record: PrefixRecord, policy: EvidencePolicy = DEFAULT_POLICY)
         if call.observation is None:
             continue
         calls += 1
-        recorded = source_of(verdict) == "recorded"
+        recorded = origin_of(verdict) == "recorded"
         checks_accepted = verdict.accepted or recorded
         refused = recorded or refusal(call.observation, policy) is not None
         if checks_accepted != refused:

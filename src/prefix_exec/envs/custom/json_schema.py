@@ -166,13 +166,13 @@ class _Unknown:
     pass
 
 
-def _refuse(uri: str) -> referencing.Resource[Any]:
+def _retrieve_nothing(uri: str) -> referencing.Resource[Any]:
     """The registry's retrieval: nothing outside the document (and the drafts' metaschemas) is ever read."""
     raise referencing.exceptions.NoSuchResource(ref=uri)  # type: ignore[call-arg]
 
 
-_REGISTRY: referencing.Registry[Any] = referencing.Registry(retrieve=_refuse)  # type: ignore[call-arg]
-#: What jsonschema resolves against: the drafts' metaschemas and the refusing registry.
+_REGISTRY: referencing.Registry[Any] = referencing.Registry(retrieve=_retrieve_nothing)  # type: ignore[call-arg]
+#: What jsonschema resolves against: the drafts' metaschemas and the registry that retrieves nothing.
 _REGISTRY_WITH_SPECS = SPECIFICATIONS.combine(_REGISTRY)
 
 
