@@ -24,7 +24,8 @@ from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.bfcl import PROMPTING_Y
 from prefix_exec.replay import ReplayError, with_success
-from prefix_exec.scoring import Scorable, paired, score_to_file
+from prefix_exec.scoring.run import score_to_file
+from prefix_exec.scoring.units import Scorable, paired
 from prefix_exec.trajectory import Rollout, Skipped
 
 

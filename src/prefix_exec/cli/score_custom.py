@@ -33,8 +33,9 @@ from prefix_exec.errors import InputError
 from prefix_exec.importers.trials import FROM_INPUT, TrialError, TrialSource, trial_fields
 from prefix_exec.records.codec import iter_json_lines, read_records, rollout_from_json
 from prefix_exec.records.consistency import Consistency
-from prefix_exec.scoring import ScoringUnit, paired, score_to_file
 from prefix_exec.scoring.numbering import Numbering
+from prefix_exec.scoring.run import score_to_file
+from prefix_exec.scoring.units import ScoringUnit, paired
 from prefix_exec.trajectory import Rollout, Skipped
 
 

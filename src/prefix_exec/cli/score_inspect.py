@@ -33,7 +33,7 @@ from prefix_exec.extras import require
 from prefix_exec.importers.inspect.archive import ReadBounds
 from prefix_exec.importers.inspect.log import log_files
 from prefix_exec.importers.inspect.reader import read_log
-from prefix_exec.scoring import score_to_file
+from prefix_exec.scoring.run import score_to_file
 from prefix_exec.sources.inspect import SUPPORTED, InspectSources, is_benchmark
 from prefix_exec.trajectory import Skipped
 

@@ -29,7 +29,8 @@ from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.tau import TauResults, read_results
 from prefix_exec.records.codec import RECORD_KIND, completed_keys, read_records
-from prefix_exec.scoring import Scorable, paired, score_to_file
+from prefix_exec.scoring.run import score_to_file
+from prefix_exec.scoring.units import Scorable, paired
 from prefix_exec.trajectory import Skipped
 
 

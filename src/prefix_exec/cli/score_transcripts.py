@@ -29,7 +29,7 @@ from prefix_exec.importers.transcripts import (
 )
 from prefix_exec.json_types import JsonObject
 from prefix_exec.records.jsonl import expand_inputs
-from prefix_exec.scoring import Batch, Scorable, Undecoded, numbered
+from prefix_exec.scoring.units import Batch, Scorable, Undecoded, numbered
 from prefix_exec.trajectory import Skipped
 
 #: The records' note when a conversation's own tools list served as its spec.

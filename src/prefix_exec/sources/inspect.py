@@ -33,8 +33,8 @@ from prefix_exec.json_types import JsonObject
 from prefix_exec.records.codec import read_records
 from prefix_exec.records.consistency import Consistency, Disagreement
 from prefix_exec.records.jsonl import UnitKey
-from prefix_exec.scoring import EnvFor, Scorable, paired
 from prefix_exec.scoring.numbering import Numbering
+from prefix_exec.scoring.units import EnvFor, Scorable, paired
 from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
 
 if TYPE_CHECKING:
