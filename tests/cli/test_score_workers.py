@@ -8,6 +8,7 @@ rollout then goes through the worker processes. ``test_replayed_here_and_in_work
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from prefix_exec.cli import main, score_transcripts
+from prefix_exec.cli.common import add_scoring_options, output_options
 from prefix_exec.scoring.pool import dispatch as pool_dispatch
 from prefix_exec.scoring.pool import processes as pool_processes
 from prefix_exec.scoring.pool import schedule as pool_schedule
@@ -265,6 +267,20 @@ def test_usable_cores_and_exit_descriptions() -> None:
     assert pool_processes.describe_exit(3) == "exit code 3"
 
 
+@pytest.mark.parametrize(
+    ("workers", "launcher", "expected"),
+    [(1, "local", None), (3, "local", pool_dispatch.Pool(3)), (1, "ray", pool_dispatch.Pool(1, "ray"))],
+)
+def test_the_pool_is_handed_to_scoring_only_beyond_one_worker_here(
+    workers: int, launcher: str, expected: pool_dispatch.Pool | None
+) -> None:
+    """score_to_file replays in process unless its caller hands it a pool: --workers above 1, or Ray actors."""
+    parser = argparse.ArgumentParser()
+    add_scoring_options(parser)
+    args = parser.parse_args(["--out", "o.jsonl", "--workers", str(workers), "--launcher", launcher])
+    assert output_options(args).dispatch == expected
+
+
 def test_a_quick_input_is_replayed_here(
     ticketing: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -372,7 +388,7 @@ def test_what_cannot_be_sent_is_replayed_here(ticketing: Path, tmp_path: Path) -
         rollouts = read_units([str(ticketing / "rollouts.jsonl")], keep_going=False, model=None, method=None)
         return paired(rollouts, env)
 
-    score_to_file(units(), tmp_path / "one.jsonl", options=ScoreOptions(dispatch=pool_for(1)))
+    score_to_file(units(), tmp_path / "one.jsonl")  # one worker: in this process
     for name, prepare in (("env", None), ("prepare", lambda rollout: rollout)):
         log = io.StringIO()
         score_to_file(
