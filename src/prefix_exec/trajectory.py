@@ -170,7 +170,7 @@ class Rollout:
     scores it by the terminal no-tool convention (T = 1).
 
     ``trial_given`` is False when the input named no trial number and ``trial`` is the importer's 0. Before
-    scoring, :class:`prefix_exec.importers.trials.Numbering` gives different rollouts of one (dataset, task, model,
+    scoring, :class:`prefix_exec.scoring.numbering.Numbering` gives different rollouts of one (dataset, task, model,
     method) distinct trials in input order (so rollouts naming none become trials 0, 1, ...), and says whether
     each had named its trial. The flag is not part of the identity and is never written: a written rollout or
     record states its trial.

@@ -10,7 +10,7 @@ import pytest
 
 from prefix_exec.errors import InputError
 from prefix_exec.importers.inspect.log import InspectLog, InspectSample
-from prefix_exec.scoring.run import Scorable
+from prefix_exec.scoring.units import Scorable
 from prefix_exec.sources.inspect import InspectSources
 
 GOOD = {"type": "function", "function": {"name": "ping", "parameters": {"type": "object", "properties": {}}}}

@@ -9,9 +9,9 @@ import sys
 from typing import Any
 
 from prefix_exec.cli.common import non_negative_int, positive_int
+from prefix_exec.cluster import LAUNCHERS
 from prefix_exec.deprecation import DeprecatedOption
 from prefix_exec.extras import require
-from prefix_exec.runner.launchers import LAUNCHERS
 
 EPILOG = """\
 RUN_DIR gets:

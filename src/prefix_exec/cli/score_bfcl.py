@@ -24,7 +24,8 @@ from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.bfcl import PROMPTING_Y
 from prefix_exec.replay import ReplayError, with_success
-from prefix_exec.scoring.run import Scorable, paired, score_to_file
+from prefix_exec.scoring.run import score_to_file
+from prefix_exec.scoring.units import Scorable, paired
 from prefix_exec.trajectory import Rollout, Skipped
 
 
@@ -120,7 +121,7 @@ def handle(args: argparse.Namespace) -> int:
             desc="bfcl",
             prepare=partial(_with_success, checker=checker, env=env),  # a partial pickles to worker processes
             inputs=args.results,
-            **output_options(args),
+            options=output_options(args),
         )
     except ImportError as exc:
         raise InputError(str(exc), hint=None if INSTALL_HINT in str(exc) else INSTALL_HINT) from None

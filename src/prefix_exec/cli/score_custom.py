@@ -30,10 +30,12 @@ from prefix_exec.envs.custom.evidence import DEFAULT_ERROR_PATTERN, EvidencePoli
 from prefix_exec.envs.custom.spec_formats import FORM_NAMES
 from prefix_exec.envs.recipe import Recipe
 from prefix_exec.errors import InputError
-from prefix_exec.importers.trials import FROM_INPUT, Numbering, TrialError, TrialSource, trial_fields
+from prefix_exec.importers.trials import FROM_INPUT, TrialError, TrialSource, trial_fields
 from prefix_exec.records.codec import iter_json_lines, read_records, rollout_from_json
 from prefix_exec.records.consistency import Consistency
-from prefix_exec.scoring.run import Unit, paired, score_to_file
+from prefix_exec.scoring.numbering import Numbering
+from prefix_exec.scoring.run import score_to_file
+from prefix_exec.scoring.units import ScoringUnit, paired
 from prefix_exec.trajectory import Rollout, Skipped
 
 
@@ -158,7 +160,7 @@ def write_consistency(args: argparse.Namespace, consistency: Consistency, path: 
 
 
 def score_on_spec(
-    units: Iterable[Unit],
+    units: Iterable[ScoringUnit],
     args: argparse.Namespace,
     *,
     policy: EvidencePolicy,
@@ -180,7 +182,7 @@ def score_on_spec(
         desc=desc,
         on_record=consistency,
         inputs=inputs,
-        **output_options(args),
+        options=output_options(args),
     )
     write_consistency(args, consistency, target)
     return finish(report, args.out, numbered)

@@ -91,7 +91,7 @@ def handle(args: argparse.Namespace) -> int:
         prepare=sources.bfcl_regrade() if args.regrade else None,
         on_record=sources.on_record(),
         inputs=inputs,
-        **output_options(args),
+        options=output_options(args),
     )
     unregraded = sources.check(
         args.out,

@@ -29,7 +29,8 @@ from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.tau import TauResults, read_results
 from prefix_exec.records.codec import RECORD_KIND, completed_keys, read_records
-from prefix_exec.scoring.run import Scorable, paired, score_to_file
+from prefix_exec.scoring.run import score_to_file
+from prefix_exec.scoring.units import Scorable, paired
 from prefix_exec.trajectory import Skipped
 
 
@@ -101,7 +102,7 @@ def handle(args: argparse.Namespace) -> int:
             units.append(Skipped(path, exc.describe()))  # reported by score_to_file, never dropped
             continue
         # Trials are made distinct across files before the consistency and regrade checks key on them.
-        loaded = replace(loaded, results=loaded.results.numbered(trials))
+        loaded = replace(loaded, results=loaded.results.numbered(trials.number))
         files.append(loaded)
         print(f"prefix-exec: {loaded.results.path}: {loaded.check.describe()}", file=sys.stderr)
         if loaded.tools.note() is not None:
@@ -123,7 +124,7 @@ def handle(args: argparse.Namespace) -> int:
         desc="scoring tau",
         on_record=consistency,
         inputs=args.results,
-        **output_options(args),
+        options=output_options(args),
     )
     if args.resume:  # the kept records were scored by an earlier run: compare every record of the output again
         consistency.compare_again(read_records(args.out))

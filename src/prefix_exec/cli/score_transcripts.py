@@ -29,7 +29,7 @@ from prefix_exec.importers.transcripts import (
 )
 from prefix_exec.json_types import JsonObject
 from prefix_exec.records.jsonl import expand_inputs
-from prefix_exec.scoring.run import Batch, Scorable, Undecoded, numbered
+from prefix_exec.scoring.units import Batch, Scorable, Undecoded, numbered
 from prefix_exec.trajectory import Skipped
 
 #: The records' note when a conversation's own tools list served as its spec.
@@ -41,7 +41,7 @@ FIELDS = {
     "model": "model (default: model or metadata.model; or a fixed --model)",
     "method": "method (default: method or metadata.method, else 'default'; or a fixed --method)",
 }
-#: With workers, a file of at most this many bytes is one :class:`~prefix_exec.scoring.run.Batch`: a worker reads,
+#: With workers, a file of at most this many bytes is one :class:`~prefix_exec.scoring.units.Batch`: a worker reads,
 #: decodes and replays all its conversations (a larger one is read here and its conversations sent one by one, so
 #: that no worker holds a whole large file).
 BATCH_BYTES = 8 << 20
@@ -104,7 +104,7 @@ def identity_of(args: argparse.Namespace, default_dataset: str) -> Identity:
         values["trial"] = trials.fixed
     if trials.field is not None:
         paths["trial"] = trials.field
-    # No trial in the conversation: None, so the rollout says its trial was not given (trials.Numbering).
+    # No trial in the conversation: None, so the rollout says its trial was not given (scoring.numbering.Numbering).
     return Identity(paths, values, {"method": "default", "trial": None, "dataset": default_dataset})
 
 

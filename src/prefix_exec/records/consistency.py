@@ -97,7 +97,7 @@ class Consistency:
     @property
     def look(self) -> Compare:
         """The comparison, run where a record is made (a worker process, with ``score --workers``):
-        :class:`~prefix_exec.scoring.run.Observer`'s first half."""
+        :class:`~prefix_exec.scoring.replayer.Observer`'s first half."""
         return self.compare
 
     def take(self, key: UnitKey, seen: object) -> None:

@@ -110,7 +110,7 @@ def run_grid(
 ) -> RunReport:
     """Run every unit of the grid at ``grid_path`` not yet in ``out``; see the module docstring for the files.
 
-    ``launcher`` is where units run (:data:`~prefix_exec.runner.launchers.LAUNCHERS`: ``local`` or ``ray``);
+    ``launcher`` is where units run (:data:`~prefix_exec.cluster.LAUNCHERS`: ``local`` or ``ray``);
     ``executor`` is its deprecated spelling.
 
     ``max_consecutive_failures`` stops the run after that many failed units in a row (a dead endpoint, an

@@ -1,4 +1,4 @@
-"""inspect_ai eval logs as :class:`scoring.run.Scorable` pairs: each sample with the environment it replays on.
+"""inspect_ai eval logs as :class:`scoring.units.Scorable` pairs: each sample with the environment it replays on.
 
 inspect_evals' BFCL multi-turn samples go to the BFCL environment and its tau2 airline/retail samples to the tau
 environment, mapped to what the native importers produce (:mod:`prefix_exec.importers.inspect.bfcl`,
@@ -29,12 +29,12 @@ from prefix_exec.extras import require
 from prefix_exec.importers.inspect.log import InspectLog, InspectSample, generic_rollout
 from prefix_exec.importers.inspect.tau import TASKS as TAU_TASKS
 from prefix_exec.importers.tau import TauResults
-from prefix_exec.importers.trials import Numbering
 from prefix_exec.json_types import JsonObject
 from prefix_exec.records.codec import read_records
 from prefix_exec.records.consistency import Consistency, Disagreement
 from prefix_exec.records.jsonl import UnitKey
-from prefix_exec.scoring.run import EnvFor, Scorable, paired
+from prefix_exec.scoring.numbering import Numbering
+from prefix_exec.scoring.units import EnvFor, Scorable, paired
 from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ class InspectSources:
     printed on ``notes``; ``on_spec`` sees the spec once loaded (with its source's description), to say what it
     checks. :attr:`generic` holds the units replayed on the generic environment; without ``tools``, each sample
     of another task replays on its own tool list's environment (:attr:`own`, one per distinct list).
-    ``numbering`` gives the rollouts of every log distinct trials (:mod:`importers.trials`) as they are read,
+    ``numbering`` gives the rollouts of every log distinct trials (:mod:`scoring.numbering`) as they are read,
     before the tau checks and :attr:`generic` key on them.
     """
 
@@ -95,7 +95,7 @@ class InspectSources:
             from prefix_exec.importers.inspect.tau import tau_results
 
             loaded = load_results(tau_results(log, model=model, method=method), self.tau2_data)
-            loaded = replace(loaded, results=loaded.results.numbered(self.numbering))
+            loaded = replace(loaded, results=loaded.results.numbered(self.numbering.number))
             print(f"prefix-exec: {log.name}: {loaded.check.describe()}", file=self.notes)
             if loaded.tools.note() is not None:
                 print(f"prefix-exec: {log.name}: note: {loaded.tools.note()}", file=self.notes)
