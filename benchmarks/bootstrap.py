@@ -20,8 +20,8 @@ import numpy as np
 from scipy import stats as sps
 
 from prefix_exec.analysis import metrics
+from prefix_exec.analysis.rows import MetricRow
 from prefix_exec.analysis.summary import summarize
-from prefix_exec.trajectory import MetricRow
 
 DATASETS = {"bfcl": 200, "toolsandbox": 200, "tau": 164}
 CONDITIONS = [(m, x) for m in ("model-a", "model-b", "model-c") for x in ("react", "prompt", "plan", "dual")]

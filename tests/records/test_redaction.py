@@ -161,7 +161,7 @@ def test_an_error_quoting_a_secret_url_is_redacted(tmp_path: Path, capsys: pytes
 def test_scored_records_keep_no_credential_of_their_rollouts_metadata(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ticketing = Path(__file__).resolve().parents[1] / "examples" / "ticketing"
+    ticketing = Path(__file__).resolve().parents[2] / "examples" / "ticketing"
     rows = [json.loads(line) for line in (ticketing / "rollouts.jsonl").read_text().splitlines()]
     rows[0].setdefault("metadata", {})["agent"] = {"api_base": "http://alice:s3cret-pw@example.com/v1"}
     rollouts = tmp_path / "rollouts.jsonl"

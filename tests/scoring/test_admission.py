@@ -7,12 +7,11 @@ from dataclasses import replace
 from functools import partial
 
 from prefix_exec.importers.trials import Numbering
-from prefix_exec.records.jsonl import UnitKey
 from prefix_exec.scoring.admission import Admission
 from prefix_exec.scoring.pool.processes import Died
 from prefix_exec.scoring.pool.worker import Decoded, Shelf, decode_on, replay_on
 from prefix_exec.scoring.run import Replayer, Scorable, Undecoded
-from prefix_exec.trajectory import Rollout, Skipped
+from prefix_exec.trajectory import Rollout, Skipped, UnitKey
 from test_replay import CounterEnv, rollout
 
 REPLAYER = Replayer(None, None, 0)

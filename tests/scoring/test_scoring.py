@@ -16,9 +16,8 @@ import pytest
 from prefix_exec.errors import InputError
 from prefix_exec.importers.trials import Numbering
 from prefix_exec.records.codec import read_records
-from prefix_exec.records.jsonl import UnitKey
 from prefix_exec.scoring.run import Batch, Reading, Scorable, numbered, paired, score_to_file
-from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped, ToolCall
+from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped, ToolCall, UnitKey
 from test_replay import CounterEnv, CounterSession, rollout
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from prefix_exec.analysis import metrics
+from prefix_exec.analysis.rows import MetricRow
 from prefix_exec.analysis.selection import Selector, pair_conditions
 from prefix_exec.analysis.stats import (
     DEFAULT_LEVEL,
@@ -34,7 +35,6 @@ from prefix_exec.analysis.stats import (
 )
 from prefix_exec.envs.tau.pooled import view_name
 from prefix_exec.json_types import JsonObject
-from prefix_exec.trajectory import MetricRow
 
 Condition = tuple[str, str, str]
 #: Scalar statistics bootstrapped for every condition, in column order (:data:`analysis.metrics.PER_ROLLOUT`).

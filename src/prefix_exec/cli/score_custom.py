@@ -31,8 +31,9 @@ from prefix_exec.envs.custom.spec_formats import FORM_NAMES
 from prefix_exec.envs.recipe import Recipe
 from prefix_exec.errors import InputError
 from prefix_exec.importers.trials import FROM_INPUT, Numbering, TrialError, TrialSource, trial_fields
-from prefix_exec.records.codec import iter_json_lines, read_records, rollout_from_json
+from prefix_exec.records.codec import read_records, rollout_from_json
 from prefix_exec.records.consistency import Consistency
+from prefix_exec.records.jsonl import iter_json_lines
 from prefix_exec.scoring.run import Unit, paired, score_to_file
 from prefix_exec.trajectory import Rollout, Skipped
 

@@ -39,8 +39,7 @@ from typing import Any
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonObject
 from prefix_exec.records.codec import rollout_to_json
-from prefix_exec.records.jsonl import UnitKey
-from prefix_exec.trajectory import Rollout, Skipped
+from prefix_exec.trajectory import Rollout, Skipped, UnitKey
 
 #: Where tau2, tau-bench and canonical rows keep their trial.
 OWN_FIELD = ("trial",)

@@ -15,11 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 
 from prefix_exec.importers.trials import Numbering, rollout_digest
-from prefix_exec.records.jsonl import UnitKey
 from prefix_exec.scoring.pool.processes import Died
 from prefix_exec.scoring.pool.worker import Decoded, Raised
 from prefix_exec.scoring.run import Batch, Outcome, Replayer, Scorable, Undecoded, Unit, unit_name
-from prefix_exec.trajectory import Rollout, Skipped
+from prefix_exec.trajectory import Rollout, Skipped, UnitKey
 
 
 class Admission:

@@ -29,12 +29,13 @@ from prefix_exec.envs.base import Environment
 from prefix_exec.envs.recipe import Recipe
 from prefix_exec.errors import InputError
 from prefix_exec.importers.trials import Numbering, source_of
+from prefix_exec.json_types import dumps
 from prefix_exec.records import outputs
-from prefix_exec.records.codec import RECORD_KIND, JsonlWriter, completed_keys, record_to_json
-from prefix_exec.records.jsonl import UnitKey, dumps
+from prefix_exec.records.codec import RECORD_KIND, record_to_json
+from prefix_exec.records.jsonl import JsonlWriter, completed_keys
 from prefix_exec.records.redaction import redact_json
 from prefix_exec.replay import ReplayError, replay
-from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
+from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped, UnitKey
 
 #: An environment built for one rollout, from the rollout: tau's reads its transcript (the information
 #: check), ToolSandbox's recorded one its recorded replies.

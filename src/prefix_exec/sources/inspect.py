@@ -33,9 +33,8 @@ from prefix_exec.importers.trials import Numbering
 from prefix_exec.json_types import JsonObject
 from prefix_exec.records.codec import read_records
 from prefix_exec.records.consistency import Consistency, Disagreement
-from prefix_exec.records.jsonl import UnitKey
 from prefix_exec.scoring.run import EnvFor, Scorable, paired
-from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
+from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped, UnitKey
 
 if TYPE_CHECKING:
     from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess

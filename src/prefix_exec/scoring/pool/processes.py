@@ -20,10 +20,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from prefix_exec.records.jsonl import UnitKey
 from prefix_exec.scoring.pool.spawn import spawn, system_pipe_bytes, take_early
 from prefix_exec.scoring.pool.worker import BUILT, READY, Batched, Decoded, Raised
 from prefix_exec.scoring.run import Batch, Outcome, Replayer, Scorable, Undecoded
+from prefix_exec.trajectory import UnitKey
 
 #: Rollouts a local worker holds at least (the next is queued while one runs; more for quick ones: scoring_pool).
 DEPTH = 2

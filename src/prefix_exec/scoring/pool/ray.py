@@ -15,12 +15,11 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from prefix_exec.records.jsonl import UnitKey
 from prefix_exec.runner.launchers import connect_ray
 from prefix_exec.scoring.pool.processes import Died, Event
 from prefix_exec.scoring.pool.worker import Batched, Decoded, Raised, Shelf, batch_on, decode_on, replay_on
 from prefix_exec.scoring.run import Batch, Outcome, Reading, Replayer, Scorable, Undecoded
-from prefix_exec.trajectory import Rollout, Skipped
+from prefix_exec.trajectory import Rollout, Skipped, UnitKey
 
 
 class ScoreActor:

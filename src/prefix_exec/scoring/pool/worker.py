@@ -13,9 +13,8 @@ from typing import Any
 from prefix_exec.envs.recipe import Recipe
 from prefix_exec.errors import InputError
 from prefix_exec.importers.trials import rollout_digest
-from prefix_exec.records.jsonl import UnitKey
 from prefix_exec.scoring.run import Outcome, Reading, Replayer, unit_name
-from prefix_exec.trajectory import Rollout, Skipped
+from prefix_exec.trajectory import Rollout, Skipped, UnitKey
 
 #: The sequence number of a worker process's first message, ``(READY, None)``: its imports and settings are done.
 READY = -1
