@@ -28,7 +28,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
-from prefix_exec.deprecation import deprecated
 from prefix_exec.drivers.base import Driver
 from prefix_exec.errors import InputError
 from prefix_exec.llm.cache import ResponseCache
@@ -85,11 +84,6 @@ class RunReport:
         )
         return text + "".join(clause for shown, clause in clauses if shown)
 
-    def summary(self) -> str:
-        """Deprecated spelling of :meth:`describe` (a summary is the metrics' :class:`analysis.summary.Summary`)."""
-        deprecated("RunReport.summary()", "describe()")
-        return self.describe()
-
 
 def plan_units(grid: Grid) -> list[Unit]:
     tasks = {d.name: select_tasks(d, make_driver(d, grid).task_ids(), grid.seed) for d in grid.datasets}
@@ -105,21 +99,16 @@ def run_grid(
     max_concurrency: int = 4,
     max_consecutive_failures: int = 20,
     log: TextIO | None = None,
-    executor: str | None = None,
 ) -> RunReport:
     """Run every unit of the grid at ``grid_path`` not yet in ``out``; see the module docstring for the files.
 
-    ``launcher`` is where units run (:data:`~prefix_exec.runner.launchers.LAUNCHERS`: ``local`` or ``ray``);
-    ``executor`` is its deprecated spelling.
+    ``launcher`` is where units run (:data:`~prefix_exec.runner.launchers.LAUNCHERS`: ``local`` or ``ray``).
 
     ``max_consecutive_failures`` stops the run after that many failed units in a row (a dead endpoint, an
     exhausted quota), so a broken setup fails in minutes, not after every unit; 0 never stops.
     Raises :class:`InputError` for a bad grid, a missing API key, a busy or unusable ``out``, or a grid whose
     settings differ from those the run directory was made with.
     """
-    if executor is not None:
-        deprecated("run_grid(executor=...)", "launcher=...")
-        launcher = executor
     log = log if log is not None else sys.stderr
     started = time.perf_counter()
     grid = load_grid(grid_path)

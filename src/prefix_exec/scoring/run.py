@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Protocol, TextIO, runtime_checkable
 
 from prefix_exec import budget
-from prefix_exec.deprecation import deprecated
 from prefix_exec.envs.base import Environment
 from prefix_exec.envs.recipe import Recipe
 from prefix_exec.errors import InputError
@@ -166,11 +165,6 @@ class ScoreReport:
         if self.skipped:
             text += f"; {len(self.skipped)} could not be scored (listed above)"
         return text
-
-    def summary(self) -> str:
-        """Deprecated spelling of :meth:`describe` (a summary is the metrics' :class:`analysis.summary.Summary`)."""
-        deprecated("ScoreReport.summary()", "describe()")
-        return self.describe()
 
 
 def score_to_file(
