@@ -1,7 +1,7 @@
 """``prefix-exec score custom``: score rollouts on tools declared in a JSON/YAML spec.
 
-Also the options and the run every command that replays on a tool spec shares (``score custom``, ``score openai``
-/ ``score transcripts``, ``score inspect``'s generic path): :func:`add_spec_options`, :func:`policy_of` and
+Also the options and the run every command that replays on a tool spec shares (``score custom``,
+``score transcripts``, ``score inspect``'s generic path): :func:`add_spec_options`, :func:`policy_of` and
 :func:`score_on_spec`, which writes the consistency report of our checks against the recorded outcomes.
 """
 
