@@ -27,9 +27,8 @@ guard         the MCP SDK: ``prefix-exec guard``          -
 tau-sim       litellm and pandas: live tau runs           -
 ============  ==========================================  ===========================================================
 
-``plot`` is the old name of ``report`` and brings the same. A command that needs a module checks with
-:func:`require` before it writes anything, and a module missing deeper down (a :class:`ModuleNotFoundError`)
-gets the same message from the CLI (:func:`missing_message`). To change how something is installed, change
+A command that needs a module checks with :func:`require` before it writes anything, and a module missing deeper
+down (a :class:`ModuleNotFoundError`) gets the same message from the CLI (:func:`missing_message`). To change how something is installed, change
 :data:`EXTRAS` only (and pyproject.toml's extra of the same name).
 """
 
