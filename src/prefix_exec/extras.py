@@ -28,8 +28,8 @@ tau-sim       litellm and pandas: live tau runs           -
 ============  ==========================================  ===========================================================
 
 A command that needs a module checks with :func:`require` before it writes anything, and a module missing deeper
-down (a :class:`ModuleNotFoundError`) gets the same message from the CLI (:func:`missing_message`). To change how something is installed, change
-:data:`EXTRAS` only (and pyproject.toml's extra of the same name).
+down (a :class:`ModuleNotFoundError`) gets the same message from the CLI (:func:`missing_message`). To change how
+something is installed, change :data:`EXTRAS` only (and pyproject.toml's extra of the same name).
 """
 
 from __future__ import annotations

@@ -25,8 +25,9 @@ from prefix_exec.cli.common import (
     trial_source,
 )
 from prefix_exec.envs.custom import evidence
-from prefix_exec.envs.custom.environment import CustomEnvironment, load_spec
+from prefix_exec.envs.custom.environment import load_spec
 from prefix_exec.envs.custom.evidence import DEFAULT_ERROR_PATTERN, EvidencePolicy
+from prefix_exec.envs.custom.session import CustomEnvironment
 from prefix_exec.envs.custom.spec_formats import FORM_NAMES
 from prefix_exec.envs.recipe import Recipe
 from prefix_exec.errors import InputError

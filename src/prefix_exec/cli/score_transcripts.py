@@ -13,8 +13,9 @@ from typing import Any
 
 from prefix_exec.cli.common import add_scoring_options, numbering, trial_source
 from prefix_exec.cli.score_custom import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
-from prefix_exec.envs.custom.environment import CustomEnvironment, OwnTools, load_spec
+from prefix_exec.envs.custom.environment import OwnTools, load_spec
 from prefix_exec.envs.custom.evidence import EvidencePolicy
+from prefix_exec.envs.custom.session import CustomEnvironment
 from prefix_exec.envs.recipe import Recipe
 from prefix_exec.errors import InputError
 from prefix_exec.importers.transcripts import (

@@ -22,9 +22,9 @@ from prefix_exec.analysis.summary import Condition, ConditionSummary, Summary
 from prefix_exec.report.cells import Cell, Table, difference_columns, estimate_cell, number_cell, text_cell
 from prefix_exec.report.inputs import verifier_setting
 from prefix_exec.report.layout import Anchors, blocks_of, is_dual_loop, is_plan_conditioned, tagged_rows
-from prefix_exec.trajectory import AGENT_ROLES, AgentCost, PrefixRecord, agent_cost
+from prefix_exec.trajectory import AgentCost, PrefixRecord, agent_cost
 
-__all__ = ["AGENT_ROLES", "ConditionCost", "condition_costs", "cost_tables", "row_costs"]
+__all__ = ["ConditionCost", "condition_costs", "cost_tables", "row_costs"]
 
 
 @dataclass(frozen=True)

@@ -38,8 +38,8 @@ from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped, UnitKey
 
 if TYPE_CHECKING:
     from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
-    from prefix_exec.envs.custom.environment import CustomEnvironment, OwnTools
-
+    from prefix_exec.envs.custom.environment import OwnTools
+    from prefix_exec.envs.custom.session import CustomEnvironment
 SUPPORTED = "BFCL multi-turn (inspect_evals/bfcl) and tau2 airline/retail (inspect_evals/tau2_airline, tau2_retail)"
 #: The records' note when a sample's own tools list served as its spec.
 SCHEMA_ONLY_NOTE = "schema checks only: the sample's own tools list served as the spec (no --tools)"
