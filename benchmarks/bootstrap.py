@@ -50,7 +50,7 @@ def per_rollout_statistics(rows: list[MetricRow]) -> list[np.ndarray]:
     out = []
     for dataset in DATASETS:
         for model, method in CONDITIONS:
-            group = [r for r in rows if (r.dataset, r.model, r.method) == (dataset, model, method)]
+            group = [r for r in rows if r.condition == (dataset, model, method)]
             fed, T, y = metrics.as_arrays([r.fed for r in group], [r.T for r in group], [r.success for r in group])
             out += [values(fed, T, y) for values in metrics.PER_ROLLOUT.values()]
             out += [(fed > k).astype(float) for k in range(1, DEPTH + 1)]

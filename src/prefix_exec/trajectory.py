@@ -162,6 +162,11 @@ class Unit:
     def key(self) -> UnitKey:
         return (self.dataset, self.task_id, self.model, self.method, self.trial)
 
+    @property
+    def condition(self) -> tuple[str, str, str]:
+        """The ``(dataset, model, method)`` condition the unit belongs to: what summaries and tables group by."""
+        return (self.dataset, self.model, self.method)
+
 
 @dataclass(frozen=True)
 class Rollout:
@@ -309,10 +314,3 @@ def excerpt(result: Any) -> Any:
     if len(text) <= RESULT_CHARS:
         return result
     return text[:RESULT_CHARS] + f"... ({len(text)} characters)"
-
-
-def condition_of(row: JsonMapping | PrefixRecord) -> tuple[str, str, str]:
-    """The (dataset, model, method) condition a record belongs to."""
-    if isinstance(row, PrefixRecord):
-        return (row.dataset, row.model, row.method)
-    return (str(row["dataset"]), str(row["model"]), str(row["method"]))

@@ -265,7 +265,7 @@ def test_credentials_in_metadata_json_cannot_hold_are_redacted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
 ) -> None:
     """A URL's credentials in a tuple, a set or an object's repr in the metadata are removed as in a string: the
-    line holds those as a list, a list and the repr (jsonl.dumps), and that is what is redacted; the rollout's own
+    line holds those as a list, a list and the repr (json_types.dumps), and that is what is redacted; the rollout's own
     metadata is left as it was. Oracle: the lines written by hand."""
     from prefix_exec.scoring.pool import dispatch as scoring_pool
 

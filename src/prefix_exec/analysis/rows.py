@@ -86,7 +86,7 @@ def read_metric_rows(paths: Iterable[str | Path], *, redact: bool = False) -> li
             found.append((_redacted(row) if redact else row, where, number))
     rows = split_verifier_variants(
         [row for row, _, _ in found],
-        lambda r: (r.dataset, r.model, r.method),
+        lambda r: r.condition,
         lambda r: r.verifier,
         lambda r, name: replace(r, method=name),
     )

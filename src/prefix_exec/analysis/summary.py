@@ -316,7 +316,7 @@ def _summarize_dataset(
     tasks = sorted({r.task_id for r in rows})
     groups: dict[Condition, list[MetricRow]] = defaultdict(list)
     for r in rows:
-        groups[(r.dataset, r.model, r.method)].append(r)
+        groups[r.condition].append(r)
     conditions = sorted(groups)
     max_t = max(r.T for r in rows)
     depth = min(ci_depth, max_t)

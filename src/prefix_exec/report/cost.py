@@ -39,12 +39,12 @@ class ConditionCost:
 
 def condition_costs(records: Iterable[PrefixRecord]) -> dict[Condition, ConditionCost]:
     """Mean agent cost per condition of ``records`` (rollouts without agent telemetry left out)."""
-    return mean_costs(((r.dataset, r.model, r.method), agent_cost(r.cost)) for r in records)
+    return mean_costs((r.condition, agent_cost(r.cost)) for r in records)
 
 
 def row_costs(rows: Iterable[MetricRow]) -> dict[Condition, ConditionCost]:
     """:func:`condition_costs` of metric rows (``prefix-exec metrics``), from their :attr:`MetricRow.agent_cost`."""
-    return mean_costs(((r.dataset, r.model, r.method), r.agent_cost) for r in rows)
+    return mean_costs((r.condition, r.agent_cost) for r in rows)
 
 
 def mean_costs(found: Iterable[tuple[Condition, AgentCost | None]]) -> dict[Condition, ConditionCost]:
@@ -133,7 +133,7 @@ def verifier_settings(records: Iterable[PrefixRecord]) -> dict[Condition, tuple[
     for r in records:
         setting = verifier_setting(r)
         if setting is not None:
-            found[(r.dataset, r.model, r.method)].add(setting)
+            found[r.condition].add(setting)
     return {cond: sorted(values)[0] if len(values) == 1 else ("mixed", "mixed") for cond, values in found.items()}
 
 

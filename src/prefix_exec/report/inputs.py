@@ -68,7 +68,7 @@ def split_verifier_variants(records: Sequence[PrefixRecord]) -> list[PrefixRecor
     is its own condition (:func:`prefix_exec.methods.split_verifier_variants`)."""
     return methods.split_verifier_variants(
         records,
-        lambda r: (r.dataset, r.model, r.method),
+        lambda r: r.condition,
         verifier_setting,
         lambda r, name: dataclasses.replace(r, method=name),
     )
