@@ -19,10 +19,10 @@ from prefix_exec.cli.common import (
 from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
 from prefix_exec.envs.bfcl.sample import NAME, stratified_200
 from prefix_exec.envs.bfcl.tasks import INSTALL_HINT, load_task
-from prefix_exec.errors import InputError
+from prefix_exec.errors import InputError, ReplayError
 from prefix_exec.extras import require
 from prefix_exec.importers.bfcl import PROMPTING_Y
-from prefix_exec.replay import ReplayError, with_success
+from prefix_exec.replay import with_success
 from prefix_exec.scoring.run import Scorable, paired, score_to_file
 from prefix_exec.trajectory import Rollout, Skipped
 

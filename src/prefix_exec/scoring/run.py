@@ -26,14 +26,14 @@ from typing import Protocol, TextIO, runtime_checkable
 from prefix_exec import budget
 from prefix_exec.envs.base import Environment
 from prefix_exec.envs.recipe import Recipe
-from prefix_exec.errors import InputError
+from prefix_exec.errors import InputError, ReplayError
 from prefix_exec.importers.trials import Numbering, source_of
 from prefix_exec.json_types import dumps
 from prefix_exec.records import outputs
 from prefix_exec.records.codec import RECORD_KIND, record_to_json
 from prefix_exec.records.jsonl import JsonlWriter, completed_keys
 from prefix_exec.records.redaction import redact_json
-from prefix_exec.replay import ReplayError, replay
+from prefix_exec.replay import replay
 from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped, UnitKey
 
 #: An environment built for one rollout, from the rollout: tau's reads its transcript (the information
