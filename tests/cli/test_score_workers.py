@@ -79,8 +79,8 @@ def test_transcripts_on_their_own_tools_lists(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_transcripts_on_a_tools_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """tau-bench's real conversations on its tools list (200 rollouts), through the alias ``score openai``."""
-    args = ["openai", str(TAU_BENCH / "gpt-4o-airline.json"), "--tools", str(TAU_BENCH / "airline-tools.json")]
+    """tau-bench's real conversations on its tools list (200 rollouts)."""
+    args = ["transcripts", str(TAU_BENCH / "gpt-4o-airline.json"), "--tools", str(TAU_BENCH / "airline-tools.json")]
     same_at_one_and_two([*args, "--model", "gpt-4o"], tmp_path, capsys)
 
 
@@ -337,7 +337,7 @@ def test_replayed_here_and_in_workers(
         assert skipped_lines(err_two) == skipped_lines(err_one)
         assert here and sent and len(here) + len(sent) == 43
         assert not any(isinstance(unit, Batch) for unit in sent)
-    args = ["openai", str(TAU_BENCH / "gpt-4o-airline.json"), "--tools", str(TAU_BENCH / "airline-tools.json")]
+    args = ["transcripts", str(TAU_BENCH / "gpt-4o-airline.json"), "--tools", str(TAU_BENCH / "airline-tools.json")]
     same_at_one_and_two([*args, "--model", "gpt-4o"], tmp_path, capsys, "--overwrite")
 
 

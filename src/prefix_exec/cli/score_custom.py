@@ -1,7 +1,7 @@
 """``prefix-exec score custom``: score rollouts on tools declared in a JSON/YAML spec.
 
-Also the options and the run every command that replays on a tool spec shares (``score custom``, ``score openai``
-/ ``score transcripts``, ``score inspect``'s generic path): :func:`add_spec_options`, :func:`policy_of` and
+Also the options and the run every command that replays on a tool spec shares (``score custom``,
+``score transcripts``, ``score inspect``'s generic path): :func:`add_spec_options`, :func:`policy_of` and
 :func:`score_on_spec`, which writes the consistency report of our checks against the recorded outcomes.
 """
 
@@ -25,14 +25,16 @@ from prefix_exec.cli.common import (
     trial_source,
 )
 from prefix_exec.envs.custom import evidence
-from prefix_exec.envs.custom.environment import CustomEnvironment, load_spec
+from prefix_exec.envs.custom.environment import load_spec
 from prefix_exec.envs.custom.evidence import DEFAULT_ERROR_PATTERN, EvidencePolicy
+from prefix_exec.envs.custom.session import CustomEnvironment
 from prefix_exec.envs.custom.spec_formats import FORM_NAMES
 from prefix_exec.envs.recipe import Recipe
 from prefix_exec.errors import InputError
 from prefix_exec.importers.trials import FROM_INPUT, TrialError, TrialSource, trial_fields
-from prefix_exec.records.codec import iter_json_lines, read_records, rollout_from_json
+from prefix_exec.records.codec import read_records, rollout_from_json
 from prefix_exec.records.consistency import Consistency
+from prefix_exec.records.jsonl import iter_json_lines
 from prefix_exec.scoring.numbering import Numbering
 from prefix_exec.scoring.run import score_to_file
 from prefix_exec.scoring.units import ScoringUnit, paired

@@ -22,13 +22,14 @@ from prefix_exec.cli.common import (
     trial_source,
 )
 from prefix_exec.envs.tau.consistency import Consistency, Disagreement
-from prefix_exec.envs.tau.pooled import TAU_DOMAINS, legacy
+from prefix_exec.envs.tau.pooled import TAU_DOMAINS
 from prefix_exec.envs.tau.regrade import regrade_files
 from prefix_exec.envs.tau.results import LoadedResults, load_results, recipe
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.tau import TauResults, read_results
-from prefix_exec.records.codec import RECORD_KIND, completed_keys, read_records
+from prefix_exec.records.codec import RECORD_KIND, is_unpooled, read_records
+from prefix_exec.records.jsonl import completed_keys
 from prefix_exec.scoring.run import score_to_file
 from prefix_exec.scoring.units import Scorable, paired
 from prefix_exec.trajectory import Skipped
@@ -139,7 +140,7 @@ def handle(args: argparse.Namespace) -> int:
 def _refuse_old_layout(out: str) -> None:
     """An output written before tau3 was pooled (``tau3-airline``, task ``18``) cannot be resumed: every
     simulation would be scored again under its new id (``airline/18``) beside the old record."""
-    old = next((k for k in sorted(completed_keys(out, kind=RECORD_KIND)) if legacy(k[0], k[1]) is not None), None)
+    old = next((k for k in sorted(completed_keys(out, kind=RECORD_KIND)) if is_unpooled(k[0], k[1])), None)
     if old is not None:
         raise InputError(
             f"this output holds records made before tau3 was pooled (dataset {old[0]}, task {old[1]}); task ids are "

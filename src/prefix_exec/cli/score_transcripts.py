@@ -1,5 +1,5 @@
-"""``prefix-exec score transcripts`` (alias ``score openai``): score transcripts in the forms agents write
-them, one rollout per conversation (:mod:`prefix_exec.importers.transcripts`)."""
+"""``prefix-exec score transcripts``: score transcripts in the forms agents write them, one rollout per
+conversation (:mod:`prefix_exec.importers.transcripts`)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from typing import Any
 
 from prefix_exec.cli.common import add_scoring_options, numbering, trial_source
 from prefix_exec.cli.score_custom import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
-from prefix_exec.envs.custom.environment import CustomEnvironment, OwnTools, load_spec
+from prefix_exec.envs.custom.environment import OwnTools, load_spec
 from prefix_exec.envs.custom.evidence import EvidencePolicy
+from prefix_exec.envs.custom.session import CustomEnvironment
 from prefix_exec.envs.recipe import Recipe
 from prefix_exec.errors import InputError
 from prefix_exec.importers.transcripts import (
@@ -47,15 +48,12 @@ FIELDS = {
 BATCH_BYTES = 8 << 20
 #: The --tools environment and the recipe a worker process builds it again by (:mod:`prefix_exec.envs.recipe`).
 Spec = tuple[CustomEnvironment, Recipe]
-#: The name ``score openai`` had before it read every format; it stays an alias.
-ALIAS = "openai"
 
 
 def register(benchmarks: Any, name: str) -> None:
     forms = ", ".join(f"{r.label} ({r.name})" for r in READERS.values())
     parser: argparse.ArgumentParser = benchmarks.add_parser(
         name,
-        aliases=[ALIAS],
         help="transcripts: OpenAI Chat or Responses, Anthropic Messages, LangChain, tau-bench results",
         description=(
             f"Score transcripts, one rollout per conversation. Forms read: {forms}; each file's form is "
@@ -63,7 +61,7 @@ def register(benchmarks: Any, name: str) -> None:
             'JSON list, or a JSON object wrapping lists ({"data": [...]}). With --tools the calls are checked '
             "against that spec (ours, an OpenAI tools array or an MCP tools/list result, plus --hooks); without "
             "it each conversation's own tools list is the spec, and only schema checks apply. Identity fields "
-            f"are dotted paths into the conversation. 'score {ALIAS}' is the same command. See docs/custom.md."
+            "are dotted paths into the conversation. See docs/custom.md."
         ),
     )
     parser.add_argument(
@@ -86,7 +84,7 @@ def register(benchmarks: Any, name: str) -> None:
     fields.add_argument(
         "--dataset",
         help="dataset name for every record (default: dataset or metadata.dataset, else the --tools spec's name, "
-        f"else 'transcripts' ('{ALIAS}' when run as score {ALIAS})",
+        "else 'transcripts')",
     )
     add_scoring_options(parser)  # --model, --method (fixed names instead of fields), --trial, --trial-field
     parser.set_defaults(handler=handle)
@@ -124,8 +122,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.tools:
         spec = (spec_of(args, policy), Recipe(load_spec, (args.tools,), {"hooks": args.hooks, "policy": policy}))
         note_schema_only(spec[0], args.tools)
-    default_dataset = ALIAS if args.benchmark == ALIAS else "transcripts"
-    identity = identity_of(args, spec[0].name if spec is not None else default_dataset)
+    identity = identity_of(args, spec[0].name if spec is not None else "transcripts")
     forced = None if args.format == "auto" else args.format
     # With workers, a worker decodes each conversation (most of the reading's cost) before replaying it.
     defer = spec is not None and (args.workers > 1 or args.launcher != "local")

@@ -22,9 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from prefix_exec.json_types import JsonObject
+from prefix_exec.json_types import JsonObject, dumps
 from prefix_exec.records.codec import call_to_json, record_to_json, rollout_to_json, verdict_to_json
-from prefix_exec.records.jsonl import dumps
 from prefix_exec.trajectory import PrefixRecord, Rollout, ToolCall, Verdict
 
 SUCCESS_RULE = "heuristic: 1 when the session's last tool call was accepted (a proxy never sees the task's outcome)"

@@ -18,8 +18,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from prefix_exec.envs.custom.environment import CustomEnvironment, CustomSession, layered_environment
+from prefix_exec.envs.custom.environment import layered_environment
 from prefix_exec.envs.custom.evidence import EvidencePolicy
+from prefix_exec.envs.custom.session import CustomEnvironment, CustomSession
 from prefix_exec.envs.custom.spec_formats import to_spec
 from prefix_exec.errors import InputError
 from prefix_exec.guard import check

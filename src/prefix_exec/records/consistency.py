@@ -23,8 +23,7 @@ from typing import Any, TextIO, cast
 
 from prefix_exec.json_types import JsonObject
 from prefix_exec.records import outputs
-from prefix_exec.records.jsonl import UnitKey
-from prefix_exec.trajectory import PrefixRecord
+from prefix_exec.trajectory import PrefixRecord, UnitKey
 
 
 @dataclass(frozen=True)

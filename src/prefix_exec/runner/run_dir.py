@@ -28,14 +28,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
-from prefix_exec.deprecation import deprecated
 from prefix_exec.drivers.base import Driver
-from prefix_exec.envs.tau.pooled import legacy
 from prefix_exec.errors import InputError
 from prefix_exec.llm.cache import ResponseCache
 from prefix_exec.records import outputs
-from prefix_exec.records.codec import JsonlWriter, completed_keys, read_rollouts, record_to_json, rollout_to_json
-from prefix_exec.records.jsonl import UnitKey, latest_by_unit
+from prefix_exec.records.codec import is_unpooled, read_rollouts, record_to_json, rollout_to_json
+from prefix_exec.records.jsonl import JsonlWriter, completed_keys, latest_by_unit
 from prefix_exec.replay import replay
 from prefix_exec.runner.credentials import needs_redaction, write_grid_copy
 from prefix_exec.runner.datasets import make_driver
@@ -44,7 +42,7 @@ from prefix_exec.runner.launchers import launch
 from prefix_exec.runner.plan_store import PLANS, PlanStore
 from prefix_exec.runner.progress import Progress
 from prefix_exec.runner.worker import UnitResult
-from prefix_exec.trajectory import Rollout, Unit
+from prefix_exec.trajectory import Rollout, Unit, UnitKey
 
 ROLLOUTS, RECORDS, FAILURES, CACHE, GRID_COPY = (
     "rollouts.jsonl",
@@ -86,11 +84,6 @@ class RunReport:
         )
         return text + "".join(clause for shown, clause in clauses if shown)
 
-    def summary(self) -> str:
-        """Deprecated spelling of :meth:`describe` (a summary is the metrics' :class:`analysis.summary.Summary`)."""
-        deprecated("RunReport.summary()", "describe()")
-        return self.describe()
-
 
 def plan_units(grid: Grid) -> list[Unit]:
     tasks = {d.name: select_tasks(d, make_driver(d, grid).task_ids(), grid.seed) for d in grid.datasets}
@@ -106,21 +99,16 @@ def run_grid(
     max_concurrency: int = 4,
     max_consecutive_failures: int = 20,
     log: TextIO | None = None,
-    executor: str | None = None,
 ) -> RunReport:
     """Run every unit of the grid at ``grid_path`` not yet in ``out``; see the module docstring for the files.
 
-    ``launcher`` is where units run (:data:`~prefix_exec.cluster.LAUNCHERS`: ``local`` or ``ray``);
-    ``executor`` is its deprecated spelling.
+    ``launcher`` is where units run (:data:`~prefix_exec.cluster.LAUNCHERS`: ``local`` or ``ray``).
 
     ``max_consecutive_failures`` stops the run after that many failed units in a row (a dead endpoint, an
     exhausted quota), so a broken setup fails in minutes, not after every unit; 0 never stops.
     Raises :class:`InputError` for a bad grid, a missing API key, a busy or unusable ``out``, or a grid whose
     settings differ from those the run directory was made with.
     """
-    if executor is not None:
-        deprecated("run_grid(executor=...)", "launcher=...")
-        launcher = executor
     log = log if log is not None else sys.stderr
     started = time.perf_counter()
     grid = load_grid(grid_path)
@@ -271,13 +259,13 @@ def check_pooled_ids(grid: Grid, done: set[UnitKey], out: Path) -> None:
     """Refuse to resume tau units made before tau3 was pooled (``tau3-airline``, task ``18``): the grid now
     names them ``airline/18``, so they would silently run again beside the old ones."""
     tau = {d.name for d in grid.datasets if d.kind == "tau"}
-    old = next((key for key in sorted(done) if key[0] in tau and legacy(key[0], key[1]) is not None), None)
+    old = next((key for key in sorted(done) if key[0] in tau and is_unpooled(key[0], key[1])), None)
     if old is not None:
         raise InputError(
             f"this run directory holds tau units made before tau3 was pooled (dataset {old[0]}, task {old[1]}); "
             "task ids are now domain-qualified (airline/18), so --resume cannot continue them",
             path=out,
-            hint="start a fresh --out for tau (the old records still read with 'prefix-exec metrics' and 'report')",
+            hint="start a fresh --out for tau (this version no longer reads records in the old layout)",
         )
 
 

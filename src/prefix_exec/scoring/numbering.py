@@ -27,8 +27,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from prefix_exec.records.codec import rollout_to_json
-from prefix_exec.records.jsonl import UnitKey
-from prefix_exec.trajectory import Rollout, Skipped
+from prefix_exec.trajectory import Rollout, Skipped, UnitKey
 
 #: The renumbered rollouts a summary names (the rest are counted).
 EXAMPLES = 3

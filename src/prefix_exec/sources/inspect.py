@@ -32,15 +32,14 @@ from prefix_exec.importers.tau import TauResults
 from prefix_exec.json_types import JsonObject
 from prefix_exec.records.codec import read_records
 from prefix_exec.records.consistency import Consistency, Disagreement
-from prefix_exec.records.jsonl import UnitKey
 from prefix_exec.scoring.numbering import Numbering
 from prefix_exec.scoring.units import EnvFor, Scorable, paired
-from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
+from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped, UnitKey
 
 if TYPE_CHECKING:
     from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
-    from prefix_exec.envs.custom.environment import CustomEnvironment, OwnTools
-
+    from prefix_exec.envs.custom.environment import OwnTools
+    from prefix_exec.envs.custom.session import CustomEnvironment
 SUPPORTED = "BFCL multi-turn (inspect_evals/bfcl) and tau2 airline/retail (inspect_evals/tau2_airline, tau2_retail)"
 #: The records' note when a sample's own tools list served as its spec.
 SCHEMA_ONLY_NOTE = "schema checks only: the sample's own tools list served as the spec (no --tools)"
