@@ -335,13 +335,9 @@ def disagreements(record: PrefixRecord, policy: EvidencePolicy = DEFAULT_POLICY)
         if checks_accepted != refused:
             continue
         found.append(
-            Disagreement(
-                dataset=record.dataset,
-                task_id=record.task_id,
-                trial=record.trial,
-                depth=depth,
-                tool=call.name,
-                arguments=dict(call.arguments),
+            Disagreement.of_call(
+                record,
+                depth,
                 recorded_error=refused,
                 recorded_content=_quoted(call.observation),
                 replay_accepted=checks_accepted,
