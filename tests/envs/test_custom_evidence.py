@@ -13,9 +13,8 @@ import pytest
 
 from prefix_exec.envs.custom.environment import CustomEnvironment, environment_from_tools, load_spec
 from prefix_exec.envs.custom.evidence import ORIGIN_CHECK, PRODUCED_VALUES, EvidencePolicy, compare
-from prefix_exec.guard import check
 from prefix_exec.records.consistency import Consistency
-from prefix_exec.replay import replay
+from prefix_exec.replay import check, replay
 from prefix_exec.trajectory import FailureLabel, Observation, PrefixRecord, Rollout, ToolCall
 
 NOTE_TOOLS = [
