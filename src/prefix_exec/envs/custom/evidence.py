@@ -25,7 +25,7 @@ The names the interface (``briefs/evidence_interface.md``) gives in words: the p
 ``environment_from_tools(..., policy=)``); "is this observation a recorded refusal" is :func:`refusal`, which
 returns the :class:`Refusal` (label, rule, what said so, quoted reason and notes) or ``None``; the classifier is
 :func:`classify`; "the recorded result as a JSON value" is :func:`recorded_value`. The CLI reads the options
-with ``prefix_exec.cli.score_custom.policy_of``.
+with ``prefix_exec.sources.spec.policy_of``.
 
 Why ``precondition`` is the default label: the recorded outcome is consulted only after our own checks accepted
 the call (tool, arguments against the schema, references), so a refusal that names no kind is most likely a
