@@ -376,10 +376,10 @@ def test_what_cannot_be_sent_is_replayed_here(ticketing: Path, tmp_path: Path) -
     caller's lambda), is replayed in this process, said once; the records are those of one worker."""
     import io
 
-    from prefix_exec.cli.score_custom import read_units
     from prefix_exec.envs.custom.environment import load_spec
     from prefix_exec.scoring.run import score_to_file
     from prefix_exec.scoring.units import Scorable, paired
+    from prefix_exec.sources.spec import read_units
     from prefix_exec.trajectory import Skipped
 
     env = load_spec(ticketing / "tools.yaml")  # its hooks module does not pickle

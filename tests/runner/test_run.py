@@ -23,7 +23,8 @@ from prefix_exec.errors import InputError
 from prefix_exec.records.codec import read_records, read_rollouts
 from prefix_exec.replay import replay
 from prefix_exec.runner import load_grid
-from prefix_exec.runner.run_dir import RunReport, call_prices, plan_units, run_grid
+from prefix_exec.runner.run_dir import plan_units, run_grid
+from prefix_exec.runner.run_report import RunReport, call_prices
 
 if TYPE_CHECKING:
     from runner.conftest import RaySession
@@ -347,17 +348,6 @@ def test_sample_draws_a_seeded_subset_and_tasks_must_exist(tmp_path: Path) -> No
     grid.write_text(grid.read_text().replace("sample = 3\n", 'tasks = ["no-such-task"]\n'))
     with pytest.raises(InputError, match="no task 'no-such-task'"):
         plan_units(load_grid(grid))
-
-
-def test_the_description_names_only_what_happened() -> None:
-    quiet = RunReport(planned=3, written=3, tokens=120, seconds=2.04)
-    assert quiet.describe() == "3 of 3 units written in 2.0 s; the run holds 120 agent tokens"
-    busy = RunReport(10, 4, failed=2, resumed=3, rescored=1, tokens=9, usd=0.125, retries=5, aborted="429 storm")
-    assert busy.describe() == (
-        "4 of 10 units written in 0.0 s; the run holds 9 agent tokens, $0.12, 5 LLM requests retried "
-        "(429/5xx/408/409/timeouts/connection/bad answers); 3 already done (--resume); 1 rollouts scored from "
-        "the file; 2 failed (see failures.jsonl; --resume retries them); stopped early: 429 storm"
-    )
 
 
 def test_the_reports_describe_and_have_no_old_summary_spelling() -> None:

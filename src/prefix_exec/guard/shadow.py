@@ -23,9 +23,8 @@ from prefix_exec.envs.custom.evidence import EvidencePolicy
 from prefix_exec.envs.custom.session import CustomEnvironment, CustomSession
 from prefix_exec.envs.custom.spec_formats import to_spec
 from prefix_exec.errors import InputError
-from prefix_exec.guard import check
 from prefix_exec.json_types import JsonMapping, JsonObject, JsonValue
-from prefix_exec.replay import check_action
+from prefix_exec.replay import check, check_action
 from prefix_exec.trajectory import Observation, ToolCall, Verdict
 
 #: Most pages one listing may have (a server whose cursors never end is refused, not followed forever).

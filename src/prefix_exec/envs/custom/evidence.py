@@ -24,7 +24,7 @@ In words: the policy is :class:`EvidencePolicy` (the environment holds it: ``Cus
 ``load_spec(..., policy=)`` and ``environment_from_tools(..., policy=)``); "is this observation a recorded refusal"
 is :func:`refusal`, which returns the :class:`Refusal` (label, rule, what said so, quoted reason and notes) or
 ``None``; the classifier is :func:`classify`; "the recorded result as a JSON value" is :func:`recorded_value`. The
-CLI reads the options with ``prefix_exec.cli.score_custom.policy_of``.
+CLI reads the options with ``prefix_exec.sources.spec.policy_of``.
 
 Why ``precondition`` is the default label: the recorded outcome is consulted only after our own checks accepted
 the call (tool, arguments against the schema, references), so a refusal that names no kind is most likely a
@@ -334,13 +334,9 @@ def disagreements(record: PrefixRecord, policy: EvidencePolicy = DEFAULT_POLICY)
         if checks_accepted != refused:
             continue
         found.append(
-            Disagreement(
-                dataset=record.dataset,
-                task_id=record.task_id,
-                trial=record.trial,
-                depth=depth,
-                tool=call.name,
-                arguments=dict(call.arguments),
+            Disagreement.of_call(
+                record,
+                depth,
                 recorded_error=refused,
                 recorded_content=_quoted(call.observation),
                 replay_accepted=checks_accepted,
