@@ -14,7 +14,7 @@ from prefix_exec.cli.common import (
     float_between,
     numbering,
     output_options,
-    trial_source,
+    trial_rule,
 )
 from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
 from prefix_exec.envs.bfcl.sample import NAME, stratified_200
@@ -90,12 +90,12 @@ def handle(args: argparse.Namespace) -> int:
 
         only = frozenset(stratified_200()) if args.sample is not None else None
         units: Iterable[Rollout | Skipped]
-        source = trial_source(args)
+        rule = trial_rule(args)
         if args.ground_truth:
-            if source.field is not None:
+            if rule.field is not None:
                 raise InputError("--trial-field reads the result files; with --ground-truth give --trial N")
             units = (
-                replace(r, model=args.model or r.model, method=args.method or r.method, trial=source.fixed or 0)
+                replace(r, model=args.model or r.model, method=args.method or r.method, trial=rule.fixed or 0)
                 for r in ground_truth_rollouts(only)
             )
             total: int | None = len(only) if only is not None else 800
@@ -106,7 +106,7 @@ def handle(args: argparse.Namespace) -> int:
                 method=args.method,
                 only=only,
                 prompting_y=args.prompting_y,
-                trials=source,
+                trials=rule,
             )
             total = None
         checker = FinalSuccess(env.templates)

@@ -16,7 +16,7 @@ from prefix_exec.cli.common import (
     finish,
     numbering,
     output_options,
-    trial_source,
+    trial_rule,
 )
 from prefix_exec.envs.custom.environment import load_spec
 from prefix_exec.envs.recipe import Recipe
@@ -49,7 +49,7 @@ def handle(args: argparse.Namespace) -> int:
     env = spec_of(args, policy)
     note_schema_only(env, args.tools)
     units = read_units(
-        args.rollouts, keep_going=args.keep_going, model=args.model, method=args.method, trials=trial_source(args)
+        args.rollouts, keep_going=args.keep_going, model=args.model, method=args.method, trials=trial_rule(args)
     )
     trials = numbering(args)
     recipe = Recipe(load_spec, (args.tools,), {"hooks": args.hooks, "policy": policy})  # built again per worker

@@ -24,7 +24,7 @@ from prefix_exec.cli.common import (
     finish,
     numbering,
     output_options,
-    trial_source,
+    trial_rule,
 )
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
@@ -111,11 +111,11 @@ def _read_logs(args: argparse.Namespace, paths: list[str], sources: InspectSourc
     # Without --tools a task of neither benchmark is scored on its samples' own tool lists, read from their events.
     own_tools = None if args.tools else (lambda task: not is_benchmark(task))
     noted = False
-    source = trial_source(args)
+    rule = trial_rule(args)
     bounds = ReadBounds(args.rollout_budget, args.call_memory)  # each sample read under a rollout's budgets
     for path in paths:
         try:
-            log = read_log(path, scorer=args.scorer, tools=own_tools, trials=source, bounds=bounds)
+            log = read_log(path, scorer=args.scorer, tools=own_tools, trials=rule, bounds=bounds)
         except InputError as exc:
             if not args.keep_going:
                 raise

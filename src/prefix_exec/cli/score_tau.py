@@ -18,7 +18,7 @@ from prefix_exec.cli.common import (
     freeze_loaded,
     numbering,
     output_options,
-    trial_source,
+    trial_rule,
 )
 from prefix_exec.envs.tau.consistency import Consistency, Disagreement
 from prefix_exec.envs.tau.pooled import TAU_DOMAINS
@@ -81,12 +81,12 @@ def handle(args: argparse.Namespace) -> int:
     files: list[LoadedResults[TauResults]] = []
     units: list[Scorable | Skipped] = []
     mismatched: list[Disagreement] = []
-    trials, source = numbering(args), trial_source(args)
+    trials, rule = numbering(args), trial_rule(args)
     for path in args.results:
         # An unreadable file, one of a domain replay does not model (telecom, say) or one whose tools are another
         # domain's is one file's error.
         try:
-            results = read_results(path, model=args.model, method=args.method, domain=args.domain, trials=source)
+            results = read_results(path, model=args.model, method=args.method, domain=args.domain, trials=rule)
             loaded = load_results(results, args.tau2_data, sequential=args.parallel_calls == "sequential")
         except InputError as exc:
             if not args.keep_going:

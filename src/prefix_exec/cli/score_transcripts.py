@@ -16,7 +16,7 @@ from prefix_exec.cli.common import (
     finish,
     numbering,
     output_options,
-    trial_source,
+    trial_rule,
 )
 from prefix_exec.envs.custom.environment import load_spec
 from prefix_exec.envs.custom.evidence import EvidencePolicy
@@ -103,7 +103,7 @@ def identity_of(args: argparse.Namespace, default_dataset: str) -> Identity:
             raise InputError(f"give --{fixed} or --{fixed}-field, not both")
     paths = {name: getattr(args, f"{name}_field") for name in FIELDS if getattr(args, f"{name}_field")}
     values = {name: getattr(args, name) for name in ("model", "method", "dataset") if getattr(args, name)}
-    trials = trial_source(args)  # --trial N, --trial-field PATH (common to every score command)
+    trials = trial_rule(args)  # --trial N, --trial-field PATH (common to every score command)
     if trials.fixed is not None:
         values["trial"] = trials.fixed
     if trials.field is not None:

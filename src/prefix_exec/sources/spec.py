@@ -26,7 +26,7 @@ from prefix_exec.envs.custom.evidence import DEFAULT_ERROR_PATTERN, EvidencePoli
 from prefix_exec.envs.custom.session import CustomEnvironment
 from prefix_exec.envs.custom.spec_formats import FORM_NAMES
 from prefix_exec.errors import InputError
-from prefix_exec.importers.trials import FROM_INPUT, TrialError, TrialSource, trial_fields
+from prefix_exec.importers.trials import FROM_INPUT, TrialError, TrialRule, trial_fields
 from prefix_exec.records.codec import read_records, rollout_from_json
 from prefix_exec.records.consistency import Consistency
 from prefix_exec.records.jsonl import iter_json_lines
@@ -41,7 +41,7 @@ def read_units(
     keep_going: bool,
     model: str | None,
     method: str | None,
-    trials: TrialSource = FROM_INPUT,
+    trials: TrialRule = FROM_INPUT,
 ) -> Iterator[Rollout | Skipped]:
     """Rollouts from canonical JSONL, their trial from ``trials`` (a path into the row; its own ``trial`` by
     default); with ``keep_going`` a malformed row becomes a ``Skipped``."""
