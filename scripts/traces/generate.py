@@ -24,8 +24,8 @@ Pairs (file written under tests/data/traces/):
 The OTLP/JSON lines are made by the SDK's own OTLP encoder (``opentelemetry-exporter-otlp-proto-common``) and
 protobuf's JSON mapping, with the Collector's choices: ids in hex, enums as numbers, int64 as strings.
 Each pair also writes ``transcripts-<pair>.jsonl``: the same conversations as the agent kept them (the Chat
-messages it sent; the Agents SDK's ``to_input_list()`` items), the transcript form the tests compare with. Only 127.0.0.1 is contacted: the framework's own exporters to a vendor
-are replaced before any run.
+messages it sent; the Agents SDK's ``to_input_list()`` items), the transcript form the tests compare with.
+Only 127.0.0.1 is contacted: the framework's own exporters to a vendor are replaced before any run.
 """
 
 from __future__ import annotations
@@ -309,9 +309,10 @@ def agents_tools() -> list[Any]:
 
 
 async def agents_run(conv: dict[str, Any], base_url: str) -> list[Any]:
-    from agents import Agent, OpenAIChatCompletionsModel, Runner, trace
     from agents.exceptions import AgentsException
     from openai import AsyncOpenAI
+
+    from agents import Agent, OpenAIChatCompletionsModel, Runner, trace
 
     client = AsyncOpenAI(base_url=base_url, api_key="placeholder", max_retries=0)
     agent = Agent(

@@ -57,7 +57,9 @@ def score(*argv: str) -> int:
 
 
 @pytest.mark.parametrize("name", PAIRS)
-def test_every_pair_scores_the_shop_conversations(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_pair_scores_the_shop_conversations(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out.jsonl"
     argv = [str(TRACES / name), "--tools", str(TOOLS), "--success-field", PAIRS[name]]
     if name == "openinference-agents.jsonl":
@@ -128,8 +130,9 @@ def test_a_bad_line_is_named_and_the_rest_scored_with_keep_going(
 ) -> None:
     lines = (TRACES / "otel-genai.jsonl").read_text().splitlines()
     bad = tmp_path / "bad.jsonl"
-    bad.write_text("\n".join([lines[0], '{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": 7}]}]}]}',
-                              *lines[1:]]) + "\n")
+    bad.write_text(
+        "\n".join([lines[0], '{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": 7}]}]}]}', *lines[1:]]) + "\n"
+    )
     out = tmp_path / "out.jsonl"
     assert score(str(bad), "--tools", str(TOOLS), "--out", str(out)) == 2
     err = capsys.readouterr().err
@@ -139,9 +142,7 @@ def test_a_bad_line_is_named_and_the_rest_scored_with_keep_going(
     assert len(rows(tmp_path / "k.jsonl")) == 7
 
 
-def test_a_named_attribute_that_no_span_carries_is_an_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_named_attribute_that_no_span_carries_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = [str(TRACES / "agents-sdk.jsonl"), "--tools", str(TOOLS), "--task-id-field", "nope"]
     assert score(*argv, "--out", str(tmp_path / "o.jsonl")) == 2
     assert "no span carries the attribute 'nope'" in capsys.readouterr().err

@@ -85,7 +85,7 @@ class TraceFile:
 
     def transcript(self, trace: Trace) -> Transcript:
         """One trace's rollout (:mod:`.conversation`); an InputError naming the trace's first span otherwise."""
-        first = min(trace.spans, key=lambda s: (s.line or 0))
+        first = min(trace.spans, key=lambda s: s.line or 0)
         record = conversation(trace.spans)
         record.update(self._identity(trace.spans, trace.trace_id, first))
         record["trace_id"] = trace.trace_id
@@ -111,8 +111,12 @@ class TraceFile:
             success = success_value(value)
             if success is None:
                 what = "no span carries it" if value is None else f"got {str(value)[:40]!r}"
-                raise self._fail(first, trace_id, f"success attribute {self.identity.success_field!r}: {what}",
-                                 hint="--success-field names a span attribute holding true/false or 0/1")
+                raise self._fail(
+                    first,
+                    trace_id,
+                    f"success attribute {self.identity.success_field!r}: {what}",
+                    hint="--success-field names a span attribute holding true/false or 0/1",
+                )
             found["success"] = success
         return found
 
@@ -138,8 +142,14 @@ class TraceFile:
             for index, item in enumerate(items):
                 where = f"{prefix}data[{index}]" if payload else prefix.rstrip(".")
                 try:
-                    yield agents_sdk.span(item, where, str(self.path), line) if isinstance(item, Mapping) else (
-                        InputError("expected an exported trace or span object", path=self.path, line=line, field=where)
+                    yield (
+                        agents_sdk.span(item, where, str(self.path), line)
+                        if isinstance(item, Mapping)
+                        else (
+                            InputError(
+                                "expected an exported trace or span object", path=self.path, line=line, field=where
+                            )
+                        )
                     )
                 except InputError as exc:
                     yield exc
@@ -152,9 +162,9 @@ class TraceFile:
                 path=self.path,
                 line=line,
                 field=prefix.rstrip(".") or None,
-                hint="accepted: OTLP/JSON lines ({\"resourceSpans\": [...]}), the Agents SDK's exported items "
-                "({\"object\": \"trace.span\"}) or ingest payload ({\"data\": [...]}), LangSmith runs "
-                "({\"run_type\", \"inputs\", \"outputs\"}); see docs/traces.md",
+                hint='accepted: OTLP/JSON lines ({"resourceSpans": [...]}), the Agents SDK\'s exported items '
+                '({"object": "trace.span"}) or ingest payload ({"data": [...]}), LangSmith runs '
+                '({"run_type", "inputs", "outputs"}); see docs/traces.md',
             )
 
     def _records(self) -> Iterator[tuple[int | None, str, Any]]:
@@ -164,8 +174,11 @@ class TraceFile:
             return
         check_regular_file(self.path)
         if self.path.stat().st_size > MAX_LINE_CHARS:
-            raise InputError(f"a .json file larger than {MAX_LINE_CHARS:,} bytes", path=self.path,
-                             hint="write it as JSON lines, one export or span per line")
+            raise InputError(
+                f"a .json file larger than {MAX_LINE_CHARS:,} bytes",
+                path=self.path,
+                hint="write it as JSON lines, one export or span per line",
+            )
         try:
             data = loads(self.path.read_text(encoding="utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:

@@ -32,7 +32,7 @@ from prefix_exec.json_types import JsonMapping, JsonObject
 
 NAME = "agents-sdk"
 LABEL = "OpenAI Agents SDK trace export"
-_HINT = "the Agents SDK's Trace.export() / Span.export() items, one per line, or {\"data\": [...]} (docs/traces.md)"
+_HINT = 'the Agents SDK\'s Trace.export() / Span.export() items, one per line, or {"data": [...]} (docs/traces.md)'
 _EPOCH = datetime.fromisoformat("1970-01-01T00:00:00+00:00")
 
 

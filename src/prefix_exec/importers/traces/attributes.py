@@ -36,7 +36,7 @@ class AttributeProblem(ValueError):
         self.message = message
 
 
-_SCALARS = {"stringValue": str, "boolValue": bool, "doubleValue": (int, float)}
+_SCALARS: dict[str, type | tuple[type, ...]] = {"stringValue": str, "boolValue": bool, "doubleValue": (int, float)}
 
 
 def any_value(value: Any, where: str, depth: int = 0) -> JsonValue:

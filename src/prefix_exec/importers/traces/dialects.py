@@ -78,7 +78,11 @@ class Dialect:
             tools = next((t for key in self.tools if (t := _tools(attributes, key)) is not None), None)
             model = _first(attributes, self.model)
             return Mapped(
-                "llm", self.inputs(attributes), self.outputs(attributes), tools, model if isinstance(model, str) else None
+                "llm",
+                self.inputs(attributes),
+                self.outputs(attributes),
+                tools,
+                model if isinstance(model, str) else None,
             )
         return Mapped("other")
 
@@ -176,8 +180,9 @@ OPENINFERENCE = Dialect(
 
 # --- MLflow --------------------------------------------------------------------------------------------------------
 def _mlflow_kind(attributes: Attrs) -> str:
-    kind = json_text(attributes.get("mlflow.spanType"))
-    return {"TOOL": "tool", "CHAT_MODEL": "llm", "LLM": "llm"}.get(kind, "other") if isinstance(kind, str) else "other"
+    kind = attributes.get("mlflow.spanType")  # JSON text: '"TOOL"'
+    kind = kind.strip('"') if isinstance(kind, str) else None
+    return {"TOOL": "tool", "CHAT_MODEL": "llm", "LLM": "llm"}.get(kind or "", "other")
 
 
 def _mlflow_inputs(attributes: Attrs) -> tuple[JsonObject, ...] | None:

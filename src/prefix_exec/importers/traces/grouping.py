@@ -96,9 +96,7 @@ class _Spill:
 
     def __init__(self) -> None:
         self.folder = tempfile.TemporaryDirectory(prefix="prefix-exec-traces-")
-        self.files: list[BinaryIO] = [
-            (Path(self.folder.name) / f"{k}.pickle").open("w+b") for k in range(BUCKETS)
-        ]
+        self.files: list[BinaryIO] = [(Path(self.folder.name) / f"{k}.pickle").open("w+b") for k in range(BUCKETS)]
 
     def add(self, span: Span) -> None:
         bucket = zlib.crc32(span.trace_id.encode("utf-8", "replace")) % BUCKETS

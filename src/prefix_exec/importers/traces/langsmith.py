@@ -82,23 +82,34 @@ def _span(run: Any, where: str, path: str, line: int | None, parent: str | None,
     metadata = extra.get("metadata") if isinstance(extra, Mapping) else None
     if isinstance(metadata, Mapping):
         attributes.update({f"metadata.{k}": v for k, v in list(metadata.items())[:64]})
-    name = run.get("name") if isinstance(run.get("name"), str) else ""
+    given = run.get("name")
+    name = given if isinstance(given, str) else ""
     common: dict[str, Any] = {"where": where, "line": line, "end": end, "name": name[:200]}
     common["attributes"] = kept_attributes(attributes)
     kind = run.get("run_type")
     inputs, outputs = run.get("inputs"), run.get("outputs")
     if kind in ("llm", "chat_model"):
         model = metadata.get("ls_model_name") if isinstance(metadata, Mapping) else None
-        return Span(trace_id, run_id, parent_id, start, "llm", inputs=_inputs(inputs), outputs=_outputs(outputs),
-                    model=model if isinstance(model, str) else None, **common)
+        return Span(
+            trace_id,
+            run_id,
+            parent_id,
+            start,
+            "llm",
+            inputs=_inputs(inputs),
+            outputs=_outputs(outputs),
+            model=model if isinstance(model, str) else None,
+            **common,
+        )
     if kind == "tool":
         error = run.get("error")
         if error is not None and not isinstance(error, str):
             raise fail("error", "expected text or null")
         call_id, result = _tool_output(outputs)
         arguments = inputs.get("input") if isinstance(inputs, Mapping) and list(inputs) == ["input"] else inputs
-        tool = ToolUse(name or "", json_text(arguments), call_id, result, bool(error) if error is not None else None,
-                       error or None)
+        tool = ToolUse(
+            name or "", json_text(arguments), call_id, result, bool(error) if error is not None else None, error or None
+        )
         return Span(trace_id, run_id, parent_id, start, "tool", tool=tool, **common)
     return Span(trace_id, run_id, parent_id, start, "other", **common)
 
@@ -136,10 +147,11 @@ def _message(message: Any) -> JsonObject:
         return dict(message)
     if isinstance(message.get("kwargs"), Mapping):  # {"lc": 1, "id": [..., "AIMessage"], "kwargs": {...}}
         ids = message.get("id")
-        kind = ids[-1] if isinstance(ids, list) and ids and isinstance(ids[-1], str) else ""
-        body, kind = message["kwargs"], kind.removesuffix("MessageChunk").removesuffix("Message").lower()
+        last = ids[-1] if isinstance(ids, list) and ids and isinstance(ids[-1], str) else ""
+        body, kind = message["kwargs"], last.removesuffix("MessageChunk").removesuffix("Message").lower()
     else:
-        body, kind = message.get("data") if isinstance(message.get("data"), Mapping) else {}, message.get("type")
+        data = message.get("data")
+        body, kind = (data if isinstance(data, Mapping) else {}), str(message.get("type"))
     said: JsonObject = {"role": _ROLES.get(str(kind), kind), "content": body.get("content")}
     calls = body.get("tool_calls")
     if isinstance(calls, list) and calls:
@@ -154,7 +166,11 @@ def _call(call: Any) -> JsonObject:
         return {"id": None, "function": None}
     if isinstance(call.get("function"), Mapping):
         return dict(call)
-    return {"id": call.get("id"), "type": "function", "function": {"name": call.get("name"), "arguments": call.get("args")}}
+    return {
+        "id": call.get("id"),
+        "type": "function",
+        "function": {"name": call.get("name"), "arguments": call.get("args")},
+    }
 
 
 def _tool_output(outputs: Any) -> tuple[str | None, JsonValue]:

@@ -106,7 +106,9 @@ def _openinference_call(item: Any) -> JsonObject:
     call = item.get("tool_call") if isinstance(item, Mapping) else None
     if not isinstance(call, Mapping):
         return {"id": None, "type": "function", "function": None}
-    function = call.get("function") if isinstance(call.get("function"), Mapping) else {}
+    function = call.get("function")
+    if not isinstance(function, Mapping):
+        return _call(call.get("id"), None, None)
     return _call(call.get("id"), function.get("name"), function.get("arguments"))
 
 
@@ -120,7 +122,9 @@ def from_legacy(items: list[Any]) -> tuple[JsonObject, ...]:
         calls = item.get("tool_calls")
         if isinstance(calls, list) and calls:
             said["tool_calls"] = [
-                _call(c.get("id"), c.get("name"), c.get("arguments")) if isinstance(c, Mapping) else _call(None, None, None)
+                _call(c.get("id"), c.get("name"), c.get("arguments"))
+                if isinstance(c, Mapping)
+                else _call(None, None, None)
                 for c in calls
             ]
         if item.get("tool_call_id") is not None:

@@ -94,7 +94,9 @@ def span(raw: Any, where: str, line: int | None) -> Span:
     attributes = key_values(raw.get("attributes"), "attributes")
     metadata = json_text(attributes.get("metadata"))  # OpenInference's metadata: one JSON object as text
     if isinstance(metadata, Mapping):
-        attributes.update({f"metadata.{k}": v for k, v in list(metadata.items())[:64] if f"metadata.{k}" not in attributes})
+        attributes.update(
+            {f"metadata.{k}": v for k, v in list(metadata.items())[:64] if f"metadata.{k}" not in attributes}
+        )
     dialect = dialect_of(attributes)
     mapped = dialect.map(attributes, name) if dialect is not None else None
     common: dict[str, Any] = {
