@@ -25,7 +25,7 @@ from prefix_exec.errors import InputError
 from prefix_exec.importers.traces.spans import Span
 
 #: Spans held in memory before the grouping spills to disk.
-MAX_HELD_SPANS = 200_000
+MAX_HELD_SPANS = 20_000
 #: Temporary files a spilled file's spans are spread over, by trace id.
 BUCKETS = 64
 #: Most spans one trace may have; one with more is reported and not scored.
