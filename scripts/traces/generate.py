@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "data" / "traces"
 CONVERSATIONS = ROOT / "examples" / "transcripts" / "openai-chat.jsonl"
 TOOLS = json.loads((ROOT / "examples" / "transcripts" / "tools.json").read_text())
-PAIRS = ("otel-genai", "openinference-openai", "agents-sdk", "openinference-agents")
+PAIRS = ("otel-genai", "openinference-openai", "agents-sdk", "openinference-agents", "pydantic-ai")
 MODEL = "gpt-4o-mini"
 sys.path.insert(0, str(ROOT / "tests" / "fakes"))
 
@@ -405,15 +405,68 @@ def run_agents_pair(pair: str, convs: list[dict[str, Any]], base_url: str) -> li
     return out
 
 
+# --- pydantic-ai's built-in instrumentation ----------------------------------------------------------------------
+def pydantic_tools() -> list[Any]:
+    """The shop's functions as pydantic-ai tools: a refusal is a ``ModelRetry`` (the model is told and may retry),
+    as pydantic-ai's documentation has tools refuse."""
+    import functools
+
+    from pydantic_ai import ModelRetry, Tool
+
+    def refusing(function: Callable[..., str]) -> Callable[..., str]:
+        @functools.wraps(function)
+        def run(**kwargs: Any) -> str:
+            try:
+                return function(**kwargs)
+            except Exception as exc:
+                raise ModelRetry(str(exc)) from exc
+
+        return run
+
+    return [Tool(refusing(f), takes_ctx=False, max_retries=3) for f in FUNCTIONS.values()]
+
+
+def run_pydantic_pair(pair: str, convs: list[dict[str, Any]], base_url: str) -> list[dict[str, Any]]:
+    from pydantic_ai import Agent
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    provider, _ = tracer_provider(FileExporters(OUT / f"{pair}.jsonl"))
+    tracer = provider.get_tracer("shop-agent")
+    model = OpenAIChatModel(MODEL, provider=OpenAIProvider(base_url=base_url, api_key="placeholder"))
+    Agent.instrument_all(InstrumentationSettings(tracer_provider=provider))
+    out = []
+    for conv in convs:
+        agent = Agent(
+            model,
+            instructions=system_of(conv),
+            tools=pydantic_tools(),
+            retries=3,
+        )
+        attributes = {"gen_ai.conversation.id": conv["task_id"], "shop.success": bool(conv["success"])}
+        history: list[Any] = []
+        with tracer.start_as_current_span(f"conversation {conv['task_id']}", attributes=attributes):
+            for text in segments(conv):
+                history = agent.run_sync(text, message_history=history).all_messages()
+        out.append({"task_id": conv["task_id"], "model": MODEL, "success": conv["success"], "turns": len(history)})
+    provider.shutdown()
+    return out
+
+
 def run_pair(pair: str) -> None:
     from openai_server import ScriptedServer
 
     convs = conversations()
     with ScriptedServer(responder(convs)) as server:
         runner = run_agents_pair if pair.endswith("agents") or pair == "agents-sdk" else run_openai_pair
+        runner = run_pydantic_pair if pair == "pydantic-ai" else runner
         transcripts = runner(pair, convs, server.base_url)
         if server.errors:
             raise SystemExit(f"{pair}: the scripted server failed: {server.errors}")
+    if pair == "pydantic-ai":  # its messages are pydantic-ai's own form, not a transcript form read here
+        print(f"{pair}: {len(transcripts)} conversations", file=sys.stderr)
+        return
     with (OUT / f"transcripts-{pair}.jsonl").open("w") as fh:
         for record in transcripts:
             fh.write(json.dumps(record, default=str) + "\n")

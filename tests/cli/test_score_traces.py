@@ -22,6 +22,7 @@ PAIRS = {
     "agents-sdk.jsonl": "metadata.success",  # the Agents SDK's own tracing, a processor's JSON lines
     "agents-sdk-ingest.json": "metadata.success",  # the same items as the SDK's ingest payload
     "openinference-agents.jsonl": "metadata.success",  # the Agents SDK + openinference-instrumentation-openai-agents
+    "pydantic-ai.jsonl": "shop.success",  # pydantic-ai's built-in instrumentation (GenAI conventions, tools' spans)
 }
 #: (task, T, FED, label, Y): examples/transcripts' table (tests/cli/test_score_transcripts.py).
 EXPECTED = [

@@ -121,8 +121,8 @@ def _genai_kind(attributes: Attrs) -> str:
 def _genai_inputs(attributes: Attrs) -> tuple[JsonObject, ...] | None:
     if attributes.get("gen_ai.input.messages") is not None:
         found = messages.from_parts(attributes["gen_ai.input.messages"])
-        system = messages.from_parts(attributes.get("gen_ai.system_instructions"))
-        return found if found is None or not system else (*system, *found)
+        system = messages.instructions(attributes.get("gen_ai.system_instructions"))
+        return found if found is None or system is None else (system, *found)
     legacy = unflatten(attributes, "gen_ai.prompt")
     return messages.from_legacy(legacy) if legacy else None
 

@@ -3,6 +3,7 @@
 - :func:`from_parts`: the GenAI conventions' messages, ``{"role", "parts": [{"type": "text", "content"},
   {"type": "tool_call", "id", "name", "arguments"}, {"type": "tool_call_response", "id", "response"|"result"}]}``
   (a tool message becomes one Chat ``tool`` message per response part);
+- :func:`instructions`: ``gen_ai.system_instructions``, a list of parts, as one system message;
 - :func:`from_openinference`: OpenInference's ``{"message": {"role", "content", "contents", "tool_calls":
   [{"tool_call": {"id", "function": {"name", "arguments"}}}], "tool_call_id"}}`` items;
 - :func:`from_legacy`: the older GenAI attributes ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*``
@@ -79,6 +80,17 @@ def from_parts(value: JsonValue) -> tuple[JsonObject, ...] | None:
             said["tool_calls"] = calls
         out.append(said)
     return tuple(out)
+
+
+def instructions(value: JsonValue) -> JsonObject | None:
+    """``gen_ai.system_instructions`` (a list of parts, or text) as one system message; ``None`` when absent."""
+    value = json_text(value)
+    if isinstance(value, str):
+        return {"role": "system", "content": value}
+    if not isinstance(value, list):
+        return None
+    texts = [str(p["content"]) for p in value if isinstance(p, Mapping) and isinstance(p.get("content"), str)]
+    return {"role": "system", "content": "\n".join(texts)} if texts else None
 
 
 def from_openinference(items: list[Any]) -> tuple[JsonObject, ...]:
