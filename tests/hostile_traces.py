@@ -88,6 +88,23 @@ def otlp(task: str) -> dict[str, Any]:
     }
 
 
+def otlp_logs(task: str) -> dict[str, Any]:
+    """The same run with its content in a GenAI details log event instead of on the chat span."""
+    spans = otlp(task)
+    chat = spans["resourceSpans"][0]["scopeSpans"][0]["spans"][1]
+    content = [a for a in chat["attributes"] if a["key"] in ("gen_ai.input.messages", "gen_ai.output.messages")]
+    chat["attributes"] = [a for a in chat["attributes"] if a not in content]
+    event = {
+        "traceId": chat["traceId"],
+        "spanId": chat["spanId"],
+        "timeUnixNano": "2",
+        "attributes": content,
+        "eventName": "gen_ai.client.inference.operation.details",
+        "body": {},
+    }
+    return {**spans, "resourceLogs": [{"resource": {}, "scopeLogs": [{"scope": {}, "logRecords": [event]}]}]}
+
+
 def agents_sdk(task: str) -> list[dict[str, Any]]:
     """The Agents SDK's exported items of one run: the trace, a generation calling login, its function span."""
     trace = f"trace_{task}"
@@ -211,7 +228,7 @@ def _case(name: str, lines: list[str], good: tuple[str, ...] = ("g0", "g1"), fil
 
 @register("traces")
 def trace_cases() -> Iterator[Case]:
-    for form, make in (("otlp", otlp), ("langsmith", langsmith)):
+    for form, make in (("otlp", otlp), ("otlp-logs", otlp_logs), ("langsmith", langsmith)):
         base = make("hostile")
         for path in paths_of(base):
             for label, raw in values_at(path).items():

@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "data" / "traces"
 CONVERSATIONS = ROOT / "examples" / "transcripts" / "openai-chat.jsonl"
 TOOLS = json.loads((ROOT / "examples" / "transcripts" / "tools.json").read_text())
-PAIRS = ("otel-genai", "openinference-openai", "agents-sdk", "openinference-agents", "pydantic-ai")
+PAIRS = ("otel-genai", "otel-genai-events", "openinference-openai", "agents-sdk", "openinference-agents", "pydantic-ai")
 MODEL = "gpt-4o-mini"
 sys.path.insert(0, str(ROOT / "tests" / "fakes"))
 
@@ -487,9 +487,8 @@ def main() -> None:
         return
     for pair in sys.argv[2:] or PAIRS:
         pair_env = dict(env)
-        if pair == "otel-genai-events":  # the default (v1.30) conventions: content as log events
-            pair_env.pop("OTEL_SEMCONV_STABILITY_OPT_IN")
-            pair_env["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "true"
+        if pair == "otel-genai-events":  # content in log events, not on spans
+            pair_env["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "event_only"
         subprocess.run([sys.executable, __file__, pair], env=pair_env, check=True)
 
 

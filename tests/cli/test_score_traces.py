@@ -18,6 +18,7 @@ TOOLS = ROOT / "examples" / "transcripts" / "tools.json"
 #: Each pair's file and the span attribute its run put Y in.
 PAIRS = {
     "otel-genai.jsonl": "shop.success",  # openai + opentelemetry-instrumentation-openai-v2, execute_tool spans
+    "otel-genai-events.jsonl": "shop.success",  # the same, content in log events (resourceLogs), not on spans
     "openinference-openai.jsonl": "metadata.success",  # openai + openinference-instrumentation-openai
     "agents-sdk.jsonl": "metadata.success",  # the Agents SDK's own tracing, a processor's JSON lines
     "agents-sdk-ingest.json": "metadata.success",  # the same items as the SDK's ingest payload
@@ -71,7 +72,9 @@ def test_every_pair_scores_the_shop_conversations(
     assert all(r["model"] == "gpt-4o-mini" and r["metadata"]["success_given"] for r in rows(out))
 
 
-@pytest.mark.parametrize("pair", ["otel-genai", "openinference-openai", "agents-sdk", "openinference-agents"])
+@pytest.mark.parametrize(
+    "pair", ["otel-genai", "otel-genai-events", "openinference-openai", "agents-sdk", "openinference-agents"]
+)
 def test_the_trace_and_the_transcript_of_a_run_score_alike(pair: str, tmp_path: Path) -> None:
     """Each run's transcript (the messages its agent sent; the SDK's to_input_list()) against its trace."""
     name = f"{pair}.jsonl"

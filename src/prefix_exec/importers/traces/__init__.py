@@ -133,8 +133,12 @@ class TraceFile:
     def _spans_of(self, data: Any, line: int | None, prefix: str) -> Iterator[Span | InputError]:
         if otlp.shows(data):
             self.format = self.format or otlp.NAME
-            self.logs += otlp.log_lines(data)
             yield from otlp.spans(data, str(self.path), line)
+            for found in otlp.log_spans(data, str(self.path), line):
+                if found is None:
+                    self.logs += 1
+                else:
+                    yield found
         elif agents_sdk.shows(data):
             self.format = self.format or agents_sdk.NAME
             payload = isinstance(data.get("data"), list)
@@ -195,7 +199,7 @@ class TraceFile:
 
     def note(self) -> str:
         """What was read, for the log."""
-        logs = f"; {self.logs} log records not read (GenAI log events are not read yet)" if self.logs else ""
+        logs = f"; {self.logs} log records of other kinds not read" if self.logs else ""
         if not self.read:
             return f"prefix-exec: note: {self.path}: no trace read{logs}"
         label = FORMATS.get(self.format or "", "traces")

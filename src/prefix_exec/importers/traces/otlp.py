@@ -7,8 +7,10 @@ names ``STATUS_CODE_ERROR`` are read too). A span's attributes go through its di
 its error evidence is read here, the same for every dialect: status ERROR (its ``message``), an ``exception``
 event (``exception.message``, ``exception.type``), or an ``error.type`` attribute.
 
-A line of logs (``{"resourceLogs": [...]}``) is counted, not read: GenAI log events are not read yet (the chat
-spans of the same run carry the messages when content capture is on spans). A span of the wrong shape (no
+A line of logs (``{"resourceLogs": [...]}``) is read for its GenAI details events
+(``gen_ai.client.inference.operation.details``, content captured as events rather than on spans: the model call's
+``gen_ai.input.messages`` / ``gen_ai.output.messages``), each a model span of its trace; other log records (the v1.30
+per-message events ``gen_ai.user.message``, ``gen_ai.choice``...) are counted, not read. A span of the wrong shape (no
 trace id, a field of the wrong type) is an :class:`~prefix_exec.errors.InputError` naming the line and field
 (``resourceSpans[0].scopeSpans[1].spans[3].traceId``); it loses that span only.
 """
@@ -20,7 +22,7 @@ from typing import Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.importers.traces.attributes import AttributeProblem, json_text, key_values
-from prefix_exec.importers.traces.dialects import dialect_of
+from prefix_exec.importers.traces.dialects import GENAI, dialect_of
 from prefix_exec.importers.traces.spans import Span, ToolUse, kept_attributes
 from prefix_exec.json_types import JsonMapping, JsonObject
 
@@ -172,11 +174,48 @@ def _nanos(value: Any, field: str) -> int:
     raise AttributeProblem(field, f"expected nanoseconds as an integer or its decimal text, got {str(value)[:40]!r}")
 
 
-def log_lines(data: JsonMapping) -> int:
-    """How many log records a line of ``resourceLogs`` holds (counted for the file's note)."""
-    total = 0
-    for resource in data.get("resourceLogs", []) if isinstance(data.get("resourceLogs"), list) else ():
-        for scope in resource.get("scopeLogs", []) if isinstance(resource, Mapping) else ():
+#: The log event that carries a model call's messages (GenAI conventions): read as that call's model span.
+DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+
+
+def log_spans(data: JsonMapping, path: str, line: int | None) -> Iterator[Span | InputError | None]:
+    """Each GenAI details event of a ``resourceLogs`` document as a model span (its trace id and time, its attributes
+    through the GenAI table); ``None`` for a log record of another kind (counted, not read)."""
+    resources = data.get("resourceLogs")
+    for r, resource in enumerate(resources if isinstance(resources, list) else ()):
+        scopes = resource.get("scopeLogs") if isinstance(resource, Mapping) else None
+        for s, scope in enumerate(scopes if isinstance(scopes, list) else ()):
             records = scope.get("logRecords") if isinstance(scope, Mapping) else None
-            total += len(records) if isinstance(records, list) else 0
-    return total
+            for k, record in enumerate(records if isinstance(records, list) else ()):
+                where = f"resourceLogs[{r}].scopeLogs[{s}].logRecords[{k}]"
+                try:
+                    yield _log_span(record, where, line)
+                except AttributeProblem as exc:
+                    yield InputError(exc.message, path=path, line=line, field=f"{where}.{exc.field}", hint=_HINT)
+
+
+def _log_span(record: Any, where: str, line: int | None) -> Span | None:
+    if not isinstance(record, Mapping):
+        raise AttributeProblem("", "expected a log record object")
+    attributes = key_values(record.get("attributes"), "attributes")
+    if record.get("eventName") != DETAILS_EVENT and "gen_ai.input.messages" not in attributes:
+        return None
+    trace_id = _hex_id(record.get("traceId"), "traceId", required=True)
+    assert trace_id is not None
+    start = _nanos(record.get("timeUnixNano") or record.get("observedTimeUnixNano"), "timeUnixNano")
+    mapped = GENAI.map(attributes, "")
+    return Span(
+        trace_id,
+        None,
+        _hex_id(record.get("spanId"), "spanId", required=False),
+        start,
+        "llm",
+        where,
+        line,
+        name=DETAILS_EVENT,
+        inputs=mapped.inputs,
+        outputs=mapped.outputs,
+        tools=mapped.tools,
+        model=mapped.model,
+        attributes=kept_attributes(attributes),
+    )
