@@ -23,7 +23,7 @@ from prefix_exec.scoring.run import Scorable, numbered
 from prefix_exec.trajectory import Skipped
 
 #: File names a folder is searched for.
-PATTERNS = ("*.jsonl", "*.json", "*.ndjson")
+PATTERNS = ("*.jsonl", "*.json", "*.ndjson", "*.pb", "*.binpb")
 
 
 def register(benchmarks: Any, name: str) -> None:
@@ -42,7 +42,12 @@ def register(benchmarks: Any, name: str) -> None:
             "(at most 50,000 spans per trace). See docs/traces.md."
         ),
     )
-    parser.add_argument("traces", nargs="+", metavar="TRACES", help="trace files (.jsonl, .json) or folders of them")
+    parser.add_argument(
+        "traces",
+        nargs="+",
+        metavar="TRACES",
+        help="trace files (.jsonl, .json; .pb, .binpb with the otlp extra) or folders of them",
+    )
     add_spec_options(
         parser,
         "tool spec: ours, an OpenAI tools array or an MCP tools/list result (default: the tools list the trace's "
@@ -75,7 +80,7 @@ def handle(args: argparse.Namespace) -> int:
     files = expand_inputs(
         args.traces,
         lambda folder: [p for pattern in PATTERNS for p in folder.glob(pattern)],
-        none_found="no .jsonl, .json or .ndjson files in this folder",
+        none_found="no .jsonl, .json, .ndjson, .pb or .binpb files in this folder",
     )
     env = None
     if args.tools:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec.errors import InputError
-from prefix_exec.importers.traces import agents_sdk, langsmith, otlp
+from prefix_exec.importers.traces import agents_sdk, langsmith, otlp, protobuf
 from prefix_exec.importers.traces.conversation import (
     MODEL_ATTRIBUTES,
     TASK_ATTRIBUTES,
@@ -42,7 +42,12 @@ __all__ = ["FORMATS", "READER", "TraceFile", "TraceIdentity"]
 #: The transcripts reader every trace's conversation is decoded by (Chat messages, replies flagged by tool spans).
 READER = Reader("traces", "traces", read)
 #: The trace formats read, by name: their labels.
-FORMATS = {otlp.NAME: otlp.LABEL, agents_sdk.NAME: agents_sdk.LABEL, langsmith.NAME: langsmith.LABEL}
+FORMATS = {
+    otlp.NAME: otlp.LABEL,
+    "otlp-protobuf": "OTLP protobuf (the otlp extra)",
+    agents_sdk.NAME: agents_sdk.LABEL,
+    langsmith.NAME: langsmith.LABEL,
+}
 
 
 @dataclass(frozen=True)
@@ -172,6 +177,12 @@ class TraceFile:
             )
 
     def _records(self) -> Iterator[tuple[int | None, str, Any]]:
+        if self.path.suffix in protobuf.SUFFIXES:
+            check_regular_file(self.path)
+            self.format = "otlp-protobuf"
+            for number, document in protobuf.frames(self.path):
+                yield number, "", document
+            return
         if self.path.suffix != ".json":
             for number, data in iter_json_lines(self.path, tolerant=True):
                 yield number, "", data
