@@ -31,7 +31,6 @@ Only 127.0.0.1 is contacted: the framework's own exporters to a vendor are repla
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import os
 import subprocess
@@ -42,184 +41,14 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "data" / "traces"
-CONVERSATIONS = ROOT / "examples" / "transcripts" / "openai-chat.jsonl"
 TOOLS = json.loads((ROOT / "examples" / "transcripts" / "tools.json").read_text())
 PAIRS = ("otel-genai", "otel-genai-events", "openinference-openai", "agents-sdk", "openinference-agents", "pydantic-ai")
 MODEL = "gpt-4o-mini"
 sys.path.insert(0, str(ROOT / "tests" / "fakes"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-# --- the shop: real tool functions ------------------------------------------------------------------------------
-ORDERS = {
-    "O-1001": {"status": "processing", "items": ["kettle"]},
-    "O-1002": {"status": "processing", "items": ["lamp"]},
-    "O-1003": {"status": "shipped", "items": ["mug"]},
-    "O-1004": {"status": "shipped", "items": ["desk"]},
-}
-EMAILS = {"sam@example.com": "O-1001", "kim@example.com": "O-1004", "lee@example.com": "O-1005"}
-REASONS = ("no_longer_needed", "ordered_by_mistake", "other")
-
-
-def find_order(email: str) -> str:
-    """Find a customer's latest order by their email."""
-    if email not in EMAILS:
-        raise LookupError(f"no customer with the email {email}")
-    return json.dumps({"order_id": EMAILS[email]})
-
-
-def get_order(order_id: str) -> str:
-    """Get an order's items and status."""
-    if order_id not in ORDERS:
-        raise LookupError(f"order {order_id} not found")
-    return json.dumps({"order_id": order_id, **ORDERS[order_id]})
-
-
-def cancel_order(order_id: str, reason: str) -> str:
-    """Cancel an order that has not shipped."""
-    if reason not in REASONS:
-        raise ValueError(f"reason must be one of {', '.join(REASONS)}")
-    if order_id not in ORDERS:
-        raise LookupError(f"order {order_id} not found")
-    return json.dumps({"order_id": order_id, "status": "cancelled"})
-
-
-def send_email(to: str, body: str, subject: str = "") -> str:
-    """Send an email to a customer."""
-    return json.dumps({"sent": True})
-
-
-FUNCTIONS: dict[str, Callable[..., str]] = {f.__name__: f for f in (find_order, get_order, cancel_order, send_email)}
-
-
-def run_tool(name: str, arguments: str) -> tuple[str, Exception | None]:
-    """A tool's reply text and the exception it raised, as a hand-written agent loop runs tools."""
-    try:
-        function = FUNCTIONS[name]
-    except KeyError:
-        exc: Exception = LookupError(f"unknown tool {name}")
-        return f"Error: {exc}", exc
-    try:
-        return function(**json.loads(arguments)), None
-    except Exception as exc:  # the tool refused: the loop tells the model, as agents do
-        text = str(exc) if not isinstance(exc, TypeError) else "body is required"
-        return f"Error: {text}", exc
-
-
-# --- the scripted model ------------------------------------------------------------------------------------------
-def conversations() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in CONVERSATIONS.read_text().splitlines() if line.strip()]
-
-
-def responder(convs: list[dict[str, Any]]) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """Answer each request with the next assistant message of the conversation its first user message names."""
-    by_first = {next(m["content"] for m in c["messages"] if m["role"] == "user"): c for c in convs}
-
-    def respond(request: dict[str, Any]) -> dict[str, Any]:
-        messages = request["messages"]
-        first = next(m["content"] for m in messages if m["role"] == "user")
-        first = first if isinstance(first, str) else first[0]["text"]
-        scripted = [m for m in by_first[first]["messages"] if m["role"] == "assistant"]
-        answer = dict(scripted[sum(1 for m in messages if m["role"] == "assistant")])
-        answer.pop("name", None)
-        return answer
-
-    return respond
-
-
-def segments(conv: dict[str, Any]) -> list[str]:
-    """The user turns of one conversation."""
-    return [m["content"] for m in conv["messages"] if m["role"] == "user"]
-
-
-def system_of(conv: dict[str, Any]) -> str:
-    return next((m["content"] for m in conv["messages"] if m["role"] == "system"), "You are a support agent.")
-
-
-# --- OTLP/JSON as the Collector's file exporter writes it --------------------------------------------------------
-def _hex_ids(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {
-            k: (base64.b64decode(v).hex() if k in ("traceId", "spanId", "parentSpanId") else _hex_ids(v))
-            for k, v in node.items()
-        }
-    if isinstance(node, list):
-        return [_hex_ids(v) for v in node]
-    return node
-
-
-def otlp_json(message: Any) -> str:
-    from google.protobuf.json_format import MessageToDict
-
-    return json.dumps(_hex_ids(MessageToDict(message, use_integers_for_enums=True)), separators=(",", ":"))
-
-
-class FileExporters:
-    """A span exporter and a log exporter that append OTLP/JSON lines (and protobuf frames) to files."""
-
-    def __init__(self, path: Path, binpb: Path | None = None) -> None:
-        self.path, self.binpb = path, binpb
-        path.write_text("")
-        if binpb is not None:
-            binpb.write_bytes(b"")
-
-    def span_exporter(self) -> Any:
-        from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-        from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
-
-        owner = self
-
-        class Spans(SpanExporter):  # type: ignore[misc]
-            def export(self, spans: Any) -> Any:
-                request = encode_spans(spans)
-                with owner.path.open("a") as fh:
-                    fh.write(otlp_json(request) + "\n")
-                if owner.binpb is not None:
-                    data = request.SerializeToString()
-                    with owner.binpb.open("ab") as fh:
-                        fh.write(len(data).to_bytes(4, "big") + data)
-                return SpanExportResult.SUCCESS
-
-            def shutdown(self) -> None:
-                pass
-
-        return Spans()
-
-    def log_exporter(self) -> Any:
-        from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
-        from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
-
-        owner = self
-
-        class Logs(LogRecordExporter):  # type: ignore[misc]
-            def export(self, batch: Any) -> Any:
-                with owner.path.open("a") as fh:
-                    fh.write(otlp_json(encode_logs(batch)) + "\n")
-                return LogRecordExportResult.SUCCESS
-
-            def shutdown(self) -> None:
-                pass
-
-            def force_flush(self, timeout_millis: int = 30_000) -> bool:
-                return True
-
-        return Logs()
-
-
-def tracer_provider(exporters: FileExporters, *, logs: bool = False) -> tuple[Any, Any]:
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-
-    resource = Resource.create({"service.name": "shop-agent"})
-    provider = TracerProvider(resource=resource)
-    provider.add_span_processor(SimpleSpanProcessor(exporters.span_exporter()))
-    log_provider = None
-    if logs:
-        from opentelemetry.sdk._logs import LoggerProvider
-        from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
-
-        log_provider = LoggerProvider(resource=resource)
-        log_provider.add_log_record_processor(SimpleLogRecordProcessor(exporters.log_exporter()))
-    return provider, log_provider
+from otlp_files import FileExporters, tracer_provider  # noqa: E402  (this folder, put on the path above)
+from shop import FUNCTIONS, conversations, responder, run_tool, segments, system_of  # noqa: E402
 
 
 # --- a hand-written agent loop on the openai client ---------------------------------------------------------------
