@@ -157,3 +157,11 @@ def test_help_names_the_formats(capsys: pytest.CaptureFixture[str]) -> None:
         main(["score", "traces", "--help"])
     out = capsys.readouterr().out
     assert "OTLP/JSON" in out and "Agents SDK" in out and "LangSmith" in out and "--success-field" in out
+
+
+def test_metrics_says_how_many_records_carry_no_y(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out.jsonl"
+    assert score(str(TRACES / "agents-sdk.jsonl"), "--tools", str(TOOLS), "--out", str(out)) == 0
+    capsys.readouterr()
+    assert main(["metrics", str(out), "--resamples", "20"]) == 0
+    assert "7 records carry no final success" in capsys.readouterr().err
