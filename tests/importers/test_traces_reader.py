@@ -230,3 +230,28 @@ def test_grouping_spills_to_disk_and_bounds_a_trace() -> None:
     assert "100 spans, more than 50" in error.message
     in_memory = list(traces(items, "f", per_trace=50))
     assert [t.trace_id for t in in_memory if isinstance(t, Trace)] == [f"t{k}" for k in range(30)]
+
+
+def test_a_trace_of_several_conversations_is_one_rollout_each(tmp_path: Path) -> None:
+    """A batch root naming no conversation, over two agent runs that each name theirs; a root naming one keeps its
+    runs together (the outermost conversation wins)."""
+
+    def run(root: str, conversation: str, start: int, parent: str = "") -> list[dict[str, Any]]:
+        call = {"gen_ai.tool.name": "t", "gen_ai.tool.call.arguments": "{}"}
+        return [
+            otlp_span(root, {"gen_ai.conversation.id": conversation}, parent=parent, start=start),
+            otlp_span(root[:-1] + "1", call, parent=root, start=start + 1),
+        ]
+
+    batch = otlp_span("f" * 16, {"job": "nightly"})
+    path = otlp_file(
+        tmp_path, batch, *run("a" * 15 + "0", "conv-a", 1, "f" * 16), *run("b" * 15 + "0", "conv-b", 5, "f" * 16)
+    )
+    found = read(path)
+    assert [f.rollout.task_id for f in found if isinstance(f, Transcript)] == ["conv-a", "conv-b"]
+    wrapped = otlp_span("f" * 16, {"gen_ai.conversation.id": "outer"})
+    path = otlp_file(
+        tmp_path, wrapped, *run("a" * 15 + "0", "conv-a", 1, "f" * 16), *run("b" * 15 + "0", "conv-b", 5, "f" * 16)
+    )
+    [one] = read(path)
+    assert isinstance(one, Transcript) and one.rollout.task_id == "outer" and len(one.rollout.actions) == 2

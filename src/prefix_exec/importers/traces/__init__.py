@@ -27,6 +27,7 @@ from prefix_exec.importers.traces.conversation import (
     TASK_ATTRIBUTES,
     attribute,
     conversation,
+    conversations,
     read,
     success_value,
 )
@@ -73,32 +74,48 @@ class TraceFile:
         self.format: str | None = None
         self.read = 0
         self.logs = 0
+        self._full: set[str] = set()  # traces past the per-trace limit: their further spans are counted, not read
 
     def __iter__(self) -> Iterator[Transcript | InputError]:
-        for item in traces(self._spans(), str(self.path)):
-            try:
-                if isinstance(item, InputError):
-                    raise item
-                transcript = self.transcript(item)
-            except InputError as exc:
-                if not self.tolerant:
-                    raise
-                yield exc
-                continue
-            self.read += 1
-            yield transcript
+        for item in traces(self._spans(), str(self.path), full=self._full):
+            parts = [(None, item)] if isinstance(item, InputError) else self._split(item)
+            for conversation_id, part in parts:
+                try:
+                    if isinstance(part, InputError):
+                        raise part
+                    transcript = self.transcript(part, conversation_id)
+                except InputError as exc:
+                    if not self.tolerant:
+                        raise
+                    yield exc
+                    continue
+                self.read += 1
+                yield transcript
 
-    def transcript(self, trace: Trace) -> Transcript:
-        """One trace's rollout (:mod:`.conversation`); an InputError naming the trace's first span otherwise."""
+    @staticmethod
+    def _split(trace: Trace) -> list[tuple[str | None, Trace | InputError]]:
+        groups = conversations(trace.spans)
+        if len(groups) == 1:
+            return [(None, trace)]
+        return [(name, Trace(trace.trace_id, spans)) for name, spans in groups]
+
+    def transcript(self, trace: Trace, conversation_id: str | None = None) -> Transcript:
+        """One trace's rollout (:mod:`.conversation`), or one conversation's when the trace holds several (its task id
+        that conversation's id, unless --task-id-field names one); an InputError naming the trace's first span
+        otherwise."""
         first = min(trace.spans, key=lambda s: s.line or 0)
         record = conversation(trace.spans)
         record.update(self._identity(trace.spans, trace.trace_id, first))
+        if conversation_id is not None and not self.identity.task_field:
+            record["task_id"] = conversation_id
         record["trace_id"] = trace.trace_id
         prefix = f"trace {trace.trace_id[:40]}: "
         found = transcript_of(
             record, self.identity.identity, reader=READER, path=str(self.path), line=first.line, prefix=prefix
         )
         metadata = {**found.rollout.metadata, "trace_id": trace.trace_id, "success_given": "success" in record}
+        if conversation_id is not None:
+            metadata["conversation_id"] = conversation_id
         return replace(found, rollout=replace(found.rollout, metadata=metadata))
 
     def _identity(self, spans: list[Span], trace_id: str, first: Span) -> JsonObject:
@@ -128,17 +145,17 @@ class TraceFile:
     def _fail(self, first: Span, trace_id: str, message: str, hint: str | None = None) -> InputError:
         return InputError(message, path=self.path, line=first.line, field=f"trace {trace_id[:40]}", hint=hint)
 
-    def _spans(self) -> Iterator[Span | InputError]:
+    def _spans(self) -> Iterator[Span | InputError | str]:
         for line, prefix, data in self._records():
             if isinstance(data, InputError):
                 yield data
                 continue
             yield from self._spans_of(data, line, prefix)
 
-    def _spans_of(self, data: Any, line: int | None, prefix: str) -> Iterator[Span | InputError]:
+    def _spans_of(self, data: Any, line: int | None, prefix: str) -> Iterator[Span | InputError | str]:
         if otlp.shows(data):
             self.format = self.format or otlp.NAME
-            yield from otlp.spans(data, str(self.path), line)
+            yield from otlp.spans(data, str(self.path), line, self._full)
             for found in otlp.log_spans(data, str(self.path), line):
                 if found is None:
                     self.logs += 1

@@ -13,7 +13,11 @@ The rule, for the spans of one trace ordered by start time (ties: the order read
 3. **a tool span no model call names** (no model spans in the trace, or content capture off) is a call of its
    own, in start order; tool spans with the same parent that overlap in time are one assistant message
    (parallel calls), with the span's call id, else ``span-<span id>``;
-4. **identity** (:func:`identity_record`): the task id from ``--task-id-field`` (an attribute name), else the
+4. **several conversations in one trace** (:func:`conversations`): a span belongs to the conversation its
+   outermost ancestor naming one (``gen_ai.conversation.id``, ``session.id``) names; when a trace's spans name
+   several, each is a rollout of its own, its task id that conversation's id (a root naming the conversation,
+   as one wrapping several agent runs, keeps them one);
+5. **identity**: the task id from ``--task-id-field`` (an attribute name), else the
    first of :data:`TASK_ATTRIBUTES` carried by a root span, then by any span, else the trace id; the model from
    the first model span that names one; Y from ``--success-field`` (an attribute: true/false, 0/1, "0"/"1").
 
@@ -41,6 +45,8 @@ TASK_ATTRIBUTES = (
     "task_id",
     "thread_id",
 )
+#: Attributes that name a conversation, for splitting a trace that holds several (:func:`conversations`).
+CONVERSATION_ATTRIBUTES = ("gen_ai.conversation.id", "session.id")
 #: Attributes that name the model, when no model span does.
 MODEL_ATTRIBUTES = ("gen_ai.request.model", "gen_ai.response.model", "llm.model_name")
 _TRUE = (True, 1, "1", "true", "True", "TRUE")
@@ -71,6 +77,43 @@ def conversation(spans: Sequence[Span]) -> JsonObject:
         _append(history, group, errors, len(calls))
     tools = next((s.tools for s in llms if s.tools), None)
     return {"messages": history, "errors": errors, "tools": list(tools) if tools else None}
+
+
+def conversations(spans: Sequence[Span]) -> list[tuple[str | None, list[Span]]]:
+    """The trace's spans split by conversation, when they name several: each span belongs to the conversation its
+    outermost ancestor (itself included) that carries one of :data:`CONVERSATION_ATTRIBUTES` names. Spans under none
+    go with every conversation when they are neither model nor tool spans (a batch root's attributes), else form a
+    group of their own (``None``). A trace naming at most one conversation (the usual case) is one group. Parent
+    links are walked with a memo and a visited set, so a cycle ends the walk."""
+    by_id = {s.span_id: s for s in spans if s.span_id is not None}
+    memo: dict[int, str | None] = {}
+    groups: dict[str | None, list[Span]] = {}
+    for span in spans:
+        groups.setdefault(_outermost(span, by_id, memo), []).append(span)
+    named = [name for name in groups if name is not None]
+    if len(named) <= 1:
+        return [(named[0] if named else None, list(spans))]
+    context = [s for s in groups.pop(None, []) if s.kind == "other"]
+    steps = [s for s in spans if s.kind != "other" and memo[id(s)] is None]
+    found: list[tuple[str | None, list[Span]]] = [(name, [*context, *group]) for name, group in groups.items()]
+    return found + ([(None, [*context, *steps])] if steps else [])
+
+
+def _outermost(span: Span, by_id: dict[str, Span], memo: dict[int, str | None]) -> str | None:
+    chain: list[Span] = []
+    seen: set[int] = set()
+    node: Span | None = span
+    while node is not None and id(node) not in memo and id(node) not in seen:
+        seen.add(id(node))
+        chain.append(node)
+        node = by_id.get(node.parent_id) if node.parent_id is not None else None
+    above = memo.get(id(node)) if node is not None else None
+    for item in reversed(chain):  # outermost first: an ancestor's conversation wins over the span's own
+        if above is None:
+            own = next((item.attributes[a] for a in CONVERSATION_ATTRIBUTES if item.attributes.get(a)), None)
+            above = str(own) if isinstance(own, (str, int)) and not isinstance(own, bool) else None
+        memo[id(item)] = above
+    return memo[id(span)]
 
 
 def _history(llms: Sequence[Span]) -> list[JsonObject]:

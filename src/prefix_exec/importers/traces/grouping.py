@@ -42,10 +42,16 @@ class Trace:
 
 
 def traces(
-    items: Iterable[Span | InputError], path: str, *, held: int = MAX_HELD_SPANS, per_trace: int = MAX_SPANS_PER_TRACE
+    items: Iterable[Span | InputError | str],
+    path: str,
+    *,
+    held: int = MAX_HELD_SPANS,
+    per_trace: int = MAX_SPANS_PER_TRACE,
+    full: set[str] | None = None,
 ) -> Iterator[Trace | InputError]:
     """Each trace of ``items`` whole (module docstring); an InputError in ``items`` is passed on at once, and a trace
-    over ``per_trace`` spans becomes an InputError in its place."""
+    over ``per_trace`` spans becomes an InputError in its place. The ids of traces past the limit are added to
+    ``full``, so that a reader may pass the trace id alone (a ``str``) for their further spans, unread."""
     groups: dict[str, Trace] = {}
     counts: dict[str, int] = {}
     spill: _Spill | None = None
@@ -54,8 +60,11 @@ def traces(
         if isinstance(item, InputError):
             yield item
             continue
-        counts[item.trace_id] = counts.get(item.trace_id, 0) + 1
-        if counts[item.trace_id] > per_trace:
+        trace_id = item if isinstance(item, str) else item.trace_id
+        counts[trace_id] = counts.get(trace_id, 0) + 1
+        if counts[trace_id] > per_trace or isinstance(item, str):
+            if full is not None:
+                full.add(trace_id)
             continue
         if spill is not None:
             spill.add(item)

@@ -17,7 +17,7 @@ trace id, a field of the wrong type) is an :class:`~prefix_exec.errors.InputErro
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping
 from typing import Any
 
 from prefix_exec.errors import InputError
@@ -40,8 +40,11 @@ def shows(data: Any) -> bool:
     return isinstance(data, Mapping) and ("resourceSpans" in data or "resourceLogs" in data)
 
 
-def spans(data: JsonMapping, path: str, line: int | None) -> Iterator[Span | InputError]:
-    """Every span of one OTLP/JSON document, or the InputError of one that cannot be read."""
+def spans(
+    data: JsonMapping, path: str, line: int | None, full: Container[str] = ()
+) -> Iterator[Span | InputError | str]:
+    """Every span of one OTLP/JSON document, or the InputError of one that cannot be read; a span of a trace in
+    ``full`` (past the per-trace limit, :mod:`.grouping`) is only counted: its trace id is yielded, unread."""
     count = 0
     for where, raw in _raw_spans(data, path, line):
         if isinstance(raw, InputError):
@@ -51,6 +54,10 @@ def spans(data: JsonMapping, path: str, line: int | None) -> Iterator[Span | Inp
         if count > MAX_SPANS_PER_LINE:
             yield InputError(f"more than {MAX_SPANS_PER_LINE:,} spans in one line", path=path, line=line)
             return
+        trace_id = raw.get("traceId") if isinstance(raw, Mapping) else None
+        if isinstance(trace_id, str) and trace_id.lower() in full:
+            yield trace_id.lower()
+            continue
         try:
             yield span(raw, where, line)
         except AttributeProblem as exc:
