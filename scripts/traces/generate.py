@@ -6,7 +6,7 @@ Run it in its own virtual environment (never the project's), with the pinned ver
 
     python3.12 -m venv /tmp/tracegen && /tmp/tracegen/bin/pip install -r scripts/traces/requirements.txt
     /tmp/tracegen/bin/python scripts/traces/generate.py            # every pair, each in its own process
-    /tmp/tracegen/bin/python scripts/traces/generate.py agents-sdk # one pair
+    /tmp/tracegen/bin/python scripts/traces/generate.py --only agents-sdk pydantic-ai   # some pairs
 
 Pairs (file written under tests/data/traces/):
 
@@ -14,16 +14,22 @@ Pairs (file written under tests/data/traces/):
   conventions, content on spans) and the tools in ``execute_tool`` spans made with the OpenTelemetry API as the
   GenAI conventions describe them; OTLP/JSON as the Collector's file exporter writes it (``otel-genai.jsonl``)
   and the same spans as OTLP protobuf (``otel-genai.binpb``, one length-prefixed ExportTraceServiceRequest);
+- ``otel-genai-events``: the same with ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=event_only``: the
+  messages in ``gen_ai.client.inference.operation.details`` log events (``resourceLogs`` lines);
 - ``openinference-openai``: the ``openai`` client with ``openinference-instrumentation-openai`` (no tool spans:
   replies come from the next LLM span's input messages), OTLP/JSON;
 - ``agents-sdk``: the OpenAI Agents SDK with its own tracing, a ``TracingProcessor`` writing each trace's and
   span's ``export()`` as JSON lines (``agents-sdk.jsonl``) and the same items as its ingest payload
   (``agents-sdk-ingest.json``, ``{"data": [...]}``);
-- ``openinference-agents``: the Agents SDK with ``openinference-instrumentation-openai-agents``, OTLP/JSON.
+- ``openinference-agents``: the Agents SDK with ``openinference-instrumentation-openai-agents``, OTLP/JSON;
+- ``pydantic-ai``: pydantic-ai's built-in instrumentation (``Agent.instrument_all``), OTLP/JSON.
+
+opentelemetry-instrumentation-openai-v2 2.4b0 imports ``opentelemetry.util.genai.instruments``, which
+opentelemetry-util-genai 1.3b0 no longer has: requirements.txt pins 1.1b0.
 
 The OTLP/JSON lines are made by the SDK's own OTLP encoder (``opentelemetry-exporter-otlp-proto-common``) and
 protobuf's JSON mapping, with the Collector's choices: ids in hex, enums as numbers, int64 as strings.
-Each pair also writes ``transcripts-<pair>.jsonl``: the same conversations as the agent kept them (the Chat
+Each pair but pydantic-ai (whose messages are its own form) also writes ``transcripts-<pair>.jsonl``: the same conversations as the agent kept them (the Chat
 messages it sent; the Agents SDK's ``to_input_list()`` items), the transcript form the tests compare with.
 Only 127.0.0.1 is contacted: the framework's own exporters to a vendor are replaced before any run.
 """
