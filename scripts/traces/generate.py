@@ -29,8 +29,9 @@ opentelemetry-util-genai 1.3b0 no longer has: requirements.txt pins 1.1b0.
 
 The OTLP/JSON lines are made by the SDK's own OTLP encoder (``opentelemetry-exporter-otlp-proto-common``) and
 protobuf's JSON mapping, with the Collector's choices: ids in hex, enums as numbers, int64 as strings.
-Each pair but pydantic-ai (whose messages are its own form) also writes ``transcripts-<pair>.jsonl``: the same conversations as the agent kept them (the Chat
-messages it sent; the Agents SDK's ``to_input_list()`` items), the transcript form the tests compare with.
+Each pair but pydantic-ai (whose messages are its own form) also writes ``transcripts-<pair>.jsonl``: the same
+conversations as the agent kept them (the Chat messages it sent; the Agents SDK's ``to_input_list()`` items), the
+transcript form the tests compare with.
 Only 127.0.0.1 is contacted: the framework's own exporters to a vendor are replaced before any run.
 """
 
