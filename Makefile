@@ -94,10 +94,15 @@ test: lint
 test-quick: lint
 	$(BIN)/python -m pytest -m 'not slow'
 
+# lint-imports checks the architecture's contracts (pyproject.toml's [tool.importlinter]: the floors, and scoring's
+# single-process path never importing the pool); scripts/architecture.py --check that docs/architecture.md's table of
+# parts is the one those contracts and the imports draw.
 lint:
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/ruff format --check src tests benchmarks scripts
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
+	$(BIN)/python scripts/architecture.py --check
 
 bench:
 	$(BIN)/python benchmarks/bootstrap.py

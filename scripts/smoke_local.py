@@ -124,7 +124,7 @@ def check_reachable(base_url: str, api_key: str | None) -> list[str]:
     """The model ids ``GET base_url/models`` lists (empty when it lists none or is not served).
 
     Raises :class:`SmokeError` when nothing answers at ``base_url`` (refused, no such host, a timeout) or the
-    server refuses the key; any other HTTP answer means a server is there and the run goes on.
+    server rejects the key; any other HTTP answer means a server is there and the run goes on.
     """
     request = urllib.request.Request(base_url.rstrip("/") + "/models")
     if api_key:
@@ -241,7 +241,7 @@ def tally(rollouts: Sequence[Rollout]) -> Tally:
         out.answers_without_call += max(0, len(answers) - len(stepped))
         if out.quote is None and not rollout.actions:
             out.quote = next((text for text in answers if text), None)
-        for key in ("text_fallback", "tools_refused"):  # calls read from the content; the server refused tools
+        for key in ("text_fallback", "tools_refused"):  # calls read from the content; the server rejected tools
             fallback = rollout.metadata.get(key)
             if fallback:
                 out.fallbacks.add(str(fallback))

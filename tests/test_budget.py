@@ -39,7 +39,7 @@ def test_call_memory_fails_one_huge_allocation_and_restores_the_limit() -> None:
         assert len(bytearray(8 * 1024**2)) == 8 * 1024**2  # below the budget it runs
 
 
-def test_exchange_rate_string_repeat_is_refused_at_once() -> None:
+def test_exchange_rate_string_repeat_exceeds_the_memory_budget_at_once() -> None:
     task = load_task("multi_turn_base_150")
     instances = api_classes.Templates().fresh(task)
     owners = {"compute_exchange_rate": "TravelAPI"}
@@ -47,15 +47,15 @@ def test_exchange_rate_string_repeat_is_refused_at_once() -> None:
     start = time.monotonic()
     with budget.rollout_budget(None, call_memory_mb=256):
         outcome = invocation.invoke_as_bfcl(instances, owners, "compute_exchange_rate", arguments)
-    assert outcome.refused is not None
-    assert "memory budget of 256 MiB" in outcome.refused
+    assert outcome.exceeded is not None
+    assert "memory budget of 256 MiB" in outcome.exceeded
     assert time.monotonic() - start < 30  # 110 x 10 MB was 3.3 GB and 15.7 s; here it fails at allocation
     small = invocation.invoke_as_bfcl(instances, owners, "compute_exchange_rate", {**arguments, "value": 10.0})
     assert small.ran_clean
     assert "1100" in small.text
 
 
-def test_exhausted_message_ids_are_refused_without_waiting() -> None:
+def test_exhausted_message_ids_are_stopped_without_waiting() -> None:
     task = load_task("multi_turn_base_14")
     instances = api_classes.Templates().fresh(task)
     instances["MessageAPI"].generated_ids = set(range(10000, 100000))
@@ -64,12 +64,12 @@ def test_exhausted_message_ids_are_refused_without_waiting() -> None:
     outcome = invocation.invoke_as_bfcl(
         instances, owners, "send_message", {"receiver_id": "USR002", "message": "hi"}, time_limit=30.0
     )
-    assert outcome.refused is not None
-    assert "every message id" in outcome.refused
+    assert outcome.exceeded is not None
+    assert "every message id" in outcome.exceeded
     assert time.monotonic() - start < 5  # without the state check it loops until the 30 s bound
     instances["MessageAPI"].generated_ids = set(range(10000, 99999))  # one id left: it is found
     ok = invocation.invoke_as_bfcl(instances, owners, "send_message", {"receiver_id": "USR002", "message": "hi"})
-    assert ok.refused is None
+    assert ok.exceeded is None
 
 
 def checker_peak(n: int) -> float:

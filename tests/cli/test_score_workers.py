@@ -2,12 +2,13 @@
 
 Oracle: the same command at ``--workers 1`` (the in-process path every other test checks against hand oracles).
 With ``--launcher local`` the reading process replays too, whenever no ready worker has room; these small inputs
-would mostly be done before a worker is ready, so most tests turn that off (``scoring_pool.REPLAY_HERE``): every
+would mostly be done before a worker is ready, so most tests turn that off (``pool_dispatch.REPLAY_HERE``): every
 rollout then goes through the worker processes. ``test_replayed_here_and_in_workers`` mixes both.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -21,10 +22,13 @@ from pathlib import Path
 import pytest
 
 from prefix_exec.cli import main, score_transcripts
-from prefix_exec.scoring.pool import dispatch as scoring_pool
-from prefix_exec.scoring.pool import processes as scoring_processes
-from prefix_exec.scoring.pool import schedule as scoring_schedule
-from prefix_exec.scoring.run import Batch, Undecoded, hold_lock
+from prefix_exec.cli.common import add_scoring_options, output_options
+from prefix_exec.scoring.pool import dispatch as pool_dispatch
+from prefix_exec.scoring.pool import processes as pool_processes
+from prefix_exec.scoring.pool import schedule as pool_schedule
+from prefix_exec.scoring.pool.dispatch import pool_for
+from prefix_exec.scoring.run import ScoreOptions, hold_lock
+from prefix_exec.scoring.units import Batch, Undecoded
 
 REPO = Path(__file__).resolve().parents[2]
 TAU_BENCH = REPO / "tests" / "data" / "tau-bench"
@@ -33,7 +37,7 @@ TRANSCRIPTS = REPO / "examples" / "transcripts"
 
 @pytest.fixture(autouse=True)
 def pool_for_small_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scoring_pool, "REPLAY_HERE", False)
+    monkeypatch.setattr(pool_dispatch, "REPLAY_HERE", False)
 
 
 def score(args: list[str], out: Path, workers: int, *extra: str) -> int:
@@ -75,8 +79,8 @@ def test_transcripts_on_their_own_tools_lists(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_transcripts_on_a_tools_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """tau-bench's real conversations on its tools list (200 rollouts), through the alias ``score openai``."""
-    args = ["openai", str(TAU_BENCH / "gpt-4o-airline.json"), "--tools", str(TAU_BENCH / "airline-tools.json")]
+    """tau-bench's real conversations on its tools list (200 rollouts)."""
+    args = ["transcripts", str(TAU_BENCH / "gpt-4o-airline.json"), "--tools", str(TAU_BENCH / "airline-tools.json")]
     same_at_one_and_two([*args, "--model", "gpt-4o"], tmp_path, capsys)
 
 
@@ -257,10 +261,24 @@ def test_sigterm_ends_the_pool_cleanly_and_resume_finishes(ticketing: Path, tmp_
 
 
 def test_usable_cores_and_exit_descriptions() -> None:
-    assert 1 <= scoring_pool.usable_cores() <= (os.cpu_count() or 1)
-    assert scoring_processes.describe_exit(-signal.SIGKILL) == "killed by SIGKILL, perhaps out of memory"
-    assert scoring_processes.describe_exit(-signal.SIGSEGV) == "killed by SIGSEGV"
-    assert scoring_processes.describe_exit(3) == "exit code 3"
+    assert 1 <= pool_dispatch.usable_cores() <= (os.cpu_count() or 1)
+    assert pool_processes.describe_exit(-signal.SIGKILL) == "killed by SIGKILL, perhaps out of memory"
+    assert pool_processes.describe_exit(-signal.SIGSEGV) == "killed by SIGSEGV"
+    assert pool_processes.describe_exit(3) == "exit code 3"
+
+
+@pytest.mark.parametrize(
+    ("workers", "launcher", "expected"),
+    [(1, "local", None), (3, "local", pool_dispatch.Pool(3)), (1, "ray", pool_dispatch.Pool(1, "ray"))],
+)
+def test_the_pool_is_handed_to_scoring_only_beyond_one_worker_here(
+    workers: int, launcher: str, expected: pool_dispatch.Pool | None
+) -> None:
+    """score_to_file replays in process unless its caller hands it a pool: --workers above 1, or Ray actors."""
+    parser = argparse.ArgumentParser()
+    add_scoring_options(parser)
+    args = parser.parse_args(["--out", "o.jsonl", "--workers", str(workers), "--launcher", launcher])
+    assert output_options(args).dispatch == expected
 
 
 def test_a_quick_input_is_replayed_here(
@@ -268,19 +286,19 @@ def test_a_quick_input_is_replayed_here(
 ) -> None:
     """An input scored before START_SECONDS starts no worker where no core is idle (one core), and on two cores
     only the one worker the idle core takes, at once: this process replays while they start."""
-    monkeypatch.setattr(scoring_pool, "REPLAY_HERE", True)
-    monkeypatch.setattr(scoring_schedule, "START_SECONDS", 3600.0)
+    monkeypatch.setattr(pool_dispatch, "REPLAY_HERE", True)
+    monkeypatch.setattr(pool_schedule, "START_SECONDS", 3600.0)
     args = ["custom", "--tools", str(ticketing / "tools.yaml"), str(ticketing / "rollouts.jsonl")]
     started: list[int] = []
-    real = scoring_pool.Processes.start
+    real = pool_dispatch.Processes.start
     monkeypatch.setattr(
-        scoring_pool.Processes, "start", lambda self, worker: started.append(worker) or real(self, worker)
+        pool_dispatch.Processes, "start", lambda self, worker: started.append(worker) or real(self, worker)
     )
-    monkeypatch.setattr(scoring_pool, "usable_cores", lambda: 1)
+    monkeypatch.setattr(pool_dispatch, "usable_cores", lambda: 1)
     assert score(args, tmp_path / "one.jsonl", 1) == 0
     assert score(args, tmp_path / "out.jsonl", 3) == 0
     assert started == []
-    monkeypatch.setattr(scoring_pool, "usable_cores", lambda: 2)
+    monkeypatch.setattr(pool_dispatch, "usable_cores", lambda: 2)
     assert score(args, tmp_path / "out.jsonl", 3, "--overwrite") == 0
     assert started == [0]
     assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
@@ -289,12 +307,12 @@ def test_a_quick_input_is_replayed_here(
 def counted(monkeypatch: pytest.MonkeyPatch) -> tuple[list[object], list[object]]:
     """This process's replays and the units sent to workers, as the schedule makes them, counted (a worker counts
     as ready, its environment built, at once, so it is sent its first units while it starts)."""
-    monkeypatch.setattr(scoring_pool, "REPLAY_HERE", True)
-    monkeypatch.setattr(scoring_pool.Processes, "available", lambda self, worker: self.processes[worker] is not None)
-    monkeypatch.setattr(scoring_pool.Processes, "holds", lambda self, worker, token: True)
+    monkeypatch.setattr(pool_dispatch, "REPLAY_HERE", True)
+    monkeypatch.setattr(pool_dispatch.Processes, "available", lambda self, worker: self.processes[worker] is not None)
+    monkeypatch.setattr(pool_dispatch.Processes, "holds", lambda self, worker, token: True)
     here: list[object] = []
     sent: list[object] = []
-    schedule = scoring_schedule.Schedule
+    schedule = pool_schedule.Schedule
     real_here, real_dispatch = schedule.replay_here, schedule.dispatch
     monkeypatch.setattr(schedule, "replay_here", lambda self, unit: here.append(unit) or real_here(self, unit))
     monkeypatch.setattr(schedule, "dispatch", lambda self, *a: sent.append(a[2]) or real_dispatch(self, *a))
@@ -319,7 +337,7 @@ def test_replayed_here_and_in_workers(
         assert skipped_lines(err_two) == skipped_lines(err_one)
         assert here and sent and len(here) + len(sent) == 43
         assert not any(isinstance(unit, Batch) for unit in sent)
-    args = ["openai", str(TAU_BENCH / "gpt-4o-airline.json"), "--tools", str(TAU_BENCH / "airline-tools.json")]
+    args = ["transcripts", str(TAU_BENCH / "gpt-4o-airline.json"), "--tools", str(TAU_BENCH / "airline-tools.json")]
     same_at_one_and_two([*args, "--model", "gpt-4o"], tmp_path, capsys, "--overwrite")
 
 
@@ -358,9 +376,11 @@ def test_what_cannot_be_sent_is_replayed_here(ticketing: Path, tmp_path: Path) -
     caller's lambda), is replayed in this process, said once; the records are those of one worker."""
     import io
 
-    from prefix_exec.cli.score_custom import read_units
     from prefix_exec.envs.custom.environment import load_spec
-    from prefix_exec.scoring.run import Scorable, Skipped, paired, score_to_file
+    from prefix_exec.scoring.run import score_to_file
+    from prefix_exec.scoring.units import Scorable, paired
+    from prefix_exec.sources.spec import read_units
+    from prefix_exec.trajectory import Skipped
 
     env = load_spec(ticketing / "tools.yaml")  # its hooks module does not pickle
 
@@ -368,10 +388,12 @@ def test_what_cannot_be_sent_is_replayed_here(ticketing: Path, tmp_path: Path) -
         rollouts = read_units([str(ticketing / "rollouts.jsonl")], keep_going=False, model=None, method=None)
         return paired(rollouts, env)
 
-    score_to_file(units(), tmp_path / "one.jsonl", workers=1)
+    score_to_file(units(), tmp_path / "one.jsonl")  # one worker: in this process
     for name, prepare in (("env", None), ("prepare", lambda rollout: rollout)):
         log = io.StringIO()
-        score_to_file(units(), tmp_path / f"{name}.jsonl", prepare=prepare, workers=2, log=log)
+        score_to_file(
+            units(), tmp_path / f"{name}.jsonl", prepare=prepare, log=log, options=ScoreOptions(dispatch=pool_for(2))
+        )
         assert log.getvalue().count("cannot be sent to work") == 1
         assert (tmp_path / f"{name}.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from prefix_exec.envs.custom.environment import CustomEnvironment, environment_from_tools, load_spec
-from prefix_exec.envs.custom.evidence import PRODUCED_VALUES, SOURCE_CHECK, EvidencePolicy, compare
-from prefix_exec.guard import check
+from prefix_exec.envs.custom.environment import environment_from_tools, load_spec
+from prefix_exec.envs.custom.evidence import ORIGIN_CHECK, PRODUCED_VALUES, EvidencePolicy, compare
+from prefix_exec.envs.custom.session import CustomEnvironment
 from prefix_exec.records.consistency import Consistency
-from prefix_exec.replay import replay
+from prefix_exec.replay import check, replay
 from prefix_exec.trajectory import FailureLabel, Observation, PrefixRecord, Rollout, ToolCall
 
 NOTE_TOOLS = [
@@ -74,7 +74,7 @@ def test_the_issue_case_recorded_results_feed_produces(notes: CustomEnvironment)
     assert rec.executable
     rec = score(notes, CREATE, call("append_note", {"note_id": "N-9", "text": "x"}, "ok"))
     assert (rec.fed, rec.label) == (2, FailureLabel.DEPENDENCY)
-    assert rec.verdicts[1].notes == (SOURCE_CHECK,)
+    assert rec.verdicts[1].notes == (ORIGIN_CHECK,)
     assert "note_id='N-9' is no note" in rec.reason
 
 
@@ -121,7 +121,7 @@ def test_a_recorded_result_registers_a_bounded_number_of_values(tmp_path: Path) 
     verdict = session.step(call("create_note", {"text": "hi"}, json.dumps(ids)))
     assert verdict.accepted
     assert verdict.notes == (
-        SOURCE_CHECK,
+        ORIGIN_CHECK,
         f"produces: the recorded result holds {PRODUCED_VALUES + 5} values of note; the first {PRODUCED_VALUES} count",
     )
     assert len(session.produced["note"]) == PRODUCED_VALUES
@@ -153,7 +153,7 @@ def test_a_recorded_refusal_rejects_a_call_our_checks_accept(notes: CustomEnviro
         'the recorded outcome refused the call (the reply matches the error pattern): "Error: note N-1 is locked '
         'by another user"'
     )
-    assert rec.verdicts[0].notes == (SOURCE_CHECK,)
+    assert rec.verdicts[0].notes == (ORIGIN_CHECK,)
     flagged = replace(failed, observation=Observation("note N-1 not found", error=True, error_type="KeyError"))
     rec = score(notes, CREATE, flagged)
     assert (rec.fed, rec.label) == (2, FailureLabel.DEPENDENCY)
@@ -170,7 +170,7 @@ def test_the_earliest_rejected_step_wins_whichever_its_source(notes: CustomEnvir
     assert (ours_first.fed, ours_first.label, ours_first.verdicts[0].notes) == (
         1,
         FailureLabel.DEPENDENCY,
-        (SOURCE_CHECK,),
+        (ORIGIN_CHECK,),
     )
     assert len(ours_first.verdicts) == 1
     theirs_first = score(
@@ -185,7 +185,7 @@ def test_the_earliest_rejected_step_wins_whichever_its_source(notes: CustomEnvir
 def test_when_both_reject_one_step_our_check_gives_the_verdict(notes: CustomEnvironment) -> None:
     both = call("append_note", {"note_id": "N-7"}, "Error: note N-7 not found", error=True)  # no text: schema
     rec = score(notes, both)
-    assert (rec.fed, rec.label, rec.verdicts[0].notes) == (1, FailureLabel.SCHEMA, (SOURCE_CHECK,))
+    assert (rec.fed, rec.label, rec.verdicts[0].notes) == (1, FailureLabel.SCHEMA, (ORIGIN_CHECK,))
 
 
 def test_a_refused_step_leaves_the_state_as_it_was(ticketing: Path) -> None:
@@ -273,7 +273,7 @@ def write(tmp_path: Path, name: str, document: Any) -> Path:
 def test_a_tools_list_alone_allows_a_rollout_without_a_call(tmp_path: Path, document: Any, rule: str) -> None:
     rec = no_tool(load_spec(write(tmp_path, "tools.json", document)))
     assert (rec.T, rec.fed, rec.no_tool) == (1, 2, True)
-    assert rec.verdicts[0].notes[0] == SOURCE_CHECK
+    assert rec.verdicts[0].notes[0] == ORIGIN_CHECK
     assert rec.verdicts[0].notes[1].startswith(f"no-tool rule: {rule}")
 
 
@@ -337,6 +337,6 @@ def test_require_tools_overrides_every_allowance(tmp_path: Path) -> None:
     for document in (NOTE_TOOLS, [], {"allow_no_tool": True, "tools": [{"name": "a"}]}):
         rec = no_tool(load_spec(write(tmp_path, "spec.json", document), policy=policy))
         assert (rec.fed, rec.label) == (1, FailureLabel.PRECONDITION)
-        assert rec.verdicts[0].notes == (SOURCE_CHECK, "no-tool rule: --require-tools")
+        assert rec.verdicts[0].notes == (ORIGIN_CHECK, "no-tool rule: --require-tools")
     # calls are unaffected
     assert score(load_spec(write(tmp_path, "spec.json", NOTE_TOOLS), policy=policy), CREATE).executable

@@ -272,8 +272,8 @@ def record(*steps: tuple[ToolCall, Verdict]) -> PrefixRecord:
     )
 
 
-OK = Verdict.accept(notes=(evidence.SOURCE_CHECK,))
-OURS = Verdict.reject(D, "n=1 is no note that an earlier call produced", notes=(evidence.SOURCE_CHECK,))
+OK = Verdict.accept(notes=(evidence.ORIGIN_CHECK,))
+OURS = Verdict.reject(D, "n=1 is no note that an earlier call produced", notes=(evidence.ORIGIN_CHECK,))
 THEIRS = Verdict.reject(
     D, "the recorded outcome refused the call", notes=evidence.refusal(Observation("x not found", error=True)).notes
 )  # type: ignore[union-attr]

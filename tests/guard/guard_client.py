@@ -83,7 +83,7 @@ def outcomes(records: Path) -> dict[str, tuple[int, int, str | None]]:
 
 
 def eventually(read: Any, check: Any, seconds: float = 30.0) -> Any:
-    """``read()`` once ``check(read())`` holds, polled for at most ``seconds`` (the recorder writes a call before
+    """``read()`` once ``check(read())`` holds, polled for at most ``seconds`` (the journal writes a call before
     its answer, but a session's end a moment after the client closed it); the last value read when it never
     does (for the failing assertion)."""
     import time

@@ -2,8 +2,8 @@
 server of tests/fakes, a real HTTP server on loopback) chooses tool calls; the official MCP client runs them
 through ``prefix-exec guard`` in front of an SDK server, the way agent frameworks (the OpenAI Agents SDK's
 ``MCPServerStdio``, LangGraph's MCP adapters) connect a model to MCP tools. The model first appends to a note
-id it made up, reads the refusal (no earlier call returned that id: call create_note first) and recovers. The
-recorded session replays offline to the same FED and labels.
+id it made up, reads the block (no earlier call returned that id: call create_note first) and recovers. The
+recorded connection replays offline to the same FED and labels.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ SIDE = "tools:\n  create_note: {produces: {note: note_id}}\n  append_note: {refs
 
 
 def respond(request: dict[str, Any]) -> dict[str, Any]:
-    """The scripted model: append to a note id it made up (refused), then create, then append to the id the
+    """The scripted model: append to a note id it made up (blocked), then create, then append to the id the
     result gave."""
     tools = [m for m in request["messages"] if m["role"] == "tool"]
     if not tools:
@@ -68,7 +68,7 @@ async def agent(base_url: str, params: Any, task: str) -> list[dict[str, Any]]:
     return messages
 
 
-def test_an_agent_recovers_from_a_refusal_and_its_session_replays(tmp_path: Path) -> None:
+def test_an_agent_recovers_from_a_block_and_its_connection_replays(tmp_path: Path) -> None:
     side = tmp_path / "side.yaml"
     side.write_text(SIDE)
     record = tmp_path / "record"

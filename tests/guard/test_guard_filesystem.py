@@ -2,8 +2,8 @@
 official MCP client, in both modes, with a side file declaring one data dependency (``move_file`` moves only a
 file this session wrote: ``refs: {source: file}``, ``write_file`` produces it) and one precondition (``edit_file``
 needs the file read first in this session). The server's own state, the files on disk, shows what ran: in
-``enforce`` a refused call never reaches the server; in ``observe`` it does and the verdict is recorded. The
-recorded session replays offline (``score custom --tools DIR/tools.json --hooks SIDE DIR/rollouts.jsonl``) to the
+``enforce`` a blocked call never reaches the server; in ``observe`` it does and the verdict is recorded. The
+recorded connection replays offline (``score custom --tools DIR/tools.json --hooks SIDE DIR/rollouts.jsonl``) to the
 same FED and labels, and ``metrics`` reads the records.
 """
 
@@ -53,7 +53,7 @@ def side(tmp_path: Path) -> Path:
 
 
 def run_session(mode: str, root: Path, record: Path, side: Path) -> list[tuple[str, bool, str]]:
-    """The scripted agent's session through the guard; (tool, isError, text) per call."""
+    """The scripted agent's connection through the guard; (tool, isError, text) per call."""
     server = [npm_server("mcp-server-filesystem"), str(root)]
     params = guard_params(
         ["--mode", mode, "--hooks", str(side), "--record", str(record)], server, {"NOTES_API_KEY": SECRET}
@@ -80,7 +80,7 @@ def run_session(mode: str, root: Path, record: Path, side: Path) -> list[tuple[s
     return seen
 
 
-def test_enforce_refuses_before_the_server_and_the_record_replays(tmp_path: Path, side: Path) -> None:
+def test_enforce_blocks_before_the_server_and_the_journal_replays(tmp_path: Path, side: Path) -> None:
     root, record = tmp_path / "files", tmp_path / "record"
     root.mkdir()
     (root / "b.txt").write_text("written by someone else")
@@ -90,7 +90,7 @@ def test_enforce_refuses_before_the_server_and_the_record_replays(tmp_path: Path
     moved, edited = seen[1][2], seen[2][2]
     assert "dependency" in moved and "call write_file first" in moved
     assert "precondition" in edited and "was not read in this session" in edited
-    # The server never saw the refused calls: b.txt was not moved (no c.txt); the first edit_file did not run
+    # The server never saw the blocked calls: b.txt was not moved (no c.txt); the first edit_file did not run
     # (the text changed once, by the accepted edit after the read), and a.txt was then moved by the last call.
     assert sorted(p.name for p in root.iterdir()) == ["b.txt", "d.txt"]
     assert (root / "b.txt").read_text() == "written by someone else"

@@ -1,7 +1,7 @@
 """The hostile sweep extended to the guard: a client that sends lines that are not JSON-RPC, hostile values,
 huge payloads and unknown methods; a server that dies mid-call, never answers, writes garbage or returns a huge
 result; a signal. Each case is bounded in time: the guard answers every request (an error where it must), goes
-on where the session can, and otherwise ends the session with the record closed; never a hung client, never a
+on where the session can, and otherwise ends the connection with the journal closed; never a hung client, never a
 traceback.
 """
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 
 LIMIT = 100_000
 #: Lines that are not a JSON-RPC message, and the id their error names: each gets one error (with the id when the
-#: line's head shows one, else null), and the session goes on.
+#: line's head shows one, else null), and the connection goes on.
 MALFORMED: dict[str, tuple[str | bytes, int | None]] = {
     "not-json": ("this is not json", None),
     "truncated": ('{"jsonrpc": "2.0", "id": 5, "method": ', 5),
@@ -36,7 +36,7 @@ MALFORMED: dict[str, tuple[str | bytes, int | None]] = {
     "nul": ("\u0000", None),
     "bytes": (b"\xff\xfe\x00garbage", None),
 }
-#: tools/call arguments and names no schema accepts: each is refused (enforce) with a schema label.
+#: tools/call arguments and names no schema accepts: each is blocked (enforce) with a schema label.
 HOSTILE_CALLS: dict[str, dict[str, Any]] = {
     "arguments-list": {"name": "echo", "arguments": [1, 2]},
     "name-number": {"name": 12, "arguments": {}},
@@ -61,7 +61,7 @@ def echo(g: RawGuard, request_id: int, text: str = "ok") -> dict[str, Any]:
     return g.request(request_id, "tools/call", {"name": "echo", "arguments": {"text": text}})
 
 
-def test_a_hostile_client_gets_errors_and_the_session_goes_on(tmp_path: Path) -> None:
+def test_a_hostile_client_gets_errors_and_the_connection_goes_on(tmp_path: Path) -> None:
     with guard(tmp_path) as g:
         assert g.initialize()["result"]["serverInfo"]["name"] == "hostile"
         assert len(g.request(1, "tools/list")["result"]["tools"]) == 5
@@ -95,7 +95,7 @@ def test_a_hostile_client_gets_errors_and_the_session_goes_on(tmp_path: Path) ->
         )
         too_big = g.response(201)
         assert too_big["error"]["code"] == -32600 and "larger than" in too_big["error"]["message"]
-        assert echo(g, 202)["result"]["content"][0]["text"] == "ok"  # the session went on
+        assert echo(g, 202)["result"]["content"][0]["text"] == "ok"  # the connection went on
         assert g.close() == 0
         assert "Traceback" not in g.stderr()
     row = read_jsonl(tmp_path / "record" / "records.jsonl")[0]
@@ -103,7 +103,7 @@ def test_a_hostile_client_gets_errors_and_the_session_goes_on(tmp_path: Path) ->
     assert row["metadata"]["guard"]["end"] == "the client closed the session"
 
 
-def test_a_huge_result_is_replaced_by_an_error_and_the_session_goes_on(tmp_path: Path) -> None:
+def test_a_huge_result_is_replaced_by_an_error_and_the_connection_goes_on(tmp_path: Path) -> None:
     with guard(tmp_path) as g:
         g.initialize()
         g.request(1, "tools/list")
@@ -120,7 +120,7 @@ def test_a_huge_result_is_replaced_by_an_error_and_the_session_goes_on(tmp_path:
         ("garbage", [], "not JSON-RPC"),
     ],
 )
-def test_a_failing_server_gets_the_client_an_error_and_ends_the_session(
+def test_a_failing_server_gets_the_client_an_error_and_ends_the_connection(
     tmp_path: Path, tool: str, extra: list[str], why: str
 ) -> None:
     with guard(tmp_path, *extra) as g:
@@ -137,7 +137,7 @@ def test_a_failing_server_gets_the_client_an_error_and_ends_the_session(
     assert row["actions"][1]["observation"]["error"] is True
 
 
-def test_sigterm_ends_the_session_with_the_record_closed(tmp_path: Path) -> None:
+def test_sigterm_ends_the_connection_with_the_journal_closed(tmp_path: Path) -> None:
     with guard(tmp_path) as g:
         g.initialize()
         g.request(1, "tools/list")
@@ -170,9 +170,9 @@ def test_a_side_file_that_does_not_fit_the_server_fails_closed(tmp_path: Path) -
         assert "no tool named 'send_email'" in called["error"]["message"]
 
 
-def test_a_client_notification_named_like_the_oversize_notice_is_refused_not_a_crash(tmp_path: Path) -> None:
+def test_a_client_notification_named_like_the_oversize_notice_gets_an_error_not_a_crash(tmp_path: Path) -> None:
     """The reader's own over-size notice is a notification a client can send too: without a size in it, the
-    guard answers an error and the session goes on."""
+    guard answers an error and the connection goes on."""
     with guard(tmp_path) as g:
         g.initialize()
         for i, params in enumerate(({"id": 3}, {"id": 4, "bytes": "many"}, {"id": 5, "bytes": 10**30}), start=3):
@@ -208,7 +208,7 @@ def test_a_server_command_that_cannot_start_is_an_input_error_in_a_real_process(
 
 def test_a_stdin_of_dev_null_is_a_client_that_closed_at_once(tmp_path: Path) -> None:
     """/dev/null is a character device the event loop cannot wait on (epoll refuses it): read by the fallback
-    thread it ends the session at once, instead of a traceback and a guard waiting forever."""
+    thread it ends the connection at once, instead of a traceback and a guard waiting forever."""
     argv = [sys.executable, "-m", "prefix_exec", "guard", "--record", str(tmp_path / "r"), "--", *HOSTILE_SERVER]
     with open(os.devnull, "rb") as null:
         done = subprocess.run(argv, stdin=null, capture_output=True, timeout=60, check=False)

@@ -1,5 +1,5 @@
 """The guard on Streamable HTTP (``--listen HOST:PORT --upstream URL``) in front of an SDK server on Streamable HTTP:
-one guarded session per MCP session id, each with its own state and rollout, driven by the official MCP client's
+one guarded connection per MCP session id, each with its own state and rollout, driven by the official MCP client's
 HTTP transport. Ports are picked by the system (port 0), never fixed.
 """
 
@@ -70,9 +70,9 @@ def guarded(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
         url = _line(guard.stderr, r"listening on (http://\S+/)").group(1) + "mcp"
         yield url, record, side
         guard.send_signal(signal.SIGTERM)
-        # uvicorn shuts down gracefully (every session's record closed), then ends by the signal it caught.
+        # uvicorn shuts down gracefully (every connection's record closed), then ends by the signal it caught.
         assert guard.wait(timeout=30) in (0, -signal.SIGTERM)
-        if (record / "records.jsonl").exists():  # a test that opened sessions: each one's record was closed
+        if (record / "records.jsonl").exists():  # a test that opened connections: each one's record was closed
             ends = [row["metadata"]["guard"].get("end") for row in read_jsonl(record / "records.jsonl")]
             assert all(ends), ends
     finally:
@@ -91,7 +91,7 @@ async def _session(url: str, calls: list[tuple[str, dict[str, str]]], seen: list
             seen.append((result.is_error, text_of(result)))
 
 
-def test_each_mcp_session_is_guarded_on_its_own(guarded: tuple[str, Path, Path], tmp_path: Path) -> None:
+def test_each_mcp_connection_is_guarded_on_its_own(guarded: tuple[str, Path, Path], tmp_path: Path) -> None:
     url, record, side = guarded
     first: list[tuple[bool, str]] = []
     second: list[tuple[bool, str]] = []
@@ -110,7 +110,7 @@ def test_each_mcp_session_is_guarded_on_its_own(guarded: tuple[str, Path, Path],
     anyio.run(both)
     assert [error for error, _ in first] == [False, False]
     assert second[0][0] and "precondition" in second[0][1] and "create_note first" in second[0][1]
-    rows = eventually(  # both sessions ended (their clients' DELETE) and written
+    rows = eventually(  # both connections ended (their clients' DELETE) and written
         lambda: read_jsonl(record / "records.jsonl"),
         lambda found: len(found) == 2 and all(r["metadata"]["guard"].get("end") for r in found),
     )
@@ -121,7 +121,7 @@ def test_each_mcp_session_is_guarded_on_its_own(guarded: tuple[str, Path, Path],
     assert replayed(record, side, tmp_path / "replay.jsonl") == outcomes(record / "records.jsonl")
 
 
-def test_http_refusals_of_the_transport(guarded: tuple[str, Path, Path]) -> None:
+def test_http_errors_of_the_transport(guarded: tuple[str, Path, Path]) -> None:
     url, _, _ = guarded
     headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
     body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}}

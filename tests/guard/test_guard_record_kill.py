@@ -1,7 +1,7 @@
 """``--record DIR`` against a kill: the guard is SIGKILLed right after the client has the answer to its Nth
 call of a flood (each call sent the moment the previous answer came), and the record holds all N calls.
 
-The guarantee tested, exactly: every call whose answer (or refusal) the client has received is in
+The guarantee tested, exactly: every call whose answer (or block) the client has received is in
 ``DIR/rollouts.jsonl`` and ``DIR/records.jsonl``, because the guard writes them before it passes the answer
 on; only calls in flight are lost. Nothing here waits on time: the kill follows the Nth answer at once, and the
 files are read after the process is gone.
@@ -46,14 +46,14 @@ def test_a_killed_guard_has_recorded_every_call_the_client_had_an_answer_to(tmp_
         g.initialize()
         assert "result" in g.request(1, "tools/list", {})
         for i in range(calls):
-            # The first call is refused (no note yet: not forwarded), then a note is made and appended to.
+            # The first call is blocked (no note yet: not forwarded), then a note is made and appended to.
             name = "append_note" if i != 1 else "create_note"
             arguments = {"note_id": "N-1", "text": f"t{i}"} if name == "append_note" else {"text": "first"}
             answer = g.request(100 + i, "tools/call", {"name": name, "arguments": arguments})
             answers.append(answer["result"])
         g.process.send_signal(signal.SIGKILL)
         assert g.process.wait(timeout=60) == -signal.SIGKILL, g.stderr()
-    assert answers[0]["isError"] and "create a note first" in json.dumps(answers[0])  # refused by the guard
+    assert answers[0]["isError"] and "create a note first" in json.dumps(answers[0])  # blocked by the guard
     assert all(not a.get("isError") for a in answers[1:]), answers
     (rollout,) = read_jsonl(record / "rollouts.jsonl")
     (scored,) = read_jsonl(record / "records.jsonl")
@@ -64,4 +64,4 @@ def test_a_killed_guard_has_recorded_every_call_the_client_had_an_answer_to(tmp_
     assert last["arguments"] == ({"note_id": "N-1", "text": f"t{calls - 1}"} if calls != 2 else {"text": "first"})
     got = answers[-1].get("structuredContent", answers[-1]["content"][0]["text"])
     assert last["observation"]["content"] == got and last["observation"]["error"] == (calls == 1)
-    assert scored["fed"] == 1 and scored["label"] is not None  # the refusal is the first failing call
+    assert scored["fed"] == 1 and scored["label"] is not None  # the block is the first failing call

@@ -1,9 +1,9 @@
 """The guard against a real third-party MCP server from PyPI, mcp-server-time, with a side file whose data
 dependency is fed by the server's own results: ``get_current_time`` produces the ``timezone`` its result names
 (``structuredContent``), and ``convert_time`` converts only from a timezone a call returned. A conversion asked
-first is refused (enforce) or recorded (observe); after the server returned the timezone it is accepted. The
+first is blocked (enforce) or recorded (observe); after the server returned the timezone it is accepted. The
 server's own ``isError`` (an unknown timezone) is the recorded outcome of that call, labelled as replay labels
-it. The session replays offline to the same FED and labels. A session with no tool call is executable, and a
+it. The connection replays offline to the same FED and labels. A connection with no tool call is executable, and a
 failure with ``--require-tools``.
 """
 
@@ -74,7 +74,7 @@ def test_results_feed_the_dependency_and_errors_are_evidence(tmp_path: Path, mod
     assert replayed(record, side, tmp_path / "replay.jsonl") == outcomes(record / "records.jsonl")
 
 
-def test_a_session_without_a_call_is_executable_unless_tools_are_required(tmp_path: Path) -> None:
+def test_a_connection_without_a_call_is_executable_unless_tools_are_required(tmp_path: Path) -> None:
     for flags, expected in (([], (1, 2, None)), (["--require-tools"], (1, 1, "precondition"))):
         record = tmp_path / f"record{len(flags)}"
         assert session([*flags, "--record", str(record)], []) == []

@@ -1,5 +1,5 @@
-"""The guard's parts without a process: the shadow session, the refusal text, the session's record lines (against
-replay of the same rollout, an independent path), the recorder's files, the command-line redaction and the CLI's
+"""The guard's parts without a process: the shadow, the block text, the connection's record lines (against
+replay of the same rollout, an independent path), the journal's files, the command-line redaction and the CLI's
 usage errors."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from prefix_exec.cli import main
-from prefix_exec.guard.log import SessionLog
-from prefix_exec.guard.recorder import Recorder
-from prefix_exec.guard.refusal import refusal_result, refusal_text
+from prefix_exec.guard.block import block_result, block_text
+from prefix_exec.guard.journal import Journal
+from prefix_exec.guard.log import ConnectionLog
 from prefix_exec.guard.shadow import MAX_PAGES, Shadow, call_of, observation_of
 from prefix_exec.records.codec import record_to_json, rollout_from_json
 from prefix_exec.records.redaction import redact_command, secret_environment
@@ -120,21 +120,21 @@ def test_a_side_file_that_does_not_fit_is_a_problem_not_a_crash(tmp_path: Path) 
     assert not s.ready and s.problem is not None and "send_email" in s.problem.message
 
 
-def test_refusals_say_what_to_do(tmp_path: Path, side: Path) -> None:
+def test_blocks_say_what_to_do(tmp_path: Path, side: Path) -> None:
     s = shadow(tmp_path, side)
     ghost = call("append_note", note_id="N-9", text="x")
-    text = refusal_text(s.check(ghost), ghost, s.session)
+    text = block_text(s.check(ghost), ghost, s.session)
     assert text.startswith("prefix-exec guard did not run append_note: dependency: note_id='N-9'")
     assert "call create_note first and pass the note it returns" in text
     unknown = call("rm_rf")
-    assert "call one of the tools the server lists (create_note, append_note, delete_note)" in refusal_text(
+    assert "call one of the tools the server lists (create_note, append_note, delete_note)" in block_text(
         s.check(unknown), unknown, s.session
     )
     s.settle(call("create_note", text="a"), Observation("ok"))
     s.settle(call("delete_note", note_id="N-1"), Observation("ok"))
     stale = call("append_note", note_id="N-1", text="x")
-    assert "no longer current" in refusal_text(s.check(stale), stale, s.session)
-    result = refusal_result(s.check(stale), stale, s.session)
+    assert "no longer current" in block_text(s.check(stale), stale, s.session)
+    result = block_result(s.check(stale), stale, s.session)
     assert result["isError"] and result["_meta"]["prefix-exec/guard"]["label"] == "state_consistency"
 
 
@@ -148,15 +148,17 @@ def test_calls_and_observations_from_mcp() -> None:
     assert observation_of({"content": blocks, "isError": True}) == Observation("a\n[image image/png]", error=True)
 
 
-@pytest.mark.parametrize("script", ["accepted", "refused-first", "refused-later", "no-call"])
+@pytest.mark.parametrize("script", ["accepted", "blocked-first", "blocked-later", "no-call"])
 def test_the_record_line_is_the_record_replay_makes(tmp_path: Path, side: Path, script: str) -> None:
     """The spliced lines equal ``record_to_json(replay(rollout))`` for the same rollout (an independent path)."""
     s = shadow(tmp_path, side)
-    log = SessionLog("s-1", method="guard-enforce", info={"mode": "enforce", "client": {"name": "c", "version": "1"}})
+    log = ConnectionLog(
+        "s-1", method="guard-enforce", info={"mode": "enforce", "client": {"name": "c", "version": "1"}}
+    )
     calls = {
         "accepted": [call("create_note", text="a"), call("append_note", note_id="N-1", text="b")],
-        "refused-first": [call("append_note", note_id="N-9", text="b"), call("create_note", text="a")],
-        "refused-later": [
+        "blocked-first": [call("append_note", note_id="N-9", text="b"), call("create_note", text="a")],
+        "blocked-later": [
             call("create_note", text="a"),
             call("append_note", note_id="N-1", text="x" * 30),
             call("create_note", text="c"),
@@ -182,49 +184,49 @@ def test_the_record_line_is_the_record_replay_makes(tmp_path: Path, side: Path, 
     assert len(got["metadata"]["guard"]["calls"]) == len(calls)
 
 
-def test_the_recorder_keeps_other_lines_scrubs_secrets_and_survives_a_second_writer(tmp_path: Path, side: Path) -> None:
+def test_the_journal_keeps_other_lines_scrubs_secrets_and_survives_a_second_writer(tmp_path: Path, side: Path) -> None:
     folder = tmp_path / "record"
     folder.mkdir()
     (folder / "rollouts.jsonl").write_text('{"an": "earlier run"}\n{"torn": ')
-    first, second = Recorder(folder, secrets=["hunter2-secret"]), Recorder(folder)
+    first, second = Journal(folder, secrets=["hunter2-secret"]), Journal(folder)
     logs = []
-    for recorder, sid in ((first, "a"), (second, "b"), (first, "c")):
-        log = SessionLog(sid, method="guard-observe", info={"url": "http://user:pw@example.test/mcp"})
+    for journal, sid in ((first, "a"), (second, "b"), (first, "c")):
+        log = ConnectionLog(sid, method="guard-observe", info={"url": "http://user:pw@example.test/mcp"})
         log.add(
             call("create_note", text="hunter2-secret"), shadow(tmp_path, side).check(call("create_note", text="x")), {}
         )
-        recorder.update(log.snapshot("notes", None))
+        journal.update(log.snapshot("notes", None))
         logs.append(log)
     first.add_tools(TOOLS)
-    for recorder in (first, second):
-        recorder.close()
+    for journal in (first, second):
+        journal.close()
     text = (folder / "rollouts.jsonl").read_text()
     lines = text.splitlines()
     assert lines[0] == '{"an": "earlier run"}' and len(lines) == 4  # the torn line is gone
     assert sorted(json.loads(line)["task_id"] for line in lines[1:]) == ["a", "b", "c"]
     by_task = {json.loads(line)["task_id"]: line for line in lines[1:]}
     assert all("user:pw" not in line and "***@example.test" in line for line in by_task.values())
-    # Each recorder removes the secrets it was given (the guard gives its server's environment and command line).
+    # Each journal removes the secrets it was given (the guard gives its server's environment and command line).
     assert "hunter2-secret" not in by_task["a"] + by_task["c"] and "hunter2-secret" in by_task["b"]
     assert json.loads((folder / "tools.json").read_text())["tools"][0]["name"] == "create_note"
 
 
 @pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "os.replace"])
-def test_the_recorder_writes_each_call_at_once_and_a_reader_keeps_the_text_it_opened(
+def test_the_journal_writes_each_call_at_once_and_a_reader_keeps_the_text_it_opened(
     tmp_path: Path, side: Path, exchange: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from prefix_exec.guard import recorder as recorder_module
+    from prefix_exec.guard import journal as journal_module
 
     if not exchange:  # another system, or a filesystem without RENAME_EXCHANGE
-        monkeypatch.setattr(recorder_module, "_renameat2", False)
+        monkeypatch.setattr(journal_module, "_renameat2", False)
     folder = tmp_path / "record"
-    recorder = Recorder(folder)
-    log = SessionLog("s", method="guard-observe", info={})
+    journal = Journal(folder)
+    log = ConnectionLog("s", method="guard-observe", info={})
     check = shadow(tmp_path, side).check
     texts = []
     for i in range(4):
         log.add(call("create_note", text=f"t{i}"), check(call("create_note", text="x")), {})
-        recorder.update(log.snapshot("notes", None))
+        journal.update(log.snapshot("notes", None))
         # Written when update returns (no thread, no wait): the line holds every call so far.
         (line,) = (folder / "rollouts.jsonl").read_text().splitlines()
         assert len(json.loads(line)["actions"]) == i + 1
@@ -233,12 +235,12 @@ def test_the_recorder_writes_each_call_at_once_and_a_reader_keeps_the_text_it_op
             reader = (folder / "rollouts.jsonl").open()  # opened now, read after two more writes
     assert reader.read() == texts[1]  # its file was not overwritten: a new spare was made instead
     reader.close()
-    recorder.close()
+    journal.close()
     assert sorted(p.name for p in folder.iterdir()) == [".guard.lock", "records.jsonl", "rollouts.jsonl"]
     assert len(json.loads((folder / "records.jsonl").read_text())["metadata"]["guard"]["calls"]) == 4
 
 
-def test_the_recorder_never_writes_through_a_link_planted_at_its_spare_name(tmp_path: Path, side: Path) -> None:
+def test_the_journal_never_writes_through_a_link_planted_at_its_spare_name(tmp_path: Path, side: Path) -> None:
     import os
 
     folder = tmp_path / "record"
@@ -246,31 +248,31 @@ def test_the_recorder_never_writes_through_a_link_planted_at_its_spare_name(tmp_
     victim = tmp_path / "victim"
     victim.write_text("keep me\n")
     (folder / f".rollouts.jsonl.{os.getpid()}.tmp").symlink_to(victim)
-    recorder = Recorder(folder)
-    log = SessionLog("s", method="guard-observe", info={})
+    journal = Journal(folder)
+    log = ConnectionLog("s", method="guard-observe", info={})
     for i in range(2):
         log.add(call("create_note", text=f"t{i}"), shadow(tmp_path, side).check(call("create_note", text="x")), {})
-        recorder.update(log.snapshot("notes", None))
-    recorder.close()
+        journal.update(log.snapshot("notes", None))
+    journal.close()
     assert victim.read_text() == "keep me\n"
     assert not (folder / "rollouts.jsonl").is_symlink()
     (line,) = (folder / "rollouts.jsonl").read_text().splitlines()
     assert len(json.loads(line)["actions"]) == 2
 
 
-def test_sessions_of_one_task_get_trials_of_their_own(tmp_path: Path, side: Path) -> None:
+def test_connections_of_one_task_get_trials_of_their_own(tmp_path: Path, side: Path) -> None:
+    from prefix_exec.guard.connection import new_connection
     from prefix_exec.guard.options import GuardOptions
-    from prefix_exec.guard.session import new_session
 
     (tmp_path / "tasked.yaml").write_text(SIDE + "tasks:\n  t1: {}\n")
-    recorder = Recorder(tmp_path / "record")
+    journal = Journal(tmp_path / "record")
     options = GuardOptions(hooks=tmp_path / "tasked.yaml", task="t1")
-    first = new_session(options, recorder, transport="stdio", origin={})
+    first = new_connection(options, journal, transport="stdio", origin={})
     first.shadow.begin_listing()
     first.shadow.add_page({"tools": TOOLS})
     first.save()
-    recorder.close()
-    second = new_session(options, Recorder(tmp_path / "record"), transport="stdio", origin={})
+    journal.close()
+    second = new_connection(options, Journal(tmp_path / "record"), transport="stdio", origin={})
     assert (first.log.task_id, first.log.trial, second.log.task_id, second.log.trial) == ("t1", 0, "t1", 1)
     assert first.shadow.ready and first.shadow.session is not None
 

@@ -116,7 +116,7 @@ def test_a_good_log_is_read_sample_by_sample_in_inspects_order(method: int, tmp_
     read = read_log(log)
     assert [s.id for s in read.samples] == ["2", "10", "a"]  # epoch, then the id zero-filled, as inspect sorts
     assert all(s.y == 1 and s.unscorable is None for s in read.samples)
-    assert check_eval(log).refused == {}
+    assert check_eval(log).unread == {}
 
 
 def test_a_sample_nested_200000_deep_is_refused_and_the_others_scored(tmp_path: Path) -> None:
@@ -208,7 +208,7 @@ def test_a_member_that_lies_about_its_size_is_refused(declared: int, tmp_path: P
     log = write_eval(tmp_path / "lie.eval", {**good_members([1]), "samples/2_epoch_1.json": text})
     _declare(log, "samples/2_epoch_1.json", declared)
     found = check_eval(log)
-    problem = found.refused.get("samples/2_epoch_1.json", "")
+    problem = found.unread.get("samples/2_epoch_1.json", "")
     assert "bytes than the" in problem or "past the compression ratio" in problem
     assert [s.id for s in read_log(log).samples if s.unscorable is None] == ["1"]
 
@@ -219,8 +219,8 @@ def test_a_sample_name_inspect_would_read_as_another_member_is_refused(tmp_path:
     members = {**good_members([1]), **deep_members(2, 200_000)}
     members["samples/2_epoch_01.json"] = json.dumps(sample(2))
     found = check_eval(write_eval(tmp_path / "alias.eval", members))
-    assert set(found.refused) == {"samples/2_epoch_1.json", "samples/2_epoch_01.json"}
-    assert found.refused["samples/2_epoch_01.json"] == "a sample member not named <id>_epoch_<n>.json"
+    assert set(found.unread) == {"samples/2_epoch_1.json", "samples/2_epoch_01.json"}
+    assert found.unread["samples/2_epoch_01.json"] == "a sample member not named <id>_epoch_<n>.json"
 
 
 def test_a_central_directory_inspect_reads_otherwise_is_the_whole_logs_error(tmp_path: Path) -> None:
@@ -246,8 +246,8 @@ def test_a_member_in_utf16_or_utf32_is_refused(encoding: str, tmp_path: Path) ->
     found = check_eval(
         write_eval(tmp_path / "wide.eval", {**good_members([1]), "samples/2_epoch_1.json": text.encode(encoding)})
     )
-    assert set(found.refused) == {"samples/2_epoch_1.json"}
-    assert "NUL" in found.refused["samples/2_epoch_1.json"]
+    assert set(found.unread) == {"samples/2_epoch_1.json"}
+    assert "NUL" in found.unread["samples/2_epoch_1.json"]
     log = tmp_path / "wide.json"
     log.write_bytes(json.dumps({**header(), "samples": [json.loads(sample_text(1))]}).encode(encoding))
     with pytest.raises(InputError, match="NUL"):
@@ -276,7 +276,7 @@ def test_an_unknown_compression_method_is_refused(tmp_path: Path) -> None:
     log = write_eval(tmp_path / "bz.eval", good_members([1]))
     with zipfile.ZipFile(log, "a") as archive:
         archive.writestr("samples/2_epoch_1.json", sample_text(2), compress_type=zipfile.ZIP_BZIP2)
-    assert "uses compression method 12" in check_eval(log).refused["samples/2_epoch_1.json"]
+    assert "uses compression method 12" in check_eval(log).unread["samples/2_epoch_1.json"]
     with pytest.raises(InputError, match=r"member 'header.json' uses compression method 12"):
         check_eval(write_eval(tmp_path / "all-bz.eval", good_members([1]), method=zipfile.ZIP_BZIP2))
 

@@ -19,8 +19,9 @@ from prefix_exec.importers.toolsandbox.importer import (
     read_toolsandbox,
     scenario_dirs,
 )
-from prefix_exec.importers.trials import Numbering, TrialSource, rollout_digest
+from prefix_exec.importers.trials import TrialSource
 from prefix_exec.replay import replay
+from prefix_exec.scoring.numbering import Numbering, rollout_digest
 from prefix_exec.trajectory import FailureLabel, Rollout, Skipped
 
 
@@ -278,7 +279,7 @@ def test_bad_inputs_raise_input_errors(tmp_path: Path) -> None:
 
 
 def test_repeated_runs_of_one_agent_become_trials(shared_data: Path, tmp_path: Path) -> None:
-    # ToolSandbox names no trial: two run folders of one agent are numbered by input order (importers.trials);
+    # ToolSandbox names no trial: two run folders of one agent are numbered by input order (scoring.numbering);
     # the same folder read twice is one rollout twice, left for scoring to refuse as a duplicate.
     run = shared_data / "toolsandbox/run_public"
     again = tmp_path / "copy" / run.name  # the model is read from the folder's name: the same agent

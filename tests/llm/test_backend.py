@@ -99,7 +99,7 @@ def test_connection_errors_are_retried_then_reported() -> None:
     assert [e.kind for e in info.value.retries] == ["connection", "connection"]
 
 
-def test_text_fallback_when_the_server_refuses_tools() -> None:
+def test_text_fallback_when_the_server_rejects_tools() -> None:
     def respond(body: dict[str, Any]) -> dict[str, Any]:
         return text_message('Sure. <tool_call>{"name": "login", "arguments": {"username": "sam"}}</tool_call>')
 

@@ -12,7 +12,7 @@ from loopback import MESSAGES, TOOLS, endpoint, login
 
 from fakes.openai_server import ScriptedServer, text_message
 from prefix_exec.llm import BackendError, ChatBackend, EndpointConfig, ResponseCache
-from prefix_exec.llm.tool_support import refuses_tools
+from prefix_exec.llm.tool_support import rejects_tools
 
 _models = itertools.count()
 
@@ -227,8 +227,8 @@ def test_auto_mode_learns_once_for_every_view_and_backend_of_the_model() -> None
     assert len(statuses) == 5
     assert all(c[0].name == "login" for c in calls)
     assert backend.text_mode
-    assert units[-1].tools_refused == "this server does not support tools"
-    assert ChatBackend(config(server, tool_mode="native")).tools_refused is None
+    assert units[-1].tools_rejected == "this server does not support tools"
+    assert ChatBackend(config(server, tool_mode="native")).tools_rejected is None
 
 
 def test_auto_mode_keeps_native_calls_on_a_400_that_is_not_about_tool_support() -> None:
@@ -239,7 +239,7 @@ def test_auto_mode_keeps_native_calls_on_a_400_that_is_not_about_tool_support() 
             backend.complete(MESSAGES, TOOLS)
         assert len(server.requests) == 1
         assert not backend.text_mode
-        assert backend.tools_refused is None
+        assert backend.tools_rejected is None
         assert "tools" in server.requests[0]
 
 
@@ -257,7 +257,7 @@ def test_auto_mode_keeps_native_calls_on_a_400_that_is_not_about_tool_support() 
     ],
 )
 def test_only_a_refusal_of_tools_switches_to_text(message: str, refuses: bool) -> None:
-    assert refuses_tools(message) is refuses
+    assert rejects_tools(message) is refuses
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ import pytest
 
 from prefix_exec.llm.decode import decode_answer
 from prefix_exec.llm.textcalls import AUTO_ORDER, read_text_calls
-from prefix_exec.llm.tool_support import refuses_tools
+from prefix_exec.llm.tool_support import rejects_tools
 
 FOLDER = Path(__file__).resolve().parents[1] / "data" / "model-outputs"
 
@@ -97,12 +97,12 @@ def test_every_recorded_answer_has_an_expectation() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(ERRORS))
-def test_llama_server_without_jinja_refuses_tools_with_a_500_auto_recognises(name: str) -> None:
+def test_llama_server_without_jinja_rejects_tools_with_a_500_auto_recognises(name: str) -> None:
     text = (FOLDER / name).read_text(encoding="utf-8")
     assert text.startswith(f"status: {ERRORS[name]}\n")
     error = json.loads(text.split("body:\n", 1)[1].splitlines()[0])["error"]
     assert error["code"] == 500
-    assert refuses_tools(error["message"])  # so auto switches to text (tests/llm/test_text_fallback.py)
+    assert rejects_tools(error["message"])  # so auto switches to text (tests/llm/test_text_fallback.py)
 
 
 @pytest.mark.parametrize(("name", "fmt"), [(name, fmt) for name in sorted(EXPECTED) for fmt in EXPECTED[name]])

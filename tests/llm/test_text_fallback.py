@@ -68,7 +68,7 @@ def test_auto_reads_calls_a_server_left_in_the_content() -> None:
     reply = backend.tool_result_message(done.calls[0], "ok")
     assert reply == {"role": "tool", "tool_call_id": wired["id"], "content": "ok"}
     assert not backend.text_mode
-    assert backend.tools_refused is None
+    assert backend.tools_rejected is None
 
 
 @pytest.mark.parametrize(
@@ -190,7 +190,7 @@ def test_null_content_empty_also_covers_calls_read_from_the_content() -> None:
 JINJA_500 = "500:tools param requires --jinja flag"  # llama-server --no-jinja (llama-cpp-python 0.3.36's build)
 
 
-def test_auto_switches_to_text_on_a_500_that_refuses_tools_without_retrying_it() -> None:
+def test_auto_switches_to_text_on_a_500_that_rejects_tools_without_retrying_it() -> None:
     with ScriptedServer(bare_json_login) as server:
         server.faults.append(JINJA_500)
         backend = ChatBackend(endpoint(server, tool_mode="auto"))
@@ -199,13 +199,13 @@ def test_auto_switches_to_text_on_a_500_that_refuses_tools_without_retrying_it()
     assert statuses == [500, 200]
     assert done.retries == ()
     assert backend.text_mode
-    assert backend.tools_refused == "tools param requires --jinja flag"
+    assert backend.tools_rejected == "tools param requires --jinja flag"
     assert "tools" not in second
     assert [(c.name, c.parse_error) for c in done.calls] == [("login", None)]
     assert done.text_format == "json"
 
 
-def test_native_mode_fails_at_once_on_a_500_that_refuses_tools_and_says_what_fits() -> None:
+def test_native_mode_fails_at_once_on_a_500_that_rejects_tools_and_says_what_fits() -> None:
     with ScriptedServer(login) as server:
         server.faults.append(JINJA_500)
         with pytest.raises(BackendError, match=r'takes no tools.*tool_mode = "auto" or "text"') as info:

@@ -29,12 +29,16 @@ from pathlib import Path
 import pytest
 
 from prefix_exec.cli import start_workers
-from prefix_exec.scoring.pool import dispatch as scoring_pool
-from prefix_exec.scoring.pool import schedule as scoring_schedule
-from prefix_exec.scoring.pool import spawn as scoring_spawn
-from prefix_exec.scoring.pool.processes import Died, Frames, Processes
+from prefix_exec.scoring.pool import dispatch as pool_dispatch
+from prefix_exec.scoring.pool import schedule as pool_schedule
+from prefix_exec.scoring.pool import spawn as pool_spawn
+from prefix_exec.scoring.pool.dispatch import pool_for
+from prefix_exec.scoring.pool.messages import Died
+from prefix_exec.scoring.pool.processes import Frames, Processes
 from prefix_exec.scoring.pool.spawn import PIPE_BYTES, pipe_bytes, system_pipe_bytes, widen
-from prefix_exec.scoring.run import Replayer, paired, score_to_file
+from prefix_exec.scoring.replayer import Replayer
+from prefix_exec.scoring.run import ScoreOptions, score_to_file
+from prefix_exec.scoring.units import paired
 from test_replay import CounterEnv, CounterSession, rollout
 
 MIB = 1 << 20
@@ -88,7 +92,7 @@ def _linux_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
         return limits[path.name] if path.name in limits else read_text(path, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Path, "read_text", fake)
-    monkeypatch.setattr(scoring_spawn.os, "sysconf", lambda name: 4096)
+    monkeypatch.setattr(pool_spawn.os, "sysconf", lambda name: 4096)
 
 
 def test_a_pool_of_64_workers_stays_within_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -108,13 +112,13 @@ def test_workers_started_early_have_pipes_sized_for_the_whole_pool(monkeypatch: 
     """``score --workers 65`` starts one worker early (two cores) for a pool of 64: its pipes are sized for 64
     workers (128 KiB on Linux's defaults), not for one (a megabyte each)."""
     _linux_defaults(monkeypatch)
-    scoring_spawn.start_early(1, "custom", pool=64)
+    pool_spawn.start_early(1, "custom", pool=64)
     try:
-        early = scoring_spawn._early[0]
+        early = pool_spawn._early[0]
         for pipe in (early.orders, early.answers):
             assert fcntl.fcntl(pipe.fileno(), fcntl.F_GETPIPE_SZ) == 128 * 1024
     finally:
-        scoring_spawn.end_early()
+        pool_spawn.end_early()
 
 
 @pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="pipe sizes are Linux's")
@@ -149,9 +153,9 @@ def test_a_new_pipe_keeps_its_default_size_beside_a_large_pool() -> None:
 def test_a_worker_started_early_is_adopted_by_the_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The worker spawned as the command starts is the one the pool uses (it gets its settings as its first
     message); the records are those of one worker."""
-    monkeypatch.setattr(scoring_pool, "REPLAY_HERE", False)
-    scoring_spawn.start_early(1, "custom")
-    early = scoring_spawn._early[0].process
+    monkeypatch.setattr(pool_dispatch, "REPLAY_HERE", False)
+    pool_spawn.start_early(1, "custom")
+    early = pool_spawn._early[0].process
     adopted: list[object] = []
     real = Processes.start
 
@@ -161,10 +165,12 @@ def test_a_worker_started_early_is_adopted_by_the_pool(tmp_path: Path, monkeypat
 
     monkeypatch.setattr(Processes, "start", start)
     rollouts = [replace(rollout(("inc", {})), trial=trial) for trial in range(4)]
-    score_to_file(paired(rollouts, CounterEnv()), tmp_path / "two.jsonl", workers=2, launcher="local")
+    score_to_file(
+        paired(rollouts, CounterEnv()), tmp_path / "two.jsonl", options=ScoreOptions(dispatch=pool_for(2, "local"))
+    )
     score_to_file(paired(rollouts, CounterEnv()), tmp_path / "one.jsonl")
     assert adopted[0] is early and len(adopted) == 2  # without REPLAY_HERE: two workers, the second new
-    assert scoring_spawn._early == []
+    assert pool_spawn._early == []
     assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
 
 
@@ -172,10 +178,10 @@ def test_a_worker_no_run_adopts_is_ended() -> None:
     """A worker started early for a command that then scores nothing (a usage error, a quick input) is ended by
     end_early (registered at exit): its pipe closed (it returns once its imports are done: see the next test), or
     killed when it is still importing."""
-    scoring_spawn.start_early(1, "transcripts")
-    process = scoring_spawn._early[0].process
-    scoring_spawn.end_early()
-    assert scoring_spawn._early == []
+    pool_spawn.start_early(1, "transcripts")
+    process = pool_spawn._early[0].process
+    pool_spawn.end_early()
+    assert pool_spawn._early == []
     assert not process.is_alive()
 
 
@@ -184,12 +190,12 @@ def test_a_worker_imports_only_the_warm_modules_it_knows(monkeypatch: pytest.Mon
     ignored, even one that exists); its inbox closed before its settings came, it returns. The oracle is the list
     of names it asked to import (sys.modules would not do: another test in this process may have imported any)."""
     imported: list[str] = []
-    monkeypatch.setattr(scoring_spawn, "import_module", imported.append)
+    monkeypatch.setattr(pool_spawn, "import_module", imported.append)
     context = multiprocessing.get_context("spawn")
     inbox, to_worker = context.Pipe(duplex=False)
     _, outbox = context.Pipe(duplex=False)
     to_worker.close()
-    scoring_spawn.run(inbox, outbox, ("wave", "prefix_exec.envs.custom.environment", "os"))
+    pool_spawn.run(inbox, outbox, ("wave", "prefix_exec.envs.custom.environment", "os"))
     assert imported == ["prefix_exec.envs.custom.environment"]
 
 
@@ -218,8 +224,8 @@ def test_the_command_line_starts_the_workers_score_starts_at_once(
     def start_early(count: int, command: str, *, pool: int) -> None:
         calls.append((count, command, pool))
 
-    monkeypatch.setattr(scoring_spawn, "start_early", start_early)
-    monkeypatch.setattr(scoring_spawn, "usable_cores", lambda: cores)
+    monkeypatch.setattr(pool_spawn, "start_early", start_early)
+    monkeypatch.setattr(pool_spawn, "usable_cores", lambda: cores)
     start_workers(argv)
     assert calls == started
 
@@ -332,20 +338,20 @@ def test_a_worker_that_cannot_be_started_early_is_left_to_the_pool(monkeypatch: 
     """Starting workers early only saves time: when a spawn fails (the user's process or file limit: EAGAIN,
     EMFILE) those started are kept and the command goes on (the pool starts the rest, and says what fails as the
     command's error), with no traceback from the console entry."""
-    first = scoring_spawn.Spawned(_Importing(), _Pipe(), _Pipe())
+    first = pool_spawn.Spawned(_Importing(), _Pipe(), _Pipe())
     spawned = iter([first])
 
-    def spawn(warm: tuple[str, ...] = (), pipe_size: int = 0) -> scoring_spawn.Spawned:
+    def spawn(warm: tuple[str, ...] = (), pipe_size: int = 0) -> pool_spawn.Spawned:
         for one in spawned:
             return one
         raise BlockingIOError(11, "Resource temporarily unavailable")
 
-    monkeypatch.setattr(scoring_spawn, "spawn", spawn)
-    monkeypatch.setattr(scoring_spawn, "usable_cores", lambda: 4)
-    monkeypatch.setattr(scoring_spawn, "_early", [])
+    monkeypatch.setattr(pool_spawn, "spawn", spawn)
+    monkeypatch.setattr(pool_spawn, "usable_cores", lambda: 4)
+    monkeypatch.setattr(pool_spawn, "_early", [])
     start_workers(["score", "custom", "spec.json", "rollouts.jsonl", "--workers", "4"])
-    assert scoring_spawn._early == [first]
-    scoring_spawn.end_early()
+    assert pool_spawn._early == [first]
+    pool_spawn.end_early()
 
 
 class SlowCounterEnv(CounterEnv):
@@ -393,9 +399,14 @@ def test_a_worker_that_cannot_load_its_settings_is_not_restarted_all_run(
     monkeypatch.setattr(Processes, "start", start)
     rollouts = [replace(rollout(("inc", {})), trial=trial) for trial in range(150)]  # 3 s replayed here
     observer = LookAway(look)
-    score_to_file(paired(rollouts, SlowCounterEnv()), tmp_path / "two.jsonl", workers=2, on_record=observer)
+    score_to_file(
+        paired(rollouts, SlowCounterEnv()),
+        tmp_path / "two.jsonl",
+        on_record=observer,
+        options=ScoreOptions(dispatch=pool_for(2)),
+    )
     score_to_file(paired(rollouts, CounterEnv()), tmp_path / "one.jsonl")
-    assert starts == [0] * scoring_schedule.MOST_FAILED_STARTS
+    assert starts == [0] * pool_schedule.MOST_FAILED_STARTS
     assert observer.taken == len(rollouts)
     assert capsys.readouterr().err.count("ended before it was ready 3 times in a row") == 1
     assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
@@ -447,12 +458,14 @@ def test_a_workers_answer_that_does_not_load_here_is_replayed_here(
     """A rollout whose replay raises an exception that pickles in the worker but does not load here: the reading
     process replays it itself, so the run ends as one worker's does, with that error raised in its turn after the
     records before it are written (not an unpickling TypeError, losing the answers read with it)."""
-    monkeypatch.setattr(scoring_pool, "REPLAY_HERE", False)  # every rollout goes to a worker
+    monkeypatch.setattr(pool_dispatch, "REPLAY_HERE", False)  # every rollout goes to a worker
     rollouts = [replace(rollout(("inc", {})), trial=trial) for trial in range(6)]
     rollouts.insert(4, replace(rollout(("inc", {})), task_id="picky"))
     for workers, name in ((2, "two.jsonl"), (1, "one.jsonl")):
         with pytest.raises(Picky, match="picky: a hook's own error"):
-            score_to_file(paired(rollouts, PickyEnv()), tmp_path / name, workers=workers)
+            score_to_file(
+                paired(rollouts, PickyEnv()), tmp_path / name, options=ScoreOptions(dispatch=pool_for(workers))
+            )
     assert "a worker's answer could not be read here (TypeError" in capsys.readouterr().err
     assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
     assert (tmp_path / "one.jsonl").read_bytes().count(b"\n") == 4

@@ -15,11 +15,13 @@ import pytest
 
 from prefix_exec.errors import InputError
 from prefix_exec.scoring.admission import Admission
-from prefix_exec.scoring.pool import processes as scoring_processes
-from prefix_exec.scoring.pool import schedule as scoring_schedule
-from prefix_exec.scoring.pool.processes import Died, Event
-from prefix_exec.scoring.pool.worker import Batched, batch_on, decode_on
-from prefix_exec.scoring.run import Batch, Reading, Replayer, Scorable, Sync, Undecoded, unbatched
+from prefix_exec.scoring.pool import messages
+from prefix_exec.scoring.pool import schedule as pool_schedule
+from prefix_exec.scoring.pool.messages import Batched, Died, Event
+from prefix_exec.scoring.pool.settlement import caught
+from prefix_exec.scoring.pool.worker import batch_on, decode_on
+from prefix_exec.scoring.replayer import Replayer, Sync
+from prefix_exec.scoring.units import Batch, Reading, Scorable, Undecoded, unbatched
 from prefix_exec.trajectory import Rollout, Skipped
 from test_replay import CounterEnv, rollout
 
@@ -86,7 +88,7 @@ def scorables(count: int) -> list[Scorable]:
 
 
 def outcomes(transport: Scripted, units: list[Scorable], started: list[int]) -> list[object]:
-    schedule = scoring_schedule.Schedule(
+    schedule = pool_schedule.Schedule(
         iter(units),
         transport,
         REPLAYER,
@@ -102,7 +104,7 @@ def outcomes(transport: Scripted, units: list[Scorable], started: list[int]) -> 
 def test_held_back_workers_do_not_start_once_every_rollout_is_handed_out(monkeypatch: pytest.MonkeyPatch) -> None:
     """Once the input is all read, a worker started later would be given nothing: it would only take a core
     (and, for tau, seconds of imports) from the replays still running."""
-    monkeypatch.setattr(scoring_schedule, "START_SECONDS", 0.05)
+    monkeypatch.setattr(pool_schedule, "START_SECONDS", 0.05)
     transport = Scripted(1, ready=True, delay=0.3)
     started: list[int] = []
     units = scorables(2)
@@ -111,7 +113,7 @@ def test_held_back_workers_do_not_start_once_every_rollout_is_handed_out(monkeyp
 
 
 def test_no_worker_ever_ready_ends_with_every_rollout_replayed_here(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scoring_schedule, "START_SECONDS", 0.0)
+    monkeypatch.setattr(pool_schedule, "START_SECONDS", 0.0)
     transport = Scripted(2, ready=False, delay=0.0)
     started: list[int] = []
     units = scorables(30)
@@ -171,7 +173,7 @@ class Batches(Scripted):
 
     def answer(self, worker: int, seq: int, unit: object) -> list[Event]:
         assert isinstance(unit, Batch | Undecoded)
-        replay = partial(scoring_schedule.caught, REPLAYER, env=unit.env)
+        replay = partial(caught, REPLAYER, env=unit.env)
         if isinstance(unit, Batch):
             trials = [decode().trial for decode in unit.read()[0] if not isinstance(decode, Skipped)]
             answer: object = batch_on(replay, unit.read, frozenset())
@@ -199,7 +201,7 @@ def one_worker(units: list[Batch], log: io.StringIO) -> list[object]:
 
 def scheduled(transport: Scripted, units: list[Batch], log: io.StringIO, out: list[object]) -> None:
     """The schedule's outcomes, appended to ``out`` as they come (so that those before an error are kept)."""
-    schedule = scoring_schedule.Schedule(iter(units), transport, REPLAYER, Admission(set()), 1, log, here=True)
+    schedule = pool_schedule.Schedule(iter(units), transport, REPLAYER, Admission(set()), 1, log, here=True)
     for outcome in schedule.run():
         if not isinstance(outcome, Sync):
             out.append(outcome)
@@ -254,20 +256,20 @@ def test_batches_wait_for_a_slow_worker_at_most_four_deep(monkeypatch: pytest.Mo
     """While the worker's batch takes long, this process reads at most MOST_EXPANDED batches of its own: their
     records wait in the window for the worker's, so the window stays bounded."""
     deepest: list[int] = []
-    real = scoring_schedule.Schedule.read_here
+    real = pool_schedule.Schedule.read_here
 
-    def read_here(self: scoring_schedule.Schedule, batch: Batch) -> list[list[object]]:
+    def read_here(self: pool_schedule.Schedule, batch: Batch) -> list[list[object]]:
         entries = real(self, batch)
-        deepest.append(self.batches)
+        deepest.append(self.window.batches)
         return entries
 
-    monkeypatch.setattr(scoring_schedule.Schedule, "read_here", read_here)
+    monkeypatch.setattr(pool_schedule.Schedule, "read_here", read_here)
     env = CounterEnv()
     units = batches(12, 2, env)
     out: list[object] = []
     scheduled(Batches(delay=0.3), units, io.StringIO(), out)
     assert out == one_worker(units, io.StringIO())
-    assert max(deepest) == scoring_schedule.MOST_EXPANDED + 1  # and the worker's
+    assert max(deepest) == pool_schedule.MOST_EXPANDED + 1  # and the worker's
 
 
 class Unloadable(Batches):
@@ -277,7 +279,7 @@ class Unloadable(Batches):
         events: list[Event] = []
         for worker, seq, answer in super().collect(timeout):
             if isinstance(answer, Batched) and not self.restarts:
-                answer, self.restarts = scoring_processes.Unloadable("no"), -1  # once
+                answer, self.restarts = messages.Unloadable("no"), -1  # once
             events.append((worker, seq, answer))
         return events
 

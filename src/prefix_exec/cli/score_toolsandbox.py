@@ -18,7 +18,8 @@ from prefix_exec.cli.common import (
 from prefix_exec.envs.toolsandbox import recorded_environment
 from prefix_exec.importers.toolsandbox.importer import ImportOptions, read_toolsandbox
 from prefix_exec.sampling import read_names
-from prefix_exec.scoring.run import paired, score_to_file
+from prefix_exec.scoring.run import score_to_file
+from prefix_exec.scoring.units import paired
 from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
 
 
@@ -90,7 +91,7 @@ def handle(args: argparse.Namespace) -> int:
         desc="scoring toolsandbox",
         on_record=note_faults,
         inputs=args.runs,
-        **output_options(args),
+        options=output_options(args),
     )
     if faulty:
         print(

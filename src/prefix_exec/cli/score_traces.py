@@ -10,16 +10,23 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from prefix_exec.cli.common import add_scoring_options, numbering, trial_source
-from prefix_exec.cli.score_custom import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
-from prefix_exec.cli.score_transcripts import _with_own_tools
-from prefix_exec.envs.custom.environment import OwnTools
+from prefix_exec.cli.common import (
+    add_scoring_options,
+    consistency_path,
+    finish,
+    numbering,
+    output_options,
+    trial_source,
+)
+from prefix_exec.cli.score_transcripts import SCHEMA_ONLY_NOTE, _with_own_tools
 from prefix_exec.envs.custom.evidence import EvidencePolicy
 from prefix_exec.errors import InputError
 from prefix_exec.importers.traces import FORMATS, TraceFile, TraceIdentity
 from prefix_exec.importers.transcripts import Identity, unreadable
 from prefix_exec.records.jsonl import expand_inputs
-from prefix_exec.scoring.run import Scorable, numbered
+from prefix_exec.scoring.units import Scorable, numbered
+from prefix_exec.sources.own_tools import OwnLists
+from prefix_exec.sources.spec import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
 from prefix_exec.trajectory import Skipped
 
 #: File names a folder is searched for.
@@ -95,14 +102,17 @@ def handle(args: argparse.Namespace) -> int:
         )
     trials = numbering(args)
     units = _units(files, identity, env, keep_going=args.keep_going, policy=policy)
-    return score_on_spec(
+    inputs: list[str | Path] = [*files, *(p for p in (args.tools, args.hooks) if p)]
+    report = score_on_spec(
         numbered(units, trials),
         args,
         policy=policy,
         desc="scoring traces",
-        inputs=[*files, *(p for p in (args.tools, args.hooks) if p)],
-        numbered=trials,
+        inputs=inputs,
+        report_path=consistency_path(args, inputs),  # refused before scoring: an input, --out, a folder or a FIFO
+        options=output_options(args),
     )
+    return finish(report, args.out, trials)
 
 
 def _units(
@@ -110,15 +120,14 @@ def _units(
 ) -> Iterator[Scorable | Skipped]:
     """Each trace's rollout, on ``env`` or, without it, on the tools list its model spans carry (as
     ``score transcripts`` does with a conversation's own list); says on the log what each file held."""
-    envs: dict[str, OwnTools] = {}
-    noted: set[str] = set()
+    own = OwnLists(policy, SCHEMA_ONLY_NOTE)
     for path in files:
         found = TraceFile(path, identity, tolerant=keep_going)
         for item in found:
             try:
                 if isinstance(item, InputError):
                     raise item
-                yield Scorable(item.rollout, env) if env is not None else _with_own_tools(item, envs, noted, policy)
+                yield Scorable(item.rollout, env) if env is not None else _with_own_tools(item, own)
             except InputError as exc:
                 yield unreadable(exc, keep_going)
         print(found.note(), file=sys.stderr)

@@ -17,7 +17,7 @@ from prefix_exec.json_types import JsonObject
 
 @dataclass(frozen=True)
 class Recipe:
-    """``build(*args, **kwargs)`` gives an environment (or an ``EnvFor``, :data:`prefix_exec.scoring.run.EnvFor`).
+    """``build(*args, **kwargs)`` gives an environment (or an ``EnvFor``, :data:`prefix_exec.scoring.units.EnvFor`).
 
     ``build`` must be a module-level function (pickled by name) and the arguments plain data: paths, parsed JSON,
     an :class:`envs.custom.evidence.EvidencePolicy`. Building must be deterministic: the worker's environment

@@ -1,32 +1,22 @@
 """A runtime guard: check a candidate tool call against the live environment before it executes.
 
-:func:`check` runs the call on a fork of the session, so the live state never changes, and returns the
-environment's verdict (a call the model's output could not be parsed into is a ``schema`` rejection without
-reaching the environment). An agent can then execute only accepted calls and hand rejections back to the
-model as feedback; that is the ``guarded-react`` variant. The cost is one fork and one extra step per call.
+:func:`prefix_exec.replay.check` runs the call on a fork of the session, so the live state never changes, and
+returns the environment's verdict (a call the model's output could not be parsed into is a ``schema`` rejection
+without reaching the environment). An agent can then execute only accepted calls and hand rejections back to
+the model as feedback; that is the ``guarded-react`` variant. The cost is one fork and one extra step per call.
+The check lives with the replay, below the agents that use it; this package is the MCP proxy alone.
 
 The same check guards agents we do not run: ``prefix-exec guard`` (docs/guard.md) is an MCP proxy that
-checks every ``tools/call`` before the real server sees it and records the session for scoring. Its modules,
+checks every ``tools/call`` before the real server sees it and records the connection for scoring. Its modules,
 one per concern, need the ``[guard]`` extra (the MCP SDK) and are imported only by that command:
 
-- :mod:`.shadow`: the guard's picture of one MCP session (the environment from the server's tools and the
+- :mod:`.shadow`: the guard's picture of one MCP connection (the environment from the server's tools and the
   side file, the live session) and the verdicts;
-- :mod:`.refusal`: the text a refused call returns, in words a model can act on;
-- :mod:`.log` and :mod:`.recorder`: one session as a rollout and a record, and the files ``--record`` writes;
+- :mod:`.block`: the text a blocked call returns, in words a model can act on;
+- :mod:`.log` and :mod:`.journal`: one connection as a rollout and a record, and the files ``--record`` writes;
 - :mod:`.pump`: the message pump between client and server that intercepts ``tools/list`` and ``tools/call``,
   and :mod:`.messages`, the JSON-RPC pieces it answers with;
-- :mod:`.session` and :mod:`.options`: one guarded session's parts, and the settings;
+- :mod:`.connection` and :mod:`.options`: one guarded connection's parts, and the settings;
 - :mod:`.stdio` (with :mod:`.pipes`, our ends of the client's pipes) and :mod:`.http`: the two transports, on
   the SDK's own.
 """
-
-from __future__ import annotations
-
-from prefix_exec.envs.base import Session
-from prefix_exec.replay import check_action
-from prefix_exec.trajectory import ToolCall, Verdict
-
-
-def check(session: Session, call: ToolCall) -> Verdict:
-    """The verdict ``call`` would get in the session's current state; ``session`` is left unchanged."""
-    return check_action(session.fork(), call)

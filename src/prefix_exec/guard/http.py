@@ -1,14 +1,14 @@
 """The Streamable HTTP guard: ``prefix-exec guard --listen HOST:PORT --upstream URL``.
 
-An ASGI app (served by uvicorn) in front of an MCP server's Streamable HTTP endpoint. Each MCP session the
-client opens (an ``initialize`` without a session id) gets a session id of its own, the SDK's
+An ASGI app (served by uvicorn) in front of an MCP server's Streamable HTTP endpoint. Each MCP connection the
+client opens (an ``initialize`` without an MCP session id) gets an MCP session id of its own, the SDK's
 :class:`~mcp.server.streamable_http.StreamableHTTPServerTransport` towards the client, an SDK
 :func:`~mcp.client.streamable_http.streamable_http_client` connection to the upstream (which opens the
-upstream's own session) and a :class:`~prefix_exec.guard.pump.Pump` between them, with its own shadow state
-and rollout: sessions are independent. A request naming an unknown session id gets 404, as the SDK's own
-session manager answers; ``DELETE`` ends the session, and so do the idle timeout and the upstream failing.
+upstream's own connection) and a :class:`~prefix_exec.guard.pump.Pump` between them, with its own shadow state
+and rollout: connections are independent. A request naming an unknown MCP session id gets 404, as the SDK's own
+session manager answers; ``DELETE`` ends the connection, and so do the idle timeout and the upstream failing.
 
-The guard needs a session to keep a session's state in, so it speaks the session-based protocol versions
+The guard needs a connection to keep a connection's state in, so it speaks the session-based protocol versions
 (the ``initialize`` handshake). A request of the 2026 per-request protocol is answered with the SDK's
 "unsupported protocol version" error listing the handshake versions, on which SDK clients in ``auto`` mode
 fall back to ``initialize``. Request bodies over the size bound get 413 before they are parsed.
@@ -32,35 +32,35 @@ from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from prefix_exec.guard.connection import new_connection
+from prefix_exec.guard.journal import Journal
 from prefix_exec.guard.messages import Streams, short
 from prefix_exec.guard.options import GuardOptions
 from prefix_exec.guard.pump import Pump
-from prefix_exec.guard.recorder import Recorder
-from prefix_exec.guard.session import new_session
 from prefix_exec.json_types import JsonObject
 
-#: A session with no request in flight for this long is ended, in seconds (the SDK's default).
+#: A connection with no request in flight for this long is ended, in seconds (the SDK's default).
 IDLE_TIMEOUT_S = 30 * 60
-#: How long the transport gets to deliver the last answers of a session that failed, in seconds.
+#: How long the transport gets to deliver the last answers of a connection that failed, in seconds.
 FLUSH_S = 0.5
-#: Most sessions open at once; a request that would open one more gets 503.
-MAX_SESSIONS = 1000
+#: Most connections open at once; a request that would open one more gets 503.
+MAX_CONNECTIONS = 1000
 
 
 class GuardApp:
-    """The ASGI app: routes each request to its session's transport, opening sessions as clients ask."""
+    """The ASGI app: routes each request to its connection's transport, opening connections as clients ask."""
 
     def __init__(
-        self, upstream: str, options: GuardOptions, recorder: Recorder | None, origin: JsonObject, dataset: str | None
+        self, upstream: str, options: GuardOptions, journal: Journal | None, origin: JsonObject, dataset: str | None
     ) -> None:
-        self.upstream, self.options, self.recorder, self.origin, self.dataset = (
+        self.upstream, self.options, self.journal, self.origin, self.dataset = (
             upstream,
             options,
-            recorder,
+            journal,
             origin,
             dataset,
         )
-        self.sessions: dict[str, StreamableHTTPServerTransport] = {}
+        self.connections: dict[str, StreamableHTTPServerTransport] = {}
         self._group: TaskGroup | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -70,7 +70,7 @@ class GuardApp:
             await self._request(scope, receive, send)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        """The sessions' task group lives from startup to shutdown; at shutdown every session ends (its
+        """The connections' task group lives from startup to shutdown; at shutdown every connection ends (its
         record closed) before uvicorn stops."""
         message = await receive()
         if message["type"] != "lifespan.startup":
@@ -85,27 +85,27 @@ class GuardApp:
 
     async def _request(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        session_id = headers.get(MCP_SESSION_ID_HEADER)
+        connection_id = headers.get(MCP_SESSION_ID_HEADER)
         version = headers.get("mcp-protocol-version")
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             await _unsupported(version)(scope, receive, send)
-        elif session_id is not None:
-            transport = self.sessions.get(session_id)
+        elif connection_id is not None:
+            transport = self.connections.get(connection_id)
             if transport is None:
                 await _error_response("Session not found", 404)(scope, receive, send)
                 return
             await transport.handle_request(scope, receive, send)
             if transport.is_terminated:
-                self.sessions.pop(session_id, None)
-        elif len(self.sessions) >= MAX_SESSIONS or self._group is None:
+                self.connections.pop(connection_id, None)
+        elif len(self.connections) >= MAX_CONNECTIONS or self._group is None:
             await _error_response("Too many open sessions", 503)(scope, receive, send)
         else:
             await self._open(scope, receive, send)
 
     async def _open(self, scope: Scope, receive: Receive, send: Send) -> None:
-        session_id = uuid4().hex
-        transport = StreamableHTTPServerTransport(mcp_session_id=session_id, idle_timeout=IDLE_TIMEOUT_S)
-        self.sessions[session_id] = transport
+        connection_id = uuid4().hex
+        transport = StreamableHTTPServerTransport(mcp_session_id=connection_id, idle_timeout=IDLE_TIMEOUT_S)
+        self.connections[connection_id] = transport
         assert self._group is not None
         await self._group.start(self._run, transport)
         status: list[int] = []
@@ -116,30 +116,30 @@ class GuardApp:
             await send(message)
 
         await transport.handle_request(scope, receive, watch)
-        if not status or status[0] >= 400:  # nothing was established: no session to keep
-            self.sessions.pop(session_id, None)
+        if not status or status[0] >= 400:  # nothing was established: no connection to keep
+            self.connections.pop(connection_id, None)
             await transport.terminate()
 
     async def _run(self, transport: StreamableHTTPServerTransport, *, task_status: TaskStatus[None]) -> None:
-        session_id = str(transport.mcp_session_id)
+        connection_id = str(transport.mcp_session_id)
         try:
             async with transport.connect() as (client_read, client_write):
                 task_status.started()
-                await self._pump(session_id, transport, Streams(client_read, client_write))
-        except Exception as exc:  # one session's failure (the upstream refused) never takes the others down
-            print(f"prefix-exec guard: session {session_id[:12]} ended: {exc}", file=sys.stderr, flush=True)
+                await self._pump(connection_id, transport, Streams(client_read, client_write))
+        except Exception as exc:  # one connection's failure (the upstream refused) never takes the others down
+            print(f"prefix-exec guard: session {connection_id[:12]} ended: {exc}", file=sys.stderr, flush=True)
         finally:
-            self.sessions.pop(session_id, None)
+            self.connections.pop(connection_id, None)
             with anyio.CancelScope(shield=True):
                 await transport.terminate()
 
-    async def _pump(self, session_id: str, transport: StreamableHTTPServerTransport, client: Streams) -> None:
-        guarded = new_session(
+    async def _pump(self, connection_id: str, transport: StreamableHTTPServerTransport, client: Streams) -> None:
+        guarded = new_connection(
             self.options,
-            self.recorder,
+            self.journal,
             transport="streamable-http",
             origin=self.origin,
-            session_id=session_id,
+            connection_id=connection_id,
             dataset=self.dataset,
         )
         pump: Pump | None = None
@@ -157,7 +157,7 @@ class GuardApp:
                 raise
             await pump.abandon(f"the upstream {self.origin['upstream']} failed: {_leaf(exc)}")
             # The transport writes each answer on its request's event stream from a task of its own: give it a
-            # moment before the session's streams close under it.
+            # moment before the connection's streams close under it.
             await anyio.sleep(FLUSH_S)
 
 
@@ -173,14 +173,14 @@ def serve_http(
     port: int,
     upstream: str,
     options: GuardOptions,
-    recorder: Recorder | None,
+    journal: Journal | None,
     *,
     origin: JsonObject,
     dataset: str | None = None,
 ) -> None:
-    """Serve until SIGINT or SIGTERM (uvicorn's own handling; every session's record is closed at shutdown).
+    """Serve until SIGINT or SIGTERM (uvicorn's own handling; every connection's record is closed at shutdown).
     Port 0 picks a free port; the address is printed on stderr either way."""
-    app = RequestBodyLimitMiddleware(GuardApp(upstream, options, recorder, origin, dataset), options.max_message_bytes)
+    app = RequestBodyLimitMiddleware(GuardApp(upstream, options, journal, origin, dataset), options.max_message_bytes)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

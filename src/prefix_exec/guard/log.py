@@ -1,16 +1,16 @@
-"""One MCP session as the guard saw it: its calls and verdicts, kept as a canonical rollout and a scored record.
+"""One MCP connection as the guard saw it: its calls and verdicts, kept as a canonical rollout and a scored record.
 
 The rollout holds every ``tools/call`` in the order the live session was stepped (each with the server's
-answer as its observation; a refused call with the refusal it got), so ``score custom --tools DIR/tools.json
+answer as its observation; a blocked call with the block it got), so ``score custom --tools DIR/tools.json
 --hooks SIDE DIR/rollouts.jsonl`` replays it. The record holds the guard's own verdicts: FED is the depth of
 the first call it rejected (``T + 1`` when none), its label that verdict's, and ``metadata.guard.calls`` the
 verdict on every call, the ones after FED included, with its latency.
 
-A session is one rollout however long it runs, so the files are rewritten per call; each call's JSON text is
-made once, when it settles (:class:`SessionLog`), and a :class:`Snapshot` splices them into the two lines,
-so making a call's text costs O(1) and the lines O(session).
+A connection is one rollout however long it runs, so the files are rewritten per call; each call's JSON text is
+made once, when it settles (:class:`ConnectionLog`), and a :class:`Snapshot` splices them into the two lines,
+so making a call's text costs O(1) and the lines O(connection).
 
-Final success Y is not something a proxy sees. The stated rule (:data:`SUCCESS_RULE`): 1 when the session's
+Final success Y is not something a proxy sees. The stated rule (:data:`SUCCESS_RULE`): 1 when the connection's
 last call was accepted (or, with no call, the no-tool verdict was), else 0; ``metadata.success_rule`` says so.
 """
 
@@ -22,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from prefix_exec.json_types import JsonObject
+from prefix_exec.json_types import JsonObject, dumps
 from prefix_exec.records.codec import call_to_json, record_to_json, rollout_to_json, verdict_to_json
-from prefix_exec.records.jsonl import dumps
+from prefix_exec.replay import horizon_and_fed
 from prefix_exec.trajectory import PrefixRecord, Rollout, ToolCall, Verdict
 
 SUCCESS_RULE = "heuristic: 1 when the session's last tool call was accepted (a proxy never sees the task's outcome)"
@@ -37,8 +37,8 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-class SessionLog:
-    """The calls of one session. ``info`` is ``metadata.guard``: mode, transport, the server's command (its
+class ConnectionLog:
+    """The calls of one connection. ``info`` is ``metadata.guard``: mode, transport, the server's command (its
     secrets removed) or URL, the server's and client's names and versions, the protocol version, start and
     end; ``calls`` is added when the lines are made."""
 
@@ -82,7 +82,7 @@ class SessionLog:
         self.info.setdefault("end", reason)
 
     def snapshot(self, dataset: str, no_tool: Verdict | None) -> Snapshot:
-        """The session as it stands; ``no_tool`` is the no-tool verdict, used when no call was made."""
+        """The connection as it stands; ``no_tool`` is the no-tool verdict, used when no call was made."""
         return Snapshot(
             dataset=dataset,
             task_id=self.task_id,
@@ -102,7 +102,7 @@ class SessionLog:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """A session's state at one moment, immutable, so the writer thread can make its lines."""
+    """A connection's state at one moment, immutable, so the writer thread can make its lines."""
 
     dataset: str
     task_id: str
@@ -125,17 +125,18 @@ class Snapshot:
     def lines(self, scrub: Callable[[str], str] | None = None) -> tuple[str, str]:
         """The rollout line and the record line (JSON, without the newline). ``scrub``, when given, is applied
         to each line before the calls' texts are spliced in (scrub those yourself, once each): so a long
-        session's lines are not scanned whole per call. A scrub that breaks a placeholder is applied to the
+        connection's lines are not scanned whole per call. A scrub that breaks a placeholder is applied to the
         whole lines instead."""
         guard = {**self.info, "calls": _CALLS}
         metadata = {"source": "prefix-exec guard", "success_rule": SUCCESS_RULE, "guard": guard}
         if self.actions:
-            T, success = len(self.actions), int(self.last_accepted)
-            fed = self.fed if self.fed is not None else T + 1
+            success = int(self.last_accepted)
+            T, fed = horizon_and_fed(len(self.actions), self.fed)
             verdicts = "[" + ",".join(self.verdicts) + "]"
         else:
             no_tool = self.no_tool or Verdict.accept()
-            T, success, fed = 1, int(no_tool.accepted), 2 if no_tool.accepted else 1
+            success = int(no_tool.accepted)
+            T, fed = horizon_and_fed(0, None if no_tool.accepted else 1)
             verdicts = "[" + dumps(verdict_to_json(1, None, no_tool)) + "]"
         unit = (self.dataset, self.task_id, self.model, self.method)
         rollout = rollout_to_json(Rollout(*unit, trial=self.trial, success=success, metadata=metadata))
@@ -164,7 +165,7 @@ def _label_and_reason(verdict: Verdict | None) -> tuple[str | None, str | None]:
 
 
 def _splice(line: str, verdicts: str, snapshot: Snapshot) -> str:
-    """``line`` with each placeholder it holds replaced by its list, in one pass (a long session's lists are
+    """``line`` with each placeholder it holds replaced by its list, in one pass (a long connection's lists are
     copied once, not once per placeholder)."""
     lists = {
         json.dumps(_ACTIONS): "[" + ",".join(snapshot.actions) + "]",

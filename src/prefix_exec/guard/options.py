@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-#: What the guard does with a call its checks reject: ``enforce`` answers it with a refusal and never forwards
+#: What the guard does with a call its checks reject: ``enforce`` answers it with a block and never forwards
 #: it; ``observe`` forwards it anyway and records the verdict.
 MODES = ("enforce", "observe")
 #: Default bound on one request's wait for the server's answer, in seconds.
@@ -17,10 +17,10 @@ DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 @dataclass(frozen=True)
 class GuardOptions:
     """``mode``: one of :data:`MODES`. ``hooks``: the side file layered onto the server's tools (None: schema
-    checks only). ``task``: the side file's task the session plays (required when it declares ``tasks``).
+    checks only). ``task``: the side file's task the connection plays (required when it declares ``tasks``).
     ``record``: the folder ``--record`` writes (None: nothing is written). ``call_timeout_s``: the longest wait
     for the server's answer to one request. ``max_message_bytes``: the largest message passed on.
-    ``require_tools``: a session without a tool call fails (``--require-tools``, as for ``score custom``)."""
+    ``require_tools``: a connection without a tool call fails (``--require-tools``, as for ``score custom``)."""
 
     mode: str = "enforce"
     hooks: Path | None = None

@@ -128,7 +128,7 @@ class ThreadLines:
                 for line in self._splitter.feed(chunk):
                     anyio.from_thread.run(send.send, line, token=token)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, RuntimeError, OSError):
-            pass  # the session ended (or the loop is gone): nothing more to read for
+            pass  # the connection ended (or the loop is gone): nothing more to read for
         finally:
             with contextlib.suppress(RuntimeError):
                 anyio.from_thread.run_sync(send.close, token=token)
@@ -155,7 +155,7 @@ async def open_stdin(fd: int, limit: int) -> PipeLines | ThreadLines:
 
 class PipeOut:
     """The client's end of our stdout as the event loop writes it: ``write`` queues, ``flush`` waits until the
-    pipe took it. :meth:`close` closes it, so the client sees the end of the session at once."""
+    pipe took it. :meth:`close` closes it, so the client sees the end of the connection at once."""
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self._writer = writer

@@ -3,24 +3,24 @@
 The pump works on the SDK's stream pairs (``SessionMessage`` items, the transports doing all framing), one pair
 towards the client and one towards the server, so one pump serves stdio and Streamable HTTP alike:
 
-- a ``tools/list`` result is read into the session's environment (:class:`~prefix_exec.guard.shadow.Shadow`)
+- a ``tools/list`` result is read into the connection's environment (:class:`~prefix_exec.guard.shadow.Shadow`)
   and passed on; when the side file does not fit the server's tools the client gets a JSON-RPC error naming
-  the problem instead, and every call is refused with it (the guard fails closed);
+  the problem instead, and every call is answered with it (the guard fails closed);
 - a ``tools/call`` is checked before it is forwarded. ``enforce``: a rejected call never reaches the server;
   the client gets a tool result with ``isError: true`` in words a model can act on
-  (:mod:`prefix_exec.guard.refusal`). ``observe``: it is forwarded and the verdict recorded. The server's answer
+  (:mod:`prefix_exec.guard.block`). ``observe``: it is forwarded and the verdict recorded. The server's answer
   then steps the live session (its ``isError`` and result are evidence, as in replay of a log). A call that
   arrives before any listing makes the guard list the tools itself first. A call the spec cannot judge (its
   schema could not be applied: a pattern past its time bound, a reference that does not resolve; a hook that
-  raised) gets a JSON-RPC error saying so, is not forwarded, and the session goes on.
+  raised) gets a JSON-RPC error saying so, is not forwarded, and the connection goes on.
 
-A settled call (answered, refused, or failed) is recorded before its answer is passed on to the client (the
-recorder writes the session's lines at once: :mod:`prefix_exec.guard.recorder`), so a kill of the guard loses
+A settled call (answered, blocked, or failed) is recorded before its answer is passed on to the client (the
+journal writes the connection's lines at once: :mod:`prefix_exec.guard.journal`), so a kill of the guard loses
 only the calls in flight; ``guard_ms`` is the pump's time up to that write.
 
 Every request forwarded has a deadline (``--call-timeout``). A server that exits, writes a line that is not
-JSON-RPC, or misses a deadline gets the client a JSON-RPC error for each request in flight, and the session
-ends (its record closed). A client message that is not JSON-RPC gets a JSON-RPC error and the session goes
+JSON-RPC, or misses a deadline gets the client a JSON-RPC error for each request in flight, and the connection
+ends (its record closed). A client message that is not JSON-RPC gets a JSON-RPC error and the connection goes
 on. A tools/call result over the size bound is replaced by an error result (the call did run on the server).
 """
 
@@ -48,8 +48,10 @@ from mcp.types import (
 )
 from mcp.types import JSONRPCMessage as Message
 
-from prefix_exec.envs.custom.evidence import source_of
+from prefix_exec.envs.custom.evidence import origin_of
 from prefix_exec.errors import InputError, ReplayError
+from prefix_exec.guard.block import block_result
+from prefix_exec.guard.connection import GuardedConnection
 from prefix_exec.guard.messages import (
     OVERSIZE_METHOD,
     PREFIX,
@@ -62,8 +64,6 @@ from prefix_exec.guard.messages import (
     short,
 )
 from prefix_exec.guard.options import GuardOptions
-from prefix_exec.guard.refusal import refusal_result
-from prefix_exec.guard.session import GuardedSession
 from prefix_exec.guard.shadow import MAX_PAGES, call_of, content_text, observation_of
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.trajectory import Observation, ToolCall, Verdict
@@ -81,7 +81,7 @@ class _Waiter:
 class Pump:
     """Pass messages between ``client`` and ``server`` until either side ends; see the module docstring.
 
-    ``session`` checks, steps and records the calls; ``version_header`` sets the negotiated
+    ``connection`` checks, steps and records the calls; ``version_header`` sets the negotiated
     ``MCP-Protocol-Version`` on messages towards an HTTP server (a raw forward carries no header of its own).
     """
 
@@ -89,13 +89,13 @@ class Pump:
         self,
         client: Streams,
         server: Streams,
-        session: GuardedSession,
+        connection: GuardedConnection,
         options: GuardOptions,
         *,
         version_header: bool = False,
     ) -> None:
-        self.client, self.server, self.session, self.options = client, server, session, options
-        self.shadow, self.log = session.shadow, session.log
+        self.client, self.server, self.connection, self.options = client, server, connection, options
+        self.shadow, self.log = connection.shadow, connection.log
         self.version_header = version_header
         self.pending: dict[int | str, Pending] = {}
         self.end_reason: str | None = None
@@ -106,20 +106,20 @@ class Pump:
 
     async def abandon(self, reason: str) -> None:
         """After a failure outside the pump stopped it (an upstream transport that raised): answer what is in
-        flight with ``reason`` and record it as why the session ended."""
+        flight with ``reason`` and record it as why the connection ended."""
         self.end_reason = None
         for key in ("end", "ended_at"):
             self.log.info.pop(key, None)
         await self._fail(reason)
         self.log.end(reason)
-        self.session.save()
+        self.connection.save()
 
     def stop(self, reason: str) -> None:
-        """End the session from outside (a signal, the HTTP session's end)."""
+        """End the connection from outside (a signal, the HTTP connection's end)."""
         self._finish(reason)
 
     async def run(self) -> str:
-        """Pump until the session ends; returns why it ended."""
+        """Pump until the connection ends; returns why it ended."""
         try:
             async with anyio.create_task_group() as group:
                 self._scope = group.cancel_scope
@@ -128,7 +128,7 @@ class Pump:
                 group.start_soon(self._deadline_loop)
         finally:  # cancelled from outside too (the HTTP guard shutting down): the record is closed
             self.log.end(self.end_reason or "the guard stopped")
-            self.session.save()
+            self.connection.save()
         return self.end_reason or "the guard stopped"
 
     def _finish(self, reason: str) -> None:
@@ -138,7 +138,7 @@ class Pump:
             self._scope.cancel()
 
     async def _fail(self, reason: str) -> None:
-        """Answer every request in flight with an error saying ``reason``, then end the session."""
+        """Answer every request in flight with an error saying ``reason``, then end the connection."""
         if self.end_reason is not None:
             return
         self.end_reason = reason
@@ -169,7 +169,7 @@ class Pump:
         if isinstance(message, JSONRPCRequest):
             await self._client_request(message)
         elif isinstance(message, JSONRPCNotification) and message.method == OVERSIZE_METHOD:
-            await self._refuse_oversize(message.params or {})
+            await self._answer_oversize(message.params or {})
         else:
             if isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
                 self._cancelled((message.params or {}).get("requestId"))
@@ -191,7 +191,7 @@ class Pump:
     async def _tools_call(self, message: JSONRPCRequest, received: float) -> None:
         call = call_of(message.params, str(message.id))
         if not self.shadow.ready and self.shadow.problem is None:
-            # While the call waits on our listing it is in flight as that listing: a session that ends meanwhile
+            # While the call waits on our listing it is in flight as that listing: a connection that ends meanwhile
             # (no listing in time, the server gone) answers it with an error (_fail), and it goes no further.
             self.pending[message.id] = Pending("tools/list", received, forwarded=time.perf_counter())
             await self._list_tools(message.params or {})
@@ -206,10 +206,10 @@ class Pump:
             await self._to_client(error(message.id, INTERNAL_ERROR, PREFIX + _problem(exc)))
             return
         if not verdict.accepted and self.options.enforce:
-            result = refusal_result(verdict, call, self.shadow.session)
-            refused = replace(call, observation=Observation(content_text(result["content"]), error=True))
+            result = block_result(verdict, call, self.shadow.session)
+            blocked = replace(call, observation=Observation(content_text(result["content"]), error=True))
             entry = {"forwarded": False, "by": "check", "guard_ms": ms(time.perf_counter() - received)}
-            self._record(refused, verdict, entry)  # recorded before the client has the refusal (module docstring)
+            self._log_call(blocked, verdict, entry)  # logged before the client has the block (module docstring)
             await self._to_client(JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result))
             return
         pending = Pending("tools/call", received, call=call, verdict=verdict)
@@ -244,7 +244,7 @@ class Pump:
                 return
             cursor = answer.result.get("nextCursor")
 
-    async def _refuse_oversize(self, params: JsonMapping) -> None:
+    async def _answer_oversize(self, params: JsonMapping) -> None:
         request_id = params.get("id")
         size = params.get("bytes")
         # The notice is the reader's, but a client can send a notification of that name too: trust no field of it.
@@ -334,14 +334,14 @@ class Pump:
             except (InputError, ReplayError) as exc:  # the call ran and its answer goes on; the check's verdict stays
                 print(f"{PREFIX}error: {_problem(exc)}", flush=True, file=sys.stderr)
         # Who decided: the server's own answer (a recorded refusal, evidence) or our check.
-        by = "result" if source_of(verdict) == "recorded" else "check"
+        by = "result" if origin_of(verdict) == "recorded" else "check"
         guard_s = (pending.forwarded - pending.received) + (sent - answered)
         entry = {"forwarded": True, "by": by, "guard_ms": ms(guard_s), "server_ms": ms(answered - pending.forwarded)}
-        self._record(call, verdict, entry)
+        self._log_call(call, verdict, entry)
 
-    def _record(self, call: ToolCall, verdict: Verdict, entry: JsonObject) -> None:
+    def _log_call(self, call: ToolCall, verdict: Verdict, entry: JsonObject) -> None:
         self.log.add(call, verdict, entry)
-        self.session.save()
+        self.connection.save()
 
     def _listed(self) -> None:
         if self.shadow.problem is not None:

@@ -1,4 +1,4 @@
-"""The guard's picture of one MCP session: the environment built from the server's tools, and its live state.
+"""The guard's picture of one MCP connection: the environment built from the server's tools, and its live state.
 
 The server's ``tools/list`` result is read into a spec exactly as ``score custom --tools LIST`` reads a saved
 list (:func:`~prefix_exec.envs.custom.spec_formats.to_spec`), and the side file is layered on by the same function
@@ -18,13 +18,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from prefix_exec.envs.custom.environment import CustomEnvironment, CustomSession, layered_environment
+from prefix_exec.envs.custom.environment import layered_environment
 from prefix_exec.envs.custom.evidence import EvidencePolicy
+from prefix_exec.envs.custom.session import CustomEnvironment, CustomSession
 from prefix_exec.envs.custom.spec_formats import to_spec
 from prefix_exec.errors import InputError
-from prefix_exec.guard import check
 from prefix_exec.json_types import JsonMapping, JsonObject, JsonValue
-from prefix_exec.replay import check_action
+from prefix_exec.replay import check, check_action
 from prefix_exec.trajectory import Observation, ToolCall, Verdict
 
 #: Most pages one listing may have (a server whose cursors never end is refused, not followed forever).
@@ -32,26 +32,26 @@ MAX_PAGES = 100
 
 
 class Shadow:
-    """The environment and live session of one MCP session.
+    """The environment and live session of one MCP connection.
 
-    ``source`` names where the tools came from in messages (the ``tools.json`` the recorder writes, or the
+    ``tools_from`` names where the tools came from in messages (the ``tools.json`` the journal writes, or the
     server's command). ``hooks`` is the side file, ``task`` the side file's task (``None``: its only one).
     Until a complete listing arrives, :attr:`session` is ``None``; when the side file does not fit the
     server's tools, :attr:`problem` holds the error and no call can be checked.
     """
 
     def __init__(
-        self, source: Path, *, hooks: Path | None = None, task: str | None = None, require_tools: bool = False
+        self, tools_from: Path, *, hooks: Path | None = None, task: str | None = None, require_tools: bool = False
     ) -> None:
-        self.source, self.hooks, self.task = source, hooks, task
-        #: How the server's answers count (MCP's isError is the flag; ``require_tools`` for a session without a call).
+        self.tools_from, self.hooks, self.task = tools_from, hooks, task
+        #: How the server's answers count (MCP's isError is the flag; ``require_tools``: a connection without calls).
         self.policy = EvidencePolicy(require_tools=require_tools)
         self.env: CustomEnvironment | None = None
         self.session: CustomSession | None = None
         self.problem: InputError | None = None
         #: The raw MCP tools of the last complete listing, in the server's order.
         self.tools: list[JsonObject] = []
-        #: How many different listings were read (a recorder saves ``tools`` when it changes).
+        #: How many different listings were read (a journal saves ``tools`` when it changes).
         self.listings = 0
         self._pages: list[JsonObject] = []
         self._page_count = 0
@@ -79,7 +79,7 @@ class Shadow:
             self.tools, self.env, self.session = listing, None, None
             self.problem = InputError(
                 f"the server's tools/list went past {MAX_PAGES} pages",
-                path=self.source,
+                path=self.tools_from,
                 hint="a server whose cursors never end cannot be guarded; check the server",
             )
             return True
@@ -93,8 +93,8 @@ class Shadow:
         self.tools = tools
         self.listings += 1
         try:
-            data, form = to_spec({"tools": tools}, path=self.source)
-            env = layered_environment(data, self.source, form=form, hooks=self.hooks, policy=self.policy)
+            data, form = to_spec({"tools": tools}, path=self.tools_from)
+            env = layered_environment(data, self.tools_from, form=form, hooks=self.hooks, policy=self.policy)
             session = _start(env, self.task)
         except InputError as exc:
             self.problem, self.env, self.session = exc, None, None
@@ -114,7 +114,7 @@ class Shadow:
         return check_action(self.session, replace(call, observation=observation))
 
     def finish_without_tools(self) -> Verdict:
-        """The verdict on a session that made no tool call (the terminal no-tool action)."""
+        """The verdict on a connection that made no tool call (the terminal no-tool action)."""
         if self.session is None:
             return Verdict.accept(notes=("no tool was listed or called",))
         return self.session.finish_without_tools()

@@ -3,12 +3,12 @@
 The SDK's own transports carry the messages: :func:`mcp.server.stdio.stdio_server` towards the client (our
 stdin and stdout) and :func:`mcp.client.stdio.stdio_client` towards the real server, which it starts as a
 child process with our environment and stops (stdin closed, then SIGTERM, then SIGKILL, every wait bounded)
-when the session ends. Between them runs the :class:`~prefix_exec.guard.pump.Pump`.
+when the connection ends. Between them runs the :class:`~prefix_exec.guard.pump.Pump`.
 
 Our stdin and stdout are read and written by the event loop itself (:mod:`prefix_exec.guard.pipes`), each
-line bounded; nothing waits on a stdin that stays open: when the server ends the session, the guard answers
+line bounded; nothing waits on a stdin that stays open: when the server ends the connection, the guard answers
 what is in flight, closes its stdout and exits, so the client sees the end at once. SIGTERM (and SIGINT,
-unless it was ignored when the guard started) ends the session the same way, with the record closed.
+unless it was ignored when the guard started) ends the connection the same way, with the record closed.
 """
 
 from __future__ import annotations
@@ -21,18 +21,18 @@ import anyio
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.server.stdio import stdio_server
 
+from prefix_exec.guard.connection import GuardedConnection
 from prefix_exec.guard.messages import Streams
 from prefix_exec.guard.options import GuardOptions
 from prefix_exec.guard.pipes import open_stdin, open_stdout
 from prefix_exec.guard.pump import Pump
-from prefix_exec.guard.session import GuardedSession
 
-#: Longest wait, at the end of a session, for the client to take what the guard still has to write (seconds).
+#: Longest wait, at the end of a connection, for the client to take what the guard still has to write (seconds).
 FLUSH_S = 5.0
 
 
-async def serve_stdio(command: list[str], session: GuardedSession, options: GuardOptions) -> str:
-    """Run one stdio session: our stdin/stdout to the client, ``command`` as the server; returns why it ended.
+async def serve_stdio(command: list[str], connection: GuardedConnection, options: GuardOptions) -> str:
+    """Run one stdio connection: our stdin/stdout to the client, ``command`` as the server; returns why it ended.
 
     Raises :class:`OSError` when the server cannot be started (the CLI says so and exits).
     """
@@ -46,7 +46,7 @@ async def serve_stdio(command: list[str], session: GuardedSession, options: Guar
                 try:
                     async with stdio_client(params) as (server_read, server_write):
                         client, server = Streams(client_read, client_write), Streams(server_read, server_write)
-                        pump = Pump(client, server, session, options)
+                        pump = Pump(client, server, connection, options)
                         signals.start_soon(_on_signals, pump)
                         reason = await pump.run()
                 finally:
@@ -62,7 +62,7 @@ async def serve_stdio(command: list[str], session: GuardedSession, options: Guar
 
 
 async def _on_signals(pump: Pump) -> None:
-    """End the session (record closed) on SIGTERM, and on SIGINT unless it was ignored at start."""
+    """End the connection (record closed) on SIGTERM, and on SIGINT unless it was ignored at start."""
     signals = [signal.SIGTERM]
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
         signals.append(signal.SIGINT)

@@ -175,7 +175,7 @@ def read_result_file(
     """Rollouts of one result file (``only``: keep these task ids). Bad lines come out as ``Skipped``.
 
     BFCL's lines name no trial: ``trials`` (``--trial N``, or ``--trial-field``, a path into the line) may give
-    one; otherwise the rollout's trial is not given (:mod:`prefix_exec.importers.trials` numbers repeated tasks).
+    one; otherwise the rollout's trial is not given (:mod:`prefix_exec.scoring.numbering` numbers repeated tasks).
 
     ``prompting_y`` decides which calls Y runs on a prompting-format rollout: ``"bfcl"`` (the default)
     those BFCL's decoder reads (recorded in ``metadata["bfcl_calls"]`` where they differ from the

@@ -12,7 +12,7 @@ exactly one :class:`~prefix_exec.trajectory.Rollout`:
   (``airline/18``; :mod:`prefix_exec.envs.tau.pooled`): the domains number their tasks independently. The domain,
   from ``info.environment_info.domain_name`` (or ``--domain``), is also ``metadata.domain``;
 - ``trial``: the simulation's ``trial`` (or where ``--trial`` / ``--trial-field`` say); a simulation without one
-  is trial 0 with ``trial_given`` False. Trials are made distinct across files by :mod:`prefix_exec.importers.trials`
+  is trial 0 with ``trial_given`` False. Trials are made distinct across files by :mod:`prefix_exec.scoring.numbering`
   (:meth:`TauResults.numbered`);
 - ``transcript``: the messages (role, content, tool calls, ids, error flags), which the environment uses
   for the information-availability check;
@@ -29,7 +29,7 @@ embedded ``tasks`` are returned alongside, so no tasks.json is needed.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,7 @@ from prefix_exec.envs.tau.domain import Provenance
 from prefix_exec.envs.tau.pooled import TAU3, qualify
 from prefix_exec.errors import InputError
 from prefix_exec.importers.arguments import decode_arguments
-from prefix_exec.importers.trials import FROM_INPUT, Numbering, TrialError, TrialSource, trial_fields
+from prefix_exec.importers.trials import FROM_INPUT, TrialError, TrialSource, trial_fields
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.records.jsonl import check_regular_file
 from prefix_exec.trajectory import Observation, Rollout, Skipped, ToolCall
@@ -73,10 +73,10 @@ class TauResults:
             return tuple(str(d["name"]) for d in defs if isinstance(d, Mapping) and isinstance(d.get("name"), str))
         return ()
 
-    def numbered(self, numbering: Numbering) -> TauResults:
-        """This file with every rollout's trial from ``numbering`` (distinct from the earlier files' rollouts of
-        the same task; :mod:`prefix_exec.importers.trials`), before anything keys on them."""
-        return replace(self, rollouts=tuple(numbering.number(rollout) for rollout in self.rollouts))
+    def numbered(self, number: Callable[[Rollout], Rollout]) -> TauResults:
+        """This file with every rollout's trial from ``number`` (a numbering's: distinct from the earlier files'
+        rollouts of the same task; :class:`prefix_exec.scoring.numbering.Numbering`), before anything keys on them."""
+        return replace(self, rollouts=tuple(number(rollout) for rollout in self.rollouts))
 
     def with_provenance(self, provenance: Provenance, differing: tuple[str, ...] = ()) -> TauResults:
         """This file with every rollout's metadata naming the installed tau2 and task set; ``differing`` lists

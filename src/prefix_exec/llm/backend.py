@@ -13,7 +13,7 @@ leaves to the caller:
 - an optional SQLite response cache keyed by the request; only checked answers are stored;
 - native tool calling, or the text protocol of :mod:`prefix_exec.llm.textcalls`, or native with two
   fallbacks (``tool_mode = "auto"``): calls read from the text of an answer without ``tool_calls``, per
-  answer; and text mode once the server refuses ``tools``, learned once per endpoint and model in the process
+  answer; and text mode once the server rejects ``tools``, learned once per endpoint and model in the process
   (:mod:`prefix_exec.llm.tool_support`);
 - ``null_content = "empty"``: assistant messages with tool calls go out with ``content: ""``, not ``null``.
 
@@ -40,7 +40,7 @@ from prefix_exec.llm.client import import_openai, openai_client
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.llm.decode import decode_answer, response_problem
 from prefix_exec.llm.textcalls import with_tools_prompt
-from prefix_exec.llm.tool_support import ToolsRefused, error_message, refuses_tools, tool_support
+from prefix_exec.llm.tool_support import ToolsRejected, error_message, rejects_tools, tool_support
 from prefix_exec.llm.types import BackendError, Completion, Message, RetryEvent, ToolSchema
 from prefix_exec.records.redaction import redact_url
 from prefix_exec.trajectory import ToolCall
@@ -98,19 +98,19 @@ class ChatBackend:
 
     @property
     def text_mode(self) -> bool:
-        """Whether tools go in the prompt: ``tool_mode = "text"``, or ``auto`` after the server refused them."""
+        """Whether tools go in the prompt: ``tool_mode = "text"``, or ``auto`` after the server rejected them."""
         mode = self.config.tool_mode
-        return mode == "text" or (mode == "auto" and self._tools.refusal is not None)
+        return mode == "text" or (mode == "auto" and self._tools.rejection is not None)
 
     @property
-    def tools_refused(self) -> str | None:
-        """In ``auto`` mode, the server's refusal of ``tools`` that switched this model to text (a rollout notes it
-        as ``metadata["tools_refused"]``); else ``None``.
+    def tools_rejected(self) -> str | None:
+        """In ``auto`` mode, the server's rejection of ``tools`` that switched this model to text (a rollout notes it
+        as ``metadata["tools_refused"]``, a field name kept as written); else ``None``.
 
         The other fallback of ``auto``, calls read from the text of a native answer, is no switch: it is decided
         per answer (:attr:`Completion.in_content`), so every unit of the model sends the same request whatever
         ran before it, in this process or another."""
-        return self._tools.refusal if self.config.tool_mode == "auto" else None
+        return self._tools.rejection if self.config.tool_mode == "auto" else None
 
     def scoped(self, scope: str) -> ChatBackend:
         """A view sharing this backend's client whose cache entries are kept apart under ``scope``.
@@ -142,8 +142,8 @@ class ChatBackend:
         """
         try:
             return self._complete(messages, tools, role)
-        except ToolsRefused as refused:
-            self._tools.refusal = refused.message[:300]
+        except ToolsRejected as rejected:
+            self._tools.rejection = rejected.message[:300]
             return self._complete(messages, tools, role)
         except self._openai.BadRequestError as exc:
             raise BackendError(f"{self._where()}: bad request: {exc}") from None
@@ -159,7 +159,7 @@ class ChatBackend:
     def _falls_back(self, tools: Sequence[ToolSchema], message: str) -> bool:
         """Whether an error saying ``message`` switches this model to text: ``auto``, tools offered natively,
         and a server that says it takes no tools (some say so with a 400, llama-server with a 500)."""
-        return self.config.tool_mode == "auto" and bool(tools) and not self.text_mode and refuses_tools(message)
+        return self.config.tool_mode == "auto" and bool(tools) and not self.text_mode and rejects_tools(message)
 
     def _where(self) -> str:
         return f"{self.config.model} at {redact_url(self.config.base_url)}"
@@ -209,7 +209,7 @@ class ChatBackend:
                 break
             except (self._openai.APIError, _BadAnswer) as exc:
                 if isinstance(exc, self._openai.APIStatusError) and self._falls_back(tools, error_message(exc)):
-                    raise ToolsRefused(error_message(exc)) from None
+                    raise ToolsRejected(error_message(exc)) from None
                 if isinstance(exc, self._openai.BadRequestError):
                     raise
                 elapsed = time.perf_counter() - started if started is not None else 0.0
@@ -285,7 +285,7 @@ class ChatBackend:
                 return f"no quota left (429 insufficient_quota), retrying cannot help: {exc}"
             kind = "rate_limit"
         elif status is not None and status >= 500:
-            if refuses_tools(error_message(exc)):  # llama-server without --jinja answers 500, not 400
+            if rejects_tools(error_message(exc)):  # llama-server without --jinja answers 500, not 400
                 return f'the server takes no tools ({status}); tool_mode = "auto" or "text" would fit it: {exc}'
             kind = "server"
         else:

@@ -1,9 +1,9 @@
 """Where a command may write: the one rule every command that writes a file follows.
 
 - **An output is never an input.** A path that is, or resolves to, a file the command reads (the same path,
-  a symlink to it, a hard link: the same device and inode) is refused before anything is written, naming
-  both paths, whatever ``--overwrite`` says. For a folder output (``report``, ``demo``), an input directly
-  inside the folder is refused too: the folder's files are replaced or removed by name.
+  a symlink to it, a hard link: the same device and inode) is a clash: an input error before anything is
+  written, naming both paths, whatever ``--overwrite`` says. For a folder output (``report``, ``demo``), an
+  input directly inside the folder is a clash too: the folder's files are replaced or removed by name.
 - **Only regular files are written.** An existing output that is a folder, a FIFO, a device or a socket is
   refused without being opened (``lstat``/``stat`` first, so a FIFO never blocks the command).
 - **Text is written whole, beside the target, then renamed over it** (:func:`write_text`): a reader never
@@ -86,8 +86,8 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return (info.st_dev, info.st_ino)
 
 
-def refuse_input(out: Path, given: Path, *, option: str) -> InputError:
-    """The error for an output ``out`` that is the input ``given``."""
+def input_clash(out: Path, given: Path, *, option: str) -> InputError:
+    """The error for an output ``out`` that clashes with (is) the input ``given``."""
     return InputError(
         f"{option} is also an input of this command ({given}); writing it would destroy the input",
         path=out,
@@ -102,7 +102,7 @@ def check_file(out: str | Path, inputs: Iterable[str | Path] | Inputs = (), *, o
     known = inputs if isinstance(inputs, Inputs) else Inputs.of(inputs)
     given = known.matching(path)
     if given is not None:
-        raise refuse_input(path, given, option=option)
+        raise input_clash(path, given, option=option)
     target = Path(os.path.realpath(path))
     try:
         mode = os.lstat(target).st_mode

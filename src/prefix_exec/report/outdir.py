@@ -122,7 +122,7 @@ class OutputFolder:
             )
         ours: set[str] = set()
         if mode is not None:
-            _refuse_inputs_inside(path, Inputs.of(inputs), option)
+            _clash_with_inputs_inside(path, Inputs.of(inputs), option)
             ours, has_manifest = proven(path)
             present = {p.name for p in path.iterdir()}
             foreign = sorted(present - ours - ({MANIFEST} if has_manifest else set()))
@@ -167,7 +167,7 @@ class OutputFolder:
         return manifest
 
 
-def _refuse_inputs_inside(folder: Path, inputs: Inputs, option: str) -> None:
+def _clash_with_inputs_inside(folder: Path, inputs: Inputs, option: str) -> None:
     found = inputs.inside(folder)
     if found:
         entry, given = found[0]

@@ -9,7 +9,8 @@ Both yield :class:`~prefix_exec.runner.worker.UnitResult` as units finish; only 
 the output never interleaves. Both hold each model's ``max_concurrency`` for the whole run: local workers
 share one semaphore per endpoint URL, Ray workers one gate actor per URL (so the cap holds across machines).
 Ray is optional (``pip install 'prefix-exec[ray]'``); it joins the cluster in ``RAY_ADDRESS`` when set,
-else starts a local instance, unless the caller already called ``ray.init``.
+else starts a local instance, unless the caller already called ``ray.init`` (:func:`prefix_exec.cluster.connect_ray`,
+which ``score --launcher ray`` shares).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import asyncio
 import contextlib
 import itertools
 import multiprocessing
-import os
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
@@ -26,15 +26,12 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-from prefix_exec.errors import InputError
-from prefix_exec.extras import install_hint
+from prefix_exec.cluster import connect_ray
 from prefix_exec.json_types import JsonObject
 from prefix_exec.runner.grid import Grid
 from prefix_exec.runner.worker import UnitResult, UnitWorker
 from prefix_exec.trajectory import Unit
 
-#: The launchers ``run --launcher`` offers.
-LAUNCHERS = ("local", "ray")
 #: Dataset kinds whose benchmark state is process-global, so a local run uses worker processes.
 PROCESS_KINDS = frozenset({"toolsandbox"})
 
@@ -185,19 +182,6 @@ def run_ray(grid: Grid, cache: Path | None, units: Sequence[Unit], concurrency: 
                 ray.kill(worker[1], no_restart=True)
 
 
-def connect_ray() -> Any:
-    """The ``ray`` module, connected: to the cluster in ``RAY_ADDRESS`` when set, else a local instance started
-    now, unless the caller already called ``ray.init``. Without Ray installed, an :class:`InputError` with the
-    install hint."""
-    try:
-        import ray
-    except ImportError:
-        raise InputError("--launcher ray needs Ray", hint=install_hint("ray")) from None
-    if not ray.is_initialized():
-        ray.init(address=os.environ.get("RAY_ADDRESS"), log_to_driver=False)
-    return ray
-
-
 class _EndpointGate:
     """A semaphore for one endpoint, as a Ray actor: every worker on every node takes a slot from it.
 
@@ -250,7 +234,7 @@ class _RayWorker:
 def launch(
     launcher: str, grid: Grid, cache: Path | None, units: Sequence[Unit], concurrency: int
 ) -> Iterator[UnitResult]:
-    """Run ``units`` with ``launcher`` (one of :data:`LAUNCHERS`) on ``concurrency`` workers."""
+    """Run ``units`` with ``launcher`` (one of :data:`prefix_exec.cluster.LAUNCHERS`) on ``concurrency`` workers."""
     if launcher == "ray":
         return run_ray(grid, cache, units, concurrency)
     return run_local(grid, cache, units, concurrency)

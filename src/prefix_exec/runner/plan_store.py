@@ -28,8 +28,8 @@ from typing import Any
 
 from prefix_exec.agents.shared_plan import KeyedLocks, SharedPlan
 from prefix_exec.errors import InputError
+from prefix_exec.json_types import dumps
 from prefix_exec.records.codec import cost_to_json
-from prefix_exec.records.jsonl import dumps
 from prefix_exec.records.sqlite_file import SqliteFile
 from prefix_exec.trajectory import CallCost
 
@@ -108,14 +108,15 @@ class PlanStore:
 
 
 class UnitPlans:
-    """The :class:`~prefix_exec.agents.shared_plan.PlanBook` of one (dataset, task, model, trial)."""
+    """The :class:`~prefix_exec.agents.shared_plan.PlanBook` of one (dataset, task, model, trial): ``key``, which
+    the units of every method of that task, model and trial share (a unit's identity without its method)."""
 
-    def __init__(self, store: PlanStore, unit: tuple[str, str, str, int]) -> None:
+    def __init__(self, store: PlanStore, key: tuple[str, str, str, int]) -> None:
         self.store = store
-        self.unit = unit
+        self.key = key
 
     def obtain(self, turn: int, request: str, make: Callable[[], SharedPlan]) -> SharedPlan:
-        key = (*self.unit, turn, request)
+        key = (*self.key, turn, request)
         with self.store.making(key):
             found = self.store.get(key)
             return found if found is not None else self.store.put(key, make())

@@ -96,8 +96,8 @@ class UnitWorker:
             )
             backend = self.backend(unit.model, unit.trial)
             notes: JsonObject = {"decoding": {**backend.config.decoding(), "seed": backend.config.seed}}
-            fallback = backend.tools_refused
-            if fallback is not None:  # tool_mode auto: the server refused native tools, calls went as text
+            fallback = backend.tools_rejected
+            if fallback is not None:  # tool_mode auto: the server rejected native tools, calls went as text
                 # (its own key: metadata["text_fallback"] notes calls read from a native answer's content)
                 notes["tools_refused"] = fallback
             rollout = replace(rollout, metadata={**rollout.metadata, **notes})

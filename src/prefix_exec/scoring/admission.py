@@ -2,24 +2,23 @@
 
 A rollout whose identity (dataset, task, model, method, trial) an earlier one has is not scored (two rollouts of
 one unit would count one task twice); one already in the output is kept by ``--resume``; an unreadable unit is
-reported. An :class:`~prefix_exec.scoring.run.Undecoded` unit is decoded where it is replayed: in this process with
-one worker; with ``--workers N`` in a worker process, which sends back the rollout's identity, digest and name
-as read with its outcome (:class:`~prefix_exec.scoring.pool.worker.Decoded`), and this process admits it in its turn
-(:meth:`Admission.settle`). Whatever the worker's answer cannot settle exactly as one worker would (a rollout
-numbering gives another trial, a repeated identity, a unit that does not decode, a worker that died) is decoded
-again here and scored as one worker scores it: the records are byte for byte the same at every worker count.
+reported. An :class:`~prefix_exec.scoring.units.Undecoded` unit is decoded where it is replayed: in this process
+with one worker; with ``--workers N`` in a worker process, which sends back the rollout's identity, digest and name
+as read with its outcome, and this process admits it in its turn (:meth:`Admission.takes`, from
+:mod:`prefix_exec.scoring.pool.settlement`). Whatever the worker's answer cannot settle exactly as one worker would
+(a rollout numbering gives another trial, a repeated identity, a unit that does not decode, a worker that died) is
+decoded again here and scored as one worker scores it: the records are byte for byte the same at every worker
+count.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
-from prefix_exec.importers.trials import Numbering, rollout_digest
-from prefix_exec.records.jsonl import UnitKey
-from prefix_exec.scoring.pool.processes import Died
-from prefix_exec.scoring.pool.worker import Decoded, Raised
-from prefix_exec.scoring.run import Batch, Outcome, Replayer, Scorable, Undecoded, Unit, unit_name
-from prefix_exec.trajectory import Rollout, Skipped
+from prefix_exec.scoring.numbering import Numbering, rollout_digest
+from prefix_exec.scoring.replayer import Outcome
+from prefix_exec.scoring.units import Batch, Scorable, ScoringUnit, Undecoded, unit_name
+from prefix_exec.trajectory import Rollout, Skipped, UnitKey
 
 
 class Admission:
@@ -32,15 +31,15 @@ class Admission:
     def tickets(self, units: Iterable[Scorable | Undecoded | Skipped]) -> Iterator[Scorable | Outcome]:
         """``units`` in input order, each a rollout to replay or already settled (:meth:`admit`); an
         :class:`Undecoded` one is decoded here first (a :class:`Batch` is read first:
-        :func:`~prefix_exec.scoring.run.unbatched`)."""
+        :func:`~prefix_exec.scoring.units.unbatched`)."""
         for unit in units:
             yield self.admit(unit.scorable() if isinstance(unit, Undecoded) else unit)
 
-    def deferring(self, units: Iterable[Unit]) -> Iterator[Scorable | Undecoded | Batch | Outcome]:
+    def deferring(self, units: Iterable[ScoringUnit]) -> Iterator[Scorable | Undecoded | Batch | Outcome]:
         """As :meth:`tickets`, but an :class:`Undecoded` unit or a :class:`Batch` is passed on as it is, for a
-        worker to decode; each of its units must be settled (:meth:`settle`) in its turn, before any later ticket
-        is read. A stream holds either kind of rollout, not both: an undecoded one is admitted when settled,
-        later than a :class:`Scorable` read after it would be."""
+        worker to decode; each of its units must be settled (:mod:`prefix_exec.scoring.pool.settlement`) in its
+        turn, before any later ticket is read. A stream holds either kind of rollout, not both: an undecoded one
+        is admitted when settled, later than a :class:`Scorable` read after it would be."""
         kinds: set[bool] = set()
         for unit in units:
             if not isinstance(unit, Skipped):
@@ -61,34 +60,15 @@ class Admission:
         self.seen[key] = (digest, unit_name(unit.rollout))
         return None if key in self.done else unit
 
-    def settle(self, unit: Undecoded, answer: Decoded | Died | None, replayer: Replayer) -> Outcome | Raised:
-        """The outcome of ``unit`` in its turn, from a worker's ``answer`` when that is the one a single worker
-        has (the rollout the first of its identity and kept as read by numbering); otherwise decoded, admitted
-        and replayed here (``answer`` ``None``: no worker had it), or, when the worker died on it, reported."""
-        return self.settle_lazily(lambda: unit, unit.numbering, answer, replayer)
-
-    def settle_lazily(
-        self,
-        unit: Callable[[], Undecoded],
-        numbering: Numbering | None,
-        answer: Decoded | Died | None,
-        replayer: Replayer,
-    ) -> Outcome | Raised:
-        """As :meth:`settle`, for a unit asked of ``unit`` only when the answer cannot settle it (a unit of a
-        :class:`Batch` a worker read: this process then reads the batch again); ``numbering``: the unit's."""
-        if (
-            isinstance(answer, Decoded)
-            and answer.key not in self.seen
-            and (numbering is None or numbering.keeps(answer.key, answer.digest))
-        ):
-            self.seen[answer.key] = (answer.digest, answer.name)
-            return None if answer.key in self.done else answer.outcome
-        ticket = self.admit(unit().scorable())
-        if not isinstance(ticket, Scorable):
-            return ticket
-        if isinstance(answer, Died):
-            return Skipped(unit_name(ticket.rollout), f"the worker process died replaying it ({answer.why})")
-        return replayer(ticket.rollout, ticket.env)
+    def takes(self, key: UnitKey, digest: str, name: str, numbering: Numbering | None) -> bool:
+        """Whether a rollout decoded elsewhere (a worker process), of identity ``key``, digest ``digest`` and name
+        ``name`` as read, is admitted as it was read: the first of its identity, and kept as read by ``numbering``
+        (:meth:`~prefix_exec.scoring.numbering.Numbering.keeps`). If so it is counted as met, as :meth:`admit`
+        counts it; if not, nothing is counted, and the rollout must be decoded here and admitted."""
+        if key in self.seen or (numbering is not None and not numbering.keeps(key, digest)):
+            return False
+        self.seen[key] = (digest, name)
+        return True
 
 
 def repeated(rollout: Rollout, digest: str, first_digest: str, first: str) -> Skipped:

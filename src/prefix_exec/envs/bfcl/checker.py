@@ -272,7 +272,7 @@ class _Recording:
         error message, often a second copy of the text, are counted)."""
         if self.full:
             return
-        self.chars += len(outcome.text) + len(outcome.error or "") + len(outcome.refused or "")
+        self.chars += len(outcome.text) + len(outcome.error or "") + len(outcome.exceeded or "")
         if self.chars > EXECUTION_CHARS:
             self.full = True
             return

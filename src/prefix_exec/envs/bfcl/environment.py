@@ -204,7 +204,7 @@ class BfclSession:
                 self.evidence.add(repr(arguments))
             return Verdict.accept(result=outcome.text, notes=notes)
         # The call may have changed the state before it failed: an error, the alarm, or the memory budget
-        # mid-call (a refusal before the call changed nothing, and the rebuild is lazy).
+        # mid-call (a bound exceeded before the call changed nothing, and the rebuild is lazy).
         self._rebuild()
         label, reason, notes = self._diagnosis(call, outcome)
         return Verdict.reject(label, reason, result=outcome.text, notes=notes)
@@ -235,8 +235,8 @@ class BfclSession:
 
     def _diagnosis(self, call: ToolCall, outcome: invocation.CallOutcome) -> tuple[FailureLabel, str, tuple[str, ...]]:
         """Label, reason and notes of a call that BFCL's execution did not run cleanly."""
-        if outcome.refused is not None:
-            return FailureLabel.SCHEMA, outcome.refused, ()
+        if outcome.exceeded is not None:
+            return FailureLabel.SCHEMA, outcome.exceeded, ()
         static = self._static_problem(call) if outcome.exception in ("NameError", "TypeError") else None
         if static is not None:
             return FailureLabel.SCHEMA, static, ()
@@ -252,7 +252,7 @@ class BfclSession:
         try:
             instances = api_classes.clone(self.instances) if call.name in owners else self.instances
         except api_classes.StateTooDeep as exc:
-            return invocation.CallOutcome(text=invocation.error_text(str(exc)), refused=str(exc))
+            return invocation.CallOutcome(text=invocation.error_text(str(exc)), exceeded=str(exc))
         return invocation.invoke_as_bfcl(instances, owners, call.name, call.arguments, time_limit=self._time_limit)
 
     def finish_without_tools(self) -> Verdict:
@@ -287,11 +287,11 @@ class BfclSession:
         self._instances = None
 
     def _invoke(self, owner: str, name: str, arguments: JsonObject) -> invocation.CallOutcome:
-        refused = invocation.cost_refusal(name, arguments)  # before the arguments are copied (deep values)
-        if refused is None:
-            refused = invocation.state_refusal(name, self.instances[owner])
-        if refused is not None:
-            return invocation.CallOutcome(text=invocation.error_text(refused), refused=refused)
+        exceeded = invocation.cost_excess(name, arguments)  # before the arguments are copied (deep values)
+        if exceeded is None:
+            exceeded = invocation.state_excess(name, self.instances[owner])
+        if exceeded is not None:
+            return invocation.CallOutcome(text=invocation.error_text(exceeded), exceeded=exceeded)
         method = getattr(self.instances[owner], name)
         call = api_classes.call_arguments(owner, name, arguments)
         return invocation.run_bounded(method, name, call, time_limit=self._time_limit)

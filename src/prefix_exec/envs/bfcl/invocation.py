@@ -3,7 +3,7 @@
 Time bound. A call runs in the caller's thread, and a Python thread cannot be killed, so the bound has two
 layers:
 
-1. **A static cost bound** (:func:`cost_refusal`) refuses, before anything runs, the argument values whose cost
+1. **A static cost bound** (:func:`cost_excess`) stops, before anything runs, the argument values whose cost
    grows without bound inside a single C-level operation that no signal can interrupt: ``power`` with an integer
    result of more than :data:`MAX_RESULT_BITS` bits (``power(base=10, exponent=1000000000)``), a
    ``logarithm``/``square_root`` precision above :data:`MAX_PRECISION` digits, and ``round_number`` with
@@ -13,11 +13,11 @@ layers:
    thread, which is where ``prefix-exec score`` replays. It interrupts any pure-Python loop. Off the main
    thread (a library caller's worker) only the static cost bound applies.
 
-A call that trips either is refused and never half-runs past the bound. Inside a rollout's budget
+A call that exceeds either bound is stopped and never half-runs past it. Inside a rollout's budget
 (:mod:`prefix_exec.budget`) the alarm is cut to the time the rollout has left, past it the rollout stops with
 :class:`~prefix_exec.budget.OverBudget`, and each call runs under the memory budget: an allocation past it
 (``compute_exchange_rate(value="x" * 10**7)`` repeats a string 110 times in C) fails at once and the call is
-refused. Global numeric settings BFCL's
+stopped. Global numeric settings BFCL's
 MathAPI changes (``mpmath.mp.dps``, the decimal context precision) are restored after each call, so one
 call cannot slow down or change the next. Calls of one process run one at a time (a lock), because
 ``mpmath.mp.dps`` is process-global: two threads' ``logarithm`` calls would otherwise see each other's
@@ -69,20 +69,21 @@ class CallOutcome:
 
     ``text`` is the result as BFCL's own execution code records it (a str as is, a dict as JSON, anything else via
     ``str``; a raised exception as ``"Error during execution: <message>"``), which the final-success check
-    compares. ``error`` is the API's error message (an error result or a raised exception),
-    ``exception`` the raised type's name, ``refused`` the reason a static check or the alarm stopped the call.
+    compares. ``error`` is the API's error message (an error result or a raised exception), ``exception`` the
+    raised type's name, ``exceeded`` the bound the call exceeded, as the reason it was stopped (the static cost
+    bound, a state it cannot finish on, the alarm, the memory budget).
     """
 
     text: str
     result: Any = None
     error: str | None = None
     exception: str | None = None
-    refused: str | None = None
+    exceeded: str | None = None
     timed_out: bool = False
 
     @property
     def ran_clean(self) -> bool:
-        return self.error is None and self.refused is None
+        return self.error is None and self.exceeded is None
 
 
 def nesting_depth(value: Any) -> int:
@@ -103,7 +104,7 @@ def nesting_depth(value: Any) -> int:
     return deepest
 
 
-def cost_refusal(name: str, arguments: JsonMapping) -> str | None:
+def cost_excess(name: str, arguments: JsonMapping) -> str | None:
     """Why the call's arguments exceed the static cost bound, or ``None`` when they are within it."""
     values = list(arguments.values())
     # Most calls pass scalars only (nesting 1): the walk is for the few that pass lists or objects.
@@ -133,7 +134,7 @@ def cost_refusal(name: str, arguments: JsonMapping) -> str | None:
 _MESSAGE_IDS = range(10000, 100000)
 
 
-def state_refusal(name: str, instance: Any) -> str | None:
+def state_excess(name: str, instance: Any) -> str | None:
     """Why ``name`` cannot finish on ``instance``'s current state, or ``None`` (checked before it runs)."""
     if name == "send_message":
         taken = getattr(instance, "generated_ids", None)
@@ -185,16 +186,16 @@ def invoke(
     method: Callable[..., Any], name: str, arguments: JsonMapping, *, time_limit: float = TIME_LIMIT
 ) -> CallOutcome:
     """Call ``method(**arguments)`` under the cost bound and the alarm; never raises for a failing call."""
-    refused = cost_refusal(name, arguments)
-    if refused is not None:
-        return CallOutcome(text=error_text(refused), refused=refused)
+    exceeded = cost_excess(name, arguments)
+    if exceeded is not None:
+        return CallOutcome(text=error_text(exceeded), exceeded=exceeded)
     return run_bounded(method, name, arguments, time_limit=time_limit)
 
 
 def run_bounded(
     method: Callable[..., Any], name: str, arguments: JsonMapping, *, time_limit: float = TIME_LIMIT
 ) -> CallOutcome:
-    """:func:`invoke` for arguments that already passed :func:`cost_refusal` (or copies of them, which nest
+    """:func:`invoke` for arguments that already passed :func:`cost_excess` (or copies of them, which nest
     alike): the rollout's budget, the alarm and the memory budget, without walking the arguments again."""
     budget.check()
     with _ONE_CALL_AT_A_TIME:
@@ -240,7 +241,7 @@ def _invoke_alone(method: Callable[..., Any], name: str, arguments: JsonMapping,
             return _timed_out(name, time_limit)
         except MemoryError:
             reason = f"{name}: exceeded the per-call memory budget of {budget.current().call_memory_mb} MiB"
-            return CallOutcome(text=error_text(reason), refused=reason)
+            return CallOutcome(text=error_text(reason), exceeded=reason)
         except Exception as exc:
             message = str(exc)
             return CallOutcome(
@@ -259,7 +260,7 @@ def _invoke_alone(method: Callable[..., Any], name: str, arguments: JsonMapping,
 
 def _timed_out(name: str, time_limit: float) -> CallOutcome:
     reason = f"{name}: exceeded the per-call time bound of {time_limit:g} s"
-    return CallOutcome(text=error_text(reason), refused=reason, timed_out=True)
+    return CallOutcome(text=error_text(reason), exceeded=reason, timed_out=True)
 
 
 def invoke_as_bfcl(
@@ -289,12 +290,12 @@ def invoke_as_bfcl(
     if not isinstance(arguments, Mapping):
         message = f"{name}: arguments are not named values"
         return CallOutcome(text=error_text(message), error=message, exception="TypeError")
-    refused = cost_refusal(name, arguments)  # before the arguments are copied (deep values)
-    if refused is not None:
-        return CallOutcome(text=error_text(refused), refused=refused)
+    exceeded = cost_excess(name, arguments)  # before the arguments are copied (deep values)
+    if exceeded is not None:
+        return CallOutcome(text=error_text(exceeded), exceeded=exceeded)
     owner = owners[name]
-    exhausted = state_refusal(name, instances[owner])
+    exhausted = state_excess(name, instances[owner])
     if exhausted is not None:
-        return CallOutcome(text=error_text(exhausted), refused=exhausted)
+        return CallOutcome(text=error_text(exhausted), exceeded=exhausted)
     method = getattr(instances[owner], name)
     return run_bounded(method, name, api_classes.call_arguments(owner, name, arguments), time_limit=time_limit)

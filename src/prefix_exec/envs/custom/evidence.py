@@ -1,8 +1,8 @@
-"""Recorded outcomes as evidence: whether a log's own record of a call says the tool refused it, with which label.
+"""Recorded outcomes as evidence: whether what a log recorded of a call says the tool refused it, with which label.
 
 A reader puts what the log recorded for a call on ``ToolCall.observation`` (:class:`~prefix_exec.trajectory.
 Observation`: ``content``, the log's ``error`` flag or ``None``, ``error_type``) and decides nothing. This module
-decides, for the generic environment (:class:`prefix_exec.envs.custom.environment.CustomSession`) and the guard:
+decides, for the generic environment (:class:`prefix_exec.envs.custom.session.CustomSession`) and the guard:
 
 - :class:`EvidencePolicy`: ``error_pattern`` (``--error-pattern REGEX``, default :data:`DEFAULT_ERROR_PATTERN`;
   ``None`` for ``--no-error-pattern``) and ``require_tools`` (``--require-tools``);
@@ -15,16 +15,16 @@ decides, for the generic environment (:class:`prefix_exec.envs.custom.environmen
 - :func:`recorded_value`: the recorded result as a JSON value, which feeds ``produces``: a string that parses as
   JSON is that value (a list of text blocks counts as its text), any other string is itself, a parsed value
   (an object, a list, MCP ``structuredContent``) is taken as it is;
-- the verdict notes that say where a verdict came from (:data:`SOURCE_CHECK`, :func:`recorded_note`), and the
+- the verdict notes that say a verdict's origin, where it came from (:data:`ORIGIN_CHECK`, :func:`recorded_note`;
+  the notes' text says ``source:``, as records have always written it), and the
   generic consistency comparison (:func:`disagreements`, bound to a policy by :func:`compare`), which the
   consistency report (:mod:`prefix_exec.records.consistency`) runs on every record.
 
-The names the interface (``briefs/evidence_interface.md``) gives in words: the policy is :class:`EvidencePolicy`
-(the environment holds it: ``CustomEnvironment.policy``, set by ``load_spec(..., policy=)`` and
-``environment_from_tools(..., policy=)``); "is this observation a recorded refusal" is :func:`refusal`, which
-returns the :class:`Refusal` (label, rule, what said so, quoted reason and notes) or ``None``; the classifier is
-:func:`classify`; "the recorded result as a JSON value" is :func:`recorded_value`. The CLI reads the options
-with ``prefix_exec.cli.score_custom.policy_of``.
+In words: the policy is :class:`EvidencePolicy` (the environment holds it: ``CustomEnvironment.policy``, set by
+``load_spec(..., policy=)`` and ``environment_from_tools(..., policy=)``); "is this observation a recorded refusal"
+is :func:`refusal`, which returns the :class:`Refusal` (label, rule, what said so, quoted reason and notes) or
+``None``; the classifier is :func:`classify`; "the recorded result as a JSON value" is :func:`recorded_value`. The
+CLI reads the options with ``prefix_exec.sources.spec.policy_of``.
 
 Why ``precondition`` is the default label: the recorded outcome is consulted only after our own checks accepted
 the call (tool, arguments against the schema, references), so a refusal that names no kind is most likely a
@@ -65,9 +65,9 @@ PRODUCED_VALUES = 10_000
 DEFAULT_LABEL = FailureLabel.PRECONDITION
 
 #: The note of a verdict that our own checks gave (accepted, or rejected by a check of ours).
-SOURCE_CHECK = "source: our check"
+ORIGIN_CHECK = "source: our check"
 #: The start of the note of a verdict the recorded outcome gave (:func:`recorded_note`).
-SOURCE_RECORDED = "source: recorded outcome"
+ORIGIN_RECORDED = "source: recorded outcome"
 
 
 @dataclass(frozen=True)
@@ -215,8 +215,8 @@ class Refusal:
 
 
 def recorded_note(by: str) -> str:
-    """The source note of a verdict a recorded refusal gave (``by``: ``flag`` or ``pattern``)."""
-    return f"{SOURCE_RECORDED} ({'error flag' if by == 'flag' else 'error pattern'})"
+    """The origin note of a verdict a recorded refusal gave (``by``: ``flag`` or ``pattern``)."""
+    return f"{ORIGIN_RECORDED} ({'error flag' if by == 'flag' else 'error pattern'})"
 
 
 def refusal(observation: Observation | None, policy: EvidencePolicy = DEFAULT_POLICY) -> Refusal | None:
@@ -300,12 +300,13 @@ def recorded_value(observation: Observation | None) -> JsonValue:
         return content
 
 
-def source_of(verdict: Verdict) -> str | None:
-    """``check`` or ``recorded``: where a verdict of the generic environment came from (``None``: not said)."""
+def origin_of(verdict: Verdict) -> str | None:
+    """``check`` or ``recorded``: the origin of a verdict of the generic environment, where it came from
+    (``None``: not said)."""
     for note in verdict.notes:
-        if note == SOURCE_CHECK:
+        if note == ORIGIN_CHECK:
             return "check"
-        if note.startswith(SOURCE_RECORDED):
+        if note.startswith(ORIGIN_RECORDED):
             return "recorded"
     return None
 
@@ -327,19 +328,15 @@ def disagreements(record: PrefixRecord, policy: EvidencePolicy = DEFAULT_POLICY)
         if call.observation is None:
             continue
         calls += 1
-        recorded = source_of(verdict) == "recorded"
+        recorded = origin_of(verdict) == "recorded"
         checks_accepted = verdict.accepted or recorded
         refused = recorded or refusal(call.observation, policy) is not None
         if checks_accepted != refused:
             continue
         found.append(
-            Disagreement(
-                dataset=record.dataset,
-                task_id=record.task_id,
-                trial=record.trial,
-                depth=depth,
-                tool=call.name,
-                arguments=dict(call.arguments),
+            Disagreement.of_call(
+                record,
+                depth,
                 recorded_error=refused,
                 recorded_content=_quoted(call.observation),
                 replay_accepted=checks_accepted,

@@ -40,8 +40,7 @@ from jsonschema.validators import validator_for
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 
 from prefix_exec import budget
-from prefix_exec.envs.custom.schema_keywords import SchemaProblem as SchemaProblem
-from prefix_exec.envs.custom.schema_keywords import bounded, compiled_pattern, pattern_weight, short
+from prefix_exec.envs.custom.schema_keywords import SchemaProblem, bounded, compiled_pattern, pattern_weight, short
 from prefix_exec.json_types import JsonMapping
 
 #: Deepest nesting of objects and arrays in a schema (a tool's schema nests a few levels; jsonschema needs
@@ -166,13 +165,13 @@ class _Unknown:
     pass
 
 
-def _refuse(uri: str) -> referencing.Resource[Any]:
+def _retrieve_nothing(uri: str) -> referencing.Resource[Any]:
     """The registry's retrieval: nothing outside the document (and the drafts' metaschemas) is ever read."""
     raise referencing.exceptions.NoSuchResource(ref=uri)  # type: ignore[call-arg]
 
 
-_REGISTRY: referencing.Registry[Any] = referencing.Registry(retrieve=_refuse)  # type: ignore[call-arg]
-#: What jsonschema resolves against: the drafts' metaschemas and the refusing registry.
+_REGISTRY: referencing.Registry[Any] = referencing.Registry(retrieve=_retrieve_nothing)  # type: ignore[call-arg]
+#: What jsonschema resolves against: the drafts' metaschemas and the registry that retrieves nothing.
 _REGISTRY_WITH_SPECS = SPECIFICATIONS.combine(_REGISTRY)
 
 

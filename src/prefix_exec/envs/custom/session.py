@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec.envs.custom import evidence
-from prefix_exec.envs.custom.evidence import DEFAULT_POLICY, SOURCE_CHECK, EvidencePolicy
-from prefix_exec.envs.custom.json_schema import Schema, SchemaProblem
-from prefix_exec.envs.custom.spec_formats import json_path
+from prefix_exec.envs.custom.evidence import DEFAULT_POLICY, ORIGIN_CHECK, EvidencePolicy
+from prefix_exec.envs.custom.json_schema import Schema
+from prefix_exec.envs.custom.schema_keywords import SchemaProblem
+from prefix_exec.envs.custom.yaml_document import json_path
 from prefix_exec.errors import InputError, ReplayError
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.trajectory import FailureLabel, ToolCall, Verdict
@@ -134,39 +135,39 @@ class CustomSession:
             return Verdict.reject(
                 FailureLabel.PRECONDITION,
                 "the task needs tool use (--require-tools), but the agent stopped before any tool call",
-                notes=(SOURCE_CHECK, "no-tool rule: --require-tools"),
+                notes=(ORIGIN_CHECK, "no-tool rule: --require-tools"),
             )
         rule = f"no-tool rule: {self.task.no_tool_rule}"
         if self.task.allow_no_tool:
-            return Verdict.accept(notes=(SOURCE_CHECK, rule))
+            return Verdict.accept(notes=(ORIGIN_CHECK, rule))
         return Verdict.reject(
             FailureLabel.PRECONDITION,
             f"the task needs tool use ({self.task.no_tool_rule}), but the agent stopped before any tool call",
-            notes=(SOURCE_CHECK, rule),
+            notes=(ORIGIN_CHECK, rule),
         )
 
     def step(self, call: ToolCall) -> Verdict:
         tool = self.env.tools.get(call.name)
         if tool is None:
-            return Verdict.reject(FailureLabel.SCHEMA, f"unknown tool {call.name!r}", notes=(SOURCE_CHECK,))
+            return Verdict.reject(FailureLabel.SCHEMA, f"unknown tool {call.name!r}", notes=(ORIGIN_CHECK,))
         args = dict(call.arguments)
         causes, reasons = self._check(tool, call, args)
         if causes:
-            return Verdict.reject(causes, "; ".join(reasons), notes=(SOURCE_CHECK,))
+            return Verdict.reject(causes, "; ".join(reasons), notes=(ORIGIN_CHECK,))
         # Effects run on a copy so a rejected transition leaves the state as it was.
         state = copy.deepcopy(self.state) if tool.effect is not None else self.state
         result = _run_hook(tool, "effect", tool.effect, state, args) if tool.effect is not None else None
         if isinstance(result, Reject):
-            return Verdict.reject(result.cause, result.reason, notes=(SOURCE_CHECK,))
+            return Verdict.reject(result.cause, result.reason, notes=(ORIGIN_CHECK,))
         refused = evidence.refusal(call.observation, self.env.policy)
         if refused is not None:
             return Verdict.reject(refused.label, refused.reason, notes=refused.notes)
         self.state = state
         if tool.effect is not None:
             self._register(tool, args, result)
-            return Verdict.accept(result, notes=(SOURCE_CHECK,))
+            return Verdict.accept(result, notes=(ORIGIN_CHECK,))
         cut = self._register(tool, args, _recorded(tool, call), limit=evidence.PRODUCED_VALUES)
-        return Verdict.accept(result, notes=(SOURCE_CHECK, *cut))
+        return Verdict.accept(result, notes=(ORIGIN_CHECK, *cut))
 
     def _check(self, tool: ToolSpec, call: ToolCall, args: JsonObject) -> tuple[list[FailureLabel], list[str]]:
         """Every cause our checks 1 to 4 find (the module docstring), and their reasons."""

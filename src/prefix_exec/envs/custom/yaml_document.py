@@ -3,7 +3,7 @@
 A spec or hooks file may be YAML (:mod:`prefix_exec.envs.custom.spec_formats`). Only JSON values are accepted: a
 date, a set or binary, ``.nan`` and ``.inf``, a key that is not a string and a key given twice are refused,
 naming the field and line; an alias may not hold itself, and aliases may add at most
-:data:`MAX_ALIAS_EXPANSION` nodes (a "billion laughs" document adds 10**9). Every refusal is a
+:data:`MAX_ALIAS_EXPANSION` nodes (a "billion laughs" document adds 10**9). Each is a
 ``yaml.YAMLError`` the caller turns into an input error with the file's name.
 """
 

@@ -48,7 +48,7 @@ class RecordedSession:
 class RecordedToolSandbox:
     """The environment of one imported rollout: ``start(task_id)`` replays that rollout's record.
 
-    Pair each rollout with :func:`recorded_environment` (a :class:`~prefix_exec.scoring.run.Scorable` builds it
+    Pair each rollout with :func:`recorded_environment` (a :class:`~prefix_exec.scoring.units.Scorable` builds it
     from the rollout when scoring).
     """
 

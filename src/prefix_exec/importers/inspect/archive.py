@@ -10,7 +10,7 @@ So every JSON document it would parse is checked here first, from the bytes alon
   expansion, and each member's nesting depth;
 - a ``.json`` log is one document: its size and nesting depth.
 
-A sample member over a bound is that sample's input error (:attr:`Archive.refused`); any other member over a
+A sample member over a bound is that sample's input error (:attr:`Archive.unread`); any other member over a
 bound (header, journal, summaries, reductions), an archive that expands too far, or a ``.json`` log over a
 bound is the whole log's :class:`InputError`. The bounds are :data:`MAX_DOCUMENT_BYTES` (the JSONL line bound),
 :data:`MAX_RATIO` with :data:`RATIO_SLACK_BYTES`, and :data:`MAX_DEPTH`.
@@ -194,15 +194,15 @@ class Member:
 @dataclass
 class Archive:
     """What the checks found in a ``.eval``: its sample members in archive order (each name once, as inspect
-    reads them: the last member of a name wins) and, by member name, why a sample is refused."""
+    reads them: the last member of a name wins) and, by member name, why a sample is not read (an input error)."""
 
     samples: list[Member] = field(default_factory=list)
-    refused: dict[str, str] = field(default_factory=dict)
+    unread: dict[str, str] = field(default_factory=dict)
 
 
 def check_eval(path: Path) -> Archive:
     """Check every member of the ``.eval`` archive at ``path`` (see the module docstring). Raises
-    :class:`InputError` for the whole log; returns the sample members and the refused ones."""
+    :class:`InputError` for the whole log; returns the sample members and the unread ones."""
     try:
         with zipfile.ZipFile(path) as archive, path.open("rb") as raw:
             infos = archive.infolist()
@@ -221,7 +221,7 @@ def check_eval(path: Path) -> Archive:
                 if sample is not None:
                     names[info.filename] = sample
                     if problem is not None:
-                        found.refused[info.filename] = problem
+                        found.unread[info.filename] = problem
                 elif problem is not None:
                     message = f"refused before reading: member {info.filename!r} {problem}"
                     raise InputError(message, path=path, hint=HINT)

@@ -146,7 +146,7 @@ def _read_member(
         order = (int(raw.epoch), raw.id if isinstance(raw.id, str) else str(raw.id).zfill(20))  # inspect's sort
         return order, to_sample(str(path), raw, scorer, trials, tools=events)
 
-    problem = archive.refused.get(member.name)
+    problem = archive.unread.get(member.name)
     if problem is None:
         try:
             return bounds.run(read)

@@ -205,7 +205,7 @@ def read_toolsandbox(paths: Iterable[str | Path], options: ImportOptions | None 
     """Rollouts, one per scenario folder under ``paths``; a scenario that cannot be read is a ``Skipped``.
 
     ToolSandbox names no trial: a scenario met again under the same model and method (another run folder of the
-    same agent) is told apart by :class:`importers.trials.Numbering`, in the order the paths are given. Names
+    same agent) is told apart by :class:`scoring.numbering.Numbering`, in the order the paths are given. Names
     of ``options.scenarios`` found nowhere are reported as ``Skipped`` at the end, never dropped silently.
     """
     options = options or ImportOptions()

@@ -35,8 +35,8 @@ from prefix_exec.importers.traces.grouping import Trace, traces
 from prefix_exec.importers.traces.spans import Span
 from prefix_exec.importers.transcripts import Identity, Transcript, transcript_of
 from prefix_exec.importers.transcripts.formats import Reader
-from prefix_exec.json_types import JsonObject
-from prefix_exec.records.jsonl import MAX_LINE_CHARS, check_regular_file, iter_json_lines, loads
+from prefix_exec.json_types import JsonObject, loads
+from prefix_exec.records.jsonl import MAX_LINE_CHARS, check_regular_file, iter_json_lines
 
 __all__ = ["FORMATS", "READER", "TraceFile", "TraceIdentity"]
 

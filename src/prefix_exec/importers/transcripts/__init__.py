@@ -214,7 +214,7 @@ def unreadable(exc: InputError, keep_going: bool) -> Skipped:
 def rollout_of(decode: Callable[[], Transcript], keep_going: bool) -> Rollout | Skipped:
     """The rollout of the conversation ``decode`` reads (:meth:`TranscriptFile.undecoded`), or, with
     ``keep_going``, why it cannot be read (:func:`unreadable`): an undecoded unit's decoding
-    (:class:`~prefix_exec.scoring.run.Undecoded`), which a worker process may do."""
+    (:class:`~prefix_exec.scoring.units.Undecoded`), which a worker process may do."""
     try:
         return decode().rollout
     except InputError as exc:
@@ -226,7 +226,7 @@ def read_batch(
 ) -> tuple[list[Callable[[], Rollout | Skipped] | Skipped], InputError | None, str | None]:
     """The conversations of the file at ``path``, undecoded (each :func:`rollout_of` a record), with the error that
     stopped the reading (without ``keep_going``: a record or the file that cannot be read) and the file's note
-    (:meth:`TranscriptFile.note`): a :class:`~prefix_exec.scoring.run.Batch`'s reading, which a worker process may do.
+    (:meth:`TranscriptFile.note`): a :class:`~prefix_exec.scoring.units.Batch`'s reading, which a worker process may do.
     With ``keep_going`` a record that cannot be read is its :func:`unreadable` unit."""
     transcripts = TranscriptFile(path, identity, format=forced, tolerant=keep_going)
     units: list[Callable[[], Rollout | Skipped] | Skipped] = []

@@ -1,11 +1,12 @@
 """Replay on every core: ``score --workers N`` (processes) and ``--launcher ray`` (Ray actors).
 
 The reading process keeps everything but the replays: it reads the inputs, checks identities, writes the
-records, all in input order (:mod:`prefix_exec.scoring.run`). Each unit goes to a worker as soon as one has room
+records, all in input order (:mod:`prefix_exec.scoring.run`, which is handed a :class:`Pool` and never imports
+this package). Each unit goes to a worker as soon as one has room
 (:data:`~prefix_exec.scoring.pool.processes.DEPTH` rollouts in flight each, or one
-:class:`~prefix_exec.scoring.run.Batch`: a file a worker reads, decodes and replays whole), and its outcome waits in a
-window until every unit before it is written (:mod:`prefix_exec.scoring.pool.schedule`). So the file is byte for byte
-what one worker writes, a kill loses at most the window, and ``--resume`` skips what was written.
+:class:`~prefix_exec.scoring.units.Batch`: a file a worker reads, decodes and replays whole), and its outcome waits in
+a window until every unit before it is written (:mod:`prefix_exec.scoring.pool.schedule`). So the file is byte for
+byte what one worker writes, a kill loses at most the window, and ``--resume`` skips what was written.
 
 With ``--launcher local``, ``--workers N`` is N replaying processes: this one and N - 1 workers. This process
 replays a rollout (or reads a batch) itself whenever no ready worker has room for it: while the workers start (a
@@ -20,8 +21,8 @@ no input is parsed again per rollout) or, without one, pickled; an environment t
 rollouts replayed in the reading process (said once on the log). Workers are spawned
 (:mod:`prefix_exec.scoring.pool.spawn`: the command's entry point spawns those started at once as it starts, so their
 start overlaps its own). A worker sends each record back as its line, made there
-(:class:`~prefix_exec.scoring.run.Written`). Records are fsynced in groups, as with one worker
-(:data:`~prefix_exec.scoring.run.SYNC_SECONDS`).
+(:class:`~prefix_exec.scoring.replayer.Written`). Records are fsynced in groups, as with one worker
+(:data:`~prefix_exec.scoring.replayer.SYNC_SECONDS`).
 
 A worker that dies (killed, out of memory in C) costs only the rollout it was replaying: that rollout is
 reported unscorable, a new worker starts and takes the rollouts queued behind it (a batch's, one by one, so that
@@ -35,21 +36,47 @@ import contextlib
 import pickle
 import signal
 import threading
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
+from dataclasses import dataclass
 from typing import TextIO
 
 from prefix_exec.scoring.admission import Admission
-from prefix_exec.scoring.pool.processes import Processes, Transport
-from prefix_exec.scoring.pool.schedule import Schedule, Ticket, raised
+from prefix_exec.scoring.pool.messages import Transport
+from prefix_exec.scoring.pool.processes import Processes
+from prefix_exec.scoring.pool.schedule import Schedule, Ticket
+from prefix_exec.scoring.pool.settlement import Settlement, raised
 from prefix_exec.scoring.pool.spawn import usable_cores
-from prefix_exec.scoring.run import Outcome, Replayer, Scorable, Sync, Undecoded, add_syncs, unbatched
+from prefix_exec.scoring.replayer import Outcome, Replayer, Sync, add_syncs
+from prefix_exec.scoring.units import Scorable, ScoringUnit, Undecoded, unbatched
 
 #: Whether, with ``--launcher local``, this process replays a rollout when no ready worker has room (see the
 #: module docstring); when false (tests of the workers), ``--workers N`` starts N workers and this process only
 #: reads and writes.
 REPLAY_HERE = True
-#: The launchers a ``score`` command takes (``--launcher``), as ``run --launcher`` has them.
-LAUNCHERS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class Pool:
+    """``workers`` replaying processes (this one and ``workers`` - 1 worker processes) with ``launcher`` ``local``,
+    or ``workers`` Ray actors with ``ray`` (one of :data:`~prefix_exec.cluster.LAUNCHERS`): the
+    :class:`~prefix_exec.scoring.run.Dispatch` a ``score`` command hands :func:`~prefix_exec.scoring.run.score_to_file`
+    (:func:`pool_for`)."""
+
+    workers: int
+    launcher: str = "local"
+
+    def __call__(
+        self, units: Iterable[ScoringUnit], replayer: Replayer, admission: Admission, log: TextIO
+    ) -> Generator[Outcome | Sync]:
+        """The outcome of every unit in input order (:func:`ordered`), each admitted by ``admission`` in its turn."""
+        tickets = admission.deferring(units)
+        return ordered(tickets, replayer, admission, workers=self.workers, launcher=self.launcher, log=log)
+
+
+def pool_for(workers: int, launcher: str = "local") -> Pool | None:
+    """The pool of ``--workers`` and ``--launcher``; ``None`` for one worker here (``--workers 1``, ``local``): then
+    every rollout is replayed in the reading process, and no pool is started."""
+    return Pool(workers, launcher) if workers > 1 or launcher != "local" else None
 
 
 def ordered(
@@ -62,9 +89,9 @@ def ordered(
     log: TextIO,
 ) -> Generator[Outcome | Sync]:
     """The outcome of every ticket in input order: settled ones as they are, rollouts replayed by ``workers``
-    workers of ``launcher`` (one of :data:`LAUNCHERS`) with ``replayer``, undecoded ones decoded there too and
-    settled by ``admission`` in their turn; :data:`~prefix_exec.scoring.run.SYNC` at most every
-    :data:`~prefix_exec.scoring.run.SYNC_SECONDS`, between outcomes.
+    workers of ``launcher`` (one of :data:`~prefix_exec.cluster.LAUNCHERS`) with ``replayer``, undecoded ones
+    decoded there too and settled by ``admission`` in their turn; :data:`~prefix_exec.scoring.replayer.SYNC` at
+    most every :data:`~prefix_exec.scoring.replayer.SYNC_SECONDS`, between outcomes.
     SIGTERM ends the run as Ctrl-C does, from the start (no worker is left behind, and the command says what it
     kept)."""
     with _terminate_as_interrupt():
@@ -101,11 +128,12 @@ def _scored(
 
 def _in_process(tickets: Iterator[Ticket], replayer: Replayer, admission: Admission, log: TextIO) -> Iterator[Outcome]:
     """The outcomes of ``tickets`` replayed in this process, as with one worker (a batch read here in its turn)."""
+    settlement = Settlement(admission, replayer, log)
     for ticket in unbatched(tickets, log):
         if isinstance(ticket, Scorable):
             yield replayer(ticket.rollout, ticket.env)
         elif isinstance(ticket, Undecoded):
-            yield raised(admission.settle(ticket, None, replayer))
+            yield raised(settlement.settle(ticket, None))
         else:
             yield ticket
 

@@ -1,7 +1,7 @@
 """The process transport of ``score --workers N`` (:mod:`prefix_exec.scoring.pool.dispatch` schedules on it): spawned
 worker processes (:func:`prefix_exec.scoring.pool.worker.serve`), each with a pipe to it and one back, addressed by
-index, and what a transport reports (:data:`Event`, :class:`Died`). ``--launcher ray``'s actors are the other
-transport (:mod:`prefix_exec.scoring.pool.ray`).
+index, reporting what :mod:`prefix_exec.scoring.pool.messages` names (an answer, or a worker's end: :class:`Died`).
+``--launcher ray``'s actors are the other transport (:mod:`prefix_exec.scoring.pool.ray`).
 
 Workers are spawned by :mod:`prefix_exec.scoring.pool.spawn` (those the command started as it started are adopted
 first), and each is sent this run's settings as its first message. A worker that ends (killed, out of memory in
@@ -17,54 +17,18 @@ import selectors
 import signal
 import struct
 import time
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from prefix_exec.records.jsonl import UnitKey
+from prefix_exec.scoring.pool.messages import BUILT, READY, Batched, Decoded, Died, Event, Raised, Unloadable
 from prefix_exec.scoring.pool.spawn import spawn, system_pipe_bytes, take_early
-from prefix_exec.scoring.pool.worker import BUILT, READY, Batched, Decoded, Raised
-from prefix_exec.scoring.run import Batch, Outcome, Replayer, Scorable, Undecoded
+from prefix_exec.scoring.replayer import Outcome, Replayer
+from prefix_exec.scoring.units import Batch, Scorable, Undecoded
+from prefix_exec.trajectory import UnitKey
 
-#: Rollouts a local worker holds at least (the next is queued while one runs; more for quick ones: scoring_pool).
+#: Rollouts a local worker holds at least (the next is queued while one runs; more for quick ones: schedule).
 DEPTH = 2
 #: Bytes read off a worker's pipe in one system call at most (a widened pipe holds up to a megabyte).
 READ_BYTES = 1 << 20
-
-
-@dataclass(frozen=True)
-class Died:
-    """A worker ended while it held rollouts; ``why`` says how (an exit code, a signal, Ray's message)."""
-
-    why: str
-
-
-@dataclass(frozen=True)
-class Unloadable:
-    """A worker's answer for a unit that does not load in the reading process (it pickled in the worker: an
-    exception class whose ``__init__`` takes other arguments than its ``args``, say); ``why`` says what failed.
-    The reading process replays that unit itself (:mod:`prefix_exec.scoring.pool.dispatch`)."""
-
-    why: str
-
-
-#: What a transport reports: (worker index, sequence number of the unit, its outcome, or what the worker decoded
-#: of it and its outcome, ``None`` when it did not decode, a batch's answers, or Unloadable), or (index, None, Died).
-Event = tuple[int, int | None, Outcome | Raised | Decoded | Batched | Unloadable | Died]
-
-
-class Transport(Protocol):
-    """Worker processes or actors, addressed by index; each runs the messages it is sent in order."""
-
-    depth: int
-
-    def available(self, worker: int) -> bool: ...
-    def holds(self, worker: int, token: int) -> bool: ...
-    def send_env(self, worker: int, token: int, data: bytes) -> None: ...
-    def send_unit(self, worker: int, seq: int, unit: Scorable | Undecoded | Batch, token: int) -> None: ...
-    def collect(self, timeout: float | None = None) -> list[Event]: ...
-    def restart(self, worker: int) -> None: ...
-    def stop(self, worker: int) -> None: ...
-    def close(self) -> None: ...
 
 
 def describe_exit(code: int | None) -> str:

@@ -1,5 +1,6 @@
-"""``score --launcher ray``: the replays on Ray actors, one CPU each, through the runner's connection to Ray
-(:func:`prefix_exec.runner.launchers.connect_ray`: the cluster in ``RAY_ADDRESS``, else a local instance).
+"""``score --launcher ray``: the replays on Ray actors, one CPU each, through the connection to Ray that ``run
+--launcher ray`` uses too (:func:`prefix_exec.cluster.connect_ray`: the cluster in ``RAY_ADDRESS``, else a local
+instance).
 
 An actor is one worker of :mod:`prefix_exec.scoring.pool.dispatch`: it gets each environment once (its recipe, or the
 environment pickled) and replays one rollout (or one batch) at a time. An actor that dies (killed, out of
@@ -15,12 +16,12 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from prefix_exec.records.jsonl import UnitKey
-from prefix_exec.runner.launchers import connect_ray
-from prefix_exec.scoring.pool.processes import Died, Event
-from prefix_exec.scoring.pool.worker import Batched, Decoded, Raised, Shelf, batch_on, decode_on, replay_on
-from prefix_exec.scoring.run import Batch, Outcome, Reading, Replayer, Scorable, Undecoded
-from prefix_exec.trajectory import Rollout, Skipped
+from prefix_exec.cluster import connect_ray
+from prefix_exec.scoring.pool.messages import Batched, Decoded, Died, Event, Raised
+from prefix_exec.scoring.pool.worker import Shelf, batch_on, decode_on, replay_on
+from prefix_exec.scoring.replayer import Outcome, Replayer
+from prefix_exec.scoring.units import Batch, Reading, Scorable, Undecoded
+from prefix_exec.trajectory import Rollout, Skipped, UnitKey
 
 
 class ScoreActor:
@@ -46,9 +47,9 @@ class ScoreActor:
 
 
 class RayActors:
-    """``workers`` actors (a transport of :mod:`scoring.pool.dispatch`), given one rollout at a time (after a
-    death, its successor is given the rollouts queued behind: the first of them that fails names the one it was
-    replaying)."""
+    """``workers`` actors (a :class:`~prefix_exec.scoring.pool.messages.Transport`), given one rollout at a time
+    (after a death, its successor is given the rollouts queued behind: the first of them that fails names the one
+    it was replaying)."""
 
     depth = 1
 

@@ -1,7 +1,8 @@
-"""The queue of one ``score --workers N`` run (:mod:`scoring.pool.dispatch`): which unit goes to which worker,
-which this process replays itself, and the window that gives the outcomes back in input order.
+"""The queue of one ``score --workers N`` run (:mod:`prefix_exec.scoring.pool.dispatch`): which unit goes to which
+worker, which this process replays itself, and the window (:mod:`prefix_exec.scoring.pool.window`) that gives the
+outcomes back in input order, settled as one worker would (:mod:`prefix_exec.scoring.pool.settlement`).
 
-A unit (:data:`Ticket`) is a rollout, an undecoded one, or a :class:`~prefix_exec.scoring.run.Batch` of those (a
+A unit (:data:`Ticket`) is a rollout, an undecoded one, or a :class:`~prefix_exec.scoring.units.Batch` of those (a
 file's conversations). A worker holds at most :attr:`Schedule.depth` rollouts, or one batch (after a worker died
 on a batch, its successor is sent the batch's units at once). A batch no worker can take is read here, and its
 units enter the window at once, in order, to be replayed here one by one (the workers' answers are read between
@@ -17,32 +18,21 @@ window.
 
 from __future__ import annotations
 
-import pickle
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, TextIO
 
-from prefix_exec.envs.base import Environment
-from prefix_exec.errors import InputError
 from prefix_exec.scoring.admission import Admission
-from prefix_exec.scoring.pool.processes import Died, Transport, Unloadable
-from prefix_exec.scoring.pool.worker import Batched, Decoded, Raised, decode_on
-from prefix_exec.scoring.run import (
-    SYNC,
-    SYNC_SECONDS,
-    Batch,
-    EnvFor,
-    Outcome,
-    Replayer,
-    Scorable,
-    Sync,
-    Undecoded,
-    unit_name,
-)
-from prefix_exec.trajectory import Rollout, Skipped
+from prefix_exec.scoring.pool.environments import Environments
+from prefix_exec.scoring.pool.messages import Batched, Decoded, Died, Raised, Transport, Unloadable
+from prefix_exec.scoring.pool.settlement import Settlement, caught, raised
+from prefix_exec.scoring.pool.window import PENDING, Entry, Note, Window
+from prefix_exec.scoring.pool.worker import decode_on
+from prefix_exec.scoring.replayer import SYNC, SYNC_SECONDS, Outcome, Replayer, Sync
+from prefix_exec.scoring.units import Batch, Scorable, Undecoded, unit_name
+from prefix_exec.trajectory import Skipped
 
 #: Units the window holds per replaying process beyond what the workers hold: while a worker works through its
 #: queue, this process goes on reading and replaying that many (with 8, it waited on the worker a tenth of the
@@ -74,43 +64,14 @@ LIVENESS_SECONDS = 1.0
 
 #: What the schedule takes, in input order (:meth:`~prefix_exec.scoring.admission.Admission.deferring`).
 Ticket = Scorable | Undecoded | Batch | Outcome
-_PENDING = object()
 _END = object()  # no ticket is left
 _UNREAD = object()  # no ticket read ahead yet
 
 
-@dataclass(frozen=True)
-class _Note:
-    """A batch's note, said on the log in its turn (once its units are written)."""
-
-    text: str
-
-
-#: A window entry: [seq, outcome (or _PENDING, Raised, a worker's answer, _Note), the unit settled in its turn (an
-#: Undecoded or a Batch) or None, tag]. Tag: 0, a ticket read; 1, a unit of a batch read here; 2, its last.
-Entry = list[Any]
-
-
-def caught(replayer: Replayer, rollout: Rollout, env: Environment | EnvFor) -> Outcome | Raised:
-    """``rollout`` replayed here as a worker replays it: an exception the replay lets through is raised in its
-    turn (:func:`raised`), after the units before it are written."""
-    try:
-        return replayer(rollout, env)
-    except Exception as exc:
-        return Raised(exc)
-
-
-def raised(outcome: Outcome | Raised) -> Outcome:
-    """``outcome``, or its error raised (a reading error, or one the replay let through: one worker raises it)."""
-    if isinstance(outcome, Raised):
-        raise outcome.error
-    return outcome
-
-
 class Schedule:
     """One run's queue: the window of units in input order and what each worker holds; with ``here``, units no
-    ready worker has room for are replayed in this process (see :mod:`scoring.pool.dispatch`); ``start_later``
-    starts the workers not started at once, :data:`START_SECONDS` in."""
+    ready worker has room for are replayed in this process (see :mod:`prefix_exec.scoring.pool.dispatch`);
+    ``start_later`` starts the workers not started at once, :data:`START_SECONDS` in."""
 
     def __init__(
         self,
@@ -126,20 +87,16 @@ class Schedule:
     ) -> None:
         self.tickets, self.transport, self.replayer, self.log = tickets, transport, replayer, log
         self.admission, self.here, self.start_later = admission, here, start_later
-        self.window: deque[Entry] = deque()  # oldest first
+        self.settlement = Settlement(admission, replayer, log)
+        self.window = Window()
         self.entries: dict[int, Entry] = {}  # those a worker holds, by seq
         self.local: deque[Entry] = deque()  # units of batches read here, to replay here, in order
-        self.expanded = 0  # window entries of batches read here (they count as no ticket: see room)
-        self.batches = 0  # batches with entries in the window (read here, or a worker's)
         self.peeked: Any = None  # a ticket read that waits for a worker (this process has its own to replay)
         self.held: list[deque[tuple[int, Scorable | Undecoded | Batch]]] = [deque() for _ in range(workers)]
-        self.known: list[set[int]] = [set() for _ in range(workers)]
+        self.environments = Environments(transport, workers, log)
         self.failed_starts = [0] * workers  # deaths before READY in a row (with here: see MOST_FAILED_STARTS)
-        self.envs: dict[int, tuple[int | None, object]] = {}  # id(env) -> (token or None: not sendable, env)
-        self.payloads: list[bytes] = []  # by token
         self.depth = transport.depth  # rollouts a worker may hold (more, with here, for quick rollouts)
         self.unit_seconds: float | None = None  # a moving mean of the rollouts replayed here
-        self.seq = 0
         self.exhausted = False  # every ticket is read (the last may wait in peeked)
         self.ahead: Any = _UNREAD  # the ticket after the one read last (see read; None is a ticket)
         self.started = self.synced = time.monotonic()
@@ -150,8 +107,8 @@ class Schedule:
             if self.local:  # one unit of a batch read here; the workers' answers are read before the next
                 entry = self.local.popleft()
                 entry[1] = self.replay_here(entry[2])
-            while self.window and self.window[0][1] is not _PENDING:
-                yield from self.settled(self.window.popleft())
+            for settled in self.window.settled():
+                yield from self.outcomes(settled)
             handed_out = self.exhausted and self.peeked is None  # every ticket read and placed in the window
             if not self.window and handed_out:
                 return
@@ -175,55 +132,18 @@ class Schedule:
             for worker, seq, outcome in self.transport.collect(timeout):
                 self.receive(worker, seq, outcome)
 
-    def settled(self, entry: Entry) -> Iterator[Outcome]:
+    def outcomes(self, entry: Entry) -> Iterator[Outcome]:
         """The outcomes of the window's oldest entry, in its turn: a unit's admitted (:class:`Admission`), or each
         of a batch's; a note is said on the log."""
-        _, outcome, unit, tag = entry
-        self.expanded -= bool(tag)
-        self.batches -= tag == 2 or isinstance(unit, Batch)
-        if isinstance(outcome, _Note):
+        _, outcome, unit, _ = entry
+        if isinstance(outcome, Note):
             print(outcome.text, file=self.log)
         elif isinstance(unit, Batch):
-            yield from self.settle_batch(unit, outcome)
+            yield from self.settlement.settle_batch(unit, outcome)
         elif unit is not None:  # admitted now, in its turn (and decoded here if need be)
-            yield raised(self.admission.settle(unit, outcome, self.replayer))
+            yield raised(self.settlement.settle(unit, outcome))
         else:
             yield raised(outcome)
-
-    def settle_batch(self, batch: Batch, answer: Batched) -> Iterator[Outcome]:
-        """The outcomes of ``batch``'s units from a worker's ``answer``; the batch is read again here only for a
-        unit the answer cannot settle as one worker would, and to raise the error its reading stopped on."""
-        again: list[tuple[list[Undecoded | Skipped], InputError | None, str | None]] = []
-
-        def read_again() -> tuple[list[Undecoded | Skipped], InputError | None, str | None]:
-            if not again:
-                again.append(batch.expand())
-                if len(again[0][0]) < len(answer.answers):
-                    raise InputError(
-                        f"{batch.name} read differently the second time: changed while it was scored?",
-                        hint="score files that do not change during the run",
-                    )
-            return again[0]
-
-        def unit(index: int) -> Undecoded:
-            found = read_again()[0][index]
-            assert isinstance(found, Undecoded), "a unit read twice is the same unit"
-            return found
-
-        for index, each in enumerate(answer.answers):
-            if isinstance(each, Skipped):
-                yield each
-            else:
-                yield raised(self.admission.settle_lazily(partial(unit, index), batch.numbering, each, self.replayer))
-        note = answer.note
-        if answer.stopped:  # read here what follows what the worker answered: the error it stopped on is raised
-            units, error, note = read_again()
-            for rest in units[len(answer.answers) :]:
-                yield rest if isinstance(rest, Skipped) else raised(self.admission.settle(rest, None, self.replayer))
-            if error is not None:
-                raise error
-        if note is not None:
-            print(note, file=self.log)
 
     def fill(self) -> None:
         """Read tickets while the window has room (see the module docstring): each to the worker with the most
@@ -242,30 +162,28 @@ class Schedule:
             if ticket is _END:
                 return
             if not isinstance(ticket, Scorable | Undecoded | Batch):
-                self.append([self.next_seq(), ticket, None, 0])
+                self.window.add(ticket)
                 continue
-            token = self.token(ticket)
+            token = self.environments.token(ticket)
             batch = isinstance(ticket, Batch)
-            if batch and self.batches >= MOST_EXPANDED + len(self.held):
+            if batch and self.window.batches >= MOST_EXPANDED + len(self.held):
                 self.peeked = ticket  # its turn comes once the oldest batch in the window is written
                 return
             # The last batch is read here, and its units shared (share): whole, it would end the run alone.
             last = batch and self.here and self.exhausted  # exhausted: no ticket after this one
             worker = None if token is None or last else self.free(token, whole=batch)
             if worker is not None and token is not None:
-                unit = None if isinstance(ticket, Scorable) else ticket  # settled in its turn
-                entry = self.append([self.next_seq(), _PENDING, unit, 0])
+                entry = self.window.add(PENDING, None if isinstance(ticket, Scorable) else ticket)  # settled in turn
                 self.entries[entry[0]] = entry
-                self.batches += batch
                 self.dispatch(worker, entry[0], ticket, token)
                 continue
             if (self.local and not last) or (token is not None and not self.here):
                 self.peeked = ticket  # its turn comes when a worker has room, or this process none of its own
                 return
             if isinstance(ticket, Batch):
-                self.local.extend(entry for entry in self.read_here(ticket) if entry[1] is _PENDING)
+                self.local.extend(entry for entry in self.read_here(ticket) if entry[1] is PENDING)
                 return
-            entry = self.append([self.next_seq(), _PENDING, ticket if isinstance(ticket, Undecoded) else None, 0])
+            entry = self.window.add(PENDING, ticket if isinstance(ticket, Undecoded) else None)
             entry[1] = self.replay_here(ticket)  # in input order like the rest (admitted in its turn)
             return
 
@@ -275,7 +193,7 @@ class Schedule:
         they come back in the window's order all the same."""
         while len(self.local) > 1:
             entry = self.local[-1]
-            token = self.token(entry[2])
+            token = self.environments.token(entry[2])
             worker = None if token is None else self.free(token)
             if worker is None or token is None:
                 return
@@ -291,49 +209,28 @@ class Schedule:
         if not self.here:
             return False
         if self.peeked is not None:  # read while this process had its own: its turn here has come
-            return not (isinstance(self.peeked, Batch) and self.batches >= MOST_EXPANDED + len(self.held))
+            return not (isinstance(self.peeked, Batch) and self.window.batches >= MOST_EXPANDED + len(self.held))
         return not self.exhausted and self.room()
 
     def room(self) -> bool:
         """Whether the window may take another ticket: it holds fewer than :meth:`size` (a batch read here counts
         as none)."""
-        return len(self.window) - self.expanded < self.size()
+        return self.window.tickets() < self.size()
 
     def size(self) -> int:
         """How many tickets the window may hold: what the workers may hold, and :data:`WINDOW` per replaying
         process beyond that."""
         return self.depth * len(self.held) + WINDOW * (len(self.held) + int(self.here))
 
-    def next_seq(self) -> int:
-        self.seq += 1
-        return self.seq - 1
-
-    def append(self, entry: Entry) -> Entry:
-        self.window.append(entry)
-        return entry
-
     def read_here(self, batch: Batch) -> list[Entry]:
-        """The entries of ``batch``'s units, read here (its error, or its note, after them), tagged as a batch
-        read here and appended to the window; a reading that raises is one entry, raised in its turn."""
+        """The entries of ``batch``'s units, read here and added to the window (:meth:`Window.add_batch`); a
+        reading that raises is one entry, raised in its turn (and no ticket is read after it)."""
         try:
             units, error, note = batch.expand()
         except Exception as exc:  # a bug of the reading: one worker raises it there
             self.exhausted = True
-            return [self.append([self.next_seq(), Raised(exc), None, 0])]
-        entries: list[Entry] = []
-        for unit in units:
-            pending = isinstance(unit, Undecoded)
-            entries.append([self.next_seq(), _PENDING if pending else unit, unit if pending else None, 1])
-        if error is not None:
-            entries.append([self.next_seq(), Raised(error), None, 1])
-        elif note is not None:
-            entries.append([self.next_seq(), _Note(note), None, 1])
-        if entries:
-            entries[-1][3] = 2
-            self.expanded += len(entries)
-            self.batches += 1
-        self.window.extend(entries)
-        return entries
+            return [self.window.add(Raised(exc))]
+        return self.window.add_batch(units, error, note)
 
     def free(self, token: int | None, *, whole: bool = False) -> int | None:
         """The worker holding the fewest rollouts, if it has room (``whole``: holds nothing, for a batch); with
@@ -347,7 +244,7 @@ class Schedule:
             if held and isinstance(held[0][1], Batch):  # busy with a whole file: what it is given waits behind
                 continue
             if self.here and token is not None and not self.transport.holds(worker, token):
-                self.send_env(worker, token)
+                self.environments.send(worker, token)
                 continue
             if best is None or len(held) < len(self.held[best]):
                 best = worker
@@ -389,30 +286,6 @@ class Schedule:
         self.depth = max(self.transport.depth, min(MOST_HELD, wanted))
         return answer
 
-    def token(self, unit: Scorable | Undecoded | Batch) -> int | None:
-        """The number workers know ``unit``'s environment by; ``None`` when it cannot be sent to them."""
-        key = id(unit.env)  # the env is kept in self.envs, so its id is not reused
-        if key not in self.envs:
-            token: int | None = None
-            try:
-                self.payloads.append(pickle.dumps(unit.recipe if unit.recipe is not None else unit.env))
-                token = len(self.payloads) - 1
-            except Exception as exc:  # pickle raises what the object's reduction raises
-                print(
-                    f"prefix-exec: note: the environment {getattr(unit.env, 'name', type(unit.env).__name__)} "
-                    f"cannot be sent to worker processes ({type(exc).__name__}); its rollouts are replayed in "
-                    "this process",
-                    file=self.log,
-                )
-            self.envs[key] = (token, unit.env)
-        return self.envs[key][0]
-
-    def send_env(self, worker: int, token: int) -> None:
-        """Send ``worker`` the environment of ``token`` unless it was sent it already (since it last started)."""
-        if token not in self.known[worker]:
-            self.transport.send_env(worker, token, self.payloads[token])
-            self.known[worker].add(token)
-
     def gives_up(self, worker: int, died: Died) -> bool:
         """Whether ``worker``, which ended idle, is not started again: it ended before it was ready
         :data:`MOST_FAILED_STARTS` times in a row. It is stopped, and never ready, so it is given nothing (only
@@ -429,7 +302,7 @@ class Schedule:
         return True
 
     def dispatch(self, worker: int, seq: int, unit: Scorable | Undecoded | Batch, token: int) -> None:
-        self.send_env(worker, token)
+        self.environments.send(worker, token)
         self.transport.send_unit(worker, seq, unit, token)
         self.held[worker].append((seq, unit))
 
@@ -447,7 +320,7 @@ class Schedule:
                     file=self.log,
                 )
                 if isinstance(unit, Batch):  # before this process's own: they come earlier in the window
-                    self.local.extendleft(reversed(self.split(entry)))
+                    self.local.extendleft(reversed(self.window.split(entry, self.read_here)))
                 else:
                     entry[1] = self.replay_here(unit)
                 return
@@ -457,7 +330,7 @@ class Schedule:
             if self.here and self.gives_up(worker, outcome):
                 return
             self.transport.restart(worker)
-            self.known[worker] = set()
+            self.environments.forget(worker)
             return
         # The unit it was replaying is the one that killed it; those queued behind it go to its successor. A
         # batch's units go to it one by one, so that the one that kills a worker is known.
@@ -465,7 +338,7 @@ class Schedule:
         entry = self.entries.pop(culprit)
         queued = list(self.held[worker])
         if isinstance(unit, Batch):
-            pending = self.split(entry)
+            pending = self.window.split(entry, self.read_here)
             self.entries.update((again[0], again) for again in pending)
             queued = [(again[0], again[2]) for again in pending] + queued
         else:
@@ -476,21 +349,8 @@ class Schedule:
             )
         self.held[worker].clear()
         self.transport.restart(worker)
-        self.known[worker] = set()
+        self.environments.forget(worker)
         for seq_again, again in queued:
-            token = self.token(again)
+            token = self.environments.token(again)
             assert token is not None
             self.dispatch(worker, seq_again, again, token)
-
-    def split(self, entry: Entry) -> list[Entry]:
-        """Put in the window, in place of ``entry`` (a batch a worker did not answer), the entries of its units
-        read here (:meth:`read_here`); those still to replay."""
-        index = next(at for at, other in enumerate(self.window) if other is entry)
-        self.window.remove(entry)
-        self.batches -= 1  # counted again as read here
-        entries = self.read_here(entry[2])
-        for _ in entries:  # read_here put them at the end: move them to the batch's place
-            self.window.pop()
-        for offset, new in enumerate(entries):
-            self.window.insert(index + offset, new)
-        return [new for new in entries if new[1] is _PENDING]

@@ -1,60 +1,22 @@
-"""The worker side of ``score --workers N`` (:mod:`prefix_exec.scoring.pool.dispatch`): a worker process's loop, and the
-environments a worker (process or Ray actor) was sent, built once each."""
+"""The worker side of ``score --workers N`` (:mod:`prefix_exec.scoring.pool.dispatch`): a worker process's loop, and
+the environments a worker (process or Ray actor) was sent, built once each; what it answers is
+:mod:`prefix_exec.scoring.pool.messages`'s."""
 
 from __future__ import annotations
 
 import contextlib
 import pickle
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from prefix_exec.envs.recipe import Recipe
 from prefix_exec.errors import InputError
-from prefix_exec.importers.trials import rollout_digest
-from prefix_exec.records.jsonl import UnitKey
-from prefix_exec.scoring.run import Outcome, Reading, Replayer, unit_name
-from prefix_exec.trajectory import Rollout, Skipped
-
-#: The sequence number of a worker process's first message, ``(READY, None)``: its imports and settings are done.
-READY = -1
-#: The sequence number of ``(BUILT, token)``, sent once an environment a worker process was sent is built (or
-#: failed to build: its rollouts are told why): rollouts replay on it without waiting for its imports.
-BUILT = -2
-
-
-class Raised:
-    """An exception met reading the input or replaying a unit: raised when every unit before it is written, as
-    one worker would have raised it there."""
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
-@dataclass(frozen=True)
-class Decoded:
-    """A worker's answer for a unit it decoded (:class:`~prefix_exec.scoring.run.Undecoded`): the rollout's identity,
-    digest (:func:`~prefix_exec.importers.trials.rollout_digest`) and name as read, and its outcome (``None``: not
-    replayed, its identity is in the output already). The reading process admits it in its turn
-    (:mod:`prefix_exec.scoring.admission`)."""
-
-    key: UnitKey
-    digest: str
-    name: str
-    outcome: Outcome | Raised
-
-
-@dataclass(frozen=True)
-class Batched:
-    """A worker's answer for a :class:`~prefix_exec.scoring.run.Batch`: each unit's answer in input order (a
-    :class:`Decoded`, ``None`` for one that did not decode there, or the :class:`~prefix_exec.trajectory.Skipped`
-    the reading gave), whether the reading stopped on an error after them (the reading process reads the batch
-    again to raise it in its turn), and the note to say once they are written."""
-
-    answers: list[Decoded | Skipped | None]
-    stopped: bool
-    note: str | None
+from prefix_exec.scoring.numbering import rollout_digest
+from prefix_exec.scoring.pool.messages import BUILT, READY, Batched, Decoded, Raised
+from prefix_exec.scoring.replayer import Outcome, Replayer
+from prefix_exec.scoring.units import Reading, unit_name
+from prefix_exec.trajectory import Rollout, Skipped, UnitKey
 
 
 class Shelf:

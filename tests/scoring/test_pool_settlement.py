@@ -1,18 +1,21 @@
-"""Units decoded in a worker process (prefix_exec.scoring.admission, scoring_worker.decode_on): admitted in their
-turn as one worker admits them. Oracle: the same units decoded in this process (Admission.tickets)."""
+"""Units decoded in a worker process (prefix_exec.scoring.pool.worker.decode_on), settled in their turn
+(prefix_exec.scoring.pool.settlement, admitted by prefix_exec.scoring.admission) as one worker admits them. Oracle:
+the same units decoded in this process (Admission.tickets)."""
 
 from __future__ import annotations
 
+import io
 from dataclasses import replace
 from functools import partial
 
-from prefix_exec.importers.trials import Numbering
-from prefix_exec.records.jsonl import UnitKey
 from prefix_exec.scoring.admission import Admission
-from prefix_exec.scoring.pool.processes import Died
-from prefix_exec.scoring.pool.worker import Decoded, Shelf, decode_on, replay_on
-from prefix_exec.scoring.run import Replayer, Scorable, Undecoded
-from prefix_exec.trajectory import Rollout, Skipped
+from prefix_exec.scoring.numbering import Numbering
+from prefix_exec.scoring.pool.messages import Decoded, Died
+from prefix_exec.scoring.pool.settlement import Settlement
+from prefix_exec.scoring.pool.worker import Shelf, decode_on, replay_on
+from prefix_exec.scoring.replayer import Replayer
+from prefix_exec.scoring.units import Scorable, Undecoded
+from prefix_exec.trajectory import Rollout, Skipped, UnitKey
 from test_replay import CounterEnv, rollout
 
 REPLAYER = Replayer(None, None, 0)
@@ -53,9 +56,10 @@ def test_a_worker_answer_settles_a_unit_as_decoding_it_here_does() -> None:
     assert [type(e).__name__ for e in expected] == ["PrefixRecord", "Skipped", "PrefixRecord", "NoneType"]
 
     pool, pending = Admission(kept), units(Numbering())
+    settlement = Settlement(pool, REPLAYER, io.StringIO())
     answers = [in_a_worker(u, frozenset(kept)) for u in pending]
     assert isinstance(answers[3], Decoded) and answers[3].outcome is None  # not replayed: kept by resume
-    assert [pool.settle(u, a, REPLAYER) for u, a in zip(pending, answers, strict=True)] == expected
+    assert [settlement.settle(u, a) for u, a in zip(pending, answers, strict=True)] == expected
     assert pool.seen == here.seen
 
 
@@ -63,7 +67,7 @@ def test_what_a_worker_cannot_decode_or_died_on_is_settled_here() -> None:
     bad = Skipped("f.json:3", "unreadable")
     assert in_a_worker(undecoded(bad)) is None
     assert in_a_worker(Undecoded(failing, CounterEnv())) is None
-    admission = Admission(set())
-    assert admission.settle(undecoded(bad), None, REPLAYER) == bad
-    died = admission.settle(undecoded(rollout(("inc", {}))), Died("killed by SIGKILL"), REPLAYER)
+    settlement = Settlement(Admission(set()), REPLAYER, io.StringIO())
+    assert settlement.settle(undecoded(bad), None) == bad
+    died = settlement.settle(undecoded(rollout(("inc", {}))), Died("killed by SIGKILL"))
     assert isinstance(died, Skipped) and died.error == "the worker process died replaying it (killed by SIGKILL)"

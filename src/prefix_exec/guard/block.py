@@ -1,7 +1,7 @@
-"""The text a refused call returns to the client: what was refused, why, and what to do, in words a model can
-act on.
+"""The block: what a call the guard blocks (``enforce``: its checks rejected it, so it never reaches the server)
+returns to the client: what was blocked, why, and what to do, in words a model can act on.
 
-A refusal is a normal tool result with ``isError: true`` (so any MCP client hands it to the model as it hands
+A block is a normal tool result with ``isError: true`` (so any MCP client hands it to the model as it hands
 a tool's own error), one text block, and the verdict in ``_meta`` under :data:`META_KEY` for programs. The
 text starts with the label and our check's reason, then says what would make the call acceptable, from the
 environment: for a ``dependency`` the tools that produce the value it needs, for a ``schema`` failure the
@@ -12,16 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from prefix_exec.envs.custom.environment import CustomEnvironment, CustomSession
+from prefix_exec.envs.custom.session import CustomEnvironment, CustomSession
 from prefix_exec.json_types import JsonObject
 from prefix_exec.trajectory import FailureLabel, ToolCall, Verdict
 
-#: The ``_meta`` key of a refusal's verdict (``{"label", "reason", "refused": true}``).
+#: The ``_meta`` key of a block's verdict (``{"label", "reason", "refused": true}``: the field keeps its name).
+#: The guard's log keeps a blocked call with this text as an error reply, so that replaying the log reads it as a
+#: refusal.
 META_KEY = "prefix-exec/guard"
 _NAMES_SHOWN = 12
 
 
-def refusal_text(verdict: Verdict, call: ToolCall, session: CustomSession | None) -> str:
+def block_text(verdict: Verdict, call: ToolCall, session: CustomSession | None) -> str:
     """One paragraph: ``prefix-exec guard did not run NAME: LABEL: REASON. What to do: ...``."""
     label = verdict.label or FailureLabel.SCHEMA
     head = f"prefix-exec guard did not run {call.name}: {label.value}: {verdict.reason.rstrip('.')}."
@@ -29,11 +31,11 @@ def refusal_text(verdict: Verdict, call: ToolCall, session: CustomSession | None
     return f"{head} What to do: {advice}" if advice else head
 
 
-def refusal_result(verdict: Verdict, call: ToolCall, session: CustomSession | None) -> JsonObject:
-    """The ``tools/call`` result of a refused call (the MCP ``CallToolResult`` JSON)."""
+def block_result(verdict: Verdict, call: ToolCall, session: CustomSession | None) -> JsonObject:
+    """The ``tools/call`` result of a blocked call (the MCP ``CallToolResult`` JSON)."""
     label = verdict.label.value if verdict.label else None
     return {
-        "content": [{"type": "text", "text": refusal_text(verdict, call, session)}],
+        "content": [{"type": "text", "text": block_text(verdict, call, session)}],
         "isError": True,
         "_meta": {META_KEY: {"refused": True, "label": label, "reason": verdict.reason}},
     }

@@ -1,21 +1,23 @@
-"""``--record DIR``: the files a guarded session leaves for scoring, kept current call by call.
+"""The guard's journal, ``--record DIR``: the files a guarded connection leaves for scoring, kept current call by
+call (the option keeps its name; in code the folder and its writer are the journal, and a "record" is only a
+scored line of ``records.jsonl``).
 
-- ``DIR/rollouts.jsonl``: one canonical rollout per MCP session (``score custom`` reads it);
-- ``DIR/records.jsonl``: one scored record per session, the guard's own verdicts (``metrics``, ``report``);
+- ``DIR/rollouts.jsonl``: one canonical rollout per MCP connection (``score custom`` reads it);
+- ``DIR/records.jsonl``: one scored record per connection, the guard's own verdicts (``metrics``, ``report``);
 - ``DIR/tools.json``: the tools the server listed, as an MCP ``tools/list`` result (``score custom --tools``).
 
-Each settled call rewrites the session's line in both files before its answer is passed on to the client
-(:meth:`Recorder.update`, called by the pump): a temporary file beside the file, renamed over it, so the files
-are whole at every moment. The guarantee: every call whose answer (or refusal) the client has received is in
+Each settled call rewrites the connection's line in both files before its answer is passed on to the client
+(:meth:`Journal.update`, called by the pump): a temporary file beside the file, renamed over it, so the files
+are whole at every moment. The guarantee: every call whose answer (or block) the client has received is in
 both files, so a kill of the guard, SIGKILL included, loses only the calls in flight (received, not yet
 answered). A write that reached the kernel survives the death of the process; only a power loss or an
 operating-system crash needs ``fsync``, which a thread of its own does after the writes, paced (after an fsync
-of t seconds it waits 3t, at least 0.5 s), and :meth:`Recorder.close` does at the end. So a machine crash can
+of t seconds it waits 3t, at least 0.5 s), and :meth:`Journal.close` does at the end. So a machine crash can
 lose the calls of the last pause; a process crash loses nothing answered.
 
-A write costs O(the file): the session's lines are rebuilt from each call's JSON text, made once
-(:class:`~prefix_exec.guard.log.SessionLog`), and the file is read again only when another writer changed it
-since (its inode, size and modification time say so). Lines of other sessions (earlier runs, or another guard
+A write costs O(the file): the connection's lines are rebuilt from each call's JSON text, made once
+(:class:`~prefix_exec.guard.log.ConnectionLog`), and the file is read again only when another writer changed it
+since (its inode, size and modification time say so). Lines of other connections (earlier runs, or another guard
 recording into the same folder at the same time) are kept: the writer holds ``DIR/.guard.lock`` while it
 reads, changes and renames a file.
 
@@ -60,8 +62,8 @@ RECORDED = ("rollouts.jsonl", "records.jsonl", "tools.json")
 _Stamp = tuple[int, int, int]
 
 
-class Recorder:
-    """The writer of one ``--record`` folder. :meth:`update` and :meth:`add_tools` write at once (from any
+class Journal:
+    """The writer of one journal, a ``--record`` folder. :meth:`update` and :meth:`add_tools` write at once (from any
     thread: a lock orders them); :meth:`close` fsyncs and stops the syncer thread."""
 
     def __init__(self, folder: Path, *, secrets: Iterable[str] = ()) -> None:
@@ -72,7 +74,7 @@ class Recorder:
         self._secrets = sorted(texts, key=len, reverse=True)
         self._written: dict[tuple[str, str, int], tuple[str, str]] = {}
         self._known: dict[Path, tuple[_Stamp, str]] = {}  # each file's text as we last wrote it, and its stamp
-        self._at: dict[tuple[Path, tuple[str, str, int]], int] = {}  # where a session's line was, by file
+        self._at: dict[tuple[Path, tuple[str, str, int]], int] = {}  # where a connection's line was, by file
         self._clean: dict[tuple[str, str, int], tuple[list[str], list[str], list[str]]] = {}  # scrubbed texts
         self._spares: set[Path] = set()  # the files' previous texts, removed at close
         self._tools: dict[str, JsonObject] = {}
@@ -87,8 +89,8 @@ class Recorder:
         self._thread.start()
 
     def trial_for(self, task_id: str) -> int:
-        """A trial number for a new session of ``task_id`` (``--task``): one more than the trials of it the
-        folder's rollouts hold, so sessions of one task never share a unit key."""
+        """A trial number for a new connection of ``task_id`` (``--task``): one more than the trials of it the
+        folder's rollouts hold, so connections of one task never share a unit key."""
         trials = [-1]
         for line in _read_whole_lines(self.rollouts).splitlines():
             with contextlib.suppress(ValueError, AttributeError, TypeError):
@@ -101,13 +103,13 @@ class Recorder:
             return self._trials[task_id]
 
     def update(self, snapshot: Snapshot) -> None:
-        """Rewrite the session's lines in both files now (returns once the kernel has them; no fsync)."""
+        """Rewrite the connection's lines in both files now (returns once the kernel has them; no fsync)."""
         with self._lock:
             clean = self._clean.setdefault(snapshot.key, ([], [], []))
             for done, texts in zip(clean, (snapshot.actions, snapshot.verdicts, snapshot.calls), strict=True):
                 done.extend(self._scrub(text) for text in texts[len(done) :])  # each call's texts once
             lines = replace(snapshot, actions=tuple(clean[0]), verdicts=tuple(clean[1]), calls=tuple(clean[2]))
-            self._write(lambda: self._write_session(snapshot.key, lines.lines(self._scrub)))
+            self._write(lambda: self._write_connection(snapshot.key, lines.lines(self._scrub)))
 
     def add_tools(self, tools: list[JsonObject]) -> None:
         """Tools a server listed; ``tools.json`` holds every tool seen, by name (the latest definition)."""
@@ -171,7 +173,7 @@ class Recorder:
             finally:
                 os.close(descriptor)
 
-    def _write_session(self, key: tuple[str, str, int], lines: tuple[str, str]) -> None:
+    def _write_connection(self, key: tuple[str, str, int], lines: tuple[str, str]) -> None:
         with self._locked():
             for index, path in enumerate((self.rollouts, self.records)):
                 text = self._current(path)
@@ -179,7 +181,7 @@ class Recorder:
                 new = lines[index] + "\n"
                 at = self._at.get((path, key), -1)
                 if old is not None and not text.startswith(old, at):
-                    at = text.find(old)  # another session's line before it changed (or another writer)
+                    at = text.find(old)  # another connection's line before it changed (or another writer)
                 if old is not None and at >= 0:
                     text = text[:at] + new + text[at + len(old) :]
                 else:

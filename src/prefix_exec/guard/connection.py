@@ -1,0 +1,68 @@
+"""One guarded MCP connection: its shadow (environment and live state), its log, and where the log is saved."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from prefix_exec.guard.journal import Journal
+from prefix_exec.guard.log import ConnectionLog
+from prefix_exec.guard.options import GuardOptions
+from prefix_exec.guard.shadow import Shadow
+from prefix_exec.json_types import JsonObject
+
+
+@dataclass
+class GuardedConnection:
+    """``shadow`` checks and steps the calls, ``log`` keeps them; :meth:`save` hands the log to the journal
+    (when there is one). ``dataset`` names the rollouts (default: the server's name, else ``mcp``)."""
+
+    shadow: Shadow
+    log: ConnectionLog
+    journal: Journal | None = None
+    dataset: str | None = None
+    _listings_saved: int = 0
+
+    def save(self) -> None:
+        if self.journal is None:
+            return
+        if self.shadow.listings != self._listings_saved:
+            self._listings_saved = self.shadow.listings
+            self.journal.add_tools(self.shadow.tools)
+        server = self.log.info.get("server")
+        name = server.get("name") if isinstance(server, dict) else None
+        no_tool = None if self.log.actions else self.shadow.finish_without_tools()
+        self.journal.update(self.log.snapshot(self.dataset or str(name or "mcp"), no_tool))
+
+
+def new_connection(
+    options: GuardOptions,
+    journal: Journal | None,
+    *,
+    transport: str,
+    origin: JsonObject,
+    connection_id: str | None = None,
+    dataset: str | None = None,
+) -> GuardedConnection:
+    """A fresh guarded connection. ``origin`` says where the server is (``{"command": [...]}`` with its secrets
+    removed, or ``{"upstream": URL}``); ``connection_id`` is the MCP session id (MCP's own name for it) where
+    the transport has one.
+
+    The rollout's task is the connection (its id), or with ``--task`` that task of the side file, in a trial of
+    its own (:meth:`Journal.trial_for`), so ``score custom`` replays it on that task.
+    """
+    sid = connection_id or f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{secrets.token_hex(3)}"
+    tools_from = journal.tools_path if journal is not None else Path("tools.json")
+    shadow = Shadow(tools_from, hooks=options.hooks, task=options.task, require_tools=options.require_tools)
+    info: JsonObject = {"mode": options.mode, "transport": transport, **origin, "session": sid}
+    if options.require_tools:
+        info["require_tools"] = True
+    task_id, trial = sid, 0
+    if options.task is not None:
+        task_id = info["task"] = options.task
+        trial = journal.trial_for(options.task) if journal is not None else 0
+    log = ConnectionLog(task_id, method=f"guard-{options.mode}", info=info, trial=trial)
+    return GuardedConnection(shadow, log, journal, dataset)
