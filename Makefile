@@ -27,7 +27,7 @@ TAU2_SOURCE   ?= $(abspath $(firstword $(wildcard ../shared/vendor/tau2-bench ..
 # scripts/check_setup.py imports what each extra needs.
 # Each step prints one line; everything the tools print goes to $(SETUP_LOG), whose last lines a failing step shows.
 comma := ,
-EXTRAS := dev,report,llm,ray,tau-sim,bfcl,inspect,guard$(if $(TOOLSANDBOX),$(comma)toolsandbox)
+EXTRAS := dev,report,llm,ray,tau-sim,bfcl,inspect,guard,otlp$(if $(TOOLSANDBOX),$(comma)toolsandbox)
 SETUP_LOG := $(VENV)/setup.log
 STEP = $(PYTHON) scripts/setup_step.py $(SETUP_LOG)
 BFCL_EVAL := bfcl-eval==2026.3.23

@@ -24,6 +24,8 @@ toolsandbox   ToolSandbox's runtime dependencies          ``pip install --no-dep
                                                           on PyPI, and its declared pins fail on Python 3.12
 inspect       inspect_ai: reading inspect eval logs       -
 guard         the MCP SDK: ``prefix-exec guard``          -
+otlp          opentelemetry-proto: OTLP protobuf trace    -
+              files for ``score traces``
 tau-sim       litellm and pandas: live tau runs           -
 ============  ==========================================  ===========================================================
 
@@ -73,6 +75,7 @@ class Extra:
 
 EXTRAS: tuple[Extra, ...] = (
     Extra("report", "figures and report.html", ("matplotlib",)),
+    Extra("otlp", "OTLP protobuf trace files (.pb, .binpb) for score traces", ("opentelemetry",)),
     Extra("llm", "agents on OpenAI-compatible endpoints", ("openai",)),
     Extra("ray", "Ray workers for run --launcher ray", ("ray",)),
     Extra(

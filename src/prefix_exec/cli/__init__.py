@@ -22,6 +22,7 @@ from prefix_exec.records.redaction import redact_text
 SCORE_COMMANDS: tuple[tuple[str, str], ...] = (
     ("custom", "prefix_exec.cli.score_custom"),
     ("transcripts", "prefix_exec.cli.score_transcripts"),
+    ("traces", "prefix_exec.cli.score_traces"),
     ("toolsandbox", "prefix_exec.cli.score_toolsandbox"),
     ("bfcl", "prefix_exec.cli.score_bfcl"),
     ("tau", "prefix_exec.cli.score_tau"),
