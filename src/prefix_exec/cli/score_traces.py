@@ -16,16 +16,15 @@ from prefix_exec.cli.common import (
     finish,
     numbering,
     output_options,
-    trial_source,
+    trial_rule,
 )
-from prefix_exec.cli.score_transcripts import SCHEMA_ONLY_NOTE, _with_own_tools
 from prefix_exec.envs.custom.evidence import EvidencePolicy
 from prefix_exec.errors import InputError
 from prefix_exec.importers.traces import FORMATS, TraceFile, TraceIdentity
 from prefix_exec.importers.transcripts import Identity, unreadable
 from prefix_exec.records.jsonl import expand_inputs
 from prefix_exec.scoring.units import Scorable, numbered
-from prefix_exec.sources.own_tools import OwnLists
+from prefix_exec.sources.own_tools import SCHEMA_ONLY_NOTE, OwnLists
 from prefix_exec.sources.spec import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
 from prefix_exec.trajectory import Skipped
 
@@ -71,7 +70,7 @@ def register(benchmarks: Any, name: str) -> None:
 def identity_of(args: argparse.Namespace, default_dataset: str) -> TraceIdentity:
     """The :class:`TraceIdentity` the options describe."""
     values = {name: getattr(args, name) for name in ("model", "method", "dataset") if getattr(args, name)}
-    trials = trial_source(args)
+    trials = trial_rule(args)
     if trials.field is not None:
         raise InputError("--trial-field names a transcript field; traces take --trial N or number trials in order")
     if trials.fixed is not None:
@@ -127,7 +126,7 @@ def _units(
             try:
                 if isinstance(item, InputError):
                     raise item
-                yield Scorable(item.rollout, env) if env is not None else _with_own_tools(item, own)
+                yield Scorable(item.rollout, env) if env is not None else own.pair_transcript(item)
             except InputError as exc:
                 yield unreadable(exc, keep_going)
         print(found.note(), file=sys.stderr)

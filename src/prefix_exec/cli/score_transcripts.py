@@ -26,21 +26,18 @@ from prefix_exec.errors import InputError
 from prefix_exec.importers.transcripts import (
     READERS,
     Identity,
-    Transcript,
     TranscriptFile,
     decodings,
     read_batch,
     unreadable,
 )
-from prefix_exec.json_types import JsonObject
 from prefix_exec.records.jsonl import expand_inputs
 from prefix_exec.scoring.units import Batch, Scorable, Undecoded, numbered
-from prefix_exec.sources.own_tools import OwnLists
+from prefix_exec.sources.own_tools import SCHEMA_ONLY_NOTE, OwnLists
 from prefix_exec.sources.spec import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
 from prefix_exec.trajectory import Skipped
 
 #: The records' note when a conversation's own tools list served as its spec.
-SCHEMA_ONLY_NOTE = "schema checks only: the conversation's own tools list served as the spec (no --tools)"
 #: The identity fields a ``--<name>-field PATH`` option reads from a conversation, and each option's help.
 FIELDS = {
     "task_id": "task id (default: task_id, metadata.task_id or id)",
@@ -181,7 +178,7 @@ def _units(
                 try:
                     if isinstance(item, InputError):
                         raise item
-                    yield Scorable(item.rollout, *spec) if spec else _with_own_tools(item, own)
+                    yield Scorable(item.rollout, *spec) if spec else own.pair_transcript(item)
                 except InputError as exc:
                     yield unreadable(exc, keep_going)
         print(transcripts.note(), file=sys.stderr)
@@ -193,32 +190,3 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
-
-
-def _with_own_tools(item: Transcript, own: OwnLists) -> Scorable:
-    """The conversation's rollout with the environment of its own tools list (:meth:`OwnLists.pair`), its
-    metadata saying so. A conversation with no tools list and no tool call is scored on an empty list (one no-tool
-    action, allowed as for any tools-list spec); one with calls but no list raises :class:`InputError`: there is
-    nothing to check its calls against."""
-    tools = item.tools
-    if tools is None and not item.rollout.actions:
-        tools = []
-    if tools is None:
-        raise InputError(
-            "no --tools was given and this conversation carries no 'tools' list of its own: there is nothing to "
-            "check its tool calls against",
-            path=item.path,
-            line=item.line,
-            field=item.prefix + "tools",
-            hint="pass --tools SPEC (the tool list offered, or our spec)",
-        )
-    first = not own.lists
-    where: JsonObject = {"name": item.rollout.dataset, "path": item.path, "line": item.line, "prefix": item.prefix}
-    unit = own.pair(item.rollout, tools, where)
-    if first:  # said once, when the first conversation is checked against its own list (not before: see above)
-        print(
-            "prefix-exec: note: no --tools: each conversation's own tools list is its spec, so only schema checks "
-            "apply (tool names, arguments); the records say so in metadata.spec_note",
-            file=sys.stderr,
-        )
-    return unit
