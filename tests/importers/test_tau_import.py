@@ -119,7 +119,7 @@ def test_malformed_messages_skip_the_simulation(tmp_path: Path, messages: list[A
     broken = {"task_id": "1", "reward_info": {"reward": 1.0}, "messages": messages}
     results = read_results(_write(tmp_path, {"info": info, "tasks": [], "simulations": [broken]}))
     assert results.rollouts == ()
-    assert results.sources == ()
+    assert results.raw_simulations == ()
     (skipped,) = results.skipped
     assert "simulations[0]" in skipped.where
     assert fragment in skipped.error

@@ -141,7 +141,7 @@ def test_an_environment_built_from_the_rollout_gets_the_prepared_one_and_only_wh
 
 
 def test_a_duplicate_is_the_same_rollout_and_a_conflict_names_both(tmp_path: Path) -> None:
-    # what numbering leaves sharing an identity (prefix_exec.importers.trials): the same rollout read twice, or with
+    # what numbering leaves sharing an identity (prefix_exec.scoring.numbering): the same rollout read twice, or with
     # --unique-task a different rollout of one task and trial
     first = replace(rollout(("inc", {})), metadata={"source": "f.jsonl:1"})
     other = replace(first, actions=(ToolCall("inc"), ToolCall("inc")), metadata={"source": "f.jsonl:3"})

@@ -15,7 +15,6 @@ from prefix_exec.errors import InputError
 from prefix_exec.importers.trials import TrialRule
 from prefix_exec.records import outputs
 from prefix_exec.scoring.numbering import Numbering
-from prefix_exec.scoring.pool.dispatch import pool_for
 from prefix_exec.scoring.pool.spawn import usable_cores
 from prefix_exec.scoring.run import ScoreOptions, ScoreReport
 
@@ -84,14 +83,20 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
 def output_options(args: argparse.Namespace) -> ScoreOptions:
     """score_to_file's options from what :func:`add_scoring_options` parsed, all but ``--out``: resume,
     overwrite, keep_going, the rollout and call budgets, and the pool of the workers and their launcher (none
-    for one worker here: :func:`~prefix_exec.scoring.pool.dispatch.pool_for`)."""
+    for one worker here: :func:`~prefix_exec.scoring.pool.dispatch.pool_for`). One worker here never imports the
+    pool (its transport, schedule and worker side): the pool module is imported only when a pool is asked for."""
+    dispatch = None
+    if args.workers > 1 or args.launcher != "local":
+        from prefix_exec.scoring.pool.dispatch import pool_for
+
+        dispatch = pool_for(args.workers, args.launcher)
     return ScoreOptions(
         resume=args.resume,
         overwrite=args.overwrite,
         keep_going=args.keep_going,
         rollout_seconds=args.rollout_budget,
         call_memory_mb=args.call_memory,
-        dispatch=pool_for(args.workers, args.launcher),
+        dispatch=dispatch,
     )
 
 

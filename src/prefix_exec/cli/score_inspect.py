@@ -1,8 +1,8 @@
 """``prefix-exec score inspect``: replay inspect_ai eval logs (``.eval``/``.json``) on our environments.
 
 inspect_evals' BFCL multi-turn samples go to the BFCL environment and its tau2 airline/retail samples to the
-tau environment, mapped to what the native importers produce (``importers/inspect_bfcl.py``,
-``importers/inspect_tau.py``), so they get the same replay, labels and Y rules as native files. Any other task
+tau environment, mapped to what the native importers produce (``importers/inspect/bfcl.py``,
+``importers/inspect/tau.py``), so they get the same replay, labels and Y rules as native files. Any other task
 is replayed on the generic environment: on the tool spec given with ``--tools``, or without it on each sample's
 own tool list (the tools its model calls were offered; schema checks only, an empty list included), with the
 recorded outcomes as evidence (:mod:`envs.custom.evidence`); ``sources.inspect`` pairs each sample

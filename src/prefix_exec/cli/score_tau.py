@@ -27,7 +27,7 @@ from prefix_exec.envs.tau.results import LoadedResults, load_results
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.tau import TauResults, read_results
-from prefix_exec.records.codec import RECORD_KIND, is_unpooled, read_records
+from prefix_exec.records.codec import RECORD_KIND, first_unpooled, read_records
 from prefix_exec.records.jsonl import completed_keys
 from prefix_exec.scoring.run import score_to_file
 from prefix_exec.scoring.units import Scorable
@@ -77,7 +77,7 @@ def register(benchmarks: Any, name: str) -> None:
 def handle(args: argparse.Namespace) -> int:
     require("tau2", "loguru", why="tau2's domains replay the calls")
     if args.resume:
-        _refuse_old_layout(args.out)
+        _check_resumable_layout(args.out)
     files: list[LoadedResults[TauResults]] = []
     units: list[Scorable | Skipped] = []
     mismatched: list[Disagreement] = []
@@ -121,10 +121,10 @@ def handle(args: argparse.Namespace) -> int:
     return 2 if unregraded else status
 
 
-def _refuse_old_layout(out: str) -> None:
+def _check_resumable_layout(out: str) -> None:
     """An output written before tau3 was pooled (``tau3-airline``, task ``18``) cannot be resumed: every
     simulation would be scored again under its new id (``airline/18``) beside the old record."""
-    old = next((k for k in sorted(completed_keys(out, kind=RECORD_KIND)) if is_unpooled(k[0], k[1])), None)
+    old = first_unpooled(completed_keys(out, kind=RECORD_KIND))
     if old is not None:
         raise InputError(
             f"this output holds records made before tau3 was pooled (dataset {old[0]}, task {old[1]}); task ids are "

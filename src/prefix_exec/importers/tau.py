@@ -59,7 +59,7 @@ class TauResults:
     skipped: tuple[Skipped, ...] = ()
     simulations: tuple[JsonMapping, ...] = field(default=(), repr=False)
     #: The simulation each rollout was read from (same order as ``rollouts``).
-    sources: tuple[JsonMapping, ...] = field(default=(), repr=False)
+    raw_simulations: tuple[JsonMapping, ...] = field(default=(), repr=False)
 
     @property
     def offered_tools(self) -> tuple[str, ...]:
@@ -141,7 +141,7 @@ def read_results(
         )
     method = method or str(agent.get("implementation") or "llm_agent")
     tasks = {str(t["id"]): t for t in data.get("tasks") or [] if isinstance(t, Mapping) and "id" in t}
-    rollouts, skipped, sources = _read_simulations(
+    rollouts, skipped, raw = _read_simulations(
         data["simulations"], text_path, domain=domain, model=str(model), method=method, trials=trials
     )
     return TauResults(
@@ -152,7 +152,7 @@ def read_results(
         rollouts=rollouts,
         skipped=skipped,
         simulations=tuple(data["simulations"]),
-        sources=sources,
+        raw_simulations=raw,
     )
 
 
@@ -200,9 +200,9 @@ def _read_simulations(
     simulations: Sequence[Any], text_path: str, *, domain: str, model: str, method: str, trials: TrialRule
 ) -> tuple[tuple[Rollout, ...], tuple[Skipped, ...], tuple[JsonMapping, ...]]:
     """The rollouts of the readable simulations, the others skipped with the reason, and the readable ones'
-    simulation objects (``sources``, aligned with the rollouts)."""
+    simulation objects (``raw_simulations``, aligned with the rollouts)."""
     rollouts: list[Rollout] = []
-    sources: list[JsonMapping] = []
+    raw: list[JsonMapping] = []
     skipped: list[Skipped] = []
     for index, simulation in enumerate(simulations):
         where = f"{text_path}: simulations[{index}]"
@@ -212,7 +212,7 @@ def _read_simulations(
             continue
         try:
             rollouts.append(
-                rollout_of(simulation, domain=domain, model=model, method=method, source=text_path, trials=trials)
+                rollout_of(simulation, domain=domain, model=model, method=method, read_from=text_path, trials=trials)
             )
         except TrialError as exc:
             skipped.append(Skipped(where, f"input error: {exc}"))
@@ -220,8 +220,8 @@ def _read_simulations(
         except (KeyError, TypeError, ValueError) as exc:
             skipped.append(Skipped(where, f"unreadable simulation: {exc!r}"))
             continue
-        sources.append(simulation)
-    return tuple(rollouts), tuple(skipped), tuple(sources)
+        raw.append(simulation)
+    return tuple(rollouts), tuple(skipped), tuple(raw)
 
 
 def _unscorable(simulation: Any) -> str | None:
@@ -246,7 +246,7 @@ def rollout_of(
     domain: str,
     model: str,
     method: str,
-    source: str = "",
+    read_from: str = "",
     trials: TrialRule = FROM_INPUT,
 ) -> Rollout:
     """One simulation as a rollout (see the module docstring), its trial where ``trials`` says (the
@@ -291,7 +291,7 @@ def rollout_of(
             "termination_reason": simulation.get("termination_reason"),
             "reward": reward,
             "first_recorded_error": first_error,
-            "source": Path(source).name if source else None,
+            "source": Path(read_from).name if read_from else None,
         },
     )
 

@@ -41,7 +41,7 @@ LISTED_NAMES = 12
 
 class ReadResults(Protocol):
     """A read results file (:class:`prefix_exec.importers.tau.TauResults`): its path and domain, its embedded
-    tasks (task id -> raw tau2 task), its rollouts with the simulation each came from (``sources``, aligned),
+    tasks (task id -> raw tau2 task), its rollouts with the simulation each came from (``raw_simulations``, aligned),
     and a copy of it with provenance stamped on."""
 
     @property
@@ -57,7 +57,7 @@ class ReadResults(Protocol):
     def rollouts(self) -> Sequence[Rollout]: ...
 
     @property
-    def sources(self) -> Sequence[JsonMapping]: ...
+    def raw_simulations(self) -> Sequence[JsonMapping]: ...
 
     @property
     def offered_tools(self) -> Sequence[str]:
