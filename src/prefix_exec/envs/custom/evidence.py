@@ -32,9 +32,13 @@ the call (tool, arguments against the schema, references), so a refusal that nam
 condition on the environment's state that the spec does not model, which is what ``precondition`` means. tau's
 own table defaults an unlisted error to ``precondition`` for the same reason (:mod:`prefix_exec.envs.tau.labels`).
 
-Why the default pattern is ``\\A\\s*Error\\b``: tau-bench's tools and tau2's environment answer a refused call
-with a reply beginning ``Error: ...``; matching ``Error`` as a whole word at the very start (case-sensitive)
-keeps results that merely mention an error, an ``errors`` field, or JSON, out.
+Why the default pattern is ``\\A\\s*(?:Error\\b|[\\w.]*(?:Error|Exception)\\b:)``: tau-bench's tools and tau2's
+environment answer a refused call with a reply beginning ``Error: ...``, and harnesses that catch a Python
+exception write its class first (AgentDojo: ``ValueError: Channel does not exist!``, pydantic's
+``ValidationError: ...``, ``TypeError: ...``); matching at the very start (case-sensitive, the class name
+followed by a colon) keeps results that merely mention an error, an ``errors`` field, or JSON, out.
+An exception name at the start of the text is also the error's type when the log names none
+(:func:`leading_exception`), so type rules read it.
 """
 
 from __future__ import annotations
@@ -50,8 +54,11 @@ from prefix_exec.records.consistency import Disagreement
 from prefix_exec.trajectory import RESULT_CHARS, FailureLabel, Observation, PrefixRecord, Verdict, excerpt
 
 #: The default ``--error-pattern``: a reply whose text begins with the word ``Error`` (tau-bench's and tau2's
-#: convention, ``"Error: user not found"``), after optional white space.
-DEFAULT_ERROR_PATTERN = r"\A\s*Error\b"
+#: convention, ``"Error: user not found"``) or with an exception's class and a colon (``ValueError: ...``,
+#: ``pydantic_core.ValidationError: ...``), after optional white space.
+DEFAULT_ERROR_PATTERN = r"\A\s*(?:Error\b|[\w.]*(?:Error|Exception)\b:)"
+#: An exception's class at the start of a recorded error's text (``KeyError: 'x'`` -> ``KeyError``).
+LEADING_EXCEPTION = re.compile(r"\A\s*([A-Za-z_][\w.]*(?:Error|Exception)):")
 #: How much of a reply the pattern and the classifier read, in characters: an error says what it is early, and a
 #: huge result must not be scanned whole at every step.
 TEXT_CHARS = 10_000
@@ -148,7 +155,20 @@ RULES: tuple[Rule, ...] = (
         r"\binvalid (argument|parameter|input|value|type|json|format)s?\b|"
         r"\bwrong (type|number of arguments)\b|\b(could not|cannot|can't|failed to|unable to) (parse|decode)\b",
     ),
+    Rule(
+        "format",
+        _S,
+        "text",
+        r"\bdoes not match( the)? format\b|\bunconverted data remains\b|\b(bad|wrong|incorrect)( \w+)? format\b|"
+        r"\binvalid literal for\b|\bcould not convert\b|\binvalid isoformat\b|\bexpected format\b",
+    ),
     Rule("not found", _D, "text", r"\bnot found\b"),
+    Rule(
+        "nothing found",
+        _D,
+        "text",
+        r"\bno\s+(\w+\s+){0,3}(found|matched|matching)\b|\bno (record|entry|entries|result|match)(e?s)? for\b",
+    ),
     Rule("unknown id", _D, "text", r"\b(unknown|invalid) ([\w-]+[ _])?id\b"),
     Rule("does not exist", _D, "text", r"\b(does|do|did)( not|n't) exist\b|\bno such\b|\bnon-?existent\b"),
     Rule("permission", _P, "text", r"\bpermission\b|\bforbidden\b|\bunauthori[sz]ed\b|\bdenied\b"),
@@ -235,8 +255,16 @@ def refusal(observation: Observation | None, policy: EvidencePolicy = DEFAULT_PO
         if policy.error_pattern.search(text) is None:
             return None
         by = "pattern"
-    found = classify(observation.error_type, text)
-    return Refusal(found.label, found.rule, by, text, observation.error_type)
+    error_type = observation.error_type or leading_exception(text)
+    found = classify(error_type, text)
+    return Refusal(found.label, found.rule, by, text, error_type)
+
+
+def leading_exception(text: str) -> str | None:
+    """The exception class a recorded error's text begins with (``ValueError: ...`` -> ``ValueError``), or
+    ``None``: harnesses that catch a tool's exception write ``f"{type(e).__name__}: {e}"``."""
+    found = LEADING_EXCEPTION.match(text[:200])
+    return found.group(1) if found else None
 
 
 def observation_text(observation: Observation) -> str:
