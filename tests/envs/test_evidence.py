@@ -79,6 +79,8 @@ TABLE = [
     (None, "ValueError: No events found", D, "nothing found"),
     (None, "no record for passenger P-3", D, "nothing found"),
     (None, "No matching files", D, "nothing found"),
+    (None, "ValueError: No travel service status is available for 'lost property'.", D, "nothing found"),
+    (None, "ValueError: No account_recovery_assistance record matches the supplied process_id.", D, "nothing found"),
     (None, "note N-9 not found", D, "not found"),
     (None, "Error: unknown ticket id T-9", D, "unknown id"),
     (None, "invalid order_id", D, "unknown id"),

@@ -149,3 +149,30 @@ def test_agentdojo_call_form() -> None:
     assert [(a.name, dict(a.arguments), a.observation) for a in found] == [
         ("send", {"to": "a"}, Observation("ValueError: no", True))
     ]
+
+
+def test_a_composite_task_id_joins_its_paths() -> None:
+    data = {**convo(), "metadata": {"suite_name": "slack", "name": "user_task_3[without attack]", "n": 4}}
+    composite = Identity({"task_id": "metadata.suite_name, metadata.name"}, {}, IDENTITY.defaults)
+    rollout = conversation_of(data, composite, path="x.jsonl", line=1).rollout
+    assert rollout.task_id == "slack/user_task_3[without attack]"
+    numbered = Identity({"task_id": "metadata.suite_name,metadata.n"}, {}, IDENTITY.defaults)
+    assert conversation_of(data, numbered, path="x.jsonl", line=1).rollout.task_id == "slack/4"
+    missing = Identity({"task_id": "metadata.suite_name,metadata.nope"}, {}, IDENTITY.defaults)
+    with pytest.raises(InputError, match="missing") as info:
+        conversation_of(data, missing, path="x.jsonl", line=1)
+    assert info.value.field == "metadata.nope"
+
+
+def test_agentdojo_text_blocks() -> None:
+    # AgentDojo's own runs: content blocks {"type": "text", "content": ...}, the exception in `error`
+    assert one_reply(content=[{"type": "text", "content": ""}], error="ValueError: no") == Observation(
+        "ValueError: no", True
+    )
+    assert one_reply(content=[{"type": "text", "content": "half"}], error="KeyError: 'k'") == Observation(
+        "KeyError: 'k'\nhalf", True
+    )
+    plain = one_reply(content=[{"type": "text", "content": "Error: user not found"}])
+    found = refusal(plain)
+    assert found is not None
+    assert (found.by, found.text) == ("pattern", "Error: user not found")

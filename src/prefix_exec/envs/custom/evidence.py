@@ -167,7 +167,8 @@ RULES: tuple[Rule, ...] = (
         "nothing found",
         _D,
         "text",
-        r"\bno\s+(\w+\s+){0,3}(found|matched|matching)\b|\bno (record|entry|entries|result|match)(e?s)? for\b",
+        r"\bno\s+([\w'-]+\s+){0,4}(found|matched|matching|matches|match|available)\b|"
+        r"\bno (record|entry|entries|result|match)(e?s)? for\b",
     ),
     Rule("unknown id", _D, "text", r"\b(unknown|invalid) ([\w-]+[ _])?id\b"),
     Rule("does not exist", _D, "text", r"\b(does|do|did)( not|n't) exist\b|\bno such\b|\bnon-?existent\b"),
@@ -293,17 +294,22 @@ def observation_text(observation: Observation) -> str:
 
 def blocks_text(content: JsonValue, limit: int) -> str | None:
     """The text of a reply written as a list of text blocks (``[{"type": "text", "text": ...}, ...]``: Anthropic
-    ``tool_result``, OpenAI and LangChain content parts), the blocks joined by newlines and cut after ``limit``
+    ``tool_result``, OpenAI and LangChain content parts; AgentDojo writes ``content`` for ``text``), the blocks
+    joined by newlines and cut after ``limit``
     + 1 characters; ``None`` for anything else (a list with another kind of block included)."""
     if not isinstance(content, list) or not content:
         return None
-    if not all(isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str) for b in content):
+    texts = [
+        b.get("text", b.get("content")) if isinstance(b, dict) and b.get("type") == "text" else None for b in content
+    ]
+    if not all(isinstance(text, str) for text in texts):
         return None
     parts: list[str] = []
     size = 0
-    for block in content:
-        parts.append(block["text"])
-        size += len(block["text"]) + 1
+    for text in texts:
+        assert isinstance(text, str)  # checked above, for the type checker
+        parts.append(text)
+        size += len(text) + 1
         if size > limit:
             break
     return "\n".join(parts)[: limit + 1]

@@ -44,11 +44,28 @@ def recorded_error(message: JsonMapping, at: str, fail: Fail) -> tuple[JsonValue
         flag = _status(message.get("status"))
     if not text:
         return content, flag, None
-    if _empty(content):
+    said = block_text(content)
+    if _empty(said):
         return text, True, text
-    if isinstance(content, str):
-        return f"{text}\n{content}", True, text
+    if isinstance(said, str):
+        return f"{text}\n{said}", True, text
     return content, True, text
+
+
+def block_text(content: Any) -> Any:
+    """A list of text blocks as its text, joined by newlines (``{"type": "text", "text": ...}``, or AgentDojo's
+    ``{"type": "text", "content": ...}``); any other content as it is."""
+    if not isinstance(content, list) or not content:
+        return content
+    texts = []
+    for block in content:
+        if not isinstance(block, Mapping) or block.get("type") != "text":
+            return content
+        said = block.get("text", block.get("content"))
+        if not isinstance(said, str):
+            return content
+        texts.append(said)
+    return "\n".join(texts)
 
 
 def _error_field(value: Any) -> tuple[bool | None, str | None]:
