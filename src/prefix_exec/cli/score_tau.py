@@ -24,7 +24,7 @@ from prefix_exec.cli.common import (
 from prefix_exec.envs.tau.consistency import Consistency, Disagreement
 from prefix_exec.envs.tau.pooled import TAU_DOMAINS, legacy
 from prefix_exec.envs.tau.regrade import regrade_files
-from prefix_exec.envs.tau.results import LoadedResults, load_results, recipe
+from prefix_exec.envs.tau.results import LoadedResults, check_override, load_results, recipe
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.tau import TauResults, read_results
@@ -59,8 +59,9 @@ def register(benchmarks: Any, name: str) -> None:
     parser.add_argument(
         "--domain",
         choices=TAU_DOMAINS,
-        help="the domain of files that do not name theirs (info.environment_info.domain_name); a file whose tool "
-        "names are mostly not the domain's is refused (docs/tau.md)",
+        help="the domain of the files, over the one a file names (info.environment_info.domain_name: a policy "
+        "variant such as airline_tighter_policy); a file whose tool names are mostly not the domain's is refused "
+        "(docs/tau.md)",
     )
     parser.add_argument(
         "--parallel-calls",
@@ -95,6 +96,7 @@ def handle(args: argparse.Namespace) -> int:
         # domain's is one file's error.
         try:
             results = read_results(path, model=args.model, method=args.method, domain=args.domain, trials=source)
+            check_override(results, results.named_domain, args.tau2_data)
             loaded = load_results(results, args.tau2_data, sequential=args.parallel_calls == "sequential")
         except InputError as exc:
             if not args.keep_going:
@@ -104,6 +106,8 @@ def handle(args: argparse.Namespace) -> int:
         # Trials are made distinct across files before the consistency and regrade checks key on them.
         loaded = replace(loaded, results=loaded.results.numbered(trials.number))
         files.append(loaded)
+        for note in loaded.results.notes:
+            print(f"prefix-exec: {loaded.results.path}: note: {note}", file=sys.stderr)
         print(f"prefix-exec: {loaded.results.path}: {loaded.check.describe()}", file=sys.stderr)
         if loaded.tools.note() is not None:
             print(f"prefix-exec: {loaded.results.path}: note: {loaded.tools.note()}", file=sys.stderr)
@@ -128,7 +132,8 @@ def handle(args: argparse.Namespace) -> int:
     )
     if args.resume:  # the kept records were scored by an earlier run: compare every record of the output again
         consistency.compare_again(read_records(args.out))
-    consistency.write(target, sys.stderr, first=mismatched)
+    if files or args.resume:  # a run whose every file was refused has no consistency to report (no empty file)
+        consistency.write(target, sys.stderr, first=mismatched)
     unregraded = 0
     if args.regrade:
         unregraded = regrade_files(files, consistency.scored, keep_going=args.keep_going, log=sys.stderr)

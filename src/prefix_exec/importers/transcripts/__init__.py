@@ -130,8 +130,8 @@ class TranscriptFile:
         skipped = ""
         if self.metadata_lines:
             shown = ", ".join(self.metadata_lines[:5]) + (", ..." if len(self.metadata_lines) > 5 else "")
-            count = len(self.metadata_lines)
-            skipped = f"; {count} record{'s' if count != 1 else ''} of metadata only skipped ({shown})"
+            lines = len(self.metadata_lines)
+            skipped = f"; {lines} record{'s' if lines != 1 else ''} of metadata only skipped ({shown})"
         if not self.read:
             return f"prefix-exec: note: {self.path}: no conversation read{skipped}"
         how = "--format" if self.forced else "detected"
