@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from prefix_exec.cli.common import (
+    add_infrastructure_option,
     add_scoring_options,
     consistency_path,
     finish,
@@ -27,6 +28,7 @@ from prefix_exec.envs.tau.regrade import regrade_files
 from prefix_exec.envs.tau.results import LoadedResults, check_override, load_results, recipe
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
+from prefix_exec.importers.infrastructure import Exclusion
 from prefix_exec.importers.tau import TauResults, read_results
 from prefix_exec.records.codec import RECORD_KIND, completed_keys, read_records
 from prefix_exec.scoring.run import score_to_file
@@ -71,6 +73,7 @@ def register(benchmarks: Any, name: str) -> None:
         "or sequential (each sees the results of the calls before it; for harnesses that log steps that way)",
     )
     add_tau2_data_option(parser)
+    add_infrastructure_option(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -91,6 +94,7 @@ def handle(args: argparse.Namespace) -> int:
     units: list[Scorable | Skipped] = []
     mismatched: list[Disagreement] = []
     trials, source = numbering(args), trial_source(args)
+    infrastructure = Exclusion(keep=args.keep_infrastructure_failures)
     for path in args.results:
         # An unreadable file, one of a domain replay does not model (telecom, say) or one whose tools are another
         # domain's is one file's error.
@@ -112,9 +116,8 @@ def handle(args: argparse.Namespace) -> int:
         if loaded.tools.note() is not None:
             print(f"prefix-exec: {loaded.results.path}: note: {loaded.tools.note()}", file=sys.stderr)
         # A worker process builds the environment again from its recipe (the file is not read again).
-        units += paired(
-            [*loaded.results.rollouts, *loaded.results.skipped], loaded.env.bind, recipe(loaded, args.tau2_data)
-        )
+        kept = list(infrastructure.filter(loaded.results.rollouts))
+        units += paired([*kept, *loaded.results.skipped], loaded.env.bind, recipe(loaded, args.tau2_data))
         mismatched += loaded.mismatches()
     target = consistency_path(args, args.results)
     consistency = Consistency()
@@ -137,7 +140,7 @@ def handle(args: argparse.Namespace) -> int:
     unregraded = 0
     if args.regrade:
         unregraded = regrade_files(files, consistency.scored, keep_going=args.keep_going, log=sys.stderr)
-    status = finish(report, args.out, trials)
+    status = finish(report, args.out, trials, infrastructure)
     return 2 if unregraded else status
 
 

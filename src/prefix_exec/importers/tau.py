@@ -39,12 +39,15 @@ from prefix_exec.envs.tau.domain import Provenance
 from prefix_exec.envs.tau.pooled import TAU3, TAU_DOMAINS, qualify
 from prefix_exec.errors import InputError
 from prefix_exec.importers.arguments import decode_arguments
+from prefix_exec.importers.infrastructure import mark
 from prefix_exec.importers.trials import FROM_INPUT, TrialError, TrialSource, trial_fields
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.records.jsonl import check_regular_file
 from prefix_exec.trajectory import Observation, Rollout, Skipped, ToolCall
 
 REWARD_TOLERANCE = 1e-9
+#: tau2's termination reason for a simulation the system ended (an API disconnect), not the agent.
+INFRASTRUCTURE_ERROR = "infrastructure_error"
 
 
 @dataclass(frozen=True)
@@ -301,7 +304,7 @@ def rollout_of(
             if first_error is None and action.observation is not None and action.observation.error:
                 first_error = len(actions)
     reward = float((simulation.get("reward_info") or {})["reward"])
-    return Rollout(
+    rollout = Rollout(
         dataset=TAU3,
         task_id=qualify(domain, str(simulation["task_id"])),
         model=model,
@@ -319,6 +322,9 @@ def rollout_of(
             "source": Path(source).name if source else None,
         },
     )
+    if simulation.get("termination_reason") == INFRASTRUCTURE_ERROR:  # tau2's own word for the system failing
+        return mark(rollout, f"tau2 ended the simulation with termination_reason {INFRASTRUCTURE_ERROR}")
+    return rollout
 
 
 def _messages(simulation: JsonMapping) -> list[JsonMapping]:
