@@ -59,6 +59,7 @@ TABLE = [
     (None, "Tool 'fly' not found.", S, "unknown tool"),  # tau2's unknown tool
     (None, "Error: no such function frobnicate", S, "unknown tool"),
     (None, "1 validation error for CreateNote", S, "validation error"),
+    (None, "Error: 2 validation errors for Payment", S, "validation error"),  # tau2's retail
     (None, "argument does not match the schema", S, "validation error"),
     (None, "execute() missing 1 required positional argument: 'text'", S, "missing argument"),
     (None, "'title' is a required property", S, "missing argument"),

@@ -139,7 +139,7 @@ RULES: tuple[Rule, ...] = (
         r"\bunknown (tool|function|action|method)\b|\bno such (tool|function)\b|"
         r"\b(tool|function) '?[\w.-]*'? (is )?not found\b",
     ),
-    Rule("validation error", _S, "text", r"\bvalidation (error|failed)\b|\bfailed validation\b|\bschema\b"),
+    Rule("validation error", _S, "text", r"\bvalidation (errors?|failed)\b|\bfailed validation\b|\bschema\b"),
     Rule(
         "missing argument",
         _S,
