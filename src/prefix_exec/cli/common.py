@@ -115,6 +115,13 @@ def add_summary_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed, >= 0 (default: %(default)s)")
     tasksets.add_option(parser)
+    parser.add_argument(
+        "--keep-infrastructure-failures",
+        action="store_true",
+        help="count the records of rollouts an infrastructure failure ended (metadata.infrastructure: the guard's "
+        "dead or silent server, a kept inference crash) under their own label 'infrastructure'; by default they "
+        "are left out, and stderr says how many, which, and N with and without them",
+    )
 
 
 def _add_identity_options(parser: argparse.ArgumentParser) -> None:

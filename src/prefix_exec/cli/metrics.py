@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from prefix_exec.analysis import tasksets
+from prefix_exec.analysis import infrastructure, tasksets
 from prefix_exec.analysis.coverage import coverage_warnings
 from prefix_exec.analysis.summary import DEFAULT_CI_DEPTH, PairedComparison, Summary, summarize, to_json
 from prefix_exec.cli.common import add_summary_options, checkpoint_depths, ci_depth, condition_pair
@@ -118,6 +118,12 @@ def handle(args: argparse.Namespace) -> int:
     rows = read_metric_rows(args.records, redact=True)
     if not rows:
         raise InputError("no records found", path=", ".join(args.records), hint="score some rollouts first")
+    applied = infrastructure.apply(rows, infrastructure.marked(args.records), keep=args.keep_infrastructure_failures)
+    if applied.note() is not None:
+        print(f"prefix-exec: infrastructure: {applied.note()}", file=sys.stderr)
+    rows = applied.rows
+    if not rows:
+        raise InputError("every record is an infrastructure failure", hint="--keep-infrastructure-failures counts them")
     renamed = Counter(r.renamed_from for r in rows if r.renamed_from is not None)
     if renamed:
         print(f"prefix-exec: note: {legacy_note(dict(renamed))}", file=sys.stderr)

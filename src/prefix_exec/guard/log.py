@@ -129,6 +129,8 @@ class Snapshot:
         whole lines instead."""
         guard = {**self.info, "calls": _CALLS}
         metadata = {"source": "prefix-exec guard", "success_rule": SUCCESS_RULE, "guard": guard}
+        if isinstance(self.info.get("infrastructure"), str):  # the server failed: not the agent's rollout
+            metadata["infrastructure"] = self.info["infrastructure"]
         if self.actions:
             T, success = len(self.actions), int(self.last_accepted)
             fed = self.fed if self.fed is not None else T + 1
