@@ -176,3 +176,11 @@ def test_agentdojo_text_blocks() -> None:
     found = refusal(plain)
     assert found is not None
     assert (found.by, found.text) == ("pattern", "Error: user not found")
+
+
+def test_a_run_a_model_server_error_ended_is_marked_as_infrastructure() -> None:
+    data = {**convo(), "error": "openai.InternalServerError: Error code: 500 - upstream connect error"}
+    rollout = conversation_of(data, IDENTITY, path="x.jsonl", line=1).rollout
+    assert rollout.metadata["infrastructure"] == data["error"]
+    agents = {**convo(), "error": "AbortAgentError: the defense stopped the agent"}  # not the system's
+    assert "infrastructure" not in conversation_of(agents, IDENTITY, path="x.jsonl", line=1).rollout.metadata

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec.errors import InputError
+from prefix_exec.importers.infrastructure import mark, system_failure
 from prefix_exec.importers.transcripts import openai_chat
 from prefix_exec.importers.transcripts.decoder import decode
 from prefix_exec.importers.transcripts.documents import metadata_only, records
@@ -209,6 +210,9 @@ def transcript_of(
         transcript=transcript,
         metadata={"source": where.rstrip("."), **reader.metadata(data)},
     )
+    crash = data.get("error")  # AgentDojo's run-level error: the pipeline raised (a model server's 500, say)
+    if isinstance(crash, str) and system_failure(crash):
+        rollout = mark(rollout, crash)  # the system's failure: the tables leave it out (analysis.infrastructure)
     return Transcript(rollout, data.get("tools"), reader.name, path, line, prefix)
 
 
