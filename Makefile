@@ -27,7 +27,7 @@ TAU2_SOURCE   ?= $(abspath $(firstword $(wildcard ../shared/vendor/tau2-bench ..
 # scripts/check_setup.py imports what each extra needs.
 # Each step prints one line; everything the tools print goes to $(SETUP_LOG), whose last lines a failing step shows.
 comma := ,
-EXTRAS := dev,report,llm,ray,tau-sim,bfcl,inspect,guard$(if $(TOOLSANDBOX),$(comma)toolsandbox)
+EXTRAS := dev,report,llm,ray,tau-sim,bfcl,inspect,guard,otlp$(if $(TOOLSANDBOX),$(comma)toolsandbox)
 SETUP_LOG := $(VENV)/setup.log
 STEP = $(PYTHON) scripts/setup_step.py $(SETUP_LOG)
 BFCL_EVAL := bfcl-eval==2026.3.23
@@ -94,10 +94,15 @@ test: lint
 test-quick: lint
 	$(BIN)/python -m pytest -m 'not slow'
 
+# lint-imports checks the architecture's contracts (pyproject.toml's [tool.importlinter]: the floors, and scoring's
+# single-process path never importing the pool); scripts/architecture.py --check that docs/architecture.md's table of
+# parts is the one those contracts and the imports draw.
 lint:
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/ruff format --check src tests benchmarks scripts
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
+	$(BIN)/python scripts/architecture.py --check
 
 bench:
 	$(BIN)/python benchmarks/bootstrap.py

@@ -20,8 +20,8 @@ import numpy as np
 from scipy import stats as sps
 
 from prefix_exec.analysis import metrics
+from prefix_exec.analysis.rows import MetricRow
 from prefix_exec.analysis.summary import summarize
-from prefix_exec.trajectory import MetricRow
 
 DATASETS = {"bfcl": 200, "toolsandbox": 200, "tau": 164}
 CONDITIONS = [(m, x) for m in ("model-a", "model-b", "model-c") for x in ("react", "prompt", "plan", "dual")]
@@ -50,7 +50,7 @@ def per_rollout_statistics(rows: list[MetricRow]) -> list[np.ndarray]:
     out = []
     for dataset in DATASETS:
         for model, method in CONDITIONS:
-            group = [r for r in rows if (r.dataset, r.model, r.method) == (dataset, model, method)]
+            group = [r for r in rows if r.condition == (dataset, model, method)]
             fed, T, y = metrics.as_arrays([r.fed for r in group], [r.T for r in group], [r.success for r in group])
             out += [values(fed, T, y) for values in metrics.PER_ROLLOUT.values()]
             out += [(fed > k).astype(float) for k in range(1, DEPTH + 1)]

@@ -12,7 +12,7 @@ Operators: ``+``/``-`` and ``*``/``/`` swapped, comparisons flipped at their bou
 them); the survivors are printed with their line so a reader can judge each one.
 
 Run (bounded; it shares the machine):
-    .venv/bin/python benchmarks/mutation.py --max 60 --seed 0 [--files stats.py summary.py] [--list]
+    .venv/bin/python benchmarks/mutation.py --max 60 --seed 0 [--files analysis/stats.py analysis/summary.py] [--list]
 Prints one line per mutant and, last, the kill rate per file and overall.
 """
 
@@ -204,7 +204,7 @@ def run_tests(src_root: Path, tests: tuple[str, ...], timeout: float, with_slow:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--files", nargs="*", default=None, help="a subset of TARGETS (e.g. stats.py)")
+    parser.add_argument("--files", nargs="*", default=None, help="a subset of TARGETS (e.g. analysis/stats.py)")
     parser.add_argument("--max", type=int, default=60, help="mutants to run, sampled evenly across files")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per mutant (a timeout is a kill)")

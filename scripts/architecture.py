@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import re
 import sys
 import tomllib
 from collections import defaultdict
@@ -62,8 +63,10 @@ def summary_of(part: str) -> str:
     base = REPO / "src" / PACKAGE / part
     path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
     doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-    first = " ".join(doc.split("\n\n", 1)[0].split())
-    return first.split(". ", 1)[0].rstrip(".").replace("|", "\\|")
+    first = " ".join(doc.split("\n\n", 1)[0].split()).split(". ", 1)[0].rstrip(".")
+    # reStructuredText to Markdown: :data:`~x.NAME` and ``code`` become `NAME` and `code`.
+    first = re.sub(r":\w+:`~?(?:[\w.]*\.)?([^`.]+)`", r"`\1`", first).replace("``", "`")
+    return first.replace("|", "\\|")
 
 
 def modules_in(part: str) -> int:
@@ -85,7 +88,7 @@ def table() -> str:
     ]
     for number, floor in enumerate(layout, start=1):
         for part in floor:
-            below = sorted(imports.get(part, ()), key=lambda name: _floor_index(layout, name))
+            below = sorted(imports.get(part, ()), key=lambda name: (_floor_index(layout, name), name))
             # An arrow to the same floor or above breaks the contract: lint-imports fails, and the page says so too.
             named = [f"`{name}`" + (" (UP)" if _floor_index(layout, name) < number else "") for name in below]
             rows.append(

@@ -32,6 +32,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "toolsandbox": ("polars", "tool_sandbox.common.execution_context"),
     "inspect": ("inspect_ai.log",),
     "guard": ("mcp.client.stdio", "mcp.server.stdio"),
+    "otlp": ("opentelemetry.proto.collector.trace.v1.trace_service_pb2",),
     "dev": ("pytest", "xdist", "hypothesis", "scipy.stats", "mypy", "mcp_server_time", "inspect_evals.bfcl"),
 }
 #: What to run for a module of these extras that is missing, where prefix_exec.extras has no hint.

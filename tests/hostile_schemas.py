@@ -99,7 +99,7 @@ def _conversation(task: str, tools: list[Any], arguments: Any) -> dict[str, Any]
 
 @register("schemas")
 def schema_cases() -> Iterator[Case]:
-    """Each schema between two good conversations (``score openai --rollout-budget 5``); each YAML spec (and a
+    """Each schema between two good conversations (``score transcripts --rollout-budget 5``); each YAML spec (and a
     spec whose hooks module does not parse) as ``score custom --tools`` on the ticketing rollouts."""
     good = [{"type": "function", "function": {"name": "login", "parameters": {"type": "object"}}}]
     for name, (schema, arguments) in SCHEMAS.items():
@@ -111,7 +111,7 @@ def schema_cases() -> Iterator[Case]:
             {"in.jsonl": text},
             lambda d: [
                 "score",
-                "openai",
+                "transcripts",
                 str(d / "in.jsonl"),
                 "--rollout-budget",
                 "5",

@@ -180,7 +180,7 @@ def openai_cases() -> Iterator[Case]:
         yield Case(
             f"openai:{name}",
             {"in.jsonl": "\n".join([json.dumps(first), line, json.dumps(second)]) + "\n"},
-            lambda d: ["score", "openai", str(d / "in.jsonl"), "--out", str(d / "out.jsonl"), "--keep-going"],
+            lambda d: ["score", "transcripts", str(d / "in.jsonl"), "--out", str(d / "out.jsonl"), "--keep-going"],
             "out.jsonl",
             ("g0", "g1"),
         )
@@ -230,7 +230,7 @@ def evidence_cases() -> Iterator[Case]:
             f"evidence:{name}",
             {"in.jsonl": text, "tools.json": json.dumps(tools), "side.yaml": side},
             lambda d: [
-                *("score", "openai", str(d / "in.jsonl"), "--tools", str(d / "tools.json")),
+                *("score", "transcripts", str(d / "in.jsonl"), "--tools", str(d / "tools.json")),
                 *("--hooks", str(d / "side.yaml"), "--out", str(d / "out.jsonl"), "--keep-going"),
             ],
             "out.jsonl",
@@ -571,7 +571,7 @@ def hooks_cases() -> Iterator[Case]:
         "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}],
         "tools": [{"type": "function", "function": tool, "hooks": CANARY_HOOKS}],
     }
-    for command in ("openai", "transcripts"):
+    for command in ("transcripts",):
         yield Case(
             f"hooks:{command}:record",
             {"in.jsonl": json.dumps(chat) + "\n", "tools.json": json.dumps(documents["spec-shaped"])},
@@ -629,7 +629,7 @@ def utf8_cases() -> Iterator[Case]:
             "out.jsonl",
             tuple(json.loads(r)["task_id"] for r in rollouts[:2]),
         )
-        for command in ("openai", "transcripts"):
+        for command in ("transcripts",):
             yield Case(
                 f"utf8:{command}:{name}",
                 {"in.jsonl": b"\n".join([chats[0], line, chats[1]]) + b"\n"},

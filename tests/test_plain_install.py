@@ -270,7 +270,7 @@ def test_what_needs_nothing_optional_works(plain: Path, tmp_path: Path, shared_d
         "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
     }
     (tmp_path / "transcripts.jsonl").write_text(json.dumps(conversation) + "\n")
-    done = prefix_exec(plain, "score", "openai", "transcripts.jsonl", "--out", "openai.jsonl", cwd=tmp_path)
+    done = prefix_exec(plain, "score", "transcripts", "transcripts.jsonl", "--out", "openai.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads((tmp_path / "openai.jsonl").read_text())["executable"] is True
     (tmp_path / "labels.json").write_text('{"a": ["x"], "b": ["y"], "c": ["x"], "d": ["y"]}')

@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prefix_exec.replay import ReplayError, replay
+from prefix_exec.errors import ReplayError
+from prefix_exec.replay import replay
 from prefix_exec.trajectory import FailureLabel, Rollout, ToolCall, Verdict
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefix_exec.envs.custom.environment import Reject
+from prefix_exec import Reject
 
 State = dict[str, Any]
 Args = dict[str, Any]

@@ -1,7 +1,7 @@
 """Optional packages and how to install each: the one table every "not installed" message comes from.
 
 A plain ``pip install prefix-exec`` brings numpy, jsonschema, regex, PyYAML and tqdm: enough for ``score custom``,
-``score openai``, ``score toolsandbox`` (replay needs no ToolSandbox installation), ``metrics``, ``sample`` and
+``score transcripts``, ``score toolsandbox`` (replay needs no ToolSandbox installation), ``metrics``, ``sample`` and
 ``report --no-plots``. Everything else is optional, found by its top-level module, and each optional module
 belongs to one pip extra named for what it is (:data:`EXTRAS`). An extra installs its benchmark package as a
 dependency where pip can; where it cannot, :attr:`Extra.then` is the one more command:
@@ -24,13 +24,14 @@ toolsandbox   ToolSandbox's runtime dependencies          ``pip install --no-dep
                                                           on PyPI, and its declared pins fail on Python 3.12
 inspect       inspect_ai: reading inspect eval logs       -
 guard         the MCP SDK: ``prefix-exec guard``          -
+otlp          opentelemetry-proto: OTLP protobuf trace    -
+              files for ``score traces``
 tau-sim       litellm and pandas: live tau runs           -
 ============  ==========================================  ===========================================================
 
-``plot`` is the old name of ``report`` and brings the same. A command that needs a module checks with
-:func:`require` before it writes anything, and a module missing deeper down (a :class:`ModuleNotFoundError`)
-gets the same message from the CLI (:func:`missing_message`). To change how something is installed, change
-:data:`EXTRAS` only (and pyproject.toml's extra of the same name).
+A command that needs a module checks with :func:`require` before it writes anything, and a module missing deeper
+down (a :class:`ModuleNotFoundError`) gets the same message from the CLI (:func:`missing_message`). To change how
+something is installed, change :data:`EXTRAS` only (and pyproject.toml's extra of the same name).
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class Extra:
 
 EXTRAS: tuple[Extra, ...] = (
     Extra("report", "figures and report.html", ("matplotlib",)),
+    Extra("otlp", "OTLP protobuf trace files (.pb, .binpb) for score traces", ("opentelemetry",)),
     Extra("llm", "agents on OpenAI-compatible endpoints", ("openai",)),
     Extra("ray", "Ray workers for run --launcher ray", ("ray",)),
     Extra(

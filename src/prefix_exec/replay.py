@@ -14,7 +14,7 @@ from prefix_exec.envs.base import Environment, Session
 from prefix_exec.errors import ReplayError
 from prefix_exec.trajectory import FailureLabel, PrefixRecord, Rollout, ToolCall, Verdict, excerpt
 
-__all__ = ["ReplayError", "check_action", "replay", "replay_session", "with_success"]
+__all__ = ["ReplayError", "check", "check_action", "horizon_and_fed", "replay", "replay_session", "with_success"]
 
 
 def check_action(session: Session, call: ToolCall) -> Verdict:
@@ -22,6 +22,21 @@ def check_action(session: Session, call: ToolCall) -> Verdict:
     if call.parse_error is not None:
         return Verdict.reject(FailureLabel.SCHEMA, f"the call could not be parsed: {call.parse_error}")
     return session.step(call)
+
+
+def check(session: Session, call: ToolCall) -> Verdict:
+    """The verdict ``call`` would get in the session's current state; ``session`` is left unchanged (the call
+    runs on ``session.fork()``). The runtime guard: the ``guarded-react`` agents and ``prefix-exec guard``."""
+    return check_action(session.fork(), call)
+
+
+def horizon_and_fed(actions: int, rejected: int | None) -> tuple[int, int]:
+    """``(T, FED)`` of a rollout of ``actions`` actions whose first rejected action is at the 1-based depth
+    ``rejected`` (``None``: every action accepted). ``T = max(actions, 1)``: a rollout with no actions is one
+    terminal no-tool action (``rejected`` 1 when its verdict is a rejection); FED is ``T + 1`` when nothing was
+    rejected."""
+    T = max(actions, 1)
+    return T, rejected if rejected is not None else T + 1
 
 
 def replay_session(rollout: Rollout, session: Session) -> PrefixRecord:
@@ -34,14 +49,12 @@ def replay_session(rollout: Rollout, session: Session) -> PrefixRecord:
     if rollout.success not in (0, 1):
         raise ReplayError(f"{_where(rollout)}: final success must be 0 or 1 before scoring, got {rollout.success!r}")
     verdicts: list[Verdict] = []
+    rejected: int | None = None
     if not rollout.actions:
         verdict = session.finish_without_tools()
         verdicts.append(verdict)
-        fed = 2 if verdict.accepted else 1
-        T = 1
+        rejected = None if verdict.accepted else 1
     else:
-        T = len(rollout.actions)
-        fed = T + 1
         for depth, call in enumerate(rollout.actions, start=1):
             budget.check()  # the rollout's wall-clock budget (none outside budget.rollout_budget)
             verdict = check_action(session, call)
@@ -50,8 +63,9 @@ def replay_session(rollout: Rollout, session: Session) -> PrefixRecord:
             kept = excerpt(verdict.result) if verdict.result is not None else None
             verdicts.append(verdict if kept is verdict.result else replace(verdict, result=kept))
             if not verdict.accepted:
-                fed = depth
+                rejected = depth
                 break
+    T, fed = horizon_and_fed(len(rollout.actions), rejected)
     return PrefixRecord(
         dataset=rollout.dataset,
         task_id=rollout.task_id,

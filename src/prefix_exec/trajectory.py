@@ -15,12 +15,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from prefix_exec.json_types import JsonMapping
-from prefix_exec.records.jsonl import UnitKey, dumps
+from prefix_exec.json_types import JsonMapping, dumps
 
 #: Longest verdict result kept in a record, in characters. Sessions hand agents whole results; records keep
 #: a bounded excerpt so a long_context listing or a big DB row does not swell every line.
 RESULT_CHARS = 1000
+
+#: A work unit's key: ``(dataset, task_id, model, method, trial)``, as :attr:`Rollout.key` gives it.
+UnitKey = tuple[str, str, str, str, int]
 
 
 class FailureLabel(enum.Enum):
@@ -147,8 +149,8 @@ def agent_cost(costs: Iterable[CallCost]) -> AgentCost | None:
 @dataclass(frozen=True)
 class Unit:
     """The identity of one rollout: a unit of a run's grid (:mod:`prefix_exec.runner.grid`), and the first
-    fields of every record scored from it (:class:`PrefixRecord`, :class:`MetricRow`). ``key`` matches
-    :attr:`Rollout.key`."""
+    fields of every record scored from it (:class:`PrefixRecord`, :class:`prefix_exec.analysis.rows.MetricRow`).
+    ``key`` matches :attr:`Rollout.key`."""
 
     dataset: str
     task_id: str
@@ -159,6 +161,11 @@ class Unit:
     @property
     def key(self) -> UnitKey:
         return (self.dataset, self.task_id, self.model, self.method, self.trial)
+
+    @property
+    def condition(self) -> tuple[str, str, str]:
+        """The ``(dataset, model, method)`` condition the unit belongs to: what summaries and tables group by."""
+        return (self.dataset, self.model, self.method)
 
 
 @dataclass(frozen=True)
@@ -300,26 +307,6 @@ class PrefixRecord(Unit):
         return verdict.reason if verdict else None
 
 
-@dataclass(frozen=True)
-class MetricRow(Unit):
-    """The minimal fields metrics need (a record without its verdicts); any JSONL with them can be summarized."""
-
-    T: int
-    fed: int
-    success: int
-    label: str | None = None
-    #: ``metadata.tau2.task_set`` (:mod:`prefix_exec.analysis.tasksets`), when the record says.
-    task_set: str | None = None
-    #: The domain of a pooled dataset's record (``airline`` for tau3's ``airline/18``; :mod:`envs.tau.pooled`).
-    domain: str | None = None
-    #: The dataset an old-layout record said (``tau3-airline``) before it was read as the pooled one.
-    renamed_from: str | None = None
-    #: The agent-side cost of the rollout, from its ``cost`` list (:func:`agent_cost`), when it has one.
-    agent_cost: AgentCost | None = None
-    #: ``(verifier model or rule, K_val)`` from ``metadata`` (:func:`prefix_exec.methods.verifier_setting`).
-    verifier: tuple[str, str] | None = None
-
-
 def excerpt(result: Any) -> Any:
     """``result`` as a record keeps it: unchanged when short, else its JSON text cut to :data:`RESULT_CHARS`
     characters with the full length appended."""
@@ -327,10 +314,3 @@ def excerpt(result: Any) -> Any:
     if len(text) <= RESULT_CHARS:
         return result
     return text[:RESULT_CHARS] + f"... ({len(text)} characters)"
-
-
-def condition_of(row: JsonMapping | PrefixRecord) -> tuple[str, str, str]:
-    """The (dataset, model, method) condition a record belongs to."""
-    if isinstance(row, PrefixRecord):
-        return (row.dataset, row.model, row.method)
-    return (str(row["dataset"]), str(row["model"]), str(row["method"]))

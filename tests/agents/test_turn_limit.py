@@ -146,18 +146,10 @@ def test_taus_horizon_stops_a_turn_on_its_error_limit_without_capping_it(
     assert (horizon.steps, horizon.errors, horizon.reason()) == (7, 3, "too_many_errors")
 
 
-def test_the_deprecated_budget_keyword_still_works_and_says_so_once(
-    server: ScriptedServer, ticketing: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr("prefix_exec.deprecation._SAID", set())
+def test_the_old_budget_keyword_is_an_error(server: ScriptedServer, ticketing: Path) -> None:
+    """``budget=`` was the old spelling of ``limit=`` (kept with a deprecation note until 0.x dropped it)."""
     bot = agent(server, "react")
     session = CustomDriver(ticketing / "tools.yaml").environment().start("open-vpn-followup")
     episode = bot.start("system", CustomDriver(ticketing / "tools.yaml").tools)
-    old = Recorder(stop_at=2)
-    result = bot.user_turn(episode, session, "log in", 0, budget=old)
-    assert (old.asked, result.stop) == ([0, 1, 2], "enough")  # the old keyword is the limit
-    bot.user_turn(episode, session, "log in", 1, budget=Recorder(stop_at=1))
-    err = capsys.readouterr().err
-    assert err == "prefix-exec: Agent.user_turn(budget=...) is deprecated; use limit=...\n"  # once per process
-    with pytest.raises(TypeError, match="not both"):
-        bot.user_turn(episode, session, "log in", 2, limit=old, budget=old)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'budget'"):
+        bot.user_turn(episode, session, "log in", 0, budget=Recorder(stop_at=2))  # type: ignore[call-arg]

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from prefix_exec.analysis.infrastructure import LABEL, apply, marked
+from prefix_exec.analysis.rows import read_metric_rows
 from prefix_exec.cli import main
-from prefix_exec.records.codec import read_metric_rows, record_to_json
+from prefix_exec.records.codec import record_to_json
 from prefix_exec.trajectory import FailureLabel, PrefixRecord, ToolCall, Verdict
 
 DIED = "the server closed its output (it exited)"

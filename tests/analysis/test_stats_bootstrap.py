@@ -20,8 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
+from prefix_exec.analysis.rows import MetricRow
 from prefix_exec.analysis.summary import summarize
-from prefix_exec.trajectory import MetricRow
 
 #: Standard errors allowed between an estimate and its oracle: a false alarm is below 1e-8 per comparison.
 Z = 6.0

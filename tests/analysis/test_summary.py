@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
+from prefix_exec.analysis.rows import MetricRow
 from prefix_exec.analysis.summary import summarize, to_json
 from prefix_exec.cli.metrics import render
-from prefix_exec.trajectory import MetricRow
 
 
 def rows_for(dataset, model, method, feds, Ts, ys, tasks=None):

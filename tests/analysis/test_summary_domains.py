@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
+from prefix_exec.analysis.rows import MetricRow
 from prefix_exec.analysis.summary import summarize, to_json
-from prefix_exec.trajectory import MetricRow
 
 
 def tau_rows(method: str, results: dict[str, list[tuple[int, int, int]]]) -> list[MetricRow]:

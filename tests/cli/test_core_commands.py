@@ -118,7 +118,7 @@ def test_help_for_every_command(argv, capsys):
 
 @pytest.mark.parametrize(
     ("argv", "module"),
-    [(["score", "transcripts"], "score_transcripts"), (["score", "openai"], "score_transcripts"), (["run"], "run")],
+    [(["score", "transcripts"], "score_transcripts"), (["run"], "run")],
 )
 def test_a_command_loads_only_its_own_module(argv, module):
     """The parser of a named subcommand registers that one alone: no other command's module (nor numpy, for a

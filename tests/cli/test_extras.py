@@ -120,8 +120,8 @@ def test_score_without_its_benchmark_package_writes_nothing(
 
 
 def test_every_extra_named_in_a_message_is_declared_and_every_declared_one_is_named() -> None:
-    assert {e.name for e in extras.EXTRAS} == set(DECLARED) - {"dev", "plot"}
-    assert DECLARED["plot"] == DECLARED["report"]  # the old name brings the same
+    assert {e.name for e in extras.EXTRAS} == set(DECLARED) - {"dev"}
+    assert "plot" not in DECLARED  # the old name of report, dropped at 0.x
     for extra in extras.EXTRAS:
         assert extra.hint().count("pip install 'prefix-exec[") == 1
         assert extra.command.startswith(f"pip install 'prefix-exec[{extra.name}]'")

@@ -72,13 +72,13 @@ def test_transcripts_without_tools_get_an_error_and_no_contradicting_note(
     rows = [json.loads(line) for line in (EXAMPLES / "transcripts" / "openai-chat.jsonl").read_text().splitlines()]
     bare = tmp_path / "bare.jsonl"
     bare.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "tools"}) + "\n" for r in rows))
-    assert main(["score", "openai", str(bare), "--out", str(tmp_path / "o.jsonl")]) == 2
+    assert main(["score", "transcripts", str(bare), "--out", str(tmp_path / "o.jsonl")]) == 2
     err = capsys.readouterr().err
     assert "no --tools was given and this conversation carries no 'tools' list of its own" in err
     assert "only schema checks apply" not in err  # the note would promise a spec that is not there
     # with their own tools lists, the note says what is checked
     own = EXAMPLES / "transcripts" / "openai-chat.jsonl"
-    assert main(["score", "openai", str(own), "--out", str(tmp_path / "p.jsonl")]) == 0
+    assert main(["score", "transcripts", str(own), "--out", str(tmp_path / "p.jsonl")]) == 0
     assert "each conversation's own tools list is its spec, so only schema checks apply" in capsys.readouterr().err
 
 

@@ -21,14 +21,15 @@ def rows(path: Path) -> list[dict[str, object]]:
 def test_ground_truth_on_the_stratified_sample(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "gt.jsonl"
     assert main(["score", "bfcl", "--ground-truth", "--sample", "stratified-200", "--out", str(out)]) == 0
-    assert "deprecated" not in capsys.readouterr().err
     records = rows(out)
     assert sorted(r["task_id"] for r in records) == sorted(stratified_200())
-    # the old name still works, with a deprecation note
+    # the old name 'paper' is no longer a choice
     old = tmp_path / "old.jsonl"
-    assert main(["score", "bfcl", "--ground-truth", "--sample", "paper", "--out", str(old)]) == 0
-    assert "--sample paper is deprecated; use --sample stratified-200" in capsys.readouterr().err
-    assert rows(old) == records
+    with pytest.raises(SystemExit) as stopped:
+        main(["score", "bfcl", "--ground-truth", "--sample", "paper", "--out", str(old)])
+    assert stopped.value.code == 2
+    assert "argument --sample: invalid choice: 'paper'" in capsys.readouterr().err
+    assert not old.exists()
     assert all(r["success"] == 1 and r["fed"] == r["T"] + 1 for r in records)
 
 

@@ -1,4 +1,4 @@
-"""``score transcripts`` (alias ``score openai``): every form of examples/transcripts scores the same, the
+"""``score transcripts``: every form of examples/transcripts scores the same, the
 published tau-bench file is read whole, and the command says which form it read."""
 
 from __future__ import annotations
@@ -105,12 +105,16 @@ def test_the_published_tau_bench_file_scores_all_200_conversations(
     assert "--model NAME" in err
 
 
-def test_score_openai_is_the_same_command_with_its_old_default_dataset(tmp_path: Path) -> None:
-    for command, dataset in (("openai", "openai"), ("transcripts", "transcripts")):
-        out = tmp_path / f"{command}.jsonl"
-        assert main(["score", command, str(EXAMPLES / "anthropic.jsonl"), "--out", str(out)]) == 0
-        assert scored(out) == EXPECTED
-        assert {r["dataset"] for r in rows(out)} == {dataset}
+def test_score_openai_its_old_name_is_an_unknown_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "openai.jsonl"
+    with pytest.raises(SystemExit) as stopped:
+        main(["score", "openai", str(EXAMPLES / "anthropic.jsonl"), "--out", str(out)])
+    assert stopped.value.code == 2
+    assert "argument BENCHMARK: invalid choice: 'openai'" in capsys.readouterr().err
+    assert not out.exists()
+    assert main(["score", "transcripts", str(EXAMPLES / "anthropic.jsonl"), "--out", str(out)]) == 0
+    assert scored(out) == EXPECTED
+    assert {r["dataset"] for r in rows(out)} == {"transcripts"}
 
 
 def test_format_forces_the_form(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

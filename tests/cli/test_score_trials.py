@@ -60,8 +60,8 @@ def custom(tmp: Path, shared: Path) -> list[str]:
     return ["custom", "--tools", str(source / "tools.yaml"), str(write_jsonl(tmp / "rollouts.jsonl", rows))]
 
 
-def openai(tmp: Path, shared: Path) -> list[str]:
-    return ["openai", str(write_jsonl(tmp / "t.jsonl", [conversation("a", "1", metadata={"run": 3})]))]
+def transcripts(tmp: Path, shared: Path) -> list[str]:
+    return ["transcripts", str(write_jsonl(tmp / "t.jsonl", [conversation("a", "1", metadata={"run": 3})]))]
 
 
 def tau(tmp: Path, shared: Path) -> list[str]:
@@ -90,7 +90,7 @@ def toolsandbox(tmp: Path, shared: Path) -> list[str]:
 COMMANDS: dict[str, tuple[Callable[[Path, Path], list[str]], str, int]] = {
     # command, the field --trial-field names in its input, the trial it holds there
     "custom": (custom, "metadata.run", 3),
-    "openai": (openai, "metadata.run", 3),
+    "transcripts": (transcripts, "metadata.run", 3),
     "tau": (tau, "run", 3),
     "bfcl": (bfcl, "metadata.run", 3),
     "toolsandbox": (toolsandbox, "turn_count", 3),
@@ -204,7 +204,7 @@ def test_transcripts_without_trials_become_trials_in_input_order(
         [conversation("a", "1"), conversation("a", "2"), conversation("b", "1"), conversation("a", "3")],
     )
     out = tmp_path / "o.jsonl"
-    assert main(["score", "openai", str(path), "--out", str(out)]) == 0
+    assert main(["score", "transcripts", str(path), "--out", str(out)]) == 0
     assert [(r["task_id"], r["trial"]) for r in records(out)] == [("a", 0), ("a", 1), ("b", 0), ("a", 2)]
     err = capsys.readouterr().err
     (line,) = [x for x in err.splitlines() if x.startswith("prefix-exec: trials:")]
@@ -212,13 +212,13 @@ def test_transcripts_without_trials_become_trials_in_input_order(
     assert "(2 naming no trial, 0 naming one already taken)" in line
     assert "task a trial 0 -> 1 from t.jsonl:2; task a trial 0 -> 2 from t.jsonl:4" in line
     # --unique-task: an error naming both lines
-    assert main(["score", "openai", str(path), "--unique-task", "--out", str(tmp_path / "u.jsonl")]) == 2
+    assert main(["score", "transcripts", str(path), "--unique-task", "--out", str(tmp_path / "u.jsonl")]) == 2
     err = capsys.readouterr().err
     assert "task a (model gpt-x, method default, trial 0) from t.jsonl:2: a different rollout" in err
     assert "task a (model gpt-x, method default, trial 0) from t.jsonl:1." in err
     # a trial the conversation names is kept
     named = write_jsonl(tmp_path / "n.jsonl", [conversation("a", "1", trial=4), conversation("a", "2", trial=2)])
-    assert main(["score", "openai", str(named), "--out", str(tmp_path / "n-out.jsonl")]) == 0
+    assert main(["score", "transcripts", str(named), "--out", str(tmp_path / "n-out.jsonl")]) == 0
     assert [r["trial"] for r in records(tmp_path / "n-out.jsonl")] == [4, 2]
 
 

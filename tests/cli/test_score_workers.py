@@ -79,8 +79,8 @@ def test_transcripts_on_their_own_tools_lists(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_transcripts_on_a_tools_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """tau-bench's real conversations on its tools list (200 rollouts), through the alias ``score openai``."""
-    args = ["openai", str(TAU_BENCH / "gpt-4o-airline.json"), "--tools", str(TAU_BENCH / "airline-tools.json")]
+    """tau-bench's real conversations on its tools list (200 rollouts)."""
+    args = ["transcripts", str(TAU_BENCH / "gpt-4o-airline.json"), "--tools", str(TAU_BENCH / "airline-tools.json")]
     same_at_one_and_two([*args, "--model", "gpt-4o"], tmp_path, capsys)
 
 
@@ -337,7 +337,7 @@ def test_replayed_here_and_in_workers(
         assert skipped_lines(err_two) == skipped_lines(err_one)
         assert here and sent and len(here) + len(sent) == 43
         assert not any(isinstance(unit, Batch) for unit in sent)
-    args = ["openai", str(TAU_BENCH / "gpt-4o-airline.json"), "--tools", str(TAU_BENCH / "airline-tools.json")]
+    args = ["transcripts", str(TAU_BENCH / "gpt-4o-airline.json"), "--tools", str(TAU_BENCH / "airline-tools.json")]
     same_at_one_and_two([*args, "--model", "gpt-4o"], tmp_path, capsys, "--overwrite")
 
 
@@ -376,10 +376,10 @@ def test_what_cannot_be_sent_is_replayed_here(ticketing: Path, tmp_path: Path) -
     caller's lambda), is replayed in this process, said once; the records are those of one worker."""
     import io
 
-    from prefix_exec.cli.score_custom import read_units
     from prefix_exec.envs.custom.environment import load_spec
     from prefix_exec.scoring.run import score_to_file
     from prefix_exec.scoring.units import Scorable, paired
+    from prefix_exec.sources.spec import read_units
     from prefix_exec.trajectory import Skipped
 
     env = load_spec(ticketing / "tools.yaml")  # its hooks module does not pickle

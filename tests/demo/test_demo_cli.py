@@ -21,7 +21,7 @@ def test_demo_runs_and_writes_the_report(tmp_path: Path, capsys: pytest.CaptureF
     assert "Off the diagonal by design" in captured.out
     assert "invent_id" in captured.out
     assert "SYNTHETIC rollouts" in captured.err
-    from prefix_exec.report.plots import file_stem
+    from prefix_exec.report.drawing import file_stem
 
     figure = file_stem("figure1", "synthetic-agents") + ".png"
     for name in (

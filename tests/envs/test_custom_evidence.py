@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from prefix_exec.envs.custom.environment import CustomEnvironment, environment_from_tools, load_spec
+from prefix_exec.envs.custom.environment import environment_from_tools, load_spec
 from prefix_exec.envs.custom.evidence import ORIGIN_CHECK, PRODUCED_VALUES, EvidencePolicy, compare
-from prefix_exec.guard import check
+from prefix_exec.envs.custom.session import CustomEnvironment
 from prefix_exec.records.consistency import Consistency
-from prefix_exec.replay import replay
+from prefix_exec.replay import check, replay
 from prefix_exec.trajectory import FailureLabel, Observation, PrefixRecord, Rollout, ToolCall
 
 NOTE_TOOLS = [

@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 
 import prefix_exec
 from prefix_exec.cli import main
-from prefix_exec.envs.custom.json_schema import SchemaProblem, compile_schema, schema_problem
+from prefix_exec.envs.custom.json_schema import compile_schema, schema_problem
+from prefix_exec.envs.custom.schema_keywords import SchemaProblem
 
 ROOT = Path(__file__).resolve().parents[2]
 TICKETING = ROOT / "examples" / "ticketing"
@@ -119,7 +120,7 @@ def good_bad_good(tmp_path: Path, parameters: Any, arguments: Any = None) -> Pat
 
 
 def score(path: Path, out: Path, *flags: str) -> int:
-    code: int = main(["score", "openai", str(path), "--out", str(out), "--rollout-budget", "30", *flags])
+    code: int = main(["score", "transcripts", str(path), "--out", str(out), "--rollout-budget", "30", *flags])
     return code
 
 
@@ -257,7 +258,7 @@ def test_a_costly_schema_ends_within_the_rollout_budget(
 ) -> None:
     path = good_bad_good(tmp_path, {"type": "object", **schema}, arguments)
     done = run_cli(
-        tmp_path, "score", "openai", str(path), "--out", "out.jsonl", "--keep-going", "--rollout-budget", "5"
+        tmp_path, "score", "transcripts", str(path), "--out", "out.jsonl", "--keep-going", "--rollout-budget", "5"
     )
     assert done.returncode in (0, 2) and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert {"g0", "g1"} <= set(tasks(tmp_path / "out.jsonl"))

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from prefix_exec.envs.custom.environment import CustomEnvironment, environment_from_tools, load_spec
+from prefix_exec.envs.custom.environment import environment_from_tools, load_spec
+from prefix_exec.envs.custom.session import CustomEnvironment
 from prefix_exec.envs.custom.spec_formats import detect_form, read_document
 from prefix_exec.errors import InputError
 from prefix_exec.records.codec import read_rollouts, record_to_json

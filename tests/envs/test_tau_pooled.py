@@ -1,4 +1,4 @@
-"""Domain-qualified task ids and the old per-domain tau layout (envs.tau.pooled), and how the readers use them."""
+"""Domain-qualified task ids (envs.tau.pooled), how the readers use them, and the old per-domain layout refused."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prefix_exec.envs.tau.pooled import domain_of, legacy, local_id, qualify, read_key, view_name
+from prefix_exec.analysis.rows import read_metric_rows
+from prefix_exec.envs.tau.pooled import domain_of, domain_of_record, local_id, qualify, view_name
 from prefix_exec.errors import InputError
-from prefix_exec.records.codec import read_metric_rows, read_records, record_from_json
+from prefix_exec.records.codec import read_records, record_from_json
 
 bare_ids = st.text(alphabet="0123456789abc_-", min_size=1, max_size=6)
 
@@ -31,21 +32,16 @@ def test_an_id_of_another_domain_is_not_this_domains() -> None:
         local_id("airline", "retail/18")
 
 
-def test_only_the_old_tau_layout_is_mapped() -> None:
-    assert legacy("tau3-airline", "18") == ("tau3", "airline/18", "airline")
-    assert legacy("tau3-retail", "18") == ("tau3", "retail/18", "retail")
-    assert legacy("tau3-retail", "retail/18") is None  # already qualified: a dataset someone named so
-    assert legacy("bfcl", "18") is None
-    assert legacy("tau3", "airline/18") is None
+def test_view_names() -> None:
     assert view_name("tau3", "airline") == "tau3-airline"
 
 
 def test_the_domain_comes_from_metadata_else_from_a_tau3_id() -> None:
-    assert read_key("tau3", "airline/18", {}) == ("tau3", "airline/18", "airline", None)
-    assert read_key("tau3", "retail/18", {"domain": "retail"}).domain == "retail"
-    assert read_key("custom", "a/b", {}).domain is None  # a '/' in another dataset's id means nothing
-    assert read_key("custom", "x", {"domain": "hr"}).domain == "hr"
-    assert read_key("tau3-airline", "18", {}) == ("tau3", "airline/18", "airline", "tau3-airline")
+    assert domain_of_record("tau3", "airline/18", {}) == "airline"
+    assert domain_of_record("tau3", "retail/18", {"domain": "retail"}) == "retail"
+    assert domain_of_record("custom", "a/b", {}) is None  # a '/' in another dataset's id means nothing
+    assert domain_of_record("custom", "x", {"domain": "hr"}) == "hr"
+    assert domain_of_record("tau3", "18", None) is None
 
 
 def _record(dataset: str, task_id: str, **metadata: object) -> dict[str, object]:
@@ -70,23 +66,30 @@ def _write(path: Path, rows: list[dict[str, object]]) -> Path:
     return path
 
 
-def test_old_records_read_as_the_pooled_layout(tmp_path: Path) -> None:
-    old = _write(tmp_path / "old.jsonl", [_record("tau3-airline", "18"), _record("tau3-retail", "18", reward=1.0)])
-    records = list(read_records(old))
-    assert [(r.dataset, r.task_id) for r in records] == [("tau3", "airline/18"), ("tau3", "retail/18")]
-    assert records[1].metadata == {"reward": 1.0, "domain": "retail", "renamed_from": "tau3-retail"}
-    rows = read_metric_rows([old])
-    assert [(r.dataset, r.task_id, r.domain, r.renamed_from) for r in rows] == [
-        ("tau3", "airline/18", "airline", "tau3-airline"),
-        ("tau3", "retail/18", "retail", "tau3-retail"),
-    ]
+@pytest.mark.parametrize("dataset", ["tau3-airline", "tau3-retail"])
+def test_old_records_are_refused_with_the_version_and_the_fix(tmp_path: Path, dataset: str) -> None:
+    """The layout before tau3 was pooled (0.1.0 until 2026-12-01) is no longer mapped: every reader refuses it."""
+    old = _write(tmp_path / "old.jsonl", [_record("tau3", "airline/7"), _record(dataset, "18")])
+    for read in (lambda: list(read_records(old)), lambda: read_metric_rows([old])):
+        with pytest.raises(InputError) as caught:
+            read()
+        error = caught.value
+        assert (error.path, error.line, error.field) == (str(old), 2, "dataset")
+        assert "prefix-exec 0.1.0 wrote before tau3 was pooled" in error.message
+        assert f"'{dataset.removeprefix('tau3-')}/18'" in error.message
+        assert error.hint is not None and "re-score the source log with this version" in error.hint
+
+
+def test_a_qualified_id_under_an_old_name_is_a_dataset_someone_named_so(tmp_path: Path) -> None:
+    path = _write(tmp_path / "r.jsonl", [_record("tau3-retail", "retail/18")])
+    assert [(r.dataset, r.task_id) for r in read_records(path)] == [("tau3-retail", "retail/18")]
     new = record_from_json(_record("tau3", "airline/18", domain="airline"))
     assert (new.dataset, new.task_id, new.metadata) == ("tau3", "airline/18", {"domain": "airline"})
 
 
-def test_one_rollout_in_both_layouts_is_counted_once_only(tmp_path: Path) -> None:
-    """An old file and its re-scored copy hold the same rollouts: read together they would count each twice."""
-    old = _write(tmp_path / "old.jsonl", [_record("tau3-airline", "18")])
-    new = _write(tmp_path / "new.jsonl", [_record("tau3", "airline/18", domain="airline")])
+def test_one_rollout_in_two_files_is_counted_once_only(tmp_path: Path) -> None:
+    """A file and its copy hold the same rollouts: read together they would count each twice."""
+    one = _write(tmp_path / "one.jsonl", [_record("tau3", "airline/18")])
+    two = _write(tmp_path / "two.jsonl", [_record("tau3", "airline/18", domain="airline")])
     with pytest.raises(InputError, match="already at"):
-        read_metric_rows([old, new])
+        read_metric_rows([one, two])

@@ -17,8 +17,9 @@ from prefix_exec.envs.toolsandbox import (
     recorded_environment,
     split_exception,
 )
+from prefix_exec.errors import ReplayError
 from prefix_exec.importers.toolsandbox.importer import ImportOptions, read_toolsandbox
-from prefix_exec.replay import ReplayError, replay
+from prefix_exec.replay import replay
 from prefix_exec.trajectory import FailureLabel, Observation, PrefixRecord, Rollout, Skipped, ToolCall
 
 S, D, P, C, INFO = (

@@ -19,7 +19,7 @@ from prefix_exec.importers.toolsandbox.importer import (
     read_toolsandbox,
     scenario_dirs,
 )
-from prefix_exec.importers.trials import TrialSource
+from prefix_exec.importers.trials import TrialRule
 from prefix_exec.replay import replay
 from prefix_exec.scoring.numbering import Numbering, rollout_digest
 from prefix_exec.trajectory import FailureLabel, Rollout, Skipped
@@ -296,14 +296,14 @@ def test_repeated_runs_of_one_agent_become_trials(shared_data: Path, tmp_path: P
 
 def test_a_trial_field_reads_the_scenarios_summary_row(shared_data: Path) -> None:
     run = shared_data / "toolsandbox/run_public"
-    fixed = _rollouts([run], scenarios=frozenset({"get_wifi"}), trials=TrialSource(fixed=4))
+    fixed = _rollouts([run], scenarios=frozenset({"get_wifi"}), trials=TrialRule(fixed=4))
     assert (fixed["get_wifi"].trial, fixed["get_wifi"].trial_given) == (4, True)
-    by_row = _rollouts([run], scenarios=frozenset({"get_wifi"}), trials=TrialSource(field="turn_count"))
+    by_row = _rollouts([run], scenarios=frozenset({"get_wifi"}), trials=TrialRule(field="turn_count"))
     summary = json.loads((run / "result_summary.json").read_text())
     (row,) = [r for r in summary["per_scenario_results"] if r["name"] == "get_wifi"]
     assert by_row["get_wifi"].trial == row["turn_count"]
     (missing,) = read_toolsandbox(
-        [run], ImportOptions(scenarios=frozenset({"get_wifi"}), trials=TrialSource(field="run"))
+        [run], ImportOptions(scenarios=frozenset({"get_wifi"}), trials=TrialRule(field="run"))
     )
     assert isinstance(missing, Skipped)
     assert "field 'run': missing" in missing.error

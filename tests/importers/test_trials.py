@@ -7,41 +7,41 @@ from typing import Any
 
 import pytest
 
-from prefix_exec.importers.trials import TrialError, TrialSource, lookup
+from prefix_exec.importers.trials import TrialError, TrialRule, lookup
 
 
 @pytest.mark.parametrize(
     ("source", "unit", "expected"),
     [
-        (TrialSource(), {"trial": 3}, 3),
-        (TrialSource(), {"id": 1}, None),  # the input names none
-        (TrialSource(), {"trial": None}, None),
-        (TrialSource(fixed=7), {"trial": 3}, 7),  # --trial wins over the input's own
-        (TrialSource(field="meta.runs.1"), {"trial": 3, "meta": {"runs": [5, 6]}}, 6),
-        (TrialSource(field="meta.run"), {"trial": 3, "meta": {"run": 0}}, 0),
+        (TrialRule(), {"trial": 3}, 3),
+        (TrialRule(), {"id": 1}, None),  # the input names none
+        (TrialRule(), {"trial": None}, None),
+        (TrialRule(fixed=7), {"trial": 3}, 7),  # --trial wins over the input's own
+        (TrialRule(field="meta.runs.1"), {"trial": 3, "meta": {"runs": [5, 6]}}, 6),
+        (TrialRule(field="meta.run"), {"trial": 3, "meta": {"run": 0}}, 0),
     ],
 )
-def test_a_trial_comes_from_the_option_then_the_input(source: TrialSource, unit: Any, expected: int | None) -> None:
+def test_a_trial_comes_from_the_option_then_the_input(source: TrialRule, unit: Any, expected: int | None) -> None:
     assert source.read(unit) == expected
 
 
 def test_other_own_fields_and_none() -> None:
-    assert TrialSource().read({"metadata": {"trial": 2}}, own=("trial", "metadata.trial")) == 2
-    assert TrialSource().read({"trial": 2}, own=()) is None  # a format without a trial field
+    assert TrialRule().read({"metadata": {"trial": 2}}, own=("trial", "metadata.trial")) == 2
+    assert TrialRule().read({"trial": 2}, own=()) is None  # a format without a trial field
 
 
 @pytest.mark.parametrize(
     ("source", "unit", "message"),
     [
-        (TrialSource(field="meta.run"), {"trial": 3}, "field 'meta.run': missing"),
-        (TrialSource(field="run"), {"run": None}, "field 'run': missing"),
-        (TrialSource(), {"trial": -1}, "field 'trial': a trial must be an integer >= 0, got -1"),
-        (TrialSource(), {"trial": True}, "got True"),
-        (TrialSource(), {"trial": "3"}, "got '3'"),
-        (TrialSource(field="r"), {"r": 1.5}, "got 1.5"),
+        (TrialRule(field="meta.run"), {"trial": 3}, "field 'meta.run': missing"),
+        (TrialRule(field="run"), {"run": None}, "field 'run': missing"),
+        (TrialRule(), {"trial": -1}, "field 'trial': a trial must be an integer >= 0, got -1"),
+        (TrialRule(), {"trial": True}, "got True"),
+        (TrialRule(), {"trial": "3"}, "got '3'"),
+        (TrialRule(field="r"), {"r": 1.5}, "got 1.5"),
     ],
 )
-def test_a_trial_that_cannot_be_read_is_an_error_naming_the_field(source: TrialSource, unit: Any, message: str) -> None:
+def test_a_trial_that_cannot_be_read_is_an_error_naming_the_field(source: TrialRule, unit: Any, message: str) -> None:
     with pytest.raises(TrialError) as info:
         source.read(unit)
     assert message in str(info.value)

@@ -5,11 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from prefix_exec.analysis.rows import read_metric_rows
 from prefix_exec.errors import InputError
 from prefix_exec.records.codec import (
-    JsonlWriter,
-    completed_keys,
-    read_metric_rows,
     read_records,
     read_rollouts,
     record_to_json,
@@ -17,6 +15,7 @@ from prefix_exec.records.codec import (
     write_records,
     write_rollouts,
 )
+from prefix_exec.records.jsonl import JsonlWriter, completed_keys
 from prefix_exec.trajectory import (
     CallCost,
     FailureLabel,

@@ -61,7 +61,7 @@ def crafted() -> list[PrefixRecord]:
 TOOLS = ("cd", "ls", "mv", "cat", "grep", "post_tweet", "get_flight_status", "book_reservation", "send_message")
 
 
-def synthetic(n: int, conditions: int = 10, seed: int = 0, dataset: str = "tau3-airline") -> list[PrefixRecord]:
+def synthetic(n: int, conditions: int = 10, seed: int = 0, dataset: str = "tau3") -> list[PrefixRecord]:
     """``n`` rollouts spread over ``conditions`` models on one dataset, shaped like real logs: T in 1..12,
     tool calls with a few string and integer arguments, a reason of about 80 characters at the first failure,
     about half of the rollouts failing, some of those recovering. Deterministic for a seed."""
@@ -100,7 +100,7 @@ def synthetic(n: int, conditions: int = 10, seed: int = 0, dataset: str = "tau3-
         rows.append(
             PrefixRecord(
                 dataset,
-                f"task_{t}",
+                f"airline/task_{t}",
                 f"org/model-{c}",
                 "react",
                 0,

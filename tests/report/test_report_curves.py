@@ -9,7 +9,7 @@ import pytest
 from report_records import record
 
 from prefix_exec.analysis.summary import ConditionSummary, summarize
-from prefix_exec.report import curves, plots
+from prefix_exec.report import curves, drawing, plots
 from prefix_exec.report.inputs import metric_rows
 
 # z for a 95% interval, to six places: the Wilson bounds below are computed by hand from it.
@@ -71,8 +71,8 @@ def _drawn(monkeypatch: pytest.MonkeyPatch, rows: list[Any], tmp_path: Path) -> 
         figures[stem.split("-")[0] + ("-elig" if stem.startswith("figure1-elig") else "")] = fig
         return []
 
-    monkeypatch.setattr(plots, "_save", keep)
-    monkeypatch.setattr(plots._pyplot(), "close", lambda fig: None)
+    monkeypatch.setattr(drawing, "save", keep)
+    monkeypatch.setattr(drawing.pyplot(), "close", lambda fig: None)
     plots.figure1(summarize(metric_rows(rows), resamples=20, seed=0), tmp_path)
     return figures
 

@@ -127,7 +127,7 @@ def test_synthetic_records_are_labelled(tmp_path: Path) -> None:
 
 
 def test_plots_are_written_and_embedded(tmp_path: Path) -> None:
-    from prefix_exec.report.plots import file_stem
+    from prefix_exec.report.drawing import file_stem
 
     report = write_report(crafted(), tmp_path, Options(resamples=50))
     names = {p.name for p in report.files}

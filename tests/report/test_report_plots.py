@@ -1,9 +1,8 @@
-"""Figures that stay readable and safe: unique bounded file names, distinct styles, plain-text labels, and the
-x-axis cut at a stated k_max."""
+"""Figures that stay readable and safe: plain-text labels, the x-axis cut at a stated k_max, and the no-failure
+note clear of the curves (file names and styles: test_report_drawing.py)."""
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 
 from report_records import record
@@ -12,23 +11,6 @@ from prefix_exec.analysis.summary import summarize
 from prefix_exec.report.build import Options, write_report
 from prefix_exec.report.inputs import metric_rows
 from prefix_exec.report.layout import depth_cut, leaderboard_blocks
-from prefix_exec.report.plots import file_stem, series_styles
-
-
-def test_file_names_are_unique_per_name_and_bounded() -> None:
-    names = ["org/model-a", "org:model-a", "org_model-a", "x" * 300, "x" * 301]
-    stems = [file_stem("figure1", n) for n in names]
-    assert len(set(stems)) == len(names)
-    assert max(len(s) for s in stems) <= len("figure1-") + 40 + 1 + 8
-    assert all("/" not in s and ":" not in s for s in stems)
-
-
-def test_styles_differ_for_every_series_up_to_forty() -> None:
-    styles = series_styles([f"m{i}" for i in range(40)])
-    assert len(set(styles.values())) == 40
-    # neighbours differ in colour and marker, so two adjacent legend rows never look alike
-    values = list(styles.values())
-    assert all(a[0] != b[0] and a[1] != b[1] for a, b in itertools.pairwise(values))
 
 
 def test_depth_cut_is_bfcl_ten_else_the_95th_percentile_of_t() -> None:
@@ -67,13 +49,14 @@ def test_the_no_failure_note_sits_clear_of_every_plotted_point() -> None:
     """A curve on its reach line is named in a note inside the panel. Placed in a fixed corner, it covered
     the points of another curve there (here a method whose rollouts mostly fail at step 1 runs along the
     bottom); it goes where it covers none."""
-    from prefix_exec.report.plots import _curve_panel, _pyplot, series_styles
+    from prefix_exec.report.drawing import pyplot, series_styles
+    from prefix_exec.report.plots import _curve_panel
 
     clean = [record("clean", f"t{i}", T=1 + i % 6, fed=2 + i % 6, success=1) for i in range(30)]
     # 2 of 30 executable: PEC(k) = 0.07 up to k = 6, a run of points just above the bottom axis
     failing = [record("failing", f"t{i}", T=6, fed=1 if i > 1 else 7, success=0) for i in range(30)]
     s = summarize(metric_rows(clean + failing), resamples=20, seed=0)
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     try:
         _curve_panel(ax, s.conditions, "bfcl_demo", series_styles(["clean", "failing"]), lambda c: c.method)

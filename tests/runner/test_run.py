@@ -23,7 +23,8 @@ from prefix_exec.errors import InputError
 from prefix_exec.records.codec import read_records, read_rollouts
 from prefix_exec.replay import replay
 from prefix_exec.runner import load_grid
-from prefix_exec.runner.run_dir import RunReport, call_prices, plan_units, run_grid
+from prefix_exec.runner.run_dir import plan_units, run_grid
+from prefix_exec.runner.run_report import RunReport, call_prices
 
 if TYPE_CHECKING:
     from runner.conftest import RaySession
@@ -272,24 +273,21 @@ def test_an_endpoint_cap_holds_across_all_workers(
         assert server.max_in_flight == 1
 
 
-def test_the_deprecated_executor_spellings_still_choose_the_launcher(
-    server: ScriptedServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+def test_the_old_executor_spellings_are_errors(
+    server: ScriptedServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """``--executor`` and ``run_grid(executor=)`` were the old spellings of the launcher (dropped at 0.x)."""
     grid = write_grid(tmp_path, server.base_url, methods=["react"])
-    monkeypatch.setattr("prefix_exec.deprecation._SAID", set())
-    assert main(["run", str(grid), "--out", str(tmp_path / "cli"), "--executor", "local"]) == 0
-    err = capsys.readouterr().err
-    assert err.count("is deprecated") == 1
-    assert "prefix-exec: --executor is deprecated; use --launcher\n" in err
-    report = run_grid(grid, tmp_path / "api", executor="local")
-    assert (report.written, report.failed) == (6, 0)
-    assert capsys.readouterr().err.startswith("prefix-exec: run_grid(executor=...) is deprecated; use launcher=...\n")
+    with pytest.raises(SystemExit) as stopped:
+        main(["run", str(grid), "--out", str(tmp_path / "cli"), "--executor", "local"])
+    assert stopped.value.code == 2
+    assert "unrecognized arguments: --executor local" in capsys.readouterr().err
+    assert not (tmp_path / "cli").exists()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'executor'"):
+        run_grid(grid, tmp_path / "api", executor="local")  # type: ignore[call-arg]
     from prefix_exec.cli import build_parser
 
-    assert build_parser().parse_args(["run", str(grid), "--out", "x", "--executor", "ray"]).launcher == "ray"
     assert build_parser().parse_args(["run", str(grid), "--out", "x"]).launcher == "local"
-    with pytest.raises(SystemExit):
-        build_parser().parse_args(["run", str(grid), "--out", "x", "--executor", "threads"])  # choices still hold
     with pytest.raises(SystemExit):
         main(["run", "--help"])
     help_text = capsys.readouterr().out
@@ -352,31 +350,12 @@ def test_sample_draws_a_seeded_subset_and_tasks_must_exist(tmp_path: Path) -> No
         plan_units(load_grid(grid))
 
 
-def test_the_description_names_only_what_happened() -> None:
-    quiet = RunReport(planned=3, written=3, tokens=120, seconds=2.04)
-    assert quiet.describe() == "3 of 3 units written in 2.0 s; the run holds 120 agent tokens"
-    busy = RunReport(10, 4, failed=2, resumed=3, rescored=1, tokens=9, usd=0.125, retries=5, aborted="429 storm")
-    assert busy.describe() == (
-        "4 of 10 units written in 0.0 s; the run holds 9 agent tokens, $0.12, 5 LLM requests retried "
-        "(429/5xx/408/409/timeouts/connection/bad answers); 3 already done (--resume); 1 rollouts scored from "
-        "the file; 2 failed (see failures.jsonl; --resume retries them); stopped early: 429 storm"
-    )
-
-
-def test_the_deprecated_summary_methods_still_describe(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_reports_describe_and_have_no_old_summary_spelling() -> None:
     from prefix_exec.scoring.run import ScoreReport
 
-    monkeypatch.setattr("prefix_exec.deprecation._SAID", set())
     run, score = RunReport(planned=3, written=3, tokens=120, seconds=2.04), ScoreReport(written=2, executable=1)
-    assert (run.summary(), score.summary()) == (run.describe(), score.describe())
     assert score.describe() == "scored 2 rollouts (1 fully executable)"
-    run.summary()
-    assert capsys.readouterr().err == (
-        "prefix-exec: RunReport.summary() is deprecated; use describe()\n"
-        "prefix-exec: ScoreReport.summary() is deprecated; use describe()\n"
-    )
+    assert not hasattr(run, "summary") and not hasattr(score, "summary")  # summary() was dropped at 0.x
 
 
 @pytest.mark.slow

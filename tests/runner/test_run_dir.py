@@ -17,7 +17,8 @@ from fakes.openai_server import ScriptedServer
 from prefix_exec.cli import main
 from prefix_exec.errors import InputError
 from prefix_exec.runner.progress import Progress
-from prefix_exec.runner.run_dir import RunReport, run_grid, run_lock
+from prefix_exec.runner.run_dir import run_grid, run_lock
+from prefix_exec.runner.run_report import RunReport
 from runner.test_run import REPO, rows, write_grid
 
 if TYPE_CHECKING:

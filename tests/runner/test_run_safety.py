@@ -13,7 +13,7 @@ from test_run import write_grid
 from fakes import ticketing_agent
 from fakes.openai_server import ScriptedServer
 from prefix_exec.cli import main
-from prefix_exec.llm.config import redact_url
+from prefix_exec.records.redaction import redact_url
 
 
 def poisoned(body: dict[str, Any]) -> dict[str, Any]:

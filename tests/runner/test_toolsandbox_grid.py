@@ -39,11 +39,11 @@ def test_options_reach_the_driver(capsys: pytest.CaptureFixture[str], monkeypatc
     assert "ts: RapidAPI scenarios excluded: RAPID_API_KEY is not set" in capsys.readouterr().err
 
 
-def test_paper_is_a_deprecated_alias_of_stratified_200(capsys: pytest.CaptureFixture[str]) -> None:
+def test_paper_the_old_name_of_stratified_200_is_an_unknown_subset() -> None:
     grid = grid_of(subset="paper")
-    driver: Any = make_driver(grid.datasets[0], grid)
-    assert driver.subset == "stratified-200"
-    assert 'subset = "paper" is deprecated; use "stratified-200"' in capsys.readouterr().err
+    with pytest.raises(InputError, match="unknown subset 'paper'") as info:
+        make_driver(grid.datasets[0], grid)
+    assert info.value.field == "datasets.ts.subset"
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,9 @@ from fakes import ticketing_agent
 from fakes.bfcl_agent import BfclScript
 from fakes.openai_server import ScriptedServer
 from grid_files import served_model, table
+from prefix_exec.json_types import dumps
 from prefix_exec.methods import METHODS
 from prefix_exec.records.codec import record_to_json, rollout_to_json
-from prefix_exec.records.jsonl import dumps
 from prefix_exec.runner import load_grid
 from prefix_exec.runner.run_dir import plan_units
 from prefix_exec.runner.worker import UnitResult, UnitWorker

@@ -8,7 +8,6 @@ import io
 from dataclasses import replace
 from functools import partial
 
-from prefix_exec.records.jsonl import UnitKey
 from prefix_exec.scoring.admission import Admission
 from prefix_exec.scoring.numbering import Numbering
 from prefix_exec.scoring.pool.messages import Decoded, Died
@@ -16,7 +15,7 @@ from prefix_exec.scoring.pool.settlement import Settlement
 from prefix_exec.scoring.pool.worker import Shelf, decode_on, replay_on
 from prefix_exec.scoring.replayer import Replayer
 from prefix_exec.scoring.units import Scorable, Undecoded
-from prefix_exec.trajectory import Rollout, Skipped
+from prefix_exec.trajectory import Rollout, Skipped, UnitKey
 from test_replay import CounterEnv, rollout
 
 REPLAYER = Replayer(None, None, 0)

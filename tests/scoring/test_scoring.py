@@ -15,12 +15,11 @@ import pytest
 
 from prefix_exec.errors import InputError
 from prefix_exec.records.codec import read_records
-from prefix_exec.records.jsonl import UnitKey
 from prefix_exec.scoring.numbering import Numbering
 from prefix_exec.scoring.pool.dispatch import pool_for
 from prefix_exec.scoring.run import ScoreOptions, score_to_file
 from prefix_exec.scoring.units import Batch, Reading, Scorable, numbered, paired
-from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped, ToolCall
+from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped, ToolCall, UnitKey
 from test_replay import CounterEnv, CounterSession, rollout
 
 
@@ -285,7 +284,7 @@ def test_credentials_in_metadata_json_cannot_hold_are_redacted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
 ) -> None:
     """A URL's credentials in a tuple, a set or an object's repr in the metadata are removed as in a string: the
-    line holds those as a list, a list and the repr (jsonl.dumps), and that is what is redacted; the rollout's own
+    line holds those as a list, a list and the repr (json_types.dumps), and that is what is redacted; the rollout's own
     metadata is left as it was. Oracle: the lines written by hand."""
     from prefix_exec.scoring.pool import dispatch as pool_dispatch
 

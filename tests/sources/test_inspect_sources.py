@@ -34,7 +34,8 @@ def _units(*samples: InspectSample) -> tuple[InspectSources, list[Scorable]]:
 
 def test_reading_a_log_builds_no_environment_until_replay() -> None:
     sources, (first, second) = _units(_sample("a", [GOOD]), _sample("b", [GOOD]))
-    (own,) = sources.own.values()  # one per distinct list
+    assert sources.own is not None
+    (own,) = sources.own.lists.values()  # one per distinct list
     assert own.built is None  # nothing built while reading: the build belongs to a rollout's budget
     env = first.environment(first.rollout)
     assert own.built is env
@@ -46,4 +47,5 @@ def test_a_list_that_cannot_be_built_is_its_samples_input_error_at_replay() -> N
     with pytest.raises(InputError, match=r"name"):
         bad.environment(bad.rollout)
     assert good.environment(good.rollout) is not None  # the other samples are unaffected
-    assert len(sources.own) == 2
+    assert sources.own is not None
+    assert len(sources.own.lists) == 2

@@ -29,10 +29,9 @@ from dataclasses import dataclass, replace
 from prefix_exec.agents.episode import Episode, render
 from prefix_exec.agents.turn_limit import StepCap, TurnLimit
 from prefix_exec.envs.base import MessageAware, Session
-from prefix_exec.guard import check
 from prefix_exec.llm.backend import ChatBackend
 from prefix_exec.llm.types import Message
-from prefix_exec.replay import check_action
+from prefix_exec.replay import check, check_action
 from prefix_exec.trajectory import Observation, ToolCall
 
 #: ``metadata["text_fallback"]`` of a rollout in which the server left native calls in the answer's text.

@@ -50,7 +50,6 @@ from prefix_exec.agents.planning import PlanRequest, history_text
 from prefix_exec.agents.shared_plan import PlanBook
 from prefix_exec.agents.turn_limit import TurnLimit
 from prefix_exec.agents.turn_loop import TurnLoop, TurnResult
-from prefix_exec.deprecation import deprecated
 from prefix_exec.envs.base import Session
 from prefix_exec.json_types import JsonMapping
 from prefix_exec.llm.backend import ChatBackend
@@ -153,23 +152,16 @@ class Agent:
         state: str = "",
         policy: str = "",
         limit: TurnLimit | None = None,
-        budget: TurnLimit | None = None,
     ) -> TurnResult:
         """Hand the user's message to the agent and run the turn; ``plan`` False skips planning this turn.
         ``limit`` bounds the executor's model calls (default: ``settings.max_steps`` per turn; see
-        :mod:`~prefix_exec.agents.turn_limit`); planning is never counted in it. ``budget`` is the deprecated
-        spelling of ``limit``. ``state`` and ``policy`` go to the
-        planner and verifier (:class:`PlanRequest`).
+        :mod:`~prefix_exec.agents.turn_limit`); planning is never counted in it. ``state`` and ``policy`` go to
+        the planner and verifier (:class:`PlanRequest`).
 
         Plans and plan requests ride in the user's message (and prompt-planning's plan is followed by a short
         user message), so the conversation keeps one system message and alternating roles, which strict chat
         templates of local servers require. The turn's message and final answer join ``episode.history``.
         """
-        if budget is not None:
-            if limit is not None:
-                raise TypeError("user_turn() takes limit or its deprecated spelling budget, not both")
-            deprecated("Agent.user_turn(budget=...)", "limit=...")
-            limit = budget
         prepare = self.variant.prepare if plan else None
         if prepare is not None:
             episode.record("planned_turns", turn)

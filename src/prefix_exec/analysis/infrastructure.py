@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from prefix_exec.trajectory import MetricRow
+from prefix_exec.analysis.rows import MetricRow
 
 #: The first-failure label of a kept infrastructure failure (not one of the five: the agent did not fail).
 LABEL = "infrastructure"

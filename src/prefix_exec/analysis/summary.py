@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from prefix_exec.analysis import metrics
+from prefix_exec.analysis.rows import MetricRow
 from prefix_exec.analysis.selection import Selector, pair_conditions
 from prefix_exec.analysis.stats import (
     DEFAULT_LEVEL,
@@ -34,7 +35,6 @@ from prefix_exec.analysis.stats import (
 )
 from prefix_exec.envs.tau.pooled import view_name
 from prefix_exec.json_types import JsonObject
-from prefix_exec.trajectory import MetricRow
 
 Condition = tuple[str, str, str]
 #: Scalar statistics bootstrapped for every condition, in column order (:data:`analysis.metrics.PER_ROLLOUT`).
@@ -316,7 +316,7 @@ def _summarize_dataset(
     tasks = sorted({r.task_id for r in rows})
     groups: dict[Condition, list[MetricRow]] = defaultdict(list)
     for r in rows:
-        groups[(r.dataset, r.model, r.method)].append(r)
+        groups[r.condition].append(r)
     conditions = sorted(groups)
     max_t = max(r.T for r in rows)
     depth = min(ci_depth, max_t)

@@ -22,13 +22,12 @@ from prefix_exec.records.redaction import redact_text
 SCORE_COMMANDS: tuple[tuple[str, str], ...] = (
     ("custom", "prefix_exec.cli.score_custom"),
     ("transcripts", "prefix_exec.cli.score_transcripts"),
+    ("traces", "prefix_exec.cli.score_traces"),
     ("toolsandbox", "prefix_exec.cli.score_toolsandbox"),
     ("bfcl", "prefix_exec.cli.score_bfcl"),
     ("tau", "prefix_exec.cli.score_tau"),
     ("inspect", "prefix_exec.cli.score_inspect"),
 )
-#: Other names of ``score`` subcommands (their modules register them): alias -> name.
-SCORE_ALIASES = {"openai": "transcripts"}
 #: Top-level subcommands other than ``score``.
 COMMANDS: tuple[tuple[str, str], ...] = (
     ("metrics", "prefix_exec.cli.metrics"),
@@ -77,8 +76,7 @@ def _named(argv: Sequence[str] | None) -> tuple[str, ...] | None:
     they name none of them."""
     words = list(argv or ())
     if len(words) >= 2 and words[0] == "score":
-        name = SCORE_ALIASES.get(words[1], words[1])
-        return ("score", name) if name in dict(SCORE_COMMANDS) else None
+        return ("score", words[1]) if words[1] in dict(SCORE_COMMANDS) else None
     if words and words[0] in dict(COMMANDS):
         return (words[0],)
     return None

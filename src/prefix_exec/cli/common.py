@@ -13,7 +13,7 @@ from prefix_exec.analysis import tasksets
 from prefix_exec.cluster import LAUNCHERS
 from prefix_exec.errors import InputError
 from prefix_exec.importers.infrastructure import Exclusion
-from prefix_exec.importers.trials import TrialSource
+from prefix_exec.importers.trials import TrialRule
 from prefix_exec.records import outputs
 from prefix_exec.scoring.numbering import Numbering
 from prefix_exec.scoring.pool.dispatch import pool_for
@@ -23,7 +23,7 @@ from prefix_exec.scoring.run import ScoreOptions, ScoreReport
 
 def add_scoring_options(parser: argparse.ArgumentParser) -> None:
     """What every ``score`` command takes: the records' identity (``--model``, ``--method``, ``--trial`` or
-    ``--trial-field``, ``--unique-task``; :func:`trial_source`, :func:`numbering`), then ``--out`` and how it is
+    ``--trial-field``, ``--unique-task``; :func:`trial_rule`, :func:`numbering`), then ``--out`` and how it is
     written (resume, overwrite, keep going, budgets, workers; :func:`output_options` reads those)."""
     _add_identity_options(parser)
     _add_output_options(parser)
@@ -147,11 +147,11 @@ def _add_identity_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def trial_source(args: argparse.Namespace) -> TrialSource:
+def trial_rule(args: argparse.Namespace) -> TrialRule:
     """Where the rollouts' trials come from (``--trial``, ``--trial-field``); both given is a usage error."""
     if args.trial is not None and args.trial_field:
         raise InputError("give --trial or --trial-field, not both")
-    return TrialSource(fixed=args.trial, field=args.trial_field or None)
+    return TrialRule(fixed=args.trial, field=args.trial_field or None)
 
 
 def numbering(args: argparse.Namespace) -> Numbering:

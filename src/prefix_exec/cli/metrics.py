@@ -5,18 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 from prefix_exec.analysis import infrastructure, tasksets
 from prefix_exec.analysis.coverage import coverage_warnings
+from prefix_exec.analysis.rows import METRIC_FIELDS, read_metric_rows
+from prefix_exec.analysis.success_given import absent_note, absent_success
 from prefix_exec.analysis.summary import DEFAULT_CI_DEPTH, PairedComparison, Summary, summarize, to_json
 from prefix_exec.cli.common import add_summary_options, checkpoint_depths, ci_depth, condition_pair
-from prefix_exec.envs.tau.pooled import legacy_note
 from prefix_exec.errors import InputError
 from prefix_exec.records import outputs
-from prefix_exec.records.codec import METRIC_FIELDS, read_metric_rows
 from prefix_exec.report.cost import row_costs
 from prefix_exec.report.formats import to_csv, to_markdown
 from prefix_exec.report.layout import Anchors
@@ -124,13 +123,12 @@ def handle(args: argparse.Namespace) -> int:
     rows = applied.rows
     if not rows:
         raise InputError("every record is an infrastructure failure", hint="--keep-infrastructure-failures counts them")
-    renamed = Counter(r.renamed_from for r in rows if r.renamed_from is not None)
-    if renamed:
-        print(f"prefix-exec: note: {legacy_note(dict(renamed))}", file=sys.stderr)
     for warning in tasksets.check_pooling(((r.dataset, r.task_set) for r in rows), allow=args.mix_task_sets):
         print(f"prefix-exec: warning: {warning}", file=sys.stderr)
     for warning in coverage_warnings(args.records, rows):
         print(f"prefix-exec: warning: {warning}", file=sys.stderr)
+    if absent := absent_note(absent_success(args.records)):
+        print(f"prefix-exec: note: {absent}", file=sys.stderr)
     summary = summarize(rows, resamples=args.resamples, seed=args.seed, ci_depth=args.ci_depth)
     found = None
     if args.compare:

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from prefix_exec.analysis import infrastructure, tasksets
 from prefix_exec.analysis.coverage import coverage_warnings
 from prefix_exec.cli.common import add_summary_options, checkpoint_depths, condition_pair
-from prefix_exec.envs.tau.pooled import legacy_note
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.report import Options, load, write_report
@@ -98,9 +96,6 @@ def handle(args: argparse.Namespace) -> int:
         )
         if not records:
             raise InputError("every record is an infrastructure failure", hint="--keep-infrastructure-failures")
-    renamed = Counter(str(r.metadata["renamed_from"]) for r in records if "renamed_from" in r.metadata)
-    if renamed:
-        print(f"prefix-exec: note: {legacy_note(dict(renamed))}", file=sys.stderr)
     for warning in tasksets.check_pooling(
         ((r.dataset, tasksets.task_set_of(r.metadata)) for r in records), allow=args.mix_task_sets
     ):

@@ -10,7 +10,6 @@ from typing import Any
 
 from prefix_exec.cli.common import non_negative_int, positive_int
 from prefix_exec.cluster import LAUNCHERS
-from prefix_exec.deprecation import DeprecatedOption
 from prefix_exec.extras import require
 
 EPILOG = """\
@@ -55,14 +54,6 @@ def register(subparsers: Any, name: str) -> None:
         choices=LAUNCHERS,
         default="local",
         help="where units run: local threads (default) or Ray actors (pip install 'prefix-exec[ray]')",
-    )
-    parser.add_argument(
-        "--executor",
-        dest="launcher",
-        choices=LAUNCHERS,
-        action=DeprecatedOption,
-        new="--launcher",
-        help=argparse.SUPPRESS,
     )
     parser.add_argument(
         "--max-concurrency",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Iterable
 from dataclasses import replace
 from functools import partial
@@ -16,16 +15,16 @@ from prefix_exec.cli.common import (
     float_between,
     numbering,
     output_options,
-    trial_source,
+    trial_rule,
 )
 from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
-from prefix_exec.envs.bfcl.sample import DEPRECATED_NAMES, NAME, stratified_200
+from prefix_exec.envs.bfcl.sample import NAME, stratified_200
 from prefix_exec.envs.bfcl.tasks import INSTALL_HINT, load_task
-from prefix_exec.errors import InputError
+from prefix_exec.errors import InputError, ReplayError
 from prefix_exec.extras import require
 from prefix_exec.importers.bfcl import PROMPTING_Y
 from prefix_exec.importers.infrastructure import Exclusion
-from prefix_exec.replay import ReplayError, with_success
+from prefix_exec.replay import with_success
 from prefix_exec.scoring.run import score_to_file
 from prefix_exec.scoring.units import Scorable, paired
 from prefix_exec.trajectory import Rollout, Skipped
@@ -50,10 +49,10 @@ def register(benchmarks: Any, name: str) -> None:
     )
     parser.add_argument(
         "--sample",
-        choices=(NAME, *DEPRECATED_NAMES),
+        choices=(NAME,),
         help=(
             "score only our deterministic 4 x 50 stratified sample of task ids (a seeded draw of the paper's "
-            "design; the paper publishes no ids). 'paper' is a deprecated alias"
+            "design; the paper publishes no ids)"
         ),
     )
     parser.add_argument(
@@ -92,16 +91,14 @@ def handle(args: argparse.Namespace) -> int:
         env = BfclEnvironment(time_limit=args.time_limit, information=args.information)
         from prefix_exec.importers.bfcl import ground_truth_rollouts, read_results
 
-        if args.sample in DEPRECATED_NAMES:
-            print(f"prefix-exec: --sample {args.sample} is deprecated; use --sample {NAME}", file=sys.stderr)
         only = frozenset(stratified_200()) if args.sample is not None else None
         units: Iterable[Rollout | Skipped]
-        source = trial_source(args)
+        rule = trial_rule(args)
         if args.ground_truth:
-            if source.field is not None:
+            if rule.field is not None:
                 raise InputError("--trial-field reads the result files; with --ground-truth give --trial N")
             units = (
-                replace(r, model=args.model or r.model, method=args.method or r.method, trial=source.fixed or 0)
+                replace(r, model=args.model or r.model, method=args.method or r.method, trial=rule.fixed or 0)
                 for r in ground_truth_rollouts(only)
             )
             total: int | None = len(only) if only is not None else 800
@@ -112,7 +109,7 @@ def handle(args: argparse.Namespace) -> int:
                 method=args.method,
                 only=only,
                 prompting_y=args.prompting_y,
-                trials=source,
+                trials=rule,
             )
             total = None
         checker = FinalSuccess(env.templates)

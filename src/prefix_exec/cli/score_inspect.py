@@ -24,10 +24,8 @@ from prefix_exec.cli.common import (
     finish,
     numbering,
     output_options,
-    trial_source,
+    trial_rule,
 )
-from prefix_exec.cli.score_custom import add_spec_options, note_schema_only, policy_of
-from prefix_exec.cli.score_tau import add_tau2_data_option
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.inspect.archive import ReadBounds
@@ -35,6 +33,8 @@ from prefix_exec.importers.inspect.log import log_files
 from prefix_exec.importers.inspect.reader import read_log
 from prefix_exec.scoring.run import score_to_file
 from prefix_exec.sources.inspect import SUPPORTED, InspectSources, is_benchmark
+from prefix_exec.sources.spec import add_spec_options, note_schema_only, policy_of
+from prefix_exec.sources.tau import add_tau2_data_option
 from prefix_exec.trajectory import Skipped
 
 
@@ -111,11 +111,11 @@ def _read_logs(args: argparse.Namespace, paths: list[str], sources: InspectSourc
     # Without --tools a task of neither benchmark is scored on its samples' own tool lists, read from their events.
     own_tools = None if args.tools else (lambda task: not is_benchmark(task))
     noted = False
-    source = trial_source(args)
+    rule = trial_rule(args)
     bounds = ReadBounds(args.rollout_budget, args.call_memory)  # each sample read under a rollout's budgets
     for path in paths:
         try:
-            log = read_log(path, scorer=args.scorer, tools=own_tools, trials=source, bounds=bounds)
+            log = read_log(path, scorer=args.scorer, tools=own_tools, trials=rule, bounds=bounds)
         except InputError as exc:
             if not args.keep_going:
                 raise

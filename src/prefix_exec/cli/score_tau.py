@@ -20,20 +20,22 @@ from prefix_exec.cli.common import (
     freeze_loaded,
     numbering,
     output_options,
-    trial_source,
+    trial_rule,
 )
 from prefix_exec.envs.tau.consistency import Consistency, Disagreement
-from prefix_exec.envs.tau.pooled import TAU_DOMAINS, legacy
+from prefix_exec.envs.tau.pooled import TAU_DOMAINS
 from prefix_exec.envs.tau.regrade import regrade_files
-from prefix_exec.envs.tau.results import LoadedResults, check_override, load_results, recipe
+from prefix_exec.envs.tau.results import LoadedResults, check_override, load_results
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.infrastructure import Exclusion
 from prefix_exec.importers.tau import TauResults, read_results
-from prefix_exec.records.codec import RECORD_KIND, completed_keys, read_records
+from prefix_exec.records.codec import RECORD_KIND, is_unpooled, read_records
+from prefix_exec.records.jsonl import completed_keys
 from prefix_exec.scoring.run import score_to_file
-from prefix_exec.scoring.units import Scorable, paired
-from prefix_exec.trajectory import Skipped
+from prefix_exec.scoring.units import Scorable
+from prefix_exec.sources.tau import add_tau2_data_option, tau_units
+from prefix_exec.trajectory import Rollout, Skipped
 
 
 def register(benchmarks: Any, name: str) -> None:
@@ -77,15 +79,6 @@ def register(benchmarks: Any, name: str) -> None:
     parser.set_defaults(handler=handle)
 
 
-def add_tau2_data_option(parser: argparse.ArgumentParser) -> None:
-    """``--tau2-data DIR``: where the tau2 domains' databases are, for the commands that regrade tau2 rollouts."""
-    parser.add_argument(
-        "--tau2-data",
-        metavar="DIR",
-        help="tau2 data folder holding tau2/domains/<domain>/db.json (default: TAU2_DATA_DIR, then the package's)",
-    )
-
-
 def handle(args: argparse.Namespace) -> int:
     require("tau2", "loguru", why="tau2's domains replay the calls")
     if args.resume:
@@ -93,13 +86,13 @@ def handle(args: argparse.Namespace) -> int:
     files: list[LoadedResults[TauResults]] = []
     units: list[Scorable | Skipped] = []
     mismatched: list[Disagreement] = []
-    trials, source = numbering(args), trial_source(args)
+    trials, rule = numbering(args), trial_rule(args)
     infrastructure = Exclusion(keep=args.keep_infrastructure_failures)
     for path in args.results:
         # An unreadable file, one of a domain replay does not model (telecom, say) or one whose tools are another
         # domain's is one file's error.
         try:
-            results = read_results(path, model=args.model, method=args.method, domain=args.domain, trials=source)
+            results = read_results(path, model=args.model, method=args.method, domain=args.domain, trials=rule)
             check_override(results, results.named_domain, args.tau2_data)
             loaded = load_results(results, args.tau2_data, sequential=args.parallel_calls == "sequential")
         except InputError as exc:
@@ -107,17 +100,14 @@ def handle(args: argparse.Namespace) -> int:
                 raise
             units.append(Skipped(path, exc.describe()))  # reported by score_to_file, never dropped
             continue
-        # Trials are made distinct across files before the consistency and regrade checks key on them.
-        loaded = replace(loaded, results=loaded.results.numbered(trials.number))
-        files.append(loaded)
         for note in loaded.results.notes:
             print(f"prefix-exec: {loaded.results.path}: note: {note}", file=sys.stderr)
-        print(f"prefix-exec: {loaded.results.path}: {loaded.check.describe()}", file=sys.stderr)
-        if loaded.tools.note() is not None:
-            print(f"prefix-exec: {loaded.results.path}: note: {loaded.tools.note()}", file=sys.stderr)
-        # A worker process builds the environment again from its recipe (the file is not read again).
-        kept = list(infrastructure.filter(loaded.results.rollouts))
-        units += paired([*kept, *loaded.results.skipped], loaded.env.bind, recipe(loaded, args.tau2_data))
+        # the system's failures (tau2's infrastructure_error) leave the file's rollouts before they are numbered
+        kept = tuple(r for r in infrastructure.filter(loaded.results.rollouts) if isinstance(r, Rollout))
+        loaded = replace(loaded, results=replace(loaded.results, rollouts=kept))
+        loaded, scorable = tau_units(loaded, trials, args.tau2_data, name=loaded.results.path, notes=sys.stderr)
+        files.append(loaded)
+        units += scorable
         mismatched += loaded.mismatches()
     target = consistency_path(args, args.results)
     consistency = Consistency()
@@ -147,7 +137,7 @@ def handle(args: argparse.Namespace) -> int:
 def _refuse_old_layout(out: str) -> None:
     """An output written before tau3 was pooled (``tau3-airline``, task ``18``) cannot be resumed: every
     simulation would be scored again under its new id (``airline/18``) beside the old record."""
-    old = next((k for k in sorted(completed_keys(out, kind=RECORD_KIND)) if legacy(k[0], k[1]) is not None), None)
+    old = next((k for k in sorted(completed_keys(out, kind=RECORD_KIND)) if is_unpooled(k[0], k[1])), None)
     if old is not None:
         raise InputError(
             f"this output holds records made before tau3 was pooled (dataset {old[0]}, task {old[1]}); task ids are "

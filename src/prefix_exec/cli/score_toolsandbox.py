@@ -13,7 +13,7 @@ from prefix_exec.cli.common import (
     float_between,
     numbering,
     output_options,
-    trial_source,
+    trial_rule,
 )
 from prefix_exec.envs.toolsandbox import recorded_environment
 from prefix_exec.importers.toolsandbox.importer import ImportOptions, read_toolsandbox
@@ -73,7 +73,7 @@ def handle(args: argparse.Namespace) -> int:
         success_threshold=args.success_threshold,
         success_if_unknown=args.success_if_unknown,
         scenarios=frozenset(read_names(args.scenarios)) if args.scenarios else None,
-        trials=trial_source(args),
+        trials=trial_rule(args),
     )
     units = read_toolsandbox(args.runs, options)
     if args.environment_faults == "skip":

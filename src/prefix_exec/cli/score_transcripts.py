@@ -1,39 +1,43 @@
-"""``prefix-exec score transcripts`` (alias ``score openai``): score transcripts in the forms agents write
-them, one rollout per conversation (:mod:`prefix_exec.importers.transcripts`)."""
+"""``prefix-exec score transcripts``: score transcripts in the forms agents write them, one rollout per
+conversation (:mod:`prefix_exec.importers.transcripts`)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Iterator
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from prefix_exec.cli.common import add_scoring_options, numbering, trial_source
-from prefix_exec.cli.score_custom import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
-from prefix_exec.envs.custom.environment import CustomEnvironment, OwnTools, load_spec
+from prefix_exec.cli.common import (
+    add_scoring_options,
+    consistency_path,
+    finish,
+    numbering,
+    output_options,
+    trial_rule,
+)
+from prefix_exec.envs.custom.environment import load_spec
 from prefix_exec.envs.custom.evidence import EvidencePolicy
+from prefix_exec.envs.custom.session import CustomEnvironment
 from prefix_exec.envs.recipe import Recipe
 from prefix_exec.errors import InputError
 from prefix_exec.importers.transcripts import (
     READERS,
     Identity,
-    Transcript,
     TranscriptFile,
     decodings,
     read_batch,
-    tools_digest,
     unreadable,
 )
-from prefix_exec.json_types import JsonObject
 from prefix_exec.records.jsonl import expand_inputs
 from prefix_exec.scoring.units import Batch, Scorable, Undecoded, numbered
+from prefix_exec.sources.own_tools import SCHEMA_ONLY_NOTE, OwnLists
+from prefix_exec.sources.spec import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
 from prefix_exec.trajectory import Skipped
 
 #: The records' note when a conversation's own tools list served as its spec.
-SCHEMA_ONLY_NOTE = "schema checks only: the conversation's own tools list served as the spec (no --tools)"
 #: The identity fields a ``--<name>-field PATH`` option reads from a conversation, and each option's help.
 FIELDS = {
     "task_id": "task id (default: task_id, metadata.task_id or id); several comma-separated paths are joined "
@@ -48,15 +52,12 @@ FIELDS = {
 BATCH_BYTES = 8 << 20
 #: The --tools environment and the recipe a worker process builds it again by (:mod:`prefix_exec.envs.recipe`).
 Spec = tuple[CustomEnvironment, Recipe]
-#: The name ``score openai`` had before it read every format; it stays an alias.
-ALIAS = "openai"
 
 
 def register(benchmarks: Any, name: str) -> None:
     forms = ", ".join(f"{r.label} ({r.name})" for r in READERS.values())
     parser: argparse.ArgumentParser = benchmarks.add_parser(
         name,
-        aliases=[ALIAS],
         help="transcripts: OpenAI Chat or Responses, Anthropic Messages, LangChain, tau-bench results",
         description=(
             f"Score transcripts, one rollout per conversation. Forms read: {forms}; each file's form is "
@@ -64,7 +65,7 @@ def register(benchmarks: Any, name: str) -> None:
             'JSON list, or a JSON object wrapping lists ({"data": [...]}). With --tools the calls are checked '
             "against that spec (ours, an OpenAI tools array or an MCP tools/list result, plus --hooks); without "
             "it each conversation's own tools list is the spec, and only schema checks apply. Identity fields "
-            f"are dotted paths into the conversation. 'score {ALIAS}' is the same command. See docs/custom.md."
+            "are dotted paths into the conversation. See docs/custom.md."
         ),
     )
     parser.add_argument(
@@ -87,7 +88,7 @@ def register(benchmarks: Any, name: str) -> None:
     fields.add_argument(
         "--dataset",
         help="dataset name for every record (default: dataset or metadata.dataset, else the --tools spec's name, "
-        f"else 'transcripts' ('{ALIAS}' when run as score {ALIAS})",
+        "else 'transcripts')",
     )
     add_scoring_options(parser)  # --model, --method (fixed names instead of fields), --trial, --trial-field
     parser.set_defaults(handler=handle)
@@ -100,7 +101,7 @@ def identity_of(args: argparse.Namespace, default_dataset: str) -> Identity:
             raise InputError(f"give --{fixed} or --{fixed}-field, not both")
     paths = {name: getattr(args, f"{name}_field") for name in FIELDS if getattr(args, f"{name}_field")}
     values = {name: getattr(args, name) for name in ("model", "method", "dataset") if getattr(args, name)}
-    trials = trial_source(args)  # --trial N, --trial-field PATH (common to every score command)
+    trials = trial_rule(args)  # --trial N, --trial-field PATH (common to every score command)
     if trials.fixed is not None:
         values["trial"] = trials.fixed
     if trials.field is not None:
@@ -125,8 +126,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.tools:
         spec = (spec_of(args, policy), Recipe(load_spec, (args.tools,), {"hooks": args.hooks, "policy": policy}))
         note_schema_only(spec[0], args.tools)
-    default_dataset = ALIAS if args.benchmark == ALIAS else "transcripts"
-    identity = identity_of(args, spec[0].name if spec is not None else default_dataset)
+    identity = identity_of(args, spec[0].name if spec is not None else "transcripts")
     forced = None if args.format == "auto" else args.format
     # With workers, a worker decodes each conversation (most of the reading's cost) before replaying it.
     defer = spec is not None and (args.workers > 1 or args.launcher != "local")
@@ -134,14 +134,17 @@ def handle(args: argparse.Namespace) -> int:
     whole = defer and args.launcher == "local"
     units = _units(files, identity, forced, spec, keep_going=args.keep_going, policy=policy, defer=defer, whole=whole)
     trials = numbering(args)
-    return score_on_spec(
+    inputs: list[str | Path] = [*files, *(p for p in (args.tools, args.hooks) if p)]
+    report = score_on_spec(
         numbered(units, trials),
         args,
         policy=policy,
         desc="scoring transcripts",
-        inputs=[*files, *(p for p in (args.tools, args.hooks) if p)],
-        numbered=trials,
+        inputs=inputs,
+        report_path=consistency_path(args, inputs),  # refused before scoring: an input, --out, a folder or a FIFO
+        options=output_options(args),
     )
+    return finish(report, args.out, trials)
 
 
 def _units(
@@ -160,8 +163,7 @@ def _units(
     conversation :class:`Undecoded`, or, with ``whole`` too, each file of at most :data:`BATCH_BYTES` a
     :class:`Batch`, for worker processes to read and decode (a worker reads the file by its path: ``whole`` only
     for processes on this machine). Says on the log which form each file was read as."""
-    envs: dict[str, OwnTools] = {}
-    noted: set[str] = set()  # digests of own tools lists met (the schema-only note is said at the first)
+    own = OwnLists(policy, SCHEMA_ONLY_NOTE)  # without a spec: each distinct list met, its environment
     for path in files:
         if whole and spec is not None and _size(path) <= BATCH_BYTES:
             read = partial(read_batch, str(path), identity, forced, keep_going)
@@ -177,7 +179,7 @@ def _units(
                 try:
                     if isinstance(item, InputError):
                         raise item
-                    yield Scorable(item.rollout, *spec) if spec else _with_own_tools(item, envs, noted, policy)
+                    yield Scorable(item.rollout, *spec) if spec else own.pair_transcript(item)
                 except InputError as exc:
                     yield unreadable(exc, keep_going)
         print(transcripts.note(), file=sys.stderr)
@@ -189,36 +191,3 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
-
-
-def _with_own_tools(item: Transcript, envs: dict[str, OwnTools], noted: set[str], policy: EvidencePolicy) -> Scorable:
-    """The conversation's rollout with the environment of its own tools list (from ``envs``, by digest, or built
-    and kept there), its metadata saying so. A conversation with no tools list and no tool call is scored on an
-    empty list (one no-tool action, allowed as for any tools-list spec); one with calls but no list raises
-    :class:`InputError`: there is nothing to check its calls against."""
-    tools = item.tools
-    if tools is None and not item.rollout.actions:
-        tools = []
-    if tools is None:
-        raise InputError(
-            "no --tools was given and this conversation carries no 'tools' list of its own: there is nothing to "
-            "check its tool calls against",
-            path=item.path,
-            line=item.line,
-            field=item.prefix + "tools",
-            hint="pass --tools SPEC (the tool list offered, or our spec)",
-        )
-    digest = tools_digest(tools)
-    if not noted:  # said once, when the first conversation is checked against its own list (not before: see above)
-        noted.add(digest)
-        print(
-            "prefix-exec: note: no --tools: each conversation's own tools list is its spec, so only schema checks "
-            "apply (tool names, arguments); the records say so in metadata.spec_note",
-            file=sys.stderr,
-        )
-
-    if digest not in envs:  # one per distinct list, so that a worker process builds each once
-        where: JsonObject = {"name": item.rollout.dataset, "path": item.path, "line": item.line, "prefix": item.prefix}
-        envs[digest] = OwnTools(tools, where, policy)
-    metadata = {**item.rollout.metadata, "spec_note": SCHEMA_ONLY_NOTE, "tools_digest": digest}
-    return Scorable(replace(item.rollout, metadata=metadata), envs[digest])

@@ -19,7 +19,8 @@ from prefix_exec.demo.agents import AGENTS, MODEL, plan, telemetry
 from prefix_exec.demo.calibration import Calibration, calibrate, render
 from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
 from prefix_exec.errors import InputError
-from prefix_exec.records.codec import dumps, record_to_json, rollout_to_json
+from prefix_exec.json_types import dumps
+from prefix_exec.records.codec import record_to_json, rollout_to_json
 from prefix_exec.replay import replay
 from prefix_exec.report import Options, Report, write_report
 from prefix_exec.report.outdir import OutputFolder

@@ -185,7 +185,7 @@ def questions(category: str) -> Mapping[str, tuple[tuple[str, ...], Mapping[str,
 
 
 class BfclDriver:
-    """``subset = "stratified-200"`` runs our 4 x 50 sample (``"paper"``: deprecated alias; not the paper's ids).
+    """``subset = "stratified-200"`` runs our 4 x 50 sample (not the paper's ids).
 
     ``categories`` limits to some categories.
     """

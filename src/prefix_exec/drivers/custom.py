@@ -14,7 +14,8 @@ from pathlib import Path
 from prefix_exec.agents.variants import Agent
 from prefix_exec.drivers.base import Outcome
 from prefix_exec.envs.base import Environment
-from prefix_exec.envs.custom.environment import CustomEnvironment, CustomSession, environment_from_spec, read_spec
+from prefix_exec.envs.custom.environment import environment_from_spec, read_spec
+from prefix_exec.envs.custom.session import CustomEnvironment, CustomSession
 from prefix_exec.llm.types import ToolSchema
 from prefix_exec.trajectory import Rollout
 

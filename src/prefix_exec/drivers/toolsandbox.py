@@ -55,7 +55,7 @@ from prefix_exec.trajectory import Rollout
 
 
 class ToolSandboxDriver:
-    """``subset`` ``"stratified-200"`` (our stratified 200; ``"paper"``: a deprecated alias) or ``None`` (every
+    """``subset`` ``"stratified-200"`` (our stratified 200) or ``None`` (every
     runnable scenario); ``files`` is where
     run folders go (``None``: not written)."""
 

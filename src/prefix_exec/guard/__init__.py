@@ -1,9 +1,10 @@
 """A runtime guard: check a candidate tool call against the live environment before it executes.
 
-:func:`check` runs the call on a fork of the session, so the live state never changes, and returns the
-environment's verdict (a call the model's output could not be parsed into is a ``schema`` rejection without
-reaching the environment). An agent can then execute only accepted calls and hand rejections back to the
-model as feedback; that is the ``guarded-react`` variant. The cost is one fork and one extra step per call.
+:func:`prefix_exec.replay.check` runs the call on a fork of the session, so the live state never changes, and
+returns the environment's verdict (a call the model's output could not be parsed into is a ``schema`` rejection
+without reaching the environment). An agent can then execute only accepted calls and hand rejections back to
+the model as feedback; that is the ``guarded-react`` variant. The cost is one fork and one extra step per call.
+The check lives with the replay, below the agents that use it; this package is the MCP proxy alone.
 
 The same check guards agents we do not run: ``prefix-exec guard`` (docs/guard.md) is an MCP proxy that
 checks every ``tools/call`` before the real server sees it and records the connection for scoring. Its modules,
@@ -19,14 +20,3 @@ one per concern, need the ``[guard]`` extra (the MCP SDK) and are imported only 
 - :mod:`.stdio` (with :mod:`.pipes`, our ends of the client's pipes) and :mod:`.http`: the two transports, on
   the SDK's own.
 """
-
-from __future__ import annotations
-
-from prefix_exec.envs.base import Session
-from prefix_exec.replay import check_action
-from prefix_exec.trajectory import ToolCall, Verdict
-
-
-def check(session: Session, call: ToolCall) -> Verdict:
-    """The verdict ``call`` would get in the session's current state; ``session`` is left unchanged."""
-    return check_action(session.fork(), call)

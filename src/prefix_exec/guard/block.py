@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from prefix_exec.envs.custom.environment import CustomEnvironment, CustomSession
+from prefix_exec.envs.custom.session import CustomEnvironment, CustomSession
 from prefix_exec.json_types import JsonObject
 from prefix_exec.trajectory import FailureLabel, ToolCall, Verdict
 

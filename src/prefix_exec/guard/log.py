@@ -22,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from prefix_exec.json_types import JsonObject
+from prefix_exec.json_types import JsonObject, dumps
 from prefix_exec.records.codec import call_to_json, record_to_json, rollout_to_json, verdict_to_json
-from prefix_exec.records.jsonl import dumps
+from prefix_exec.replay import horizon_and_fed
 from prefix_exec.trajectory import PrefixRecord, Rollout, ToolCall, Verdict
 
 SUCCESS_RULE = "heuristic: 1 when the session's last tool call was accepted (a proxy never sees the task's outcome)"
@@ -132,12 +132,13 @@ class Snapshot:
         if isinstance(self.info.get("infrastructure"), str):  # the server failed: not the agent's rollout
             metadata["infrastructure"] = self.info["infrastructure"]
         if self.actions:
-            T, success = len(self.actions), int(self.last_accepted)
-            fed = self.fed if self.fed is not None else T + 1
+            success = int(self.last_accepted)
+            T, fed = horizon_and_fed(len(self.actions), self.fed)
             verdicts = "[" + ",".join(self.verdicts) + "]"
         else:
             no_tool = self.no_tool or Verdict.accept()
-            T, success, fed = 1, int(no_tool.accepted), 2 if no_tool.accepted else 1
+            success = int(no_tool.accepted)
+            T, fed = horizon_and_fed(0, None if no_tool.accepted else 1)
             verdicts = "[" + dumps(verdict_to_json(1, None, no_tool)) + "]"
         unit = (self.dataset, self.task_id, self.model, self.method)
         rollout = rollout_to_json(Rollout(*unit, trial=self.trial, success=success, metadata=metadata))

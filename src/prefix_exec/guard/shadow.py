@@ -18,13 +18,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from prefix_exec.envs.custom.environment import CustomEnvironment, CustomSession, layered_environment
+from prefix_exec.envs.custom.environment import layered_environment
 from prefix_exec.envs.custom.evidence import EvidencePolicy
+from prefix_exec.envs.custom.session import CustomEnvironment, CustomSession
 from prefix_exec.envs.custom.spec_formats import to_spec
 from prefix_exec.errors import InputError
-from prefix_exec.guard import check
 from prefix_exec.json_types import JsonMapping, JsonObject, JsonValue
-from prefix_exec.replay import check_action
+from prefix_exec.replay import check, check_action
 from prefix_exec.trajectory import Observation, ToolCall, Verdict
 
 #: Most pages one listing may have (a server whose cursors never end is refused, not followed forever).

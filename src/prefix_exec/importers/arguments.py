@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from prefix_exec.json_types import JsonObject
-from prefix_exec.records.jsonl import json_problem, loads
+from prefix_exec.json_types import JsonObject, loads
+from prefix_exec.records.jsonl import json_problem
 
 #: Longest arguments text decoded, in characters (a call's arguments are kilobytes).
 MAX_ARGUMENT_CHARS = 1_000_000

@@ -36,7 +36,7 @@ from prefix_exec.envs.bfcl.checker import BFCL_CALLS, executed_calls
 from prefix_exec.envs.bfcl.tasks import CATEGORIES, BfclTask, all_tasks
 from prefix_exec.errors import InputError
 from prefix_exec.importers.infrastructure import mark, system_failure
-from prefix_exec.importers.trials import FROM_INPUT, TrialError, TrialSource, trial_fields
+from prefix_exec.importers.trials import FROM_INPUT, TrialError, TrialRule, trial_fields
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.records.jsonl import expand_inputs, numbered_lines
 from prefix_exec.trajectory import Rollout, Skipped, ToolCall
@@ -171,7 +171,7 @@ def read_result_file(
     method: str | None = None,
     only: Collection[str] | None = None,
     prompting_y: str = "bfcl",
-    trials: TrialSource = FROM_INPUT,
+    trials: TrialRule = FROM_INPUT,
 ) -> Iterator[Rollout | Skipped]:
     """Rollouts of one result file (``only``: keep these task ids). Bad lines come out as ``Skipped``.
 
@@ -245,7 +245,7 @@ def read_results(
     method: str | None = None,
     only: Collection[str] | None = None,
     prompting_y: str = "bfcl",
-    trials: TrialSource = FROM_INPUT,
+    trials: TrialRule = FROM_INPUT,
 ) -> Iterator[Rollout | Skipped]:
     """Rollouts of every result file in ``paths`` (files or folders); ``prompting_y`` and ``trials`` as for one
     file."""

@@ -40,7 +40,7 @@ from prefix_exec.envs.tau.pooled import TAU3, TAU_DOMAINS, qualify
 from prefix_exec.errors import InputError
 from prefix_exec.importers.arguments import decode_arguments
 from prefix_exec.importers.infrastructure import mark
-from prefix_exec.importers.trials import FROM_INPUT, TrialError, TrialSource, trial_fields
+from prefix_exec.importers.trials import FROM_INPUT, TrialError, TrialRule, trial_fields
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.records.jsonl import check_regular_file
 from prefix_exec.trajectory import Observation, Rollout, Skipped, ToolCall
@@ -112,7 +112,7 @@ def read_results(
     model: str | None = None,
     method: str | None = None,
     domain: str | None = None,
-    trials: TrialSource = FROM_INPUT,
+    trials: TrialRule = FROM_INPUT,
 ) -> TauResults:
     """Parse a tau2 results file. Broken structure raises :class:`InputError`; a broken simulation is skipped.
 
@@ -225,7 +225,7 @@ def variant_of(name: str) -> str | None:
 
 
 def _read_simulations(
-    simulations: Sequence[Any], text_path: str, *, domain: str, model: str, method: str, trials: TrialSource
+    simulations: Sequence[Any], text_path: str, *, domain: str, model: str, method: str, trials: TrialRule
 ) -> tuple[tuple[Rollout, ...], tuple[Skipped, ...], tuple[JsonMapping, ...]]:
     """The rollouts of the readable simulations, the others skipped with the reason, and the readable ones'
     simulation objects (``sources``, aligned with the rollouts)."""
@@ -275,7 +275,7 @@ def rollout_of(
     model: str,
     method: str,
     source: str = "",
-    trials: TrialSource = FROM_INPUT,
+    trials: TrialRule = FROM_INPUT,
 ) -> Rollout:
     """One simulation as a rollout (see the module docstring), its trial where ``trials`` says (the
     simulation's ``trial`` by default; none given: 0, ``trial_given`` False).

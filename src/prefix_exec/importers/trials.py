@@ -1,4 +1,4 @@
-"""Trial numbers as the input gives them: where a rollout's trial comes from (:class:`TrialSource`).
+"""Trial numbers as the input gives them: where a rollout's trial comes from (:class:`TrialRule`).
 
 A rollout's identity is (dataset, task, model, method, trial). Its trial comes from, first found:
 
@@ -43,7 +43,7 @@ class TrialError(ValueError):
 
 
 @dataclass(frozen=True)
-class TrialSource:
+class TrialRule:
     """Where each rollout's trial comes from: ``fixed`` (``--trial N``), else ``field`` (``--trial-field``),
     else the input's own fields (see the module docstring)."""
 
@@ -70,7 +70,7 @@ class TrialSource:
 
 
 #: The trials the input itself gives (no ``--trial``, no ``--trial-field``): the importers' default.
-FROM_INPUT = TrialSource()
+FROM_INPUT = TrialRule()
 
 
 def trial_number(value: Any, path: str) -> int:
@@ -85,7 +85,7 @@ def trial_number(value: Any, path: str) -> int:
 
 
 def trial_fields(trial: int | None) -> JsonObject:
-    """A :class:`Rollout`'s ``trial`` and ``trial_given`` for what :meth:`TrialSource.read` returned."""
+    """A :class:`Rollout`'s ``trial`` and ``trial_given`` for what :meth:`TrialRule.read` returned."""
     return {"trial": trial or 0, "trial_given": trial is not None}
 
 

@@ -3,10 +3,9 @@
 from prefix_exec.llm.backend import ChatBackend
 from prefix_exec.llm.cache import ResponseCache
 from prefix_exec.llm.config import EndpointConfig
-from prefix_exec.llm.types import AGENT_ROLES, BackendError, Completion, Message, RetryEvent, ToolSchema
+from prefix_exec.llm.types import BackendError, Completion, Message, RetryEvent, ToolSchema
 
 __all__ = [
-    "AGENT_ROLES",
     "BackendError",
     "ChatBackend",
     "Completion",

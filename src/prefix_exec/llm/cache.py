@@ -13,8 +13,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from prefix_exec.json_types import JsonMapping, JsonObject
-from prefix_exec.records.jsonl import dumps
+from prefix_exec.json_types import JsonMapping, JsonObject, dumps
 from prefix_exec.records.sqlite_file import SqliteFile
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, response TEXT NOT NULL, latency_s REAL NOT NULL)"

@@ -16,7 +16,7 @@ from typing import Any
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.llm.textcalls import TEXT_FORMATS
-from prefix_exec.records.redaction import redact_url as redact_url  # re-exported: the URL rule lives there
+from prefix_exec.records.redaction import redact_url
 
 TOOL_MODES = ("native", "text", "auto")
 #: ``null_content``: ``keep`` sends an assistant message's ``content: null`` as the server gave it, ``empty``

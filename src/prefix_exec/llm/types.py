@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from prefix_exec.json_types import JsonMapping, JsonObject
-from prefix_exec.trajectory import AGENT_ROLES as AGENT_ROLES
 from prefix_exec.trajectory import CallCost, ToolCall
 
 Message = JsonObject

@@ -7,5 +7,6 @@
 - :mod:`.sqlite_file`: a SQLite file opened the same careful way (the model cache, the runner's plan);
 - :mod:`.consistency`: the report of where a replay and the recorded run disagree.
 
-Nothing here knows a benchmark, a metric or an agent.
+Nothing here knows a benchmark, a metric or an agent (the codec knows only the dataset names of tau3's layout
+before pooling, to refuse them). Everything here imports only :mod:`prefix_exec.trajectory` and below.
 """

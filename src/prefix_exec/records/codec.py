@@ -2,38 +2,28 @@
 
 Readers validate every field at this edge and raise :class:`~prefix_exec.errors.InputError` naming the
 file, the 1-based line and the field. The file mechanics (clear errors for broken lines, crash-safe appends,
-resume keys) live in :mod:`prefix_exec.records.jsonl` and are re-exported here.
+resume keys) live in :mod:`prefix_exec.records.jsonl`; the rows ``prefix-exec metrics`` reads (any JSONL with
+the metric fields) in :mod:`prefix_exec.analysis.rows`, with the typed access (:class:`Fields`) defined here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
-from prefix_exec.analysis.tasksets import task_set_of
-from prefix_exec.envs.tau.pooled import read_key
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonObject
-from prefix_exec.methods import split_verifier_variants, verifier_setting
-from prefix_exec.records.jsonl import JsonlWriter as JsonlWriter
-from prefix_exec.records.jsonl import UnitKey
-from prefix_exec.records.jsonl import completed_keys as completed_keys
-from prefix_exec.records.jsonl import dumps as dumps
-from prefix_exec.records.jsonl import iter_json_lines as iter_json_lines
-from prefix_exec.records.jsonl import utf8_lines as utf8_lines
-from prefix_exec.records.redaction import redact_json, redact_text
+from prefix_exec.records.jsonl import JsonlWriter, iter_json_lines
+from prefix_exec.records.redaction import redact_json
 from prefix_exec.trajectory import (
     CallCost,
     FailureLabel,
-    MetricRow,
     Observation,
     PrefixRecord,
     Rollout,
     ToolCall,
     Verdict,
-    agent_cost,
     excerpt,
 )
 
@@ -43,8 +33,9 @@ RECORD_KIND = "record"
 #: Largest T (evaluated action slots) a record may carry. Curves and tables run to the largest T, so one
 #: hostile ``"T": 10**18`` would otherwise ask for exabytes; real rollouts have tens to hundreds of calls.
 MAX_T = 100_000
-#: Fields ``prefix-exec metrics`` needs in any JSONL row.
-METRIC_FIELDS = ("dataset", "task_id", "model", "method", "T", "fed", "success")
+#: The layout before tau3 was pooled: these datasets, with a bare task id (``18``, not ``airline/18``), were
+#: written by prefix-exec 0.1.0 until 2026-12-01. Their records are refused with the fix (:func:`refuse_old_layout`).
+UNPOOLED_DATASETS = ("tau3-airline", "tau3-retail")
 
 
 # ---------------------------------------------------------------------------------------------- encoding
@@ -149,7 +140,7 @@ def record_to_json(record: PrefixRecord) -> JsonObject:
 # ---------------------------------------------------------------------------------------------- decoding
 
 
-class _Fields:
+class Fields:
     """Typed access to one JSON object, raising InputError with the file, line and field path."""
 
     def __init__(self, data: Any, path: str | None, line: int | None, prefix: str = "") -> None:
@@ -161,8 +152,8 @@ class _Fields:
     def fail(self, name: str, message: str, hint: str | None = None) -> NoReturn:
         raise InputError(message, path=self.path, line=self.line, field=self.prefix + name or None, hint=hint)
 
-    def sub(self, value: Any, name: str) -> _Fields:
-        return _Fields(value, self.path, self.line, self.prefix + name + ".")
+    def sub(self, value: Any, name: str) -> Fields:
+        return Fields(value, self.path, self.line, self.prefix + name + ".")
 
     def get(self, name: str, kind: type | tuple[type, ...], *, required: bool = True, default: Any = None) -> Any:
         if name not in self.data or self.data[name] is None:
@@ -184,8 +175,51 @@ class _Fields:
         value = self.get(name, (str, int), required=required)
         return None if value is None else str(value)
 
+    def items(self, name: str) -> list[Any]:
+        """The list under ``name``; ``[]`` when absent or null."""
+        return list(self.get(name, list, required=False, default=[]))
 
-def call_from_json(f: _Fields) -> ToolCall:
+    def strings(self, name: str) -> list[str]:
+        """The list of strings under ``name``; ``[]`` when absent or null."""
+        items = self.items(name)
+        for i, item in enumerate(items):
+            if not isinstance(item, str):
+                self.fail(f"{name}[{i}]", f"expected str, got {type(item).__name__} {item!r:.60}")
+        return items
+
+    def success(self, *, required: bool) -> int | None:
+        """``success``: 0 or 1 (a JSON true or 1.0 reads as 1); ``None`` when absent and not required."""
+        value = self.get("success", (int, float, bool), required=required)
+        if value is None:
+            return None
+        if value not in (0, 1):
+            self.fail("success", f"must be 0 or 1, got {value!r}")
+        return int(value)
+
+    def depth(self, name: str) -> int:
+        """T or fed: an integer no larger than MAX_T + 1 (the depth arrays run to it)."""
+        value: int = self.get(name, int)
+        if value > MAX_T + 1:
+            self.fail(
+                name,
+                f"{value:.3g} is beyond the largest supported horizon T = {MAX_T:,}",
+                hint="a rollout has at most tens of thousands of actions; is this field corrupt?",
+            )
+        return value
+
+    def unit(self) -> JsonObject:
+        """The unit identity every row carries (dataset, task_id, model, method; trial 0 when absent), read in
+        that order, so the first bad one is the one reported."""
+        return {
+            "dataset": self.text("dataset"),
+            "task_id": self.text("task_id"),
+            "model": self.text("model"),
+            "method": self.text("method"),
+            "trial": self.get("trial", int, required=False, default=0),
+        }
+
+
+def call_from_json(f: Fields) -> ToolCall:
     obs = None
     if f.data.get("observation") is not None:
         o = f.sub(f.data["observation"], "observation")
@@ -205,7 +239,7 @@ def call_from_json(f: _Fields) -> ToolCall:
     )
 
 
-def cost_from_json(f: _Fields) -> CallCost:
+def cost_from_json(f: Fields) -> CallCost:
     return CallCost(
         role=f.get("role", str),
         prompt_tokens=f.get("prompt_tokens", int, required=False, default=0),
@@ -218,20 +252,17 @@ def cost_from_json(f: _Fields) -> CallCost:
     )
 
 
-def _list(f: _Fields, name: str) -> list[Any]:
-    return list(f.get(name, list, required=False, default=[]))
+def costs_from_json(f: Fields) -> tuple[CallCost, ...]:
+    """The row's ``cost`` list (``()`` when absent), each entry checked."""
+    return tuple(cost_from_json(f.sub(c, f"cost[{i}]")) for i, c in enumerate(f.items("cost")))
 
 
-def _success(f: _Fields, *, required: bool) -> int | None:
-    value = f.get("success", (int, float, bool), required=required)
-    if value is None:
-        return None
-    if value not in (0, 1):
-        f.fail("success", f"must be 0 or 1, got {value!r}")
-    return int(value)
+def calls_from_json(f: Fields) -> tuple[ToolCall, ...]:
+    """The row's ``actions`` list (``()`` when absent), each entry checked."""
+    return tuple(call_from_json(f.sub(a, f"actions[{i}]")) for i, a in enumerate(f.items("actions")))
 
 
-def _check_version(f: _Fields, kind: str) -> None:
+def _check_version(f: Fields, kind: str) -> None:
     version = f.data.get("schema_version", SCHEMA_VERSION)
     if version != SCHEMA_VERSION:
         f.fail(
@@ -241,40 +272,48 @@ def _check_version(f: _Fields, kind: str) -> None:
         )
     found = f.data.get("kind", kind)
     if kind == RECORD_KIND and found == ROLLOUT_KIND:
-        raise _rollouts_here(f.path, f.line)
+        raise rollouts_here(f.path, f.line)
     if found != kind:
         f.fail("kind", f"expected a {kind} row, got {found!r}")
 
 
-def _unit(f: _Fields) -> JsonObject:
-    """The unit identity every row carries (dataset, task_id, model, method; trial 0 when absent), read in
-    that order, so the first bad one is the one reported."""
-    return {
-        "dataset": f.text("dataset"),
-        "task_id": f.text("task_id"),
-        "model": f.text("model"),
-        "method": f.text("method"),
-        "trial": f.get("trial", int, required=False, default=0),
-    }
+def is_unpooled(dataset: str, task_id: str) -> bool:
+    """True for a unit in the layout before tau3 was pooled: ``tau3-airline`` or ``tau3-retail`` with a bare id."""
+    return dataset in UNPOOLED_DATASETS and "/" not in task_id
+
+
+def refuse_old_layout(f: Fields, unit: JsonObject) -> None:
+    """Raise for a scored row in the layout before tau3 was pooled (:func:`is_unpooled`), which this version no
+    longer reads: its unit would not match the same rollout scored now."""
+    dataset, task_id = unit["dataset"], unit["task_id"]
+    if is_unpooled(dataset, task_id):
+        domain = dataset.removeprefix("tau3-")
+        f.fail(
+            "dataset",
+            f"{dataset!r} with the bare task id {task_id!r} is the layout prefix-exec 0.1.0 wrote before tau3 was "
+            f"pooled (until 2026-12-01); this version reads dataset 'tau3' with domain-qualified task ids "
+            f"('{domain}/{task_id}') and no longer maps the old layout",
+            hint="re-score the source log with this version (prefix-exec score tau RESULTS.json --out records.jsonl)",
+        )
 
 
 def rollout_from_json(data: Any, *, path: str | None = None, line: int | None = None) -> Rollout:
-    f = _Fields(data, path, line)
+    f = Fields(data, path, line)
     _check_version(f, ROLLOUT_KIND)
-    actions = tuple(call_from_json(f.sub(a, f"actions[{i}]")) for i, a in enumerate(_list(f, "actions")))
+    actions = calls_from_json(f)
     transcript = f.get("transcript", list, required=False)
     return Rollout(
-        **_unit(f),
+        **f.unit(),
         trial_given=f.data.get("trial") is not None,
         actions=actions,
-        success=_success(f, required=False),
+        success=f.success(required=False),
         transcript=tuple(transcript) if transcript is not None else None,
-        cost=tuple(cost_from_json(f.sub(c, f"cost[{i}]")) for i, c in enumerate(_list(f, "cost"))),
+        cost=costs_from_json(f),
         metadata=f.get("metadata", dict, required=False, default={}),
     )
 
 
-def verdict_from_json(f: _Fields) -> Verdict:
+def verdict_from_json(f: Fields) -> Verdict:
     causes = [FailureLabel.parse(c) for c in f.get("causes", list, required=False, default=[])]
     label = f.get("label", str, required=False)
     if label is not None and not causes:
@@ -287,80 +326,33 @@ def verdict_from_json(f: _Fields) -> Verdict:
         reason=f.get("reason", str, required=False, default=""),
         causes=tuple(sorted(set(causes))),
         result=f.data.get("result"),
-        notes=tuple(_strings(f, "notes")),
+        notes=tuple(f.strings("notes")),
     )
 
 
-def _strings(f: _Fields, name: str) -> list[str]:
-    items = _list(f, name)
-    for i, item in enumerate(items):
-        if not isinstance(item, str):
-            f.fail(f"{name}[{i}]", f"expected str, got {type(item).__name__} {item!r:.60}")
-    return items
-
-
-def _depth_count(f: _Fields, name: str) -> int:
-    """T or fed: an integer no larger than MAX_T + 1 (the depth arrays run to it)."""
-    value: int = f.get(name, int)
-    if value > MAX_T + 1:
-        f.fail(
-            name,
-            f"{value:.3g} is beyond the largest supported horizon T = {MAX_T:,}",
-            hint="a rollout has at most tens of thousands of actions; is this field corrupt?",
-        )
-    return value
-
-
 def record_from_json(data: Any, *, path: str | None = None, line: int | None = None) -> PrefixRecord:
-    f = _Fields(data, path, line)
+    f = Fields(data, path, line)
     _check_version(f, RECORD_KIND)
-    unit = _unit(f)
+    unit = f.unit()
     metadata = f.get("metadata", dict, required=False, default={})
-    key = read_key(unit["dataset"], unit["task_id"], metadata)  # the layout before tau3's pooling mapped
+    refuse_old_layout(f, unit)
     try:
         return PrefixRecord(
-            **{**unit, **key.names()},
-            T=_depth_count(f, "T"),
-            fed=_depth_count(f, "fed"),
-            success=int(_success(f, required=True) or 0),
-            verdicts=tuple(verdict_from_json(f.sub(v, f"verdicts[{i}]")) for i, v in enumerate(_list(f, "verdicts"))),
-            actions=tuple(call_from_json(f.sub(a, f"actions[{i}]")) for i, a in enumerate(_list(f, "actions"))),
+            **unit,
+            T=f.depth("T"),
+            fed=f.depth("fed"),
+            success=int(f.success(required=True) or 0),
+            verdicts=tuple(verdict_from_json(f.sub(v, f"verdicts[{i}]")) for i, v in enumerate(f.items("verdicts"))),
+            actions=calls_from_json(f),
             no_tool=f.get("no_tool", bool, required=False, default=False),
-            cost=tuple(cost_from_json(f.sub(c, f"cost[{i}]")) for i, c in enumerate(_list(f, "cost"))),
-            metadata=key.annotate(metadata),
+            cost=costs_from_json(f),
+            metadata=metadata,
         )
     except ValueError as exc:
         raise InputError(str(exc), path=path, line=line) from None
 
 
-def metric_row_from_json(data: Any, *, path: str | None = None, line: int | None = None) -> MetricRow:
-    if _is_rollout(data):
-        raise _rollouts_here(path, line)
-    f = _Fields(data, path, line)
-    T = _depth_count(f, "T")
-    fed = _depth_count(f, "fed")
-    if T < 1:
-        f.fail("T", f"must be >= 1 (an empty rollout counts as T = 1), got {T}")
-    if not 1 <= fed <= T + 1:
-        f.fail("fed", f"must lie in 1..T+1 = 1..{T + 1}, got {fed}")
-    unit = _unit(f)
-    key = read_key(unit["dataset"], unit["task_id"], metadata := data.get("metadata"))
-    return MetricRow(
-        **{**unit, **key.names()},
-        T=T,
-        fed=fed,
-        success=int(_success(f, required=True) or 0),
-        label=f.get("label", str, required=False),
-        task_set=task_set_of(metadata) if isinstance(metadata, Mapping) else None,
-        domain=key.domain,
-        renamed_from=key.renamed_from,
-        # agent telemetry, for the cost columns (checked as a record's is, only when the row has a cost list)
-        agent_cost=agent_cost(cost_from_json(f.sub(c, f"cost[{i}]")) for i, c in enumerate(_list(f, "cost"))),
-        verifier=verifier_setting(metadata) if isinstance(metadata, Mapping) else None,
-    )
-
-
-def _rollouts_here(path: str | None, line: int | None) -> InputError:
+def rollouts_here(path: str | None, line: int | None) -> InputError:
     """The error for a rollouts file given where scored records belong (metrics, report)."""
     return InputError(
         "this is a rollouts file (tool calls not yet replayed), not scored records: score it first",
@@ -371,7 +363,7 @@ def _rollouts_here(path: str | None, line: int | None) -> InputError:
     )
 
 
-def _is_rollout(data: Any) -> bool:
+def is_rollout(data: Any) -> bool:
     """A rollout row (``kind: rollout``, or actions without T and fed), read where scored records belong."""
     if not isinstance(data, Mapping):
         return False
@@ -391,54 +383,6 @@ def read_records(path: str | Path, *, redact: bool = False) -> Iterator[PrefixRe
     (:func:`~prefix_exec.records.redaction.redact_json`), for records that are shown or written elsewhere."""
     for number, data in iter_json_lines(path):
         yield record_from_json(redact_json(data) if redact else data, path=str(path), line=number)
-
-
-def read_metric_rows(paths: Iterable[str | Path], *, redact: bool = False) -> list[MetricRow]:
-    """Rows from every file; a unit (dataset, task, model, method, trial) seen twice is an InputError,
-    since counting one rollout twice would narrow every interval. A method whose rows carry two or more
-    verifier settings (verifier reruns) is split into one method per setting first, as the report does
-    (:func:`~prefix_exec.methods.split_verifier_variants`). ``redact``: credentials in URLs are removed from
-    the rows' names (dataset, task, model, method, label, task set)."""
-    found: list[tuple[MetricRow, str, int]] = []
-    for path in paths:
-        where = str(path)  # one string per file, not per row
-        for number, data in iter_json_lines(path):
-            row = metric_row_from_json(data, path=where, line=number)
-            found.append((_redacted(row) if redact else row, where, number))
-    rows = split_verifier_variants(
-        [row for row, _, _ in found],
-        lambda r: (r.dataset, r.model, r.method),
-        lambda r: r.verifier,
-        lambda r, name: replace(r, method=name),
-    )
-    first: dict[UnitKey, str] = {}
-    for row, (_, path, number) in zip(rows, found, strict=True):
-        key = (row.dataset, row.task_id, row.model, row.method, row.trial)
-        if key in first:
-            raise InputError(
-                f"this rollout (dataset {row.dataset}, task {row.task_id}, model {row.model}, method "
-                f"{row.method}, trial {row.trial}) is already at {first[key]}",
-                path=path,
-                line=number,
-                hint="pass each records file once; give repeated runs distinct trial numbers",
-            )
-        first[key] = f"{path}:{number}"
-    return rows
-
-
-def _redacted(row: MetricRow) -> MetricRow:
-    names = (row.dataset, row.task_id, row.model, row.method, row.label, row.task_set)
-    if not any(name and "://" in name for name in names):
-        return row
-    return replace(
-        row,
-        dataset=redact_text(row.dataset),
-        task_id=redact_text(row.task_id),
-        model=redact_text(row.model),
-        method=redact_text(row.method),
-        label=row.label and redact_text(row.label),
-        task_set=row.task_set and redact_text(row.task_set),
-    )
 
 
 def write_rollouts(path: str | Path, rollouts: Iterable[Rollout]) -> int:

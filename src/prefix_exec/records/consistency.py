@@ -23,8 +23,7 @@ from typing import Any, TextIO, cast
 
 from prefix_exec.json_types import JsonObject
 from prefix_exec.records import outputs
-from prefix_exec.records.jsonl import UnitKey
-from prefix_exec.trajectory import PrefixRecord
+from prefix_exec.trajectory import PrefixRecord, UnitKey
 
 
 @dataclass(frozen=True)
@@ -47,6 +46,37 @@ class Disagreement:
     replay_label: str | None
     replay_reason: str
     kind: str
+
+    @classmethod
+    def of_call(
+        cls,
+        record: PrefixRecord,
+        depth: int,
+        *,
+        recorded_error: bool,
+        recorded_content: Any,
+        replay_accepted: bool,
+        replay_label: str | None,
+        replay_reason: str,
+        kind: str,
+    ) -> Disagreement:
+        """The entry of ``record``'s call at ``depth`` (1-based, within ``record.actions``): the unit, the tool and a
+        copy of its arguments from the record, the rest as given."""
+        call = record.actions[depth - 1]
+        return cls(
+            dataset=record.dataset,
+            task_id=record.task_id,
+            trial=record.trial,
+            depth=depth,
+            tool=call.name,
+            arguments=dict(call.arguments),
+            recorded_error=recorded_error,
+            recorded_content=recorded_content,
+            replay_accepted=replay_accepted,
+            replay_label=replay_label,
+            replay_reason=replay_reason,
+            kind=kind,
+        )
 
     def to_json(self) -> JsonObject:
         # Shallow: the fields already hold JSON values, and asdict's deep copy recurses into the arguments.

@@ -15,43 +15,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from prefix_exec.errors import InputError
-from prefix_exec.json_types import JsonMapping
+from prefix_exec.json_types import JsonMapping, dumps, loads
+from prefix_exec.trajectory import UnitKey
 
 #: Largest JSONL line read, in bytes (and largest JSON document: spec files, inspect log members, in characters
 #: or bytes). A rollout or record is kilobytes; a longer line is an input error (one bad line, not a
 #: MemoryError), whatever the file holds.
 MAX_LINE_CHARS = 64 * 1024 * 1024
-
-
-def dumps(row: JsonMapping) -> str:
-    """One JSONL line. Values JSON cannot hold (sets, objects from a backend) become their ``repr``.
-
-    Text that UTF-8 cannot encode (a lone surrogate from a model or a file name) is written as a JSON
-    ``\\uXXXX`` escape, so the line reads back to the same string instead of failing the write.
-    """
-    text = json.dumps(row, ensure_ascii=False, default=_fallback)
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            text = json.dumps(row, ensure_ascii=True, default=_fallback)
-    return text
-
-
-def loads(text: str) -> Any:
-    """Parse one JSON document; every way it can fail is a ``ValueError`` (never a RecursionError).
-
-    Nesting past Python's recursion limit and integers past its digit limit (4,300) are refused as
-    ``ValueError`` with a plain message, like malformed JSON.
-    """
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
-    except json.JSONDecodeError:
-        raise
-    except ValueError as exc:  # int digits limit
-        raise ValueError(str(exc).split(";")[0]) from None
 
 
 def json_problem(exc: json.JSONDecodeError) -> str:
@@ -83,12 +53,6 @@ def check_regular_file(path: Path) -> None:
             path=path,
             hint="pass a regular file",
         )
-
-
-def _fallback(value: Any) -> Any:
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    return repr(value)
 
 
 def iter_json_lines(path: str | Path, *, tolerant: bool = False) -> Iterator[tuple[int, Any]]:
@@ -223,10 +187,6 @@ def _truncate_torn_tail(path: Path) -> None:
         if data.endswith(b"\n"):
             return
         fh.truncate(data.rfind(b"\n") + 1)
-
-
-#: A work unit's key: ``(dataset, task_id, model, method, trial)``, as :attr:`Rollout.key` gives it.
-UnitKey = tuple[str, str, str, str, int]
 
 
 def unit_key(row: JsonMapping) -> UnitKey:

@@ -9,7 +9,8 @@
 - :mod:`.paired` tabulates paired differences of any two conditions;
 - :mod:`.leaderboard` builds the view across models of one dataset;
 - :mod:`.cost` builds the cost and verifier-sensitivity tables from call telemetry;
-- :mod:`.plots` draws Figure 1 and the ranking chart (matplotlib, Agg);
+- :mod:`.plots` draws Figure 1, the leaderboard figure and the ranking charts (matplotlib, Agg), with what every
+  figure shares in :mod:`.drawing`;
 - :mod:`.html` and :mod:`.rollouts` assemble the page and its drill-down;
 - :mod:`.build` writes everything.
 """

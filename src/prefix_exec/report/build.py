@@ -11,6 +11,7 @@ from prefix_exec.analysis.summary import DEFAULT_CI_DEPTH, Condition, Summary, s
 from prefix_exec.report import plots
 from prefix_exec.report.cells import Table
 from prefix_exec.report.cost import condition_costs, cost_tables
+from prefix_exec.report.drawing import SYNTHETIC_MARK
 from prefix_exec.report.formats import RENDERERS
 from prefix_exec.report.html import Section, render
 from prefix_exec.report.inputs import is_synthetic, metric_rows
@@ -166,34 +167,20 @@ def write_report(
     synthetic = is_synthetic(records)
     sections = build_tables(summary, records, options, pairs)
     all_tables = [t for s in sections for t in s.tables]
-    mark = f"<!-- {plots.SYNTHETIC_MARK} -->\n" if synthetic else ""
+    mark = f"<!-- {SYNTHETIC_MARK} -->\n" if synthetic else ""
     for table in all_tables:
         for fmt in options.formats:
             text = RENDERERS[fmt](table)
             if synthetic and fmt == "md":
-                text = f"> **{plots.SYNTHETIC_MARK}**\n\n{text}"
+                text = f"> **{SYNTHETIC_MARK}**\n\n{text}"
             elif synthetic and fmt == "tex":
-                text = f"% {plots.SYNTHETIC_MARK}\n{text}"
+                text = f"% {SYNTHETIC_MARK}\n{text}"
             folder.write_text(f"{table.name}.{fmt}", text)
     folder.write_text("summary.json", to_json(summary))
-    md = [f"# {options.title}\n", mark and f"> **{plots.SYNTHETIC_MARK}**\n"]
+    md = [f"# {options.title}\n", mark and f"> **{SYNTHETIC_MARK}**\n"]
     md += [RENDERERS["md"](t) for t in all_tables]
     folder.write_text("report.md", "\n".join(md))
-    shown: dict[str, list[Path]] = {}
-    if options.plots:
-        drawn = {
-            "figure1": plots.figure1(summary, folder.path, synthetic=synthetic),
-            "ranking": plots.ranking_chart(summary, folder.path, synthetic=synthetic),
-            "leaderboard": plots.leaderboard_figure(summary, folder.path, synthetic=synthetic),
-        }
-        for paths in drawn.values():
-            for path in paths:
-                folder.add(path.name)
-        # the page shows the SVGs; across-model rankings belong to the leaderboard section
-        svg = {key: [p for p in paths if p.suffix == ".svg"] for key, paths in drawn.items()}
-        shown["figure1"] = svg["figure1"]
-        shown["ranking"] = [p for p in svg["ranking"] if not p.name.startswith("leaderboard-")]
-        shown["leaderboard"] = svg["leaderboard"] + [p for p in svg["ranking"] if p.name.startswith("leaderboard-")]
+    shown = draw_figures(summary, folder, synthetic) if options.plots else {}
     sections = [Section(s.id, s.title, s.tables, shown.get(s.id, ()), s.lead) for s in sections]
     subtitle = (
         f"{len(records)} rollouts, {len(summary.conditions)} conditions; 95% task-level percentile bootstrap "
@@ -203,3 +190,24 @@ def write_report(
     folder.write_text("report.html", page)
     folder.finish()
     return Report(summary, tuple(all_tables), tuple(folder.files), synthetic)
+
+
+def draw_figures(summary: Summary, folder: OutputFolder, synthetic: bool) -> dict[str, list[Path]]:
+    """Draw every figure into ``folder`` (PNG and SVG, each added to its manifest) and return the SVGs each page
+    section shows, by section id: ``figure1``, ``ranking`` (within a model) and ``leaderboard`` (its curves, then
+    the across-model rankings)."""
+    drawn = {
+        "figure1": plots.figure1(summary, folder.path, synthetic=synthetic),
+        "ranking": plots.ranking_chart(summary, folder.path, synthetic=synthetic),
+        "leaderboard": plots.leaderboard_figure(summary, folder.path, synthetic=synthetic),
+    }
+    for paths in drawn.values():
+        for path in paths:
+            folder.add(path.name)
+    # the page shows the SVGs; across-model rankings belong to the leaderboard section
+    svg = {key: [p for p in paths if p.suffix == ".svg"] for key, paths in drawn.items()}
+    return {
+        "figure1": svg["figure1"],
+        "ranking": [p for p in svg["ranking"] if not p.name.startswith("leaderboard-")],
+        "leaderboard": svg["leaderboard"] + [p for p in svg["ranking"] if p.name.startswith("leaderboard-")],
+    }

@@ -17,13 +17,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from prefix_exec.analysis.rows import MetricRow
 from prefix_exec.analysis.summary import Condition, ConditionSummary, Summary
 from prefix_exec.report.cells import Cell, Table, difference_columns, estimate_cell, number_cell, text_cell
 from prefix_exec.report.inputs import verifier_setting
 from prefix_exec.report.layout import Anchors, blocks_of, is_dual_loop, is_plan_conditioned, tagged_rows
-from prefix_exec.trajectory import AGENT_ROLES, AgentCost, MetricRow, PrefixRecord, agent_cost
+from prefix_exec.trajectory import AgentCost, PrefixRecord, agent_cost
 
-__all__ = ["AGENT_ROLES", "ConditionCost", "condition_costs", "cost_tables", "row_costs"]
+__all__ = ["ConditionCost", "condition_costs", "cost_tables", "row_costs"]
 
 
 @dataclass(frozen=True)
@@ -38,12 +39,12 @@ class ConditionCost:
 
 def condition_costs(records: Iterable[PrefixRecord]) -> dict[Condition, ConditionCost]:
     """Mean agent cost per condition of ``records`` (rollouts without agent telemetry left out)."""
-    return mean_costs(((r.dataset, r.model, r.method), agent_cost(r.cost)) for r in records)
+    return mean_costs((r.condition, agent_cost(r.cost)) for r in records)
 
 
 def row_costs(rows: Iterable[MetricRow]) -> dict[Condition, ConditionCost]:
     """:func:`condition_costs` of metric rows (``prefix-exec metrics``), from their :attr:`MetricRow.agent_cost`."""
-    return mean_costs(((r.dataset, r.model, r.method), r.agent_cost) for r in rows)
+    return mean_costs((r.condition, r.agent_cost) for r in rows)
 
 
 def mean_costs(found: Iterable[tuple[Condition, AgentCost | None]]) -> dict[Condition, ConditionCost]:
@@ -132,7 +133,7 @@ def verifier_settings(records: Iterable[PrefixRecord]) -> dict[Condition, tuple[
     for r in records:
         setting = verifier_setting(r)
         if setting is not None:
-            found[(r.dataset, r.model, r.method)].add(setting)
+            found[r.condition].add(setting)
     return {cond: sorted(values)[0] if len(values) == 1 else ("mixed", "mixed") for cond, values in found.items()}
 
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from prefix_exec.analysis.summary import Summary
 from prefix_exec.report.cells import Table
+from prefix_exec.report.drawing import SYNTHETIC_MARK
 from prefix_exec.report.formats import to_html
 from prefix_exec.report.layout import Anchors, ordered_conditions
-from prefix_exec.report.plots import SYNTHETIC_MARK
 from prefix_exec.report.rollouts import condition_section, group_records, payload
 from prefix_exec.trajectory import PrefixRecord
 

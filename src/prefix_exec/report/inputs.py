@@ -14,11 +14,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from prefix_exec import methods
-from prefix_exec.envs.tau.pooled import read_key
+from prefix_exec.analysis.rows import MetricRow
+from prefix_exec.envs.tau.pooled import domain_of_record
 from prefix_exec.errors import InputError
 from prefix_exec.records.codec import read_records
-from prefix_exec.records.jsonl import UnitKey, expand_inputs
-from prefix_exec.trajectory import MetricRow, PrefixRecord
+from prefix_exec.records.jsonl import expand_inputs
+from prefix_exec.trajectory import PrefixRecord, UnitKey
 
 RUN_DIR_PATTERN = "records*.jsonl"
 
@@ -67,7 +68,7 @@ def split_verifier_variants(records: Sequence[PrefixRecord]) -> list[PrefixRecor
     is its own condition (:func:`prefix_exec.methods.split_verifier_variants`)."""
     return methods.split_verifier_variants(
         records,
-        lambda r: (r.dataset, r.model, r.method),
+        lambda r: r.condition,
         verifier_setting,
         lambda r, name: dataclasses.replace(r, method=name),
     )
@@ -86,8 +87,7 @@ def metric_rows(records: Iterable[PrefixRecord]) -> list[MetricRow]:
             r.fed,
             r.success,
             r.label.value if r.label else None,
-            domain=read_key(r.dataset, r.task_id, r.metadata).domain,
-            renamed_from=renamed if isinstance(renamed := r.metadata.get("renamed_from"), str) else None,
+            domain=domain_of_record(r.dataset, r.task_id, r.metadata),
         )
         for r in records
     ]

@@ -1,120 +1,21 @@
 """Figure 1 (PEC curves), its eligible-depth view, the leaderboard's curves and the ranking charts, as PNG and SVG.
 
-matplotlib is imported lazily with the Agg backend (no display needed). Files are deterministic for the same
-input: SVG ids are salted with a constant and no creation date is written.
-
-Readable from 2 to a few dozen series:
-
-- every series gets its own colour × marker × line-style combination (:func:`series_styles`);
-- legends sit outside the axes, to the right, and titles are laid out by constrained layout;
-- the x-axis stops at a stated k_max (:func:`~prefix_exec.report.layout.depth_cut`: BFCL 10, else the 95th
-  percentile of T), written in each panel's title;
-- names from the records are drawn as plain text (``text.parse_math`` off: a ``$`` is a dollar sign);
-- file names are a bounded slug of the name plus a short hash of the full name, so ``org/model-a``,
-  ``org:model-a`` and ``org_model-a`` get three files and a 300-character name still fits.
+Readable from 2 to a few dozen series (styles, legends, plain-text names and file names: :mod:`.drawing`); the
+x-axis stops at a stated k_max (:func:`~prefix_exec.report.layout.depth_cut`: BFCL 10, else the 95th percentile of
+T), written in each panel's title.
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
-import textwrap
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from prefix_exec.analysis.summary import ConditionSummary, Summary
-from prefix_exec.extras import install_hint
-from prefix_exec.json_types import JsonObject
-from prefix_exec.records.outputs import write_new
-from prefix_exec.report import curves
+from prefix_exec.report import curves, drawing
+from prefix_exec.report.drawing import Style, file_stem, method_styles, series_styles, short
 from prefix_exec.report.layout import Block, blocks_of, depth_cut, leaderboard_blocks
 from prefix_exec.report.ranking import competition_ranks
-
-SYNTHETIC_MARK = "SYNTHETIC DEMO DATA (fault-injected, not model output)"
-#: Longest slug kept in a file name (the hash makes it unique).
-SLUG_LENGTH = 40
-COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-LINESTYLES = ("-", "--", "-.", ":")
-Style = tuple[str, str, str]
-
-
-def _pyplot() -> Any:
-    try:
-        import matplotlib
-    except ImportError as exc:
-        raise ImportError(f"plots need matplotlib: {install_hint('matplotlib')}") from exc
-    matplotlib.use("Agg")
-    matplotlib.rcParams["svg.hashsalt"] = "prefix-exec"
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-@contextmanager
-def _plain_text() -> Iterator[None]:
-    """Names from records are text, never mathtext (``$\\frac`` would crash or render as math)."""
-    import matplotlib
-
-    with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}):
-        yield
-
-
-def _save(fig: Any, out: Path, stem: str) -> list[Path]:
-    """Save ``fig`` as ``stem``.png and .svg in ``out``, each written beside its name and renamed over it
-    (:func:`~prefix_exec.records.outputs.write_new`: a link or FIFO at the name is replaced, never written through)."""
-    paths = [out / f"{stem}.png", out / f"{stem}.svg"]
-    settings: list[JsonObject] = [{"dpi": 110, "metadata": {"Software": None}}, {"metadata": {"Date": None}}]
-    for path, options in zip(paths, settings, strict=True):
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format=path.suffix[1:], **options)
-        write_new(path, buffer.getvalue())
-    return paths
-
-
-def slug(text: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-." else "-" for ch in text).strip("-") or "x"
-
-
-def file_stem(prefix: str, name: str) -> str:
-    """``prefix-<slug of name, at most 40 characters>-<8 hex digits of its SHA-1>``: unique per name."""
-    digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"{prefix}-{slug(name)[:SLUG_LENGTH].rstrip('-.')}-{digest}"
-
-
-#: Longest name drawn in a legend or label (longer ones end in "…"; the tables keep them whole).
-LABEL_LENGTH = 40
-
-
-def short(name: str) -> str:
-    return name if len(name) <= LABEL_LENGTH else name[: LABEL_LENGTH - 1] + "…"
-
-
-def series_styles(names: Sequence[str]) -> dict[str, Style]:
-    """(colour, marker, line style) per name, in order; the first 40 names all differ in colour and line
-    style together, and markers cycle on a different period so neighbours differ in marker too."""
-    out: dict[str, Style] = {}
-    for i, name in enumerate(dict.fromkeys(names)):
-        out[name] = (
-            COLORS[i % len(COLORS)],
-            MARKERS[i % len(MARKERS)],
-            LINESTYLES[(i // len(COLORS)) % len(LINESTYLES)],
-        )
-    return out
-
-
-def method_styles(summary: Summary) -> dict[str, Style]:
-    """One style per method across every per-model panel and figure, in report order."""
-    return series_styles([c.method for b in blocks_of(summary) for c in b.rows])
-
-
-def _title(fig: Any, text: str, synthetic: bool) -> None:
-    fig.suptitle(
-        text + (f"\n{SYNTHETIC_MARK}" if synthetic else ""), fontsize=10, color="firebrick" if synthetic else "black"
-    )
-
 
 #: Below this many rollouts reaching k, a PEC_elig point is drawn hollow: its interval is wide.
 FEW = 10
@@ -133,11 +34,6 @@ ELIG_CAPTION = (
 )
 
 
-def _style(styles: dict[str, Style], label: str) -> dict[str, Any]:
-    color, marker, linestyle = styles[label]
-    return {"color": color, "marker": marker, "linestyle": linestyle, "markersize": 4, "linewidth": 1.4}
-
-
 def _curve_panel(ax: Any, rows: Sequence[ConditionSummary], dataset: str, styles: dict[str, Style], name: Any) -> None:
     """Fixed-cohort PEC(k) per condition, its reach line n_k / N and (up to 6 series) its bootstrap band."""
     cut = depth_cut(dataset, rows)
@@ -145,7 +41,7 @@ def _curve_panel(ax: Any, rows: Sequence[ConditionSummary], dataset: str, styles
     for c in rows:
         # PEC(k) is exactly 0 (and so is its interval) where no rollout reaches k: curves and bands run on to
         # k_max on every panel instead of stopping at the longest rollout.
-        style = _style(styles, name(c))
+        style = drawing.line_style(styles, name(c))
         ax.plot(ks, curves.fixed_cohort(c, cut.k_max), label=short(name(c)), **style)
         ax.plot(ks, curves.reach(c, cut.k_max), color=style["color"], linestyle=(0, (4, 3)), linewidth=0.8)
         band = curves.pec_band(c, cut.k_max)
@@ -177,7 +73,7 @@ def _eligible_panel(
     """PEC_elig(k) per condition with its Wilson band (up to 6 series), hollow where n_k < FEW; n_k below."""
     cut = depth_cut(dataset, rows)
     for c in rows:
-        style = _style(styles, name(c))
+        style = drawing.line_style(styles, name(c))
         points = curves.eligible(c, cut.k_max)
         ks = [p.k for p in points]
         # Filled markers where n_k >= FEW (on the line, so the legend shows them), hollow ones where fewer.
@@ -215,40 +111,16 @@ def _axes(ax: Any, title: str, ylabel: str, k_max: int) -> None:
     ax.grid(alpha=0.3)
 
 
-def _legend(axes: Sequence[Any]) -> None:
-    """One legend for all panels, outside the last one on the right (constrained layout makes room)."""
-    handles: JsonObject = {}
-    for ax in axes:
-        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            handles.setdefault(label, handle)
-    if handles:
-        axes[-1].legend(
-            list(handles.values()),
-            list(handles),
-            loc="upper left",
-            bbox_to_anchor=(1.02, 1.0),
-            borderaxespad=0.0,
-            fontsize=8,
-            frameon=False,
-            handlelength=3.0,
-        )
-
-
-def _height(series: int) -> float:
-    """Figure height (inches) that fits one legend row per series beside the axes."""
-    return max(4.2, 1.3 + 0.19 * series)
-
-
 def figure1(summary: Summary, out: Path, *, synthetic: bool = False) -> list[Path]:
     """Per model: ``figure1-<model>`` (fixed-cohort PEC with 95% bands and reach lines) and
     ``figure1-elig-<model>`` (eligible-depth PEC_elig with Wilson bands, and n_k below); one panel per dataset,
     one line per method, a caption saying what the curves mean. A model with one method in each dataset, all of
     them on a leaderboard, gets no figure of its own (:func:`leaderboard_figure` has it)."""
-    plt = _pyplot()
+    plt = drawing.pyplot()
     styles = method_styles(summary)
     written: list[Path] = []
     boards = {b.dataset for b in leaderboard_blocks(summary)}
-    with _plain_text():
+    with drawing.plain_text():
         for model in sorted({c.model for c in summary.conditions}):
             blocks = [b for b in blocks_of(summary) if b.model == model]
             if all(len(b.rows) == 1 and b.dataset in boards for b in blocks):
@@ -256,11 +128,11 @@ def figure1(summary: Summary, out: Path, *, synthetic: bool = False) -> list[Pat
             series = len({c.method for b in blocks for c in b.rows})
             width = 2.6 + 4.6 * len(blocks)
             fig, axes = plt.subplots(
-                1, len(blocks), figsize=(width, _height(series) + 0.5), squeeze=False, layout="constrained"
+                1, len(blocks), figsize=(width, drawing.height(series) + 0.5), squeeze=False, layout="constrained"
             )
             for ax, block in zip(axes[0], blocks, strict=True):
                 _curve_panel(ax, block.rows, block.dataset, styles, lambda c: c.method)
-            written += _finish(
+            written += drawing.finish(
                 plt,
                 fig,
                 axes[0],
@@ -272,7 +144,7 @@ def figure1(summary: Summary, out: Path, *, synthetic: bool = False) -> list[Pat
             fig, axes = plt.subplots(
                 2,
                 len(blocks),
-                figsize=(width, _height(series) + 2.0),
+                figsize=(width, drawing.height(series) + 2.0),
                 squeeze=False,
                 layout="constrained",
                 height_ratios=(3, 1),
@@ -280,7 +152,7 @@ def figure1(summary: Summary, out: Path, *, synthetic: bool = False) -> list[Pat
             )
             for top, bottom, block in zip(axes[0], axes[1], blocks, strict=True):
                 _eligible_panel(top, bottom, block.rows, block.dataset, styles, lambda c: c.method)
-            written += _finish(
+            written += drawing.finish(
                 plt,
                 fig,
                 axes[0],
@@ -292,33 +164,18 @@ def figure1(summary: Summary, out: Path, *, synthetic: bool = False) -> list[Pat
     return written
 
 
-def _finish(
-    plt: Any, fig: Any, axes: Sequence[Any], title: str, caption: str, synthetic: bool, stem: Path
-) -> list[Path]:
-    """Legend, title and caption, then the PNG and SVG at ``stem``; the figure is closed."""
-    _legend(axes)
-    _title(fig, title, synthetic)
-    # About 15 characters of 7.5 pt text per inch of figure width.
-    width = int(fig.get_figwidth() * 15)
-    text = "\n".join(textwrap.fill(part, width) for part in caption.split("\n"))
-    fig.supxlabel(text, fontsize=7.5, color="#333333", x=0.01, ha="left", multialignment="left")
-    written = _save(fig, stem.parent, stem.name)
-    plt.close(fig)
-    return written
-
-
 def leaderboard_figure(summary: Summary, out: Path, *, synthetic: bool = False) -> list[Path]:
     """Per multi-model dataset: ``leaderboard-<dataset>``, the PEC curves of all its conditions in one
     panel with their reach lines (legend in leaderboard order, best final success first)."""
-    plt = _pyplot()
+    plt = drawing.pyplot()
     written: list[Path] = []
-    with _plain_text():
+    with drawing.plain_text():
         for block in leaderboard_blocks(summary):
             styles = series_styles([block.name(c) for c in block.rows])
-            fig, ax = plt.subplots(figsize=(10.0, _height(len(block.rows)) + 0.5), layout="constrained")
+            fig, ax = plt.subplots(figsize=(10.0, drawing.height(len(block.rows)) + 0.5), layout="constrained")
             _curve_panel(ax, block.rows, block.dataset, styles, block.name)
             title = f"PEC(k) of every model on {block.dataset} (legend: best final success first)"
-            written += _finish(
+            written += drawing.finish(
                 plt, fig, [ax], title, PEC_CAPTION, synthetic, out / file_stem("leaderboard", block.dataset)
             )
     return written
@@ -367,7 +224,7 @@ def _bump_panel(ax: Any, block: Block, styles: dict[str, Style]) -> None:
 def _bump_chart(
     blocks: Sequence[Block], out: Path, stem: str, title: str, synthetic: bool, styles_of: Any
 ) -> list[Path]:
-    plt = _pyplot()
+    plt = drawing.pyplot()
     cols = min(3, len(blocks))
     rows = -(-len(blocks) // cols)
     per_row = max(3, max(len(b.rows) for b in blocks))
@@ -384,8 +241,8 @@ def _bump_chart(
         ax.set_visible(False)
     for ax, block in zip(axes.flat, blocks, strict=False):
         _bump_panel(ax, block, styles_of(block))
-    _title(fig, title, synthetic)
-    paths = _save(fig, out, stem)
+    drawing.set_title(fig, title, synthetic)
+    paths = drawing.save(fig, out, stem)
     plt.close(fig)
     return paths
 
@@ -397,7 +254,7 @@ def ranking_chart(summary: Summary, out: Path, *, synthetic: bool = False) -> li
     styles = method_styles(summary)
     ranked = [b for b in blocks_of(summary) if len(b.rows) > 1]  # one condition has nothing to rank
     paths: list[Path] = []
-    with _plain_text():
+    with drawing.plain_text():
         if ranked:
             paths += _bump_chart(
                 ranked,

@@ -59,7 +59,7 @@ def group_records(records: Iterable[PrefixRecord]) -> dict[Condition, list[Prefi
     task id (numbers in numeric order) and trial. The position in this list is the rollout's anchor index."""
     groups: dict[Condition, list[PrefixRecord]] = defaultdict(list)
     for r in records:
-        groups[(r.dataset, r.model, r.method)].append(r)
+        groups[r.condition].append(r)
     for rows in groups.values():
         rows.sort(key=lambda r: (GROUP_ORDER.index(r.label.value if r.label else None), natural(r.task_id), r.trial))
     return groups

@@ -5,7 +5,6 @@ Factories import their benchmark lazily, so a grid without BFCL or tau needs nei
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -85,17 +84,15 @@ def _toolsandbox(spec: DatasetSpec, grid: Grid) -> Driver:
             "missing (the model of ToolSandbox's simulated user)", field=f"datasets.{spec.name}.user_model"
         )
     user = check_grid_model(spec, grid, "user_model")
-    from prefix_exec.envs.toolsandbox.sample import DEPRECATED_SUBSETS, SUBSET
+    from prefix_exec.envs.toolsandbox.sample import SUBSET
 
     subset = option(spec, "subset")
-    if subset not in (None, SUBSET, *DEPRECATED_SUBSETS):
+    if subset not in (None, SUBSET):
         raise InputError(
             f"unknown subset {subset!r}",
             field=f"datasets.{spec.name}.subset",
             hint=f'the one subset is "{SUBSET}" (our seeded stratified 200)',
         )
-    if subset in DEPRECATED_SUBSETS:
-        print(f'prefix-exec: datasets.{spec.name}: subset = "{subset}" is deprecated; use "{SUBSET}"', file=sys.stderr)
     threshold = option(spec, "similarity_threshold", 1.0)
     if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
         raise InputError(

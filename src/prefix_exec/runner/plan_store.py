@@ -28,8 +28,8 @@ from typing import Any
 
 from prefix_exec.agents.shared_plan import KeyedLocks, SharedPlan
 from prefix_exec.errors import InputError
+from prefix_exec.json_types import dumps
 from prefix_exec.records.codec import cost_to_json
-from prefix_exec.records.jsonl import dumps
 from prefix_exec.records.sqlite_file import SqliteFile
 from prefix_exec.trajectory import CallCost
 

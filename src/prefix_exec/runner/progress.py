@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 
 class Tally(Protocol):
-    """Running totals of a run (:class:`prefix_exec.runner.run_dir.RunReport`)."""
+    """Running totals of a run (:class:`prefix_exec.runner.run_report.RunReport`)."""
 
     written: int
     failed: int

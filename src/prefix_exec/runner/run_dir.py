@@ -24,18 +24,16 @@ import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
-from prefix_exec.deprecation import deprecated
 from prefix_exec.drivers.base import Driver
-from prefix_exec.envs.tau.pooled import legacy
 from prefix_exec.errors import InputError
 from prefix_exec.llm.cache import ResponseCache
 from prefix_exec.records import outputs
-from prefix_exec.records.codec import JsonlWriter, completed_keys, read_rollouts, record_to_json, rollout_to_json
-from prefix_exec.records.jsonl import UnitKey, latest_by_unit
+from prefix_exec.records.codec import is_unpooled, read_rollouts, record_to_json, rollout_to_json
+from prefix_exec.records.jsonl import JsonlWriter, completed_keys, latest_by_unit
 from prefix_exec.replay import replay
 from prefix_exec.runner.credentials import needs_redaction, write_grid_copy
 from prefix_exec.runner.datasets import make_driver
@@ -43,53 +41,12 @@ from prefix_exec.runner.grid import Grid, expand, load_grid, select_tasks
 from prefix_exec.runner.launchers import launch
 from prefix_exec.runner.plan_store import PLANS, PlanStore
 from prefix_exec.runner.progress import Progress
+from prefix_exec.runner.run_report import FAILURES, RunReport, charge
 from prefix_exec.runner.worker import UnitResult
-from prefix_exec.trajectory import Rollout, Unit
+from prefix_exec.trajectory import Unit, UnitKey
 
-ROLLOUTS, RECORDS, FAILURES, CACHE, GRID_COPY = (
-    "rollouts.jsonl",
-    "records.jsonl",
-    "failures.jsonl",
-    "cache.sqlite",
-    "grid.toml",
-)
+ROLLOUTS, RECORDS, CACHE, GRID_COPY = ("rollouts.jsonl", "records.jsonl", "cache.sqlite", "grid.toml")
 SETTINGS, LOCK = "settings.json", ".lock"
-
-
-@dataclass
-class RunReport:
-    planned: int = 0
-    written: int = 0
-    failed: int = 0
-    resumed: int = 0
-    rescored: int = 0
-    tokens: int = 0
-    usd: float = 0.0
-    retries: int = 0
-    seconds: float = 0.0
-    aborted: str = ""
-
-    def describe(self) -> str:
-        """What the run did, in one line (``prefix-exec run`` prints it last)."""
-        text = (
-            f"{self.written} of {self.planned} units written in {self.seconds:.1f} s; the run holds "
-            f"{self.tokens} agent tokens"
-        )
-        # Each clause only when its count (or reason) is non-zero, in this order.
-        clauses = (
-            (self.usd, f", ${self.usd:.2f}"),
-            (self.retries, f", {self.retries} LLM requests retried (429/5xx/408/409/timeouts/connection/bad answers)"),
-            (self.resumed, f"; {self.resumed} already done (--resume)"),
-            (self.rescored, f"; {self.rescored} rollouts scored from the file"),
-            (self.failed, f"; {self.failed} failed (see {FAILURES}; --resume retries them)"),
-            (self.aborted, f"; stopped early: {self.aborted}"),
-        )
-        return text + "".join(clause for shown, clause in clauses if shown)
-
-    def summary(self) -> str:
-        """Deprecated spelling of :meth:`describe` (a summary is the metrics' :class:`analysis.summary.Summary`)."""
-        deprecated("RunReport.summary()", "describe()")
-        return self.describe()
 
 
 def plan_units(grid: Grid) -> list[Unit]:
@@ -106,21 +63,16 @@ def run_grid(
     max_concurrency: int = 4,
     max_consecutive_failures: int = 20,
     log: TextIO | None = None,
-    executor: str | None = None,
 ) -> RunReport:
     """Run every unit of the grid at ``grid_path`` not yet in ``out``; see the module docstring for the files.
 
-    ``launcher`` is where units run (:data:`~prefix_exec.cluster.LAUNCHERS`: ``local`` or ``ray``);
-    ``executor`` is its deprecated spelling.
+    ``launcher`` is where units run (:data:`~prefix_exec.cluster.LAUNCHERS`: ``local`` or ``ray``).
 
     ``max_consecutive_failures`` stops the run after that many failed units in a row (a dead endpoint, an
     exhausted quota), so a broken setup fails in minutes, not after every unit; 0 never stops.
     Raises :class:`InputError` for a bad grid, a missing API key, a busy or unusable ``out``, or a grid whose
     settings differ from those the run directory was made with.
     """
-    if executor is not None:
-        deprecated("run_grid(executor=...)", "launcher=...")
-        launcher = executor
     log = log if log is not None else sys.stderr
     started = time.perf_counter()
     grid = load_grid(grid_path)
@@ -128,36 +80,61 @@ def run_grid(
     out = Path(out)
     grid = replace(grid, run_dir=out.resolve())
     open_run_directory(out, Path(grid_path))
-    rollouts_path, records_path = out / ROLLOUTS, out / RECORDS
     with run_lock(out):
         check_resumable(grid, out, resume)
         keep_grid_copy(Path(grid_path), grid, out)
         units = plan_units(grid)
         report = RunReport(planned=len(units))
         cache = open_stores(grid, out)
-        with (
-            JsonlWriter(rollouts_path, append=True) as rollouts,
-            JsonlWriter(records_path, append=True) as records,
-            JsonlWriter(out / FAILURES, append=True) as failures,
-        ):
-            done = completed_keys(rollouts_path)
-            todo = [u for u in units if u.key not in done]
-            report.resumed = len(units) - len(todo)
-            _catch_up(
-                grid, rollouts_path, done - completed_keys(records_path), {u.key for u in units} & done, records, report
-            )
-            progress = Progress(len(units), report.resumed, log, report)
-            _write_results(
-                launch(launcher, grid, cache, todo, max_concurrency),
-                lambda result: _write(result, rollouts, records, failures, report, grid),
-                done,
-                progress,
-                max_consecutive_failures,
-                report,
-            )
+        done = _run_units(
+            grid,
+            out,
+            units,
+            lambda todo: launch(launcher, grid, cache, todo, max_concurrency),
+            report,
+            max_consecutive_failures=max_consecutive_failures,
+            log=log,
+        )
         compact_failures(out / FAILURES, done)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _run_units(
+    grid: Grid,
+    out: Path,
+    units: list[Unit],
+    run: Callable[[list[Unit]], Iterable[UnitResult]],
+    report: RunReport,
+    *,
+    max_consecutive_failures: int,
+    log: TextIO,
+) -> set[UnitKey]:
+    """Run (``run``) and write the ``units`` ``out`` does not hold yet, after scoring the rollouts a kill left
+    without a record and charging the resumed ones to ``report``; progress on ``log``, and a stop after
+    ``max_consecutive_failures`` failed units in a row. Returns the keys of the units with a rollout."""
+    rollouts_path, records_path = out / ROLLOUTS, out / RECORDS
+    with (
+        JsonlWriter(rollouts_path, append=True) as rollouts,
+        JsonlWriter(records_path, append=True) as records,
+        JsonlWriter(out / FAILURES, append=True) as failures,
+    ):
+        done = completed_keys(rollouts_path)
+        todo = [u for u in units if u.key not in done]
+        report.resumed = len(units) - len(todo)
+        _catch_up(
+            grid, rollouts_path, done - completed_keys(records_path), {u.key for u in units} & done, records, report
+        )
+        progress = Progress(len(units), report.resumed, log, report)
+        _write_results(
+            run(todo),
+            lambda result: _write(result, rollouts, records, failures, report, grid),
+            done,
+            progress,
+            max_consecutive_failures,
+            report,
+        )
+    return done
 
 
 def open_run_directory(out: Path, grid_path: Path) -> None:
@@ -271,13 +248,13 @@ def check_pooled_ids(grid: Grid, done: set[UnitKey], out: Path) -> None:
     """Refuse to resume tau units made before tau3 was pooled (``tau3-airline``, task ``18``): the grid now
     names them ``airline/18``, so they would silently run again beside the old ones."""
     tau = {d.name for d in grid.datasets if d.kind == "tau"}
-    old = next((key for key in sorted(done) if key[0] in tau and legacy(key[0], key[1]) is not None), None)
+    old = next((key for key in sorted(done) if key[0] in tau and is_unpooled(key[0], key[1])), None)
     if old is not None:
         raise InputError(
             f"this run directory holds tau units made before tau3 was pooled (dataset {old[0]}, task {old[1]}); "
             "task ids are now domain-qualified (airline/18), so --resume cannot continue them",
             path=out,
-            hint="start a fresh --out for tau (the old records still read with 'prefix-exec metrics' and 'report')",
+            hint="start a fresh --out for tau (this version no longer reads records in the old layout)",
         )
 
 
@@ -371,7 +348,7 @@ def _catch_up(
             orphans.discard(rollout.key)
             report.rescored += 1
         if rollout.key in resumed:
-            _charge(report, grid, rollout)
+            charge(report, grid, rollout)
 
 
 def _write(
@@ -392,29 +369,4 @@ def _write(
     rollouts.write(rollout_to_json(result.rollout))
     records.write(record_to_json(result.record))
     report.written += 1
-    _charge(report, grid, result.rollout)
-
-
-def _charge(report: RunReport, grid: Grid, rollout: Rollout) -> None:
-    """Add the rollout's retries, and the tokens and price of its LLM calls, to the run's totals."""
-    report.retries += int(rollout.metadata.get("retries", 0))
-    for cost in rollout.cost:
-        price_in, price_out = call_prices(grid, rollout.model, cost.model)
-        report.tokens += int(cost.prompt_tokens) + int(cost.completion_tokens)
-        report.usd += (cost.prompt_tokens * price_in + cost.completion_tokens * price_out) / 1e6
-
-
-def call_prices(grid: Grid, unit_model: str, call_model: str | None) -> tuple[float, float]:
-    """USD per 1M prompt and completion tokens for one LLM call of a unit of ``unit_model``.
-
-    A call is priced by the grid model that made it: ``CallCost.model`` is the served id (``endpoint.model``)
-    or a grid name. The unit's own model is tried first, then the verifier model, then the others in grid
-    order; a call no grid model matches is charged at the unit model's price.
-    """
-    unit = grid.model(unit_model)
-    candidates = [unit]
-    if grid.verifier_model is not None:
-        candidates.append(grid.model(grid.verifier_model))
-    candidates += [m for m in grid.models if m not in candidates]
-    spec = next((m for m in candidates if call_model in (m.name, m.endpoint.model)), unit)
-    return spec.usd_per_mtok_prompt, spec.usd_per_mtok_completion
+    charge(report, grid, result.rollout)

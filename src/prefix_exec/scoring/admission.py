@@ -15,11 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from prefix_exec.records.jsonl import UnitKey
 from prefix_exec.scoring.numbering import Numbering, rollout_digest
 from prefix_exec.scoring.replayer import Outcome
 from prefix_exec.scoring.units import Batch, Scorable, ScoringUnit, Undecoded, unit_name
-from prefix_exec.trajectory import Rollout, Skipped
+from prefix_exec.trajectory import Rollout, Skipped, UnitKey
 
 
 class Admission:

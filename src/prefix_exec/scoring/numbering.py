@@ -27,8 +27,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from prefix_exec.records.codec import rollout_to_json
-from prefix_exec.records.jsonl import UnitKey
-from prefix_exec.trajectory import Rollout, Skipped
+from prefix_exec.trajectory import Rollout, Skipped, UnitKey
 
 #: The renumbered rollouts a summary names (the rest are counted).
 EXAMPLES = 3
@@ -54,7 +53,7 @@ def rollout_digest(rollout: Rollout) -> str:
     return digest
 
 
-def source_of(rollout: Rollout) -> str:
+def where_read(rollout: Rollout) -> str:
     """`` from <where the rollout was read>`` for messages (ToolSandbox's ``metadata.scenario_dir``, the other
     importers' ``metadata.source``: a file, with its line or sample); empty when the importer does not say."""
     for key in ("scenario_dir", "source"):
@@ -127,7 +126,7 @@ class Numbering:
         else:
             why = "the input names no trial, and an earlier, different rollout of this task has trial 0"
         self.renumbered.append(
-            _Renumbered(rollout.task_id, rollout.trial, trial, rollout.trial_given, source_of(rollout))
+            _Renumbered(rollout.task_id, rollout.trial, trial, rollout.trial_given, where_read(rollout))
         )
         metadata = {**rollout.metadata, NOTE: f"trial {trial} by input order: {why}"}
         return replace(rollout, trial=trial, metadata=metadata)

@@ -14,13 +14,13 @@ from typing import Protocol, runtime_checkable
 
 from prefix_exec import budget
 from prefix_exec.envs.base import Environment
-from prefix_exec.errors import InputError
+from prefix_exec.errors import InputError, ReplayError
+from prefix_exec.json_types import dumps
 from prefix_exec.records.codec import record_to_json
-from prefix_exec.records.jsonl import UnitKey, dumps
 from prefix_exec.records.redaction import redact_json
-from prefix_exec.replay import ReplayError, replay
+from prefix_exec.replay import replay
 from prefix_exec.scoring.units import EnvFor, Scorable, unit_name
-from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
+from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped, UnitKey
 
 
 @runtime_checkable

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Protocol, TextIO
 
 from prefix_exec import budget
-from prefix_exec.deprecation import deprecated
 from prefix_exec.errors import InputError
 from prefix_exec.records import outputs
-from prefix_exec.records.codec import RECORD_KIND, JsonlWriter, completed_keys
+from prefix_exec.records.codec import RECORD_KIND
+from prefix_exec.records.jsonl import JsonlWriter, completed_keys
 from prefix_exec.scoring.admission import Admission
 from prefix_exec.scoring.replayer import Observer, OnRecord, Outcome, Replayer, Sync, Written, add_syncs, record_line
 from prefix_exec.scoring.units import Scorable, ScoringUnit, unbatched
@@ -86,11 +86,6 @@ class ScoreReport:
         if self.skipped:
             text += f"; {len(self.skipped)} could not be scored (listed above)"
         return text
-
-    def summary(self) -> str:
-        """Deprecated spelling of :meth:`describe` (a summary is the metrics' :class:`analysis.summary.Summary`)."""
-        deprecated("ScoreReport.summary()", "describe()")
-        return self.describe()
 
 
 def score_to_file(

@@ -16,7 +16,7 @@ from typing import TextIO
 from prefix_exec.envs.base import Environment
 from prefix_exec.envs.recipe import Recipe
 from prefix_exec.errors import InputError
-from prefix_exec.scoring.numbering import Numbering, source_of
+from prefix_exec.scoring.numbering import Numbering, where_read
 from prefix_exec.trajectory import Rollout, Skipped
 
 #: An environment built for one rollout, from the rollout: tau's reads its transcript (the information
@@ -149,4 +149,4 @@ def unbatched[T](units: Iterable[T | Batch], log: TextIO) -> Iterator[T | Undeco
 
 def unit_name(unit: Rollout) -> str:
     """How messages name a rollout: its task, model, method, trial and source file."""
-    return f"task {unit.task_id} (model {unit.model}, method {unit.method}, trial {unit.trial}){source_of(unit)}"
+    return f"task {unit.task_id} (model {unit.model}, method {unit.method}, trial {unit.trial}){where_read(unit)}"

@@ -23,8 +23,7 @@ from prefix_exec.envs.bfcl.tasks import load_task
 from prefix_exec.envs.tau.regrade import regrades
 from prefix_exec.envs.tau.results import LoadedResults
 from prefix_exec.errors import ReplayError
-from prefix_exec.records.jsonl import UnitKey
-from prefix_exec.trajectory import PrefixRecord, Rollout
+from prefix_exec.trajectory import PrefixRecord, Rollout, UnitKey
 
 REGRADE = "regrade"
 

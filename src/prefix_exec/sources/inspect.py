@@ -13,7 +13,7 @@ and the consistency report (tau2 samples by tau's comparison, the others by the 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -23,7 +23,7 @@ from prefix_exec.envs.custom import evidence
 from prefix_exec.envs.custom.evidence import DEFAULT_POLICY, EvidencePolicy
 from prefix_exec.envs.recipe import Recipe
 from prefix_exec.envs.tau.consistency import compare as tau_compare
-from prefix_exec.envs.tau.results import LoadedResults, load_results, recipe
+from prefix_exec.envs.tau.results import LoadedResults, load_results
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.inspect.log import InspectLog, InspectSample, generic_rollout
@@ -32,14 +32,15 @@ from prefix_exec.importers.tau import TauResults
 from prefix_exec.json_types import JsonObject
 from prefix_exec.records.codec import read_records
 from prefix_exec.records.consistency import Consistency, Disagreement
-from prefix_exec.records.jsonl import UnitKey
 from prefix_exec.scoring.numbering import Numbering
 from prefix_exec.scoring.units import EnvFor, Scorable, paired
-from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
+from prefix_exec.sources.tau import tau_units
+from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped, UnitKey
 
 if TYPE_CHECKING:
     from prefix_exec.envs.bfcl import BfclEnvironment, FinalSuccess
-    from prefix_exec.envs.custom.environment import CustomEnvironment, OwnTools
+    from prefix_exec.envs.custom.session import CustomEnvironment
+    from prefix_exec.sources.own_tools import OwnLists
 
 SUPPORTED = "BFCL multi-turn (inspect_evals/bfcl) and tau2 airline/retail (inspect_evals/tau2_airline, tau2_retail)"
 #: The records' note when a sample's own tools list served as its spec.
@@ -79,8 +80,8 @@ class InspectSources:
     consistency: Consistency | None = None
     bfcl: BfclEnvironment | None = None
     spec: CustomEnvironment | None = None
-    #: The environment of each distinct own tool list, by digest, with the recipe a worker process builds it by.
-    own: dict[str, OwnTools] = field(default_factory=dict)
+    #: The environment of each distinct own tool list (made at the first sample scored on its own list).
+    own: OwnLists | None = None
 
     def read(self, log: InspectLog, *, model: str, method: str) -> None:
         """Add the samples of ``log`` to :attr:`units`. An environment that cannot be built (a spec, a tau2
@@ -95,13 +96,9 @@ class InspectSources:
             from prefix_exec.importers.inspect.tau import tau_results
 
             loaded = load_results(tau_results(log, model=model, method=method), self.tau2_data)
-            loaded = replace(loaded, results=loaded.results.numbered(self.numbering.number))
-            print(f"prefix-exec: {log.name}: {loaded.check.describe()}", file=self.notes)
-            if loaded.tools.note() is not None:
-                print(f"prefix-exec: {log.name}: note: {loaded.tools.note()}", file=self.notes)
+            loaded, units = tau_units(loaded, self.numbering, self.tau2_data, name=log.name, notes=self.notes)
             self.tau_files.append(loaded)
-            tau_units: list[Rollout | Skipped] = [*loaded.results.rollouts, *loaded.results.skipped]
-            self.units += paired(tau_units, loaded.env.bind, recipe(loaded, self.tau2_data))  # numbered above
+            self.units += units
         else:
             spec = self._spec() if self.tools is not None else None
             for sample in log.samples:
@@ -156,17 +153,12 @@ class InspectSources:
                 sample.where,
                 "the sample records no tool list (no model call in its events); pass --tools SPEC (docs/custom.md)",
             )
-        from prefix_exec.importers.transcripts import tools_digest
+        if self.own is None:  # here: the generic environment's modules load only for such a sample
+            from prefix_exec.sources.own_tools import OwnLists
 
-        tools = [dict(t) for t in sample.tools]
-        digest = tools_digest(tools)
-        if digest not in self.own:  # one per distinct list, built when its first rollout is replayed (OwnTools)
-            from prefix_exec.envs.custom.environment import OwnTools
-
-            where: JsonObject = {"name": log.task, "path": log.path, "origin": "the sample's own tools list"}
-            self.own[digest] = OwnTools(tools, where, self.policy)
-        metadata = {**rollout.metadata, "spec_note": SCHEMA_ONLY_NOTE, "tools_digest": digest}
-        return Scorable(replace(rollout, metadata=metadata), self.own[digest])
+            self.own = OwnLists(self.policy, SCHEMA_ONLY_NOTE)
+        where: JsonObject = {"name": log.task, "path": log.path, "origin": "the sample's own tools list"}
+        return self.own.pair(rollout, [dict(t) for t in sample.tools], where)
 
     def bfcl_regrade(self) -> Callable[[Rollout], Rollout] | None:
         """A ``prepare`` for :func:`~prefix_exec.scoring.run.score_to_file` that puts BFCL's multi-turn rule on every

@@ -7,8 +7,7 @@ Each category is its own stratum: ``random.Random(f"{seed}:{category}")`` draws 
 ids (in file order) without replacement, and the ids are listed in category order, then by task number.
 String seeds are hashed with SHA-512 by :class:`random.Random`, so the draw is the same on every platform
 and Python version. The list drawn with :data:`SEED` (a seed of our choosing) ships as
-``prefix_exec/data/bfcl_stratified_200.json`` and a test checks that it still matches the draw. ``paper``
-is a deprecated alias of the name (:func:`sample_name`).
+``prefix_exec/data/bfcl_stratified_200.json`` and a test checks that it still matches the draw.
 """
 
 from __future__ import annotations
@@ -23,9 +22,8 @@ from prefix_exec.envs.bfcl.tasks import CATEGORIES, load_category
 SEED = 20260330
 PER_CATEGORY = 50
 SHIPPED = "bfcl_stratified_200.json"
-#: The sample's name in ``score bfcl --sample`` and a grid's ``subset``; ``paper`` is a deprecated alias.
+#: The sample's name in ``score bfcl --sample`` and a grid's ``subset``.
 NAME = "stratified-200"
-DEPRECATED_NAMES = ("paper",)
 
 
 def _number(task_id: str) -> int:
@@ -43,8 +41,8 @@ def draw(seed: int = SEED, per_category: int = PER_CATEGORY) -> list[str]:
 
 
 def sample_name(name: str) -> str:
-    """:data:`NAME` for ``name`` (an alias included); ``KeyError`` for any other name."""
-    if name == NAME or name in DEPRECATED_NAMES:
+    """:data:`NAME` for ``name``; ``KeyError`` for any other name."""
+    if name == NAME:
         return NAME
     raise KeyError(f"unknown BFCL sample {name!r}; the one sample is {NAME!r}")
 

@@ -34,15 +34,10 @@ from types import ModuleType
 from typing import Any
 
 from prefix_exec.envs.custom.evidence import DEFAULT_POLICY, EvidencePolicy
-from prefix_exec.envs.custom.json_schema import SchemaProblem, compile_schema
-from prefix_exec.envs.custom.session import CustomEnvironment as CustomEnvironment
-from prefix_exec.envs.custom.session import CustomSession as CustomSession
-from prefix_exec.envs.custom.session import Hook as Hook
-from prefix_exec.envs.custom.session import Reject as Reject
-from prefix_exec.envs.custom.session import TaskSpec as TaskSpec
-from prefix_exec.envs.custom.session import ToolSpec as ToolSpec
+from prefix_exec.envs.custom.json_schema import compile_schema
+from prefix_exec.envs.custom.schema_keywords import SchemaProblem
+from prefix_exec.envs.custom.session import CustomEnvironment, Hook, TaskSpec, ToolSpec
 from prefix_exec.envs.custom.spec_formats import FORM_NAMES, read_document, to_spec, tools_list_spec
-from prefix_exec.envs.custom.spec_formats import SPEC_SCHEMA as SPEC_SCHEMA
 from prefix_exec.envs.custom.spec_layers import check_layer, read_side_file
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonMapping, JsonObject

@@ -2,7 +2,7 @@
 
 A reader puts what the log recorded for a call on ``ToolCall.observation`` (:class:`~prefix_exec.trajectory.
 Observation`: ``content``, the log's ``error`` flag or ``None``, ``error_type``) and decides nothing. This module
-decides, for the generic environment (:class:`prefix_exec.envs.custom.environment.CustomSession`) and the guard:
+decides, for the generic environment (:class:`prefix_exec.envs.custom.session.CustomSession`) and the guard:
 
 - :class:`EvidencePolicy`: ``error_pattern`` (``--error-pattern REGEX``, default :data:`DEFAULT_ERROR_PATTERN`;
   ``None`` for ``--no-error-pattern``) and ``require_tools`` (``--require-tools``);
@@ -20,12 +20,11 @@ decides, for the generic environment (:class:`prefix_exec.envs.custom.environmen
   generic consistency comparison (:func:`disagreements`, bound to a policy by :func:`compare`), which the
   consistency report (:mod:`prefix_exec.records.consistency`) runs on every record.
 
-The names the interface (``briefs/evidence_interface.md``) gives in words: the policy is :class:`EvidencePolicy`
-(the environment holds it: ``CustomEnvironment.policy``, set by ``load_spec(..., policy=)`` and
-``environment_from_tools(..., policy=)``); "is this observation a recorded refusal" is :func:`refusal`, which
-returns the :class:`Refusal` (label, rule, what said so, quoted reason and notes) or ``None``; the classifier is
-:func:`classify`; "the recorded result as a JSON value" is :func:`recorded_value`. The CLI reads the options
-with ``prefix_exec.cli.score_custom.policy_of``.
+In words: the policy is :class:`EvidencePolicy` (the environment holds it: ``CustomEnvironment.policy``, set by
+``load_spec(..., policy=)`` and ``environment_from_tools(..., policy=)``); "is this observation a recorded refusal"
+is :func:`refusal`, which returns the :class:`Refusal` (label, rule, what said so, quoted reason and notes) or
+``None``; the classifier is :func:`classify`; "the recorded result as a JSON value" is :func:`recorded_value`. The
+CLI reads the options with ``prefix_exec.sources.spec.policy_of``.
 
 Why ``precondition`` is the default label: the recorded outcome is consulted only after our own checks accepted
 the call (tool, arguments against the schema, references), so a refusal that names no kind is most likely a
@@ -369,13 +368,9 @@ def disagreements(record: PrefixRecord, policy: EvidencePolicy = DEFAULT_POLICY)
         if checks_accepted != refused:
             continue
         found.append(
-            Disagreement(
-                dataset=record.dataset,
-                task_id=record.task_id,
-                trial=record.trial,
-                depth=depth,
-                tool=call.name,
-                arguments=dict(call.arguments),
+            Disagreement.of_call(
+                record,
+                depth,
                 recorded_error=refused,
                 recorded_content=_quoted(call.observation),
                 replay_accepted=checks_accepted,

@@ -40,8 +40,7 @@ from jsonschema.validators import validator_for
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 
 from prefix_exec import budget
-from prefix_exec.envs.custom.schema_keywords import SchemaProblem as SchemaProblem
-from prefix_exec.envs.custom.schema_keywords import bounded, compiled_pattern, pattern_weight, short
+from prefix_exec.envs.custom.schema_keywords import SchemaProblem, bounded, compiled_pattern, pattern_weight, short
 from prefix_exec.json_types import JsonMapping
 
 #: Deepest nesting of objects and arrays in a schema (a tool's schema nests a few levels; jsonschema needs

@@ -17,8 +17,9 @@ from typing import Any
 
 from prefix_exec.envs.custom import evidence
 from prefix_exec.envs.custom.evidence import DEFAULT_POLICY, ORIGIN_CHECK, EvidencePolicy
-from prefix_exec.envs.custom.json_schema import Schema, SchemaProblem
-from prefix_exec.envs.custom.spec_formats import json_path
+from prefix_exec.envs.custom.json_schema import Schema
+from prefix_exec.envs.custom.schema_keywords import SchemaProblem
+from prefix_exec.envs.custom.yaml_document import json_path
 from prefix_exec.errors import InputError, ReplayError
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.trajectory import FailureLabel, ToolCall, Verdict

@@ -28,8 +28,7 @@ import yaml
 from jsonschema import ValidationError
 
 from prefix_exec.envs.custom.json_schema import compile_schema, schema_problem
-from prefix_exec.envs.custom.yaml_document import json_path as json_path
-from prefix_exec.envs.custom.yaml_document import read_yaml
+from prefix_exec.envs.custom.yaml_document import json_path, read_yaml
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.records.jsonl import MAX_LINE_CHARS, check_regular_file, json_problem

@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefix_exec.envs.custom.json_schema import compile_schema
-from prefix_exec.envs.custom.spec_formats import SPEC_SCHEMA, json_path, read_document, schema_message
+from prefix_exec.envs.custom.spec_formats import SPEC_SCHEMA, read_document, schema_message
+from prefix_exec.envs.custom.yaml_document import json_path
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonMapping, JsonObject
 

@@ -46,13 +46,9 @@ def disagreements(record: PrefixRecord) -> list[Disagreement]:
         # Our toolkit rejections carry tau2's "Error: ..." text; anything else is a check tau2 does not make.
         extra = not verdict.accepted and not verdict.reason.startswith("Error:")
         found.append(
-            Disagreement(
-                dataset=record.dataset,
-                task_id=record.task_id,
-                trial=record.trial,
-                depth=depth,
-                tool=call.name,
-                arguments=dict(call.arguments),
+            Disagreement.of_call(
+                record,
+                depth,
                 recorded_error=recorded_error,
                 recorded_content=observation.content,
                 replay_accepted=verdict.accepted,

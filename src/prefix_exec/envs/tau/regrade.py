@@ -26,8 +26,7 @@ from prefix_exec.envs.tau.state import RecordTexts, db_json, lazy_db, per_db_cac
 from prefix_exec.envs.tau.tasks import expected_actions
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonMapping
-from prefix_exec.records.jsonl import UnitKey
-from prefix_exec.trajectory import Rollout
+from prefix_exec.trajectory import Rollout, UnitKey
 
 
 @dataclass(frozen=True)

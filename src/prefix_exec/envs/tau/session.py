@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Self
 
 from prefix_exec.envs.tau.binding import binding_error
 from prefix_exec.envs.tau.dispatch import invoke_tool
@@ -148,22 +148,19 @@ class RolloutEnvironment:
         return self.env.strict_session(task_id, Timeline(self.env.evidence(()), self.timeline, self.messages))
 
 
-class TauSession:
-    """A strict session: the live state of one tau2 task with every check of ours (see the module docstring).
-
-    ``seen`` is the information check's evidence (:class:`~prefix_exec.envs.tau.information.Timeline`;
-    its ``evidence`` is ``None`` when the check is off). ``db`` (read through :attr:`db`) and ``flag`` default to a
-    lazy copy of ``base``.
+class _TaskSession:
+    """What both sessions share: the live state of one tau2 task. ``seen`` is the information check's evidence
+    (:class:`~prefix_exec.envs.tau.information.Timeline`; its ``evidence`` is ``None`` when the check is off, and
+    always for a :class:`Tau2Session`, where what the agent sees changes nothing). ``db`` (read through
+    :attr:`db`) and ``flag`` default to a lazy copy of ``base``.
     """
-
-    strict = True
 
     def __init__(
         self,
         env: TauEnvironment,
         task_id: str,
         base: Any,
-        seen: Timeline,
+        seen: Timeline | None = None,
         *,
         db: tuple[Any, WriteFlag] | None = None,
     ) -> None:
@@ -171,7 +168,7 @@ class TauSession:
         self.task_id = task_id
         self.base = base
         self._db, self.flag = db if db is not None else lazy_db(base, initial=True)
-        self.seen = seen
+        self.seen = seen if seen is not None else Timeline(None)
 
     @property
     def db(self) -> Any:
@@ -180,8 +177,9 @@ class TauSession:
         only when a call needs them; a dump of that would hold raw records."""
         return materialize(self._db)
 
-    def fork(self) -> TauSession:
-        return TauSession(self.env, self.task_id, self.base, self.seen.copy(), db=fork_db(self._db))
+    def fork(self) -> Self:
+        """An independent twin: the DB forked, the evidence copied."""
+        return type(self)(self.env, self.task_id, self.base, self.seen.copy(), db=fork_db(self._db))
 
     def begin_message(self) -> None:
         """Online use: the next calls form one assistant message; results of earlier calls become evidence."""
@@ -193,7 +191,20 @@ class TauSession:
 
     def finish_without_tools(self) -> Verdict:
         """Accepted when the task's expected actions are empty (the task can be done by talking alone)."""
-        return _finish_without_tools(self.env, self.task_id)
+        expected = expected_actions(self.env.task(self.task_id))
+        if not expected:
+            return Verdict.accept(notes=("no-tool-finish-allowed",))
+        names = ", ".join(str(a.get("name")) for a in expected)
+        return Verdict.reject(
+            FailureLabel.PRECONDITION,
+            f"the agent used no tool, but the task needs tool actions ({names})",
+        )
+
+
+class TauSession(_TaskSession):
+    """A strict session: the live state of one tau2 task with every check of ours (see the module docstring)."""
+
+    strict = True
 
     def step(self, call: ToolCall) -> Verdict:
         self.seen.before_call()
@@ -238,41 +249,13 @@ class TauSession:
         return to_json_text(output) if ok else f"Error: {output}"
 
 
-class Tau2Session:
+class Tau2Session(_TaskSession):
     """A tau2 session: tau2's ``Environment.get_response`` and nothing more (see the module docstring). Every
     call executes on the live DB as tau2 executes it, is accepted exactly when tau2 reports ``error=False``, and
-    keeps whatever a failing tool changed before it raised. It has no information check, so what the agent
-    sees (:meth:`observe`, :meth:`begin_message`) changes nothing."""
+    keeps whatever a failing tool changed before it raised. It has no information check (its ``seen`` has no
+    evidence), so what the agent sees (:meth:`observe`, :meth:`begin_message`) changes nothing."""
 
     strict = False
-
-    def __init__(
-        self, env: TauEnvironment, task_id: str, base: Any, *, db: tuple[Any, WriteFlag] | None = None
-    ) -> None:
-        self.env = env
-        self.task_id = task_id
-        self.base = base
-        self._db, self.flag = db if db is not None else lazy_db(base, initial=True)
-
-    @property
-    def db(self) -> Any:
-        """The session's DB, every record validated first (:func:`~prefix_exec.envs.tau.lazy.materialize`), so
-        a pydantic dump of it is tau2's. The session itself reads ``_db``, whose records a lazy base validates
-        only when a call needs them; a dump of that would hold raw records."""
-        return materialize(self._db)
-
-    def fork(self) -> Tau2Session:
-        return Tau2Session(self.env, self.task_id, self.base, db=fork_db(self._db))
-
-    def begin_message(self) -> None:
-        return None
-
-    def observe(self, text: Any) -> None:
-        return None
-
-    def finish_without_tools(self) -> Verdict:
-        """Accepted when the task's expected actions are empty (the task can be done by talking alone)."""
-        return _finish_without_tools(self.env, self.task_id)
 
     def step(self, call: ToolCall) -> Verdict:
         if not isinstance(call.arguments, Mapping):  # tau2's tool calls cannot even hold such arguments
@@ -284,18 +267,6 @@ class Tau2Session:
         if ok:
             return Verdict.accept(result=to_json_text(output))
         return _failure(self.env, self.task_id, call, output, [], [])
-
-
-def _finish_without_tools(env: TauEnvironment, task_id: str) -> Verdict:
-    """Accepted when the task's expected actions are empty (the task can be done by talking alone)."""
-    expected = expected_actions(env.task(task_id))
-    if not expected:
-        return Verdict.accept(notes=("no-tool-finish-allowed",))
-    names = ", ".join(str(a.get("name")) for a in expected)
-    return Verdict.reject(
-        FailureLabel.PRECONDITION,
-        f"the agent used no tool, but the task needs tool actions ({names})",
-    )
 
 
 def _failure(

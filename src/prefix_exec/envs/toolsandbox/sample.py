@@ -6,7 +6,7 @@ tools (the ``NO_DISTRACTION_TOOLS`` variant's allow list, which ToolSandbox trea
 of the tools of ``tool_sandbox.tools.rapid_api_search_tools``; its distraction and scrambled augmentations then use
 it too. Without the key these scenarios are left out of every list here, and :func:`rapid_api_note` says so.
 
-**Our stratified sample.** ``subset = "stratified-200"`` (``"paper"``: a deprecated alias) is 200 scenarios
+**Our stratified sample.** ``subset = "stratified-200"`` is 200 scenarios
 chosen by our greedy multi-label stratifier
 (:func:`prefix_exec.sampling.stratified_sample`, seed :data:`PAPER_SEED`) over the scenarios' category labels,
 from the runnable scenarios of all 1032 (base and augmented). It is deterministic for a given ToolSandbox
@@ -24,9 +24,8 @@ from prefix_exec.sampling import stratified_sample
 RAPID_API_KEY = "RAPID_API_KEY"
 PAPER_SIZE = 200
 PAPER_SEED = 20260
-#: The sample's name in a grid's ``subset``; ``paper`` is a deprecated alias (the paper publishes no ids).
+#: The sample's name in a grid's ``subset`` (ours: the paper publishes no ids).
 SUBSET = "stratified-200"
-DEPRECATED_SUBSETS = ("paper",)
 #: Suffixes ToolSandbox's ``named_scenarios`` appends to a base scenario's name for its augmentations.
 _AUGMENTATION = re.compile(
     r"_(3_distraction_tools(_tool_description_scrambled|_arg_type_scrambled|"
@@ -35,8 +34,8 @@ _AUGMENTATION = re.compile(
 
 
 def subset_name(name: str) -> str:
-    """:data:`SUBSET` for ``name`` (a deprecated alias included); ``KeyError`` for any other name."""
-    if name == SUBSET or name in DEPRECATED_SUBSETS:
+    """:data:`SUBSET` for ``name``; ``KeyError`` for any other name."""
+    if name == SUBSET:
         return SUBSET
     raise KeyError(f"unknown ToolSandbox subset {name!r}; the one subset is {SUBSET!r}")
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from prefix_exec.extras import install_hint
 from prefix_exec.importers.arguments import decode_arguments
-from prefix_exec.importers.trials import TrialError, TrialSource
+from prefix_exec.importers.trials import TrialError, TrialRule
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.records.jsonl import expand_inputs
 from prefix_exec.trajectory import Observation, Rollout, ToolCall
@@ -157,7 +157,7 @@ def _first_line(exc: Exception) -> str:
     return text[0][:300] if text else "no message"
 
 
-def to_sample(path: str, sample: Any, scorer: str | None, trials: TrialSource, *, tools: bool = False) -> InspectSample:
+def to_sample(path: str, sample: Any, scorer: str | None, trials: TrialRule, *, tools: bool = False) -> InspectSample:
     where = f"{Path(path).name}: sample {sample.id} epoch {sample.epoch}"
     y, unscorable, value = success_of(sample, scorer)
     if sample.error is not None:

@@ -28,7 +28,7 @@ from prefix_exec.importers.inspect.log import (
     quiet_registry,
     to_sample,
 )
-from prefix_exec.importers.trials import FROM_INPUT, TrialSource
+from prefix_exec.importers.trials import FROM_INPUT, TrialRule
 from prefix_exec.records.jsonl import check_regular_file
 
 
@@ -37,7 +37,7 @@ def read_log(
     *,
     scorer: str | None = None,
     tools: Callable[[str], bool] | None = None,
-    trials: TrialSource = FROM_INPUT,
+    trials: TrialRule = FROM_INPUT,
     bounds: ReadBounds = DEFAULT_BOUNDS,
 ) -> InspectLog:
     """Read one log with inspect_ai's reader. A file inspect cannot read raises :class:`InputError`.
@@ -108,7 +108,7 @@ def _header_of(log: Any) -> _Header:
 
 
 def _read_json_log(
-    path: Path, scorer: str | None, trials: TrialSource, tools: Callable[[str], bool] | None
+    path: Path, scorer: str | None, trials: TrialRule, tools: Callable[[str], bool] | None
 ) -> tuple[_Header, tuple[InspectSample, ...]]:
     """A ``.json`` log read whole (inspect reads a ``.json`` log's events whether asked to leave them out or not)."""
     from inspect_ai.log import read_eval_log
@@ -132,7 +132,7 @@ def _read_member(
     archive: Archive,
     bounds: ReadBounds,
     scorer: str | None,
-    trials: TrialSource,
+    trials: TrialRule,
     events: bool,
 ) -> tuple[tuple[int, str], InspectSample]:
     """One sample member of a checked archive, read alone under ``bounds``, with its place in inspect's order;

@@ -61,7 +61,7 @@ from prefix_exec.importers.toolsandbox.rows import (
     load_json,
     minefields_from_conversation,
 )
-from prefix_exec.importers.trials import FROM_INPUT, TrialError, TrialSource, trial_fields
+from prefix_exec.importers.trials import FROM_INPUT, TrialError, TrialRule, trial_fields
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.trajectory import Observation, Rollout, Skipped, ToolCall
 
@@ -113,7 +113,7 @@ class ImportOptions:
     success_threshold: float = 1.0
     success_if_unknown: int | None = None
     scenarios: frozenset[str] | None = None
-    trials: TrialSource = FROM_INPUT
+    trials: TrialRule = FROM_INPUT
 
 
 def read_result_summary(path: str | Path) -> dict[str, ScenarioResult]:

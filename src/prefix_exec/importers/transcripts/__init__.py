@@ -186,7 +186,7 @@ def transcript_of(
     if reader is None:
         found = detect(data)[0]
         reader = READERS[found or "openai-chat"]
-    shape = f"read as {reader.label}, whose records are {SHAPES[reader.name]}"
+    shape = f"read as {reader.label}, whose records are {SHAPES.get(reader.name, reader.label)}"
 
     def fail(field: str, message: str, hint: str | None = None) -> InputError:
         where = (prefix + field).rstrip(".") or None

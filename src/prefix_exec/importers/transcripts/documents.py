@@ -25,8 +25,8 @@ from typing import Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.importers.transcripts.formats import detect, foreign, unknown_shape
-from prefix_exec.json_types import JsonMapping
-from prefix_exec.records.jsonl import MAX_LINE_CHARS, check_regular_file, iter_json_lines, loads
+from prefix_exec.json_types import JsonMapping, loads
+from prefix_exec.records.jsonl import MAX_LINE_CHARS, check_regular_file, iter_json_lines
 
 #: Largest ``.json`` transcript file read whole, in characters: the bound of one JSONL line, since parsing it costs
 #: the same (a file of many tiny lists takes ~20 bytes of memory per character); JSONL files are read line by line.

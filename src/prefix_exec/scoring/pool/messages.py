@@ -14,10 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from prefix_exec.records.jsonl import UnitKey
 from prefix_exec.scoring.replayer import Outcome
 from prefix_exec.scoring.units import Batch, Scorable, Undecoded
-from prefix_exec.trajectory import Skipped
+from prefix_exec.trajectory import Skipped, UnitKey
 
 #: The sequence number of a worker process's first message, ``(READY, None)``: its imports and settings are done.
 READY = -1

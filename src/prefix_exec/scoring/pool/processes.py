@@ -19,11 +19,11 @@ import struct
 import time
 from typing import Any
 
-from prefix_exec.records.jsonl import UnitKey
 from prefix_exec.scoring.pool.messages import BUILT, READY, Batched, Decoded, Died, Event, Raised, Unloadable
 from prefix_exec.scoring.pool.spawn import spawn, system_pipe_bytes, take_early
 from prefix_exec.scoring.replayer import Outcome, Replayer
 from prefix_exec.scoring.units import Batch, Scorable, Undecoded
+from prefix_exec.trajectory import UnitKey
 
 #: Rollouts a local worker holds at least (the next is queued while one runs; more for quick ones: schedule).
 DEPTH = 2

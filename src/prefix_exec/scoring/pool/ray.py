@@ -17,12 +17,11 @@ from functools import partial
 from typing import Any
 
 from prefix_exec.cluster import connect_ray
-from prefix_exec.records.jsonl import UnitKey
 from prefix_exec.scoring.pool.messages import Batched, Decoded, Died, Event, Raised
 from prefix_exec.scoring.pool.worker import Shelf, batch_on, decode_on, replay_on
 from prefix_exec.scoring.replayer import Outcome, Replayer
 from prefix_exec.scoring.units import Batch, Reading, Scorable, Undecoded
-from prefix_exec.trajectory import Rollout, Skipped
+from prefix_exec.trajectory import Rollout, Skipped, UnitKey
 
 
 class ScoreActor:

@@ -12,12 +12,11 @@ from typing import Any
 
 from prefix_exec.envs.recipe import Recipe
 from prefix_exec.errors import InputError
-from prefix_exec.records.jsonl import UnitKey
 from prefix_exec.scoring.numbering import rollout_digest
 from prefix_exec.scoring.pool.messages import BUILT, READY, Batched, Decoded, Raised
 from prefix_exec.scoring.replayer import Outcome, Replayer
 from prefix_exec.scoring.units import Reading, unit_name
-from prefix_exec.trajectory import Rollout, Skipped
+from prefix_exec.trajectory import Rollout, Skipped, UnitKey
 
 
 class Shelf:

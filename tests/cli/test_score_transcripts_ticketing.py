@@ -1,4 +1,4 @@
-"""``score openai``: the ticketing example exported as OpenAI messages scores as ``score custom`` does."""
+"""``score transcripts``: the ticketing example exported as OpenAI messages scores as ``score custom`` does."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def test_transcripts_score_as_score_custom(
     want = custom_records(ticketing, tmp_path)
     out = tmp_path / "openai.jsonl"
     path = transcripts(ticketing, tmp_path, layout)
-    argv = ["score", "openai", str(path), "--tools", str(ticketing / "tools.yaml"), "--out", str(out), *flags]
+    argv = ["score", "transcripts", str(path), "--tools", str(ticketing / "tools.yaml"), "--out", str(out), *flags]
     assert main(argv) == 0
     got = read(out)
     assert len(got) == len(want) == 12
@@ -126,7 +126,7 @@ def test_an_mcp_list_with_the_side_file_as_the_spec(ticketing: Path, tmp_path: P
     out = tmp_path / "openai.jsonl"
     argv = [
         "score",
-        "openai",
+        "transcripts",
         str(transcripts(ticketing, tmp_path)),
         *("--tools", str(ticketing / "mcp-tools-list.json"), "--hooks", str(ticketing / "mcp-hooks.yaml")),
         *("--out", str(out), *NAMED),
@@ -145,7 +145,7 @@ def test_without_tools_the_transcripts_own_list_checks_schemas_only(
     capsys.readouterr()
     out = tmp_path / "openai.jsonl"
     path = transcripts(ticketing, tmp_path)
-    argv = ["score", "openai", str(path), "--dataset", "ticketing", "--out", str(out), *NAMED]
+    argv = ["score", "transcripts", str(path), "--dataset", "ticketing", "--out", str(out), *NAMED]
     assert main([*argv, "--no-error-pattern"]) == 0
     err = capsys.readouterr().err
     assert "no --tools" in err
@@ -179,7 +179,7 @@ def test_recorded_errors_reject_what_the_schemas_accept(
     capsys.readouterr()
     out = tmp_path / "openai.jsonl"
     path = transcripts(ticketing, tmp_path)
-    assert main(["score", "openai", str(path), "--dataset", "ticketing", "--out", str(out), *NAMED]) == 0
+    assert main(["score", "transcripts", str(path), "--dataset", "ticketing", "--out", str(out), *NAMED]) == 0
     err = capsys.readouterr().err
     got = {(r["task_id"], r["method"]): r for r in read(out)}
     # same first-error depths as the spec with refs and hooks: the server's refusals are where it refused
@@ -198,7 +198,7 @@ def test_recorded_errors_reject_what_the_schemas_accept(
     assert f"{len(report)} disagreement(s) ({len(report)} recorded-refusal)" in err
     # --require-tools makes the no-tool conversation a failure
     again = tmp_path / "again.jsonl"
-    argv = ["score", "openai", str(path), "--dataset", "ticketing", "--out", str(again), *NAMED, "--require-tools"]
+    argv = ["score", "transcripts", str(path), "--dataset", "ticketing", "--out", str(again), *NAMED, "--require-tools"]
     assert main(argv) == 0
     (no_tool,) = [r for r in read(again) if r["no_tool"]]
     assert (no_tool["fed"], no_tool["label"]) == (1, "precondition")
@@ -211,7 +211,7 @@ def test_a_bad_error_pattern_is_an_input_error(
 ) -> None:
     out = tmp_path / "out.jsonl"
     path = transcripts(ticketing, tmp_path)
-    assert main(["score", "openai", str(path), "--out", str(out), "--error-pattern", pattern]) == 2
+    assert main(["score", "transcripts", str(path), "--out", str(out), "--error-pattern", pattern]) == 2
     err = capsys.readouterr().err
     assert "--error-pattern" in err
     assert "not a valid regular expression" in err
@@ -224,7 +224,7 @@ def test_a_fixed_model_and_a_json_list(ticketing: Path, tmp_path: Path) -> None:
     path = tmp_path / "all.json"
     path.write_text(json.dumps(conversations))
     out = tmp_path / "openai.jsonl"
-    argv = ["score", "openai", str(path), "--tools", str(ticketing / "tools.yaml"), "--model", "gpt-x", *NAMED]
+    argv = ["score", "transcripts", str(path), "--tools", str(ticketing / "tools.yaml"), "--model", "gpt-x", *NAMED]
     assert main([*argv, "--out", str(out)]) == 0
     got = read(out)
     assert {r["model"] for r in got} == {"gpt-x"}
@@ -253,7 +253,7 @@ def test_bad_conversations_are_reported_and_the_rest_scored(
     path = tmp_path / "mixed.jsonl"
     path.write_text("\n".join(lines) + "\n")
     out = tmp_path / "openai.jsonl"
-    argv = ["score", "openai", str(path), "--tools", str(ticketing / "tools.yaml"), "--out", str(out)]
+    argv = ["score", "transcripts", str(path), "--tools", str(ticketing / "tools.yaml"), "--out", str(out)]
     capsys.readouterr()
     assert main([*argv, "--keep-going"]) == 2
     err = capsys.readouterr().err
@@ -287,12 +287,12 @@ def test_a_conversation_without_tools_needs_a_spec(
     messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None, "tool_calls": [call]}]
     row = {"task_id": "t", "model": "m", "success": 1, "messages": messages}
     path.write_text(json.dumps(row) + "\n")
-    assert main(["score", "openai", str(path), "--out", str(tmp_path / "o.jsonl")]) == 2
+    assert main(["score", "transcripts", str(path), "--out", str(tmp_path / "o.jsonl")]) == 2
     err = capsys.readouterr().err
     assert "field 'tools'" in err
     assert "--tools SPEC" in err
     hooks = ["--hooks", str(ticketing / "mcp-hooks.yaml")]
-    assert main(["score", "openai", str(path), *hooks, "--out", str(tmp_path / "o.jsonl")]) == 2
+    assert main(["score", "transcripts", str(path), *hooks, "--out", str(tmp_path / "o.jsonl")]) == 2
     assert "--hooks layers onto a --tools spec" in capsys.readouterr().err
 
 
