@@ -91,3 +91,25 @@ def test_bfcl_inference_crashes_are_left_out_by_default(
     assert len(crashed) == 3
     assert all(r["fed"] == 1 and r["metadata"]["infrastructure"] == CRASH for r in crashed)
     assert "3 infrastructure failures kept" in capsys.readouterr().err
+
+
+def test_a_tau2_simulation_ended_by_infrastructure_is_left_out(
+    shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("tau2")
+    data = json.loads((shared_data / "tau" / "gpt-4.1_airline_1trial.json").read_text(encoding="utf-8"))
+    data["simulations"] = data["simulations"][:3]
+    data["simulations"][1]["termination_reason"] = "infrastructure_error"
+    ended = data["simulations"][1]["task_id"]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    out = tmp_path / "r.jsonl"
+    assert main(["score", "tau", str(path), "--out", str(out)]) == 0
+    assert len(rows(out)) == 2
+    err = capsys.readouterr().err
+    assert "infrastructure: 1 rollout ended by an infrastructure failure" in err
+    assert f"airline/{ended} (" in err
+    kept = tmp_path / "k.jsonl"
+    assert main(["score", "tau", str(path), "--out", str(kept), "--keep-infrastructure-failures"]) == 0
+    marked = [r for r in rows(kept) if "infrastructure" in r["metadata"]]
+    assert [r["task_id"] for r in marked] == [f"airline/{ended}"]
