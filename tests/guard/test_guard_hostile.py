@@ -101,6 +101,7 @@ def test_a_hostile_client_gets_errors_and_the_connection_goes_on(tmp_path: Path)
     row = read_jsonl(tmp_path / "record" / "records.jsonl")[0]
     assert row["T"] == len(HOSTILE_CALLS) + 1 and row["fed"] == 1 and row["label"] == "schema"
     assert row["metadata"]["guard"]["end"] == "the client closed the session"
+    assert "infrastructure" not in row["metadata"]  # a client that ends its session is no failure of the system
 
 
 def test_a_huge_result_is_replaced_by_an_error_and_the_connection_goes_on(tmp_path: Path) -> None:
@@ -135,6 +136,8 @@ def test_a_failing_server_gets_the_client_an_error_and_ends_the_connection(
     assert why in row["metadata"]["guard"]["end"] and row["metadata"]["guard"]["ended_at"]
     assert row["T"] == 2 and [a["name"] for a in row["actions"]] == ["echo", tool]
     assert row["actions"][1]["observation"]["error"] is True
+    # the server's failure, not the agent's: the record says so, and metrics leaves it out by default
+    assert why in row["metadata"]["infrastructure"]
 
 
 def test_sigterm_ends_the_connection_with_the_journal_closed(tmp_path: Path) -> None:

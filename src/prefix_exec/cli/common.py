@@ -12,6 +12,7 @@ from prefix_exec import budget
 from prefix_exec.analysis import tasksets
 from prefix_exec.cluster import LAUNCHERS
 from prefix_exec.errors import InputError
+from prefix_exec.importers.infrastructure import Exclusion
 from prefix_exec.importers.trials import TrialRule
 from prefix_exec.records import outputs
 from prefix_exec.scoring.numbering import Numbering
@@ -119,6 +120,13 @@ def add_summary_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed, >= 0 (default: %(default)s)")
     tasksets.add_option(parser)
+    parser.add_argument(
+        "--keep-infrastructure-failures",
+        action="store_true",
+        help="count the records of rollouts an infrastructure failure ended (metadata.infrastructure: the guard's "
+        "dead or silent server, a kept inference crash) under their own label 'infrastructure'; by default they "
+        "are left out, and stderr says how many, which, and N with and without them",
+    )
 
 
 def _add_identity_options(parser: argparse.ArgumentParser) -> None:
@@ -156,11 +164,29 @@ def numbering(args: argparse.Namespace) -> Numbering:
     return Numbering(unique=args.unique_task)
 
 
-def finish(report: ScoreReport, out: str, numbered: Numbering | None = None) -> int:
-    """Say what the run did on stderr (with ``numbered``'s renumbered trials first); the exit status."""
+def add_infrastructure_option(parser: argparse.ArgumentParser) -> None:
+    """``--keep-infrastructure-failures``, for the commands whose inputs record the system failing
+    (:mod:`prefix_exec.importers.infrastructure`)."""
+    parser.add_argument(
+        "--keep-infrastructure-failures",
+        action="store_true",
+        help="score rollouts that ended by an infrastructure failure (an inference crash, a model server error, "
+        "tau2's infrastructure_error) like the others; by default they are left out of the records, so of "
+        "PEC/FED/TER, and counted and listed on stderr",
+    )
+
+
+def finish(
+    report: ScoreReport, out: str, numbered: Numbering | None = None, infrastructure: Exclusion | None = None
+) -> int:
+    """Say what the run did on stderr (with ``numbered``'s renumbered trials first, then ``infrastructure``'s
+    excluded or kept rollouts); the exit status (an excluded infrastructure failure is no error)."""
     note = numbered.describe() if numbered is not None else None
     if note:
         print(f"prefix-exec: trials: {note}", file=sys.stderr)
+    said = infrastructure.describe(report.written + report.resumed) if infrastructure is not None else None
+    if said:
+        print(f"prefix-exec: infrastructure: {said}", file=sys.stderr)
     print(f"prefix-exec: {report.describe()} -> {out}", file=sys.stderr)
     return 2 if report.skipped else 0
 

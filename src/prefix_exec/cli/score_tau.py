@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from typing import Any
 
 from prefix_exec.cli.common import (
+    add_infrastructure_option,
     add_scoring_options,
     consistency_path,
     finish,
@@ -23,16 +25,17 @@ from prefix_exec.cli.common import (
 from prefix_exec.envs.tau.consistency import Consistency, Disagreement
 from prefix_exec.envs.tau.pooled import TAU_DOMAINS
 from prefix_exec.envs.tau.regrade import regrade_files
-from prefix_exec.envs.tau.results import LoadedResults, load_results
+from prefix_exec.envs.tau.results import LoadedResults, check_override, load_results
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
+from prefix_exec.importers.infrastructure import Exclusion
 from prefix_exec.importers.tau import TauResults, read_results
 from prefix_exec.records.codec import RECORD_KIND, first_unpooled, read_records
 from prefix_exec.records.jsonl import completed_keys
 from prefix_exec.scoring.run import score_to_file
 from prefix_exec.scoring.units import Scorable
 from prefix_exec.sources.tau import add_tau2_data_option, tau_units
-from prefix_exec.trajectory import Skipped
+from prefix_exec.trajectory import Rollout, Skipped
 
 
 def register(benchmarks: Any, name: str) -> None:
@@ -60,8 +63,9 @@ def register(benchmarks: Any, name: str) -> None:
     parser.add_argument(
         "--domain",
         choices=TAU_DOMAINS,
-        help="the domain of files that do not name theirs (info.environment_info.domain_name); a file whose tool "
-        "names are mostly not the domain's is refused (docs/tau.md)",
+        help="the domain of the files, over the one a file names (info.environment_info.domain_name: a policy "
+        "variant such as airline_tighter_policy); a file whose tool names are mostly not the domain's is refused "
+        "(docs/tau.md)",
     )
     parser.add_argument(
         "--parallel-calls",
@@ -71,6 +75,7 @@ def register(benchmarks: Any, name: str) -> None:
         "or sequential (each sees the results of the calls before it; for harnesses that log steps that way)",
     )
     add_tau2_data_option(parser)
+    add_infrastructure_option(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -82,17 +87,24 @@ def handle(args: argparse.Namespace) -> int:
     units: list[Scorable | Skipped] = []
     mismatched: list[Disagreement] = []
     trials, rule = numbering(args), trial_rule(args)
+    infrastructure = Exclusion(keep=args.keep_infrastructure_failures)
     for path in args.results:
         # An unreadable file, one of a domain replay does not model (telecom, say) or one whose tools are another
         # domain's is one file's error.
         try:
             results = read_results(path, model=args.model, method=args.method, domain=args.domain, trials=rule)
+            check_override(results, results.named_domain, args.tau2_data)
             loaded = load_results(results, args.tau2_data, sequential=args.parallel_calls == "sequential")
         except InputError as exc:
             if not args.keep_going:
                 raise
             units.append(Skipped(path, exc.describe()))  # reported by score_to_file, never dropped
             continue
+        for note in loaded.results.notes:
+            print(f"prefix-exec: {loaded.results.path}: note: {note}", file=sys.stderr)
+        # the system's failures (tau2's infrastructure_error) leave the file's rollouts before they are numbered
+        kept = tuple(r for r in infrastructure.filter(loaded.results.rollouts) if isinstance(r, Rollout))
+        loaded = replace(loaded, results=replace(loaded.results, rollouts=kept))
         loaded, scorable = tau_units(loaded, trials, args.tau2_data, name=loaded.results.path, notes=sys.stderr)
         files.append(loaded)
         units += scorable
@@ -113,11 +125,12 @@ def handle(args: argparse.Namespace) -> int:
     )
     if args.resume:  # the kept records were scored by an earlier run: compare every record of the output again
         consistency.compare_again(read_records(args.out))
-    consistency.write(target, sys.stderr, first=mismatched)
+    if files or args.resume:  # a run whose every file was refused has no consistency to report (no empty file)
+        consistency.write(target, sys.stderr, first=mismatched)
     unregraded = 0
     if args.regrade:
         unregraded = regrade_files(files, consistency.scored, keep_going=args.keep_going, log=sys.stderr)
-    status = finish(report, args.out, trials)
+    status = finish(report, args.out, trials, infrastructure)
     return 2 if unregraded else status
 
 

@@ -40,7 +40,8 @@ from prefix_exec.trajectory import Skipped
 #: The records' note when a conversation's own tools list served as its spec.
 #: The identity fields a ``--<name>-field PATH`` option reads from a conversation, and each option's help.
 FIELDS = {
-    "task_id": "task id (default: task_id, metadata.task_id or id)",
+    "task_id": "task id (default: task_id, metadata.task_id or id); several comma-separated paths are joined "
+    "with '/' (metadata.suite_name,metadata.name: AgentDojo's task names repeat across suites)",
     "success": "final success, 0/1 or true/false (default: success, metadata.success, reward or metadata.reward)",
     "model": "model (default: model or metadata.model; or a fixed --model)",
     "method": "method (default: method or metadata.method, else 'default'; or a fixed --method)",

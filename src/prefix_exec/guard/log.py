@@ -129,6 +129,8 @@ class Snapshot:
         whole lines instead."""
         guard = {**self.info, "calls": _CALLS}
         metadata = {"source": "prefix-exec guard", "success_rule": SUCCESS_RULE, "guard": guard}
+        if isinstance(self.info.get("infrastructure"), str):  # the server failed: not the agent's rollout
+            metadata["infrastructure"] = self.info["infrastructure"]
         if self.actions:
             success = int(self.last_accepted)
             T, fed = horizon_and_fed(len(self.actions), self.fed)

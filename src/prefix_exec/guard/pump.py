@@ -142,6 +142,9 @@ class Pump:
         if self.end_reason is not None:
             return
         self.end_reason = reason
+        # The server failed (exited, went silent, wrote garbage): the connection ended for the system's reason,
+        # not the agent's, and its record says so (an infrastructure failure: docs/guard.md).
+        self.log.info["infrastructure"] = reason
         for request_id, pending in list(self.pending.items()):
             del self.pending[request_id]
             if pending.call is not None:

@@ -84,7 +84,8 @@ def add_spec_options(parser: argparse.ArgumentParser, tools_help: str, *, requir
         metavar="REGEX",
         default=DEFAULT_ERROR_PATTERN,
         help="a recorded tool reply without an error flag whose text this Python regex finds (re.search, first "
-        "10,000 characters) is a refusal of the call (default: %(default)r, replies beginning with 'Error')",
+        "10,000 characters) is a refusal of the call (default: %(default)r, replies beginning with 'Error' or "
+        "with an exception's class and a colon, such as 'ValueError: ...')",
     )
     patterns.add_argument(
         "--no-error-pattern",
