@@ -194,7 +194,7 @@ class ChatBackend:
         hit = self.cache.get(cache_key) if self.cache is not None else None
         # An entry that fails the check (stored by a version that cached before checking) is asked again.
         if hit is not None and response_problem(hit[0]) is None:
-            return self._completion(hit[0], role, hit[1], mode, cached=True)
+            return self._completion(hit[0], role, hit[1], mode, cached=True, tools=tools)
         retries: list[RetryEvent] = []
         queue_s = backoff_s = 0.0
         for attempt in range(1, self.config.max_retries + 2):
@@ -235,6 +235,7 @@ class ChatBackend:
             latency,
             mode,
             cached=False,
+            tools=tools,
             retries=tuple(retries),
             queue_s=queue_s,
             backoff_s=backoff_s,
@@ -315,6 +316,7 @@ class ChatBackend:
         mode: str,
         *,
         cached: bool,
+        tools: Sequence[ToolSchema] = (),
         retries: tuple[RetryEvent, ...] = (),
         queue_s: float = 0.0,
         backoff_s: float = 0.0,
@@ -326,6 +328,7 @@ class ChatBackend:
             role=role,
             model=self.config.model,
             latency_s=latency,
+            tools=frozenset(tool.name for tool in tools),
         )
         # Milliseconds: taking a free slot costs microseconds, which is no wait worth recording.
         queued, slept = round(queue_s, 3), round(backoff_s, 3)
