@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prefix_exec.analysis.plan_funnel import funnel_lines, funnel_rows
 from prefix_exec.errors import InputError
 from prefix_exec.records.codec import read_records, read_rollouts
 from prefix_exec.records.jsonl import iter_json_lines
@@ -300,6 +301,10 @@ def report(out: Path, args: argparse.Namespace, planned: int) -> tuple[str, int]
         )
     lines.append("records (T: action slots, FED: first error depth, T + 1 when all are executable; Y: success):")
     lines.extend(rollout_rows(records, {(r.task_id, r.method): r for r in rollouts}))
+    planned = funnel_rows((r.method, r.task_id, r.metadata) for r in rollouts)
+    if planned:
+        lines.append("plans before the executor (per task):")
+        lines.extend(funnel_lines(planned))
     for row in failures:
         lines.append(f"failed unit {row.get('task_id')} / {row.get('method')}: {str(row.get('error'))[:300]}")
     return "\n".join(lines), len(failures)

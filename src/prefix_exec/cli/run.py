@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from prefix_exec.cli.common import non_negative_int, positive_int
@@ -105,11 +106,27 @@ def handle(args: argparse.Namespace) -> int:
         )
         _exit_now(130)
     print(f"prefix-exec: {report.describe()} -> {args.out}", file=sys.stderr, flush=True)
+    for line in plan_lines(Path(args.out)):
+        print(line, file=sys.stderr, flush=True)
     if report.aborted:
         # Units still in flight would go on calling a failing endpoint until they finish, and their results
         # are not written any more; everything written is already on disk.
         _exit_now(1)
     return 1 if report.failed else 0
+
+
+def plan_lines(out: Path) -> list[str]:
+    """Where the planning methods' plans went before the executor, per task (:mod:`prefix_exec.analysis.plan_funnel`),
+    from the run's records; nothing for a run without planning methods or records."""
+    from prefix_exec.analysis.plan_funnel import funnel_lines, funnel_rows
+    from prefix_exec.records.codec import read_records
+
+    records = out / "records.jsonl"
+    if not records.is_file():
+        return []
+    rows = ((r.method, r.task_id, r.metadata) for r in read_records(records))
+    found = funnel_rows(rows)
+    return ["prefix-exec: plans before the executor:", *funnel_lines(found)] if found else []
 
 
 def _exit_now(code: int) -> None:
