@@ -36,6 +36,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("report", "prefix_exec.cli.report"),
     ("demo", "prefix_exec.cli.demo"),
     ("run", "prefix_exec.cli.run"),
+    ("show", "prefix_exec.cli.show"),
     ("guard", "prefix_exec.cli.guard"),
 )
 

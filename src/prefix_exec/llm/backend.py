@@ -191,6 +191,9 @@ class ChatBackend:
         mode = "text" if text_mode else ("auto" if tools and self.config.tool_mode == "auto" else "native")
         request = self._request(messages, tools)
         cache_key = {"base_url": self.config.base_url, "text_mode": text_mode, "scope": self.scope, **request}
+        if self.cache is not None:  # kept before it is sent (`prefix-exec show` sees it in flight), or answered
+            reading = {"role": role, "mode": mode, "text_format": self.config.text_format}
+            self.cache.asked(cache_key, {**reading, "tools": [tool.name for tool in tools]})
         hit = self.cache.get(cache_key) if self.cache is not None else None
         # An entry that fails the check (stored by a version that cached before checking) is asked again.
         if hit is not None and response_problem(hit[0]) is None:
