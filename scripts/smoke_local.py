@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -35,6 +36,7 @@ from typing import Any
 
 from prefix_exec.analysis.plan_funnel import funnel_lines, funnel_rows
 from prefix_exec.errors import InputError
+from prefix_exec.llm.inflight import IN_FLIGHT, describe
 from prefix_exec.records.codec import read_records, read_rollouts
 from prefix_exec.records.jsonl import iter_json_lines
 from prefix_exec.records.redaction import redact_text, redact_url
@@ -385,7 +387,21 @@ def smoke(args: argparse.Namespace) -> int:
     grid = out / "smoke-grid.toml"
     if not args.resume or not grid.exists():
         grid.write_text(grid_text(args, tasks, methods), encoding="utf-8")
-    run = run_grid(grid, out / "run", resume=args.resume, max_concurrency=1, log=sys.stderr)
+    try:
+        run = run_grid(grid, out / "run", resume=args.resume, max_concurrency=1, log=sys.stderr)
+    except KeyboardInterrupt:
+        # Returning would wait, at exit, for the unit threads' requests in flight (minutes on a CPU server):
+        # close their connections, say how to resume, and end now.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # a second Ctrl-C ends it at once
+        cancelled = describe(IN_FLIGHT.cancel_all())
+        print(
+            f"smoke-local: interrupted; requests in flight cancelled: {cancelled}; the run folder keeps what "
+            f"finished; to finish it, run it again with the same options and --out {out} --resume",
+            file=sys.stderr,
+            flush=True,
+        )
+        sys.stdout.flush()
+        os._exit(130)
     text, failed = report(out / "run", args, run.planned)
     print(text)
     return 1 if failed or run.aborted else 0

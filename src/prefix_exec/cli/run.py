@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -98,12 +100,9 @@ def handle(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt:
         # Every finished unit is already fsynced; units in flight are lost as with a kill, which --resume
-        # handles. Exiting at once spares the wait for in-flight LLM calls (threads cannot be stopped).
-        print(
-            f"\nprefix-exec: interrupted; finished units are kept in {args.out}; --resume continues",
-            file=sys.stderr,
-            flush=True,
-        )
+        # handles. Their requests' connections are closed (a server computing an answer sees the client go),
+        # and exiting at once spares the wait for them (threads cannot be stopped).
+        interrupted(args)
         _exit_now(130)
     print(f"prefix-exec: {report.describe()} -> {args.out}", file=sys.stderr, flush=True)
     for line in plan_lines(Path(args.out)):
@@ -113,6 +112,22 @@ def handle(args: argparse.Namespace) -> int:
         # are not written any more; everything written is already on disk.
         _exit_now(1)
     return 1 if report.failed else 0
+
+
+def interrupted(args: argparse.Namespace) -> None:
+    """Close the requests in flight and say what was kept and how to resume; a second Ctrl-C from here on ends
+    the process at once."""
+    from prefix_exec.llm.inflight import IN_FLIGHT, describe
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    cancelled = IN_FLIGHT.cancel_all()
+    resume = f"prefix-exec run {shlex.quote(str(args.grid))} --out {shlex.quote(str(args.out))} --resume"
+    print(
+        f"\nprefix-exec: interrupted; requests in flight cancelled: {describe(cancelled)}; finished units are kept "
+        f"in {args.out}; to finish the run: {resume}",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def plan_lines(out: Path) -> list[str]:

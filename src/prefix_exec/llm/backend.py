@@ -39,6 +39,7 @@ from prefix_exec.llm.cache import ResponseCache, request_key
 from prefix_exec.llm.client import import_openai, openai_client
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.llm.decode import decode_answer, response_problem
+from prefix_exec.llm.inflight import IN_FLIGHT, Cancelled
 from prefix_exec.llm.textcalls import with_tools_prompt
 from prefix_exec.llm.tool_support import ToolsRejected, error_message, rejects_tools, tool_support
 from prefix_exec.llm.types import BackendError, Completion, Message, RetryEvent, ToolSchema
@@ -204,13 +205,15 @@ class ChatBackend:
             asked = time.perf_counter()
             started: float | None = None
             try:
-                with self._slots:
+                with self._slots, IN_FLIGHT.track(role, self._client.close):
                     started = time.perf_counter()
                     queue_s += started - asked
                     response = self._post(request)
                     latency = time.perf_counter() - started
                 break
             except (self._openai.APIError, _BadAnswer) as exc:
+                if IN_FLIGHT.cancelled.is_set():  # its connection was closed by Ctrl-C: not a fault to retry
+                    raise Cancelled(f"{self._where()}: the run was interrupted") from None
                 if isinstance(exc, self._openai.APIStatusError) and self._falls_back(tools, error_message(exc)):
                     raise ToolsRejected(error_message(exc)) from None
                 if isinstance(exc, self._openai.BadRequestError):
@@ -230,6 +233,10 @@ class ChatBackend:
                     self.on_retry(event)
                 self._sleep(event.delay_s)
                 backoff_s += event.delay_s
+            except RuntimeError:  # the HTTP client closed under it ("the client has been closed")
+                if IN_FLIGHT.cancelled.is_set():
+                    raise Cancelled(f"{self._where()}: the run was interrupted") from None
+                raise
         if self.cache is not None:
             self.cache.put(cache_key, response, latency)
         return self._completion(
