@@ -80,3 +80,17 @@ def test_the_command_scores_in_one_process_on_a_small_input(
     argv += [str(tau_bench / "airline-tools.json"), "--model", "gpt-4o", "--out", str(tmp_path / "out.jsonl")]
     assert main(argv) == 0, capsys.readouterr().err
     assert chosen == expected
+
+
+@pytest.mark.parametrize(
+    ("average", "loadavg", "expected"),
+    [
+        (2.2, "2.20 3.55 5.97 1/143 22295", 0.0),  # only this process runs: the average is its own past runs
+        (2.2, "2.20 3.55 5.97 6/143 22295", 2.2),  # five others runnable now: the average stands
+        (6.5, "6.50 6.0 6.0 3/143 1", 2.0),
+        (1.0, "garbage", 1.0),
+    ],
+)
+def test_other_load(average: float, loadavg: str, expected: float) -> None:
+    assert sizing.other_load(average, loadavg) == expected
+    assert sizing.load_now() >= 0.0

@@ -8,8 +8,9 @@ is one process (no worker is started) unless both hold:
 
 - the inputs named on the command line hold at least :data:`WORTH_BYTES` of the subcommand (files summed,
   folders walked; what a file holds per rollout differs by format, hence a size per subcommand), and
-- a core is idle: ``cores - load`` (the 1-minute load average, the work of the machine's other programs) is at
-  least 0.5; then the run takes this process and a worker per idle core, rounded, at most the usable cores.
+- a core is idle: ``cores - load`` (the 1-minute load average, the work of the machine's other programs, but no
+  more than the other tasks runnable now: :func:`load_now`) is at least 0.5; then the run takes this process
+  and a worker per idle core, rounded, at most the usable cores.
 
 An explicit ``--workers N`` is always obeyed. This module imports nothing heavy: the command's entry point uses it
 before its own imports (:func:`prefix_exec.cli.start_workers`).
@@ -80,11 +81,28 @@ def _files(path: Path) -> Iterable[Path]:
 
 
 def load_now() -> float:
-    """The 1-minute load average (0.0 where the system has none to give)."""
+    """The other programs' demand for cores now (:func:`other_load` of this system's figures); 0.0 where the
+    system gives none."""
     try:
-        return os.getloadavg()[0]
+        average = os.getloadavg()[0]
     except (OSError, AttributeError):
         return 0.0
+    try:
+        return other_load(average, Path("/proc/loadavg").read_text())
+    except OSError:
+        return average
+
+
+def other_load(average: float, loadavg: str) -> float:
+    """The 1-minute load ``average``, but no more than the tasks runnable at this instant other than this
+    process (the 4th field of Linux's ``/proc/loadavg``, ``loadavg``: ``runnable/total``): the average still
+    counts, for a minute, the runs of a script that scores file after file. ``average`` when the text does not
+    parse."""
+    try:
+        running = int(loadavg.split()[3].split("/")[0])
+    except (ValueError, IndexError):
+        return average
+    return min(average, float(max(running - 1, 0)))
 
 
 #: Options whose value names an output, not an input: never counted.
