@@ -35,6 +35,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("report", "prefix_exec.cli.report"),
     ("demo", "prefix_exec.cli.demo"),
     ("run", "prefix_exec.cli.run"),
+    ("show", "prefix_exec.cli.show"),
     ("guard", "prefix_exec.cli.guard"),
 )
 
@@ -126,6 +127,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
     args = parser.parse_args(argv)
+    if args.command == "score" and getattr(args, "workers", 1) is None:  # no --workers: what pays (sizing)
+        from prefix_exec.scoring.pool.sizing import default_for
+        from prefix_exec.scoring.pool.spawn import usable_cores
+
+        ray = getattr(args, "launcher", "local") != "local"  # a cluster's actors: the cores, as before
+        args.workers = usable_cores() if ray else default_for(list(argv), usable_cores())
     try:
         code: int = args.handler(args)
     except InputError as exc:
@@ -159,13 +166,14 @@ def console() -> None:
 
 
 def start_workers(argv: Sequence[str]) -> None:
-    """For ``score``, spawn now the worker processes it will start at once (``--workers``, by default the usable
-    cores; none with ``--launcher ray``), so that their start (a Python start and the imports, about 0.3 s
-    each) overlaps this process's instead of following it (:mod:`prefix_exec.scoring.pool.spawn`). ``argv`` is read
-    before parsing: an option spelled otherwise (an abbreviation) is not seen, and a worker started for nothing
-    (a usage error, a quick input) is ended at exit."""
+    """For ``score``, spawn now the worker processes it will start at once (``--workers``, by default what pays:
+    :mod:`prefix_exec.scoring.pool.sizing`; none with ``--launcher ray``), so that their start (a Python start and
+    the imports, about 0.3 s each) overlaps this process's instead of following it
+    (:mod:`prefix_exec.scoring.pool.spawn`). ``argv`` is read before parsing: an option spelled otherwise (an
+    abbreviation) is not seen, and a worker started for nothing (a usage error, a quick input) is ended at exit."""
     if len(argv) < 2 or argv[0] != "score" or any(arg in ("-h", "--help") for arg in argv):
         return
+    from prefix_exec.scoring.pool.sizing import default_for
     from prefix_exec.scoring.pool.spawn import WARM, start_early, usable_cores
 
     options: dict[str, str] = {}
@@ -177,5 +185,5 @@ def start_workers(argv: Sequence[str]) -> None:
         return
     cores = usable_cores()
     wanted = options.get("--workers", "")
-    workers = int(wanted) if wanted.isdigit() else cores
+    workers = int(wanted) if wanted.isdigit() else default_for(list(argv), cores)
     start_early(min(workers, cores) - 1, argv[1], pool=workers - 1)  # the pool: this process replays too

@@ -16,6 +16,7 @@ from prefix_exec.importers.infrastructure import Exclusion
 from prefix_exec.importers.trials import TrialRule
 from prefix_exec.records import outputs
 from prefix_exec.scoring.numbering import Numbering
+from prefix_exec.scoring.pool.sizing import WORTH_BYTES
 from prefix_exec.scoring.pool.spawn import usable_cores
 from prefix_exec.scoring.run import ScoreOptions, ScoreReport
 
@@ -64,13 +65,14 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workers",
         type=int_between(1, 1024),
-        default=cores,
+        default=None,
         metavar="N",
-        help=f"replay on N processes: this one and N-1 workers it starts (default: the usable cores, {cores} "
-        "here); the records file is byte for byte what --workers 1 (this process alone) writes. Each worker holds "
-        "its own copy of the environments (about 50 MiB; 300 MiB for tau); beyond the cores this process leaves "
-        "idle, workers start after 0.5 s, so a quick input starts none of those "
-        "(docs/architecture.md, 'Scoring on every core')",
+        help=f"replay on N processes: this one and N-1 workers it starts; the records file is byte for byte what "
+        "--workers 1 (this process alone) writes. Default: what pays for itself, never slower than 1: 1 when the "
+        f"inputs are small (under {_mib('bfcl')} MiB for bfcl, {_mib('tau')} MiB for tau, {_mib('transcripts')} MiB "
+        "for the others) or less than half a core is idle (the 1-minute load average), else this process and a "
+        f"worker per idle core, at most the usable cores ({cores} here). Each worker holds its own copy of the "
+        "environments (about 50 MiB; 300 MiB for tau) (docs/architecture.md, 'Scoring on every core')",
     )
     parser.add_argument(
         "--launcher",
@@ -79,6 +81,10 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
         help="where the workers run: local processes (default) or Ray actors on the cluster in RAY_ADDRESS "
         "(else a local Ray instance), --workers of them, as 'run --launcher ray' (needs the ray extra)",
     )
+
+
+def _mib(command: str) -> int:
+    return WORTH_BYTES[command] >> 20
 
 
 def output_options(args: argparse.Namespace) -> ScoreOptions:
