@@ -192,13 +192,9 @@ class ChatBackend:
         mode = "text" if text_mode else ("auto" if tools and self.config.tool_mode == "auto" else "native")
         request = self._request(messages, tools)
         cache_key = {"base_url": self.config.base_url, "text_mode": text_mode, "scope": self.scope, **request}
-        if self.cache is not None:  # kept before it is sent (`prefix-exec show` sees it in flight), or answered
-            reading = {"role": role, "mode": mode, "text_format": self.config.text_format}
-            self.cache.asked(cache_key, {**reading, "tools": [tool.name for tool in tools]})
-        hit = self.cache.get(cache_key) if self.cache is not None else None
-        # An entry that fails the check (stored by a version that cached before checking) is asked again.
-        if hit is not None and response_problem(hit[0]) is None:
-            return self._completion(hit[0], role, hit[1], mode, cached=True, tools=tools)
+        cached = self._cached(cache_key, role, mode, tools)
+        if cached is not None:
+            return cached
         retries: list[RetryEvent] = []
         queue_s = backoff_s = 0.0
         for attempt in range(1, self.config.max_retries + 2):
@@ -250,6 +246,19 @@ class ChatBackend:
             queue_s=queue_s,
             backoff_s=backoff_s,
         )
+
+    def _cached(self, key: JsonObject, role: str, mode: str, tools: Sequence[ToolSchema]) -> Completion | None:
+        """The cache's answer to the request ``key``, or ``None`` to ask the endpoint. The request is kept in the cache
+        first (``prefix-exec show`` sees it in flight); an entry that fails the answer check (stored by a version
+        that cached before checking) is asked again."""
+        if self.cache is None:
+            return None
+        reading = {"role": role, "mode": mode, "text_format": self.config.text_format}
+        self.cache.asked(key, {**reading, "tools": [tool.name for tool in tools]})
+        hit = self.cache.get(key)
+        if hit is not None and response_problem(hit[0]) is None:
+            return self._completion(hit[0], role, hit[1], mode, cached=True, tools=tools)
+        return None
 
     def _post(self, request: JsonObject) -> JsonObject:
         """The checked body of one request; raises ``APIError`` for an error status, ``_BadAnswer`` for a bad body.

@@ -372,12 +372,9 @@ def rollouts_here(path: str | None, line: int | None) -> InputError:
 
 def is_rollout(data: Any) -> bool:
     """A rollout row (``kind: rollout``, or actions without T and fed), read where scored records belong."""
-    if not isinstance(data, Mapping):
-        return False
-    return data.get("kind") == ROLLOUT_KIND or ("actions" in data and "T" not in data and "fed" not in data)
-
-
-# ---------------------------------------------------------------------------------------------- files
+    return isinstance(data, Mapping) and (
+        data.get("kind") == ROLLOUT_KIND or ("actions" in data and "T" not in data and "fed" not in data)
+    )
 
 
 def read_rollouts(path: str | Path) -> Iterator[Rollout]:
