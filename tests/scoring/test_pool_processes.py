@@ -31,6 +31,7 @@ import pytest
 from prefix_exec.cli import start_workers
 from prefix_exec.scoring.pool import dispatch as pool_dispatch
 from prefix_exec.scoring.pool import schedule as pool_schedule
+from prefix_exec.scoring.pool import sizing
 from prefix_exec.scoring.pool import spawn as pool_spawn
 from prefix_exec.scoring.pool.dispatch import pool_for
 from prefix_exec.scoring.pool.messages import Died
@@ -226,6 +227,10 @@ def test_the_command_line_starts_the_workers_score_starts_at_once(
 
     monkeypatch.setattr(pool_spawn, "start_early", start_early)
     monkeypatch.setattr(pool_spawn, "usable_cores", lambda: cores)
+    # Without --workers the default sizes the pool to the inputs and the idle cores (scoring/pool/sizing.py): here
+    # a large input on an idle machine, so the default is every core, whatever this machine is doing.
+    monkeypatch.setattr(sizing, "input_bytes", lambda paths, **_: 1 << 40)
+    monkeypatch.setattr(sizing, "load_now", lambda: 0.0)
     start_workers(argv)
     assert calls == started
 
