@@ -20,7 +20,7 @@ from prefix_exec.cli.common import (
     output_options,
     trial_rule,
 )
-from prefix_exec.envs.tau.consistency import Consistency, Disagreement
+from prefix_exec.envs.tau.consistency import compare_tau
 from prefix_exec.envs.tau.pooled import TAU_DOMAINS
 from prefix_exec.envs.tau.regrade import regrade_files
 from prefix_exec.envs.tau.results import LoadedResults, load_results
@@ -28,6 +28,7 @@ from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.tau import TauResults, read_results
 from prefix_exec.records.codec import RECORD_KIND, is_unpooled, read_records
+from prefix_exec.records.consistency import Consistency, Disagreement
 from prefix_exec.records.jsonl import completed_keys
 from prefix_exec.scoring.run import score_to_file
 from prefix_exec.scoring.units import Scorable
@@ -98,7 +99,7 @@ def handle(args: argparse.Namespace) -> int:
         units += scorable
         mismatched += loaded.mismatches()
     target = consistency_path(args, args.results)
-    consistency = Consistency()
+    consistency = Consistency(compare_tau)
     # tau2's modules, the domains and every file's tasks and rollouts live to the end: on the shared data each full
     # collection walked them all (0.2-0.4 s apiece); frozen, the run's collections take 0.35 s in all, not 0.7 s.
     freeze_loaded()

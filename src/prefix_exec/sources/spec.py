@@ -17,6 +17,7 @@ import re
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from prefix_exec import budget
@@ -122,7 +123,7 @@ def policy_of(args: argparse.Namespace) -> EvidencePolicy:
 
 def spec_consistency(policy: EvidencePolicy) -> Consistency:
     """The consistency collector of the generic environment: our checks against the recorded outcomes."""
-    return Consistency(evidence.compare(policy), theirs="recorded outcome")
+    return Consistency(partial(evidence.compare_custom, policy=policy), theirs="recorded outcome")
 
 
 def write_consistency(args: argparse.Namespace, consistency: Consistency, path: str) -> None:
