@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from prefix_exec.records.codec import read_records, read_rollouts, write_records, write_rollouts
     from prefix_exec.replay import replay, replay_session
     from prefix_exec.scoring.run import ScoreReport, score_to_file
-    from prefix_exec.scoring.units import Scorable, paired
+    from prefix_exec.scoring.units import Scorable, with_environment
     from prefix_exec.trajectory import (
         CallCost,
         FailureLabel,
@@ -62,7 +62,6 @@ __all__ = [
     "Verdict",
     "environment_from_tools",
     "load_spec",
-    "paired",
     "read_metric_rows",
     "read_records",
     "read_rollouts",
@@ -70,6 +69,7 @@ __all__ = [
     "replay_session",
     "score_to_file",
     "summarize",
+    "with_environment",
     "write_records",
     "write_rollouts",
 ]
@@ -85,7 +85,7 @@ HOMES: dict[str, str] = {
     **dict.fromkeys(("read_records", "read_rollouts", "write_records", "write_rollouts"), "prefix_exec.records.codec"),
     **dict.fromkeys(("replay", "replay_session"), "prefix_exec.replay"),
     **dict.fromkeys(("ScoreReport", "score_to_file"), "prefix_exec.scoring.run"),
-    **dict.fromkeys(("Scorable", "paired"), "prefix_exec.scoring.units"),
+    **dict.fromkeys(("Scorable", "with_environment"), "prefix_exec.scoring.units"),
     **dict.fromkeys(
         ("CallCost", "FailureLabel", "Observation", "PrefixRecord", "Rollout", "Skipped", "ToolCall", "Verdict"),
         "prefix_exec.trajectory",

@@ -38,7 +38,7 @@ from prefix_exec.scoring.pool.processes import Frames, Processes
 from prefix_exec.scoring.pool.spawn import PIPE_BYTES, pipe_bytes, system_pipe_bytes, widen
 from prefix_exec.scoring.replayer import Replayer
 from prefix_exec.scoring.run import ScoreOptions, score_to_file
-from prefix_exec.scoring.units import paired
+from prefix_exec.scoring.units import with_environment
 from test_replay import CounterEnv, CounterSession, rollout
 
 MIB = 1 << 20
@@ -166,9 +166,11 @@ def test_a_worker_started_early_is_adopted_by_the_pool(tmp_path: Path, monkeypat
     monkeypatch.setattr(Processes, "start", start)
     rollouts = [replace(rollout(("inc", {})), trial=trial) for trial in range(4)]
     score_to_file(
-        paired(rollouts, CounterEnv()), tmp_path / "two.jsonl", options=ScoreOptions(dispatch=pool_for(2, "local"))
+        with_environment(rollouts, CounterEnv()),
+        tmp_path / "two.jsonl",
+        options=ScoreOptions(dispatch=pool_for(2, "local")),
     )
-    score_to_file(paired(rollouts, CounterEnv()), tmp_path / "one.jsonl")
+    score_to_file(with_environment(rollouts, CounterEnv()), tmp_path / "one.jsonl")
     assert adopted[0] is early and len(adopted) == 2  # without REPLAY_HERE: two workers, the second new
     assert pool_spawn._early == []
     assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
@@ -400,12 +402,12 @@ def test_a_worker_that_cannot_load_its_settings_is_not_restarted_all_run(
     rollouts = [replace(rollout(("inc", {})), trial=trial) for trial in range(150)]  # 3 s replayed here
     observer = LookAway(look)
     score_to_file(
-        paired(rollouts, SlowCounterEnv()),
+        with_environment(rollouts, SlowCounterEnv()),
         tmp_path / "two.jsonl",
         on_record=observer,
         options=ScoreOptions(dispatch=pool_for(2)),
     )
-    score_to_file(paired(rollouts, CounterEnv()), tmp_path / "one.jsonl")
+    score_to_file(with_environment(rollouts, CounterEnv()), tmp_path / "one.jsonl")
     assert starts == [0] * pool_schedule.MOST_FAILED_STARTS
     assert observer.taken == len(rollouts)
     assert capsys.readouterr().err.count("ended before it was ready 3 times in a row") == 1
@@ -464,7 +466,9 @@ def test_a_workers_answer_that_does_not_load_here_is_replayed_here(
     for workers, name in ((2, "two.jsonl"), (1, "one.jsonl")):
         with pytest.raises(Picky, match="picky: a hook's own error"):
             score_to_file(
-                paired(rollouts, PickyEnv()), tmp_path / name, options=ScoreOptions(dispatch=pool_for(workers))
+                with_environment(rollouts, PickyEnv()),
+                tmp_path / name,
+                options=ScoreOptions(dispatch=pool_for(workers)),
             )
     assert "a worker's answer could not be read here (TypeError" in capsys.readouterr().err
     assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()

@@ -24,7 +24,7 @@ from prefix_exec.extras import require
 from prefix_exec.importers.bfcl import PROMPTING_Y
 from prefix_exec.replay import with_success
 from prefix_exec.scoring.run import score_to_file
-from prefix_exec.scoring.units import Scorable, paired
+from prefix_exec.scoring.units import Scorable, with_environment
 from prefix_exec.trajectory import Rollout, Skipped
 
 
@@ -112,7 +112,7 @@ def handle(args: argparse.Namespace) -> int:
         checker = FinalSuccess(env.templates)
         trials = numbering(args)
         report = score_to_file(
-            paired(trials.rollouts(units), env),
+            with_environment(trials.rollouts(units), env),
             args.out,
             total=total,
             desc="bfcl",

@@ -33,7 +33,7 @@ from prefix_exec.json_types import JsonObject
 from prefix_exec.records.codec import read_records
 from prefix_exec.records.consistency import Consistency, Disagreement
 from prefix_exec.scoring.numbering import Numbering
-from prefix_exec.scoring.units import EnvFor, Scorable, paired
+from prefix_exec.scoring.units import EnvFor, Scorable, with_environment
 from prefix_exec.sources.tau import tau_units
 from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped, UnitKey
 
@@ -108,7 +108,7 @@ class InspectSources:
                 self.units.append(unit)
 
     def _add(self, units: list[Rollout | Skipped], env: Environment | EnvFor) -> None:
-        self.units += paired(self.numbering.rollouts(units), env)
+        self.units += with_environment(self.numbering.rollouts(units), env)
 
     def _bfcl(self) -> BfclEnvironment:
         if self.bfcl is None:

@@ -15,7 +15,7 @@ from typing import TextIO
 from prefix_exec.envs.tau.results import LoadedResults, recipe
 from prefix_exec.importers.tau import TauResults
 from prefix_exec.scoring.numbering import Numbering
-from prefix_exec.scoring.units import Scorable, paired
+from prefix_exec.scoring.units import Scorable, with_environment
 from prefix_exec.trajectory import Rollout, Skipped
 
 
@@ -41,4 +41,4 @@ def tau_units(
     if loaded.tools.note() is not None:
         print(f"prefix-exec: {name}: note: {loaded.tools.note()}", file=notes)
     units: list[Rollout | Skipped] = [*loaded.results.rollouts, *loaded.results.skipped]
-    return loaded, list(paired(units, loaded.env.bind, recipe(loaded, data)))
+    return loaded, list(with_environment(units, loaded.env.bind, recipe(loaded, data)))
