@@ -20,6 +20,7 @@ from prefix_exec.cli.common import (
     output_options,
     trial_rule,
 )
+from prefix_exec.cli.spec_options import add_tau2_data_option
 from prefix_exec.envs.tau.consistency import compare_tau
 from prefix_exec.envs.tau.pooled import TAU_DOMAINS
 from prefix_exec.envs.tau.regrade import regrade_files
@@ -32,7 +33,7 @@ from prefix_exec.records.consistency import Consistency, Disagreement
 from prefix_exec.records.jsonl import completed_keys
 from prefix_exec.scoring.run import score_to_file
 from prefix_exec.scoring.units import Scorable
-from prefix_exec.sources.tau import add_tau2_data_option, tau_units
+from prefix_exec.sources.tau import tau_units
 from prefix_exec.trajectory import Skipped
 
 
