@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from prefix_exec.errors import InputError, ReplayError
     from prefix_exec.records.codec import read_records, read_rollouts, write_records, write_rollouts
     from prefix_exec.scoring.run import ScoreReport, score_to_file
-    from prefix_exec.scoring.units import Scorable, paired
+    from prefix_exec.scoring.units import Scorable, with_environment
     from prefix_exec.trajectory import (
         CallCost,
         FailureLabel,
@@ -55,12 +55,12 @@ __all__ = [
     "Verdict",
     "environment_from_tools",
     "load_spec",
-    "paired",
     "read_metric_rows",
     "read_records",
     "read_rollouts",
     "score_to_file",
     "summarize",
+    "with_environment",
     "write_records",
     "write_rollouts",
 ]
@@ -75,7 +75,7 @@ HOMES: dict[str, str] = {
     **dict.fromkeys(("InputError", "ReplayError"), "prefix_exec.errors"),
     **dict.fromkeys(("read_records", "read_rollouts", "write_records", "write_rollouts"), "prefix_exec.records.codec"),
     **dict.fromkeys(("ScoreReport", "score_to_file"), "prefix_exec.scoring.run"),
-    **dict.fromkeys(("Scorable", "paired"), "prefix_exec.scoring.units"),
+    **dict.fromkeys(("Scorable", "with_environment"), "prefix_exec.scoring.units"),
     **dict.fromkeys(
         ("CallCost", "FailureLabel", "Observation", "PrefixRecord", "Rollout", "Skipped", "ToolCall", "Verdict"),
         "prefix_exec.trajectory",

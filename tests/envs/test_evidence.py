@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -334,7 +335,7 @@ THEIRS = Verdict.reject(
     ],
 )
 def test_disagreements(call: ToolCall, verdict: Verdict, kind: str | None) -> None:
-    found, compared = evidence.disagreements(record((call, verdict)))
+    found, compared = evidence.compare_custom(record((call, verdict)))
     assert compared == 1
     assert [d.kind for d in found] == ([kind] if kind else [])
     if kind == "recorded-refusal":
@@ -349,16 +350,16 @@ def test_disagreements(call: ToolCall, verdict: Verdict, kind: str | None) -> No
 
 
 def test_calls_without_a_recorded_outcome_are_not_compared() -> None:
-    found, compared = evidence.disagreements(record((ToolCall("a"), OK), (ToolCall("b"), OURS)))
+    found, compared = evidence.compare_custom(record((ToolCall("a"), OK), (ToolCall("b"), OURS)))
     assert (found, compared) == ([], 0)
-    no_pattern = evidence.compare(EvidencePolicy(error_pattern=None))
+    no_pattern = partial(evidence.compare_custom, policy=EvidencePolicy(error_pattern=None))
     found, compared = no_pattern(record((ToolCall("a", observation=Observation("Error: x")), OURS)))
     assert [d.kind for d in found] == ["extra-check"]  # without the pattern the reply was a success
 
 
 def test_a_disagreement_keeps_a_bounded_excerpt_of_the_content() -> None:
     huge = ToolCall("a", observation=Observation({"rows": list(range(100_000))}))
-    (entry,), _ = evidence.disagreements(record((huge, OURS)))
+    (entry,), _ = evidence.compare_custom(record((huge, OURS)))
     assert isinstance(entry.recorded_content, str)
     assert len(entry.recorded_content) < 1100
     json.dumps(entry.to_json())

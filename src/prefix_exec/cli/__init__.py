@@ -12,7 +12,7 @@ import errno
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from prefix_exec.errors import InputError
 from prefix_exec.extras import missing_message
@@ -165,6 +165,23 @@ def console() -> None:
     sys.exit(main())
 
 
+#: Modules a worker started early may import while it waits for its settings, by the ``score`` subcommand that
+#: starts it (:func:`start_workers`): what unpickling its settings and environment would import anyway. Names never
+#: come from input.
+WARM: Final[dict[str, tuple[str, ...]]] = {
+    "custom": ("prefix_exec.scoring.pool.worker", "prefix_exec.envs.custom.environment"),
+    "transcripts": (
+        "prefix_exec.scoring.pool.worker",
+        "prefix_exec.envs.custom.environment",
+        "prefix_exec.importers.transcripts",
+    ),
+    "bfcl": ("prefix_exec.scoring.pool.worker", "prefix_exec.envs.bfcl"),
+    "tau": ("prefix_exec.scoring.pool.worker", "prefix_exec.envs.tau"),
+    "toolsandbox": ("prefix_exec.scoring.pool.worker",),
+    "inspect": ("prefix_exec.scoring.pool.worker",),
+}
+
+
 def start_workers(argv: Sequence[str]) -> None:
     """For ``score``, spawn now the worker processes it will start at once (``--workers``, by default what pays:
     :mod:`prefix_exec.scoring.pool.sizing`; none with ``--launcher ray``), so that their start (a Python start and
@@ -174,7 +191,7 @@ def start_workers(argv: Sequence[str]) -> None:
     if len(argv) < 2 or argv[0] != "score" or any(arg in ("-h", "--help") for arg in argv):
         return
     from prefix_exec.scoring.pool.sizing import default_for
-    from prefix_exec.scoring.pool.spawn import WARM, start_early, usable_cores
+    from prefix_exec.scoring.pool.spawn import start_early, usable_cores
 
     options: dict[str, str] = {}
     for at, arg in enumerate(argv):
@@ -186,4 +203,4 @@ def start_workers(argv: Sequence[str]) -> None:
     cores = usable_cores()
     wanted = options.get("--workers", "")
     workers = int(wanted) if wanted.isdigit() else default_for(list(argv), cores)
-    start_early(min(workers, cores) - 1, argv[1], pool=workers - 1)  # the pool: this process replays too
+    start_early(min(workers, cores) - 1, WARM[argv[1]], pool=workers - 1)  # the pool: this process replays too

@@ -26,7 +26,7 @@ from prefix_exec.importers.bfcl import PROMPTING_Y
 from prefix_exec.importers.infrastructure import Exclusion
 from prefix_exec.replay import with_success
 from prefix_exec.scoring.run import score_to_file
-from prefix_exec.scoring.units import Scorable, paired
+from prefix_exec.scoring.units import Scorable, with_environment
 from prefix_exec.trajectory import Rollout, Skipped
 
 
@@ -116,7 +116,7 @@ def handle(args: argparse.Namespace) -> int:
         trials = numbering(args)
         infrastructure = Exclusion(keep=args.keep_infrastructure_failures)
         report = score_to_file(
-            paired(trials.rollouts(infrastructure.filter(units)), env),
+            with_environment(trials.rollouts(infrastructure.filter(units)), env),
             args.out,
             total=total,
             desc="bfcl",

@@ -26,6 +26,7 @@ from prefix_exec.cli.common import (
     output_options,
     trial_rule,
 )
+from prefix_exec.cli.spec_options import add_spec_options, add_tau2_data_option, note_schema_only, policy_of
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.inspect.archive import ReadBounds
@@ -33,8 +34,6 @@ from prefix_exec.importers.inspect.log import log_files
 from prefix_exec.importers.inspect.reader import read_log
 from prefix_exec.scoring.run import score_to_file
 from prefix_exec.sources.inspect import SUPPORTED, InspectSources, is_benchmark
-from prefix_exec.sources.spec import add_spec_options, note_schema_only, policy_of
-from prefix_exec.sources.tau import add_tau2_data_option
 from prefix_exec.trajectory import Skipped
 
 

@@ -22,7 +22,8 @@ from prefix_exec.cli.common import (
     output_options,
     trial_rule,
 )
-from prefix_exec.envs.tau.consistency import Consistency, Disagreement
+from prefix_exec.cli.spec_options import add_tau2_data_option
+from prefix_exec.envs.tau.consistency import compare_tau
 from prefix_exec.envs.tau.pooled import TAU_DOMAINS
 from prefix_exec.envs.tau.regrade import regrade_files
 from prefix_exec.envs.tau.results import LoadedResults, check_override, load_results
@@ -31,10 +32,11 @@ from prefix_exec.extras import require
 from prefix_exec.importers.infrastructure import Exclusion
 from prefix_exec.importers.tau import TauResults, read_results
 from prefix_exec.records.codec import RECORD_KIND, first_unpooled, read_records
+from prefix_exec.records.consistency import Consistency, Disagreement
 from prefix_exec.records.jsonl import completed_keys
 from prefix_exec.scoring.run import score_to_file
 from prefix_exec.scoring.units import Scorable
-from prefix_exec.sources.tau import add_tau2_data_option, tau_units
+from prefix_exec.sources.tau import tau_units
 from prefix_exec.trajectory import Rollout, Skipped
 
 
@@ -110,7 +112,7 @@ def handle(args: argparse.Namespace) -> int:
         units += scorable
         mismatched += loaded.mismatches()
     target = consistency_path(args, args.results)
-    consistency = Consistency()
+    consistency = Consistency(compare_tau)
     # tau2's modules, the domains and every file's tasks and rollouts live to the end: on the shared data each full
     # collection walked them all (0.2-0.4 s apiece); frozen, the run's collections take 0.35 s in all, not 0.7 s.
     freeze_loaded()

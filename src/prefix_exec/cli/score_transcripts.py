@@ -18,6 +18,7 @@ from prefix_exec.cli.common import (
     output_options,
     trial_rule,
 )
+from prefix_exec.cli.spec_options import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
 from prefix_exec.envs.custom.environment import load_spec
 from prefix_exec.envs.custom.evidence import EvidencePolicy
 from prefix_exec.envs.custom.session import CustomEnvironment
@@ -34,7 +35,6 @@ from prefix_exec.importers.transcripts import (
 from prefix_exec.records.jsonl import expand_inputs
 from prefix_exec.scoring.units import Batch, Scorable, Undecoded, numbered
 from prefix_exec.sources.own_tools import SCHEMA_ONLY_NOTE, OwnLists
-from prefix_exec.sources.spec import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
 from prefix_exec.trajectory import Skipped
 
 #: The records' note when a conversation's own tools list served as its spec.

@@ -17,14 +17,15 @@ decides, for the generic environment (:class:`prefix_exec.envs.custom.session.Cu
   (an object, a list, MCP ``structuredContent``) is taken as it is;
 - the verdict notes that say a verdict's origin, where it came from (:data:`ORIGIN_CHECK`, :func:`recorded_note`;
   the notes' text says ``source:``, as records have always written it), and the
-  generic consistency comparison (:func:`disagreements`, bound to a policy by :func:`compare`), which the
+  generic consistency comparison (:func:`compare_custom`, a :data:`~prefix_exec.records.consistency.Compare`
+  under its default policy, ``functools.partial(compare_custom, policy=...)`` under another), which the
   consistency report (:mod:`prefix_exec.records.consistency`) runs on every record.
 
 In words: the policy is :class:`EvidencePolicy` (the environment holds it: ``CustomEnvironment.policy``, set by
 ``load_spec(..., policy=)`` and ``environment_from_tools(..., policy=)``); "is this observation a recorded refusal"
 is :func:`refusal`, which returns the :class:`Refusal` (label, rule, what said so, quoted reason and notes) or
 ``None``; the classifier is :func:`classify`; "the recorded result as a JSON value" is :func:`recorded_value`. The
-CLI reads the options with ``prefix_exec.sources.spec.policy_of``.
+CLI reads the options with ``prefix_exec.cli.spec_options.policy_of``.
 
 Why ``precondition`` is the default label: the recorded outcome is consulted only after our own checks accepted
 the call (tool, arguments against the schema, references), so a refusal that names no kind is most likely a
@@ -42,10 +43,8 @@ An exception name at the start of the text is also the error's type when the log
 
 from __future__ import annotations
 
-import functools
 import json
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from prefix_exec.json_types import JsonValue
@@ -345,9 +344,9 @@ def origin_of(verdict: Verdict) -> str | None:
     return None
 
 
-def disagreements(record: PrefixRecord, policy: EvidencePolicy = DEFAULT_POLICY) -> tuple[list[Disagreement], int]:
-    """The generic comparison of one record (:data:`prefix_exec.records.consistency.Compare`): our checks against the
-    recorded outcome, over the replayed calls that have one.
+def compare_custom(record: PrefixRecord, policy: EvidencePolicy = DEFAULT_POLICY) -> tuple[list[Disagreement], int]:
+    """The generic comparison of one record (a :data:`prefix_exec.records.consistency.Compare`, ``policy`` bound by
+    ``functools.partial``): our checks against the recorded outcome, over the replayed calls that have one.
 
     Kinds: ``recorded-refusal``, our checks accepted a call the log records as refused (the step was then
     rejected by the recorded outcome); ``extra-check``, a check of ours rejected a call the log records as a
@@ -389,11 +388,6 @@ def _quoted(observation: Observation) -> JsonValue:
         return excerpt(content) if content is not None else None
     text = observation_text(observation)
     return content if len(text) < TEXT_CHARS and len(text) <= RESULT_CHARS else excerpt(text)
-
-
-def compare(policy: EvidencePolicy) -> Callable[[PrefixRecord], tuple[list[Disagreement], int]]:
-    """:func:`disagreements` under ``policy``, as the consistency collector's ``compare``."""
-    return functools.partial(disagreements, policy=policy)
 
 
 def describe(policy: EvidencePolicy) -> str:

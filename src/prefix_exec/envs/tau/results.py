@@ -25,13 +25,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol, Self
 
 from prefix_exec.envs.recipe import Recipe
-from prefix_exec.envs.tau.consistency import Disagreement
 from prefix_exec.envs.tau.domain import DOMAINS, Domain, Provenance, load_domain
 from prefix_exec.envs.tau.mismatch import task_mismatch
 from prefix_exec.envs.tau.session import RolloutEnvironment, TauEnvironment
 from prefix_exec.envs.tau.tasks import TaskSetCheck, check_embedded
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonMapping
+from prefix_exec.records.consistency import Disagreement
 from prefix_exec.trajectory import Rollout
 
 #: Unknown names a message lists (the rest are counted).
