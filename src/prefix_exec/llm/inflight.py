@@ -19,6 +19,10 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+#: After Ctrl-C, how often the requests still in flight are closed again, and for how long (seconds).
+RECLOSE_SECONDS = 0.05
+RECLOSE_FOR_SECONDS = 2.0
+
 
 class Cancelled(Exception):
     """A request ended because the run was interrupted (Ctrl-C): never retried."""
@@ -66,15 +70,32 @@ class InFlight:
         return sorted(((r.role, now - r.sent) for r in requests), key=lambda pair: -pair[1])
 
     def cancel_all(self) -> list[tuple[str, float]]:
-        """Close every request's connection and refuse new ones; the requests that were in flight."""
+        """Close every request's connection and refuse new ones; the requests that were in flight.
+
+        A request caught between registering and opening its connection would open it after the close and wait
+        for its answer, so the requests still in flight are closed again every :data:`RECLOSE_SECONDS` for up to
+        :data:`RECLOSE_FOR_SECONDS` (by a daemon thread), until none is left."""
         self.cancelled.set()
         shown = self.snapshot()
+        if self._close_pending():
+            threading.Thread(target=self._keep_closing, name="prefix-exec-cancel", daemon=True).start()
+        return shown
+
+    def _close_pending(self) -> bool:
+        """Close the connection of every request still in flight; whether there was one."""
         with self._lock:
             requests = list(self._requests.values())
         for request in requests:
             with contextlib.suppress(Exception):  # a connection already closed, a client half torn down
                 request.close()
-        return shown
+        return bool(requests)
+
+    def _keep_closing(self) -> None:
+        deadline = time.monotonic() + RECLOSE_FOR_SECONDS
+        while time.monotonic() < deadline:
+            time.sleep(RECLOSE_SECONDS)
+            if not self._close_pending():
+                return
 
 
 def describe(requests: list[tuple[str, float]]) -> str:
