@@ -18,7 +18,13 @@ from typing import Any
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.guard.journal import RECORDED, Journal
-from prefix_exec.guard.options import DEFAULT_CALL_TIMEOUT_S, DEFAULT_MAX_MESSAGE_BYTES, MODES, GuardOptions
+from prefix_exec.guard.options import (
+    DEFAULT_CALL_TIMEOUT_S,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    EPISODE_VARIABLE,
+    MODES,
+    GuardOptions,
+)
 from prefix_exec.records import outputs
 from prefix_exec.records.redaction import redact_command, redact_url, secret_environment
 
@@ -57,6 +63,15 @@ def register(commands: Any, name: str) -> None:
         help="a session without any tool call fails (precondition), as score custom --require-tools; give it to "
         "score custom too when you replay the record",
     )
+    parser.add_argument(
+        "--episode",
+        metavar="KEY",
+        default=os.environ.get(EPISODE_VARIABLE) or None,
+        help="continue one rollout and one live state across MCP sessions and guard processes with this key "
+        "(for clients that start a session per call: inspect's mcp_tools, LangChain's get_tools); rebuilt from "
+        f"the --record folder, which it needs (default: ${EPISODE_VARIABLE})",
+    )
+    parser.add_argument("--model", help="the model name in the records (default: the MCP client's name)")
     parser.add_argument("--task", help="the hooks file's task this session plays (when it declares tasks)")
     parser.add_argument("--dataset", help="the dataset name of the recorded rollouts (default: the server's name)")
     parser.add_argument(
@@ -74,6 +89,12 @@ def register(commands: Any, name: str) -> None:
         metavar="N",
         help="largest client message, HTTP body or tool result passed on (default: 16 MiB)",
     )
+    parser.add_argument(
+        "--rebuild",
+        metavar="DIR",
+        help="derive DIR/rollouts.jsonl, records.jsonl and tools.json from DIR/journal/ and exit (after a guard "
+        "was killed; a guard that ends does it itself)",
+    )
     parser.add_argument("--listen", metavar="HOST:PORT", help="serve Streamable HTTP here (with --upstream)")
     parser.add_argument("--upstream", metavar="URL", help="the MCP server's Streamable HTTP endpoint (with --listen)")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the MCP server to run")
@@ -81,6 +102,8 @@ def register(commands: Any, name: str) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    if args.rebuild is not None:
+        return _rebuild(Path(args.rebuild))
     command = list(args.command[1:] if args.command[:1] == ["--"] else args.command)
     http = args.listen is not None or args.upstream is not None
     _check_usage(args, command, http)
@@ -94,6 +117,8 @@ def handle(args: argparse.Namespace) -> int:
         call_timeout_s=args.call_timeout,
         max_message_bytes=args.max_message_bytes,
         require_tools=args.require_tools,
+        episode=args.episode,
+        model=args.model,
     )
     shown, removed = redact_command(command)
     secrets = [*secret_environment(os.environ), *removed]
@@ -105,6 +130,24 @@ def handle(args: argparse.Namespace) -> int:
     finally:
         if journal is not None:
             journal.close()
+
+
+def _rebuild(path: Path) -> int:
+    from prefix_exec.guard.folder import RecordFolder
+    from prefix_exec.guard.rebuild import check_folder, rebuild
+
+    if not (path / "journal").is_dir():
+        raise InputError("no guard journal here (DIR/journal/)", path=path, hint="give the folder --record wrote")
+    folder = RecordFolder(path)
+    try:
+        check_folder(folder)
+        connections, calls, warning = rebuild(folder)
+    finally:
+        folder.close()
+    print(f"prefix-exec guard: {path}: {connections} sessions, {calls} calls rebuilt from the journal", file=sys.stderr)
+    if warning is not None:
+        print(f"prefix-exec guard: warning: {warning}", file=sys.stderr)
+    return 0
 
 
 class _OneLine(logging.Formatter):
@@ -142,6 +185,11 @@ def _check_usage(args: argparse.Namespace, command: list[str], http: bool) -> No
         )
     if not 0 < args.call_timeout < math.inf or args.max_message_bytes <= 0:  # nan too: no deadline would pass
         raise InputError("--call-timeout and --max-message-bytes must be positive (and the timeout finite)")
+    if args.episode is not None and args.record is None:
+        raise InputError(
+            "--episode needs --record: an episode's earlier sessions are read back from the record folder",
+            hint=f"add --record DIR (or unset {EPISODE_VARIABLE})",
+        )
     if args.record is not None:  # its files are neither the hooks file nor special files (a FIFO would block)
         folder = Path(args.record)
         if folder.exists() and not folder.is_dir():

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from prefix_exec.guard.bounds import bound_call
 from prefix_exec.json_types import JsonObject, dumps
 from prefix_exec.records.codec import call_to_json, record_to_json, rollout_to_json, verdict_to_json
 from prefix_exec.replay import horizon_and_fed
@@ -56,9 +57,26 @@ class ConnectionLog:
         self.action_texts: list[str] = []
         self.verdict_texts: list[str] = []
         self.call_texts: list[str] = []
+        self.kept_chars = 0
+        self.model_name: str | None = None  # --model; else the client's name
+
+    def resume(self, earlier: Snapshot, actions: list[ToolCall]) -> None:
+        """Continue an episode's rollout (``--episode``): ``earlier`` is its snapshot as the record folder holds
+        it, ``actions`` its calls; the next call is the step after them."""
+        self.task_id, self.trial = earlier.task_id, earlier.trial
+        self.actions, self.fed, self.failing = list(actions), earlier.fed, earlier.failing
+        self.last_accepted = earlier.last_accepted
+        self.action_texts, self.verdict_texts = list(earlier.actions), list(earlier.verdicts)
+        self.call_texts = list(earlier.calls)
+        sessions = earlier.info.get("sessions")
+        before = sessions if isinstance(sessions, list) else [earlier.info.get("session")]
+        self.info["sessions"] = [*before, self.info.get("session")]
+        self.info["episode_started_at"] = earlier.info.get("episode_started_at", earlier.info.get("started_at"))
 
     @property
     def model(self) -> str:
+        if self.model_name is not None:
+            return self.model_name
         client = self.info.get("client")
         return str(client.get("name")) if isinstance(client, dict) and client.get("name") else "unknown-client"
 
@@ -66,6 +84,9 @@ class ConnectionLog:
         """One settled call: the call (with its observation), the guard's verdict on it, and its entry in
         ``metadata.guard.calls`` (forwarded or not, who decided, latencies)."""
         step = len(self.actions) + 1
+        call, cut, kept = bound_call(call, self.kept_chars)  # every line stays readable (guard/bounds.py)
+        self.kept_chars += kept
+        entry = {**entry, "truncated": cut} if cut is not None else entry
         self.actions.append(call)
         self.action_texts.append(dumps(call_to_json(call)))
         if self.fed is None:

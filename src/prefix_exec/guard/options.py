@@ -10,6 +10,8 @@ from pathlib import Path
 MODES = ("enforce", "observe")
 #: Default bound on one request's wait for the server's answer, in seconds.
 DEFAULT_CALL_TIMEOUT_S = 120.0
+#: The environment variable a client configuration can set once instead of ``--episode``.
+EPISODE_VARIABLE = "PREFIX_EXEC_GUARD_EPISODE"
 #: Default bound on one message, in bytes (a client's line, a server's tools/call result, an HTTP body).
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
@@ -20,7 +22,10 @@ class GuardOptions:
     checks only). ``task``: the side file's task the connection plays (required when it declares ``tasks``).
     ``record``: the folder ``--record`` writes (None: nothing is written). ``call_timeout_s``: the longest wait
     for the server's answer to one request. ``max_message_bytes``: the largest message passed on.
-    ``require_tools``: a connection without a tool call fails (``--require-tools``, as for ``score custom``)."""
+    ``require_tools``: a connection without a tool call fails (``--require-tools``, as for ``score custom``).
+    ``episode``: the episode key (``--episode``): connections with one key continue one rollout and one live state,
+    across MCP sessions and guard processes, rebuilt from the record folder. ``model``: the records' model
+    (``--model``; default: the client's name)."""
 
     mode: str = "enforce"
     hooks: Path | None = None
@@ -29,6 +34,8 @@ class GuardOptions:
     call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     require_tools: bool = False
+    episode: str | None = None
+    model: str | None = None
 
     @property
     def enforce(self) -> bool:

@@ -112,7 +112,7 @@ class Pump:
             self.log.info.pop(key, None)
         await self._fail(reason)
         self.log.end(reason)
-        self.connection.save()
+        self.connection.finish()
 
     def stop(self, reason: str) -> None:
         """End the connection from outside (a signal, the HTTP connection's end)."""
@@ -128,7 +128,7 @@ class Pump:
                 group.start_soon(self._deadline_loop)
         finally:  # cancelled from outside too (the HTTP guard shutting down): the record is closed
             self.log.end(self.end_reason or "the guard stopped")
-            self.connection.save()
+            self.connection.finish()
         return self.end_reason or "the guard stopped"
 
     def _finish(self, reason: str) -> None:
@@ -229,8 +229,10 @@ class Pump:
             request_id = f"prefix-exec-guard-{self._internal_prefix}-{self._next_internal}"
             waiter = self._internal[request_id] = _Waiter()
             request_params = {**({"_meta": meta} if meta else {}), **({"cursor": cursor} if cursor else {})}
+            # params always an object (``{}`` when empty): JSON-RPC allows no ``null`` there, and the TypeScript
+            # SDK's servers drop such a request unanswered.
             await self._to_server(
-                JSONRPCRequest(jsonrpc="2.0", id=request_id, method="tools/list", params=request_params or None)
+                JSONRPCRequest(jsonrpc="2.0", id=request_id, method="tools/list", params=request_params)
             )
             with anyio.move_on_after(self.options.call_timeout_s):
                 await waiter.event.wait()

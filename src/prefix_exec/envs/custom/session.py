@@ -41,7 +41,11 @@ class Reject:
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """One declared tool. ``produces`` maps a value kind to a result path (``id``, ``items[*].id``, ``$``)."""
+    """One declared tool. ``produces`` maps a value kind to a result path (``id``, ``items[*].id``, ``$``).
+
+    Arrays are element-wise unless ``whole_arrays``: an argument of ``refs`` that is a list refers to each of its
+    elements, an ``invalidates`` argument that is a list invalidates each, and a ``produces`` path that selects a
+    list produces each element (``whole_arrays: true``: the array is one value, compared whole)."""
 
     name: str
     parameters: JsonMapping
@@ -52,6 +56,11 @@ class ToolSpec:
     precondition: Hook | None = None
     effect: Hook | None = None
     exposed_from_turn: int = 0
+    whole_arrays: bool = False
+
+    def values(self, value: Any) -> list[Any]:
+        """The values an argument or a produced value stands for: a list's elements, unless ``whole_arrays``."""
+        return list(value) if isinstance(value, list) and not self.whole_arrays else [value]
 
 
 @dataclass(frozen=True)
@@ -190,13 +199,16 @@ class CustomSession:
         for param, kind in tool.refs.items():
             if param not in args:
                 continue
-            current = self.reference(kind, args[param])
-            if current is None:
-                causes.append(FailureLabel.DEPENDENCY)
-                reasons.append(f"{param}={args[param]!r} is no {kind} that an earlier call produced or the task gave")
-            elif not current:
-                causes.append(FailureLabel.STATE_CONSISTENCY)
-                reasons.append(f"{param}={args[param]!r} refers to a {kind} that is no longer current")
+            each = isinstance(args[param], list) and not tool.whole_arrays
+            for index, value in enumerate(tool.values(args[param])):
+                name = f"{param}[{index}]" if each else param
+                current = self.reference(kind, value)
+                if current is None:
+                    causes.append(FailureLabel.DEPENDENCY)
+                    reasons.append(f"{name}={value!r} is no {kind} that an earlier call produced or the task gave")
+                elif not current:
+                    causes.append(FailureLabel.STATE_CONSISTENCY)
+                    reasons.append(f"{name}={value!r} refers to a {kind} that is no longer current")
         if tool.precondition is not None:
             outcome = _run_hook(tool, "precondition", tool.precondition, self.state, args)
             if isinstance(outcome, Reject):
@@ -211,11 +223,11 @@ class CustomSession:
         """Apply the call's ``invalidates`` and ``produces``; with ``limit``, at most that many values of a kind
         are taken from ``result``, and the notes returned say where more were left out."""
         for kind, param in tool.invalidates.items():
-            if param in args:
-                self.produced.setdefault(kind, {})[_key(args[param])] = False
+            for value in tool.values(args[param]) if param in args else []:
+                self.produced.setdefault(kind, {})[_key(value)] = False
         notes: list[str] = []
         for kind, path in tool.produces.items():
-            values = _select(result, path)
+            values = [v for found in _select(result, path) for v in tool.values(found)]
             if limit is not None and len(values) > limit:
                 notes.append(
                     f"produces: the recorded result holds {len(values)} values of {kind}; the first {limit} count"

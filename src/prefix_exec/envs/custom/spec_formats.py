@@ -82,6 +82,7 @@ SPEC_SCHEMA: JsonObject = {
                     "precondition": {"type": "string"},
                     "effect": {"type": "string"},
                     "exposed_from_turn": {"type": "integer", "minimum": 0},
+                    "whole_arrays": {"type": "boolean"},
                 },
             },
         },
