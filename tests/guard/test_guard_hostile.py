@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -133,8 +134,12 @@ def test_a_failing_server_gets_the_client_an_error_and_ends_the_connection(
         assert "Traceback" not in g.stderr()
     row = read_jsonl(tmp_path / "record" / "records.jsonl")[0]
     assert why in row["metadata"]["guard"]["end"] and row["metadata"]["guard"]["ended_at"]
-    assert row["T"] == 2 and [a["name"] for a in row["actions"]] == ["echo", tool]
-    assert row["actions"][1]["observation"]["error"] is True
+    # The server's failure is not the agent's: the call is recorded as interrupted, outside the rollout, and the
+    # connection's outcome is the infrastructure's (no label, no FED from it, not a success).
+    assert (row["T"], row["fed"], row["label"], row["success"]) == (1, 2, None, 0)
+    assert [a["name"] for a in row["actions"]] == ["echo"]
+    meta = row["metadata"]["guard"]
+    assert meta["outcome"] == "infrastructure" and [c["tool"] for c in meta["interrupted"]] == [tool]
 
 
 def test_sigterm_ends_the_connection_with_the_journal_closed(tmp_path: Path) -> None:
@@ -145,7 +150,24 @@ def test_sigterm_ends_the_connection_with_the_journal_closed(tmp_path: Path) -> 
         g.terminate()
         assert g.ends_within(30) == 0
     row = read_jsonl(tmp_path / "record" / "records.jsonl")[0]
-    assert row["metadata"]["guard"]["end"] == "stopped by SIGTERM" and row["T"] == 1
+    assert row["metadata"]["guard"]["end"] == "the guard was stopped by SIGTERM" and row["T"] == 1
+    assert row["success"] == 1 and "outcome" not in row["metadata"]["guard"]
+
+
+def test_sigterm_with_a_call_in_flight_answers_it_and_records_it_as_interrupted(tmp_path: Path) -> None:
+    with guard(tmp_path) as g:
+        g.initialize()
+        g.request(1, "tools/list")
+        g.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "hang"}}))
+        time.sleep(1.0)  # the call reaches the server, which never answers it
+        g.terminate()
+        answer = g.response(2)
+        assert "stopped by SIGTERM" in answer["error"]["message"]
+        assert g.ends_within(30) == 0
+    row = read_jsonl(tmp_path / "record" / "records.jsonl")[0]
+    # Not a successful session without a tool call: a session whose only call was cut short by the guard's end.
+    assert (row["T"], row["success"], row["no_tool"]) == (1, 0, True)
+    assert [c["tool"] for c in row["metadata"]["guard"]["interrupted"]] == ["hang"]
 
 
 def test_a_call_before_any_listing_is_checked_on_a_listing_the_guard_makes(tmp_path: Path) -> None:

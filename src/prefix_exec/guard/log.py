@@ -11,7 +11,8 @@ made once, when it settles (:class:`ConnectionLog`), and a :class:`Snapshot` spl
 so making a call's text costs O(1) and the lines O(connection).
 
 Final success Y is not something a proxy sees. The stated rule (:data:`SUCCESS_RULE`): 1 when the connection's
-last call was accepted (or, with no call, the no-tool verdict was), else 0; ``metadata.success_rule`` says so.
+last call was accepted and none was interrupted (:meth:`ConnectionLog.interrupt`), else 0, and 0 without a call;
+``metadata.success_rule`` says so.
 """
 
 from __future__ import annotations
@@ -28,7 +29,13 @@ from prefix_exec.records.codec import call_to_json, record_to_json, rollout_to_j
 from prefix_exec.replay import horizon_and_fed
 from prefix_exec.trajectory import PrefixRecord, Rollout, ToolCall, Verdict
 
-SUCCESS_RULE = "heuristic: 1 when the session's last tool call was accepted (a proxy never sees the task's outcome)"
+SUCCESS_RULE = (
+    "heuristic: 1 when the session's last tool call was accepted and no call was interrupted by the server or the "
+    "guard ending; 0 without a tool call (a proxy never sees the task's outcome)"
+)
+#: ``metadata.guard.outcome`` of a connection the server or the guard cut short (calls in flight interrupted):
+#: not the agent's failure, so no label; the calls are listed in ``metadata.guard.interrupted``, outside the rollout.
+INFRASTRUCTURE = "infrastructure"
 # Placeholders spliced with the JSON text of each list (a string no JSON encoder writes for our own fields).
 _ACTIONS, _VERDICTS, _CALLS = "\x00actions\x00", "\x00verdicts\x00", "\x00calls\x00"
 
@@ -98,6 +105,14 @@ class ConnectionLog:
         row = {"step": step, "tool": call.name, "at": now_iso(), "accepted": verdict.accepted, "label": label, **entry}
         self.call_texts.append(dumps(row))
 
+    def interrupt(self, call: ToolCall, reason: str) -> None:
+        """A call in flight when the server failed (exited, timed out) or the guard was stopped: the client got an
+        error, and the call is recorded as interrupted, outside the rollout (it is no step of the agent's)."""
+        self.info["outcome"] = INFRASTRUCTURE
+        interrupted = self.info.setdefault("interrupted", [])
+        assert isinstance(interrupted, list)
+        interrupted.append({"tool": call.name, "arguments": dict(call.arguments), "reason": reason, "at": now_iso()})
+
     def end(self, reason: str) -> None:
         self.info.setdefault("ended_at", now_iso())
         self.info.setdefault("end", reason)
@@ -151,12 +166,12 @@ class Snapshot:
         guard = {**self.info, "calls": _CALLS}
         metadata = {"source": "prefix-exec guard", "success_rule": SUCCESS_RULE, "guard": guard}
         if self.actions:
-            success = int(self.last_accepted)
+            success = int(self.last_accepted and self.info.get("outcome") != INFRASTRUCTURE)
             T, fed = horizon_and_fed(len(self.actions), self.fed)
             verdicts = "[" + ",".join(self.verdicts) + "]"
         else:
             no_tool = self.no_tool or Verdict.accept()
-            success = int(no_tool.accepted)
+            success = 0  # a session without a tool call did nothing a proxy can count as a success
             T, fed = horizon_and_fed(0, None if no_tool.accepted else 1)
             verdicts = "[" + dumps(verdict_to_json(1, None, no_tool)) + "]"
         unit = (self.dataset, self.task_id, self.model, self.method)

@@ -115,8 +115,13 @@ class Pump:
         self.connection.finish()
 
     def stop(self, reason: str) -> None:
-        """End the connection from outside (a signal, the HTTP connection's end)."""
+        """End the connection from outside (the HTTP connection's end)."""
         self._finish(reason)
+
+    async def interrupt(self, reason: str) -> None:
+        """End the connection from outside (a signal): each request in flight is answered with an error saying
+        ``reason``, and each call in flight recorded as interrupted."""
+        await self._fail(reason)
 
     async def run(self) -> str:
         """Pump until the connection ends; returns why it ended."""
@@ -144,9 +149,9 @@ class Pump:
         self.end_reason = reason
         for request_id, pending in list(self.pending.items()):
             del self.pending[request_id]
-            if pending.call is not None:
-                observation = Observation(PREFIX + reason, error=True)
-                self._settle(pending, observation, answered=time.perf_counter(), sent=time.perf_counter())
+            if pending.call is not None:  # not the agent's step: recorded as interrupted, outside the rollout
+                self.log.interrupt(pending.call, reason)
+                self.connection.save()  # before the client has the error, as every settled call
             await self._to_client(error(request_id, INTERNAL_ERROR, PREFIX + reason))
         self._finish(reason)
 

@@ -68,5 +68,5 @@ async def _on_signals(pump: Pump) -> None:
         signals.append(signal.SIGINT)
     with anyio.open_signal_receiver(*signals) as received:
         async for number in received:
-            pump.stop(f"stopped by {signal.Signals(number).name}")
+            await pump.interrupt(f"the guard was stopped by {signal.Signals(number).name}")
             return
