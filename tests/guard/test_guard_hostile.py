@@ -65,7 +65,7 @@ def echo(g: RawGuard, request_id: int, text: str = "ok") -> dict[str, Any]:
 def test_a_hostile_client_gets_errors_and_the_connection_goes_on(tmp_path: Path) -> None:
     with guard(tmp_path) as g:
         assert g.initialize()["result"]["serverInfo"]["name"] == "hostile"
-        assert len(g.request(1, "tools/list")["result"]["tools"]) == 5
+        assert len(g.request(1, "tools/list")["result"]["tools"]) == 6
         for name, (line, request_id) in MALFORMED.items():
             g.send(line)
             answer = g.response(request_id)
@@ -178,7 +178,7 @@ def test_a_call_before_any_listing_is_checked_on_a_listing_the_guard_makes(tmp_p
         assert refused["isError"] and "schema" in refused["content"][0]["text"]
         assert g.close() == 0
     tools = json.loads((tmp_path / "record" / "tools.json").read_text())["tools"]
-    assert {t["name"] for t in tools} == {"echo", "die", "hang", "garbage", "huge"}
+    assert {t["name"] for t in tools} == {"echo", "die", "hang", "garbage", "huge", "slow"}
 
 
 def test_a_side_file_that_does_not_fit_the_server_fails_closed(tmp_path: Path) -> None:
@@ -237,3 +237,30 @@ def test_a_stdin_of_dev_null_is_a_client_that_closed_at_once(tmp_path: Path) -> 
     err = done.stderr.decode("utf-8", "replace")
     assert done.returncode == 0 and "Traceback" not in err
     assert "session ended: the client closed the session" in err
+
+
+def test_a_call_that_reports_progress_is_not_hung_and_one_that_does_not_is(tmp_path: Path) -> None:
+    with guard(tmp_path, "--call-timeout", "1") as g:
+        g.initialize()
+        g.request(1, "tools/list")
+        params = {"name": "slow", "arguments": {"seconds": 2.5, "text": "done"}, "_meta": {"progressToken": "p-1"}}
+        answer = g.request(2, "tools/call", params)
+        assert answer["result"]["isError"] is False  # 2.5 s past a 1 s timeout, with progress every 0.2 s
+        silent = g.request(3, "tools/call", {"name": "slow", "arguments": {"seconds": 2.5}})
+        assert "did not answer tools/call within 1 s" in silent["error"]["message"]
+
+
+def test_hidden_tools_are_not_listed_and_are_refused_if_called(tmp_path: Path) -> None:
+    with guard(tmp_path, "--deny-tools", "die,gar*") as g:
+        g.initialize()
+        names = [t["name"] for t in g.request(1, "tools/list")["result"]["tools"]]
+        assert names == ["echo", "hang", "huge", "slow"]
+        refused = g.request(2, "tools/call", {"name": "die", "arguments": {}})
+        assert refused["result"]["isError"] and "not offered through this guard" in json.dumps(refused)
+        assert echo(g, 3)["result"]["content"][0]["text"] == "ok"  # the server is alive: die never reached it
+        assert g.close() == 0
+    row = read_jsonl(tmp_path / "record" / "records.jsonl")[0]
+    assert (row["T"], row["fed"], row["label"]) == (2, 1, "schema")
+    with guard(tmp_path, "--allow-tools", "echo") as g:
+        g.initialize()
+        assert [t["name"] for t in g.request(1, "tools/list")["result"]["tools"]] == ["echo"]

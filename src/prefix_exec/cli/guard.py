@@ -71,6 +71,17 @@ def register(commands: Any, name: str) -> None:
         "(for clients that start a session per call: inspect's mcp_tools, LangChain's get_tools); rebuilt from "
         f"the --record folder, which it needs (default: ${EPISODE_VARIABLE})",
     )
+    parser.add_argument(
+        "--allow-tools",
+        metavar="NAMES",
+        help="offer only these tools (comma-separated names or shell patterns, git_*): the others are hidden from "
+        "the listing and refused if called",
+    )
+    parser.add_argument(
+        "--deny-tools",
+        metavar="NAMES",
+        help="hide these tools (comma-separated names or shell patterns) from the listing and refuse them if called",
+    )
     parser.add_argument("--model", help="the model name in the records (default: the MCP client's name)")
     parser.add_argument("--task", help="the hooks file's task this session plays (when it declares tasks)")
     parser.add_argument("--dataset", help="the dataset name of the recorded rollouts (default: the server's name)")
@@ -79,8 +90,9 @@ def register(commands: Any, name: str) -> None:
         type=float,
         default=DEFAULT_CALL_TIMEOUT_S,
         metavar="SECONDS",
-        help="longest wait for the server's answer to one request; past it the client gets an error and the "
-        "session ends (default: 120)",
+        help="longest wait for the server's answer to one request, counted from its last progress notification "
+        "(a call that reports progress is not hung); past it the client gets an error and the session ends "
+        "(default: 120)",
     )
     parser.add_argument(
         "--max-message-bytes",
@@ -119,6 +131,8 @@ def handle(args: argparse.Namespace) -> int:
         require_tools=args.require_tools,
         episode=args.episode,
         model=args.model,
+        allow_tools=_names(args.allow_tools),
+        deny_tools=_names(args.deny_tools) or (),
     )
     shown, removed = redact_command(command)
     secrets = [*secret_environment(os.environ), *removed]
@@ -130,6 +144,16 @@ def handle(args: argparse.Namespace) -> int:
     finally:
         if journal is not None:
             journal.close()
+
+
+def _names(text: str | None) -> tuple[str, ...] | None:
+    """A comma-separated list of tool names or patterns (None when the option was not given)."""
+    if text is None:
+        return None
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not names:
+        raise InputError("--allow-tools and --deny-tools take comma-separated tool names", hint="e.g. read_*,list_dir")
+    return names
 
 
 def _rebuild(path: Path) -> int:

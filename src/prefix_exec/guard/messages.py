@@ -52,6 +52,10 @@ class Pending:
     forwarded: float = 0.0
     call: ToolCall | None = None
     verdict: Verdict | None = None
+    #: When the server last showed it was working on the request (a progress notification): the deadline counts
+    #: from here, so a call that reports progress is not hung.
+    alive: float = 0.0
+    progress_token: int | str | None = None
 
 
 def error(request_id: int | str | None, code: int, text: str) -> JSONRPCError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 #: What the guard does with a call its checks reject: ``enforce`` answers it with a block and never forwards
@@ -25,7 +26,7 @@ class GuardOptions:
     ``require_tools``: a connection without a tool call fails (``--require-tools``, as for ``score custom``).
     ``episode``: the episode key (``--episode``): connections with one key continue one rollout and one live state,
     across MCP sessions and guard processes, rebuilt from the record folder. ``model``: the records' model
-    (``--model``; default: the client's name)."""
+    (``--model``; default: the client's name). ``allow_tools``/``deny_tools``: :meth:`offered`."""
 
     mode: str = "enforce"
     hooks: Path | None = None
@@ -36,6 +37,14 @@ class GuardOptions:
     require_tools: bool = False
     episode: str | None = None
     model: str | None = None
+    allow_tools: tuple[str, ...] | None = None
+    deny_tools: tuple[str, ...] = ()
+
+    def offered(self, name: str) -> bool:
+        """Whether the tool ``name`` is offered through the guard (``--allow-tools``/``--deny-tools``: names or
+        shell patterns, ``git_*``); a tool not offered is hidden from the listing and refused if called."""
+        allowed = self.allow_tools is None or any(fnmatchcase(name, p) for p in self.allow_tools)
+        return allowed and not any(fnmatchcase(name, p) for p in self.deny_tools)
 
     @property
     def enforce(self) -> bool:

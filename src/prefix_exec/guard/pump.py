@@ -66,7 +66,7 @@ from prefix_exec.guard.messages import (
 from prefix_exec.guard.options import GuardOptions
 from prefix_exec.guard.shadow import MAX_PAGES, call_of, content_text, observation_of
 from prefix_exec.json_types import JsonMapping, JsonObject
-from prefix_exec.trajectory import Observation, ToolCall, Verdict
+from prefix_exec.trajectory import FailureLabel, Observation, ToolCall, Verdict
 
 #: How often deadlines are looked at, in seconds.
 TICK_S = 0.05
@@ -205,22 +205,35 @@ class Pump:
         if self.shadow.problem is not None:
             await self._to_client(error(message.id, INTERNAL_ERROR, PREFIX + self.shadow.problem.describe()))
             return
+        if not self.options.offered(call.name):  # hidden by --allow-tools/--deny-tools: refused in either mode
+            why = f"tool {call.name!r} is not offered through this guard (--allow-tools/--deny-tools)"
+            await self._block(message.id, call, Verdict.reject(FailureLabel.SCHEMA, why), received)
+            return
         try:
             verdict = self.shadow.check(call)
         except (InputError, ReplayError) as exc:  # the spec or its hooks cannot judge this call: say so, go on
-            await self._to_client(error(message.id, INTERNAL_ERROR, PREFIX + _problem(exc)))
-            return
+            print(f"{PREFIX}error: {_problem(exc)}", flush=True, file=sys.stderr)
+            if self.options.enforce:
+                await self._to_client(error(message.id, INTERNAL_ERROR, PREFIX + _problem(exc)))
+                return
+            verdict = Verdict.accept(notes=(f"not judged: {_problem(exc)}",))  # observe never changes a call's fate
         if not verdict.accepted and self.options.enforce:
-            result = block_result(verdict, call, self.shadow.session)
-            blocked = replace(call, observation=Observation(content_text(result["content"]), error=True))
-            entry = {"forwarded": False, "by": "check", "guard_ms": ms(time.perf_counter() - received)}
-            self._log_call(blocked, verdict, entry)  # logged before the client has the block (module docstring)
-            await self._to_client(JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result))
+            await self._block(message.id, call, verdict, received)
             return
         pending = Pending("tools/call", received, call=call, verdict=verdict)
+        token = ((message.params or {}).get("_meta") or {}).get("progressToken")
+        pending.progress_token = token if isinstance(token, int | str) else None
         self.pending[message.id] = pending
         pending.forwarded = time.perf_counter()
         await self._to_server(message)
+
+    async def _block(self, request_id: int | str, call: ToolCall, verdict: Verdict, received: float) -> None:
+        """Answer ``call`` with a block (never forwarded); logged before the client has it (module docstring)."""
+        result = block_result(verdict, call, self.shadow.session)
+        blocked = replace(call, observation=Observation(content_text(result["content"]), error=True))
+        entry = {"forwarded": False, "by": "check", "guard_ms": ms(time.perf_counter() - received)}
+        self._log_call(blocked, verdict, entry)
+        await self._to_client(JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result))
 
     async def _list_tools(self, params: JsonMapping) -> None:
         """List the server's tools ourselves (a call came before any listing), copying the call's ``_meta``
@@ -279,6 +292,11 @@ class Pump:
         await self._fail("the server closed its output (it exited)")
 
     async def _from_server(self, message: Message) -> None:
+        if isinstance(message, JSONRPCNotification) and message.method == "notifications/progress":
+            token = (message.params or {}).get("progressToken")
+            for waiting in self.pending.values():
+                if waiting.progress_token is not None and waiting.progress_token == token:
+                    waiting.alive = time.perf_counter()  # working on it: --call-timeout counts from now
         if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
             waiter = self._internal.pop(message.id, None) if isinstance(message.id, str) else None
             if waiter is not None:
@@ -304,7 +322,7 @@ class Pump:
             if self.shadow.problem is not None:
                 message = error(message.id, INTERNAL_ERROR, PREFIX + self.shadow.problem.describe())
         if pending.call is None:
-            await self._to_client(message)
+            await self._to_client(self._offered(message) if pending.method == "tools/list" else message)
             return
         if isinstance(message, JSONRPCError):
             observation = Observation(message.error.message, error=True)
@@ -315,6 +333,17 @@ class Pump:
             observation, message = self._bounded(message)
         self._settle(pending, observation, answered=answered, sent=time.perf_counter())
         await self._to_client(message)
+
+    def _offered(self, message: JSONRPCResponse | JSONRPCError) -> JSONRPCResponse | JSONRPCError:
+        """A tools/list answer without the tools ``--allow-tools``/``--deny-tools`` hide (the shadow saw them all,
+        so a side file naming one still fits)."""
+        if not isinstance(message, JSONRPCResponse) or not isinstance(message.result.get("tools"), list):
+            return message
+        tools = message.result["tools"]
+        shown = [t for t in tools if not isinstance(t, dict) or self.options.offered(str(t.get("name")))]
+        if len(shown) == len(tools):
+            return message
+        return JSONRPCResponse(jsonrpc="2.0", id=message.id, result={**message.result, "tools": shown})
 
     def _bounded(self, message: JSONRPCResponse) -> tuple[Observation, JSONRPCResponse]:
         """The result's observation, or an error result in its place when it is over the size bound."""
@@ -393,7 +422,7 @@ class Pump:
         while True:
             await anyio.sleep(min(TICK_S, limit / 4))
             now = time.perf_counter()
-            late = [p for p in self.pending.values() if now - p.forwarded > limit]
+            late = [p for p in self.pending.values() if now - max(p.forwarded, p.alive) > limit]
             if late:
                 await self._fail(f"the server did not answer {late[0].method} within {limit:g} s (--call-timeout)")
                 return
