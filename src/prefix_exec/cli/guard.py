@@ -25,6 +25,7 @@ from prefix_exec.guard.options import (
     MODES,
     GuardOptions,
 )
+from prefix_exec.json_types import JsonObject
 from prefix_exec.records import outputs
 from prefix_exec.records.redaction import redact_command, redact_url, secret_environment
 
@@ -108,7 +109,12 @@ def register(commands: Any, name: str) -> None:
         "was killed; a guard that ends does it itself)",
     )
     parser.add_argument("--listen", metavar="HOST:PORT", help="serve Streamable HTTP here (with --upstream)")
-    parser.add_argument("--upstream", metavar="URL", help="the MCP server's Streamable HTTP endpoint (with --listen)")
+    parser.add_argument(
+        "--upstream",
+        metavar="URL",
+        help="the MCP server's Streamable HTTP endpoint: with --listen, served on HTTP; alone, to a client on stdio "
+        "(a stdio client bridged to an HTTP server)",
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the MCP server to run")
     parser.set_defaults(handler=handle)
 
@@ -117,7 +123,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.rebuild is not None:
         return _rebuild(Path(args.rebuild))
     command = list(args.command[1:] if args.command[:1] == ["--"] else args.command)
-    http = args.listen is not None or args.upstream is not None
+    http = args.listen is not None
     _check_usage(args, command, http)
     require("mcp", why="prefix-exec guard speaks MCP through the official SDK")
     _quiet_sdk_logs()
@@ -140,6 +146,8 @@ def handle(args: argparse.Namespace) -> int:
     try:
         if http:
             return _serve_http(args, options, journal)
+        if args.upstream is not None:  # a stdio client bridged to a Streamable HTTP server
+            return _serve_stdio([], [], args.dataset, options, journal, upstream=args.upstream)
         return _serve_stdio(command, shown, args.dataset, options, journal)
     finally:
         if journal is not None:
@@ -192,17 +200,17 @@ def _quiet_sdk_logs() -> None:
 
 
 def _check_usage(args: argparse.Namespace, command: list[str], http: bool) -> None:
-    if http and (args.listen is None or args.upstream is None):
-        raise InputError(
-            "--listen and --upstream go together", hint="prefix-exec guard --listen HOST:PORT --upstream URL"
-        )
-    if http and command:
-        raise InputError("give either -- COMMAND (stdio) or --listen/--upstream (HTTP), not both")
-    if not http and not command:
+    if http and args.upstream is None:
+        raise InputError("--listen needs --upstream", hint="prefix-exec guard --listen HOST:PORT --upstream URL")
+    if command and args.upstream is not None:
+        raise InputError("give either -- COMMAND (a stdio server) or --upstream URL (an HTTP server), not both")
+    if not command and args.upstream is None:
         raise InputError(
             "no MCP server to guard", hint="prefix-exec guard [OPTIONS] -- COMMAND [ARGS...], or --listen/--upstream"
         )
-    if not http and (sys.stdin is None or sys.stdout is None):  # started with fd 0 or 1 closed (<&-)
+    if not http and (
+        sys.stdin is None or sys.stdout is None
+    ):  # stdio front (a command, or --upstream alone)  # started with fd 0 or 1 closed (<&-)
         raise InputError(
             "the guard speaks to its client on stdin and stdout, and one of them is closed",
             hint="start it from the MCP client, which gives it both pipes (docs/guard.md)",
@@ -246,22 +254,31 @@ def _hooks(path: str | None, task: str | None) -> Path | None:
 
 
 def _serve_stdio(
-    command: list[str], shown: list[str], dataset: str | None, options: GuardOptions, journal: Journal | None
+    command: list[str],
+    shown: list[str],
+    dataset: str | None,
+    options: GuardOptions,
+    journal: Journal | None,
+    *,
+    upstream: str | None = None,
 ) -> int:
+    import functools
+
     import anyio
 
     from prefix_exec.guard.connection import new_connection
     from prefix_exec.guard.stdio import serve_stdio
 
-    connection = new_connection(options, journal, transport="stdio", origin={"command": shown}, dataset=dataset)
+    origin: JsonObject = {"command": shown} if upstream is None else {"upstream": redact_url(upstream)}
+    connection = new_connection(options, journal, transport="stdio", origin=origin, dataset=dataset)
     try:
-        reason = anyio.run(serve_stdio, command, connection, options)
+        reason = anyio.run(functools.partial(serve_stdio, command, connection, options, upstream=upstream))
     except (OSError, BaseExceptionGroup) as exc:  # the SDK starts the server inside task groups, which wrap it
         found = _os_error(exc)
         if found is None:
             raise
         raise InputError(
-            f"cannot start the MCP server {shown[0]!r}: {found.strerror or found}",
+            f"cannot start the MCP server {shown[0] if shown else upstream!r}: {found.strerror or found}",
             hint="check the command after --",
         ) from None
     print(f"prefix-exec guard: session ended: {reason}", file=sys.stderr, flush=True)

@@ -16,9 +16,11 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from typing import Any
 
 import anyio
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.server.stdio import stdio_server
 
 from prefix_exec.guard.connection import GuardedConnection
@@ -31,22 +33,29 @@ from prefix_exec.guard.pump import Pump
 FLUSH_S = 5.0
 
 
-async def serve_stdio(command: list[str], connection: GuardedConnection, options: GuardOptions) -> str:
+async def serve_stdio(
+    command: list[str], connection: GuardedConnection, options: GuardOptions, *, upstream: str | None = None
+) -> str:
     """Run one stdio connection: our stdin/stdout to the client, ``command`` as the server; returns why it ended.
+    With ``upstream`` (a Streamable HTTP URL) the server is that endpoint instead: the guard bridges a stdio client
+    to an HTTP server (``prefix-exec guard --upstream URL`` without ``--listen``).
 
     Raises :class:`OSError` when the server cannot be started (the CLI says so and exits).
     """
     reader = await open_stdin(sys.stdin.fileno(), options.max_message_bytes)
     writer = await open_stdout(sys.stdout.fileno())
-    params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    if upstream is not None:
+        opener: Any = streamable_http_client(upstream)
+    else:
+        opener = stdio_client(StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ)))
     reason = "the guard stopped"
     async with anyio.create_task_group() as signals:
         with anyio.CancelScope() as bounded:
             async with stdio_server(stdin=reader, stdout=writer) as (client_read, client_write):  # type: ignore[arg-type]
                 try:
-                    async with stdio_client(params) as (server_read, server_write):
-                        client, server = Streams(client_read, client_write), Streams(server_read, server_write)
-                        pump = Pump(client, server, connection, options)
+                    async with opener as streams:
+                        client, server = Streams(client_read, client_write), Streams(streams[0], streams[1])
+                        pump = Pump(client, server, connection, options, version_header=upstream is not None)
                         signals.start_soon(_on_signals, pump)
                         reason = await pump.run()
                 finally:
