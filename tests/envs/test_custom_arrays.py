@@ -87,3 +87,25 @@ def test_a_side_file_naming_no_argument_of_the_tool_is_refused_at_load(tmp_path:
     with pytest.raises(InputError) as raised:
         session(tmp_path, f"tools:\n  {layer}\n")
     assert raised.value.field == field and "no argument of the tool" in raised.value.describe()
+
+
+def test_a_postcondition_reads_the_real_result_and_fails_the_call(tmp_path: Path) -> None:
+    (tmp_path / "after.py").write_text(
+        "def made_all(state, args, result):\n"
+        "    asked = {e['name'] for e in args.get('entities', [])}\n"
+        "    made = {e['name'] for e in (result or {}).get('entities', [])}\n"
+        "    return None if asked <= made else f'not created: {sorted(asked - made)}'\n"
+    )
+    side = "hooks: after.py\n" + SIDE.replace(
+        'create_entities: {produces: {entity: "entities[*].name"}}',
+        'create_entities: {produces: {entity: "entities[*].name"}, postcondition: made_all}',
+    )
+    s = session(tmp_path, side)
+    asked = [{"name": "Alice"}, {"name": "Bob"}]
+    assert step(s, "create_entities", {"entities": asked}, entities=asked).accepted
+    failed = step(
+        s, "create_entities", {"entities": [{"name": "Carol"}]}, entities=[{"name": "Carol"}, {"name": "Dan"}]
+    )
+    assert failed.label is FailureLabel.STATE_CONSISTENCY and "not created: ['Dan']" in failed.reason
+    assert "postcondition" in failed.notes
+    assert step(s, "open_nodes", names=["Carol"]).label is FailureLabel.DEPENDENCY  # a failed call produces nothing

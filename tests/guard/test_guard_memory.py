@@ -119,3 +119,33 @@ def test_an_episode_carries_its_state_over_three_guard_processes(
     assert main(["guard", "--rebuild", str(lonely)]) == 0
     err = capsys.readouterr().err
     assert "4 of the 4 sessions" in err and "--episode KEY" in err
+
+
+AFTER = """
+def made_all(state, args, result):
+    asked = {e["name"] for e in args.get("entities", [])}
+    made = {e["name"] for e in (result or {}).get("entities", [])} if isinstance(result, dict) else set()
+    return None if asked <= made else f"the server created none of {sorted(asked - made)} (they exist already?)"
+"""
+
+
+@pytest.mark.parametrize("mode", ["enforce", "observe"])
+def test_a_postcondition_reads_the_real_result(tmp_path: Path, mode: str) -> None:
+    (tmp_path / "after.py").write_text(AFTER)
+    side = tmp_path / "after.yaml"
+    side.write_text(
+        "hooks: after.py\ntools:\n"
+        '  create_entities: {produces: {entity: "entities[*].name"}, postcondition: made_all}\n'
+    )
+    record = tmp_path / "record"
+    env = {"MEMORY_FILE_PATH": str(tmp_path / "memory.jsonl")}
+    params = guard_params(["--mode", mode, "--hooks", str(side), "--record", str(record)], memory(tmp_path), env)
+    seen = drive(params, [("create_entities", ALICE), ("create_entities", ALICE)])  # the second creates nothing
+    assert not seen[0][0]
+    if mode == "enforce":
+        assert seen[1][0] and "fails the postcondition" in seen[1][1] and "created none of ['Alice']" in seen[1][1]
+    else:
+        assert not seen[1][0]  # observe: the client gets the server's real result
+    (row,) = read_jsonl(record / "records.jsonl")
+    assert (row["T"], row["fed"], row["label"]) == (2, 2, "state_consistency")
+    assert replayed(record, side, tmp_path / "replay.jsonl") == outcomes(record / "records.jsonl")

@@ -49,6 +49,7 @@ from mcp.types import (
 from mcp.types import JSONRPCMessage as Message
 
 from prefix_exec.envs.custom.evidence import origin_of
+from prefix_exec.envs.custom.session import POSTCONDITION
 from prefix_exec.errors import InputError, ReplayError
 from prefix_exec.guard.block import block_result
 from prefix_exec.guard.connection import GuardedConnection
@@ -331,7 +332,9 @@ class Pump:
             return
         else:
             observation, message = self._bounded(message)
-        self._settle(pending, observation, answered=answered, sent=time.perf_counter())
+        verdict = self._settle(pending, observation, answered=answered, sent=time.perf_counter())
+        if self.options.enforce and not verdict.accepted and POSTCONDITION in verdict.notes and message.id is not None:
+            message = _after_result(message.id, pending.call.name, verdict)  # the result failed: the client gets why
         await self._to_client(message)
 
     def _offered(self, message: JSONRPCResponse | JSONRPCError) -> JSONRPCResponse | JSONRPCError:
@@ -360,7 +363,7 @@ class Pump:
 
     # ------------------------------------------------------------------------------------- bookkeeping
 
-    def _settle(self, pending: Pending, observation: Observation, *, answered: float, sent: float) -> None:
+    def _settle(self, pending: Pending, observation: Observation, *, answered: float, sent: float) -> Verdict:
         assert pending.call is not None and pending.verdict is not None
         call = replace(pending.call, observation=observation)
         verdict = pending.verdict
@@ -374,6 +377,7 @@ class Pump:
         guard_s = (pending.forwarded - pending.received) + (sent - answered)
         entry = {"forwarded": True, "by": by, "guard_ms": ms(guard_s), "server_ms": ms(answered - pending.forwarded)}
         self._log_call(call, verdict, entry)
+        return verdict
 
     def _log_call(self, call: ToolCall, verdict: Verdict, entry: JsonObject) -> None:
         self.log.add(call, verdict, entry)
@@ -426,6 +430,19 @@ class Pump:
             if late:
                 await self._fail(f"the server did not answer {late[0].method} within {limit:g} s (--call-timeout)")
                 return
+
+
+def _after_result(request_id: int | str, tool: str, verdict: Verdict) -> JSONRPCResponse:
+    """What the client gets, in enforce mode, for a call whose result failed its postcondition: a tool error
+    saying so (the call did run on the server; the record keeps its real result)."""
+    label = verdict.label.value if verdict.label else "rejected"
+    text = (
+        f"{PREFIX}{tool} ran, but its result fails the postcondition: {label}: {verdict.reason}. "
+        "What to do: check the result of this call before going on (it may need undoing or repeating)."
+    )
+    meta = {"prefix-exec/guard": {"refused": True, "after": True, "label": label, "reason": verdict.reason}}
+    result: JsonObject = {"content": [{"type": "text", "text": text}], "isError": True, "_meta": meta}
+    return JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result)
 
 
 def _problem(exc: Exception) -> str:

@@ -254,6 +254,7 @@ def _tool(raw: JsonMapping, module: ModuleType | None, path: Path, where: str) -
         invalidates=raw.get("invalidates", {}),
         precondition=hooks["precondition"],
         effect=hooks["effect"],
+        postcondition=hooks["postcondition"],
         exposed_from_turn=raw.get("exposed_from_turn", 0),
         whole_arrays=bool(raw.get("whole_arrays", False)),
     )
@@ -270,6 +271,7 @@ def _layered(tool: ToolSpec, layer: JsonMapping, module: ModuleType | None, path
         invalidates=layer.get("invalidates", tool.invalidates),
         precondition=hooks["precondition"] or tool.precondition,
         effect=hooks["effect"] or tool.effect,
+        postcondition=hooks["postcondition"] or tool.postcondition,
         exposed_from_turn=layer.get("exposed_from_turn", tool.exposed_from_turn),
         whole_arrays=bool(layer.get("whole_arrays", tool.whole_arrays)),
     )
@@ -298,7 +300,7 @@ def _hooks(raw: JsonMapping, module: ModuleType | None, path: Path, where: str) 
     """The precondition and effect functions ``raw`` names, looked up in ``module`` (an allow-list: only
     names the user's own spec gives, in the user's own hooks module)."""
     hooks: dict[str, Hook | None] = {}
-    for kind in ("precondition", "effect"):
+    for kind in ("precondition", "effect", "postcondition"):
         name = raw.get(kind)
         if name is None:
             hooks[kind] = None

@@ -24,7 +24,9 @@ from prefix_exec.errors import InputError, ReplayError
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.trajectory import FailureLabel, ToolCall, Verdict
 
-Hook = Callable[[JsonObject, JsonObject], Any]
+Hook = Callable[..., Any]  # (state, args), and a postcondition's (state, args, result)
+#: The note on a verdict a postcondition rejected (the call ran; its result failed the check).
+POSTCONDITION = "postcondition"
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,9 @@ class ToolSpec:
     effect: Hook | None = None
     exposed_from_turn: int = 0
     whole_arrays: bool = False
+    #: Run on a call that ran, with its result: ``postcondition(state, args, result)`` returns None, a reason (the
+    #: call fails as ``state_consistency``) or a :class:`Reject`. Not run on a call that has no result yet.
+    postcondition: Hook | None = None
 
     def values(self, value: Any) -> list[Any]:
         """The values an argument or a produced value stands for: a list's elements, unless ``whole_arrays``."""
@@ -171,6 +176,11 @@ class CustomSession:
         refused = evidence.refusal(call.observation, self.env.policy)
         if refused is not None:
             return Verdict.reject(refused.label, refused.reason, notes=refused.notes)
+        if tool.postcondition is not None and call.observation is not None:
+            after = _run_hook(tool, "postcondition", tool.postcondition, state, args, _result(call))
+            if after:
+                failed = after if isinstance(after, Reject) else Reject(FailureLabel.STATE_CONSISTENCY, str(after))
+                return Verdict.reject(failed.cause, failed.reason, notes=(ORIGIN_CHECK, POSTCONDITION))
         self.state = state
         if tool.effect is not None:
             self._register(tool, args, result)
@@ -243,11 +253,16 @@ def _recorded(tool: ToolSpec, call: ToolCall) -> Any:
     return evidence.recorded_value(call.observation) if tool.produces else None
 
 
-def _run_hook(tool: ToolSpec, kind: str, hook: Hook, state: JsonObject, args: JsonObject) -> Any:
+def _result(call: ToolCall) -> Any:
+    """A call's result as a postcondition reads it: the recorded value (parsed JSON, or the text)."""
+    return evidence.recorded_value(call.observation)
+
+
+def _run_hook(tool: ToolSpec, kind: str, hook: Hook, state: JsonObject, args: JsonObject, *more: Any) -> Any:
     """Call a user hook; an exception in it is a :class:`ReplayError` for this rollout (a bug in the hooks
     module, named with the raising line), so it is one skipped unit under ``--keep-going``, not a traceback."""
     try:
-        return hook(state, args)
+        return hook(state, args, *more)
     except (Exception, SystemExit) as exc:  # the user's code may raise anything (sys.exit too); budgets and ^C pass
         frames = traceback.extract_tb(exc.__traceback__)
         where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""

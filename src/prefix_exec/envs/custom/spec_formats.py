@@ -81,6 +81,7 @@ SPEC_SCHEMA: JsonObject = {
                     "invalidates": {"type": "object", "additionalProperties": {"type": "string"}},
                     "precondition": {"type": "string"},
                     "effect": {"type": "string"},
+                    "postcondition": {"type": "string"},
                     "exposed_from_turn": {"type": "integer", "minimum": 0},
                     "whole_arrays": {"type": "boolean"},
                 },

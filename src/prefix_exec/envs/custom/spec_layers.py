@@ -24,6 +24,7 @@ LAYER_KEYS: tuple[str, ...] = (
     "invalidates",
     "precondition",
     "effect",
+    "postcondition",
     "exposed_from_turn",
     "whole_arrays",
 )
@@ -57,8 +58,8 @@ def read_side_file(path: Path) -> JsonObject:
             path=path,
             field=json_path(list(errors[0].absolute_path)) or None,
             hint="a hooks file holds hooks, allow_no_tool, initial_state, given, tasks and "
-            "tools: {TOOL_NAME: {refs, produces, invalidates, precondition, effect, exposed_from_turn, whole_arrays}}; "
-            "see docs/custom.md",
+            "tools: {TOOL_NAME: {refs, produces, invalidates, precondition, effect, postcondition, "
+            "exposed_from_turn, whole_arrays}}; see docs/custom.md",
         )
     return dict(data)
 
