@@ -264,3 +264,90 @@ def test_hidden_tools_are_not_listed_and_are_refused_if_called(tmp_path: Path) -
     with guard(tmp_path, "--allow-tools", "echo") as g:
         g.initialize()
         assert [t["name"] for t in g.request(1, "tools/list")["result"]["tools"]] == ["echo"]
+
+
+def test_a_bridged_upstream_that_cannot_be_reached_gets_the_client_an_error(tmp_path: Path) -> None:
+    process = RawGuard.__new__(RawGuard)  # --upstream alone: no server command after --
+    stderr = tmp_path / "stderr.txt"
+    process.stderr_path, process._stderr, process._buffer = stderr, stderr.open("wb"), b""
+    process.process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "prefix_exec",
+            "guard",
+            "--upstream",
+            "http://127.0.0.1:1/mcp",
+            "--record",
+            str(tmp_path / "r"),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=process._stderr,
+        env=dict(os.environ),
+    )
+    with process as g:
+        answer = g.request(
+            0,
+            "initialize",
+            {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}},
+        )
+        assert "the upstream http://127.0.0.1:1/mcp failed" in answer["error"]["message"]
+        assert g.ends_within(30) == 0 and "Traceback" not in g.stderr()
+
+
+HOSTILE_KEYS = ["../../outside", 'a"b\\\\c\\n{}', "é" * 3000, "$(touch /tmp/pwned)", "-rf"]
+
+
+@pytest.mark.parametrize("key", HOSTILE_KEYS, ids=["path", "json", "long", "shell", "dash"])
+def test_an_episode_key_is_data_only(tmp_path: Path, key: str) -> None:
+    for request_id in (1, 2):  # two guard processes, one episode
+        with guard(tmp_path, f"--episode={key}") as g:
+            g.initialize()
+            echo(g, request_id)
+            assert g.close() == 0, g.stderr()
+    (row,) = read_jsonl(tmp_path / "record" / "records.jsonl")
+    assert row["task_id"] == key and row["T"] == 2 and len(row["metadata"]["guard"]["sessions"]) == 2
+    made = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
+    assert all(p.startswith("record/") or p == "stderr.txt" for p in made), made  # nothing outside the folder
+    assert not Path("/tmp/pwned").exists()
+
+
+def test_forged_journal_lines_are_skipped_and_never_break_the_others(tmp_path: Path) -> None:
+    from prefix_exec.cli import main
+
+    with guard(tmp_path) as g:
+        g.initialize()
+        echo(g, 1)
+        assert g.close() == 0
+    (journal,) = (tmp_path / "record" / "journal").iterdir()
+    forged = [
+        '{"conn": "x", "head": {"dataset": 1, "task_id": [], "trial": "0"}}',
+        '{"conn": "y", "head": {"dataset": "d", "task_id": "t", "trial": 1e300, "model": "m", "method": "m"}}',
+        '{"conn": "z", "head": {"dataset": "d", "task_id": "t", "trial": 0, "model": "m", "method": "m", "info": {}}}',
+        '{"conn": "z", "action": {"name": 5}, "call": {"accepted": "yes"}}',
+        '{"conn": "z", "action": {"name": "echo"}, "call": {"accepted": false}, "verdict": {"causes": ["nonsense"]}}',
+        "[1, 2, 3]",
+        "not json at all",
+        '{"tools": "not a list"}',
+    ]
+    with journal.open("a") as handle:
+        handle.write("\n".join(forged) + "\n")
+    assert main(["guard", "--rebuild", str(tmp_path / "record")]) == 0
+    rows = read_jsonl(tmp_path / "record" / "records.jsonl")
+    assert sorted(r["task_id"] for r in rows)[0] != "" and len(rows) == 2  # ours, and the well-formed "z"
+    forged_row = next(r for r in rows if r["task_id"] == "t")
+    assert (forged_row["T"], forged_row["fed"]) == (1, 1)  # its one readable call, rejected
+
+
+def test_a_postcondition_that_raises_never_breaks_the_connection(tmp_path: Path) -> None:
+    (tmp_path / "after.py").write_text("def boom(state, args, result):\n    raise RuntimeError('after-hook bug')\n")
+    side = tmp_path / "side.yaml"
+    side.write_text("hooks: after.py\ntools:\n  echo: {postcondition: boom}\n")
+    with guard(tmp_path, "--hooks", str(side)) as g:
+        g.initialize()
+        g.request(1, "tools/list")
+        assert echo(g, 2)["result"]["content"][0]["text"] == "ok"  # the call ran: its result goes to the client
+        assert echo(g, 3)["result"]["content"][0]["text"] == "ok"
+        assert g.close() == 0
+        assert "after-hook bug" in g.stderr() and "Traceback" not in g.stderr()

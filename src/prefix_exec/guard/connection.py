@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from prefix_exec.errors import InputError
 from prefix_exec.guard.journal import Journal
 from prefix_exec.guard.log import ConnectionLog
 from prefix_exec.guard.options import GuardOptions
@@ -79,7 +80,15 @@ def new_connection(
     log = ConnectionLog(task_id, method=f"guard-{options.mode}", info=info, trial=trial)
     log.model_name = options.model
     if earlier is not None:  # the episode goes on: its rollout continues, and its state is replayed at the listing
-        actions = list(rollout_from_json(json.loads(earlier.lines()[0])).actions)
+        try:
+            actions = list(rollout_from_json(json.loads(earlier.lines()[0])).actions)
+        except InputError as exc:
+            raise InputError(
+                f"episode {options.episode!r} cannot be continued: its journal holds a call this guard cannot read "
+                f"({exc.describe()})",
+                path=options.record,
+                hint="start a new episode key, or remove the episode's lines from DIR/journal/",
+            ) from None
         log.resume(earlier, actions)
         shadow.replay = actions
     return GuardedConnection(shadow, log, journal, dataset)

@@ -41,6 +41,10 @@ class _Connection:
     last_accepted: bool = True
 
     def add(self, event: JsonObject) -> None:
+        if not isinstance(event["action"].get("name"), str) or not isinstance(
+            event["call"].get("accepted", True), bool
+        ):
+            return  # not a call this guard writes
         self.actions.append(dumps(event["action"]))
         self.calls.append(dumps(event["call"]))
         accepted = bool(event["call"].get("accepted", True))
@@ -72,7 +76,10 @@ class _Connection:
 
 
 def _verdict(row: JsonObject) -> Verdict:
-    causes = [FailureLabel.parse(c) for c in row.get("causes") or [row.get("label")] if c]
+    try:
+        causes = [FailureLabel.parse(c) for c in row.get("causes") or [row.get("label")] if c]
+    except (ValueError, TypeError, InputError):  # a label this guard never writes: the call's verdict is unknown
+        causes = [FailureLabel.SCHEMA]
     if row.get("accepted") or not causes:
         return Verdict.accept(notes=row.get("notes") or ())
     return Verdict.reject(causes, str(row.get("reason") or ""), notes=row.get("notes") or ())
@@ -107,6 +114,8 @@ def _read_journal(text: str, connections: dict[str, _Connection], tools: dict[st
             tools.update({str(t.get("name")): t for t in event["tools"] if isinstance(t, dict)})
             continue
         conn = str(event.get("conn"))
+        if isinstance(event.get("head"), dict) and not _head_ok(event["head"]):
+            continue  # not a head this guard writes (a journal edited by hand, or torn): its connection is skipped
         if isinstance(event.get("head"), dict):
             if conn in connections:
                 connections[conn].head = event["head"]
@@ -132,6 +141,21 @@ def lonely_warning(folder: RecordFolder, connections: dict[str, _Connection]) ->
         "starts a session per call (inspect's mcp_tools with generate(), LangChain's get_tools()) loses the state "
         "between calls, and each call is a rollout of its own. Keep one session open, or pass --episode KEY "
         "(or set PREFIX_EXEC_GUARD_EPISODE) to continue one episode across sessions (docs/guard.md)"
+    )
+
+
+def _head_ok(head: JsonObject) -> bool:
+    """Whether a journal's head has the fields and types the guard writes (so a hand-edited journal cannot break
+    the derivation of the others)."""
+    names = ("dataset", "task_id", "model", "method")
+    trial = head.get("trial")
+    return (
+        all(isinstance(head.get(n), str) for n in names)
+        and isinstance(trial, int)
+        and not isinstance(trial, bool)
+        and 0 <= trial < 10**9
+        and isinstance(head.get("info"), dict)
+        and (head.get("no_tool") is None or isinstance(head.get("no_tool"), dict))
     )
 
 

@@ -24,10 +24,11 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.server.stdio import stdio_server
 
 from prefix_exec.guard.connection import GuardedConnection
-from prefix_exec.guard.messages import Streams
+from prefix_exec.guard.messages import Streams, short
 from prefix_exec.guard.options import GuardOptions
 from prefix_exec.guard.pipes import open_stdin, open_stdout
 from prefix_exec.guard.pump import Pump
+from prefix_exec.records.redaction import redact_url
 
 #: Longest wait, at the end of a connection, for the client to take what the guard still has to write (seconds).
 FLUSH_S = 5.0
@@ -52,12 +53,18 @@ async def serve_stdio(
     async with anyio.create_task_group() as signals:
         with anyio.CancelScope() as bounded:
             async with stdio_server(stdin=reader, stdout=writer) as (client_read, client_write):  # type: ignore[arg-type]
+                pump: Pump | None = None
                 try:
                     async with opener as streams:
                         client, server = Streams(client_read, client_write), Streams(streams[0], streams[1])
                         pump = Pump(client, server, connection, options, version_header=upstream is not None)
                         signals.start_soon(_on_signals, pump)
                         reason = await pump.run()
+                except Exception as exc:  # a bridged upstream refused or broke: what is in flight gets the reason
+                    if pump is None or upstream is None:
+                        raise
+                    reason = f"the upstream {redact_url(upstream)} failed: {_leaf(exc)}"
+                    await pump.abandon(reason)
                 finally:
                     # Everything the pump sent is written and flushed before stdout closes (the transport's
                     # writer ends once its stream is closed, and its reader once ours stops), within a bound.
@@ -68,6 +75,13 @@ async def serve_stdio(
             writer.close()
         signals.cancel_scope.cancel()
     return reason
+
+
+def _leaf(exc: BaseException) -> str:
+    """The first underlying error of an exception group, in one line."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return short(exc) if isinstance(exc, Exception) else type(exc).__name__
 
 
 async def _on_signals(pump: Pump) -> None:
