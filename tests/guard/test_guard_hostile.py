@@ -71,6 +71,10 @@ def test_a_hostile_client_gets_errors_and_the_connection_goes_on(tmp_path: Path)
             answer = g.response(request_id)
             assert answer["error"]["code"] in (-32700, -32600), name
             assert answer["error"]["message"].startswith("prefix-exec guard: "), name
+            shown = answer["error"]["message"].partition(": ")[2].partition(": ")[2]  # the message's own excerpt
+            assert shown, (name, answer)  # the error shows what was sent
+            if answer["error"]["code"] == -32700 and isinstance(line, str) and line.isascii() and len(line) < 100:
+                assert shown in line, (name, answer)
         for i, (name, params) in enumerate(HOSTILE_CALLS.items(), start=100):
             head = f'{{"jsonrpc": "2.0", "id": {i}, "method": "tools/call", "params": '
             g.send(head + json.dumps(params, ensure_ascii=True) + "}")

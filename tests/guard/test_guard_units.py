@@ -272,3 +272,18 @@ def test_a_guard_started_with_stdin_closed_is_a_usage_error(
     monkeypatch.setattr(sys, "stdin", None)
     assert main(["guard", "--", sys.executable, "-c", "pass"]) == 2
     assert "stdin and stdout" in capsys.readouterr().err
+
+
+def test_a_port_in_use_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    port = taken.getsockname()[1]
+    try:
+        assert main(["guard", "--listen", f"127.0.0.1:{port}", "--upstream", "http://127.0.0.1:9/mcp"]) == 2
+    finally:
+        taken.close()
+    err = capsys.readouterr().err
+    assert "cannot listen there" in err and "choose another port" in err and "check the path" not in err

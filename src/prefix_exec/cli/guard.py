@@ -8,9 +8,11 @@ imported only when the command runs.
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import math
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -304,5 +306,17 @@ def _serve_http(args: argparse.Namespace, options: GuardOptions, journal: Journa
     if not host or not port.isdecimal():
         raise InputError(f"--listen {args.listen!r}: expected HOST:PORT", hint="for example --listen 127.0.0.1:8765")
     origin = {"upstream": redact_url(args.upstream)}
-    serve_http(host, int(port), args.upstream, options, journal, origin=origin, dataset=args.dataset)
+    try:
+        serve_http(host, int(port), args.upstream, options, journal, origin=origin, dataset=args.dataset)
+    except OSError as exc:
+        if exc.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES) and not isinstance(
+            exc, socket.gaierror
+        ):
+            raise
+        raise InputError(
+            f"--listen {args.listen}: cannot listen there: {exc.strerror or exc}",
+            hint="choose another port (port 0 picks a free one and prints it), or stop what is listening there"
+            if exc.errno == errno.EADDRINUSE
+            else "give a local address of this machine, such as 127.0.0.1, and a port above 1023",
+        ) from None
     return 0
