@@ -38,7 +38,8 @@ def register(commands: Any, name: str) -> None:
         help="an MCP proxy that checks every tool call before it runs, and records the session for scoring",
         description=(
             "Run in place of an MCP server (stdio: prefix-exec guard [OPTIONS] -- COMMAND [ARGS...]) or in front "
-            "of one (Streamable HTTP: --listen HOST:PORT --upstream URL). Every tools/call is checked against "
+            "of one (Streamable HTTP: --listen HOST:PORT --upstream URL; a stdio client to an HTTP server: --upstream "
+            "URL alone). Every tools/call is checked against "
             "the session's state (argument schemas from the server's tools/list; refs, produces, invalidates, "
             "hooks and state from --hooks) before it is forwarded. See docs/guard.md."
         ),
@@ -58,7 +59,8 @@ def register(commands: Any, name: str) -> None:
     parser.add_argument(
         "--record",
         metavar="DIR",
-        help="write DIR/rollouts.jsonl, DIR/records.jsonl and DIR/tools.json, kept current call by call",
+        help="record the sessions: an append-only journal in DIR/journal/ (one line per call, before its answer), "
+        "and DIR/rollouts.jsonl, DIR/records.jsonl and DIR/tools.json derived from it when a session ends",
     )
     parser.add_argument(
         "--require-tools",
@@ -74,6 +76,13 @@ def register(commands: Any, name: str) -> None:
         "(for clients that start a session per call: inspect's mcp_tools, LangChain's get_tools); rebuilt from "
         f"the --record folder, which it needs (default: ${EPISODE_VARIABLE})",
     )
+    _add_gateway_options(parser)
+    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the MCP server to run")
+    parser.set_defaults(handler=handle)
+
+
+def _add_gateway_options(parser: argparse.ArgumentParser) -> None:
+    """The options of what the guard offers and records, its bounds, and its transports."""
     parser.add_argument(
         "--allow-tools",
         metavar="NAMES",
@@ -117,8 +126,6 @@ def register(commands: Any, name: str) -> None:
         help="the MCP server's Streamable HTTP endpoint: with --listen, served on HTTP; alone, to a client on stdio "
         "(a stdio client bridged to an HTTP server)",
     )
-    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the MCP server to run")
-    parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:

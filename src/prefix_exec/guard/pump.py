@@ -36,11 +36,8 @@ from typing import Any
 import anyio
 from mcp.shared.message import ClientMessageMetadata, SessionMessage
 from mcp.types import (
-    CLIENT_INFO_META_KEY,
     INTERNAL_ERROR,
     INVALID_REQUEST,
-    PROTOCOL_VERSION_META_KEY,
-    SERVER_INFO_META_KEY,
     JSONRPCError,
     JSONRPCNotification,
     JSONRPCRequest,
@@ -59,13 +56,13 @@ from prefix_exec.guard.messages import (
     Pending,
     Streams,
     error,
-    identity,
     malformed,
     ms,
     short,
 )
 from prefix_exec.guard.options import GuardOptions
-from prefix_exec.guard.shadow import MAX_PAGES, call_of, content_text, observation_of
+from prefix_exec.guard.replies import after_result, bounded, note_client, note_server, offered
+from prefix_exec.guard.shadow import MAX_PAGES, call_of, content_text
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.trajectory import FailureLabel, Observation, ToolCall, Verdict
 
@@ -184,7 +181,7 @@ class Pump:
     async def _client_request(self, message: JSONRPCRequest) -> None:
         received = time.perf_counter()
         params = message.params or {}
-        self._note_client(message.method, params)
+        note_client(self.log.info, message.method, params)
         if message.method == "tools/call":
             await self._tools_call(message, received)
             return
@@ -313,7 +310,7 @@ class Pump:
     async def _answer(self, pending: Pending, message: JSONRPCResponse | JSONRPCError) -> None:
         answered = time.perf_counter()
         if isinstance(message, JSONRPCResponse):
-            self._note_server(pending.method, message.result)
+            note_server(self.log.info, pending.method, message.result)
         if (
             pending.method == "tools/list"
             and isinstance(message, JSONRPCResponse)
@@ -323,7 +320,7 @@ class Pump:
             if self.shadow.problem is not None:
                 message = error(message.id, INTERNAL_ERROR, PREFIX + self.shadow.problem.describe())
         if pending.call is None:
-            await self._to_client(self._offered(message) if pending.method == "tools/list" else message)
+            await self._to_client(offered(message, self.options) if pending.method == "tools/list" else message)
             return
         if isinstance(message, JSONRPCError):
             observation = Observation(message.error.message, error=True)
@@ -331,35 +328,11 @@ class Pump:
             await self._to_client(message)  # not a final result (input required, a task): the call is not done
             return
         else:
-            observation, message = self._bounded(message)
+            observation, message = bounded(message, self.options.max_message_bytes)
         verdict = self._settle(pending, observation, answered=answered, sent=time.perf_counter())
         if self.options.enforce and not verdict.accepted and POSTCONDITION in verdict.notes and message.id is not None:
-            message = _after_result(message.id, pending.call.name, verdict)  # the result failed: the client gets why
+            message = after_result(message.id, pending.call.name, verdict)  # the result failed: the client gets why
         await self._to_client(message)
-
-    def _offered(self, message: JSONRPCResponse | JSONRPCError) -> JSONRPCResponse | JSONRPCError:
-        """A tools/list answer without the tools ``--allow-tools``/``--deny-tools`` hide (the shadow saw them all,
-        so a side file naming one still fits)."""
-        if not isinstance(message, JSONRPCResponse) or not isinstance(message.result.get("tools"), list):
-            return message
-        tools = message.result["tools"]
-        shown = [t for t in tools if not isinstance(t, dict) or self.options.offered(str(t.get("name")))]
-        if len(shown) == len(tools):
-            return message
-        return JSONRPCResponse(jsonrpc="2.0", id=message.id, result={**message.result, "tools": shown})
-
-    def _bounded(self, message: JSONRPCResponse) -> tuple[Observation, JSONRPCResponse]:
-        """The result's observation, or an error result in its place when it is over the size bound."""
-        blocks = message.result.get("content")
-        size = sum(len(b.get("text") or "") for b in blocks if isinstance(b, dict)) if isinstance(blocks, list) else 0
-        if size <= self.options.max_message_bytes:
-            return observation_of(message.result), message
-        text = (
-            f"{PREFIX}the server's result ({size:,} characters) is larger than the bound "
-            f"({self.options.max_message_bytes:,}); the call ran, its result was not passed on"
-        )
-        result: JsonObject = {"content": [{"type": "text", "text": text}], "isError": True}
-        return Observation(text, error=True), JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result)
 
     # ------------------------------------------------------------------------------------- bookkeeping
 
@@ -387,24 +360,6 @@ class Pump:
         if self.shadow.problem is not None:
             print(f"{PREFIX}error: {self.shadow.problem.describe()}", flush=True, file=sys.stderr)
 
-    def _note_client(self, method: str, params: JsonMapping) -> None:
-        """The client's name, version and protocol version, from ``initialize`` or a 2026 request's ``_meta``."""
-        info = self.log.info
-        if method == "initialize":
-            info.setdefault("client", identity(params.get("clientInfo")))
-            info.setdefault("protocol_version", params.get("protocolVersion"))
-        meta = params.get("_meta")
-        if isinstance(meta, dict) and CLIENT_INFO_META_KEY in meta and "client" not in info:
-            info["client"] = identity(meta[CLIENT_INFO_META_KEY])
-            info["protocol_version"] = meta.get(PROTOCOL_VERSION_META_KEY)
-
-    def _note_server(self, method: str, result: JsonMapping) -> None:
-        if method == "initialize":
-            self.log.info["server"] = identity(result.get("serverInfo"))
-            self.log.info["protocol_version"] = result.get("protocolVersion")
-        elif method == "server/discover" and isinstance(result.get("_meta"), dict):
-            self.log.info.setdefault("server", identity(result["_meta"].get(SERVER_INFO_META_KEY)))
-
     async def _to_client(self, message: Message) -> None:
         try:
             await self.client.write.send(SessionMessage(message))
@@ -430,19 +385,6 @@ class Pump:
             if late:
                 await self._fail(f"the server did not answer {late[0].method} within {limit:g} s (--call-timeout)")
                 return
-
-
-def _after_result(request_id: int | str, tool: str, verdict: Verdict) -> JSONRPCResponse:
-    """What the client gets, in enforce mode, for a call whose result failed its postcondition: a tool error
-    saying so (the call did run on the server; the record keeps its real result)."""
-    label = verdict.label.value if verdict.label else "rejected"
-    text = (
-        f"{PREFIX}{tool} ran, but its result fails the postcondition: {label}: {verdict.reason}. "
-        "What to do: check the result of this call before going on (it may need undoing or repeating)."
-    )
-    meta = {"prefix-exec/guard": {"refused": True, "after": True, "label": label, "reason": verdict.reason}}
-    result: JsonObject = {"content": [{"type": "text", "text": text}], "isError": True, "_meta": meta}
-    return JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result)
 
 
 def _problem(exc: Exception) -> str:
