@@ -62,7 +62,7 @@ def prefix_exec_side() -> dict[tuple[str, str], int]:
     units: list[Rollout] = list(ground_truth_rollouts())
     units += [u for u in read_results([GLYPHH]) if isinstance(u, Rollout)]
     for rollout in units:
-        with budget.rollout_budget():  # as scoring.py runs every rollout
+        with budget.rollout_budget():  # as scoring/replayer.py runs every rollout
             check = checker.check_rollout(load_task(rollout.task_id), rollout, keep_execution=True)
             replay(with_success(rollout, check.success), env.after(check.execution))
         ys[(rollout.model, rollout.task_id)] = check.success

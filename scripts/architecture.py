@@ -6,7 +6,7 @@ the code really makes, read by grimp (import-linter's graph), one per pair of pa
 proves the code keeps the contract; this script keeps the page equal to both:
 
     python scripts/architecture.py            # rewrite the table between the markers in docs/architecture.md
-    python scripts/architecture.py --check    # exit 1 if the page is out of date (tests/test_architecture.py)
+    python scripts/architecture.py --check    # exit 1 if the page is out of date (make lint runs it)
 
 Run with the package importable (the venv of make setup, or PYTHONPATH=src).
 """

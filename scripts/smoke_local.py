@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -33,7 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prefix_exec.analysis.plan_funnel import funnel_lines, funnel_rows
 from prefix_exec.errors import InputError
+from prefix_exec.llm.inflight import IN_FLIGHT, describe
 from prefix_exec.records.codec import read_records, read_rollouts
 from prefix_exec.records.jsonl import iter_json_lines
 from prefix_exec.records.redaction import redact_text, redact_url
@@ -46,6 +49,30 @@ TASKS = ("multi_turn_base_100", "multi_turn_base_104", "multi_turn_base_105")
 METHODS = ("react", "dual-loop")
 #: How long one request may take: a CPU-only server spends tens of seconds on a BFCL prompt's first pass.
 TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The size of the smoke run: its tasks, model calls per user turn, completion token cap, the dual-loop's
+    validation budget (``k_val``: verification rounds per planned turn) and the seconds one request may take."""
+
+    tasks: tuple[str, ...]
+    max_steps: int
+    max_tokens: int
+    k_val: int
+    timeout: float
+
+
+#: ``full``: three tasks, as a GPU server answers them in minutes. ``cpu``: one task (two user turns) with two
+#: model calls per turn, 128 tokens and one verification round, for a 0.5B model on 2 CPU cores: the recorded
+#: real-model run (tests/data/real-model: median 19 s a request, 6 of 28 answers at the token cap) spent 615 s on
+#: this task's react and dual-loop at 4 steps, 256 tokens and k_val 2; at this profile's sizes that is about 5
+#: minutes (an estimate from those latencies, not a timed run).
+PROFILES = {
+    "full": Profile(TASKS, max_steps=5, max_tokens=512, k_val=3, timeout=TIMEOUT_S),
+    "cpu": Profile(TASKS[:1], max_steps=2, max_tokens=128, k_val=1, timeout=300.0),
+}
+NULL_CONTENT = ("keep", "empty")
 PROBE_TIMEOUT_S = 10.0
 #: The characters of a model answer quoted when no tool call was read.
 QUOTE_CHARS = 300
@@ -88,33 +115,60 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--out", default=env("OUT") or None, help="run folder ($OUT; default a new temporary folder)")
     parser.add_argument(
-        "--tasks", default=env("TASKS") or ",".join(TASKS), help=f"BFCL task ids ($TASKS; default {','.join(TASKS)})"
+        "--profile",
+        choices=sorted(PROFILES),
+        default=env("PROFILE") or "full",
+        help="the run's size ($PROFILE; default full: 3 tasks, 5 steps, 512 tokens, k_val 3, 600 s a request; cpu: "
+        "1 task, 2 steps, 128 tokens, k_val 1, 300 s, for a small model on a CPU: minutes, not an hour). "
+        "The options below override it",
     )
+    parser.add_argument(
+        "--null-content",
+        choices=NULL_CONTENT,
+        default=env("NULL_CONTENT") or "keep",
+        help='empty: send content "" rather than null beside tool calls, which llama-cpp-python\'s server '
+        "answers with a 500 ($NULL_CONTENT; default keep)",
+    )
+    parser.add_argument("--tasks", default=env("TASKS") or None, help="BFCL task ids, comma-separated ($TASKS)")
     parser.add_argument(
         "--methods",
         default=env("METHODS") or ",".join(METHODS),
         help=f"agent variants ($METHODS; default {','.join(METHODS)})",
     )
     parser.add_argument(
-        "--max-steps",
-        type=int,
-        default=int(env("MAX_STEPS") or 5),
-        help="model calls per user turn ($MAX_STEPS; default 5)",
+        "--max-steps", type=int, default=_int(env("MAX_STEPS")), help="calls per user turn ($MAX_STEPS)"
     )
+    parser.add_argument("--max-tokens", type=int, default=_int(env("MAX_TOKENS")), help="token cap ($MAX_TOKENS)")
     parser.add_argument(
-        "--max-tokens",
-        type=int,
-        default=int(env("MAX_TOKENS") or 512),
-        help="completion token cap ($MAX_TOKENS; default 512)",
+        "--k-val", type=int, default=_int(env("K_VAL")), help="dual-loop's verification rounds ($K_VAL)"
     )
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=float(env("TIMEOUT") or TIMEOUT_S),
-        help=f"seconds per request ($TIMEOUT; default {TIMEOUT_S:g})",
-    )
+    parser.add_argument("--timeout", type=float, default=_float(env("TIMEOUT")), help="seconds a request ($TIMEOUT)")
     parser.add_argument("--resume", action="store_true", help="continue an earlier smoke run in --out")
     return parser
+
+
+def _int(text: str | None) -> int | None:
+    return int(text) if text else None
+
+
+def _float(text: str | None) -> float | None:
+    return float(text) if text else None
+
+
+def sized(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` with the profile's value for each size option not given (flag or environment)."""
+    profile = PROFILES[args.profile]
+    given = vars(args)
+    return argparse.Namespace(
+        **{
+            **given,
+            "tasks": args.tasks or ",".join(profile.tasks),
+            "max_steps": args.max_steps or profile.max_steps,
+            "max_tokens": args.max_tokens or profile.max_tokens,
+            "k_val": args.k_val or profile.k_val,
+            "timeout": args.timeout or profile.timeout,
+        }
+    )
 
 
 # ------------------------------------------------------------------------------------------------ the run
@@ -161,6 +215,7 @@ def grid_text(args: argparse.Namespace, tasks: Sequence[str], methods: Sequence[
         "timeout_s": args.timeout,
         "max_retries": 2,
         "max_concurrency": 1,
+        "null_content": args.null_content,
     }
     if args.text_format:
         model["text_format"] = args.text_format
@@ -170,6 +225,7 @@ def grid_text(args: argparse.Namespace, tasks: Sequence[str], methods: Sequence[
         f"methods = {json.dumps(list(methods))}",
         "[agent]",
         f"max_steps = {args.max_steps}",
+        f"k_val = {args.k_val}",
         "[[datasets]]",
         'name = "bfcl"',
         'kind = "bfcl"',
@@ -300,6 +356,10 @@ def report(out: Path, args: argparse.Namespace, planned: int) -> tuple[str, int]
         )
     lines.append("records (T: action slots, FED: first error depth, T + 1 when all are executable; Y: success):")
     lines.extend(rollout_rows(records, {(r.task_id, r.method): r for r in rollouts}))
+    planned = funnel_rows((r.method, r.task_id, r.metadata) for r in rollouts)
+    if planned:
+        lines.append("plans before the executor (per task):")
+        lines.extend(funnel_lines(planned))
     for row in failures:
         lines.append(f"failed unit {row.get('task_id')} / {row.get('method')}: {str(row.get('error'))[:300]}")
     return "\n".join(lines), len(failures)
@@ -309,6 +369,7 @@ def report(out: Path, args: argparse.Namespace, planned: int) -> tuple[str, int]
 
 
 def smoke(args: argparse.Namespace) -> int:
+    args = sized(args)
     if not args.base_url or not args.model:
         raise SmokeError(
             "give --base-url and --model (or BASE_URL and MODEL), e.g. BASE_URL=http://127.0.0.1:8080/v1 MODEL=qwen"
@@ -326,7 +387,21 @@ def smoke(args: argparse.Namespace) -> int:
     grid = out / "smoke-grid.toml"
     if not args.resume or not grid.exists():
         grid.write_text(grid_text(args, tasks, methods), encoding="utf-8")
-    run = run_grid(grid, out / "run", resume=args.resume, max_concurrency=1, log=sys.stderr)
+    try:
+        run = run_grid(grid, out / "run", resume=args.resume, max_concurrency=1, log=sys.stderr)
+    except KeyboardInterrupt:
+        # Returning would wait, at exit, for the unit threads' requests in flight (minutes on a CPU server):
+        # close their connections, say how to resume, and end now.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # a second Ctrl-C ends it at once
+        cancelled = describe(IN_FLIGHT.cancel_all())
+        print(
+            f"smoke-local: interrupted; requests in flight cancelled: {cancelled}; the run folder keeps what "
+            f"finished; to finish it, run it again with the same options and --out {out} --resume",
+            file=sys.stderr,
+            flush=True,
+        )
+        sys.stdout.flush()
+        os._exit(130)
     text, failed = report(out / "run", args, run.planned)
     print(text)
     return 1 if failed or run.aborted else 0

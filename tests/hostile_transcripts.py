@@ -58,6 +58,37 @@ RECORDS: dict[str, dict[str, Any]] = {
         "tools": TOOLS,
     },
     "tau-bench": {"reward": 1.0, "trial": 0, "info": {}, "traj": _CHAT},
+    # Chat as AgentDojo and Cohere write it: calls without ids paired in order, each reply echoing its call,
+    # the tool's exception in `error` beside an empty content, text blocks with `content`
+    "chat-positional": {
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "content": "log in"}]},
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {"id": "", "type": "function", "function": {"name": "login", "arguments": {"u": 1}}},
+                    {"id": None, "function": "login", "args": {"u": 2}},
+                ],
+            },
+            {
+                "role": "tool",
+                "tool_call_id": None,
+                "content": "",
+                "error": "ValueError: No user found",
+                "tool_call": {"function": "login", "args": {"u": 1}, "id": ""},
+            },
+            {
+                "role": "tool",
+                "tool_call_id": "",
+                "content": [{"type": "text", "content": "ok"}],
+                "is_error": False,
+                "status": "success",
+                "tool_call": {"function": {"name": "login", "arguments": '{"u": 2}'}},
+            },
+        ],
+        "metadata": {"suite_name": "s", "name": "user_task_0"},
+        "tools": TOOLS,
+    },
 }
 _GOOD = {"task_id": "g0", "model": "m", "success": 1, "messages": _CHAT, "tools": TOOLS}
 #: Whole ``.json`` documents, and the good task ids each must still yield.
@@ -73,6 +104,22 @@ DOCUMENTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "wrapper": (json.dumps({"data": [_GOOD, 5, {**_GOOD, "task_id": "g1"}], "n": [1]}), ("g0", "g1")),
     "deep-wrapper": (json.dumps({"a": {"b": {"c": {"d": [_GOOD]}}}}), ()),
     "lines-in-json": (json.dumps(_GOOD) + "\n{nope\n" + json.dumps({**_GOOD, "task_id": "g1"}) + "\n", ("g0", "g1")),
+    # records of metadata only (Invariant's export header, a trailer) are skipped, however hostile their metadata
+    "metadata-header-trailer": (
+        "\n".join(
+            [
+                json.dumps({"metadata": {"export": "x" * 10_000, "n": [1] * 1000}}),
+                json.dumps(_GOOD),
+                json.dumps({**_GOOD, "task_id": "g1"}),
+                json.dumps({"summary": {"total": 2}, "stats": None}),
+            ]
+        )
+        + "\n",
+        ("g0", "g1"),
+    ),
+    "metadata-only": (json.dumps({"metadata": {"a": 1}}) + "\n" + json.dumps({"meta": []}) + "\n", ()),
+    "metadata-deep": (json.dumps({"metadata": {}}) + "\n" + '{"metadata": ' + "[" * 50_000 + "]" * 50_000 + "}\n", ()),
+    "metadata-beside-messages": (json.dumps([{**_GOOD, "metadata": {"x": 1}}, {"metadata": {"x": 2}}]), ("g0",)),
     "fifo": (FIFO, ()),
     "dev-zero": (ZERO, ()),
 }

@@ -255,6 +255,33 @@ def evidence_cases() -> Iterator[Case]:
             )
 
 
+def _composite_identity_cases() -> Iterator[Case]:
+    """A composite identity (``--task-id-field metadata.suite_name,metadata.name``) read from a record whose
+    parts hold hostile values, between two good ones (their ids ``s/g0`` and ``s/g1``)."""
+    record = hostile_transcripts.RECORDS["chat-positional"]
+    good = [
+        json.dumps({**record, "metadata": {"suite_name": "s", "name": t}, "model": "m", "success": 1})
+        for t in ("g0", "g1")
+    ]
+    base = {**record, "model": "m", "success": 1}
+    for part in ("suite_name", "name"):
+        for label, raw in values_for(("metadata", part)).items():
+            line = mutate(base, ("metadata", part), raw)
+            yield Case(
+                f"transcripts:composite-identity:metadata.{part}={label}",
+                {
+                    "in.jsonl": "\n".join([good[0], line, good[1]]) + "\n",
+                    "tools.json": json.dumps(hostile_transcripts.TOOLS),
+                },
+                lambda d: [
+                    *("score", "transcripts", str(d / "in.jsonl"), "--tools", str(d / "tools.json")),
+                    *("--task-id-field", "metadata.suite_name,metadata.name", *TRANSCRIPT_FLAGS, str(d / "out.jsonl")),
+                ],
+                "out.jsonl",
+                ("s/g0", "s/g1"),
+            )
+
+
 @register("transcripts")
 def transcript_cases() -> Iterator[Case]:
     """Every other transcript form as JSONL (a hostile value at each path of one record between two good
@@ -288,6 +315,7 @@ def transcript_cases() -> Iterator[Case]:
                 "out.jsonl",
                 ("g0", "g1"),
             )
+    yield from _composite_identity_cases()
     for name, (text, keep) in hostile_transcripts.DOCUMENTS.items():
         yield Case(
             f"transcripts:document:{name}",

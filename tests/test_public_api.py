@@ -40,20 +40,19 @@ def test_every_public_name_is_in_the_public_api_table_with_its_module() -> None:
     assert documented() == prefix_exec.HOMES
 
 
-def test_the_import_loads_nothing_and_replay_stays_the_function() -> None:
-    """In a fresh interpreter: ``import prefix_exec`` loads no other module of ours (nor typing); the function
-    ``replay`` is what the package gives, also after its module ``prefix_exec.replay`` was imported."""
+def test_the_import_loads_nothing_of_ours_and_replay_stays_a_module() -> None:
+    """In a fresh interpreter: ``import prefix_exec`` loads no other module of ours; ``prefix_exec.replay`` is the
+    module (so ``import prefix_exec.replay as m`` and patching ``prefix_exec.replay.replay_session`` work)."""
     code = (
-        "import sys\n"
+        "import inspect, sys\n"
         "import prefix_exec\n"
-        "print(sorted(m for m in sys.modules if m.startswith('prefix_exec')), 'typing' in sys.modules)\n"
-        "import prefix_exec.replay, prefix_exec.scoring.run\n"
-        "from prefix_exec import replay\n"
-        "from prefix_exec.replay import replay as defined\n"
-        "print(replay is defined is prefix_exec.replay)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('prefix_exec')))\n"
+        "import prefix_exec.replay as module\n"
+        "from prefix_exec.replay import replay, replay_session\n"
+        "print(inspect.ismodule(module), module is prefix_exec.replay, module.replay_session is replay_session)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.splitlines() == ["['prefix_exec'] False", "True"]
+    assert done.stdout.splitlines() == ["['prefix_exec']", "True True True"]
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
@@ -64,9 +63,10 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
 
 def test_the_readme_library_example_runs() -> None:
-    from prefix_exec import load_spec, read_rollouts, replay
-
+    """README's "Library" block, as written, run from the repository's root: it scores the ticketing example."""
     root = ARCHITECTURE.parents[1]
-    env = load_spec(root / "examples" / "ticketing" / "tools.yaml")
-    records = [replay(r, env) for r in read_rollouts(root / "examples" / "ticketing" / "rollouts.jsonl")]
-    assert records and all(r.T >= 1 for r in records)
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## Library", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    code = block + "assert records and all(r.T >= 1 for r in records)\nprint(len(records))\n"
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "12"

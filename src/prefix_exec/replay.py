@@ -14,7 +14,7 @@ from prefix_exec.envs.base import Environment, Session
 from prefix_exec.errors import ReplayError
 from prefix_exec.trajectory import FailureLabel, PrefixRecord, Rollout, ToolCall, Verdict, excerpt
 
-__all__ = ["ReplayError", "check", "check_action", "horizon_and_fed", "replay", "replay_session", "with_success"]
+__all__ = ["check", "check_action", "horizon_and_fed", "replay", "replay_session", "with_success"]
 
 
 def check_action(session: Session, call: ToolCall) -> Verdict:

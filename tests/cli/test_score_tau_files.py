@@ -53,12 +53,49 @@ def test_a_bare_list_of_simulations_is_read_with_domain_and_model(
     assert all(r.task_id.startswith("airline/") for r in records)
 
 
-def test_domain_must_agree_with_a_file_that_names_one(
+def test_domain_over_a_file_that_names_one_is_decided_by_its_tools(
     shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = _file(shared_data, tmp_path, lambda data: None)
     assert main(["score", "tau", str(path), "--domain", "retail", "--out", str(tmp_path / "x.jsonl")]) == 2
-    assert "--domain retail, but the file says airline" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--domain retail, but the file's tools are airline's, as it says: 2 of its 4 tool names" in err
+    assert not (tmp_path / "x.jsonl.consistency.json").exists()  # a refused file writes no consistency report
+
+
+def _renamed_domain(name: str) -> Callable[[dict[str, Any]], Any]:
+    def change(data: dict[str, Any]) -> None:
+        data["info"]["environment_info"]["domain_name"] = name
+
+    return change
+
+
+@pytest.mark.parametrize("name", ["airline_tighter_policy", "airline-relaxed"])
+def test_a_policy_variant_is_read_as_its_domain_with_a_note(
+    shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    path = _file(shared_data, tmp_path, _renamed_domain(name))
+    code, records, _ = _score(path, tmp_path)
+    assert code == 0
+    assert len(records) == 2
+    assert all(r.task_id.startswith("airline/") for r in records)
+    assert f"note: domain '{name}' read as airline, a policy variant of it" in capsys.readouterr().err
+
+
+def test_domain_overrides_a_name_replay_does_not_know(
+    shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _file(shared_data, tmp_path, _renamed_domain("airline_v2_strict"))
+    assert _score(path, tmp_path, "--domain", "airline")[0] == 0
+    assert "note: read as --domain airline (the file says airline_v2_strict)" in capsys.readouterr().err
+    unknown = _file(shared_data, tmp_path, _renamed_domain("medical"))
+    out = tmp_path / "m.jsonl"
+    assert main(["score", "tau", str(unknown), "--out", str(out), "--keep-going"]) == 2
+    err = capsys.readouterr().err
+    assert "tau domain 'medical' is not supported" in err
+    assert "telecom and mock" not in err  # the hint fits the name
+    assert "--domain airline|retail" in err
+    assert not Path(f"{out}.consistency.json").exists()  # every file refused: no empty report
 
 
 @pytest.mark.parametrize(

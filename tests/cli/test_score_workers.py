@@ -378,7 +378,7 @@ def test_what_cannot_be_sent_is_replayed_here(ticketing: Path, tmp_path: Path) -
 
     from prefix_exec.envs.custom.environment import load_spec
     from prefix_exec.scoring.run import score_to_file
-    from prefix_exec.scoring.units import Scorable, paired
+    from prefix_exec.scoring.units import Scorable, with_environment
     from prefix_exec.sources.spec import read_units
     from prefix_exec.trajectory import Skipped
 
@@ -386,7 +386,7 @@ def test_what_cannot_be_sent_is_replayed_here(ticketing: Path, tmp_path: Path) -
 
     def units() -> Iterator[Scorable | Skipped]:
         rollouts = read_units([str(ticketing / "rollouts.jsonl")], keep_going=False, model=None, method=None)
-        return paired(rollouts, env)
+        return with_environment(rollouts, env)
 
     score_to_file(units(), tmp_path / "one.jsonl")  # one worker: in this process
     for name, prepare in (("env", None), ("prepare", lambda rollout: rollout)):

@@ -185,3 +185,15 @@ def test_a_precondition_that_raises_leaves_the_state_alone(tmp_path):
         session.step(ToolCall("a", {}))
     assert "precondition hook 'check' of tool 'a' raised ValueError: bad hook at h.py:2" in str(caught.value)
     assert session.state == {}
+
+
+def test_hooks_importing_reject_from_its_old_home_are_told_the_new_import(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """0.1.0's docs had hooks write ``from prefix_exec.envs.custom import Reject``; that module is now a package,
+    so the hooks do not load, and the error says what to write instead."""
+    (tmp_path / "hooks.py").write_text("from prefix_exec.envs.custom import Reject\n", encoding="utf-8")
+    spec = "name: old-hooks\nhooks: hooks.py\ntools:\n  - name: ping\n"  # YAML: a JSON spec never runs code
+    (tmp_path / "tools.yaml").write_text(spec, encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        load_spec(tmp_path / "tools.yaml")
+    assert caught.value.field == "hooks"
+    assert "from prefix_exec import Reject" in (caught.value.hint or "")

@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from prefix_exec.envs.custom.environment import environment_from_tools, load_spec
-from prefix_exec.envs.custom.evidence import ORIGIN_CHECK, PRODUCED_VALUES, EvidencePolicy, compare
+from prefix_exec.envs.custom.evidence import ORIGIN_CHECK, PRODUCED_VALUES, EvidencePolicy, compare_custom
 from prefix_exec.envs.custom.session import CustomEnvironment
 from prefix_exec.records.consistency import Consistency
 from prefix_exec.replay import check, replay
@@ -228,7 +229,7 @@ def test_the_guard_checks_on_a_fork_then_the_answer_steps_the_session(notes: Cus
 
 
 def test_the_consistency_counts_of_the_generic_path(notes: CustomEnvironment) -> None:
-    consistency = Consistency(compare(EvidencePolicy()), theirs="recorded outcome")
+    consistency = Consistency(partial(compare_custom, policy=EvidencePolicy()), theirs="recorded outcome")
     records = [
         # agree: accepted, and accepted
         score(notes, CREATE, call("append_note", {"note_id": "N-1", "text": "x"}, "ok")),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,7 @@ TABLE = [
     (None, "Tool 'fly' not found.", S, "unknown tool"),  # tau2's unknown tool
     (None, "Error: no such function frobnicate", S, "unknown tool"),
     (None, "1 validation error for CreateNote", S, "validation error"),
+    (None, "Error: 2 validation errors for Payment", S, "validation error"),  # tau2's retail
     (None, "argument does not match the schema", S, "validation error"),
     (None, "execute() missing 1 required positional argument: 'text'", S, "missing argument"),
     (None, "'title' is a required property", S, "missing argument"),
@@ -68,7 +70,19 @@ TABLE = [
     (None, "Invalid argument: count must be positive", S, "invalid argument"),
     (None, "Error: invalid JSON in arguments", S, "invalid argument"),
     (None, "could not parse the date", S, "invalid argument"),
+    # AgentDojo's date arguments (datetime.strptime's words)
+    (None, "ValueError: time data '2024-05-26 10:00 AM' does not match format '%Y-%m-%d %H:%M'", S, "format"),
+    (None, "ValueError: unconverted data remains: :00", S, "format"),
+    (None, "Error: wrong date format, use YYYY-MM-DD", S, "format"),
+    (None, "invalid literal for int() with base 10: 'ten'", S, "format"),
     (None, "Error: user not found", D, "not found"),  # tau-bench
+    # an empty search: what was asked for does not exist (AgentDojo's workspace suite)
+    (None, "ValueError: No emails found. Try with a different query.", D, "nothing found"),
+    (None, "ValueError: No events found", D, "nothing found"),
+    (None, "no record for passenger P-3", D, "nothing found"),
+    (None, "No matching files", D, "nothing found"),
+    (None, "ValueError: No travel service status is available for 'lost property'.", D, "nothing found"),
+    (None, "ValueError: No account_recovery_assistance record matches the supplied process_id.", D, "nothing found"),
     (None, "note N-9 not found", D, "not found"),
     (None, "Error: unknown ticket id T-9", D, "unknown id"),
     (None, "invalid order_id", D, "unknown id"),
@@ -171,7 +185,36 @@ def test_the_pattern_and_its_absence() -> None:
     assert (found.by, found.label) == ("pattern", D)
     assert refusal(Observation("Error: x"), custom) is None
     assert DEFAULT_POLICY.error_pattern is not None
-    assert DEFAULT_POLICY.error_pattern.pattern == r"\A\s*Error\b"
+    assert DEFAULT_POLICY.error_pattern.pattern == r"\A\s*(?:Error\b|[\w.]*(?:Error|Exception)\b:)"
+
+
+@pytest.mark.parametrize(
+    ("text", "is_refusal"),
+    [
+        ("Error: user not found", True),
+        ("  ValueError: Channel does not exist!", True),
+        ("pydantic_core._pydantic_core.ValidationError: 1 validation error for send", True),
+        ("TypeError: send() got an unexpected keyword argument 'to'", True),
+        ("RuntimeException: boom", True),
+        ("Errors: 0", False),
+        ("ValueError without a colon", False),
+        ("the ValueError: was handled", False),  # not at the start
+        ('{"error": "x"}', False),
+        ("error: lower case", False),
+    ],
+)
+def test_the_default_pattern_reads_exception_names(text: str, is_refusal: bool) -> None:
+    assert (refusal(Observation(text)) is not None) is is_refusal
+
+
+def test_an_exception_name_is_the_type_when_the_log_names_none() -> None:
+    found = refusal(Observation("KeyError: 'N-9'"))
+    assert found is not None
+    assert (found.error_type, found.label, found.rule) == ("KeyError", D, "not-found error type")
+    named = refusal(Observation("KeyError: 'N-9'", error=True, error_type="conflict"))
+    assert named is not None
+    assert named.error_type == "conflict"  # the log's own kind wins
+    assert evidence.leading_exception("not an exception: x") is None
 
 
 def test_the_pattern_reads_the_first_characters_only() -> None:
@@ -292,7 +335,7 @@ THEIRS = Verdict.reject(
     ],
 )
 def test_disagreements(call: ToolCall, verdict: Verdict, kind: str | None) -> None:
-    found, compared = evidence.disagreements(record((call, verdict)))
+    found, compared = evidence.compare_custom(record((call, verdict)))
     assert compared == 1
     assert [d.kind for d in found] == ([kind] if kind else [])
     if kind == "recorded-refusal":
@@ -307,16 +350,16 @@ def test_disagreements(call: ToolCall, verdict: Verdict, kind: str | None) -> No
 
 
 def test_calls_without_a_recorded_outcome_are_not_compared() -> None:
-    found, compared = evidence.disagreements(record((ToolCall("a"), OK), (ToolCall("b"), OURS)))
+    found, compared = evidence.compare_custom(record((ToolCall("a"), OK), (ToolCall("b"), OURS)))
     assert (found, compared) == ([], 0)
-    no_pattern = evidence.compare(EvidencePolicy(error_pattern=None))
+    no_pattern = partial(evidence.compare_custom, policy=EvidencePolicy(error_pattern=None))
     found, compared = no_pattern(record((ToolCall("a", observation=Observation("Error: x")), OURS)))
     assert [d.kind for d in found] == ["extra-check"]  # without the pattern the reply was a success
 
 
 def test_a_disagreement_keeps_a_bounded_excerpt_of_the_content() -> None:
     huge = ToolCall("a", observation=Observation({"rows": list(range(100_000))}))
-    (entry,), _ = evidence.disagreements(record((huge, OURS)))
+    (entry,), _ = evidence.compare_custom(record((huge, OURS)))
     assert isinstance(entry.recorded_content, str)
     assert len(entry.recorded_content) < 1100
     json.dumps(entry.to_json())

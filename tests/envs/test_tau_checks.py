@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prefix_exec.envs.tau.consistency import count_kinds, disagreements
+from prefix_exec.envs.tau.consistency import compare_tau
 from prefix_exec.envs.tau.information import Evidence, identifier_arguments, unseen
 from prefix_exec.envs.tau.labels import ERROR_TABLE, label_error
+from prefix_exec.records.consistency import Disagreement, count_kinds
 from prefix_exec.trajectory import FailureLabel, Observation, PrefixRecord, ToolCall, Verdict
 
 S, D, P, C = (
@@ -146,6 +147,10 @@ def _record(calls: list[ToolCall], verdicts: list[Verdict]) -> PrefixRecord:
     return PrefixRecord("tau3-retail", "7", "m", "x", 0, len(calls), fed, 1, tuple(verdicts), tuple(calls))
 
 
+def disagreements(record: PrefixRecord) -> list[Disagreement]:
+    return compare_tau(record)[0]
+
+
 def test_consistency_lists_both_directions() -> None:
     ok = Observation("{}", error=False)
     failed = Observation("Error: User not found", error=True)
@@ -164,7 +169,7 @@ def test_consistency_lists_both_directions() -> None:
 
 def test_calls_without_a_recorded_flag_are_not_compared() -> None:
     record = _record([ToolCall("a", observation=Observation("x", None))], [Verdict.reject(S, "bad")])
-    assert disagreements(record) == []
+    assert compare_tau(record) == ([], 0)
 
 
 # --- needs tau2 -----------------------------------------------------------------------------------------

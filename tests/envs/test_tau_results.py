@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from prefix_exec.envs.tau.results import MAX_UNKNOWN_TOOLS, ToolCheck, load_results
+from prefix_exec.envs.tau.results import ToolCheck, load_results
 from prefix_exec.errors import InputError
 from prefix_exec.importers.tau import read_results
 
@@ -99,12 +99,14 @@ def test_the_files_own_tool_list_counts(shared_data: Path, tmp_path: Path) -> No
 @pytest.mark.parametrize(
     ("unknown", "known", "refused"),
     [
-        (MAX_UNKNOWN_TOOLS, 0, False),  # two invented names, even alone, are an agent's mistakes
+        (2, 0, True),  # a medical file read as airline whose agent called two of its tools
+        (1, 0, True),  # 1 of 1: a file whose only name is another domain's
+        (1, 2, False),  # one invented name beside two real ones
+        (0, 0, False),  # no name at all: nothing says it is another domain's
         (3, 3, False),  # half, not more than half
         (3, 2, True),  # the edge: 3 > 2 unknown and 3 of 5 > half
         (3, 11, False),  # a weak agent inventing three tools beside eleven real ones
         (12, 3, True),  # a retail file read as airline
-        (1, 0, False),
     ],
 )
 def test_the_threshold(unknown: int, known: int, refused: bool) -> None:

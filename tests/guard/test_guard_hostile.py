@@ -106,6 +106,7 @@ def test_a_hostile_client_gets_errors_and_the_connection_goes_on(tmp_path: Path)
     row = read_jsonl(tmp_path / "record" / "records.jsonl")[0]
     assert row["T"] == len(HOSTILE_CALLS) + 1 and row["fed"] == 1 and row["label"] == "schema"
     assert row["metadata"]["guard"]["end"] == "the client closed the session"
+    assert "infrastructure" not in row["metadata"]  # a client that ends its session is no failure of the system
 
 
 def test_a_huge_result_is_replaced_by_an_error_and_the_connection_goes_on(tmp_path: Path) -> None:
@@ -138,12 +139,11 @@ def test_a_failing_server_gets_the_client_an_error_and_ends_the_connection(
         assert "Traceback" not in g.stderr()
     row = read_jsonl(tmp_path / "record" / "records.jsonl")[0]
     assert why in row["metadata"]["guard"]["end"] and row["metadata"]["guard"]["ended_at"]
-    # The server's failure is not the agent's: the call is recorded as interrupted, outside the rollout, and the
-    # connection's outcome is the infrastructure's (no label, no FED from it, not a success).
-    assert (row["T"], row["fed"], row["label"], row["success"]) == (1, 2, None, 0)
-    assert [a["name"] for a in row["actions"]] == ["echo"]
-    meta = row["metadata"]["guard"]
-    assert meta["outcome"] == "infrastructure" and [c["tool"] for c in meta["interrupted"]] == [tool]
+    assert row["T"] == 2 and [a["name"] for a in row["actions"]] == ["echo", tool]
+    assert row["actions"][1]["observation"]["error"] is True
+    # the server's failure, not the agent's: the record says so, and metrics leaves it out by default
+    assert why in row["metadata"]["infrastructure"]
+    assert [c["tool"] for c in row["metadata"]["guard"]["interrupted"]] == [tool]
 
 
 def test_sigterm_ends_the_connection_with_the_journal_closed(tmp_path: Path) -> None:
@@ -155,7 +155,7 @@ def test_sigterm_ends_the_connection_with_the_journal_closed(tmp_path: Path) -> 
         assert g.ends_within(30) == 0
     row = read_jsonl(tmp_path / "record" / "records.jsonl")[0]
     assert row["metadata"]["guard"]["end"] == "the guard was stopped by SIGTERM" and row["T"] == 1
-    assert row["success"] == 1 and "outcome" not in row["metadata"]["guard"]
+    assert row["success"] == 1 and "infrastructure" not in row["metadata"]  # nothing was in flight
 
 
 def test_sigterm_with_a_call_in_flight_answers_it_and_records_it_as_interrupted(tmp_path: Path) -> None:
@@ -169,8 +169,9 @@ def test_sigterm_with_a_call_in_flight_answers_it_and_records_it_as_interrupted(
         assert "stopped by SIGTERM" in answer["error"]["message"]
         assert g.ends_within(30) == 0
     row = read_jsonl(tmp_path / "record" / "records.jsonl")[0]
-    # Not a successful session without a tool call: a session whose only call was cut short by the guard's end.
-    assert (row["T"], row["success"], row["no_tool"]) == (1, 0, True)
+    # Not a successful no-tool session: its only call was cut short by the guard's end, an infrastructure failure.
+    assert (row["T"], row["success"], row["no_tool"]) == (1, 0, False)
+    assert "SIGTERM" in row["metadata"]["infrastructure"]
     assert [c["tool"] for c in row["metadata"]["guard"]["interrupted"]] == ["hang"]
 
 

@@ -119,7 +119,7 @@ def test_malformed_messages_skip_the_simulation(tmp_path: Path, messages: list[A
     broken = {"task_id": "1", "reward_info": {"reward": 1.0}, "messages": messages}
     results = read_results(_write(tmp_path, {"info": info, "tasks": [], "simulations": [broken]}))
     assert results.rollouts == ()
-    assert results.sources == ()
+    assert results.raw_simulations == ()
     (skipped,) = results.skipped
     assert "simulations[0]" in skipped.where
     assert fragment in skipped.error
@@ -182,7 +182,7 @@ def test_calls_before_the_first_user_message_are_turn_0(shared_data: Path, tmp_p
 # --- the real files, replayed ---------------------------------------------------------------------------
 
 from prefix_exec.envs.tau import TauEnvironment, load_domain  # noqa: E402
-from prefix_exec.envs.tau.consistency import disagreements  # noqa: E402
+from prefix_exec.envs.tau.consistency import compare_tau  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -210,7 +210,7 @@ def test_fed_is_at_or_before_the_first_recorded_error(replayed: dict[str, Any], 
 
 @pytest.mark.parametrize("domain", FILES)
 def test_replay_agrees_with_every_recorded_error_flag(replayed: dict[str, Any], domain: str) -> None:
-    assert [d.describe() for _, record in replayed[domain] for d in disagreements(record)] == []
+    assert [d.describe() for _, record in replayed[domain] for d in compare_tau(record)[0]] == []
 
 
 def test_labels_on_the_real_files(replayed: dict[str, Any]) -> None:

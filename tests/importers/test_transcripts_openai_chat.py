@@ -113,14 +113,14 @@ def test_identity_from_named_paths_fixed_values_and_defaults() -> None:
         (
             convo({"role": "assistant", "tool_calls": [call(7, "f", "{}")]}),
             "messages[0].tool_calls[0].id",
-            "must be a non-empty string",
+            "must be a string or absent",
         ),
         (
             convo({"role": "tool", "tool_call_id": "zz", "content": "x"}),
             "messages[0].tool_call_id",
             "no earlier tool call",
         ),
-        (convo({"role": "function", "name": "f", "content": "x"}), "messages[0]", "without an earlier function_call"),
+        (convo({"role": "function", "name": "f", "content": "x"}), "messages[0]", "no call without an id is waiting"),
         ({**convo(), "success": 0.5}, "success", "must be 0, 1, true or false"),
         ({**convo(), "trial": -1}, "trial", "integer >= 0"),
         ({**convo(), "task_id": ""}, "task_id", "non-empty"),

@@ -241,7 +241,8 @@ def test_ctrl_c_exits_130_at_once_and_the_run_resumes(launcher: str, tmp_path: P
         assert proc.returncode == 130, err
         assert time.monotonic() - sent < 15, err  # the held calls never answer before the exit
         assert "Traceback" not in err
-        assert "--resume continues" in err
+        assert "finished units are kept" in err
+        assert f"to finish the run: prefix-exec run {grid} --out {out} --resume" in err
         written = rollouts.read_text().count("\n")
         assert 3 <= written < 24, "the signal must land mid-grid"  # 6 tasks x 2 methods x 2 trials
         report = run_grid(grid, out, resume=True)

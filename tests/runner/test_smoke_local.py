@@ -8,6 +8,7 @@ import importlib.util
 import json
 import socket
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -40,7 +41,7 @@ def no_smoke_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """The script reads its defaults from these variables; the tests set them only where they test them."""
     for name in ("BASE_URL", "MODEL", "TOOL_MODE", "TEXT_FORMAT", "API_KEY_ENV", "OUT", "TASKS", "METHODS"):
         monkeypatch.delenv(name, raising=False)
-    for name in ("MAX_STEPS", "MAX_TOKENS", "TIMEOUT"):
+    for name in ("MAX_STEPS", "MAX_TOKENS", "TIMEOUT", "PROFILE", "NULL_CONTENT", "K_VAL"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -260,3 +261,25 @@ def test_help(smoke: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
     text = capsys.readouterr().out
     for variable in ("$BASE_URL", "$MODEL", "$TOOL_MODE", "$TEXT_FORMAT"):
         assert variable in text
+
+
+def test_the_cpu_profile_sizes_the_grid_and_options_override_it(
+    smoke: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PROFILE=cpu: one task, 2 steps, 128 tokens, k_val 1, 300 s; NULL_CONTENT reaches the model's table; a
+    size given as an option (or variable) wins over the profile's."""
+    monkeypatch.setenv("PROFILE", "cpu")
+    monkeypatch.setenv("NULL_CONTENT", "empty")
+    args = smoke.sized(smoke.build_parser().parse_args(["--base-url", "http://127.0.0.1:1/v1", "--model", "m"]))
+    grid = tomllib.loads(smoke.grid_text(args, args.tasks.split(","), ["react", "dual-loop"]))
+    assert grid["datasets"][0]["tasks"] == ["multi_turn_base_100"]
+    assert grid["agent"] == {"max_steps": 2, "k_val": 1}
+    model = grid["models"][0]
+    assert (model["max_tokens"], model["timeout_s"], model["null_content"]) == (128, 300.0, "empty")
+    monkeypatch.setenv("MAX_TOKENS", "64")
+    args = smoke.sized(smoke.build_parser().parse_args(["--max-steps", "3"]))
+    assert (args.max_steps, args.max_tokens, args.k_val) == (3, 64, 1)
+    monkeypatch.delenv("PROFILE")
+    monkeypatch.delenv("MAX_TOKENS")
+    args = smoke.sized(smoke.build_parser().parse_args([]))
+    assert (args.tasks.count(","), args.max_steps, args.max_tokens, args.k_val) == (2, 5, 512, 3)

@@ -28,9 +28,10 @@ from pathlib import Path
 
 import pytest
 
-from prefix_exec.cli import start_workers
+from prefix_exec.cli import WARM, start_workers
 from prefix_exec.scoring.pool import dispatch as pool_dispatch
 from prefix_exec.scoring.pool import schedule as pool_schedule
+from prefix_exec.scoring.pool import sizing
 from prefix_exec.scoring.pool import spawn as pool_spawn
 from prefix_exec.scoring.pool.dispatch import pool_for
 from prefix_exec.scoring.pool.messages import Died
@@ -38,7 +39,7 @@ from prefix_exec.scoring.pool.processes import Frames, Processes
 from prefix_exec.scoring.pool.spawn import PIPE_BYTES, pipe_bytes, system_pipe_bytes, widen
 from prefix_exec.scoring.replayer import Replayer
 from prefix_exec.scoring.run import ScoreOptions, score_to_file
-from prefix_exec.scoring.units import paired
+from prefix_exec.scoring.units import with_environment
 from test_replay import CounterEnv, CounterSession, rollout
 
 MIB = 1 << 20
@@ -112,7 +113,7 @@ def test_workers_started_early_have_pipes_sized_for_the_whole_pool(monkeypatch: 
     """``score --workers 65`` starts one worker early (two cores) for a pool of 64: its pipes are sized for 64
     workers (128 KiB on Linux's defaults), not for one (a megabyte each)."""
     _linux_defaults(monkeypatch)
-    pool_spawn.start_early(1, "custom", pool=64)
+    pool_spawn.start_early(1, WARM["custom"], pool=64)
     try:
         early = pool_spawn._early[0]
         for pipe in (early.orders, early.answers):
@@ -154,7 +155,7 @@ def test_a_worker_started_early_is_adopted_by_the_pool(tmp_path: Path, monkeypat
     """The worker spawned as the command starts is the one the pool uses (it gets its settings as its first
     message); the records are those of one worker."""
     monkeypatch.setattr(pool_dispatch, "REPLAY_HERE", False)
-    pool_spawn.start_early(1, "custom")
+    pool_spawn.start_early(1, WARM["custom"])
     early = pool_spawn._early[0].process
     adopted: list[object] = []
     real = Processes.start
@@ -166,9 +167,11 @@ def test_a_worker_started_early_is_adopted_by_the_pool(tmp_path: Path, monkeypat
     monkeypatch.setattr(Processes, "start", start)
     rollouts = [replace(rollout(("inc", {})), trial=trial) for trial in range(4)]
     score_to_file(
-        paired(rollouts, CounterEnv()), tmp_path / "two.jsonl", options=ScoreOptions(dispatch=pool_for(2, "local"))
+        with_environment(rollouts, CounterEnv()),
+        tmp_path / "two.jsonl",
+        options=ScoreOptions(dispatch=pool_for(2, "local")),
     )
-    score_to_file(paired(rollouts, CounterEnv()), tmp_path / "one.jsonl")
+    score_to_file(with_environment(rollouts, CounterEnv()), tmp_path / "one.jsonl")
     assert adopted[0] is early and len(adopted) == 2  # without REPLAY_HERE: two workers, the second new
     assert pool_spawn._early == []
     assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
@@ -178,7 +181,7 @@ def test_a_worker_no_run_adopts_is_ended() -> None:
     """A worker started early for a command that then scores nothing (a usage error, a quick input) is ended by
     end_early (registered at exit): its pipe closed (it returns once its imports are done: see the next test), or
     killed when it is still importing."""
-    pool_spawn.start_early(1, "transcripts")
+    pool_spawn.start_early(1, WARM["transcripts"])
     process = pool_spawn._early[0].process
     pool_spawn.end_early()
     assert pool_spawn._early == []
@@ -186,8 +189,8 @@ def test_a_worker_no_run_adopts_is_ended() -> None:
 
 
 def test_a_worker_imports_only_the_warm_modules_it_knows(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The modules a worker imports early come from WARM, never from elsewhere (a name that is not there is
-    ignored, even one that exists); its inbox closed before its settings came, it returns. The oracle is the list
+    """The modules a worker imports early are this package's, never another's (a name that is not is ignored,
+    even one that exists); its inbox closed before its settings came, it returns. The oracle is the list
     of names it asked to import (sys.modules would not do: another test in this process may have imported any)."""
     imported: list[str] = []
     monkeypatch.setattr(pool_spawn, "import_module", imported.append)
@@ -219,15 +222,19 @@ def test_the_command_line_starts_the_workers_score_starts_at_once(
 ) -> None:
     """As many as the pool starts at once: min(--workers, cores) - 1 (the reading process is one of them), their
     pipes sized for the pool's --workers - 1."""
-    calls: list[tuple[int, str, int]] = []
+    calls: list[tuple[int, tuple[str, ...], int]] = []
 
-    def start_early(count: int, command: str, *, pool: int) -> None:
-        calls.append((count, command, pool))
+    def start_early(count: int, warm: tuple[str, ...], *, pool: int) -> None:
+        calls.append((count, warm, pool))
 
     monkeypatch.setattr(pool_spawn, "start_early", start_early)
     monkeypatch.setattr(pool_spawn, "usable_cores", lambda: cores)
+    # Without --workers the default sizes the pool to the inputs and the idle cores (scoring/pool/sizing.py): here
+    # a large input on an idle machine, so the default is every core, whatever this machine is doing.
+    monkeypatch.setattr(sizing, "input_bytes", lambda paths, **_: 1 << 40)
+    monkeypatch.setattr(sizing, "load_now", lambda: 0.0)
     start_workers(argv)
-    assert calls == started
+    assert calls == [(count, WARM[command], pool) for count, command, pool in started]
 
 
 def _frames_pair() -> tuple[Frames, Connection]:
@@ -400,12 +407,12 @@ def test_a_worker_that_cannot_load_its_settings_is_not_restarted_all_run(
     rollouts = [replace(rollout(("inc", {})), trial=trial) for trial in range(150)]  # 3 s replayed here
     observer = LookAway(look)
     score_to_file(
-        paired(rollouts, SlowCounterEnv()),
+        with_environment(rollouts, SlowCounterEnv()),
         tmp_path / "two.jsonl",
         on_record=observer,
         options=ScoreOptions(dispatch=pool_for(2)),
     )
-    score_to_file(paired(rollouts, CounterEnv()), tmp_path / "one.jsonl")
+    score_to_file(with_environment(rollouts, CounterEnv()), tmp_path / "one.jsonl")
     assert starts == [0] * pool_schedule.MOST_FAILED_STARTS
     assert observer.taken == len(rollouts)
     assert capsys.readouterr().err.count("ended before it was ready 3 times in a row") == 1
@@ -464,7 +471,9 @@ def test_a_workers_answer_that_does_not_load_here_is_replayed_here(
     for workers, name in ((2, "two.jsonl"), (1, "one.jsonl")):
         with pytest.raises(Picky, match="picky: a hook's own error"):
             score_to_file(
-                paired(rollouts, PickyEnv()), tmp_path / name, options=ScoreOptions(dispatch=pool_for(workers))
+                with_environment(rollouts, PickyEnv()),
+                tmp_path / name,
+                options=ScoreOptions(dispatch=pool_for(workers)),
             )
     assert "a worker's answer could not be read here (TypeError" in capsys.readouterr().err
     assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()

@@ -18,7 +18,7 @@ from prefix_exec.records.codec import read_records
 from prefix_exec.scoring.numbering import Numbering
 from prefix_exec.scoring.pool.dispatch import pool_for
 from prefix_exec.scoring.run import ScoreOptions, score_to_file
-from prefix_exec.scoring.units import Batch, Reading, Scorable, numbered, paired
+from prefix_exec.scoring.units import Batch, Reading, Scorable, numbered, with_environment
 from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped, ToolCall, UnitKey
 from test_replay import CounterEnv, CounterSession, rollout
 
@@ -35,7 +35,7 @@ def units() -> list[Rollout | Skipped]:
 
 def test_keep_going_scores_the_rest_and_lists_every_unit_it_could_not_score(tmp_path: Path) -> None:
     out, log = tmp_path / "r.jsonl", io.StringIO()
-    report = score_to_file(paired(units(), CounterEnv()), out, log=log, options=ScoreOptions(keep_going=True))
+    report = score_to_file(with_environment(units(), CounterEnv()), out, log=log, options=ScoreOptions(keep_going=True))
     records = list(read_records(out))
     assert [(r.task_id, r.fed, r.T) for r in records] == [("t1", 2, 1), ("t2", 2, 2)]
     assert (report.written, report.executable, report.resumed) == (2, 1, 0)
@@ -52,18 +52,18 @@ def test_keep_going_scores_the_rest_and_lists_every_unit_it_could_not_score(tmp_
 def test_without_keep_going_the_first_bad_unit_stops_and_the_records_before_it_stay(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
     with pytest.raises(InputError, match=r"missing.*no task"):
-        score_to_file(paired(units(), CounterEnv()), out)
+        score_to_file(with_environment(units(), CounterEnv()), out)
     assert [r.task_id for r in read_records(out)] == ["t1"]
 
 
 def test_a_full_output_is_refused_then_resumed_without_rescoring(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
     good = [u for u in units() if isinstance(u, Rollout) and u.task_id != "missing"][:2]
-    score_to_file(paired(good[:1], CounterEnv()), out)
+    score_to_file(with_environment(good[:1], CounterEnv()), out)
     with pytest.raises(InputError, match="already holds records"):
-        score_to_file(paired(good, CounterEnv()), out)
+        score_to_file(with_environment(good, CounterEnv()), out)
     env = CounterEnv()
-    report = score_to_file(paired(good, env), out, options=ScoreOptions(resume=True))
+    report = score_to_file(with_environment(good, env), out, options=ScoreOptions(resume=True))
     assert (report.written, report.resumed, env.starts) == (1, 1, 1)
     assert [r.task_id for r in read_records(out)] == ["t1", "t2"]
 
@@ -141,12 +141,12 @@ def test_an_environment_built_from_the_rollout_gets_the_prepared_one_and_only_wh
 
 
 def test_a_duplicate_is_the_same_rollout_and_a_conflict_names_both(tmp_path: Path) -> None:
-    # what numbering leaves sharing an identity (prefix_exec.importers.trials): the same rollout read twice, or with
+    # what numbering leaves sharing an identity (prefix_exec.scoring.numbering): the same rollout read twice, or with
     # --unique-task a different rollout of one task and trial
     first = replace(rollout(("inc", {})), metadata={"source": "f.jsonl:1"})
     other = replace(first, actions=(ToolCall("inc"), ToolCall("inc")), metadata={"source": "f.jsonl:3"})
     report = score_to_file(
-        paired([first, first, other], CounterEnv()),
+        with_environment([first, first, other], CounterEnv()),
         tmp_path / "o.jsonl",
         log=io.StringIO(),
         options=ScoreOptions(keep_going=True),
@@ -172,10 +172,10 @@ def test_numbered_rollouts_resume_onto_the_same_trials(tmp_path: Path) -> None:
         for calls in ((("inc", {}),), (("inc", {}), ("inc", {})), (("need", {"n": 0}),))
     ]
     numbering = Numbering()
-    first = score_to_file(numbered(paired(runs[:2], CounterEnv()), numbering), out)
+    first = score_to_file(numbered(with_environment(runs[:2], CounterEnv()), numbering), out)
     assert first.written == 2 and numbering.describe() is not None
     env = CounterEnv()
-    again = score_to_file(numbered(paired(runs, env), Numbering()), out, options=ScoreOptions(resume=True))
+    again = score_to_file(numbered(with_environment(runs, env), Numbering()), out, options=ScoreOptions(resume=True))
     assert (again.resumed, again.written, env.starts) == (2, 1, 1)
     records = list(read_records(out))
     assert [(r.trial, r.T) for r in records] == [(0, 1), (1, 2), (2, 1)]
@@ -206,7 +206,7 @@ def test_records_are_fsynced_in_groups(
         flushed.append(out.read_text(encoding="utf-8").count("\n"))
 
     rollouts = [replace(rollout(("inc", {})), trial=trial) for trial in range(5)]
-    report = score_to_file(paired(rollouts, CounterEnv()), out, on_record=seen)
+    report = score_to_file(with_environment(rollouts, CounterEnv()), out, on_record=seen)
     assert report.written == 5
     assert flushed == [1, 2, 3, 4, 5]
     assert len(synced) == expected
@@ -250,13 +250,13 @@ def test_an_observer_looks_where_the_record_is_made_and_takes_in_input_order(
     ]  # T = 1, 2, 3, 1, ...
     observer, records = Where(), []
     score_to_file(
-        paired(rollouts, CounterEnv()),
+        with_environment(rollouts, CounterEnv()),
         tmp_path / "a.jsonl",
         on_record=observer,
         options=ScoreOptions(dispatch=pool_for(workers)),
     )
     score_to_file(
-        paired(rollouts, CounterEnv()),
+        with_environment(rollouts, CounterEnv()),
         tmp_path / "b.jsonl",
         on_record=records.append,
         options=ScoreOptions(dispatch=pool_for(workers)),
@@ -268,7 +268,7 @@ def test_an_observer_looks_where_the_record_is_made_and_takes_in_input_order(
     assert [r.key for r in records] == [r.key for r in rollouts]
     assert all(isinstance(r, PrefixRecord) for r in records)
     one = tmp_path / "one.jsonl"
-    score_to_file(paired(rollouts, CounterEnv()), one)
+    score_to_file(with_environment(rollouts, CounterEnv()), one)
     assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes() == one.read_bytes()
 
 
@@ -299,7 +299,7 @@ def test_credentials_in_metadata_json_cannot_hold_are_redacted(
     }
     unit = replace(rollout(("inc", {})), metadata=metadata)
     out = tmp_path / "out.jsonl"
-    score_to_file(paired([unit], CounterEnv()), out, options=ScoreOptions(dispatch=pool_for(workers)))
+    score_to_file(with_environment([unit], CounterEnv()), out, options=ScoreOptions(dispatch=pool_for(workers)))
     [line] = out.read_text(encoding="utf-8").splitlines()
     assert "user:key@" not in line
     redacted = "https://***@example.com/v1"
@@ -328,7 +328,7 @@ def test_an_observer_whose_look_does_not_pickle_is_named(tmp_path: Path) -> None
     rollouts = [replace(rollout(("inc", {})), trial=trial) for trial in range(3)]
     observer, log = Unsendable(), io.StringIO()
     score_to_file(
-        paired(rollouts, CounterEnv()),
+        with_environment(rollouts, CounterEnv()),
         tmp_path / "out.jsonl",
         on_record=observer,
         log=log,

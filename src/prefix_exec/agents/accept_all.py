@@ -35,7 +35,7 @@ from prefix_exec.json_types import JsonMapping
 if TYPE_CHECKING:
     from prefix_exec.agents.variants import Agent
 
-#: :attr:`~prefix_exec.agents.planning.PlanVerdict.source` of the rule's verdicts, and the rule's name.
+#: :attr:`~prefix_exec.agents.planning.PlanVerdict.origin` of the rule's verdicts, and the rule's name.
 RULE = "accept-all"
 
 

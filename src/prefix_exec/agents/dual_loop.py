@@ -97,10 +97,10 @@ def verified_plan(agent: Agent, episode: Episode, request: PlanRequest) -> tuple
                     "input": inputs,
                     "content": done.content,
                     "approved": verdict.approved,
-                    "source": verdict.source,
+                    "source": verdict.origin,
                 },
             )
-            if verdict.source == VERIFIER_FORMAT:
+            if verdict.origin == VERIFIER_FORMAT:
                 episode.count("verifier_parse_errors")
                 if round_ < agent.settings.k_val:
                     asked = verifier_retry_messages(messages, done.content, verdict)
@@ -118,7 +118,7 @@ def verified_plan(agent: Agent, episode: Episode, request: PlanRequest) -> tuple
 
 def revision_messages(base: list[Message], plan: Plan, verdict: PlanVerdict) -> list[Message]:
     """``base`` plus the plan and the feedback on it, asking for a revision (roles keep alternating)."""
-    if verdict.source == PLAN_FORMAT:
+    if verdict.origin == PLAN_FORMAT:
         ask = (
             f"Your plan is not in the required format:\n{verdict.feedback()}\n"
             "Write the whole plan again as one JSON object in the required format."

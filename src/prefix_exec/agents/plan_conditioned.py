@@ -128,8 +128,8 @@ def plan_control_text(plan: Plan, verdict: PlanVerdict | None) -> str:
         )
     if verdict is None or verdict.approved:
         return text
-    if verdict.source == PLAN_FORMAT:
+    if verdict.origin == PLAN_FORMAT:
         return text + "\nThe plan was not verified: it failed the structure check."
-    if verdict.source == VERIFIER_FORMAT:
+    if verdict.origin == VERIFIER_FORMAT:
         return text + "\nThe plan could not be verified: the verifier's answers could not be read."
     return text + f"\nThe plan was not approved by the verifier; its last findings:\n{verdict.feedback()}"

@@ -12,7 +12,7 @@ the error (:attr:`Plan.parse_error`). Whether a tool exists and its arguments fi
 verifier's check, not the parser's.
 
 A verdict is ``{"approved": bool, "issues": [{"step": N, "check": CHECK, "message": TEXT}]}`` with ``CHECK``
-one of :data:`CHECKS`; :attr:`PlanVerdict.source` says whether a verifier gave it, or it stands for a plan that
+one of :data:`CHECKS`; :attr:`PlanVerdict.origin` says whether a verifier gave it, or it stands for a plan that
 failed the structure check (no verifier call) or a verifier answer that could not be read. Model text is only
 ever parsed as JSON.
 """
@@ -29,7 +29,7 @@ from prefix_exec.json_types import JsonMapping
 from prefix_exec.llm.types import ToolSchema
 
 CHECKS = ("tool_existence", "schema", "precondition", "binding")
-#: :attr:`PlanVerdict.source` values: a verifier's verdict, a plan failing the structure check, an unreadable verifier.
+#: :attr:`PlanVerdict.origin` values: a verifier's verdict, a plan failing the structure check, an unreadable verifier.
 VERIFIER, PLAN_FORMAT, VERIFIER_FORMAT = "verifier", "plan_format", "verifier_format"
 
 #: Bounds (characters) on what planning puts in prompts and transcript notes besides the tool listing.
@@ -68,13 +68,13 @@ class Plan:
 
 @dataclass(frozen=True)
 class PlanVerdict:
-    """The verdict on a plan. ``source`` is :data:`VERIFIER`, :data:`PLAN_FORMAT` or :data:`VERIFIER_FORMAT`;
+    """The verdict on a plan. ``origin`` is :data:`VERIFIER`, :data:`PLAN_FORMAT` or :data:`VERIFIER_FORMAT`;
     the last two are never approved and carry a ``format`` issue."""
 
     approved: bool
     issues: tuple[JsonMapping, ...]
     raw: str
-    source: str = VERIFIER
+    origin: str = VERIFIER
 
     def feedback(self) -> str:
         return json.dumps({"approved": self.approved, "issues": [dict(i) for i in self.issues]}, ensure_ascii=False)

@@ -16,7 +16,7 @@ from prefix_exec.analysis.tasksets import task_set_of
 from prefix_exec.envs.tau.pooled import domain_of_record
 from prefix_exec.errors import InputError
 from prefix_exec.methods import split_verifier_variants, verifier_setting
-from prefix_exec.records.codec import Fields, costs_from_json, is_rollout, refuse_old_layout, rollouts_here
+from prefix_exec.records.codec import Fields, check_layout, costs_from_json, is_rollout, rollouts_here
 from prefix_exec.records.jsonl import iter_json_lines
 from prefix_exec.records.redaction import redact_text
 from prefix_exec.trajectory import AgentCost, Unit, UnitKey, agent_cost
@@ -56,7 +56,7 @@ def metric_row_from_json(data: Any, *, path: str | None = None, line: int | None
     if not 1 <= fed <= T + 1:
         f.fail("fed", f"must lie in 1..T+1 = 1..{T + 1}, got {fed}")
     unit = f.unit()
-    refuse_old_layout(f, unit)
+    check_layout(f, unit)
     metadata = data.get("metadata")
     return MetricRow(
         **unit,

@@ -22,7 +22,7 @@ import numpy as np
 
 from prefix_exec.analysis import metrics
 from prefix_exec.analysis.rows import MetricRow
-from prefix_exec.analysis.selection import Selector, pair_conditions
+from prefix_exec.analysis.selection import Condition, Selector, pair_conditions
 from prefix_exec.analysis.stats import (
     DEFAULT_LEVEL,
     DEFAULT_RESAMPLES,
@@ -36,7 +36,6 @@ from prefix_exec.analysis.stats import (
 from prefix_exec.envs.tau.pooled import view_name
 from prefix_exec.json_types import JsonObject
 
-Condition = tuple[str, str, str]
 #: Scalar statistics bootstrapped for every condition, in column order (:data:`analysis.metrics.PER_ROLLOUT`).
 SCALARS = tuple(metrics.PER_ROLLOUT)
 #: Depths k = 1..DEFAULT_CI_DEPTH get a bootstrap interval for PEC(k) (the paper's checkpoints).

@@ -12,7 +12,7 @@ import errno
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from prefix_exec.errors import InputError
 from prefix_exec.extras import missing_message
@@ -35,6 +35,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("report", "prefix_exec.cli.report"),
     ("demo", "prefix_exec.cli.demo"),
     ("run", "prefix_exec.cli.run"),
+    ("show", "prefix_exec.cli.show"),
     ("guard", "prefix_exec.cli.guard"),
 )
 
@@ -126,6 +127,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
     args = parser.parse_args(argv)
+    if args.command == "score" and getattr(args, "workers", 1) is None:  # no --workers: what pays (sizing)
+        from prefix_exec.scoring.pool.sizing import default_for
+        from prefix_exec.scoring.pool.spawn import usable_cores
+
+        ray = getattr(args, "launcher", "local") != "local"  # a cluster's actors: the cores, as before
+        args.workers = usable_cores() if ray else default_for(list(argv), usable_cores())
     try:
         code: int = args.handler(args)
     except InputError as exc:
@@ -158,15 +165,33 @@ def console() -> None:
     sys.exit(main())
 
 
+#: Modules a worker started early may import while it waits for its settings, by the ``score`` subcommand that
+#: starts it (:func:`start_workers`): what unpickling its settings and environment would import anyway. Names never
+#: come from input.
+WARM: Final[dict[str, tuple[str, ...]]] = {
+    "custom": ("prefix_exec.scoring.pool.worker", "prefix_exec.envs.custom.environment"),
+    "transcripts": (
+        "prefix_exec.scoring.pool.worker",
+        "prefix_exec.envs.custom.environment",
+        "prefix_exec.importers.transcripts",
+    ),
+    "bfcl": ("prefix_exec.scoring.pool.worker", "prefix_exec.envs.bfcl"),
+    "tau": ("prefix_exec.scoring.pool.worker", "prefix_exec.envs.tau"),
+    "toolsandbox": ("prefix_exec.scoring.pool.worker",),
+    "inspect": ("prefix_exec.scoring.pool.worker",),
+}
+
+
 def start_workers(argv: Sequence[str]) -> None:
-    """For ``score``, spawn now the worker processes it will start at once (``--workers``, by default the usable
-    cores; none with ``--launcher ray``), so that their start (a Python start and the imports, about 0.3 s
-    each) overlaps this process's instead of following it (:mod:`prefix_exec.scoring.pool.spawn`). ``argv`` is read
-    before parsing: an option spelled otherwise (an abbreviation) is not seen, and a worker started for nothing
-    (a usage error, a quick input) is ended at exit."""
+    """For ``score``, spawn now the worker processes it will start at once (``--workers``, by default what pays:
+    :mod:`prefix_exec.scoring.pool.sizing`; none with ``--launcher ray``), so that their start (a Python start and
+    the imports, about 0.3 s each) overlaps this process's instead of following it
+    (:mod:`prefix_exec.scoring.pool.spawn`). ``argv`` is read before parsing: an option spelled otherwise (an
+    abbreviation) is not seen, and a worker started for nothing (a usage error, a quick input) is ended at exit."""
     if len(argv) < 2 or argv[0] != "score" or any(arg in ("-h", "--help") for arg in argv):
         return
-    from prefix_exec.scoring.pool.spawn import WARM, start_early, usable_cores
+    from prefix_exec.scoring.pool.sizing import default_for
+    from prefix_exec.scoring.pool.spawn import start_early, usable_cores
 
     options: dict[str, str] = {}
     for at, arg in enumerate(argv):
@@ -177,5 +202,5 @@ def start_workers(argv: Sequence[str]) -> None:
         return
     cores = usable_cores()
     wanted = options.get("--workers", "")
-    workers = int(wanted) if wanted.isdigit() else cores
-    start_early(min(workers, cores) - 1, argv[1], pool=workers - 1)  # the pool: this process replays too
+    workers = int(wanted) if wanted.isdigit() else default_for(list(argv), cores)
+    start_early(min(workers, cores) - 1, WARM[argv[1]], pool=workers - 1)  # the pool: this process replays too

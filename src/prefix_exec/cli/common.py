@@ -12,10 +12,11 @@ from prefix_exec import budget
 from prefix_exec.analysis import tasksets
 from prefix_exec.cluster import LAUNCHERS
 from prefix_exec.errors import InputError
+from prefix_exec.importers.infrastructure import Exclusion
 from prefix_exec.importers.trials import TrialRule
 from prefix_exec.records import outputs
 from prefix_exec.scoring.numbering import Numbering
-from prefix_exec.scoring.pool.dispatch import pool_for
+from prefix_exec.scoring.pool.sizing import WORTH_BYTES
 from prefix_exec.scoring.pool.spawn import usable_cores
 from prefix_exec.scoring.run import ScoreOptions, ScoreReport
 
@@ -64,13 +65,14 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workers",
         type=int_between(1, 1024),
-        default=cores,
+        default=None,
         metavar="N",
-        help=f"replay on N processes: this one and N-1 workers it starts (default: the usable cores, {cores} "
-        "here); the records file is byte for byte what --workers 1 (this process alone) writes. Each worker holds "
-        "its own copy of the environments (about 50 MiB; 300 MiB for tau); beyond the cores this process leaves "
-        "idle, workers start after 0.5 s, so a quick input starts none of those "
-        "(docs/architecture.md, 'Scoring on every core')",
+        help=f"replay on N processes: this one and N-1 workers it starts; the records file is byte for byte what "
+        "--workers 1 (this process alone) writes. Default: what pays for itself, never slower than 1: 1 when the "
+        f"inputs are small (under {_mib('bfcl')} MiB for bfcl, {_mib('tau')} MiB for tau, {_mib('transcripts')} MiB "
+        "for the others) or less than half a core is idle (the 1-minute load average), else this process and a "
+        f"worker per idle core, at most the usable cores ({cores} here). Each worker holds its own copy of the "
+        "environments (about 50 MiB; 300 MiB for tau) (docs/architecture.md, 'Scoring on every core')",
     )
     parser.add_argument(
         "--launcher",
@@ -81,17 +83,27 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _mib(command: str) -> int:
+    return WORTH_BYTES[command] >> 20
+
+
 def output_options(args: argparse.Namespace) -> ScoreOptions:
     """score_to_file's options from what :func:`add_scoring_options` parsed, all but ``--out``: resume,
     overwrite, keep_going, the rollout and call budgets, and the pool of the workers and their launcher (none
-    for one worker here: :func:`~prefix_exec.scoring.pool.dispatch.pool_for`)."""
+    for one worker here: :func:`~prefix_exec.scoring.pool.dispatch.pool_for`). One worker here never imports the
+    pool (its transport, schedule and worker side): the pool module is imported only when a pool is asked for."""
+    dispatch = None
+    if args.workers > 1 or args.launcher != "local":
+        from prefix_exec.scoring.pool.dispatch import pool_for
+
+        dispatch = pool_for(args.workers, args.launcher)
     return ScoreOptions(
         resume=args.resume,
         overwrite=args.overwrite,
         keep_going=args.keep_going,
         rollout_seconds=args.rollout_budget,
         call_memory_mb=args.call_memory,
-        dispatch=pool_for(args.workers, args.launcher),
+        dispatch=dispatch,
     )
 
 
@@ -114,6 +126,13 @@ def add_summary_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed, >= 0 (default: %(default)s)")
     tasksets.add_option(parser)
+    parser.add_argument(
+        "--keep-infrastructure-failures",
+        action="store_true",
+        help="count the records of rollouts an infrastructure failure ended (metadata.infrastructure: the guard's "
+        "dead or silent server, a kept inference crash) under their own label 'infrastructure'; by default they "
+        "are left out, and stderr says how many, which, and N with and without them",
+    )
 
 
 def _add_identity_options(parser: argparse.ArgumentParser) -> None:
@@ -151,11 +170,29 @@ def numbering(args: argparse.Namespace) -> Numbering:
     return Numbering(unique=args.unique_task)
 
 
-def finish(report: ScoreReport, out: str, numbered: Numbering | None = None) -> int:
-    """Say what the run did on stderr (with ``numbered``'s renumbered trials first); the exit status."""
+def add_infrastructure_option(parser: argparse.ArgumentParser) -> None:
+    """``--keep-infrastructure-failures``, for the commands whose inputs record the system failing
+    (:mod:`prefix_exec.importers.infrastructure`)."""
+    parser.add_argument(
+        "--keep-infrastructure-failures",
+        action="store_true",
+        help="score rollouts that ended by an infrastructure failure (an inference crash, a model server error, "
+        "tau2's infrastructure_error) like the others; by default they are left out of the records, so of "
+        "PEC/FED/TER, and counted and listed on stderr",
+    )
+
+
+def finish(
+    report: ScoreReport, out: str, numbered: Numbering | None = None, infrastructure: Exclusion | None = None
+) -> int:
+    """Say what the run did on stderr (with ``numbered``'s renumbered trials first, then ``infrastructure``'s
+    excluded or kept rollouts); the exit status (an excluded infrastructure failure is no error)."""
     note = numbered.describe() if numbered is not None else None
     if note:
         print(f"prefix-exec: trials: {note}", file=sys.stderr)
+    said = infrastructure.describe(report.written + report.resumed) if infrastructure is not None else None
+    if said:
+        print(f"prefix-exec: infrastructure: {said}", file=sys.stderr)
     print(f"prefix-exec: {report.describe()} -> {out}", file=sys.stderr)
     return 2 if report.skipped else 0
 

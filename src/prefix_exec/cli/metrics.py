@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from prefix_exec.analysis import tasksets
+from prefix_exec.analysis import infrastructure, tasksets
 from prefix_exec.analysis.coverage import coverage_warnings
 from prefix_exec.analysis.rows import METRIC_FIELDS, read_metric_rows
 from prefix_exec.analysis.success_given import absent_note, absent_success
@@ -117,6 +117,12 @@ def handle(args: argparse.Namespace) -> int:
     rows = read_metric_rows(args.records, redact=True)
     if not rows:
         raise InputError("no records found", path=", ".join(args.records), hint="score some rollouts first")
+    applied = infrastructure.apply(rows, infrastructure.marked(args.records), keep=args.keep_infrastructure_failures)
+    if applied.note() is not None:
+        print(f"prefix-exec: infrastructure: {applied.note()}", file=sys.stderr)
+    rows = applied.rows
+    if not rows:
+        raise InputError("every record is an infrastructure failure", hint="--keep-infrastructure-failures counts them")
     for warning in tasksets.check_pooling(((r.dataset, r.task_set) for r in rows), allow=args.mix_task_sets):
         print(f"prefix-exec: warning: {warning}", file=sys.stderr)
     for warning in coverage_warnings(args.records, rows):

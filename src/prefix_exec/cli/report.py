@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from prefix_exec.analysis import tasksets
+from prefix_exec.analysis import infrastructure, tasksets
 from prefix_exec.analysis.coverage import coverage_warnings
 from prefix_exec.cli.common import add_summary_options, checkpoint_depths, condition_pair
+from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.report import Options, load, write_report
 from prefix_exec.report.build import FORMATS
@@ -84,6 +85,17 @@ def handle(args: argparse.Namespace) -> int:
     if not args.no_plots:
         require("matplotlib", why="the report's figures", alternative="pass --no-plots for a report without figures")
     records = load(args.inputs)
+    ended = [r for r in records if isinstance(r.metadata.get(infrastructure.KEY), str)]
+    if ended and not args.keep_infrastructure_failures:  # the system's failures, not the agents': not in the tables
+        records = [r for r in records if not isinstance(r.metadata.get(infrastructure.KEY), str)]
+        print(
+            f"prefix-exec: infrastructure: {len(ended)} rollouts ended by an infrastructure failure left out of "
+            f"PEC/FED/TER: N = {len(records)} without them, {len(records) + len(ended)} with them "
+            "(--keep-infrastructure-failures keeps them)",
+            file=sys.stderr,
+        )
+        if not records:
+            raise InputError("every record is an infrastructure failure", hint="--keep-infrastructure-failures")
     for warning in tasksets.check_pooling(
         ((r.dataset, tasksets.task_set_of(r.metadata)) for r in records), allow=args.mix_task_sets
     ):

@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
+import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 from prefix_exec.cli.common import non_negative_int, positive_int
@@ -88,19 +91,48 @@ def handle(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt:
         # Every finished unit is already fsynced; units in flight are lost as with a kill, which --resume
-        # handles. Exiting at once spares the wait for in-flight LLM calls (threads cannot be stopped).
-        print(
-            f"\nprefix-exec: interrupted; finished units are kept in {args.out}; --resume continues",
-            file=sys.stderr,
-            flush=True,
-        )
+        # handles. Their requests' connections are closed (a server computing an answer sees the client go),
+        # and exiting at once spares the wait for them (threads cannot be stopped).
+        interrupted(args)
         _exit_now(130)
     print(f"prefix-exec: {report.describe()} -> {args.out}", file=sys.stderr, flush=True)
+    for line in plan_lines(Path(args.out)):
+        print(line, file=sys.stderr, flush=True)
     if report.aborted:
         # Units still in flight would go on calling a failing endpoint until they finish, and their results
         # are not written any more; everything written is already on disk.
         _exit_now(1)
     return 1 if report.failed else 0
+
+
+def interrupted(args: argparse.Namespace) -> None:
+    """Close the requests in flight and say what was kept and how to resume; a second Ctrl-C from here on ends
+    the process at once."""
+    from prefix_exec.llm.inflight import IN_FLIGHT, describe
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    cancelled = IN_FLIGHT.cancel_all()
+    resume = f"prefix-exec run {shlex.quote(str(args.grid))} --out {shlex.quote(str(args.out))} --resume"
+    print(
+        f"\nprefix-exec: interrupted; requests in flight cancelled: {describe(cancelled)}; finished units are kept "
+        f"in {args.out}; to finish the run: {resume}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def plan_lines(out: Path) -> list[str]:
+    """Where the planning methods' plans went before the executor, per task (:mod:`prefix_exec.analysis.plan_funnel`),
+    from the run's records; nothing for a run without planning methods or records."""
+    from prefix_exec.analysis.plan_funnel import funnel_lines, funnel_rows
+    from prefix_exec.records.codec import read_records
+
+    records = out / "records.jsonl"
+    if not records.is_file():
+        return []
+    rows = ((r.method, r.task_id, r.metadata) for r in read_records(records))
+    found = funnel_rows(rows)
+    return ["prefix-exec: plans before the executor:", *funnel_lines(found)] if found else []
 
 
 def _exit_now(code: int) -> None:

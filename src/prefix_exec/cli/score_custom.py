@@ -18,10 +18,11 @@ from prefix_exec.cli.common import (
     output_options,
     trial_rule,
 )
+from prefix_exec.cli.spec_options import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
 from prefix_exec.envs.custom.environment import load_spec
 from prefix_exec.envs.recipe import Recipe
-from prefix_exec.scoring.units import paired
-from prefix_exec.sources.spec import add_spec_options, note_schema_only, policy_of, read_units, score_on_spec, spec_of
+from prefix_exec.scoring.units import with_environment
+from prefix_exec.sources.spec import read_units
 
 
 def register(benchmarks: Any, name: str) -> None:
@@ -55,7 +56,7 @@ def handle(args: argparse.Namespace) -> int:
     recipe = Recipe(load_spec, (args.tools,), {"hooks": args.hooks, "policy": policy})  # built again per worker
     inputs: list[str | Path] = [*args.rollouts, args.tools, *([args.hooks] if args.hooks else [])]
     report = score_on_spec(
-        paired(trials.rollouts(units), env, recipe),
+        with_environment(trials.rollouts(units), env, recipe),
         args,
         policy=policy,
         desc=f"scoring {env.name}",

@@ -1,8 +1,8 @@
 """``prefix-exec score inspect``: replay inspect_ai eval logs (``.eval``/``.json``) on our environments.
 
 inspect_evals' BFCL multi-turn samples go to the BFCL environment and its tau2 airline/retail samples to the
-tau environment, mapped to what the native importers produce (``importers/inspect_bfcl.py``,
-``importers/inspect_tau.py``), so they get the same replay, labels and Y rules as native files. Any other task
+tau environment, mapped to what the native importers produce (``importers/inspect/bfcl.py``,
+``importers/inspect/tau.py``), so they get the same replay, labels and Y rules as native files. Any other task
 is replayed on the generic environment: on the tool spec given with ``--tools``, or without it on each sample's
 own tool list (the tools its model calls were offered; schema checks only, an empty list included), with the
 recorded outcomes as evidence (:mod:`envs.custom.evidence`); ``sources.inspect`` pairs each sample
@@ -26,6 +26,7 @@ from prefix_exec.cli.common import (
     output_options,
     trial_rule,
 )
+from prefix_exec.cli.spec_options import add_spec_options, add_tau2_data_option, note_schema_only, policy_of
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.inspect.archive import ReadBounds
@@ -33,8 +34,6 @@ from prefix_exec.importers.inspect.log import log_files
 from prefix_exec.importers.inspect.reader import read_log
 from prefix_exec.scoring.run import score_to_file
 from prefix_exec.sources.inspect import SUPPORTED, InspectSources, is_benchmark
-from prefix_exec.sources.spec import add_spec_options, note_schema_only, policy_of
-from prefix_exec.sources.tau import add_tau2_data_option
 from prefix_exec.trajectory import Skipped
 
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from typing import Any
 
 from prefix_exec.cli.common import (
+    add_infrastructure_option,
     add_scoring_options,
     consistency_path,
     finish,
@@ -20,19 +22,22 @@ from prefix_exec.cli.common import (
     output_options,
     trial_rule,
 )
-from prefix_exec.envs.tau.consistency import Consistency, Disagreement
+from prefix_exec.cli.spec_options import add_tau2_data_option
+from prefix_exec.envs.tau.consistency import compare_tau
 from prefix_exec.envs.tau.pooled import TAU_DOMAINS
 from prefix_exec.envs.tau.regrade import regrade_files
-from prefix_exec.envs.tau.results import LoadedResults, load_results
+from prefix_exec.envs.tau.results import LoadedResults, check_override, load_results
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
+from prefix_exec.importers.infrastructure import Exclusion
 from prefix_exec.importers.tau import TauResults, read_results
-from prefix_exec.records.codec import RECORD_KIND, is_unpooled, read_records
+from prefix_exec.records.codec import RECORD_KIND, first_unpooled, read_records
+from prefix_exec.records.consistency import Consistency, Disagreement
 from prefix_exec.records.jsonl import completed_keys
 from prefix_exec.scoring.run import score_to_file
 from prefix_exec.scoring.units import Scorable
-from prefix_exec.sources.tau import add_tau2_data_option, tau_units
-from prefix_exec.trajectory import Skipped
+from prefix_exec.sources.tau import tau_units
+from prefix_exec.trajectory import Rollout, Skipped
 
 
 def register(benchmarks: Any, name: str) -> None:
@@ -60,8 +65,9 @@ def register(benchmarks: Any, name: str) -> None:
     parser.add_argument(
         "--domain",
         choices=TAU_DOMAINS,
-        help="the domain of files that do not name theirs (info.environment_info.domain_name); a file whose tool "
-        "names are mostly not the domain's is refused (docs/tau.md)",
+        help="the domain of the files, over the one a file names (info.environment_info.domain_name: a policy "
+        "variant such as airline_tighter_policy); a file whose tool names are mostly not the domain's is refused "
+        "(docs/tau.md)",
     )
     parser.add_argument(
         "--parallel-calls",
@@ -71,34 +77,42 @@ def register(benchmarks: Any, name: str) -> None:
         "or sequential (each sees the results of the calls before it; for harnesses that log steps that way)",
     )
     add_tau2_data_option(parser)
+    add_infrastructure_option(parser)
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     require("tau2", "loguru", why="tau2's domains replay the calls")
     if args.resume:
-        _refuse_old_layout(args.out)
+        _check_resumable_layout(args.out)
     files: list[LoadedResults[TauResults]] = []
     units: list[Scorable | Skipped] = []
     mismatched: list[Disagreement] = []
     trials, rule = numbering(args), trial_rule(args)
+    infrastructure = Exclusion(keep=args.keep_infrastructure_failures)
     for path in args.results:
         # An unreadable file, one of a domain replay does not model (telecom, say) or one whose tools are another
         # domain's is one file's error.
         try:
             results = read_results(path, model=args.model, method=args.method, domain=args.domain, trials=rule)
+            check_override(results, results.named_domain, args.tau2_data)
             loaded = load_results(results, args.tau2_data, sequential=args.parallel_calls == "sequential")
         except InputError as exc:
             if not args.keep_going:
                 raise
             units.append(Skipped(path, exc.describe()))  # reported by score_to_file, never dropped
             continue
+        for note in loaded.results.notes:
+            print(f"prefix-exec: {loaded.results.path}: note: {note}", file=sys.stderr)
+        # the system's failures (tau2's infrastructure_error) leave the file's rollouts before they are numbered
+        kept = tuple(r for r in infrastructure.filter(loaded.results.rollouts) if isinstance(r, Rollout))
+        loaded = replace(loaded, results=replace(loaded.results, rollouts=kept))
         loaded, scorable = tau_units(loaded, trials, args.tau2_data, name=loaded.results.path, notes=sys.stderr)
         files.append(loaded)
         units += scorable
         mismatched += loaded.mismatches()
     target = consistency_path(args, args.results)
-    consistency = Consistency()
+    consistency = Consistency(compare_tau)
     # tau2's modules, the domains and every file's tasks and rollouts live to the end: on the shared data each full
     # collection walked them all (0.2-0.4 s apiece); frozen, the run's collections take 0.35 s in all, not 0.7 s.
     freeze_loaded()
@@ -113,18 +127,19 @@ def handle(args: argparse.Namespace) -> int:
     )
     if args.resume:  # the kept records were scored by an earlier run: compare every record of the output again
         consistency.compare_again(read_records(args.out))
-    consistency.write(target, sys.stderr, first=mismatched)
+    if files or args.resume:  # a run whose every file was refused has no consistency to report (no empty file)
+        consistency.write(target, sys.stderr, first=mismatched)
     unregraded = 0
     if args.regrade:
         unregraded = regrade_files(files, consistency.scored, keep_going=args.keep_going, log=sys.stderr)
-    status = finish(report, args.out, trials)
+    status = finish(report, args.out, trials, infrastructure)
     return 2 if unregraded else status
 
 
-def _refuse_old_layout(out: str) -> None:
+def _check_resumable_layout(out: str) -> None:
     """An output written before tau3 was pooled (``tau3-airline``, task ``18``) cannot be resumed: every
     simulation would be scored again under its new id (``airline/18``) beside the old record."""
-    old = next((k for k in sorted(completed_keys(out, kind=RECORD_KIND)) if is_unpooled(k[0], k[1])), None)
+    old = first_unpooled(completed_keys(out, kind=RECORD_KIND))
     if old is not None:
         raise InputError(
             f"this output holds records made before tau3 was pooled (dataset {old[0]}, task {old[1]}); task ids are "

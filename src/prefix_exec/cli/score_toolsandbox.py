@@ -19,7 +19,7 @@ from prefix_exec.envs.toolsandbox import recorded_environment
 from prefix_exec.importers.toolsandbox.importer import ImportOptions, read_toolsandbox
 from prefix_exec.sampling import read_names
 from prefix_exec.scoring.run import score_to_file
-from prefix_exec.scoring.units import paired
+from prefix_exec.scoring.units import with_environment
 from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
 
 
@@ -86,7 +86,7 @@ def handle(args: argparse.Namespace) -> int:
 
     trials = numbering(args)
     report = score_to_file(
-        paired(trials.rollouts(units), recorded_environment),
+        with_environment(trials.rollouts(units), recorded_environment),
         args.out,
         desc="scoring toolsandbox",
         on_record=note_faults,

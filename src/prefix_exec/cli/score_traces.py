@@ -18,6 +18,7 @@ from prefix_exec.cli.common import (
     output_options,
     trial_rule,
 )
+from prefix_exec.cli.spec_options import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
 from prefix_exec.envs.custom.evidence import EvidencePolicy
 from prefix_exec.errors import InputError
 from prefix_exec.importers.traces import FORMATS, TraceFile, TraceIdentity
@@ -25,7 +26,6 @@ from prefix_exec.importers.transcripts import Identity, unreadable
 from prefix_exec.records.jsonl import expand_inputs
 from prefix_exec.scoring.units import Scorable, numbered
 from prefix_exec.sources.own_tools import SCHEMA_ONLY_NOTE, OwnLists
-from prefix_exec.sources.spec import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
 from prefix_exec.trajectory import Skipped
 
 #: File names a folder is searched for.

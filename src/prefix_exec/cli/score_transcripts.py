@@ -18,6 +18,7 @@ from prefix_exec.cli.common import (
     output_options,
     trial_rule,
 )
+from prefix_exec.cli.spec_options import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
 from prefix_exec.envs.custom.environment import load_spec
 from prefix_exec.envs.custom.evidence import EvidencePolicy
 from prefix_exec.envs.custom.session import CustomEnvironment
@@ -34,13 +35,13 @@ from prefix_exec.importers.transcripts import (
 from prefix_exec.records.jsonl import expand_inputs
 from prefix_exec.scoring.units import Batch, Scorable, Undecoded, numbered
 from prefix_exec.sources.own_tools import SCHEMA_ONLY_NOTE, OwnLists
-from prefix_exec.sources.spec import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
 from prefix_exec.trajectory import Skipped
 
 #: The records' note when a conversation's own tools list served as its spec.
 #: The identity fields a ``--<name>-field PATH`` option reads from a conversation, and each option's help.
 FIELDS = {
-    "task_id": "task id (default: task_id, metadata.task_id or id)",
+    "task_id": "task id (default: task_id, metadata.task_id or id); several comma-separated paths are joined "
+    "with '/' (metadata.suite_name,metadata.name: AgentDojo's task names repeat across suites)",
     "success": "final success, 0/1 or true/false (default: success, metadata.success, reward or metadata.reward)",
     "model": "model (default: model or metadata.model; or a fixed --model)",
     "method": "method (default: method or metadata.method, else 'default'; or a fixed --method)",

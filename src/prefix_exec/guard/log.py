@@ -11,8 +11,7 @@ made once, when it settles (:class:`ConnectionLog`), and a :class:`Snapshot` spl
 so making a call's text costs O(1) and the lines O(connection).
 
 Final success Y is not something a proxy sees. The stated rule (:data:`SUCCESS_RULE`): 1 when the connection's
-last call was accepted and none was interrupted (:meth:`ConnectionLog.interrupt`), else 0, and 0 without a call;
-``metadata.success_rule`` says so.
+last call was accepted, else 0, and 0 without a call; ``metadata.success_rule`` says so.
 """
 
 from __future__ import annotations
@@ -30,12 +29,9 @@ from prefix_exec.replay import horizon_and_fed
 from prefix_exec.trajectory import PrefixRecord, Rollout, ToolCall, Verdict
 
 SUCCESS_RULE = (
-    "heuristic: 1 when the session's last tool call was accepted and no call was interrupted by the server or the "
-    "guard ending; 0 without a tool call (a proxy never sees the task's outcome)"
+    "heuristic: 1 when the session's last tool call was accepted; 0 without a tool call (a proxy never sees the "
+    "task's outcome)"
 )
-#: ``metadata.guard.outcome`` of a connection the server or the guard cut short (calls in flight interrupted):
-#: not the agent's failure, so no label; the calls are listed in ``metadata.guard.interrupted``, outside the rollout.
-INFRASTRUCTURE = "infrastructure"
 # Placeholders spliced with the JSON text of each list (a string no JSON encoder writes for our own fields).
 _ACTIONS, _VERDICTS, _CALLS = "\x00actions\x00", "\x00verdicts\x00", "\x00calls\x00"
 
@@ -107,8 +103,8 @@ class ConnectionLog:
 
     def interrupt(self, call: ToolCall, reason: str) -> None:
         """A call in flight when the server failed (exited, timed out) or the guard was stopped: the client got an
-        error, and the call is recorded as interrupted, outside the rollout (it is no step of the agent's)."""
-        self.info["outcome"] = INFRASTRUCTURE
+        error; the call is listed in ``metadata.guard.interrupted`` (the connection's ``metadata.infrastructure``
+        says why it ended, so ``metrics`` leaves it out by default)."""
         interrupted = self.info.setdefault("interrupted", [])
         assert isinstance(interrupted, list)
         interrupted.append({"tool": call.name, "arguments": dict(call.arguments), "reason": reason, "at": now_iso()})
@@ -165,8 +161,10 @@ class Snapshot:
         whole lines instead."""
         guard = {**self.info, "calls": _CALLS}
         metadata = {"source": "prefix-exec guard", "success_rule": SUCCESS_RULE, "guard": guard}
+        if isinstance(self.info.get("infrastructure"), str):  # the server failed: not the agent's rollout
+            metadata["infrastructure"] = self.info["infrastructure"]
         if self.actions:
-            success = int(self.last_accepted and self.info.get("outcome") != INFRASTRUCTURE)
+            success = int(self.last_accepted)
             T, fed = horizon_and_fed(len(self.actions), self.fed)
             verdicts = "[" + ",".join(self.verdicts) + "]"
         else:

@@ -118,8 +118,12 @@ class Pump:
 
     async def interrupt(self, reason: str) -> None:
         """End the connection from outside (a signal): each request in flight is answered with an error saying
-        ``reason``, and each call in flight recorded as interrupted."""
-        await self._fail(reason)
+        ``reason`` and each call in flight recorded as interrupted (the connection then ended for the system's
+        reason, an infrastructure failure); with nothing in flight it simply ends."""
+        if self.pending:
+            await self._fail(reason)
+        else:
+            self._finish(reason)
 
     async def run(self) -> str:
         """Pump until the connection ends; returns why it ended."""
@@ -145,11 +149,15 @@ class Pump:
         if self.end_reason is not None:
             return
         self.end_reason = reason
+        # The server failed (exited, went silent, wrote garbage): the connection ended for the system's reason,
+        # not the agent's, and its record says so (an infrastructure failure: docs/guard.md).
+        self.log.info["infrastructure"] = reason
         for request_id, pending in list(self.pending.items()):
             del self.pending[request_id]
-            if pending.call is not None:  # not the agent's step: recorded as interrupted, outside the rollout
+            if pending.call is not None:  # recorded with the error as its observation, and listed as interrupted
                 self.log.interrupt(pending.call, reason)
-                self.connection.save()  # before the client has the error, as every settled call
+                observation = Observation(PREFIX + reason, error=True)
+                self._settle(pending, observation, answered=time.perf_counter(), sent=time.perf_counter())
             await self._to_client(error(request_id, INTERNAL_ERROR, PREFIX + reason))
         self._finish(reason)
 

@@ -35,6 +35,7 @@ from prefix_exec.envs.bfcl.calls import CallSyntaxError, bind_positional, parse_
 from prefix_exec.envs.bfcl.checker import BFCL_CALLS, executed_calls
 from prefix_exec.envs.bfcl.tasks import CATEGORIES, BfclTask, all_tasks
 from prefix_exec.errors import InputError
+from prefix_exec.importers.infrastructure import mark, system_failure
 from prefix_exec.importers.trials import FROM_INPUT, TrialError, TrialRule, trial_fields
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.records.jsonl import expand_inputs, numbered_lines
@@ -214,6 +215,9 @@ def read_result_file(
         actions, fmt, turns, notes = _decoded(row["result"], prompting_y)
         row_model, row_method = identity(path, model, method, fmt)
         rollout = task_rollout(task_id, row_model, row_method, actions, category, turns, {"source": where, **notes})
+        crash = notes.get("inference_error")
+        if isinstance(crash, str) and system_failure(crash):  # the model server's failure, not the agent's
+            rollout = mark(rollout, crash)
         yield replace(rollout, **trial)
 
 

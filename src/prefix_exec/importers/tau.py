@@ -36,15 +36,18 @@ from typing import Any
 
 from prefix_exec.envs.tau.dispatch import depth_error
 from prefix_exec.envs.tau.domain import Provenance
-from prefix_exec.envs.tau.pooled import TAU3, qualify
+from prefix_exec.envs.tau.pooled import TAU3, TAU_DOMAINS, qualify
 from prefix_exec.errors import InputError
 from prefix_exec.importers.arguments import decode_arguments
+from prefix_exec.importers.infrastructure import mark
 from prefix_exec.importers.trials import FROM_INPUT, TrialError, TrialRule, trial_fields
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.records.jsonl import check_regular_file
 from prefix_exec.trajectory import Observation, Rollout, Skipped, ToolCall
 
 REWARD_TOLERANCE = 1e-9
+#: tau2's termination reason for a simulation the system ended (an API disconnect), not the agent.
+INFRASTRUCTURE_ERROR = "infrastructure_error"
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,12 @@ class TauResults:
     skipped: tuple[Skipped, ...] = ()
     simulations: tuple[JsonMapping, ...] = field(default=(), repr=False)
     #: The simulation each rollout was read from (same order as ``rollouts``).
-    sources: tuple[JsonMapping, ...] = field(default=(), repr=False)
+    raw_simulations: tuple[JsonMapping, ...] = field(default=(), repr=False)
+    #: What the reading decided that the user should hear (a policy variant read as its domain, --domain over
+    #: the file's own), for stderr.
+    notes: tuple[str, ...] = ()
+    #: The domain the file names (``info.environment_info.domain_name``), ``""`` when it names none.
+    named_domain: str = ""
 
     @property
     def offered_tools(self) -> tuple[str, ...]:
@@ -128,7 +136,7 @@ def read_results(
         )
     raw_info = data.get("info")
     info: JsonMapping = raw_info if isinstance(raw_info, Mapping) else {}
-    domain = _domain(info, domain, text_path)
+    domain, domain_note = _domain(info, domain, text_path)
     raw_agent = info.get("agent_info")
     agent: JsonMapping = raw_agent if isinstance(raw_agent, Mapping) else {}
     model = model or agent.get("llm")
@@ -141,7 +149,7 @@ def read_results(
         )
     method = method or str(agent.get("implementation") or "llm_agent")
     tasks = {str(t["id"]): t for t in data.get("tasks") or [] if isinstance(t, Mapping) and "id" in t}
-    rollouts, skipped, sources = _read_simulations(
+    rollouts, skipped, raw = _read_simulations(
         data["simulations"], text_path, domain=domain, model=str(model), method=method, trials=trials
     )
     return TauResults(
@@ -152,7 +160,9 @@ def read_results(
         rollouts=rollouts,
         skipped=skipped,
         simulations=tuple(data["simulations"]),
-        sources=sources,
+        raw_simulations=raw,
+        notes=(domain_note,) if domain_note else (),
+        named_domain=_named_domain(info),
     )
 
 
@@ -173,36 +183,54 @@ def _load_json(path: str | Path) -> Any:
         raise InputError(f"not usable JSON ({str(exc).split(';')[0]})", path=text_path) from None
 
 
-def _domain(info: JsonMapping, given: str | None, text_path: str) -> str:
-    """The file's domain: ``info.environment_info.domain_name``, else ``given`` (``--domain``). Naming neither,
-    or two different ones, raises :class:`InputError`."""
-    environment = info.get("environment_info")
-    named = str((environment.get("domain_name") if isinstance(environment, Mapping) else None) or "")
-    if named and given and named != given:
-        raise InputError(
-            f"--domain {given}, but the file says {named}",
-            path=text_path,
-            field="info.environment_info.domain_name",
-            hint="drop --domain for files that name their domain",
-        )
-    domain = named or given or ""
-    if not domain:
+def _domain(info: JsonMapping, given: str | None, text_path: str) -> tuple[str, str | None]:
+    """The file's domain and what to say of it: ``given`` (``--domain``) when there is one, over the file's own
+    ``info.environment_info.domain_name`` (the file's tool names then decide whether it is: :func:`prefix_exec.
+    envs.tau.results.check_tools`); else the file's, a policy variant of a known domain
+    (``airline_tighter_policy``, ``airline-relaxed``: the same tools and database) read as that domain. Naming
+    neither raises :class:`InputError`."""
+    named = _named_domain(info)
+    if given:
+        if named and named != given:
+            return given, f"read as --domain {given} (the file says {named}); its tool names must be {given}'s"
+        return given, None
+    if not named:
         raise InputError(
             "the file does not say its domain",
             path=text_path,
             field="info.environment_info.domain_name",
             hint="pass --domain airline or --domain retail",
         )
-    return domain
+    base = variant_of(named)
+    if base is None:
+        return named, None
+    return base, (
+        f"domain {named!r} read as {base}, a policy variant of it (the same tools and database; replay checks "
+        f"calls, not the policy text); its tasks are {base}'s ({base}/N): score variants to separate --out files "
+        "to keep them apart"
+    )
+
+
+def _named_domain(info: JsonMapping) -> str:
+    environment = info.get("environment_info")
+    return str((environment.get("domain_name") if isinstance(environment, Mapping) else None) or "")
+
+
+def variant_of(name: str) -> str | None:
+    """The known domain ``name`` is a variant of (``airline_tighter_policy`` -> ``airline``: the domain's name
+    followed by ``_`` or ``-``), or ``None`` (a known domain itself, or none)."""
+    if name in TAU_DOMAINS:
+        return None
+    return next((d for d in TAU_DOMAINS if name.startswith(d) and name[len(d) : len(d) + 1] in ("_", "-")), None)
 
 
 def _read_simulations(
     simulations: Sequence[Any], text_path: str, *, domain: str, model: str, method: str, trials: TrialRule
 ) -> tuple[tuple[Rollout, ...], tuple[Skipped, ...], tuple[JsonMapping, ...]]:
     """The rollouts of the readable simulations, the others skipped with the reason, and the readable ones'
-    simulation objects (``sources``, aligned with the rollouts)."""
+    simulation objects (``raw_simulations``, aligned with the rollouts)."""
     rollouts: list[Rollout] = []
-    sources: list[JsonMapping] = []
+    raw: list[JsonMapping] = []
     skipped: list[Skipped] = []
     for index, simulation in enumerate(simulations):
         where = f"{text_path}: simulations[{index}]"
@@ -212,7 +240,7 @@ def _read_simulations(
             continue
         try:
             rollouts.append(
-                rollout_of(simulation, domain=domain, model=model, method=method, source=text_path, trials=trials)
+                rollout_of(simulation, domain=domain, model=model, method=method, read_from=text_path, trials=trials)
             )
         except TrialError as exc:
             skipped.append(Skipped(where, f"input error: {exc}"))
@@ -220,8 +248,8 @@ def _read_simulations(
         except (KeyError, TypeError, ValueError) as exc:
             skipped.append(Skipped(where, f"unreadable simulation: {exc!r}"))
             continue
-        sources.append(simulation)
-    return tuple(rollouts), tuple(skipped), tuple(sources)
+        raw.append(simulation)
+    return tuple(rollouts), tuple(skipped), tuple(raw)
 
 
 def _unscorable(simulation: Any) -> str | None:
@@ -246,7 +274,7 @@ def rollout_of(
     domain: str,
     model: str,
     method: str,
-    source: str = "",
+    read_from: str = "",
     trials: TrialRule = FROM_INPUT,
 ) -> Rollout:
     """One simulation as a rollout (see the module docstring), its trial where ``trials`` says (the
@@ -276,7 +304,7 @@ def rollout_of(
             if first_error is None and action.observation is not None and action.observation.error:
                 first_error = len(actions)
     reward = float((simulation.get("reward_info") or {})["reward"])
-    return Rollout(
+    rollout = Rollout(
         dataset=TAU3,
         task_id=qualify(domain, str(simulation["task_id"])),
         model=model,
@@ -291,9 +319,12 @@ def rollout_of(
             "termination_reason": simulation.get("termination_reason"),
             "reward": reward,
             "first_recorded_error": first_error,
-            "source": Path(source).name if source else None,
+            "source": Path(read_from).name if read_from else None,
         },
     )
+    if simulation.get("termination_reason") == INFRASTRUCTURE_ERROR:  # tau2's own word for the system failing
+        return mark(rollout, f"tau2 ended the simulation with termination_reason {INFRASTRUCTURE_ERROR}")
+    return rollout
 
 
 def _messages(simulation: JsonMapping) -> list[JsonMapping]:

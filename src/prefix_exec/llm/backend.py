@@ -39,6 +39,7 @@ from prefix_exec.llm.cache import ResponseCache, request_key
 from prefix_exec.llm.client import import_openai, openai_client
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.llm.decode import decode_answer, response_problem
+from prefix_exec.llm.inflight import IN_FLIGHT, Cancelled
 from prefix_exec.llm.textcalls import with_tools_prompt
 from prefix_exec.llm.tool_support import ToolsRejected, error_message, rejects_tools, tool_support
 from prefix_exec.llm.types import BackendError, Completion, Message, RetryEvent, ToolSchema
@@ -191,23 +192,24 @@ class ChatBackend:
         mode = "text" if text_mode else ("auto" if tools and self.config.tool_mode == "auto" else "native")
         request = self._request(messages, tools)
         cache_key = {"base_url": self.config.base_url, "text_mode": text_mode, "scope": self.scope, **request}
-        hit = self.cache.get(cache_key) if self.cache is not None else None
-        # An entry that fails the check (stored by a version that cached before checking) is asked again.
-        if hit is not None and response_problem(hit[0]) is None:
-            return self._completion(hit[0], role, hit[1], mode, cached=True)
+        cached = self._cached(cache_key, role, mode, tools)
+        if cached is not None:
+            return cached
         retries: list[RetryEvent] = []
         queue_s = backoff_s = 0.0
         for attempt in range(1, self.config.max_retries + 2):
             asked = time.perf_counter()
             started: float | None = None
             try:
-                with self._slots:
+                with self._slots, IN_FLIGHT.track(role, self._client.close):
                     started = time.perf_counter()
                     queue_s += started - asked
                     response = self._post(request)
                     latency = time.perf_counter() - started
                 break
             except (self._openai.APIError, _BadAnswer) as exc:
+                if IN_FLIGHT.cancelled.is_set():  # its connection was closed by Ctrl-C: not a fault to retry
+                    raise Cancelled(f"{self._where()}: the run was interrupted") from None
                 if isinstance(exc, self._openai.APIStatusError) and self._falls_back(tools, error_message(exc)):
                     raise ToolsRejected(error_message(exc)) from None
                 if isinstance(exc, self._openai.BadRequestError):
@@ -227,6 +229,10 @@ class ChatBackend:
                     self.on_retry(event)
                 self._sleep(event.delay_s)
                 backoff_s += event.delay_s
+            except RuntimeError:  # the HTTP client closed under it ("the client has been closed")
+                if IN_FLIGHT.cancelled.is_set():
+                    raise Cancelled(f"{self._where()}: the run was interrupted") from None
+                raise
         if self.cache is not None:
             self.cache.put(cache_key, response, latency)
         return self._completion(
@@ -235,10 +241,24 @@ class ChatBackend:
             latency,
             mode,
             cached=False,
+            tools=tools,
             retries=tuple(retries),
             queue_s=queue_s,
             backoff_s=backoff_s,
         )
+
+    def _cached(self, key: JsonObject, role: str, mode: str, tools: Sequence[ToolSchema]) -> Completion | None:
+        """The cache's answer to the request ``key``, or ``None`` to ask the endpoint. The request is kept in the cache
+        first (``prefix-exec show`` sees it in flight); an entry that fails the answer check (stored by a version
+        that cached before checking) is asked again."""
+        if self.cache is None:
+            return None
+        reading = {"role": role, "mode": mode, "text_format": self.config.text_format}
+        self.cache.asked(key, {**reading, "tools": [tool.name for tool in tools]})
+        hit = self.cache.get(key)
+        if hit is not None and response_problem(hit[0]) is None:
+            return self._completion(hit[0], role, hit[1], mode, cached=True, tools=tools)
+        return None
 
     def _post(self, request: JsonObject) -> JsonObject:
         """The checked body of one request; raises ``APIError`` for an error status, ``_BadAnswer`` for a bad body.
@@ -315,6 +335,7 @@ class ChatBackend:
         mode: str,
         *,
         cached: bool,
+        tools: Sequence[ToolSchema] = (),
         retries: tuple[RetryEvent, ...] = (),
         queue_s: float = 0.0,
         backoff_s: float = 0.0,
@@ -326,6 +347,7 @@ class ChatBackend:
             role=role,
             model=self.config.model,
             latency_s=latency,
+            tools=frozenset(tool.name for tool in tools),
         )
         # Milliseconds: taking a free slot costs microseconds, which is no wait worth recording.
         queued, slept = round(queue_s, 3), round(backoff_s, 3)

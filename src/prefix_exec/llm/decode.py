@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
 
 from prefix_exec.json_types import JsonObject
+from prefix_exec.llm.cut_calls import LENGTH
 from prefix_exec.llm.textcalls import decode_arguments, read_text_calls
 from prefix_exec.llm.types import Completion, Message
 from prefix_exec.trajectory import CallCost, ToolCall
@@ -50,7 +52,14 @@ def response_problem(body: object) -> str | None:
 
 
 def decode_answer(
-    body: JsonObject, *, mode: str, text_format: str, role: str, model: str, latency_s: float
+    body: JsonObject,
+    *,
+    mode: str,
+    text_format: str,
+    role: str,
+    model: str,
+    latency_s: float,
+    tools: Collection[str] = (),
 ) -> Completion:
     """The answer in a checked body: its text, tool calls, the assistant message to append and its cost.
 
@@ -60,17 +69,20 @@ def decode_answer(
     server's tool parser would have read it). Native calls, and calls read in ``auto``, are written in the
     appended message as ``tool_calls`` with their arguments as a JSON string, the form every server accepts
     back, even when this server sent them as an object; the appended message's content is then the prose left.
+    ``tools`` (the declared tools' names) lets a JSON call after prose be read (:mod:`prefix_exec.llm.trailing_call`);
+    an answer that stopped at ``max_tokens`` has the call it cut as a parse failure (:mod:`prefix_exec.llm.cut_calls`).
     """
     message = body["choices"][0]["message"]
+    cut = body["choices"][0].get("finish_reason") == LENGTH
     content: str | None = message.get("content")
     cost = _cost(body, role=role, model=model, latency_s=latency_s)
     if mode == "text":
-        read = read_text_calls(content, text_format)
+        read = read_text_calls(content, text_format, tools=tools, cut=cut)
         out: Message = {"role": "assistant", "content": content or ""}
         return Completion(content, read.calls, out, cost, text_format=read.format)
     calls = tuple(_native_call(tc) for tc in message.get("tool_calls") or [])
     if not calls and mode == "auto" and content:
-        read = read_text_calls(content, text_format)
+        read = read_text_calls(content, text_format, tools=tools, cut=cut)
         if read.calls:
             # Ids from the text, so a re-asked request (the cache, a resume) writes the same conversation;
             # 9 letters and digits, the only form Mistral's templates take.

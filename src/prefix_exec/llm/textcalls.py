@@ -15,12 +15,14 @@ a parse error (a schema failure at replay).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from prefix_exec.llm.cut_calls import cut_off
 from prefix_exec.llm.text_formats import READERS
 from prefix_exec.llm.text_reading import MAX_TEXT_CHARS, json_reason
+from prefix_exec.llm.trailing_call import read_trailing_call
 from prefix_exec.llm.types import Message, ToolSchema
 from prefix_exec.trajectory import ToolCall
 
@@ -94,18 +96,34 @@ def with_tools_prompt(
     return out
 
 
-def read_text_calls(text: str | None, text_format: str = "auto") -> TextCalls:
+def read_text_calls(
+    text: str | None, text_format: str = "auto", *, tools: Collection[str] = (), cut: bool = False
+) -> TextCalls:
     """The calls ``text`` makes in ``text_format`` (``auto``: the first format of :data:`AUTO_ORDER` that
-    recognises it). Only the first :data:`~prefix_exec.llm.text_reading.MAX_TEXT_CHARS` characters are read."""
+    recognises it). Only the first :data:`~prefix_exec.llm.text_reading.MAX_TEXT_CHARS` characters are read.
+
+    ``tools``: the declared tools' names; with ``auto`` or ``json``, an answer no reader took whose last block
+    is JSON calls of these tools is read as ``json`` (:mod:`prefix_exec.llm.trailing_call`). ``cut``: the
+    answer stopped at ``max_tokens``; a call it cut is a parse failure (:mod:`prefix_exec.llm.cut_calls`)."""
     if not text:
         return TextCalls(None, (), None)
     window = text[:MAX_TEXT_CHARS]
+    read = TextCalls(text.strip() or None, (), None)
     for name in AUTO_ORDER if text_format == "auto" else (text_format,):
         found = READERS[name](window)
         if found is not None and found.calls:
-            calls = tuple(replace(call, call_id=f"text-{i}") for i, call in enumerate(found.calls))
-            return TextCalls(found.prose, calls, name)
-    return TextCalls(text.strip() or None, (), None)
+            read = TextCalls(found.prose, found.calls, name)
+            break
+    else:
+        trailing = read_trailing_call(window, tools) if text_format in ("auto", "json") else None
+        if trailing is not None:
+            read = TextCalls(trailing.prose, trailing.calls, "json")
+    calls = cut_off(window, read.prose, read.calls) if cut else read.calls
+    if not calls:
+        return TextCalls(read.prose, (), None)
+    numbered = tuple(replace(call, call_id=f"text-{i}") for i, call in enumerate(calls))
+    # A cut call no reader took (a tag, a fence or JSON opened at the end) is named by the format asked for.
+    return TextCalls(read.prose, numbered, read.format or text_format)
 
 
 def decode_arguments(name: str, call_id: str | None, raw: Any) -> ToolCall:

@@ -23,6 +23,7 @@ from prefix_exec.trajectory import (
     PrefixRecord,
     Rollout,
     ToolCall,
+    UnitKey,
     Verdict,
     excerpt,
 )
@@ -34,7 +35,7 @@ RECORD_KIND = "record"
 #: hostile ``"T": 10**18`` would otherwise ask for exabytes; real rollouts have tens to hundreds of calls.
 MAX_T = 100_000
 #: The layout before tau3 was pooled: these datasets, with a bare task id (``18``, not ``airline/18``), were
-#: written by prefix-exec 0.1.0 until 2026-12-01. Their records are refused with the fix (:func:`refuse_old_layout`).
+#: written by prefix-exec 0.1.0 until 2026-12-01. Their records are refused with the fix (:func:`check_layout`).
 UNPOOLED_DATASETS = ("tau3-airline", "tau3-retail")
 
 
@@ -282,7 +283,13 @@ def is_unpooled(dataset: str, task_id: str) -> bool:
     return dataset in UNPOOLED_DATASETS and "/" not in task_id
 
 
-def refuse_old_layout(f: Fields, unit: JsonObject) -> None:
+def first_unpooled(keys: Iterable[UnitKey]) -> UnitKey | None:
+    """The first of ``keys`` (in sorted order) in the layout before tau3 was pooled, or ``None``: an output holding
+    one cannot be resumed, since its units would be scored again under their qualified ids beside the old ones."""
+    return next((key for key in sorted(keys) if is_unpooled(key[0], key[1])), None)
+
+
+def check_layout(f: Fields, unit: JsonObject) -> None:
     """Raise for a scored row in the layout before tau3 was pooled (:func:`is_unpooled`), which this version no
     longer reads: its unit would not match the same rollout scored now."""
     dataset, task_id = unit["dataset"], unit["task_id"]
@@ -335,7 +342,7 @@ def record_from_json(data: Any, *, path: str | None = None, line: int | None = N
     _check_version(f, RECORD_KIND)
     unit = f.unit()
     metadata = f.get("metadata", dict, required=False, default={})
-    refuse_old_layout(f, unit)
+    check_layout(f, unit)
     try:
         return PrefixRecord(
             **unit,
@@ -365,12 +372,9 @@ def rollouts_here(path: str | None, line: int | None) -> InputError:
 
 def is_rollout(data: Any) -> bool:
     """A rollout row (``kind: rollout``, or actions without T and fed), read where scored records belong."""
-    if not isinstance(data, Mapping):
-        return False
-    return data.get("kind") == ROLLOUT_KIND or ("actions" in data and "T" not in data and "fed" not in data)
-
-
-# ---------------------------------------------------------------------------------------------- files
+    return isinstance(data, Mapping) and (
+        data.get("kind") == ROLLOUT_KIND or ("actions" in data and "T" not in data and "fed" not in data)
+    )
 
 
 def read_rollouts(path: str | Path) -> Iterator[Rollout]:

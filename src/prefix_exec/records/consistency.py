@@ -3,14 +3,16 @@
 A record holds our verdict of each replayed call and, on the call, what the run recorded when it made it
 (``ToolCall.observation``). Where the two disagree the entry is listed, never hidden; a comparison function
 (``Compare``) decides per record which calls disagree and how many it compared, and says why by each entry's
-``kind``. Two comparisons exist:
+``kind``. Two comparisons exist, both of one signature, ``(record) -> (entries, calls compared)``:
 
-- tau's (:mod:`prefix_exec.envs.tau.consistency`): our replay on tau2's toolkit against tau2's ``error`` flags;
-- the generic environment's (:func:`prefix_exec.envs.custom.evidence.compare`): our own checks against the recorded
-  outcome (an error flag, or a reply the error pattern matches).
+- tau's (:func:`prefix_exec.envs.tau.consistency.compare_tau`): our replay on tau2's toolkit against tau2's
+  ``error`` flags;
+- the generic environment's (:func:`prefix_exec.envs.custom.evidence.compare_custom`, its policy bound by
+  ``functools.partial``): our own checks against the recorded outcome (an error flag, or a reply the error
+  pattern matches).
 
-:class:`Consistency` collects one scoring run's entries (``score_to_file``'s ``on_record``) and writes the
-report: a JSON list of :meth:`Disagreement.to_json`, and one line on stderr.
+:class:`Consistency` (``Consistency(<the comparison>)``) collects one scoring run's entries (``score_to_file``'s
+``on_record``) and writes the report: a JSON list of :meth:`Disagreement.to_json`, and one line on stderr.
 """
 
 from __future__ import annotations

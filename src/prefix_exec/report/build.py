@@ -6,8 +6,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from prefix_exec.analysis.selection import Condition
 from prefix_exec.analysis.stats import DEFAULT_RESAMPLES
-from prefix_exec.analysis.summary import DEFAULT_CI_DEPTH, Condition, Summary, summarize, to_json
+from prefix_exec.analysis.summary import DEFAULT_CI_DEPTH, Summary, summarize, to_json
 from prefix_exec.report import plots
 from prefix_exec.report.cells import Table
 from prefix_exec.report.cost import condition_costs, cost_tables

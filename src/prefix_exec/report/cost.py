@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from prefix_exec.analysis.rows import MetricRow
-from prefix_exec.analysis.summary import Condition, ConditionSummary, Summary
+from prefix_exec.analysis.selection import Condition
+from prefix_exec.analysis.summary import ConditionSummary, Summary
 from prefix_exec.report.cells import Cell, Table, difference_columns, estimate_cell, number_cell, text_cell
 from prefix_exec.report.inputs import verifier_setting
 from prefix_exec.report.layout import Anchors, blocks_of, is_dual_loop, is_plan_conditioned, tagged_rows

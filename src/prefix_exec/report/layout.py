@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from prefix_exec.analysis.summary import Condition, ConditionSummary, Summary
+from prefix_exec.analysis.selection import Condition
+from prefix_exec.analysis.summary import ConditionSummary, Summary
 from prefix_exec.methods import Method, method_key, method_of
 
 #: The paper's method order; a record's method name is matched by :func:`~prefix_exec.methods.method_of`.

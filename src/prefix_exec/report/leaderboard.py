@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from prefix_exec.analysis.selection import select
-from prefix_exec.analysis.summary import Condition, Summary
+from prefix_exec.analysis.selection import Condition, select
+from prefix_exec.analysis.summary import Summary
 from prefix_exec.errors import InputError
 from prefix_exec.report.cells import Cell, Table, plain_headers, text_cell
 from prefix_exec.report.layout import Anchors, Block, leaderboard_blocks, tagged_rows

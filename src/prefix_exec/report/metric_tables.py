@@ -47,7 +47,9 @@ TABLE2_CSV = (
 TABLE2_BOLD = (1, 2, 3, 5, 6)
 TABLE2_NOTE = (
     "RR: Wilson interval on RR-Eligible, undefined when nothing failed. Bold: block maximum per column at "
-    "the shown precision, ties included (not significance)."
+    "the shown precision, ties included (not significance). N counts agents' rollouts: one an infrastructure "
+    "failure ended (an inference crash, a model server error, a dead MCP server, tau2's infrastructure_error) "
+    "is left out and counted on stderr, unless --keep-infrastructure-failures keeps it."
 )
 
 

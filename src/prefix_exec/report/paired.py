@@ -18,9 +18,9 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from prefix_exec.analysis.selection import label, pair_conditions, split_pair
+from prefix_exec.analysis.selection import Condition, label, pair_conditions, split_pair
 from prefix_exec.analysis.stats import Estimate
-from prefix_exec.analysis.summary import Condition, PairedComparison, Summary
+from prefix_exec.analysis.summary import PairedComparison, Summary
 from prefix_exec.json_types import JsonObject
 from prefix_exec.methods import Method, method_of
 from prefix_exec.report.cells import Cell, Table, difference_columns, estimate_cell, number_cell, text_cell

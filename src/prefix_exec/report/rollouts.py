@@ -29,7 +29,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from prefix_exec.analysis.summary import Condition, ConditionSummary
+from prefix_exec.analysis.selection import Condition
+from prefix_exec.analysis.summary import ConditionSummary
 from prefix_exec.report.layout import Anchors
 from prefix_exec.trajectory import FailureLabel, PrefixRecord, ToolCall, Verdict
 

@@ -3,7 +3,10 @@
 Under nohup, Slurm or CI, stderr is a file and a bar would be one long line of carriage returns, so the
 runner prints plain lines there instead (also on a terminal of unknown width, where tqdm draws nothing).
 Both show units done of all units (including those a ``--resume`` found finished), units failed, tokens
-and cost so far, retries and the ETA of what is left.
+and cost so far, retries, the ETA of what is left, and the requests in flight per role with the oldest one's
+age (:mod:`prefix_exec.llm.inflight`: a local model takes minutes a request, and a run whose only line was
+"0/4 units done" for minutes looked stuck). The bar's clock and the requests in flight are redrawn every
+second; off a terminal a line is printed every minute.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import time
 from typing import Protocol, TextIO
 
 from tqdm import tqdm
+
+from prefix_exec.llm.inflight import IN_FLIGHT, describe
 
 
 class Tally(Protocol):
@@ -34,24 +39,43 @@ class Progress:
     finishes (workers starting, long units), and one line at the start.
     """
 
-    def __init__(self, total: int, initial: int, log: TextIO, tally: Tally, *, interval_s: float = 30.0) -> None:
+    def __init__(self, total: int, initial: int, log: TextIO, tally: Tally, *, interval_s: float = 60.0) -> None:
         self.total, self.initial, self.log, self.tally, self.interval_s = total, initial, log, tally, interval_s
         self.started = time.monotonic()
         self.bar: tqdm[None] | None = None
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
+        self._lock = threading.Lock()  # the bar is drawn by the ticker and by update()
         if _is_terminal(log):
             self.bar = tqdm(total=total, initial=initial, desc="units", unit="unit", file=log, smoothing=0.1)
-            return
-        print(f"prefix-exec run: {total} units, {initial} already done; starting", file=log, flush=True)
-        self._ticker = threading.Thread(target=self._tick, name="progress", daemon=True)
+            self._ticker = threading.Thread(target=self._redraw, name="progress", daemon=True)
+        else:
+            print(f"prefix-exec run: {total} units, {initial} already done; starting", file=log, flush=True)
+            self._ticker = threading.Thread(target=self._tick, name="progress", daemon=True)
         self._ticker.start()
 
     def update(self) -> None:
         if self.bar is not None:
-            t = self.tally
-            self.bar.set_postfix(failed=t.failed, tokens=t.tokens, usd=f"{t.usd:.2f}", retries=t.retries, refresh=False)
-            self.bar.update(1)
+            with self._lock:
+                self._postfix()
+                self.bar.update(1)
+
+    def _postfix(self) -> None:
+        assert self.bar is not None
+        t = self.tally
+        self.bar.set_postfix_str(
+            f"failed={t.failed}, tokens={t.tokens}, usd={t.usd:.2f}, retries={t.retries}, "
+            f"in flight: {describe(IN_FLIGHT.snapshot())}",
+            refresh=False,
+        )
+
+    def _redraw(self) -> None:
+        """Redraw the bar every second: tqdm redraws only on an update, and a unit can take many minutes."""
+        while not self._stop.wait(1.0):
+            with self._lock:
+                if self.bar is not None:
+                    self._postfix()
+                    self.bar.refresh()
 
     def _tick(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -65,7 +89,8 @@ class Progress:
         eta = f"ETA {_clock(elapsed / finished * left)}" if finished else "ETA unknown"
         return (
             f"prefix-exec run: {self.initial + t.written}/{self.total} units done, {t.failed} failed, "
-            f"{t.tokens} tokens, ${t.usd:.2f}, {t.retries} retries, {_clock(elapsed)} elapsed, {eta}"
+            f"{t.tokens} tokens, ${t.usd:.2f}, {t.retries} retries, {_clock(elapsed)} elapsed, {eta}; "
+            f"requests in flight: {describe(IN_FLIGHT.snapshot())}"
         )
 
     def close(self) -> None:

@@ -32,7 +32,7 @@ from prefix_exec.drivers.base import Driver
 from prefix_exec.errors import InputError
 from prefix_exec.llm.cache import ResponseCache
 from prefix_exec.records import outputs
-from prefix_exec.records.codec import is_unpooled, read_rollouts, record_to_json, rollout_to_json
+from prefix_exec.records.codec import first_unpooled, read_rollouts, record_to_json, rollout_to_json
 from prefix_exec.records.jsonl import JsonlWriter, completed_keys, latest_by_unit
 from prefix_exec.replay import replay
 from prefix_exec.runner.credentials import needs_redaction, write_grid_copy
@@ -248,7 +248,7 @@ def check_pooled_ids(grid: Grid, done: set[UnitKey], out: Path) -> None:
     """Refuse to resume tau units made before tau3 was pooled (``tau3-airline``, task ``18``): the grid now
     names them ``airline/18``, so they would silently run again beside the old ones."""
     tau = {d.name for d in grid.datasets if d.kind == "tau"}
-    old = next((key for key in sorted(done) if key[0] in tau and is_unpooled(key[0], key[1])), None)
+    old = first_unpooled(key for key in done if key[0] in tau)
     if old is not None:
         raise InputError(
             f"this run directory holds tau units made before tau3 was pooled (dataset {old[0]}, task {old[1]}); "

@@ -109,7 +109,7 @@ def score_to_file(
     from :class:`~prefix_exec.scoring.numbering.Numbering` before they come here
     (:func:`~prefix_exec.scoring.units.numbered`).
     ``prepare`` (say, computing a benchmark's final success) runs inside the rollout's budget; it may raise
-    :class:`~prefix_exec.replay.ReplayError` or :class:`InputError` for a unit it cannot handle, and may return a
+    :class:`~prefix_exec.errors.ReplayError` or :class:`InputError` for a unit it cannot handle, and may return a
     :class:`Scorable` to replay the rollout on an environment of its own (see there); with a dispatch it must pickle.
     ``on_record`` is given every record written, in input order (an :class:`Observer` has its ``look`` run where the
     record is made; a worker then sends each record back as its line, made there, unless ``on_record`` is a plain

@@ -110,7 +110,7 @@ class Batch:
 ScoringUnit = Scorable | Undecoded | Batch | Skipped
 
 
-def paired(
+def with_environment(
     units: Iterable[Rollout | Skipped], env: Environment | EnvFor, recipe: Recipe | None = None
 ) -> Iterator[Scorable | Skipped]:
     """``units`` (a reader's rollouts and skipped inputs, read as they are asked for) with every rollout paired

@@ -22,7 +22,7 @@ from prefix_exec.envs.base import Environment
 from prefix_exec.envs.custom import evidence
 from prefix_exec.envs.custom.evidence import DEFAULT_POLICY, EvidencePolicy
 from prefix_exec.envs.recipe import Recipe
-from prefix_exec.envs.tau.consistency import compare as tau_compare
+from prefix_exec.envs.tau.consistency import compare_tau
 from prefix_exec.envs.tau.results import LoadedResults, load_results
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
@@ -33,7 +33,7 @@ from prefix_exec.json_types import JsonObject
 from prefix_exec.records.codec import read_records
 from prefix_exec.records.consistency import Consistency, Disagreement
 from prefix_exec.scoring.numbering import Numbering
-from prefix_exec.scoring.units import EnvFor, Scorable, paired
+from prefix_exec.scoring.units import EnvFor, Scorable, with_environment
 from prefix_exec.sources.tau import tau_units
 from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped, UnitKey
 
@@ -108,7 +108,7 @@ class InspectSources:
                 self.units.append(unit)
 
     def _add(self, units: list[Rollout | Skipped], env: Environment | EnvFor) -> None:
-        self.units += paired(self.numbering.rollouts(units), env)
+        self.units += with_environment(self.numbering.rollouts(units), env)
 
     def _bfcl(self) -> BfclEnvironment:
         if self.bfcl is None:
@@ -176,16 +176,16 @@ class InspectSources:
     def on_record(self) -> Callable[[PrefixRecord], None] | None:
         """The ``on_record`` of :func:`~prefix_exec.scoring.run.score_to_file`: the consistency check (made here,
         :attr:`consistency`), tau2 samples compared by tau's rule, other tasks' samples by the evidence policy's
-        (:func:`envs.custom.evidence.disagreements`), BFCL samples not at all (their observations are inspect's
+        (:func:`envs.custom.evidence.compare_custom`), BFCL samples not at all (their observations are inspect's
         replies, which that report is not about); ``None`` when neither was read."""
         if not self.tau_files and not self.generic:
             return None
         tau_keys, generic = self.tau_keys(), self.generic
-        generic_compare = evidence.compare(self.policy)
+        generic_compare = partial(evidence.compare_custom, policy=self.policy)
 
         def compare(record: PrefixRecord) -> tuple[list[Disagreement], int]:
             if record.key in tau_keys:
-                return tau_compare(record)
+                return compare_tau(record)
             if record.key in generic:
                 return generic_compare(record)
             return [], 0

@@ -2,27 +2,27 @@
 generic path score, and the run they share.
 
 - :func:`read_units`: canonical rollouts (JSONL), each with its trial;
-- :func:`add_spec_options` and what reads them: :func:`policy_of` (how recorded outcomes count), :func:`spec_of`
-  (``--tools`` with ``--hooks``, loaded within the rollout budget) and :func:`note_schema_only`;
+- :func:`spec_within`: a spec (``--tools`` with ``--hooks``) loaded within the rollout budget, and
+  :func:`schema_only_note`, what to say when it declares schemas only;
 - :func:`score_on_spec`: the scoring run, with the consistency report of our checks against the recorded outcomes
   (:func:`spec_consistency`, :func:`write_consistency`).
 
-The commands' modules (:mod:`prefix_exec.cli`) parse, call these, and print the run's last lines.
+The options these take and what reads them are the command line's (:mod:`prefix_exec.cli.spec_options`); the
+commands' modules parse, call these, and print the run's last lines.
 """
 
 from __future__ import annotations
 
-import argparse
-import re
-import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
+from typing import TextIO
 
 from prefix_exec import budget
 from prefix_exec.envs.custom import evidence
 from prefix_exec.envs.custom.environment import load_spec
-from prefix_exec.envs.custom.evidence import DEFAULT_ERROR_PATTERN, EvidencePolicy
+from prefix_exec.envs.custom.evidence import EvidencePolicy
 from prefix_exec.envs.custom.session import CustomEnvironment
 from prefix_exec.envs.custom.spec_formats import FORM_NAMES
 from prefix_exec.errors import InputError
@@ -65,117 +65,67 @@ def read_units(
             yield rollout
 
 
-def add_spec_options(parser: argparse.ArgumentParser, tools_help: str, *, required: bool = False) -> None:
-    """What every command that replays on a tool spec takes: ``--tools SPEC`` (its help says where it applies),
-    ``--hooks``, the side file layered onto it, how recorded outcomes count (``--error-pattern``,
-    ``--no-error-pattern``, ``--require-tools``; :func:`policy_of` reads them) and where the consistency report
-    goes (``--consistency``)."""
-    parser.add_argument("--tools", required=required, metavar="SPEC", help=tools_help)
-    parser.add_argument(
-        "--hooks",
-        metavar="HOOKS.yaml",
-        help="side file layering refs, produces, invalidates, precondition/effect hooks, state and tasks onto "
-        "the --tools spec, keyed by tool name (docs/custom.md)",
-    )
-    evidence_options = parser.add_argument_group("recorded outcomes as evidence (docs/custom.md)")
-    patterns = evidence_options.add_mutually_exclusive_group()
-    patterns.add_argument(
-        "--error-pattern",
-        metavar="REGEX",
-        default=DEFAULT_ERROR_PATTERN,
-        help="a recorded tool reply without an error flag whose text this Python regex finds (re.search, first "
-        "10,000 characters) is a refusal of the call (default: %(default)r, replies beginning with 'Error')",
-    )
-    patterns.add_argument(
-        "--no-error-pattern",
-        action="store_true",
-        help="only a log's own error flags make a recorded refusal; no reply text does",
-    )
-    evidence_options.add_argument(
-        "--require-tools",
-        action="store_true",
-        help="a rollout without any tool call fails (precondition at depth 1) whatever the spec allows",
-    )
-    evidence_options.add_argument(
-        "--consistency",
-        metavar="PATH.json",
-        help="where to write the consistency report: calls where our checks and the recorded outcome disagree "
-        "(default: <out>.consistency.json, written when a call has a recorded outcome; for tau2 samples, "
-        "replay against tau2's error flags)",
-    )
-
-
-def policy_of(args: argparse.Namespace) -> EvidencePolicy:
-    """The :class:`~prefix_exec.envs.custom.evidence.EvidencePolicy` the options of :func:`add_spec_options` describe; a
-    pattern that is not a regular expression is an :class:`InputError`."""
-    pattern: re.Pattern[str] | None = None
-    if not args.no_error_pattern:
-        try:
-            pattern = evidence.compile_pattern(args.error_pattern)
-        except ValueError as exc:
-            raise InputError(
-                f"--error-pattern {args.error_pattern!r:.80}: {exc}",
-                hint="give a Python regular expression, e.g. '\\A\\s*Error\\b', or --no-error-pattern",
-            ) from None
-    return EvidencePolicy(error_pattern=pattern, require_tools=args.require_tools)
-
-
 def spec_consistency(policy: EvidencePolicy) -> Consistency:
     """The consistency collector of the generic environment: our checks against the recorded outcomes."""
-    return Consistency(evidence.compare(policy), theirs="recorded outcome")
+    return Consistency(partial(evidence.compare_custom, policy=policy), theirs="recorded outcome")
 
 
-def write_consistency(args: argparse.Namespace, consistency: Consistency, path: str) -> None:
-    """Write ``consistency``'s report to ``path`` (the command's ``--consistency``, default
-    ``<out>.consistency.json``) when a call had a recorded outcome or ``--consistency`` was given; with
-    ``--resume`` every record of the output is compared again first (the kept ones were scored by an earlier run)."""
-    if args.resume and Path(args.out).is_file():
-        consistency.compare_again(read_records(args.out))
-    if consistency.calls or args.consistency:
-        consistency.write(path, sys.stderr)
+def write_consistency(
+    consistency: Consistency, path: str, *, out: str, resume: bool, always: bool, log: TextIO
+) -> None:
+    """Write ``consistency``'s report to ``path`` (saying what it holds on ``log``) when a call had a recorded
+    outcome or ``always`` (a path the user gave); with ``resume`` every record of the output ``out`` is compared
+    again first (the kept ones were scored by an earlier run)."""
+    if resume and Path(out).is_file():
+        consistency.compare_again(read_records(out))
+    if consistency.calls or always:
+        consistency.write(path, log)
 
 
 def score_on_spec(
     units: Iterable[ScoringUnit],
-    args: argparse.Namespace,
+    out: str,
     *,
     policy: EvidencePolicy,
     desc: str,
     inputs: list[str | Path],
     report_path: str,
+    report_always: bool,
     options: ScoreOptions,
+    log: TextIO,
     total: int | None = None,
 ) -> ScoreReport:
-    """Score ``units`` into ``--out`` (``score_to_file`` with ``options``, the command's output options), write
+    """Score ``units`` into ``out`` (``score_to_file`` with ``options``, the command's output options), write
     the consistency report to ``report_path`` (:func:`write_consistency`, comparing by ``policy``, the one the
-    environments were built with) and return what the run did (the command says it and picks its exit code)."""
+    environments were built with; ``report_always``: even when no call had a recorded outcome) and return what
+    the run did (the command says it and picks its exit code)."""
     consistency = spec_consistency(policy)
-    report = score_to_file(
-        units, args.out, total=total, desc=desc, on_record=consistency, inputs=inputs, options=options
-    )
-    write_consistency(args, consistency, report_path)
+    report = score_to_file(units, out, total=total, desc=desc, on_record=consistency, inputs=inputs, options=options)
+    write_consistency(consistency, report_path, out=out, resume=options.resume, always=report_always, log=log)
     return report
 
 
-def note_schema_only(env: CustomEnvironment, path: str | Path) -> None:
-    """Say on stderr that only schema checks apply, when the spec read from ``path`` declares no refs or hooks."""
-    if env.schema_only:
-        print(
-            f"prefix-exec: note: {path} ({FORM_NAMES[env.form]}) declares argument schemas only: only schema checks "
-            "apply (tool names, turn exposure, arguments); layer refs and hooks with --hooks (docs/custom.md)",
-            file=sys.stderr,
-        )
+def schema_only_note(env: CustomEnvironment, path: str | Path) -> str | None:
+    """The note that only schema checks apply, when the spec read from ``path`` declares no refs or hooks (else
+    ``None``)."""
+    if not env.schema_only:
+        return None
+    return (
+        f"prefix-exec: note: {path} ({FORM_NAMES[env.form]}) declares argument schemas only: only schema checks "
+        "apply (tool names, turn exposure, arguments); layer refs and hooks with --hooks (docs/custom.md)"
+    )
 
 
-def spec_of(args: argparse.Namespace, policy: EvidencePolicy) -> CustomEnvironment:
-    """The environment of ``--tools`` (and ``--hooks``), loaded within ``--rollout-budget``: compiling a spec's
-    schemas is bounded work (:mod:`envs.custom.json_schema`), and a spec that still takes longer is refused."""
+def spec_within(tools: str, hooks: str | None, policy: EvidencePolicy, seconds: float) -> CustomEnvironment:
+    """The environment of the spec at ``tools`` (with the side file ``hooks``), loaded within ``seconds`` (the
+    rollout budget): compiling a spec's schemas is bounded work (:mod:`envs.custom.json_schema`), and a spec that
+    still takes longer is refused (an :class:`InputError`)."""
     try:
-        with budget.rollout_budget(args.rollout_budget, 0):
-            return load_spec(args.tools, hooks=args.hooks, policy=policy)
+        with budget.rollout_budget(seconds, 0):
+            return load_spec(tools, hooks=hooks, policy=policy)
     except budget.OverBudget:
         raise InputError(
-            f"the tool spec could not be loaded within --rollout-budget {args.rollout_budget:g} s",
-            path=args.tools,
+            f"the tool spec could not be loaded within --rollout-budget {seconds:g} s",
+            path=tools,
             hint="its schemas are too costly to compile; simplify them, or raise --rollout-budget",
         ) from None

@@ -3,29 +3,19 @@
 :func:`tau_units` takes a loaded file (:func:`~prefix_exec.envs.tau.results.load_results`), gives its rollouts
 distinct trials, says its task-set check (and what its tool names say) on the notes, and pairs every rollout with
 the file's environment bound to it, which a worker process builds again from the file's recipe (the file is not
-read again). :func:`add_tau2_data_option` is the option both commands take for the tau2 data folder.
+read again).
 """
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import replace
 from typing import TextIO
 
 from prefix_exec.envs.tau.results import LoadedResults, recipe
 from prefix_exec.importers.tau import TauResults
 from prefix_exec.scoring.numbering import Numbering
-from prefix_exec.scoring.units import Scorable, paired
+from prefix_exec.scoring.units import Scorable, with_environment
 from prefix_exec.trajectory import Rollout, Skipped
-
-
-def add_tau2_data_option(parser: argparse.ArgumentParser) -> None:
-    """``--tau2-data DIR``: where the tau2 domains' databases are, for the commands that regrade tau2 rollouts."""
-    parser.add_argument(
-        "--tau2-data",
-        metavar="DIR",
-        help="tau2 data folder holding tau2/domains/<domain>/db.json (default: TAU2_DATA_DIR, then the package's)",
-    )
 
 
 def tau_units(
@@ -41,4 +31,4 @@ def tau_units(
     if loaded.tools.note() is not None:
         print(f"prefix-exec: {name}: note: {loaded.tools.note()}", file=notes)
     units: list[Rollout | Skipped] = [*loaded.results.rollouts, *loaded.results.skipped]
-    return loaded, list(paired(units, loaded.env.bind, recipe(loaded, data)))
+    return loaded, list(with_environment(units, loaded.env.bind, recipe(loaded, data)))

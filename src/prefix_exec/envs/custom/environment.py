@@ -119,7 +119,7 @@ def environment_from_spec(
     policy: EvidencePolicy = DEFAULT_POLICY,
 ) -> CustomEnvironment:
     """The environment of a validated spec dict (``path``: where it was read, for errors and relative hooks),
-    with an optional validated side file (:func:`~prefix_exec.envs.custom.spec_formats.check_layer` passed).
+    with an optional validated side file (:func:`~prefix_exec.envs.custom.spec_layers.check_layer` passed).
 
     ``allow_no_tool`` is what a task, the side file or the spec sets; unset, it is false for our spec form and
     true for a tools list alone (``form`` ``openai`` or ``mcp``; ``origin`` names the list), which says nothing
@@ -213,10 +213,7 @@ def _load_hooks(ref: str, spec_path: Path) -> ModuleType:
         return importlib.import_module(ref)
     except (ImportError, FileNotFoundError) as exc:
         raise InputError(
-            f"cannot load hooks {ref!r}: {exc}",
-            path=spec_path,
-            field="hooks",
-            hint="give a .py file relative to this file, or an importable dotted module path",
+            f"cannot load hooks {ref!r}: {exc}", path=spec_path, field="hooks", hint=_hooks_hint(exc)
         ) from None
     except SyntaxError as exc:
         raise InputError(
@@ -235,6 +232,17 @@ def _load_hooks(ref: str, spec_path: Path) -> ModuleType:
             line=where.lineno if where is not None else None,
             hint="fix the hooks module: loading it must only define functions",
         ) from None
+
+
+def _hooks_hint(exc: ImportError | FileNotFoundError) -> str:
+    """What to do about a hooks module that does not load; a name prefix-exec 0.1.0 offered elsewhere gets its new
+    import (``Reject`` moved with the generic environment's modules, and the package's face offers it)."""
+    if isinstance(exc, ImportError) and exc.name is not None and exc.name.startswith("prefix_exec"):
+        return (
+            "a name this hooks module imports from prefix-exec moved: write 'from prefix_exec import Reject' "
+            "(docs/architecture.md, Public API, lists what 'prefix_exec' offers)"
+        )
+    return "give a .py file relative to this file, or an importable dotted module path"
 
 
 def _tool(raw: JsonMapping, module: ModuleType | None, path: Path, where: str) -> ToolSpec:

@@ -17,31 +17,34 @@ decides, for the generic environment (:class:`prefix_exec.envs.custom.session.Cu
   (an object, a list, MCP ``structuredContent``) is taken as it is;
 - the verdict notes that say a verdict's origin, where it came from (:data:`ORIGIN_CHECK`, :func:`recorded_note`;
   the notes' text says ``source:``, as records have always written it), and the
-  generic consistency comparison (:func:`disagreements`, bound to a policy by :func:`compare`), which the
+  generic consistency comparison (:func:`compare_custom`, a :data:`~prefix_exec.records.consistency.Compare`
+  under its default policy, ``functools.partial(compare_custom, policy=...)`` under another), which the
   consistency report (:mod:`prefix_exec.records.consistency`) runs on every record.
 
 In words: the policy is :class:`EvidencePolicy` (the environment holds it: ``CustomEnvironment.policy``, set by
 ``load_spec(..., policy=)`` and ``environment_from_tools(..., policy=)``); "is this observation a recorded refusal"
 is :func:`refusal`, which returns the :class:`Refusal` (label, rule, what said so, quoted reason and notes) or
 ``None``; the classifier is :func:`classify`; "the recorded result as a JSON value" is :func:`recorded_value`. The
-CLI reads the options with ``prefix_exec.sources.spec.policy_of``.
+CLI reads the options with ``prefix_exec.cli.spec_options.policy_of``.
 
 Why ``precondition`` is the default label: the recorded outcome is consulted only after our own checks accepted
 the call (tool, arguments against the schema, references), so a refusal that names no kind is most likely a
 condition on the environment's state that the spec does not model, which is what ``precondition`` means. tau's
 own table defaults an unlisted error to ``precondition`` for the same reason (:mod:`prefix_exec.envs.tau.labels`).
 
-Why the default pattern is ``\\A\\s*Error\\b``: tau-bench's tools and tau2's environment answer a refused call
-with a reply beginning ``Error: ...``; matching ``Error`` as a whole word at the very start (case-sensitive)
-keeps results that merely mention an error, an ``errors`` field, or JSON, out.
+Why the default pattern is ``\\A\\s*(?:Error\\b|[\\w.]*(?:Error|Exception)\\b:)``: tau-bench's tools and tau2's
+environment answer a refused call with a reply beginning ``Error: ...``, and harnesses that catch a Python
+exception write its class first (AgentDojo: ``ValueError: Channel does not exist!``, pydantic's
+``ValidationError: ...``, ``TypeError: ...``); matching at the very start (case-sensitive, the class name
+followed by a colon) keeps results that merely mention an error, an ``errors`` field, or JSON, out.
+An exception name at the start of the text is also the error's type when the log names none
+(:func:`leading_exception`), so type rules read it.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from prefix_exec.json_types import JsonValue
@@ -49,8 +52,11 @@ from prefix_exec.records.consistency import Disagreement
 from prefix_exec.trajectory import RESULT_CHARS, FailureLabel, Observation, PrefixRecord, Verdict, excerpt
 
 #: The default ``--error-pattern``: a reply whose text begins with the word ``Error`` (tau-bench's and tau2's
-#: convention, ``"Error: user not found"``), after optional white space.
-DEFAULT_ERROR_PATTERN = r"\A\s*Error\b"
+#: convention, ``"Error: user not found"``) or with an exception's class and a colon (``ValueError: ...``,
+#: ``pydantic_core.ValidationError: ...``), after optional white space.
+DEFAULT_ERROR_PATTERN = r"\A\s*(?:Error\b|[\w.]*(?:Error|Exception)\b:)"
+#: An exception's class at the start of a recorded error's text (``KeyError: 'x'`` -> ``KeyError``).
+LEADING_EXCEPTION = re.compile(r"\A\s*([A-Za-z_][\w.]*(?:Error|Exception)):")
 #: How much of a reply the pattern and the classifier read, in characters: an error says what it is early, and a
 #: huge result must not be scanned whole at every step.
 TEXT_CHARS = 10_000
@@ -131,7 +137,7 @@ RULES: tuple[Rule, ...] = (
         r"\bunknown (tool|function|action|method)\b|\bno such (tool|function)\b|"
         r"\b(tool|function) '?[\w.-]*'? (is )?not found\b",
     ),
-    Rule("validation error", _S, "text", r"\bvalidation (error|failed)\b|\bfailed validation\b|\bschema\b"),
+    Rule("validation error", _S, "text", r"\bvalidation (errors?|failed)\b|\bfailed validation\b|\bschema\b"),
     Rule(
         "missing argument",
         _S,
@@ -147,7 +153,21 @@ RULES: tuple[Rule, ...] = (
         r"\binvalid (argument|parameter|input|value|type|json|format)s?\b|"
         r"\bwrong (type|number of arguments)\b|\b(could not|cannot|can't|failed to|unable to) (parse|decode)\b",
     ),
+    Rule(
+        "format",
+        _S,
+        "text",
+        r"\bdoes not match( the)? format\b|\bunconverted data remains\b|\b(bad|wrong|incorrect)( \w+)? format\b|"
+        r"\binvalid literal for\b|\bcould not convert\b|\binvalid isoformat\b|\bexpected format\b",
+    ),
     Rule("not found", _D, "text", r"\bnot found\b"),
+    Rule(
+        "nothing found",
+        _D,
+        "text",
+        r"\bno\s+([\w'-]+\s+){0,4}(found|matched|matching|matches|match|available)\b|"
+        r"\bno (record|entry|entries|result|match)(e?s)? for\b",
+    ),
     Rule("unknown id", _D, "text", r"\b(unknown|invalid) ([\w-]+[ _])?id\b"),
     Rule("does not exist", _D, "text", r"\b(does|do|did)( not|n't) exist\b|\bno such\b|\bnon-?existent\b"),
     Rule("permission", _P, "text", r"\bpermission\b|\bforbidden\b|\bunauthori[sz]ed\b|\bdenied\b"),
@@ -234,8 +254,16 @@ def refusal(observation: Observation | None, policy: EvidencePolicy = DEFAULT_PO
         if policy.error_pattern.search(text) is None:
             return None
         by = "pattern"
-    found = classify(observation.error_type, text)
-    return Refusal(found.label, found.rule, by, text, observation.error_type)
+    error_type = observation.error_type or leading_exception(text)
+    found = classify(error_type, text)
+    return Refusal(found.label, found.rule, by, text, error_type)
+
+
+def leading_exception(text: str) -> str | None:
+    """The exception class a recorded error's text begins with (``ValueError: ...`` -> ``ValueError``), or
+    ``None``: harnesses that catch a tool's exception write ``f"{type(e).__name__}: {e}"``."""
+    found = LEADING_EXCEPTION.match(text[:200])
+    return found.group(1) if found else None
 
 
 def observation_text(observation: Observation) -> str:
@@ -264,17 +292,22 @@ def observation_text(observation: Observation) -> str:
 
 def blocks_text(content: JsonValue, limit: int) -> str | None:
     """The text of a reply written as a list of text blocks (``[{"type": "text", "text": ...}, ...]``: Anthropic
-    ``tool_result``, OpenAI and LangChain content parts), the blocks joined by newlines and cut after ``limit``
+    ``tool_result``, OpenAI and LangChain content parts; AgentDojo writes ``content`` for ``text``), the blocks
+    joined by newlines and cut after ``limit``
     + 1 characters; ``None`` for anything else (a list with another kind of block included)."""
     if not isinstance(content, list) or not content:
         return None
-    if not all(isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str) for b in content):
+    texts = [
+        b.get("text", b.get("content")) if isinstance(b, dict) and b.get("type") == "text" else None for b in content
+    ]
+    if not all(isinstance(text, str) for text in texts):
         return None
     parts: list[str] = []
     size = 0
-    for block in content:
-        parts.append(block["text"])
-        size += len(block["text"]) + 1
+    for text in texts:
+        assert isinstance(text, str)  # checked above, for the type checker
+        parts.append(text)
+        size += len(text) + 1
         if size > limit:
             break
     return "\n".join(parts)[: limit + 1]
@@ -311,9 +344,9 @@ def origin_of(verdict: Verdict) -> str | None:
     return None
 
 
-def disagreements(record: PrefixRecord, policy: EvidencePolicy = DEFAULT_POLICY) -> tuple[list[Disagreement], int]:
-    """The generic comparison of one record (:data:`prefix_exec.records.consistency.Compare`): our checks against the
-    recorded outcome, over the replayed calls that have one.
+def compare_custom(record: PrefixRecord, policy: EvidencePolicy = DEFAULT_POLICY) -> tuple[list[Disagreement], int]:
+    """The generic comparison of one record (a :data:`prefix_exec.records.consistency.Compare`, ``policy`` bound by
+    ``functools.partial``): our checks against the recorded outcome, over the replayed calls that have one.
 
     Kinds: ``recorded-refusal``, our checks accepted a call the log records as refused (the step was then
     rejected by the recorded outcome); ``extra-check``, a check of ours rejected a call the log records as a
@@ -355,11 +388,6 @@ def _quoted(observation: Observation) -> JsonValue:
         return excerpt(content) if content is not None else None
     text = observation_text(observation)
     return content if len(text) < TEXT_CHARS and len(text) <= RESULT_CHARS else excerpt(text)
-
-
-def compare(policy: EvidencePolicy) -> Callable[[PrefixRecord], tuple[list[Disagreement], int]]:
-    """:func:`disagreements` under ``policy``, as the consistency collector's ``compare``."""
-    return functools.partial(disagreements, policy=policy)
 
 
 def describe(policy: EvidencePolicy) -> str:

@@ -12,27 +12,29 @@ says which by its ``kind``:
 - ``task_mismatch`` (depth 0, a whole simulation): its conversation does not fit the task it is filed under
   (:mod:`prefix_exec.envs.tau.mismatch`).
 
-The report's machinery (:class:`~prefix_exec.records.consistency.Disagreement`, the collector and its file) is
-:mod:`prefix_exec.records.consistency`, shared with the generic environment's report; :class:`Consistency` here is that
-collector with tau's comparison.
+The report's machinery (:class:`~prefix_exec.records.consistency.Disagreement`, the collector
+:class:`~prefix_exec.records.consistency.Consistency` and its file) is :mod:`prefix_exec.records.consistency`,
+shared with the generic environment's report; tau's comparison is :func:`compare_tau` (a
+:data:`~prefix_exec.records.consistency.Compare`): a ``score tau`` run collects ``Consistency(compare_tau)``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from prefix_exec.records.consistency import Compare, Disagreement, count_kinds
-from prefix_exec.records.consistency import Consistency as Collector
+from prefix_exec.records.consistency import Disagreement
 from prefix_exec.trajectory import PrefixRecord
 
-__all__ = ["Consistency", "Disagreement", "compare", "compared", "count_kinds", "disagreements"]
 
-
-def disagreements(record: PrefixRecord) -> list[Disagreement]:
-    """The replayed calls of ``record`` whose verdict contradicts the recorded error flag.
+def compare_tau(record: PrefixRecord) -> tuple[list[Disagreement], int]:
+    """tau's comparison of one record (a :data:`prefix_exec.records.consistency.Compare`): the replayed calls of
+    ``record`` whose verdict contradicts the recorded error flag, and how many calls were compared.
 
     Calls without a recorded observation (or whose log has no error flag) are not compared.
     """
+    return _disagreements(record), _compared(record)
+
+
+def _disagreements(record: PrefixRecord) -> list[Disagreement]:
+    """The entries of :func:`compare_tau`."""
     found: list[Disagreement] = []
     if record.no_tool:
         return found
@@ -60,8 +62,8 @@ def disagreements(record: PrefixRecord) -> list[Disagreement]:
     return found
 
 
-def compared(record: PrefixRecord) -> int:
-    """How many replayed calls of ``record`` :func:`disagreements` compares (those with a recorded error flag)."""
+def _compared(record: PrefixRecord) -> int:
+    """How many replayed calls of ``record`` :func:`compare_tau` compares (those with a recorded error flag)."""
     if record.no_tool:
         return 0
     return sum(
@@ -69,16 +71,3 @@ def compared(record: PrefixRecord) -> int:
         for call, _ in zip(record.actions, record.verdicts, strict=False)
         if call.observation is not None and call.observation.error is not None
     )
-
-
-def compare(record: PrefixRecord) -> tuple[list[Disagreement], int]:
-    """tau's comparison of one record (:data:`prefix_exec.records.consistency.Compare`)."""
-    return disagreements(record), compared(record)
-
-
-@dataclass
-class Consistency(Collector):
-    """The consistency check of a ``score tau`` run (or of an inspect log's tau2 samples): the shared collector
-    with tau's :func:`compare`."""
-
-    compare: Compare = field(default=compare)

@@ -184,7 +184,10 @@ def load_domain(name: str, data: str | Path | None = None) -> Domain:
     if name not in DOMAINS:
         raise InputError(
             f"tau domain {name!r} is not supported; supported: {', '.join(DOMAINS)}",
-            hint="telecom and mock need user-side tools, which replay does not model",
+            hint="telecom and mock need user-side tools, which replay does not model"
+            if name in ("telecom", "mock")
+            else f"a file of {' or '.join(DOMAINS)}'s tools under another name (a policy variant) is read with "
+            "--domain " + "|".join(DOMAINS),
         )
     root = data_dir(data)
     key = (name, str(root.resolve()))

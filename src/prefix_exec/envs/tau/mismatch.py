@@ -17,9 +17,9 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 
-from prefix_exec.envs.tau.consistency import Disagreement
 from prefix_exec.envs.tau.information import identifier_arguments
 from prefix_exec.json_types import JsonMapping
+from prefix_exec.records.consistency import Disagreement
 
 #: Identifier shapes of airline and retail: user ids, retail order ids, airline reservation codes.
 _PATTERNS = (

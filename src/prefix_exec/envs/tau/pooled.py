@@ -7,7 +7,7 @@ the pooled tasks (distinct qualified ids) for the main rows and each domain on i
 rows are named ``<dataset>-<domain>`` (``tau3-airline``, ``tau3-retail``).
 
 Records written before the pooling (dataset ``tau3-airline`` or ``tau3-retail`` with a bare task id) are refused
-by the readers (:func:`prefix_exec.records.codec.refuse_old_layout`). Nothing here imports a benchmark: the
+by the readers (:func:`prefix_exec.records.codec.check_layout`). Nothing here imports a benchmark: the
 readers (:mod:`analysis.rows`, :mod:`analysis.summary`, the report's inputs) find a record's domain with it
 (:func:`domain_of_record`). A record of any other dataset that names its domain in ``metadata.domain`` gets the
 same per-domain view.

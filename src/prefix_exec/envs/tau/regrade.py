@@ -135,7 +135,7 @@ def regrades(
     done: set[UnitKey] = set()
     for loaded in files:
         results = loaded.results
-        for rollout, simulation in zip(results.rollouts, results.sources, strict=True):
+        for rollout, simulation in zip(results.rollouts, results.raw_simulations, strict=True):
             if rollout.key not in scored or rollout.key in done:  # skipped while scoring, or a duplicate
                 continue
             done.add(rollout.key)

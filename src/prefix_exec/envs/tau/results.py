@@ -10,10 +10,12 @@ rollout stamped with the installed tau2 and whether its task's embedded definiti
 A file must belong to its domain (the one it names, or ``--domain``): :func:`check_tools` compares its tool names
 (the agent's calls, and the tools the file lists as offered) with the domain's tools. An agent may call a tool
 that does not exist (a schema failure, scored); a file of another domain (a medical one given ``--domain
-airline``) has mostly names the domain lacks. So the file is refused when more than
-:data:`MAX_UNKNOWN_TOOLS` distinct names are unknown *and* they are more than half of its distinct names; fewer
-are listed in a note. On the shared real files no name is unknown (17 airline and retail files), a retail file
-read as airline has 12 of 15 unknown, and an agent that invents a tool or two stays far below half.
+airline``) has mostly names the domain lacks. So the file is refused, naming them, when its unknown distinct
+names are more than half of its distinct names, whatever their number (1 of 1 included: a file of another
+domain whose agent called one tool, and which lists none as offered, is still another domain's); fewer are
+listed in a note. On the shared real files no name is unknown (17 airline and retail files), a retail file read
+as airline has 12 of 15 unknown, a medical file read as airline 2 of 2, and an agent that invents a tool or two
+stays far below half of a file's names (a tau2 file lists the tools it offered).
 """
 
 from __future__ import annotations
@@ -23,25 +25,22 @@ from dataclasses import dataclass
 from typing import Any, Protocol, Self
 
 from prefix_exec.envs.recipe import Recipe
-from prefix_exec.envs.tau.consistency import Disagreement
-from prefix_exec.envs.tau.domain import Domain, Provenance, load_domain
+from prefix_exec.envs.tau.domain import DOMAINS, Domain, Provenance, load_domain
 from prefix_exec.envs.tau.mismatch import task_mismatch
 from prefix_exec.envs.tau.session import RolloutEnvironment, TauEnvironment
 from prefix_exec.envs.tau.tasks import TaskSetCheck, check_embedded
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonMapping
+from prefix_exec.records.consistency import Disagreement
 from prefix_exec.trajectory import Rollout
 
-#: Most distinct tool names of a file the domain may lack before the file is refused as another domain's (when
-#: they are also more than half of its names): agents call a tool that does not exist now and then.
-MAX_UNKNOWN_TOOLS = 2
 #: Unknown names a message lists (the rest are counted).
 LISTED_NAMES = 12
 
 
 class ReadResults(Protocol):
     """A read results file (:class:`prefix_exec.importers.tau.TauResults`): its path and domain, its embedded
-    tasks (task id -> raw tau2 task), its rollouts with the simulation each came from (``sources``, aligned),
+    tasks (task id -> raw tau2 task), its rollouts with the simulation each came from (``raw_simulations``, aligned),
     and a copy of it with provenance stamped on."""
 
     @property
@@ -57,7 +56,7 @@ class ReadResults(Protocol):
     def rollouts(self) -> Sequence[Rollout]: ...
 
     @property
-    def sources(self) -> Sequence[JsonMapping]: ...
+    def raw_simulations(self) -> Sequence[JsonMapping]: ...
 
     @property
     def offered_tools(self) -> Sequence[str]:
@@ -81,9 +80,9 @@ class ToolCheck:
 
     @property
     def foreign(self) -> bool:
-        """Whether the file is another domain's: more than :data:`MAX_UNKNOWN_TOOLS` unknown names, and more
-        than half of its names."""
-        return len(self.unknown) > MAX_UNKNOWN_TOOLS and 2 * len(self.unknown) > len(self.names)
+        """Whether the file is another domain's: its unknown names are more than half of its names (however
+        few: 1 of 1 is another domain's)."""
+        return 2 * len(self.unknown) > len(self.names)
 
     def listed(self) -> str:
         """The unknown names, the first :data:`LISTED_NAMES` of them."""
@@ -105,6 +104,25 @@ def check_tools(results: ReadResults, domain: Domain) -> ToolCheck:
     names = {action.name for rollout in results.rollouts for action in rollout.actions}
     names.update(results.offered_tools)
     return ToolCheck(domain.name, tuple(sorted(names)), tuple(sorted(names - set(domain.tools))))
+
+
+def check_override(results: ReadResults, named: str, data: str | None = None) -> None:
+    """``--domain`` over a file that names another domain replay knows: an :class:`InputError` when the file's
+    tool names fit the domain it names better (fewer unknown names) than the one given, since then the override
+    is a mistake, not a variant read as its domain. A file naming a domain replay does not know is left to the
+    usual rule (:attr:`ToolCheck.foreign`)."""
+    if not named or named == results.domain or named not in DOMAINS:
+        return
+    own = check_tools(results, load_domain(named, data))
+    given = check_tools(results, load_domain(results.domain, data))
+    if len(own.unknown) < len(given.unknown):
+        raise InputError(
+            f"--domain {results.domain}, but the file's tools are {named}'s, as it says: {len(given.unknown)} of "
+            f"its {len(given.names)} tool names are unknown in {results.domain} ({given.listed()}), "
+            f"{len(own.unknown)} in {named}",
+            path=results.path,
+            hint=f"drop --domain for this file (it is read as {named}), or score it on its own",
+        )
 
 
 @dataclass(frozen=True)

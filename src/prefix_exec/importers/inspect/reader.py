@@ -1,6 +1,6 @@
-"""Reading an inspect log within bounds: :func:`read_log` checks the file (:mod:`.inspect_archive`), then reads it
+"""Reading an inspect log within bounds: :func:`read_log` checks the file (:mod:`.archive`), then reads it
 with inspect_ai's reader in a bounded child, a ``.eval`` one sample at a time, into an
-:class:`~prefix_exec.importers.inspect.log.InspectLog` of plain data (:mod:`.inspect_log` converts each sample).
+:class:`~prefix_exec.importers.inspect.log.InspectLog` of plain data (:mod:`.log` converts each sample).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ def tau_results(log: InspectLog, *, model: str, method: str) -> TauResults:
     domain = TASKS[log.task]
     tasks: dict[str, JsonMapping] = {}
     rollouts: list[Rollout] = []
-    sources: list[JsonMapping] = []
+    raw: list[JsonMapping] = []
     skipped: list[Skipped] = []
     for sample in log.samples:
         if sample.unscorable:
@@ -49,7 +49,7 @@ def tau_results(log: InspectLog, *, model: str, method: str) -> TauResults:
         simulation, task, parse_errors = built
         tasks.setdefault(str(task["id"]), task)
         try:
-            rollout = rollout_of(simulation, domain=domain, model=model, method=method, source=log.path)
+            rollout = rollout_of(simulation, domain=domain, model=model, method=method, read_from=log.path)
         except (KeyError, TypeError, ValueError) as exc:
             skipped.append(Skipped(sample.where, f"unreadable sample: {exc!r}"))
             continue
@@ -58,7 +58,7 @@ def tau_results(log: InspectLog, *, model: str, method: str) -> TauResults:
         )
         metadata = {**rollout.metadata, **provenance(log, sample)}
         rollouts.append(replace(rollout, actions=actions, metadata=metadata))
-        sources.append(simulation)
+        raw.append(simulation)
     return TauResults(
         path=log.path,
         domain=domain,
@@ -69,8 +69,8 @@ def tau_results(log: InspectLog, *, model: str, method: str) -> TauResults:
         tasks=tasks,
         rollouts=tuple(rollouts),
         skipped=tuple(skipped),
-        simulations=tuple(sources),
-        sources=tuple(sources),
+        simulations=tuple(raw),
+        raw_simulations=tuple(raw),
     )
 
 

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec.errors import InputError
+from prefix_exec.importers.infrastructure import mark, system_failure
 from prefix_exec.importers.transcripts import openai_chat
 from prefix_exec.importers.transcripts.decoder import decode
-from prefix_exec.importers.transcripts.documents import records
+from prefix_exec.importers.transcripts.documents import metadata_only, records
 from prefix_exec.importers.transcripts.formats import READERS, SHAPES, Reader, detect, unknown_shape
 from prefix_exec.importers.transcripts.identity import Identity, identity_fields
 from prefix_exec.importers.trials import lookup
@@ -72,6 +73,7 @@ class TranscriptFile:
         self.format = format
         self.tolerant = tolerant
         self.read = 0
+        self.metadata_lines: list[str] = []
         self._decided_at = ""
 
     def __iter__(self) -> Iterator[Transcript | InputError]:
@@ -107,6 +109,9 @@ class TranscriptFile:
                 try:
                     if isinstance(data, InputError):
                         raise data
+                    if metadata_only(data):  # a header or trailer line: no conversation, said in the note
+                        self.metadata_lines.append(f"line {line}" if line is not None else prefix.rstrip(".") or "[0]")
+                        continue
                     reader = self._reader(data, line, prefix).name
                     yield partial(
                         transcript_of, data, self.identity, reader=reader, path=str(self.path), line=line, prefix=prefix
@@ -123,12 +128,17 @@ class TranscriptFile:
     def note(self) -> str:
         """What was read, for the log, once iterated: how many conversations, in which form and how it was chosen
         (a file whose records showed none, plain-text messages only, was read as Chat: :func:`.formats.detect`)."""
+        skipped = ""
+        if self.metadata_lines:
+            shown = ", ".join(self.metadata_lines[:5]) + (", ..." if len(self.metadata_lines) > 5 else "")
+            lines = len(self.metadata_lines)
+            skipped = f"; {lines} record{'s' if lines != 1 else ''} of metadata only skipped ({shown})"
         if not self.read:
-            return f"prefix-exec: note: {self.path}: no conversation read"
+            return f"prefix-exec: note: {self.path}: no conversation read{skipped}"
         how = "--format" if self.forced else "detected"
         label = READERS[self.format or openai_chat.NAME].label
         count = f"{self.read} conversation{'s' if self.read != 1 else ''}"
-        return f"prefix-exec: note: {self.path}: {count} read as {label} ({how})"
+        return f"prefix-exec: note: {self.path}: {count} read as {label} ({how}){skipped}"
 
     def _reader(self, data: Any, line: int | None, prefix: str) -> Reader:
         found, decisive = detect(data)
@@ -200,6 +210,9 @@ def transcript_of(
         transcript=transcript,
         metadata={"source": where.rstrip("."), **reader.metadata(data)},
     )
+    crash = data.get("error")  # AgentDojo's run-level error: the pipeline raised (a model server's 500, say)
+    if isinstance(crash, str) and system_failure(crash):
+        rollout = mark(rollout, crash)  # the system's failure: the tables leave it out (analysis.infrastructure)
     return Transcript(rollout, data.get("tools"), reader.name, path, line, prefix)
 
 

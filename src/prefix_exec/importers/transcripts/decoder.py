@@ -10,8 +10,13 @@ a role, what was said, the tool calls it makes (:class:`Call`) and the tool repl
   model's error (``parse_error`` and ``raw`` kept, a ``schema`` failure in replay), never bad input;
 - a reply answers the pending call with its id, in order, as harnesses write them: an id may be reused once
   its earlier call is answered. A reply that matches no pending call, or that could answer two pending calls
-  with one id, is an :class:`~prefix_exec.errors.InputError`. A reply without an id (the legacy OpenAI
-  ``function`` role) answers the latest unanswered call without an id;
+  with one id, is an :class:`~prefix_exec.errors.InputError`;
+- positional pairing: a reply without an id (``null`` or ``""``: Cohere's and Gemini's runs, the legacy
+  OpenAI ``function`` role) answers the oldest call without an id still waiting, as replies follow their
+  calls in order. When the reply echoes its call (``echo``: name and arguments), the echo must be that call;
+  if it is not, the one waiting call the echo names is answered, and an echo that names none of the waiting
+  calls, or several alike, is an InputError (the pairing is then really ambiguous). A reply without an id
+  while no call without an id waits is an InputError too;
 - the reply becomes the call's :class:`~prefix_exec.trajectory.Observation`: content as the log holds it,
   and the log's own error flag and kind. Nothing here reads a reply's text to decide anything.
 
@@ -35,6 +40,8 @@ from prefix_exec.trajectory import Observation, ToolCall
 Fail = Callable[..., InputError]
 #: Longest ``raw`` kept for arguments that were an object but not a valid one, in characters.
 MAX_RAW_CHARS = 10_000
+#: ``(name, arguments)`` of the call a reply echoes; ``arguments`` ``None`` when the echo has none.
+Echo = tuple[str, JsonValue]
 
 
 @dataclass(frozen=True)
@@ -52,15 +59,16 @@ class Call:
 
 @dataclass(frozen=True)
 class Reply:
-    """One tool reply: the ``call_id`` it answers (``None``: the latest unanswered call without an id), its
+    """One tool reply: the ``call_id`` it answers (``None``: paired by position, see the module docstring), its
     content as the log holds it, the log's error flag (``None`` when the format has none) and error kind;
-    ``where`` is the field that names the call (its id), for messages."""
+    ``where`` is the field that names the call (its id), for messages; ``echo`` the call it repeats, if any."""
 
     call_id: str | None
     content: JsonValue
     where: str
     error: bool | None = None
     error_type: str | None = None
+    echo: Echo | None = None
 
 
 @dataclass(frozen=True)
@@ -118,9 +126,7 @@ def _answered(reply: Reply, pending: _Pending, calls: list[ToolCall], fail: Fail
     """The index of the call ``reply`` answers, taken off the pending calls; an InputError when none or
     several could be meant."""
     if reply.call_id is None:
-        if not pending.unnamed:
-            raise fail(reply.where, "a function reply without an earlier function_call")
-        return pending.unnamed.pop()
+        return _positional(reply, pending, calls, fail)
     waiting = pending.by_id.get(reply.call_id, [])
     if not waiting:
         if reply.call_id in pending.answered:
@@ -137,6 +143,50 @@ def _answered(reply: Reply, pending: _Pending, calls: list[ToolCall], fail: Fail
     pending.answered.add(reply.call_id)
     del pending.by_id[reply.call_id]
     return waiting[0]
+
+
+def _positional(reply: Reply, pending: _Pending, calls: list[ToolCall], fail: Fail) -> int:
+    """The call a reply without an id answers: the oldest waiting call without an id, or the one its echo
+    names (module docstring)."""
+    waiting = pending.unnamed
+    if not waiting:
+        named = sum(len(v) for v in pending.by_id.values())
+        raise fail(
+            reply.where,
+            "a reply without a call id, but no call without an id is waiting for one"
+            + (
+                f" ({named} call{'s' if named != 1 else ''} with an id {'are' if named != 1 else 'is'})"
+                if named
+                else ""
+            ),
+            hint='replies are paired with calls by id, or in order when both sides have none (null or "")',
+        )
+    if reply.echo is None or _echoes(reply.echo, calls[waiting[0]]):
+        return waiting.pop(0)
+    alike = [i for i in waiting if _echoes(reply.echo, calls[i])]
+    if len(alike) != 1:
+        shown = ", ".join(f"{calls[i].name} (action {i + 1})" for i in waiting[:5])
+        raise fail(
+            reply.where,
+            f"the reply echoes a call of {reply.echo[0]!r:.60}, which "
+            + ("none" if not alike else f"{len(alike)}")
+            + f" of the calls waiting without an id {'is' if not alike else 'are'} ({shown})",
+            hint="a reply without an id answers the oldest waiting call; its echoed tool_call must name that "
+            "call, or exactly one other waiting call",
+        )
+    waiting.remove(alike[0])
+    return alike[0]
+
+
+def _echoes(echo: Echo, call: ToolCall) -> bool:
+    """Whether ``echo`` names ``call``: the same name, and the same arguments when both are known."""
+    name, arguments = echo
+    if name != call.name:
+        return False
+    if arguments is None or call.parse_error is not None:
+        return True
+    decoded, problem = decode_arguments(arguments)
+    return problem is not None or decoded == call.arguments
 
 
 def _action(call: Call, *, turn: int) -> ToolCall:

@@ -11,6 +11,9 @@
 
 A ``.json`` document with no record in it is an :class:`InputError` saying what was found and what is read
 (:func:`~prefix_exec.importers.transcripts.formats.unknown_shape`).
+
+A header or trailer record that holds only metadata (:func:`metadata_only`: Invariant's export begins with
+``{"metadata": {...}}``) is no conversation: the reader skips it and its file's note says so.
 """
 
 from __future__ import annotations
@@ -34,6 +37,16 @@ WRAP_DEPTH = 3
 #: ``(line, prefix, record)``: the line of a JSONL file (``None`` in a JSON file), the record's place in a
 #: JSON document (``[3].``, ``data[3].``, ``""``) and the parsed record, or the InputError of a bad line.
 Record = tuple[int | None, str, Any]
+
+
+#: The keys a record that holds only metadata may have (every key one of these, none a conversation's).
+METADATA_KEYS = frozenset({"metadata", "meta", "header", "trailer", "summary", "stats", "info", "config", "run"})
+
+
+def metadata_only(data: Any) -> bool:
+    """Whether ``data`` is a record of metadata only (a non-empty object whose every key is one of
+    :data:`METADATA_KEYS`), which a file may carry as a header or trailer line."""
+    return isinstance(data, Mapping) and bool(data) and all(key in METADATA_KEYS for key in data)
 
 
 def records(path: Path, *, tolerant: bool) -> Iterator[Record]:

@@ -2,8 +2,11 @@
 record by dotted paths, whatever the transcript format.
 
 The user names paths (``--task-id-field metadata.task``) or fixed values (``--model``); other fields follow
-:data:`DEFAULT_PATHS`, the first present wins. Y is 0/1 or true/false; a format whose Y is a reward (tau-bench)
-reads it by the tau rule instead: 1 when the reward is 1 within :data:`REWARD_TOLERANCE`, else 0.
+:data:`DEFAULT_PATHS`, the first present wins. A composite identity names several paths, comma-separated, whose
+values are joined with ``/`` (``--task-id-field metadata.suite_name,metadata.name`` -> ``slack/user_task_3``:
+AgentDojo's task names repeat across its suites, and would otherwise pool different tasks as trials of one).
+Y is 0/1 or true/false; a format whose Y is a reward (tau-bench) reads it by the tau rule instead: 1 when the
+reward is 1 within :data:`REWARD_TOLERANCE`, else 0.
 """
 
 from __future__ import annotations
@@ -73,6 +76,8 @@ def _value(data: JsonMapping, identity: Identity, name: str, fail: Fail) -> Any:
     if name in identity.values:
         return identity.values[name]
     named = identity.paths.get(name)
+    if named and "," in named:
+        return _composite(data, named, name, fail)
     for dotted in (named,) if named else DEFAULT_PATHS[name]:
         found, value = lookup(data, dotted)
         if found and value is not None:
@@ -88,6 +93,21 @@ def _value(data: JsonMapping, identity: Identity, name: str, fail: Fail) -> Any:
         if name != "model"
         else "give the model's name with --model NAME, or name the field with --model-field PATH",
     )
+
+
+def _composite(data: JsonMapping, named: str, name: str, fail: Fail) -> str:
+    """The values at each of the comma-separated paths ``named``, joined with ``/``
+    (``metadata.suite_name,metadata.name`` -> ``slack/user_task_3``): each must be present, a string or an
+    integer."""
+    parts: list[str] = []
+    for dotted in (part.strip() for part in named.split(",")):
+        found, value = lookup(data, dotted) if dotted else (False, None)
+        if not found or value is None:
+            raise fail(dotted or named, "missing", hint=f"{FIELD_OPTIONS[name]} {named} needs every path present")
+        if not isinstance(value, (str, int)) or isinstance(value, bool) or value == "":
+            raise fail(dotted, f"a part of the {name} must be a non-empty string or an integer, got {value!r:.60}")
+        parts.append(str(value))
+    return "/".join(parts)
 
 
 def _success(value: Any, fail: Fail, identity: Identity, *, reward: bool) -> int:

@@ -4,7 +4,10 @@ A record is ``{"messages": [...], "tools": [...]?, identity...}``. Each assistan
 ``{id, type: "function", function: {name, arguments}}`` is one call, in order (``arguments`` the model's JSON
 text, or an object); a ``tool`` message answers the call its ``tool_call_id`` names. The legacy assistant
 ``function_call`` and ``function`` replies are read the same way (a reply without an id). Chat has no error
-flag: a reply's error is ``None``. Calls of other types (hosted tools) are refused with the field named.
+flag of its own; the ``error``, ``is_error`` and ``status`` harnesses put on a tool message are read
+(:mod:`.tool_replies`), else a reply's error is ``None``. Calls and replies without ids (``null`` or ``""``)
+are paired in order (:mod:`.decoder`). AgentDojo's own call form ``{function: NAME, args, id}`` is read too.
+Calls of other types (hosted tools) are refused with the field named.
 
 tau-bench's results (:mod:`.tau_bench`) hold the same messages under ``traj``.
 """
@@ -14,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from prefix_exec.importers.transcripts.decoder import Call, Fail, Message, Reply, optional_text_field, text_field
+from prefix_exec.importers.transcripts.decoder import Call, Fail, Message, Reply
+from prefix_exec.importers.transcripts.tool_replies import call_id, echoed_call, recorded_error
 from prefix_exec.json_types import JsonMapping
 
 NAME = "openai-chat"
@@ -40,16 +44,26 @@ def read_messages(record: JsonMapping, fail: Fail, *, key: str) -> list[Message]
         if role == "assistant":
             messages.append(Message("assistant", message.get("content"), tuple(_calls(message, at, fail)), where=at))
         elif role == "tool":
-            call_id = text_field(message.get("tool_call_id"), f"{at}.tool_call_id", fail, what="a tool_call_id")
-            reply = Reply(call_id, message.get("content"), where=f"{at}.tool_call_id")
-            messages.append(Message("tool", replies=(reply,), where=at))
+            messages.append(Message("tool", replies=(_reply(message, at, fail),), where=at))
         elif role == "function":
-            messages.append(Message("tool", replies=(Reply(None, message.get("content"), where=at),), where=at))
+            name = message.get("name")
+            echo = (name, None) if isinstance(name, str) and name else None
+            content, error, _ = recorded_error(message, at, fail)
+            messages.append(Message("tool", replies=(Reply(None, content, at, error, echo=echo),), where=at))
         elif isinstance(role, str):
             messages.append(Message(role, message.get("content"), where=at))
         else:
             raise fail(f"{at}.role", f"expected a string, got {type(role).__name__}")
     return messages
+
+
+def _reply(message: JsonMapping, at: str, fail: Fail) -> Reply:
+    """A ``tool`` message: the call it answers (``tool_call_id``; absent, ``null`` or ``""``: by position), its
+    content and the error beside it (:mod:`.tool_replies`), and the call it echoes (``tool_call``)."""
+    where = f"{at}.tool_call_id"
+    answered = call_id(message.get("tool_call_id"), where, fail, what="a tool_call_id")
+    content, error, _ = recorded_error(message, at, fail)
+    return Reply(answered, content, where if answered else at, error, echo=echoed_call(message.get("tool_call")))
 
 
 def _calls(message: JsonMapping, at: str, fail: Fail) -> list[Call]:
@@ -69,8 +83,11 @@ def tool_call(call: Any, where: str, fail: Fail) -> Call:
         raise fail(where, f"expected a tool call object, got {type(call).__name__}")
     if call.get("type", "function") != "function":
         raise fail(f"{where}.type", f"only function calls are read, got {call.get('type')!r:.40}")
-    call_id = optional_text_field(call.get("id"), f"{where}.id", fail, what="a call id")
-    return function_call(call.get("function"), call_id, f"{where}.function", fail)
+    named = call_id(call.get("id"), f"{where}.id", fail, what="a call id")
+    function = call.get("function")
+    if isinstance(function, str) and function:  # AgentDojo's own form: {function: name, args, id}
+        return Call(function, call.get("args"), named, f"{where}.function")
+    return function_call(function, named, f"{where}.function", fail)
 
 
 def function_call(function: Any, call_id: str | None, where: str, fail: Fail) -> Call:

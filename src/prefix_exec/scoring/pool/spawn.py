@@ -5,7 +5,8 @@ start (a Python start and this package's imports, about 0.3 s) overlaps the comm
 A worker is spawned with no settings: its first message is its settings (:func:`prefix_exec.scoring.pool.worker.serve`).
 So one started before the command has read its options serves whatever run adopts it (:func:`take_early`), and
 is ended with the run's pool; one that no run adopts (the command failed before it scored, or scored in process)
-is ended at exit. A worker started early imports this package's modules for its subcommand (:data:`WARM`), not
+is ended at exit. A worker started early imports the modules of this package its command names (the ``warm`` of
+:func:`start_early`: the command line's entry point, :mod:`prefix_exec.cli`, knows what each subcommand needs), not
 the benchmark's own package (tau2 still loads when its environment is built). This module imports nothing heavy:
 the command's entry point imports it before anything else.
 
@@ -41,20 +42,8 @@ DEFAULT_PIPE_BYTES = 1 << 16
 #: every new pipe of that user's, in any program (the user's other runs and shells too), holds 8 KiB, not 64 KiB,
 #: and no pipe can be widened, until pipes close: a megabyte for each of 2 pipes a worker reaches it at 32 workers.
 PIPE_SHARE = 0.25
-#: Modules a worker started early may import while it waits for its settings, by the ``score`` subcommand that
-#: starts it: what unpickling its settings and environment would import anyway. Names never come from input.
-WARM: Final[dict[str, tuple[str, ...]]] = {
-    "custom": ("prefix_exec.scoring.pool.worker", "prefix_exec.envs.custom.environment"),
-    "transcripts": (
-        "prefix_exec.scoring.pool.worker",
-        "prefix_exec.envs.custom.environment",
-        "prefix_exec.importers.transcripts",
-    ),
-    "bfcl": ("prefix_exec.scoring.pool.worker", "prefix_exec.envs.bfcl"),
-    "tau": ("prefix_exec.scoring.pool.worker", "prefix_exec.envs.tau"),
-    "toolsandbox": ("prefix_exec.scoring.pool.worker",),
-    "inspect": ("prefix_exec.scoring.pool.worker",),
-}
+#: The start of the module names a worker imports early (:func:`run`): this package's, never another's.
+PACKAGE: Final = "prefix_exec."
 
 
 def usable_cores() -> int:
@@ -86,7 +75,7 @@ class Spawned:
 
 
 def spawn(warm: tuple[str, ...] = (), pipe_size: int = 0) -> Spawned:
-    """A new worker process (:func:`run`), importing ``warm`` (names of :data:`WARM`) while it waits for its
+    """A new worker process (:func:`run`), importing ``warm`` (module names of this package) while it waits for its
     settings, its pipes widened to ``pipe_size`` bytes (:func:`system_pipe_bytes`; 0: left as they are); Ctrl-C is
     ignored in it (the reading process handles it and ends the workers)."""
     context = multiprocessing.get_context(START_METHOD)
@@ -104,10 +93,9 @@ def spawn(warm: tuple[str, ...] = (), pipe_size: int = 0) -> Spawned:
 
 
 def run(inbox: Any, outbox: Any, warm: tuple[str, ...]) -> None:
-    """A worker process's entry: import ``warm`` (only names of :data:`WARM`), then serve."""
-    allowed = {name for names in WARM.values() for name in names}
+    """A worker process's entry: import ``warm`` (only names of this package's modules), then serve."""
     for name in warm:
-        if name in allowed:
+        if name.startswith(PACKAGE):
             with contextlib.suppress(ImportError):  # a missing extra: the run that adopts it says so
                 import_module(name)
     from prefix_exec.scoring.pool.worker import serve
@@ -118,17 +106,16 @@ def run(inbox: Any, outbox: Any, warm: tuple[str, ...]) -> None:
 _early: list[Spawned] = []
 
 
-def start_early(count: int, command: str, *, pool: int | None = None) -> None:
-    """Spawn ``count`` workers now for the ``score`` subcommand ``command`` (they import its :data:`WARM`
-    modules), their pipes sized for a pool of ``pool`` workers in all (``count`` when ``None``:
-    :func:`system_pipe_bytes`); the pool adopts them (:func:`take_early`), and those it does not are ended at
-    exit. A spawn that fails (the user's process or file limit) ends this: the pool starts the others, and what
-    fails there is the command's error."""
+def start_early(count: int, warm: tuple[str, ...] = (), *, pool: int | None = None) -> None:
+    """Spawn ``count`` workers now, each importing the modules ``warm`` names (this package's, what its command's
+    units will need: unpickling its settings and environment would import them anyway), their pipes sized for a
+    pool of ``pool`` workers in all (``count`` when ``None``: :func:`system_pipe_bytes`); the pool adopts them
+    (:func:`take_early`), and those it does not are ended at exit. A spawn that fails (the user's process or file
+    limit) ends this: the pool starts the others, and what fails there is the command's error."""
     if count <= 0:
         return
     if not _early:
         atexit.register(end_early)
-    warm = WARM.get(command, ())
     size = system_pipe_bytes(2 * max(count, pool or 0))
     with contextlib.suppress(OSError):
         for _ in range(count):

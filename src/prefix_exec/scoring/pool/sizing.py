@@ -1,0 +1,131 @@
+"""How many processes ``score`` uses when ``--workers`` is not given: never more than pay for themselves.
+
+A worker costs a Python start and this package's imports (about 0.3 s of a core), then the imports of what it
+replays on; on a quick input, or on a machine whose cores are all busy, that cost is more than the work it takes
+over, and the run is slower than ``--workers 1`` (measured: 200 BFCL entries, 0.65 s alone and 1.04 s with a
+worker; 2,000 tau-bench conversations at load 6 on 2 cores, 3.4 s alone and 4.5 s with a worker). So the default
+is one process (no worker is started) unless both hold:
+
+- the inputs named on the command line hold at least :data:`WORTH_BYTES` of the subcommand (files summed,
+  folders walked; what a file holds per rollout differs by format, hence a size per subcommand), and
+- a core is idle: ``cores - load`` (the 1-minute load average, the work of the machine's other programs, but no
+  more than the other tasks runnable now: :func:`load_now`) is at least 0.5; then the run takes this process
+  and a worker per idle core, rounded, at most the usable cores.
+
+An explicit ``--workers N`` is always obeyed. This module imports nothing heavy: the command's entry point uses it
+before its own imports (:func:`prefix_exec.cli.start_workers`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Final
+
+#: Input bytes from which workers pay for their start, by ``score`` subcommand. transcripts: tau-bench's 200
+#: conversations (3.6 MB) ran at 0.92-1.23x with a worker, 2,200 (40 MB) at 1.6-1.8x; BFCL: 200 entries (0.15-0.4
+#: MB) ran slower with a worker, 1,600 (3.1 MB) at 1.3-1.6x; tau: the whole shared data (19 files) at 0.9-1.06x.
+WORTH_BYTES: Final[dict[str, int]] = {
+    "transcripts": 8 << 20,
+    "openai": 8 << 20,
+    "custom": 8 << 20,
+    "bfcl": 1 << 20,
+    "toolsandbox": 8 << 20,
+    "inspect": 8 << 20,
+    "tau": 64 << 20,
+}
+#: Files walked in a folder at most (a folder of a million sessions is worth workers well before that).
+MOST_FILES: Final = 10_000
+
+
+def default_workers(command: str, input_bytes: int, cores: int, load: float) -> int:
+    """The processes ``score COMMAND`` uses without ``--workers`` (this one included, so at least 1): 1 when
+    ``input_bytes`` is under the subcommand's :data:`WORTH_BYTES` (an unknown subcommand: that of transcripts) or
+    less than half a core is idle at 1-minute ``load``; else this process and a worker per idle core (``cores -
+    load``, rounded half up), at most ``cores`` in all: on 2 cores, 2 up to load 1.5 and 1 above."""
+    if input_bytes < WORTH_BYTES.get(command, WORTH_BYTES["transcripts"]):
+        return 1
+    idle = max(cores - max(load, 0.0), 0.0)
+    return max(1, min(cores, 1 + int(idle + 0.5)))
+
+
+def input_bytes(paths: Iterable[str | Path], *, most_files: int = MOST_FILES) -> int:
+    """The bytes of the files among ``paths`` (a folder: the files under it, at most ``most_files`` in all);
+    a path that does not exist or cannot be read counts 0 (the command says what is wrong with it later)."""
+    total, seen = 0, 0
+    for path in paths:
+        for file in _files(Path(path)):
+            seen += 1
+            if seen > most_files:
+                return total
+            try:
+                total += file.stat().st_size
+            except OSError:
+                continue
+    return total
+
+
+def _files(path: Path) -> Iterable[Path]:
+    try:
+        if path.is_file():
+            yield path
+            return
+        if not path.is_dir():
+            return
+        for root, _dirs, names in os.walk(path):
+            for name in names:
+                yield Path(root, name)
+    except OSError:
+        return
+
+
+def load_now() -> float:
+    """The other programs' demand for cores now (:func:`other_load` of this system's figures); 0.0 where the
+    system gives none."""
+    try:
+        average = os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return 0.0
+    try:
+        return other_load(average, Path("/proc/loadavg").read_text())
+    except OSError:
+        return average
+
+
+def other_load(average: float, loadavg: str) -> float:
+    """The 1-minute load ``average``, but no more than the tasks runnable at this instant other than this
+    process (the 4th field of Linux's ``/proc/loadavg``, ``loadavg``: ``runnable/total``): the average still
+    counts, for a minute, the runs of a script that scores file after file. ``average`` when the text does not
+    parse."""
+    try:
+        running = int(loadavg.split()[3].split("/")[0])
+    except (ValueError, IndexError):
+        return average
+    return min(average, float(max(running - 1, 0)))
+
+
+#: Options whose value names an output, not an input: never counted.
+OUTPUT_OPTIONS: Final = frozenset({"--out", "--consistency", "--report", "--summary"})
+
+
+def inputs_in(argv: Iterable[str]) -> list[str]:
+    """The words of ``argv`` (after ``score COMMAND``) that name an existing file or folder, but for the values
+    of :data:`OUTPUT_OPTIONS` (an existing ``--out`` is resumed, not read); option names are skipped."""
+    words, found, skip = list(argv), [], False
+    for word in words:
+        if skip:
+            skip = False
+            continue
+        if word.startswith("-"):
+            skip = word in OUTPUT_OPTIONS
+            continue
+        if Path(word).exists():
+            found.append(word)
+    return found
+
+
+def default_for(argv: list[str], cores: int) -> int:
+    """:func:`default_workers` for the command line ``argv`` (``score COMMAND ...``) on ``cores`` cores, now."""
+    command = argv[1] if len(argv) > 1 else ""
+    return default_workers(command, input_bytes(inputs_in(argv[2:])), cores, load_now())

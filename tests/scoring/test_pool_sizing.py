@@ -1,0 +1,96 @@
+"""The default --workers: one process unless the input is worth workers and a core is idle (scoring.pool.sizing)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from prefix_exec.cli import main
+from prefix_exec.scoring.pool import sizing
+from prefix_exec.scoring.pool.sizing import WORTH_BYTES, default_workers, input_bytes, inputs_in
+
+BIG = WORTH_BYTES["transcripts"]
+
+
+@pytest.mark.parametrize(
+    ("size", "cores", "load", "expected"),
+    [
+        (BIG - 1, 2, 0.0, 1),  # small input: no worker, however idle the machine
+        (BIG, 2, 0.0, 2),
+        (BIG, 2, 1.5, 2),  # half a core idle: worth one worker
+        (BIG, 2, 1.6, 1),
+        (BIG, 2, 6.5, 1),  # this machine while six agents shared it: a worker made 2,000 rollouts slower
+        (BIG, 64, 60.0, 5),  # four idle cores: this process and four workers
+        (BIG, 64, 0.0, 64),
+        (BIG, 1, 0.0, 1),
+        (BIG, 2, -1.0, 2),  # a nonsense load bounds nothing beyond the cores
+    ],
+)
+def test_default_workers(size: int, cores: int, load: float, expected: int) -> None:
+    assert default_workers("transcripts", size, cores, load) == expected
+
+
+def test_each_subcommand_has_its_own_size() -> None:
+    one_mib = 1 << 20
+    assert default_workers("bfcl", one_mib, 2, 0.0) == 2
+    assert default_workers("transcripts", one_mib, 2, 0.0) == 1
+    assert default_workers("not-a-subcommand", BIG, 2, 0.0) == 2  # the transcripts size
+
+
+def test_input_bytes_walks_folders_and_ignores_missing(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.json").write_bytes(b"x" * 10)
+    (tmp_path / "a" / "y.json").write_bytes(b"y" * 5)
+    (tmp_path / "z.jsonl").write_bytes(b"z" * 7)
+    assert input_bytes([tmp_path / "a", tmp_path / "z.jsonl", tmp_path / "missing"]) == 22
+    assert input_bytes([tmp_path], most_files=1) in (5, 7, 10)  # stops counting after one file
+
+
+def test_inputs_in_skips_options_and_outputs(tmp_path: Path) -> None:
+    data, out = tmp_path / "data.json", tmp_path / "out.jsonl"
+    data.write_text("[]")
+    out.write_text("")
+    argv = [str(data), "--out", str(out), "--model", "m", "--tools", str(data), "--consistency=x"]
+    assert inputs_in(argv) == [str(data), str(data)]
+
+
+@pytest.mark.parametrize(("worth", "expected"), [(None, []), (1, [2])])
+def test_the_command_scores_in_one_process_on_a_small_input(
+    worth: int | None,
+    expected: list[int],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Without --workers, tau-bench's 200 conversations (3.6 MB) are scored with no pool (the --workers 1
+    path: no pool is asked for); the same file under a size of one byte gets this process and a worker on an idle
+    2-core machine."""
+    from prefix_exec.scoring.pool import dispatch, spawn
+
+    chosen: list[int] = []
+    monkeypatch.setattr(sizing, "load_now", lambda: 0.0)
+    monkeypatch.setattr(spawn, "usable_cores", lambda: 2)
+    if worth is not None:
+        monkeypatch.setitem(WORTH_BYTES, "transcripts", worth)
+    real = dispatch.pool_for  # asked for only beyond one worker: one process never imports the pool
+    monkeypatch.setattr(dispatch, "pool_for", lambda workers, launcher="local": chosen.append(workers) or real(1))
+    tau_bench = Path(__file__).parents[1] / "data" / "tau-bench"
+    argv = ["score", "transcripts", str(tau_bench / "gpt-4o-airline.json"), "--tools"]
+    argv += [str(tau_bench / "airline-tools.json"), "--model", "gpt-4o", "--out", str(tmp_path / "out.jsonl")]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert chosen == expected
+
+
+@pytest.mark.parametrize(
+    ("average", "loadavg", "expected"),
+    [
+        (2.2, "2.20 3.55 5.97 1/143 22295", 0.0),  # only this process runs: the average is its own past runs
+        (2.2, "2.20 3.55 5.97 6/143 22295", 2.2),  # five others runnable now: the average stands
+        (6.5, "6.50 6.0 6.0 3/143 1", 2.0),
+        (1.0, "garbage", 1.0),
+    ],
+)
+def test_other_load(average: float, loadavg: str, expected: float) -> None:
+    assert sizing.other_load(average, loadavg) == expected
+    assert sizing.load_now() >= 0.0
