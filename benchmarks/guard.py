@@ -9,7 +9,7 @@ in turns so that load on the machine falls on all of them alike (rounds of ``--b
 - direct: the client starts the server itself;
 - guard: the client starts ``prefix-exec guard --hooks SIDE -- SERVER`` (enforce, a side file with a ref and a
   precondition, so every call is checked on a fork of the session and the session stepped after it);
-- guard + record: the same with ``--record DIR`` (the session's lines rewritten before every answer).
+- guard + record: the same with ``--record DIR`` (each call's line appended to the journal before its answer).
 
 Each call alternates ``append_note`` and ``list_notes`` on a note made first (``echo`` and ``huge`` on echo).
 Prints per connection the p50 and p99 latency of a call, calls per second, and the latency added (the guard's
@@ -18,7 +18,10 @@ call's request and answer spent in the pump), and the CPU time per call of the p
 (the guard, or the server direct), which split the added latency into the pump, the rest of the guard's CPU
 (the SDK's parse and serialization of each message on both of its sides, the pipe writes) and waiting (two
 more processes to schedule per call: on a busy machine, the run queue).
-Run: .venv/bin/python benchmarks/guard.py [--calls 1000] [--batch 50] [--server notes|echo]
+With 1,000 calls or more it also prints the added p50 and p99 over the first and the last 500 calls of the same
+connections (a record whose cost grows with the connection shows there). ``--server memory`` is npm's
+``@modelcontextprotocol/server-memory`` (make setup installs it).
+Run: .venv/bin/python benchmarks/guard.py [--calls 1000] [--batch 50] [--server notes|echo|memory]
 """
 
 from __future__ import annotations
@@ -38,8 +41,13 @@ import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 REPO = Path(__file__).resolve().parents[1]
+#: Where make setup installs npm's MCP servers (PREFIX_EXEC_NPM_SERVERS: another such folder).
+NPM = Path(os.environ.get("PREFIX_EXEC_NPM_SERVERS") or Path(sys.prefix) / "mcp-servers" / "node_modules" / ".bin")
 SERVERS = {
     "notes": [sys.executable, str(REPO / "tests" / "fakes" / "mcp_notes_server.py")],
+    # A real third-party server: npm's @modelcontextprotocol/server-memory (TypeScript SDK), its knowledge graph
+    # in a file of its own per run; the calls read it (open_nodes, search_nodes), so its cost does not grow.
+    "memory": [str(NPM / "mcp-server-memory")],
     # The hand-written server of the hostile tests: its echo costs next to nothing, so the guard's own cost shows.
     "echo": [sys.executable, str(REPO / "tests" / "fakes" / "mcp_hostile_server.py")],
 }
@@ -54,16 +62,28 @@ def has_note(state, args):
 SIDES = {
     "notes": "hooks: hooks.py\ntools:\n  create_note: {effect: made}\n  append_note: {precondition: has_note}\n",
     "echo": "hooks: hooks.py\ntools:\n  echo: {effect: made}\n  huge: {precondition: has_note}\n",
+    "memory": (
+        "tools:\n  create_entities: {produces: {entity: 'entities[*].name'}}\n  open_nodes: {refs: {names: entity}}\n"
+    ),
 }
 #: The calls each connection makes, in turn, per server (a first call is made before the rounds).
 CALLS = {
     "notes": (("create_note", {"text": "n"}), [("list_notes", {}), ("append_note", {"note_id": "N-1", "text": "x"})]),
     "echo": (("echo", {"text": "n"}), [("echo", {"text": "x"}), ("huge", {"size": 10})]),
+    "memory": (
+        ("create_entities", {"entities": [{"name": "Alice", "entityType": "person", "observations": ["tea"]}]}),
+        [("open_nodes", {"names": ["Alice"]}), ("search_nodes", {"query": "tea"})],
+    ),
 }
 
 
+#: The memory server's file (a temporary folder's, set by main).
+MEMORY_FILE = Path(tempfile.gettempdir()) / "prefix-exec-bench-memory.jsonl"
+
+
 def params(command: list[str]) -> StdioServerParameters:
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    memory = MEMORY_FILE.with_name(f"memory-{len(children())}-{time.perf_counter_ns()}.jsonl")  # one per server
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "MEMORY_FILE_PATH": str(memory)}
     return StdioServerParameters(command=command[0], args=command[1:], env=env)
 
 
@@ -157,8 +177,10 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=50, help="calls per connection per round")
     parser.add_argument("--server", choices=sorted(SERVERS), default="notes", help="the MCP server (default: notes)")
     args = parser.parse_args()
+    global MEMORY_FILE
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
+        MEMORY_FILE = folder / "memory.jsonl"
         times: dict[str, Any] = anyio.run(run, args.calls, args.batch, folder, args.server)
         own = guard_ms(folder)
     direct = times["direct"]
@@ -169,6 +191,8 @@ def main() -> None:
         rate = len(values) / sum(values)
         extra = "" if name == "direct" else f" {added[0]:>10.3f} {added[1]:>10.3f}"
         print(f"{name:16} {pct(values, 0.5):>8.3f} {pct(values, 0.99):>8.3f} {rate:>8.0f}{extra}")
+    if len(direct) >= 1000:
+        print_windows(times)
     print(
         f"the guard's own time per call (record's guard_ms): p50 {statistics.median(own):.3f} ms, "
         f"p99 {pct([x / 1000 for x in own], 0.99):.3f} ms"
@@ -176,6 +200,21 @@ def main() -> None:
     for name, seconds in cpu.items():
         print(f"CPU per call of the process the client started ({name}): {seconds / len(direct) * 1000:.3f} ms")
     print(f"machine load (1-minute average) at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+
+def print_windows(times: dict[str, list[float]], size: int = 500) -> None:
+    """Added p50 and p99 over the first and the last ``size`` calls of each connection: a record whose cost grows
+    with the connection shows here (the same connection, the same run)."""
+    print(f"added latency by window ({size} calls each; the same connections):")
+    print(f"{'connection':16} {'window':>10} {'p50 ms':>8} {'p99 ms':>8} {'added p50':>10} {'added p99':>10}")
+    for name, values in times.items():
+        for label, window, base in (
+            ("first", values[:size], times["direct"][:size]),
+            ("last", values[-size:], times["direct"][-size:]),
+        ):
+            added = (pct(window, 0.5) - pct(base, 0.5), pct(window, 0.99) - pct(base, 0.99))
+            extra = "" if name == "direct" else f" {added[0]:>10.3f} {added[1]:>10.3f}"
+            print(f"{name:16} {label + ' ' + str(size):>10} {pct(window, 0.5):>8.3f} {pct(window, 0.99):>8.3f}{extra}")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 
 It answers ``initialize`` and ``tools/list`` (tools ``echo``, ``die``, ``hang``, ``garbage``, ``huge``) and:
 ``echo`` returns its text; ``die`` exits (code 3) without answering; ``hang`` never answers (and keeps
-reading); ``garbage`` writes a line that is not JSON-RPC; ``huge`` returns a text of ``size`` characters. Any
+reading); ``garbage`` writes a line that is not JSON-RPC; ``huge`` returns a text of ``size`` characters;
+``slow`` answers after ``seconds``, sending a progress notification every 0.2 s meanwhile (to the request's
+``_meta.progressToken``; none without one). Any
 other method gets METHOD_NOT_FOUND, as servers answer unknown methods. With the environment variable
 ``HOSTILE_SILENT_LISTING`` set it never answers ``tools/list``.
 """
@@ -25,6 +27,7 @@ TOOLS = [
         ("hang", {}),
         ("garbage", {}),
         ("huge", {"size": {"type": "integer"}}),
+        ("slow", {"seconds": {"type": "number"}}),
     )
 ]
 
@@ -51,9 +54,25 @@ def answer(request: dict[str, Any]) -> None:
         if not os.environ.get(SILENT_LISTING):
             send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS}})
     elif method == "tools/call":
+        token = (params.get("_meta") or {}).get("progressToken")
+        if params.get("name") == "slow":
+            slow(rid, float((params.get("arguments") or {}).get("seconds", 1)), token)
         call(rid, params.get("name"), params.get("arguments") or {})
     else:
         send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"method not found: {method}"}})
+
+
+def slow(rid: Any, seconds: float, token: Any) -> None:
+    import time
+
+    deadline = time.monotonic() + seconds
+    step = 0
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        step += 1
+        if token is not None:
+            progress = {"progressToken": token, "progress": step}
+            send({"jsonrpc": "2.0", "method": "notifications/progress", "params": progress})
 
 
 def call(rid: Any, name: str, args: dict[str, Any]) -> None:

@@ -22,8 +22,10 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 NOTES_SERVER = [sys.executable, str(FAKES / "mcp_notes_server.py")]
 HOSTILE_SERVER = [sys.executable, str(FAKES / "mcp_hostile_server.py")]
-#: Where make setup (make mcp-servers) installs the npm MCP servers.
-NPM_SERVERS = Path(sys.prefix) / "mcp-servers" / "node_modules" / ".bin"
+#: Where make setup (make mcp-servers) installs the npm MCP servers (PREFIX_EXEC_NPM_SERVERS: another such folder).
+NPM_SERVERS = Path(
+    os.environ.get("PREFIX_EXEC_NPM_SERVERS") or Path(sys.prefix) / "mcp-servers" / "node_modules" / ".bin"
+)
 
 
 def npm_server(name: str) -> str:

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -64,12 +65,16 @@ def echo(g: RawGuard, request_id: int, text: str = "ok") -> dict[str, Any]:
 def test_a_hostile_client_gets_errors_and_the_connection_goes_on(tmp_path: Path) -> None:
     with guard(tmp_path) as g:
         assert g.initialize()["result"]["serverInfo"]["name"] == "hostile"
-        assert len(g.request(1, "tools/list")["result"]["tools"]) == 5
+        assert len(g.request(1, "tools/list")["result"]["tools"]) == 6
         for name, (line, request_id) in MALFORMED.items():
             g.send(line)
             answer = g.response(request_id)
             assert answer["error"]["code"] in (-32700, -32600), name
             assert answer["error"]["message"].startswith("prefix-exec guard: "), name
+            shown = answer["error"]["message"].partition(": ")[2].partition(": ")[2]  # the message's own excerpt
+            assert shown, (name, answer)  # the error shows what was sent
+            if answer["error"]["code"] == -32700 and isinstance(line, str) and line.isascii() and len(line) < 100:
+                assert shown in line, (name, answer)
         for i, (name, params) in enumerate(HOSTILE_CALLS.items(), start=100):
             head = f'{{"jsonrpc": "2.0", "id": {i}, "method": "tools/call", "params": '
             g.send(head + json.dumps(params, ensure_ascii=True) + "}")
@@ -138,6 +143,7 @@ def test_a_failing_server_gets_the_client_an_error_and_ends_the_connection(
     assert row["actions"][1]["observation"]["error"] is True
     # the server's failure, not the agent's: the record says so, and metrics leaves it out by default
     assert why in row["metadata"]["infrastructure"]
+    assert [c["tool"] for c in row["metadata"]["guard"]["interrupted"]] == [tool]
 
 
 def test_sigterm_ends_the_connection_with_the_journal_closed(tmp_path: Path) -> None:
@@ -148,7 +154,25 @@ def test_sigterm_ends_the_connection_with_the_journal_closed(tmp_path: Path) -> 
         g.terminate()
         assert g.ends_within(30) == 0
     row = read_jsonl(tmp_path / "record" / "records.jsonl")[0]
-    assert row["metadata"]["guard"]["end"] == "stopped by SIGTERM" and row["T"] == 1
+    assert row["metadata"]["guard"]["end"] == "the guard was stopped by SIGTERM" and row["T"] == 1
+    assert row["success"] == 1 and "infrastructure" not in row["metadata"]  # nothing was in flight
+
+
+def test_sigterm_with_a_call_in_flight_answers_it_and_records_it_as_interrupted(tmp_path: Path) -> None:
+    with guard(tmp_path) as g:
+        g.initialize()
+        g.request(1, "tools/list")
+        g.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "hang"}}))
+        time.sleep(1.0)  # the call reaches the server, which never answers it
+        g.terminate()
+        answer = g.response(2)
+        assert "stopped by SIGTERM" in answer["error"]["message"]
+        assert g.ends_within(30) == 0
+    row = read_jsonl(tmp_path / "record" / "records.jsonl")[0]
+    # Not a successful no-tool session: its only call was cut short by the guard's end, an infrastructure failure.
+    assert (row["T"], row["success"], row["no_tool"]) == (1, 0, False)
+    assert "SIGTERM" in row["metadata"]["infrastructure"]
+    assert [c["tool"] for c in row["metadata"]["guard"]["interrupted"]] == ["hang"]
 
 
 def test_a_call_before_any_listing_is_checked_on_a_listing_the_guard_makes(tmp_path: Path) -> None:
@@ -159,7 +183,7 @@ def test_a_call_before_any_listing_is_checked_on_a_listing_the_guard_makes(tmp_p
         assert refused["isError"] and "schema" in refused["content"][0]["text"]
         assert g.close() == 0
     tools = json.loads((tmp_path / "record" / "tools.json").read_text())["tools"]
-    assert {t["name"] for t in tools} == {"echo", "die", "hang", "garbage", "huge"}
+    assert {t["name"] for t in tools} == {"echo", "die", "hang", "garbage", "huge", "slow"}
 
 
 def test_a_side_file_that_does_not_fit_the_server_fails_closed(tmp_path: Path) -> None:
@@ -218,3 +242,117 @@ def test_a_stdin_of_dev_null_is_a_client_that_closed_at_once(tmp_path: Path) -> 
     err = done.stderr.decode("utf-8", "replace")
     assert done.returncode == 0 and "Traceback" not in err
     assert "session ended: the client closed the session" in err
+
+
+def test_a_call_that_reports_progress_is_not_hung_and_one_that_does_not_is(tmp_path: Path) -> None:
+    with guard(tmp_path, "--call-timeout", "1") as g:
+        g.initialize()
+        g.request(1, "tools/list")
+        params = {"name": "slow", "arguments": {"seconds": 2.5, "text": "done"}, "_meta": {"progressToken": "p-1"}}
+        answer = g.request(2, "tools/call", params)
+        assert answer["result"]["isError"] is False  # 2.5 s past a 1 s timeout, with progress every 0.2 s
+        silent = g.request(3, "tools/call", {"name": "slow", "arguments": {"seconds": 2.5}})
+        assert "did not answer tools/call within 1 s" in silent["error"]["message"]
+
+
+def test_hidden_tools_are_not_listed_and_are_refused_if_called(tmp_path: Path) -> None:
+    with guard(tmp_path, "--deny-tools", "die,gar*") as g:
+        g.initialize()
+        names = [t["name"] for t in g.request(1, "tools/list")["result"]["tools"]]
+        assert names == ["echo", "hang", "huge", "slow"]
+        refused = g.request(2, "tools/call", {"name": "die", "arguments": {}})
+        assert refused["result"]["isError"] and "not offered through this guard" in json.dumps(refused)
+        assert echo(g, 3)["result"]["content"][0]["text"] == "ok"  # the server is alive: die never reached it
+        assert g.close() == 0
+    row = read_jsonl(tmp_path / "record" / "records.jsonl")[0]
+    assert (row["T"], row["fed"], row["label"]) == (2, 1, "schema")
+    with guard(tmp_path, "--allow-tools", "echo") as g:
+        g.initialize()
+        assert [t["name"] for t in g.request(1, "tools/list")["result"]["tools"]] == ["echo"]
+
+
+def test_a_bridged_upstream_that_cannot_be_reached_gets_the_client_an_error(tmp_path: Path) -> None:
+    process = RawGuard.__new__(RawGuard)  # --upstream alone: no server command after --
+    stderr = tmp_path / "stderr.txt"
+    process.stderr_path, process._stderr, process._buffer = stderr, stderr.open("wb"), b""
+    process.process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "prefix_exec",
+            "guard",
+            "--upstream",
+            "http://127.0.0.1:1/mcp",
+            "--record",
+            str(tmp_path / "r"),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=process._stderr,
+        env=dict(os.environ),
+    )
+    with process as g:
+        answer = g.request(
+            0,
+            "initialize",
+            {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}},
+        )
+        assert "the upstream http://127.0.0.1:1/mcp failed" in answer["error"]["message"]
+        assert g.ends_within(30) == 0 and "Traceback" not in g.stderr()
+
+
+HOSTILE_KEYS = ["../../outside", 'a"b\\\\c\\n{}', "é" * 3000, "$(touch /tmp/pwned)", "-rf"]
+
+
+@pytest.mark.parametrize("key", HOSTILE_KEYS, ids=["path", "json", "long", "shell", "dash"])
+def test_an_episode_key_is_data_only(tmp_path: Path, key: str) -> None:
+    for request_id in (1, 2):  # two guard processes, one episode
+        with guard(tmp_path, f"--episode={key}") as g:
+            g.initialize()
+            echo(g, request_id)
+            assert g.close() == 0, g.stderr()
+    (row,) = read_jsonl(tmp_path / "record" / "records.jsonl")
+    assert row["task_id"] == key and row["T"] == 2 and len(row["metadata"]["guard"]["sessions"]) == 2
+    made = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
+    assert all(p.startswith("record/") or p == "stderr.txt" for p in made), made  # nothing outside the folder
+    assert not Path("/tmp/pwned").exists()
+
+
+def test_forged_journal_lines_are_skipped_and_never_break_the_others(tmp_path: Path) -> None:
+    from prefix_exec.cli import main
+
+    with guard(tmp_path) as g:
+        g.initialize()
+        echo(g, 1)
+        assert g.close() == 0
+    (journal,) = (tmp_path / "record" / "journal").iterdir()
+    forged = [
+        '{"conn": "x", "head": {"dataset": 1, "task_id": [], "trial": "0"}}',
+        '{"conn": "y", "head": {"dataset": "d", "task_id": "t", "trial": 1e300, "model": "m", "method": "m"}}',
+        '{"conn": "z", "head": {"dataset": "d", "task_id": "t", "trial": 0, "model": "m", "method": "m", "info": {}}}',
+        '{"conn": "z", "action": {"name": 5}, "call": {"accepted": "yes"}}',
+        '{"conn": "z", "action": {"name": "echo"}, "call": {"accepted": false}, "verdict": {"causes": ["nonsense"]}}',
+        "[1, 2, 3]",
+        "not json at all",
+        '{"tools": "not a list"}',
+    ]
+    with journal.open("a") as handle:
+        handle.write("\n".join(forged) + "\n")
+    assert main(["guard", "--rebuild", str(tmp_path / "record")]) == 0
+    rows = read_jsonl(tmp_path / "record" / "records.jsonl")
+    assert sorted(r["task_id"] for r in rows)[0] != "" and len(rows) == 2  # ours, and the well-formed "z"
+    forged_row = next(r for r in rows if r["task_id"] == "t")
+    assert (forged_row["T"], forged_row["fed"]) == (1, 1)  # its one readable call, rejected
+
+
+def test_a_postcondition_that_raises_never_breaks_the_connection(tmp_path: Path) -> None:
+    (tmp_path / "after.py").write_text("def boom(state, args, result):\n    raise RuntimeError('after-hook bug')\n")
+    side = tmp_path / "side.yaml"
+    side.write_text("hooks: after.py\ntools:\n  echo: {postcondition: boom}\n")
+    with guard(tmp_path, "--hooks", str(side)) as g:
+        g.initialize()
+        g.request(1, "tools/list")
+        assert echo(g, 2)["result"]["content"][0]["text"] == "ok"  # the call ran: its result goes to the client
+        assert echo(g, 3)["result"]["content"][0]["text"] == "ok"
+        assert g.close() == 0
+        assert "after-hook bug" in g.stderr() and "Traceback" not in g.stderr()

@@ -161,3 +161,41 @@ def _leaves(error: BaseException) -> list[BaseException]:
     if isinstance(error, BaseExceptionGroup):
         return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
     return [error]
+
+
+def test_a_stdio_client_is_bridged_to_an_http_server(tmp_path: Path) -> None:
+    """``--upstream URL`` without ``--listen``: the client starts the guard over stdio (as Claude Desktop does),
+    the guard speaks Streamable HTTP to the server, checks and records the calls as over stdio."""
+    from guard_client import connected, guard_params
+
+    (tmp_path / "hooks.py").write_text(HOOKS)
+    side = tmp_path / "side.yaml"
+    side.write_text(SIDE)
+    upstream = subprocess.Popen([*NOTES_SERVER, "--http"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        port = _line(upstream.stdout, r"PORT (\d+)").group(1)
+        record = tmp_path / "record"
+        args = ["--upstream", f"http://127.0.0.1:{port}/mcp", "--hooks", str(side), "--record", str(record)]
+        params = guard_params(args, [])
+        params.args = params.args[:-1]  # no "--": nothing follows
+        seen: list[tuple[bool, str]] = []
+
+        async def drive() -> None:
+            with anyio.fail_after(120):
+                async with connected(params) as session:
+                    for name, arguments in [
+                        ("append_note", {"note_id": "N-1", "text": "x"}),
+                        ("create_note", {"text": "a"}),
+                    ]:
+                        result = await session.call_tool(name, arguments)
+                        seen.append((bool(result.is_error), text_of(result)))
+
+        anyio.run(drive)
+    finally:
+        upstream.kill()
+        upstream.wait(timeout=30)
+    assert [e for e, _ in seen] == [True, False] and "create_note first" in seen[0][1]
+    (row,) = eventually(lambda: read_jsonl(record / "records.jsonl"), lambda rows: len(rows) == 1)
+    assert (row["T"], row["fed"], row["label"]) == (2, 1, "precondition")
+    assert row["metadata"]["guard"]["upstream"].endswith("/mcp") and row["metadata"]["guard"]["transport"] == "stdio"
+    assert replayed(record, side, tmp_path / "replay.jsonl") == outcomes(record / "records.jsonl")

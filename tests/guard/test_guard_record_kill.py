@@ -1,10 +1,11 @@
 """``--record DIR`` against a kill: the guard is SIGKILLed right after the client has the answer to its Nth
 call of a flood (each call sent the moment the previous answer came), and the record holds all N calls.
 
-The guarantee tested, exactly: every call whose answer (or block) the client has received is in
-``DIR/rollouts.jsonl`` and ``DIR/records.jsonl``, because the guard writes them before it passes the answer
-on; only calls in flight are lost. Nothing here waits on time: the kill follows the Nth answer at once, and the
-files are read after the process is gone.
+The guarantee tested, exactly: every call whose answer (or block) the client has received is in the journal
+(``DIR/journal/``), because the guard appends it before it passes the answer on, and ``prefix-exec guard
+--rebuild DIR`` derives ``DIR/rollouts.jsonl`` and ``DIR/records.jsonl`` from it; only calls in flight are
+lost. Nothing here waits on time: the kill follows the Nth answer at once, and the files are read after the
+process is gone.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path
 import pytest
 from guard_client import NOTES_SERVER, read_jsonl
 from raw_guard import RawGuard
+
+from prefix_exec.cli import main
 
 pytestmark = pytest.mark.slow
 
@@ -54,6 +57,8 @@ def test_a_killed_guard_has_recorded_every_call_the_client_had_an_answer_to(tmp_
         g.process.send_signal(signal.SIGKILL)
         assert g.process.wait(timeout=60) == -signal.SIGKILL, g.stderr()
     assert answers[0]["isError"] and "create a note first" in json.dumps(answers[0])  # blocked by the guard
+    assert not (record / "rollouts.jsonl").exists()  # killed: only the journal was written, and it is whole
+    assert main(["guard", "--rebuild", str(record)]) == 0
     assert all(not a.get("isError") for a in answers[1:]), answers
     (rollout,) = read_jsonl(record / "rollouts.jsonl")
     (scored,) = read_jsonl(record / "records.jsonl")

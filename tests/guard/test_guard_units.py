@@ -184,82 +184,6 @@ def test_the_record_line_is_the_record_replay_makes(tmp_path: Path, side: Path, 
     assert len(got["metadata"]["guard"]["calls"]) == len(calls)
 
 
-def test_the_journal_keeps_other_lines_scrubs_secrets_and_survives_a_second_writer(tmp_path: Path, side: Path) -> None:
-    folder = tmp_path / "record"
-    folder.mkdir()
-    (folder / "rollouts.jsonl").write_text('{"an": "earlier run"}\n{"torn": ')
-    first, second = Journal(folder, secrets=["hunter2-secret"]), Journal(folder)
-    logs = []
-    for journal, sid in ((first, "a"), (second, "b"), (first, "c")):
-        log = ConnectionLog(sid, method="guard-observe", info={"url": "http://user:pw@example.test/mcp"})
-        log.add(
-            call("create_note", text="hunter2-secret"), shadow(tmp_path, side).check(call("create_note", text="x")), {}
-        )
-        journal.update(log.snapshot("notes", None))
-        logs.append(log)
-    first.add_tools(TOOLS)
-    for journal in (first, second):
-        journal.close()
-    text = (folder / "rollouts.jsonl").read_text()
-    lines = text.splitlines()
-    assert lines[0] == '{"an": "earlier run"}' and len(lines) == 4  # the torn line is gone
-    assert sorted(json.loads(line)["task_id"] for line in lines[1:]) == ["a", "b", "c"]
-    by_task = {json.loads(line)["task_id"]: line for line in lines[1:]}
-    assert all("user:pw" not in line and "***@example.test" in line for line in by_task.values())
-    # Each journal removes the secrets it was given (the guard gives its server's environment and command line).
-    assert "hunter2-secret" not in by_task["a"] + by_task["c"] and "hunter2-secret" in by_task["b"]
-    assert json.loads((folder / "tools.json").read_text())["tools"][0]["name"] == "create_note"
-
-
-@pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "os.replace"])
-def test_the_journal_writes_each_call_at_once_and_a_reader_keeps_the_text_it_opened(
-    tmp_path: Path, side: Path, exchange: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from prefix_exec.guard import journal as journal_module
-
-    if not exchange:  # another system, or a filesystem without RENAME_EXCHANGE
-        monkeypatch.setattr(journal_module, "_renameat2", False)
-    folder = tmp_path / "record"
-    journal = Journal(folder)
-    log = ConnectionLog("s", method="guard-observe", info={})
-    check = shadow(tmp_path, side).check
-    texts = []
-    for i in range(4):
-        log.add(call("create_note", text=f"t{i}"), check(call("create_note", text="x")), {})
-        journal.update(log.snapshot("notes", None))
-        # Written when update returns (no thread, no wait): the line holds every call so far.
-        (line,) = (folder / "rollouts.jsonl").read_text().splitlines()
-        assert len(json.loads(line)["actions"]) == i + 1
-        texts.append((folder / "rollouts.jsonl").read_text())
-        if i == 1:
-            reader = (folder / "rollouts.jsonl").open()  # opened now, read after two more writes
-    assert reader.read() == texts[1]  # its file was not overwritten: a new spare was made instead
-    reader.close()
-    journal.close()
-    assert sorted(p.name for p in folder.iterdir()) == [".guard.lock", "records.jsonl", "rollouts.jsonl"]
-    assert len(json.loads((folder / "records.jsonl").read_text())["metadata"]["guard"]["calls"]) == 4
-
-
-def test_the_journal_never_writes_through_a_link_planted_at_its_spare_name(tmp_path: Path, side: Path) -> None:
-    import os
-
-    folder = tmp_path / "record"
-    folder.mkdir()
-    victim = tmp_path / "victim"
-    victim.write_text("keep me\n")
-    (folder / f".rollouts.jsonl.{os.getpid()}.tmp").symlink_to(victim)
-    journal = Journal(folder)
-    log = ConnectionLog("s", method="guard-observe", info={})
-    for i in range(2):
-        log.add(call("create_note", text=f"t{i}"), shadow(tmp_path, side).check(call("create_note", text="x")), {})
-        journal.update(log.snapshot("notes", None))
-    journal.close()
-    assert victim.read_text() == "keep me\n"
-    assert not (folder / "rollouts.jsonl").is_symlink()
-    (line,) = (folder / "rollouts.jsonl").read_text().splitlines()
-    assert len(json.loads(line)["actions"]) == 2
-
-
 def test_connections_of_one_task_get_trials_of_their_own(tmp_path: Path, side: Path) -> None:
     from prefix_exec.guard.connection import new_connection
     from prefix_exec.guard.options import GuardOptions
@@ -302,7 +226,7 @@ def test_command_lines_and_environments_lose_their_secrets() -> None:
     ("argv", "message"),
     [
         (["guard"], "no MCP server to guard"),
-        (["guard", "--listen", "127.0.0.1:0"], "--listen and --upstream go together"),
+        (["guard", "--listen", "127.0.0.1:0"], "--listen needs --upstream"),
         (["guard", "--listen", "127.0.0.1:0", "--upstream", "http://x/mcp", "--", "srv"], "not both"),
         (["guard", "--call-timeout", "0", "--", "srv"], "must be positive"),
         (["guard", "--call-timeout", "nan", "--", "srv"], "must be positive"),
@@ -348,3 +272,18 @@ def test_a_guard_started_with_stdin_closed_is_a_usage_error(
     monkeypatch.setattr(sys, "stdin", None)
     assert main(["guard", "--", sys.executable, "-c", "pass"]) == 2
     assert "stdin and stdout" in capsys.readouterr().err
+
+
+def test_a_port_in_use_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    port = taken.getsockname()[1]
+    try:
+        assert main(["guard", "--listen", f"127.0.0.1:{port}", "--upstream", "http://127.0.0.1:9/mcp"]) == 2
+    finally:
+        taken.close()
+    err = capsys.readouterr().err
+    assert "cannot listen there" in err and "choose another port" in err and "check the path" not in err

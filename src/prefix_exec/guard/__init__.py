@@ -13,7 +13,9 @@ one per concern, need the ``[guard]`` extra (the MCP SDK) and are imported only 
 - :mod:`.shadow`: the guard's picture of one MCP connection (the environment from the server's tools and the
   side file, the live session) and the verdicts;
 - :mod:`.block`: the text a blocked call returns, in words a model can act on;
-- :mod:`.log` and :mod:`.journal`: one connection as a rollout and a record, and the files ``--record`` writes;
+- :mod:`.log` and :mod:`.journal`: one connection as a rollout and a record, and the append-only journal
+  ``--record`` writes; :mod:`.rebuild`, the scoring files derived from the journals (``--rebuild``);
+  :mod:`.folder`, the record folder held as a directory handle; :mod:`.bounds`, how much of a result is kept;
 - :mod:`.pump`: the message pump between client and server that intercepts ``tools/list`` and ``tools/call``,
   and :mod:`.messages`, the JSON-RPC pieces it answers with;
 - :mod:`.connection` and :mod:`.options`: one guarded connection's parts, and the settings;

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from prefix_exec.errors import InputError
 from prefix_exec.guard.journal import Journal
 from prefix_exec.guard.log import ConnectionLog
 from prefix_exec.guard.options import GuardOptions
 from prefix_exec.guard.shadow import Shadow
 from prefix_exec.json_types import JsonObject
+from prefix_exec.records.codec import rollout_from_json
 
 
 @dataclass
@@ -37,6 +40,12 @@ class GuardedConnection:
         no_tool = None if self.log.actions else self.shadow.finish_without_tools()
         self.journal.update(self.log.snapshot(self.dataset or str(name or "mcp"), no_tool))
 
+    def finish(self) -> None:
+        """The connection ended: save it, and derive the record folder's files (``rollouts.jsonl``, ...)."""
+        self.save()
+        if self.journal is not None:
+            self.journal.derive()
+
 
 def new_connection(
     options: GuardOptions,
@@ -60,9 +69,26 @@ def new_connection(
     info: JsonObject = {"mode": options.mode, "transport": transport, **origin, "session": sid}
     if options.require_tools:
         info["require_tools"] = True
-    task_id, trial = sid, 0
+    earlier = None
+    if options.episode is not None and journal is not None:
+        info["episode"] = options.episode
+        earlier = journal.episode(options.episode)
+    task_id, trial = sid if options.episode is None else options.episode, 0
     if options.task is not None:
         task_id = info["task"] = options.task
-        trial = journal.trial_for(options.task) if journal is not None else 0
+        trial = journal.trial_for(options.task) if journal is not None and earlier is None else 0
     log = ConnectionLog(task_id, method=f"guard-{options.mode}", info=info, trial=trial)
+    log.model_name = options.model
+    if earlier is not None:  # the episode goes on: its rollout continues, and its state is replayed at the listing
+        try:
+            actions = list(rollout_from_json(json.loads(earlier.lines()[0])).actions)
+        except InputError as exc:
+            raise InputError(
+                f"episode {options.episode!r} cannot be continued: its journal holds a call this guard cannot read "
+                f"({exc.describe()})",
+                path=options.record,
+                hint="start a new episode key, or remove the episode's lines from DIR/journal/",
+            ) from None
+        log.resume(earlier, actions)
+        shadow.replay = actions
     return GuardedConnection(shadow, log, journal, dataset)

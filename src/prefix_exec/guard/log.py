@@ -11,7 +11,7 @@ made once, when it settles (:class:`ConnectionLog`), and a :class:`Snapshot` spl
 so making a call's text costs O(1) and the lines O(connection).
 
 Final success Y is not something a proxy sees. The stated rule (:data:`SUCCESS_RULE`): 1 when the connection's
-last call was accepted (or, with no call, the no-tool verdict was), else 0; ``metadata.success_rule`` says so.
+last call was accepted, else 0, and 0 without a call; ``metadata.success_rule`` says so.
 """
 
 from __future__ import annotations
@@ -22,12 +22,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from prefix_exec.guard.bounds import bound_call
 from prefix_exec.json_types import JsonObject, dumps
 from prefix_exec.records.codec import call_to_json, record_to_json, rollout_to_json, verdict_to_json
 from prefix_exec.replay import horizon_and_fed
 from prefix_exec.trajectory import PrefixRecord, Rollout, ToolCall, Verdict
 
-SUCCESS_RULE = "heuristic: 1 when the session's last tool call was accepted (a proxy never sees the task's outcome)"
+SUCCESS_RULE = (
+    "heuristic: 1 when the session's last tool call was accepted; 0 without a tool call (a proxy never sees the "
+    "task's outcome)"
+)
 # Placeholders spliced with the JSON text of each list (a string no JSON encoder writes for our own fields).
 _ACTIONS, _VERDICTS, _CALLS = "\x00actions\x00", "\x00verdicts\x00", "\x00calls\x00"
 
@@ -56,9 +60,26 @@ class ConnectionLog:
         self.action_texts: list[str] = []
         self.verdict_texts: list[str] = []
         self.call_texts: list[str] = []
+        self.kept_chars = 0
+        self.model_name: str | None = None  # --model; else the client's name
+
+    def resume(self, earlier: Snapshot, actions: list[ToolCall]) -> None:
+        """Continue an episode's rollout (``--episode``): ``earlier`` is its snapshot as the record folder holds
+        it, ``actions`` its calls; the next call is the step after them."""
+        self.task_id, self.trial = earlier.task_id, earlier.trial
+        self.actions, self.fed, self.failing = list(actions), earlier.fed, earlier.failing
+        self.last_accepted = earlier.last_accepted
+        self.action_texts, self.verdict_texts = list(earlier.actions), list(earlier.verdicts)
+        self.call_texts = list(earlier.calls)
+        sessions = earlier.info.get("sessions")
+        before = sessions if isinstance(sessions, list) else [earlier.info.get("session")]
+        self.info["sessions"] = [*before, self.info.get("session")]
+        self.info["episode_started_at"] = earlier.info.get("episode_started_at", earlier.info.get("started_at"))
 
     @property
     def model(self) -> str:
+        if self.model_name is not None:
+            return self.model_name
         client = self.info.get("client")
         return str(client.get("name")) if isinstance(client, dict) and client.get("name") else "unknown-client"
 
@@ -66,6 +87,9 @@ class ConnectionLog:
         """One settled call: the call (with its observation), the guard's verdict on it, and its entry in
         ``metadata.guard.calls`` (forwarded or not, who decided, latencies)."""
         step = len(self.actions) + 1
+        call, cut, kept = bound_call(call, self.kept_chars)  # every line stays readable (guard/bounds.py)
+        self.kept_chars += kept
+        entry = {**entry, "truncated": cut} if cut is not None else entry
         self.actions.append(call)
         self.action_texts.append(dumps(call_to_json(call)))
         if self.fed is None:
@@ -76,6 +100,14 @@ class ConnectionLog:
         label = verdict.label.value if verdict.label else None
         row = {"step": step, "tool": call.name, "at": now_iso(), "accepted": verdict.accepted, "label": label, **entry}
         self.call_texts.append(dumps(row))
+
+    def interrupt(self, call: ToolCall, reason: str) -> None:
+        """A call in flight when the server failed (exited, timed out) or the guard was stopped: the client got an
+        error; the call is listed in ``metadata.guard.interrupted`` (the connection's ``metadata.infrastructure``
+        says why it ended, so ``metrics`` leaves it out by default)."""
+        interrupted = self.info.setdefault("interrupted", [])
+        assert isinstance(interrupted, list)
+        interrupted.append({"tool": call.name, "arguments": dict(call.arguments), "reason": reason, "at": now_iso()})
 
     def end(self, reason: str) -> None:
         self.info.setdefault("ended_at", now_iso())
@@ -137,7 +169,7 @@ class Snapshot:
             verdicts = "[" + ",".join(self.verdicts) + "]"
         else:
             no_tool = self.no_tool or Verdict.accept()
-            success = int(no_tool.accepted)
+            success = 0  # a session without a tool call did nothing a proxy can count as a success
             T, fed = horizon_and_fed(0, None if no_tool.accepted else 1)
             verdicts = "[" + dumps(verdict_to_json(1, None, no_tool)) + "]"
         unit = (self.dataset, self.task_id, self.model, self.method)

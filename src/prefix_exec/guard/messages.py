@@ -52,6 +52,10 @@ class Pending:
     forwarded: float = 0.0
     call: ToolCall | None = None
     verdict: Verdict | None = None
+    #: When the server last showed it was working on the request (a progress notification): the deadline counts
+    #: from here, so a call that reports progress is not hung.
+    alive: float = 0.0
+    progress_token: int | str | None = None
 
 
 def error(request_id: int | str | None, code: int, text: str) -> JSONRPCError:
@@ -70,9 +74,22 @@ def malformed(exc: Exception) -> tuple[int | str | None, int, str]:
             request_id = seen["id"]  # a JSON object that is no JSON-RPC message
         if request_id is not None:
             break
+    inputs = [e.get("input") for e in errors]
+    shown = next((_excerpt(i) for i in inputs if i is not None), "")  # what was sent, so a user sees it
     if _unreadable(errors):
-        return request_id, PARSE_ERROR, PREFIX + "the message is not JSON (or not JSON this guard reads)"
-    return request_id, INVALID_REQUEST, PREFIX + "the message is not a JSON-RPC 2.0 request, notification or response"
+        return request_id, PARSE_ERROR, PREFIX + "the message is not JSON (or not JSON this guard reads)" + shown
+    text = "the message is not a JSON-RPC 2.0 request, notification or response"
+    return request_id, INVALID_REQUEST, PREFIX + text + shown
+
+
+#: How much of a refused client message an error quotes, in characters.
+EXCERPT_CHARS = 120
+
+
+def _excerpt(value: Any) -> str:
+    text = value.rstrip("\r\n") if isinstance(value, str) else json.dumps(value, ensure_ascii=True, default=str)
+    cut = text[:EXCERPT_CHARS].encode("ascii", "backslashreplace").decode("ascii")
+    return f": {cut}{'...' if len(text) > EXCERPT_CHARS else ''}"
 
 
 def _unreadable(errors: list[Any]) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 #: What the guard does with a call its checks reject: ``enforce`` answers it with a block and never forwards
@@ -10,6 +11,8 @@ from pathlib import Path
 MODES = ("enforce", "observe")
 #: Default bound on one request's wait for the server's answer, in seconds.
 DEFAULT_CALL_TIMEOUT_S = 120.0
+#: The environment variable a client configuration can set once instead of ``--episode``.
+EPISODE_VARIABLE = "PREFIX_EXEC_GUARD_EPISODE"
 #: Default bound on one message, in bytes (a client's line, a server's tools/call result, an HTTP body).
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
@@ -20,7 +23,10 @@ class GuardOptions:
     checks only). ``task``: the side file's task the connection plays (required when it declares ``tasks``).
     ``record``: the folder ``--record`` writes (None: nothing is written). ``call_timeout_s``: the longest wait
     for the server's answer to one request. ``max_message_bytes``: the largest message passed on.
-    ``require_tools``: a connection without a tool call fails (``--require-tools``, as for ``score custom``)."""
+    ``require_tools``: a connection without a tool call fails (``--require-tools``, as for ``score custom``).
+    ``episode``: the episode key (``--episode``): connections with one key continue one rollout and one live state,
+    across MCP sessions and guard processes, rebuilt from the record folder. ``model``: the records' model
+    (``--model``; default: the client's name). ``allow_tools``/``deny_tools``: :meth:`offered`."""
 
     mode: str = "enforce"
     hooks: Path | None = None
@@ -29,6 +35,16 @@ class GuardOptions:
     call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     require_tools: bool = False
+    episode: str | None = None
+    model: str | None = None
+    allow_tools: tuple[str, ...] | None = None
+    deny_tools: tuple[str, ...] = ()
+
+    def offered(self, name: str) -> bool:
+        """Whether the tool ``name`` is offered through the guard (``--allow-tools``/``--deny-tools``: names or
+        shell patterns, ``git_*``); a tool not offered is hidden from the listing and refused if called."""
+        allowed = self.allow_tools is None or any(fnmatchcase(name, p) for p in self.allow_tools)
+        return allowed and not any(fnmatchcase(name, p) for p in self.deny_tools)
 
     @property
     def enforce(self) -> bool:

@@ -36,11 +36,8 @@ from typing import Any
 import anyio
 from mcp.shared.message import ClientMessageMetadata, SessionMessage
 from mcp.types import (
-    CLIENT_INFO_META_KEY,
     INTERNAL_ERROR,
     INVALID_REQUEST,
-    PROTOCOL_VERSION_META_KEY,
-    SERVER_INFO_META_KEY,
     JSONRPCError,
     JSONRPCNotification,
     JSONRPCRequest,
@@ -49,6 +46,7 @@ from mcp.types import (
 from mcp.types import JSONRPCMessage as Message
 
 from prefix_exec.envs.custom.evidence import origin_of
+from prefix_exec.envs.custom.session import POSTCONDITION
 from prefix_exec.errors import InputError, ReplayError
 from prefix_exec.guard.block import block_result
 from prefix_exec.guard.connection import GuardedConnection
@@ -58,15 +56,15 @@ from prefix_exec.guard.messages import (
     Pending,
     Streams,
     error,
-    identity,
     malformed,
     ms,
     short,
 )
 from prefix_exec.guard.options import GuardOptions
-from prefix_exec.guard.shadow import MAX_PAGES, call_of, content_text, observation_of
+from prefix_exec.guard.replies import after_result, bounded, note_client, note_server, offered
+from prefix_exec.guard.shadow import MAX_PAGES, call_of, content_text
 from prefix_exec.json_types import JsonMapping, JsonObject
-from prefix_exec.trajectory import Observation, ToolCall, Verdict
+from prefix_exec.trajectory import FailureLabel, Observation, ToolCall, Verdict
 
 #: How often deadlines are looked at, in seconds.
 TICK_S = 0.05
@@ -112,11 +110,20 @@ class Pump:
             self.log.info.pop(key, None)
         await self._fail(reason)
         self.log.end(reason)
-        self.connection.save()
+        self.connection.finish()
 
     def stop(self, reason: str) -> None:
-        """End the connection from outside (a signal, the HTTP connection's end)."""
+        """End the connection from outside (the HTTP connection's end)."""
         self._finish(reason)
+
+    async def interrupt(self, reason: str) -> None:
+        """End the connection from outside (a signal): each request in flight is answered with an error saying
+        ``reason`` and each call in flight recorded as interrupted (the connection then ended for the system's
+        reason, an infrastructure failure); with nothing in flight it simply ends."""
+        if self.pending:
+            await self._fail(reason)
+        else:
+            self._finish(reason)
 
     async def run(self) -> str:
         """Pump until the connection ends; returns why it ended."""
@@ -128,7 +135,7 @@ class Pump:
                 group.start_soon(self._deadline_loop)
         finally:  # cancelled from outside too (the HTTP guard shutting down): the record is closed
             self.log.end(self.end_reason or "the guard stopped")
-            self.connection.save()
+            self.connection.finish()
         return self.end_reason or "the guard stopped"
 
     def _finish(self, reason: str) -> None:
@@ -147,7 +154,8 @@ class Pump:
         self.log.info["infrastructure"] = reason
         for request_id, pending in list(self.pending.items()):
             del self.pending[request_id]
-            if pending.call is not None:
+            if pending.call is not None:  # recorded with the error as its observation, and listed as interrupted
+                self.log.interrupt(pending.call, reason)
                 observation = Observation(PREFIX + reason, error=True)
                 self._settle(pending, observation, answered=time.perf_counter(), sent=time.perf_counter())
             await self._to_client(error(request_id, INTERNAL_ERROR, PREFIX + reason))
@@ -181,7 +189,7 @@ class Pump:
     async def _client_request(self, message: JSONRPCRequest) -> None:
         received = time.perf_counter()
         params = message.params or {}
-        self._note_client(message.method, params)
+        note_client(self.log.info, message.method, params)
         if message.method == "tools/call":
             await self._tools_call(message, received)
             return
@@ -203,22 +211,35 @@ class Pump:
         if self.shadow.problem is not None:
             await self._to_client(error(message.id, INTERNAL_ERROR, PREFIX + self.shadow.problem.describe()))
             return
+        if not self.options.offered(call.name):  # hidden by --allow-tools/--deny-tools: refused in either mode
+            why = f"tool {call.name!r} is not offered through this guard (--allow-tools/--deny-tools)"
+            await self._block(message.id, call, Verdict.reject(FailureLabel.SCHEMA, why), received)
+            return
         try:
             verdict = self.shadow.check(call)
         except (InputError, ReplayError) as exc:  # the spec or its hooks cannot judge this call: say so, go on
-            await self._to_client(error(message.id, INTERNAL_ERROR, PREFIX + _problem(exc)))
-            return
+            print(f"{PREFIX}error: {_problem(exc)}", flush=True, file=sys.stderr)
+            if self.options.enforce:
+                await self._to_client(error(message.id, INTERNAL_ERROR, PREFIX + _problem(exc)))
+                return
+            verdict = Verdict.accept(notes=(f"not judged: {_problem(exc)}",))  # observe never changes a call's fate
         if not verdict.accepted and self.options.enforce:
-            result = block_result(verdict, call, self.shadow.session)
-            blocked = replace(call, observation=Observation(content_text(result["content"]), error=True))
-            entry = {"forwarded": False, "by": "check", "guard_ms": ms(time.perf_counter() - received)}
-            self._log_call(blocked, verdict, entry)  # logged before the client has the block (module docstring)
-            await self._to_client(JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result))
+            await self._block(message.id, call, verdict, received)
             return
         pending = Pending("tools/call", received, call=call, verdict=verdict)
+        token = ((message.params or {}).get("_meta") or {}).get("progressToken")
+        pending.progress_token = token if isinstance(token, int | str) else None
         self.pending[message.id] = pending
         pending.forwarded = time.perf_counter()
         await self._to_server(message)
+
+    async def _block(self, request_id: int | str, call: ToolCall, verdict: Verdict, received: float) -> None:
+        """Answer ``call`` with a block (never forwarded); logged before the client has it (module docstring)."""
+        result = block_result(verdict, call, self.shadow.session)
+        blocked = replace(call, observation=Observation(content_text(result["content"]), error=True))
+        entry = {"forwarded": False, "by": "check", "guard_ms": ms(time.perf_counter() - received)}
+        self._log_call(blocked, verdict, entry)
+        await self._to_client(JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result))
 
     async def _list_tools(self, params: JsonMapping) -> None:
         """List the server's tools ourselves (a call came before any listing), copying the call's ``_meta``
@@ -232,8 +253,10 @@ class Pump:
             request_id = f"prefix-exec-guard-{self._internal_prefix}-{self._next_internal}"
             waiter = self._internal[request_id] = _Waiter()
             request_params = {**({"_meta": meta} if meta else {}), **({"cursor": cursor} if cursor else {})}
+            # params always an object (``{}`` when empty): JSON-RPC allows no ``null`` there, and the TypeScript
+            # SDK's servers drop such a request unanswered.
             await self._to_server(
-                JSONRPCRequest(jsonrpc="2.0", id=request_id, method="tools/list", params=request_params or None)
+                JSONRPCRequest(jsonrpc="2.0", id=request_id, method="tools/list", params=request_params)
             )
             with anyio.move_on_after(self.options.call_timeout_s):
                 await waiter.event.wait()
@@ -275,6 +298,11 @@ class Pump:
         await self._fail("the server closed its output (it exited)")
 
     async def _from_server(self, message: Message) -> None:
+        if isinstance(message, JSONRPCNotification) and message.method == "notifications/progress":
+            token = (message.params or {}).get("progressToken")
+            for waiting in self.pending.values():
+                if waiting.progress_token is not None and waiting.progress_token == token:
+                    waiting.alive = time.perf_counter()  # working on it: --call-timeout counts from now
         if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
             waiter = self._internal.pop(message.id, None) if isinstance(message.id, str) else None
             if waiter is not None:
@@ -290,7 +318,7 @@ class Pump:
     async def _answer(self, pending: Pending, message: JSONRPCResponse | JSONRPCError) -> None:
         answered = time.perf_counter()
         if isinstance(message, JSONRPCResponse):
-            self._note_server(pending.method, message.result)
+            note_server(self.log.info, pending.method, message.result)
         if (
             pending.method == "tools/list"
             and isinstance(message, JSONRPCResponse)
@@ -300,7 +328,7 @@ class Pump:
             if self.shadow.problem is not None:
                 message = error(message.id, INTERNAL_ERROR, PREFIX + self.shadow.problem.describe())
         if pending.call is None:
-            await self._to_client(message)
+            await self._to_client(offered(message, self.options) if pending.method == "tools/list" else message)
             return
         if isinstance(message, JSONRPCError):
             observation = Observation(message.error.message, error=True)
@@ -308,26 +336,15 @@ class Pump:
             await self._to_client(message)  # not a final result (input required, a task): the call is not done
             return
         else:
-            observation, message = self._bounded(message)
-        self._settle(pending, observation, answered=answered, sent=time.perf_counter())
+            observation, message = bounded(message, self.options.max_message_bytes)
+        verdict = self._settle(pending, observation, answered=answered, sent=time.perf_counter())
+        if self.options.enforce and not verdict.accepted and POSTCONDITION in verdict.notes and message.id is not None:
+            message = after_result(message.id, pending.call.name, verdict)  # the result failed: the client gets why
         await self._to_client(message)
-
-    def _bounded(self, message: JSONRPCResponse) -> tuple[Observation, JSONRPCResponse]:
-        """The result's observation, or an error result in its place when it is over the size bound."""
-        blocks = message.result.get("content")
-        size = sum(len(b.get("text") or "") for b in blocks if isinstance(b, dict)) if isinstance(blocks, list) else 0
-        if size <= self.options.max_message_bytes:
-            return observation_of(message.result), message
-        text = (
-            f"{PREFIX}the server's result ({size:,} characters) is larger than the bound "
-            f"({self.options.max_message_bytes:,}); the call ran, its result was not passed on"
-        )
-        result: JsonObject = {"content": [{"type": "text", "text": text}], "isError": True}
-        return Observation(text, error=True), JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result)
 
     # ------------------------------------------------------------------------------------- bookkeeping
 
-    def _settle(self, pending: Pending, observation: Observation, *, answered: float, sent: float) -> None:
+    def _settle(self, pending: Pending, observation: Observation, *, answered: float, sent: float) -> Verdict:
         assert pending.call is not None and pending.verdict is not None
         call = replace(pending.call, observation=observation)
         verdict = pending.verdict
@@ -341,6 +358,7 @@ class Pump:
         guard_s = (pending.forwarded - pending.received) + (sent - answered)
         entry = {"forwarded": True, "by": by, "guard_ms": ms(guard_s), "server_ms": ms(answered - pending.forwarded)}
         self._log_call(call, verdict, entry)
+        return verdict
 
     def _log_call(self, call: ToolCall, verdict: Verdict, entry: JsonObject) -> None:
         self.log.add(call, verdict, entry)
@@ -349,24 +367,6 @@ class Pump:
     def _listed(self) -> None:
         if self.shadow.problem is not None:
             print(f"{PREFIX}error: {self.shadow.problem.describe()}", flush=True, file=sys.stderr)
-
-    def _note_client(self, method: str, params: JsonMapping) -> None:
-        """The client's name, version and protocol version, from ``initialize`` or a 2026 request's ``_meta``."""
-        info = self.log.info
-        if method == "initialize":
-            info.setdefault("client", identity(params.get("clientInfo")))
-            info.setdefault("protocol_version", params.get("protocolVersion"))
-        meta = params.get("_meta")
-        if isinstance(meta, dict) and CLIENT_INFO_META_KEY in meta and "client" not in info:
-            info["client"] = identity(meta[CLIENT_INFO_META_KEY])
-            info["protocol_version"] = meta.get(PROTOCOL_VERSION_META_KEY)
-
-    def _note_server(self, method: str, result: JsonMapping) -> None:
-        if method == "initialize":
-            self.log.info["server"] = identity(result.get("serverInfo"))
-            self.log.info["protocol_version"] = result.get("protocolVersion")
-        elif method == "server/discover" and isinstance(result.get("_meta"), dict):
-            self.log.info.setdefault("server", identity(result["_meta"].get(SERVER_INFO_META_KEY)))
 
     async def _to_client(self, message: Message) -> None:
         try:
@@ -389,7 +389,7 @@ class Pump:
         while True:
             await anyio.sleep(min(TICK_S, limit / 4))
             now = time.perf_counter()
-            late = [p for p in self.pending.values() if now - p.forwarded > limit]
+            late = [p for p in self.pending.values() if now - max(p.forwarded, p.alive) > limit]
             if late:
                 await self._fail(f"the server did not answer {late[0].method} within {limit:g} s (--call-timeout)")
                 return

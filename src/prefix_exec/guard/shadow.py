@@ -22,7 +22,7 @@ from prefix_exec.envs.custom.environment import layered_environment
 from prefix_exec.envs.custom.evidence import EvidencePolicy
 from prefix_exec.envs.custom.session import CustomEnvironment, CustomSession
 from prefix_exec.envs.custom.spec_formats import to_spec
-from prefix_exec.errors import InputError
+from prefix_exec.errors import InputError, ReplayError
 from prefix_exec.json_types import JsonMapping, JsonObject, JsonValue
 from prefix_exec.replay import check, check_action
 from prefix_exec.trajectory import Observation, ToolCall, Verdict
@@ -53,6 +53,8 @@ class Shadow:
         self.tools: list[JsonObject] = []
         #: How many different listings were read (a journal saves ``tools`` when it changes).
         self.listings = 0
+        #: An episode's earlier calls (``--episode``), stepped into the session when it is first built.
+        self.replay: list[ToolCall] = []
         self._pages: list[JsonObject] = []
         self._page_count = 0
 
@@ -101,6 +103,12 @@ class Shadow:
             return
         if self.session is not None:  # the server's tools changed: the state so far carries over
             session.state, session.produced = self.session.state, self.session.produced
+        else:  # an episode's earlier sessions: their calls step the state as replay would (verdicts recorded)
+            for call in self.replay:
+                try:
+                    check_action(session, call)
+                except (InputError, ReplayError):  # a hook that fails on a recorded call: it fails live too
+                    continue
         self.problem, self.env, self.session = None, env, session
 
     def check(self, call: ToolCall) -> Verdict:

@@ -16,39 +16,55 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from typing import Any
 
 import anyio
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.server.stdio import stdio_server
 
 from prefix_exec.guard.connection import GuardedConnection
-from prefix_exec.guard.messages import Streams
+from prefix_exec.guard.messages import Streams, short
 from prefix_exec.guard.options import GuardOptions
 from prefix_exec.guard.pipes import open_stdin, open_stdout
 from prefix_exec.guard.pump import Pump
+from prefix_exec.records.redaction import redact_url
 
 #: Longest wait, at the end of a connection, for the client to take what the guard still has to write (seconds).
 FLUSH_S = 5.0
 
 
-async def serve_stdio(command: list[str], connection: GuardedConnection, options: GuardOptions) -> str:
+async def serve_stdio(
+    command: list[str], connection: GuardedConnection, options: GuardOptions, *, upstream: str | None = None
+) -> str:
     """Run one stdio connection: our stdin/stdout to the client, ``command`` as the server; returns why it ended.
+    With ``upstream`` (a Streamable HTTP URL) the server is that endpoint instead: the guard bridges a stdio client
+    to an HTTP server (``prefix-exec guard --upstream URL`` without ``--listen``).
 
     Raises :class:`OSError` when the server cannot be started (the CLI says so and exits).
     """
     reader = await open_stdin(sys.stdin.fileno(), options.max_message_bytes)
     writer = await open_stdout(sys.stdout.fileno())
-    params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    if upstream is not None:
+        opener: Any = streamable_http_client(upstream)
+    else:
+        opener = stdio_client(StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ)))
     reason = "the guard stopped"
     async with anyio.create_task_group() as signals:
         with anyio.CancelScope() as bounded:
             async with stdio_server(stdin=reader, stdout=writer) as (client_read, client_write):  # type: ignore[arg-type]
+                pump: Pump | None = None
                 try:
-                    async with stdio_client(params) as (server_read, server_write):
-                        client, server = Streams(client_read, client_write), Streams(server_read, server_write)
-                        pump = Pump(client, server, connection, options)
+                    async with opener as streams:
+                        client, server = Streams(client_read, client_write), Streams(streams[0], streams[1])
+                        pump = Pump(client, server, connection, options, version_header=upstream is not None)
                         signals.start_soon(_on_signals, pump)
                         reason = await pump.run()
+                except Exception as exc:  # a bridged upstream refused or broke: what is in flight gets the reason
+                    if pump is None or upstream is None:
+                        raise
+                    reason = f"the upstream {redact_url(upstream)} failed: {_leaf(exc)}"
+                    await pump.abandon(reason)
                 finally:
                     # Everything the pump sent is written and flushed before stdout closes (the transport's
                     # writer ends once its stream is closed, and its reader once ours stops), within a bound.
@@ -61,6 +77,13 @@ async def serve_stdio(command: list[str], connection: GuardedConnection, options
     return reason
 
 
+def _leaf(exc: BaseException) -> str:
+    """The first underlying error of an exception group, in one line."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return short(exc) if isinstance(exc, Exception) else type(exc).__name__
+
+
 async def _on_signals(pump: Pump) -> None:
     """End the connection (record closed) on SIGTERM, and on SIGINT unless it was ignored at start."""
     signals = [signal.SIGTERM]
@@ -68,5 +91,5 @@ async def _on_signals(pump: Pump) -> None:
         signals.append(signal.SIGINT)
     with anyio.open_signal_receiver(*signals) as received:
         async for number in received:
-            pump.stop(f"stopped by {signal.Signals(number).name}")
+            await pump.interrupt(f"the guard was stopped by {signal.Signals(number).name}")
             return

@@ -252,6 +252,7 @@ def _tool(raw: JsonMapping, module: ModuleType | None, path: Path, where: str) -
     except SchemaProblem as exc:
         raise InputError(str(exc), path=path, field=f"{where}.parameters") from None
     hooks = _hooks(raw, module, path, where)
+    _check_arguments(parameters, raw, path, where)
     return ToolSpec(
         name=raw["name"],
         parameters=parameters,
@@ -261,13 +262,16 @@ def _tool(raw: JsonMapping, module: ModuleType | None, path: Path, where: str) -
         invalidates=raw.get("invalidates", {}),
         precondition=hooks["precondition"],
         effect=hooks["effect"],
+        postcondition=hooks["postcondition"],
         exposed_from_turn=raw.get("exposed_from_turn", 0),
+        whole_arrays=bool(raw.get("whole_arrays", False)),
     )
 
 
 def _layered(tool: ToolSpec, layer: JsonMapping, module: ModuleType | None, path: Path) -> ToolSpec:
     """``tool`` with a side file's keys for it (none of which the spec sets: check_layer refused that)."""
     hooks = _hooks(layer, module, path, f"tools.{tool.name}")
+    _check_arguments(tool.parameters, layer, path, f"tools.{tool.name}")
     return replace(
         tool,
         refs=layer.get("refs", tool.refs),
@@ -275,15 +279,36 @@ def _layered(tool: ToolSpec, layer: JsonMapping, module: ModuleType | None, path
         invalidates=layer.get("invalidates", tool.invalidates),
         precondition=hooks["precondition"] or tool.precondition,
         effect=hooks["effect"] or tool.effect,
+        postcondition=hooks["postcondition"] or tool.postcondition,
         exposed_from_turn=layer.get("exposed_from_turn", tool.exposed_from_turn),
+        whole_arrays=bool(layer.get("whole_arrays", tool.whole_arrays)),
     )
+
+
+def _check_arguments(parameters: JsonMapping, layer: JsonMapping, path: Path, where: str) -> None:
+    """Refuse ``refs`` keys and ``invalidates`` values that name no argument of the tool's schema (a check that
+    could never run would fail open). A schema that declares no ``properties`` cannot say, and is trusted."""
+    declared = parameters.get("properties")
+    if not isinstance(declared, dict):
+        return
+    named = [(f"{where}.refs.{k}", k) for k in layer.get("refs") or {}]
+    named += [(f"{where}.invalidates.{kind}", v) for kind, v in (layer.get("invalidates") or {}).items()]
+    for field_name, argument in named:
+        if argument not in declared:
+            raise InputError(
+                f"{argument!r} is no argument of the tool (its schema has {', '.join(sorted(declared)) or 'none'})",
+                path=path,
+                field=field_name,
+                hint="name an argument the server's tools/list declares for this tool; a check on an argument "
+                "that is never passed would never run",
+            )
 
 
 def _hooks(raw: JsonMapping, module: ModuleType | None, path: Path, where: str) -> dict[str, Hook | None]:
     """The precondition and effect functions ``raw`` names, looked up in ``module`` (an allow-list: only
     names the user's own spec gives, in the user's own hooks module)."""
     hooks: dict[str, Hook | None] = {}
-    for kind in ("precondition", "effect"):
+    for kind in ("precondition", "effect", "postcondition"):
         name = raw.get(kind)
         if name is None:
             hooks[kind] = None

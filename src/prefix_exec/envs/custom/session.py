@@ -24,7 +24,9 @@ from prefix_exec.errors import InputError, ReplayError
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.trajectory import FailureLabel, ToolCall, Verdict
 
-Hook = Callable[[JsonObject, JsonObject], Any]
+Hook = Callable[..., Any]  # (state, args), and a postcondition's (state, args, result)
+#: The note on a verdict a postcondition rejected (the call ran; its result failed the check).
+POSTCONDITION = "postcondition"
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,11 @@ class Reject:
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """One declared tool. ``produces`` maps a value kind to a result path (``id``, ``items[*].id``, ``$``)."""
+    """One declared tool. ``produces`` maps a value kind to a result path (``id``, ``items[*].id``, ``$``).
+
+    Arrays are element-wise unless ``whole_arrays``: an argument of ``refs`` that is a list refers to each of its
+    elements, an ``invalidates`` argument that is a list invalidates each, and a ``produces`` path that selects a
+    list produces each element (``whole_arrays: true``: the array is one value, compared whole)."""
 
     name: str
     parameters: JsonMapping
@@ -52,6 +58,14 @@ class ToolSpec:
     precondition: Hook | None = None
     effect: Hook | None = None
     exposed_from_turn: int = 0
+    whole_arrays: bool = False
+    #: Run on a call that ran, with its result: ``postcondition(state, args, result)`` returns None, a reason (the
+    #: call fails as ``state_consistency``) or a :class:`Reject`. Not run on a call that has no result yet.
+    postcondition: Hook | None = None
+
+    def values(self, value: Any) -> list[Any]:
+        """The values an argument or a produced value stands for: a list's elements, unless ``whole_arrays``."""
+        return list(value) if isinstance(value, list) and not self.whole_arrays else [value]
 
 
 @dataclass(frozen=True)
@@ -162,6 +176,11 @@ class CustomSession:
         refused = evidence.refusal(call.observation, self.env.policy)
         if refused is not None:
             return Verdict.reject(refused.label, refused.reason, notes=refused.notes)
+        if tool.postcondition is not None and call.observation is not None:
+            after = _run_hook(tool, "postcondition", tool.postcondition, state, args, _result(call))
+            if after:
+                failed = after if isinstance(after, Reject) else Reject(FailureLabel.STATE_CONSISTENCY, str(after))
+                return Verdict.reject(failed.cause, failed.reason, notes=(ORIGIN_CHECK, POSTCONDITION))
         self.state = state
         if tool.effect is not None:
             self._register(tool, args, result)
@@ -190,13 +209,16 @@ class CustomSession:
         for param, kind in tool.refs.items():
             if param not in args:
                 continue
-            current = self.reference(kind, args[param])
-            if current is None:
-                causes.append(FailureLabel.DEPENDENCY)
-                reasons.append(f"{param}={args[param]!r} is no {kind} that an earlier call produced or the task gave")
-            elif not current:
-                causes.append(FailureLabel.STATE_CONSISTENCY)
-                reasons.append(f"{param}={args[param]!r} refers to a {kind} that is no longer current")
+            each = isinstance(args[param], list) and not tool.whole_arrays
+            for index, value in enumerate(tool.values(args[param])):
+                name = f"{param}[{index}]" if each else param
+                current = self.reference(kind, value)
+                if current is None:
+                    causes.append(FailureLabel.DEPENDENCY)
+                    reasons.append(f"{name}={value!r} is no {kind} that an earlier call produced or the task gave")
+                elif not current:
+                    causes.append(FailureLabel.STATE_CONSISTENCY)
+                    reasons.append(f"{name}={value!r} refers to a {kind} that is no longer current")
         if tool.precondition is not None:
             outcome = _run_hook(tool, "precondition", tool.precondition, self.state, args)
             if isinstance(outcome, Reject):
@@ -211,11 +233,11 @@ class CustomSession:
         """Apply the call's ``invalidates`` and ``produces``; with ``limit``, at most that many values of a kind
         are taken from ``result``, and the notes returned say where more were left out."""
         for kind, param in tool.invalidates.items():
-            if param in args:
-                self.produced.setdefault(kind, {})[_key(args[param])] = False
+            for value in tool.values(args[param]) if param in args else []:
+                self.produced.setdefault(kind, {})[_key(value)] = False
         notes: list[str] = []
         for kind, path in tool.produces.items():
-            values = _select(result, path)
+            values = [v for found in _select(result, path) for v in tool.values(found)]
             if limit is not None and len(values) > limit:
                 notes.append(
                     f"produces: the recorded result holds {len(values)} values of {kind}; the first {limit} count"
@@ -231,11 +253,16 @@ def _recorded(tool: ToolSpec, call: ToolCall) -> Any:
     return evidence.recorded_value(call.observation) if tool.produces else None
 
 
-def _run_hook(tool: ToolSpec, kind: str, hook: Hook, state: JsonObject, args: JsonObject) -> Any:
+def _result(call: ToolCall) -> Any:
+    """A call's result as a postcondition reads it: the recorded value (parsed JSON, or the text)."""
+    return evidence.recorded_value(call.observation)
+
+
+def _run_hook(tool: ToolSpec, kind: str, hook: Hook, state: JsonObject, args: JsonObject, *more: Any) -> Any:
     """Call a user hook; an exception in it is a :class:`ReplayError` for this rollout (a bug in the hooks
     module, named with the raising line), so it is one skipped unit under ``--keep-going``, not a traceback."""
     try:
-        return hook(state, args)
+        return hook(state, args, *more)
     except (Exception, SystemExit) as exc:  # the user's code may raise anything (sys.exit too); budgets and ^C pass
         frames = traceback.extract_tb(exc.__traceback__)
         where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""

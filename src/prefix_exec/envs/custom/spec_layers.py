@@ -18,7 +18,16 @@ from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonMapping, JsonObject
 
 #: The per-tool keys a side file may layer on: everything but the tool's name, description and schema.
-LAYER_KEYS: tuple[str, ...] = ("refs", "produces", "invalidates", "precondition", "effect", "exposed_from_turn")
+LAYER_KEYS: tuple[str, ...] = (
+    "refs",
+    "produces",
+    "invalidates",
+    "precondition",
+    "effect",
+    "postcondition",
+    "exposed_from_turn",
+    "whole_arrays",
+)
 _TOOL_PROPERTIES: JsonMapping = SPEC_SCHEMA["properties"]["tools"]["items"]["properties"]
 #: The hooks side file: our spec's top-level keys, with ``tools`` a mapping from tool name to layered keys.
 SIDE_SCHEMA: JsonObject = {
@@ -49,8 +58,8 @@ def read_side_file(path: Path) -> JsonObject:
             path=path,
             field=json_path(list(errors[0].absolute_path)) or None,
             hint="a hooks file holds hooks, allow_no_tool, initial_state, given, tasks and "
-            "tools: {TOOL_NAME: {refs, produces, invalidates, precondition, effect, exposed_from_turn}}; "
-            "see docs/custom.md",
+            "tools: {TOOL_NAME: {refs, produces, invalidates, precondition, effect, postcondition, "
+            "exposed_from_turn, whole_arrays}}; see docs/custom.md",
         )
     return dict(data)
 
