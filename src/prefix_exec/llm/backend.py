@@ -39,7 +39,7 @@ from prefix_exec.llm.cache import ResponseCache, request_key
 from prefix_exec.llm.client import import_openai, openai_client
 from prefix_exec.llm.config import EndpointConfig
 from prefix_exec.llm.decode import decode_answer, response_problem
-from prefix_exec.llm.inflight import IN_FLIGHT, Cancelled
+from prefix_exec.llm.inflight import IN_FLIGHT, Cancelled, until_cancelled
 from prefix_exec.llm.textcalls import with_tools_prompt
 from prefix_exec.llm.tool_support import ToolsRejected, error_message, rejects_tools, tool_support
 from prefix_exec.llm.types import BackendError, Completion, Message, RetryEvent, ToolSchema
@@ -204,7 +204,7 @@ class ChatBackend:
                 with self._slots, IN_FLIGHT.track(role, self._client.close):
                     started = time.perf_counter()
                     queue_s += started - asked
-                    response = self._post(request)
+                    response = until_cancelled(IN_FLIGHT, lambda: self._post(request), self._where())
                     latency = time.perf_counter() - started
                 break
             except (self._openai.APIError, _BadAnswer) as exc:

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 #: After Ctrl-C, how often the requests still in flight are closed again, and for how long (seconds).
 RECLOSE_SECONDS = 0.05
 RECLOSE_FOR_SECONDS = 2.0
+#: How often the caller of :func:`until_cancelled` looks whether the run was interrupted (seconds).
+CANCEL_POLL_SECONDS = 0.05
 
 
 class Cancelled(Exception):
@@ -96,6 +98,32 @@ class InFlight:
             time.sleep(RECLOSE_SECONDS)
             if not self._close_pending():
                 return
+
+
+def until_cancelled[T](flight: InFlight, call: Callable[[], T], where: str) -> T:
+    """``call()`` (one HTTP request) on a daemon thread, waited for here in steps of :data:`CANCEL_POLL_SECONDS`:
+    once ``flight`` is cancelled this raises :class:`Cancelled` at once (``where`` names the endpoint). Closing a
+    connection does not always wake a thread blocked reading its answer (a socket closed by another thread can
+    keep that read waiting), so the caller does not wait for it; the abandoned thread ends with the connection or
+    the answer. What ``call`` raises is raised here."""
+    outcome: list[tuple[T] | BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append((call(),))
+        except BaseException as exc:  # handed to the caller below, as if raised there
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run, name="prefix-exec-request", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(CANCEL_POLL_SECONDS)
+        if worker.is_alive() and flight.cancelled.is_set():
+            raise Cancelled(f"{where}: the run was interrupted")
+    result = outcome[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result[0]
 
 
 def describe(requests: list[tuple[str, float]]) -> str:
