@@ -342,8 +342,6 @@ class Pump:
             message = after_result(message.id, pending.call.name, verdict)  # the result failed: the client gets why
         await self._to_client(message)
 
-    # ------------------------------------------------------------------------------------- bookkeeping
-
     def _settle(self, pending: Pending, observation: Observation, *, answered: float, sent: float) -> Verdict:
         assert pending.call is not None and pending.verdict is not None
         call = replace(pending.call, observation=observation)
