@@ -12,10 +12,7 @@ from typing import Any
 
 from prefix_exec.cli.common import (
     add_scoring_options,
-    consistency_path,
-    finish,
     numbering,
-    output_options,
     trial_rule,
 )
 from prefix_exec.cli.spec_options import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
@@ -55,13 +52,11 @@ def handle(args: argparse.Namespace) -> int:
     trials = numbering(args)
     recipe = Recipe(load_spec, (args.tools,), {"hooks": args.hooks, "policy": policy})  # built again per worker
     inputs: list[str | Path] = [*args.rollouts, args.tools, *([args.hooks] if args.hooks else [])]
-    report = score_on_spec(
+    return score_on_spec(
         with_environment(trials.rollouts(units), env, recipe),
         args,
+        trials,
         policy=policy,
         desc=f"scoring {env.name}",
         inputs=inputs,
-        report_path=consistency_path(args, inputs),  # refused before scoring: an input, --out, a folder or a FIFO
-        options=output_options(args),
     )
-    return finish(report, args.out, trials)

@@ -12,10 +12,7 @@ from typing import Any
 
 from prefix_exec.cli.common import (
     add_scoring_options,
-    consistency_path,
-    finish,
     numbering,
-    output_options,
     trial_rule,
 )
 from prefix_exec.cli.spec_options import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
@@ -102,16 +99,7 @@ def handle(args: argparse.Namespace) -> int:
     trials = numbering(args)
     units = _units(files, identity, env, keep_going=args.keep_going, policy=policy)
     inputs: list[str | Path] = [*files, *(p for p in (args.tools, args.hooks) if p)]
-    report = score_on_spec(
-        numbered(units, trials),
-        args,
-        policy=policy,
-        desc="scoring traces",
-        inputs=inputs,
-        report_path=consistency_path(args, inputs),  # refused before scoring: an input, --out, a folder or a FIFO
-        options=output_options(args),
-    )
-    return finish(report, args.out, trials)
+    return score_on_spec(numbered(units, trials), args, trials, policy=policy, desc="scoring traces", inputs=inputs)
 
 
 def _units(

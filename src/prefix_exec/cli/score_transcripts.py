@@ -12,10 +12,7 @@ from typing import Any
 
 from prefix_exec.cli.common import (
     add_scoring_options,
-    consistency_path,
-    finish,
     numbering,
-    output_options,
     trial_rule,
 )
 from prefix_exec.cli.spec_options import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
@@ -135,16 +132,9 @@ def handle(args: argparse.Namespace) -> int:
     units = _units(files, identity, forced, spec, keep_going=args.keep_going, policy=policy, defer=defer, whole=whole)
     trials = numbering(args)
     inputs: list[str | Path] = [*files, *(p for p in (args.tools, args.hooks) if p)]
-    report = score_on_spec(
-        numbered(units, trials),
-        args,
-        policy=policy,
-        desc="scoring transcripts",
-        inputs=inputs,
-        report_path=consistency_path(args, inputs),  # refused before scoring: an input, --out, a folder or a FIFO
-        options=output_options(args),
+    return score_on_spec(
+        numbered(units, trials), args, trials, policy=policy, desc="scoring transcripts", inputs=inputs
     )
-    return finish(report, args.out, trials)
 
 
 def _units(

@@ -18,11 +18,12 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from prefix_exec.cli.common import consistency_path, finish, output_options
 from prefix_exec.envs.custom import evidence
 from prefix_exec.envs.custom.evidence import DEFAULT_ERROR_PATTERN, EvidencePolicy
 from prefix_exec.envs.custom.session import CustomEnvironment
 from prefix_exec.errors import InputError
-from prefix_exec.scoring.run import ScoreOptions, ScoreReport
+from prefix_exec.scoring.numbering import Numbering
 from prefix_exec.scoring.units import ScoringUnit
 from prefix_exec.sources import spec
 
@@ -99,29 +100,31 @@ def note_schema_only(env: CustomEnvironment, path: str | Path) -> None:
 def score_on_spec(
     units: Iterable[ScoringUnit],
     args: argparse.Namespace,
+    numbering: Numbering,
     *,
     policy: EvidencePolicy,
     desc: str,
     inputs: list[str | Path],
-    report_path: str,
-    options: ScoreOptions,
     total: int | None = None,
-) -> ScoreReport:
-    """Score ``units`` into ``--out`` and write the consistency report to ``report_path`` (the command's
-    ``--consistency``, default ``<out>.consistency.json``: written when a call had a recorded outcome or
-    ``--consistency`` was given; its lines on stderr): :func:`prefix_exec.sources.spec.score_on_spec`."""
-    return spec.score_on_spec(
+) -> int:
+    """Score ``units`` into ``--out`` with the command's output options, write the consistency report
+    (``--consistency``, default ``<out>.consistency.json``: written when a call had a recorded outcome or
+    ``--consistency`` was given; its lines on stderr) with :func:`prefix_exec.sources.spec.score_on_spec`, and
+    return the command's exit status (:func:`~prefix_exec.cli.common.finish`, which says what ``numbering`` did).
+    The report's path is checked before scoring: an input, ``--out``, a folder or a FIFO is refused."""
+    report = spec.score_on_spec(
         units,
         args.out,
         policy=policy,
         desc=desc,
         inputs=inputs,
-        report_path=report_path,
+        report_path=consistency_path(args, inputs),
         report_always=bool(args.consistency),
-        options=options,
+        options=output_options(args),
         log=sys.stderr,
         total=total,
     )
+    return finish(report, args.out, numbering)
 
 
 def add_tau2_data_option(parser: argparse.ArgumentParser) -> None:
