@@ -13,7 +13,7 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
@@ -21,6 +21,9 @@ from prefix_exec.guard.journal import RECORDED, Journal
 from prefix_exec.guard.options import DEFAULT_CALL_TIMEOUT_S, DEFAULT_MAX_MESSAGE_BYTES, MODES, GuardOptions
 from prefix_exec.records import outputs
 from prefix_exec.records.redaction import redact_command, redact_url, secret_environment
+
+if TYPE_CHECKING:
+    from prefix_exec.guard.hosts import HostPolicy
 
 
 def register(commands: Any, name: str) -> None:
@@ -76,6 +79,23 @@ def register(commands: Any, name: str) -> None:
     )
     parser.add_argument("--listen", metavar="HOST:PORT", help="serve Streamable HTTP here (with --upstream)")
     parser.add_argument("--upstream", metavar="URL", help="the MCP server's Streamable HTTP endpoint (with --listen)")
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME[:PORT]",
+        help="with --listen: also answer requests whose Host header is NAME (any port, or NAME:PORT); by default "
+        "only localhost, 127.0.0.1, [::1] and the --listen address are answered, others get 421 (DNS rebinding); "
+        "repeatable",
+    )
+    parser.add_argument(
+        "--allowed-origin",
+        action="append",
+        default=[],
+        metavar="SCHEME://HOST[:PORT]",
+        help="with --listen: answer browser requests carrying this Origin header (SCHEME://HOST:* for any port); by "
+        "default a request with any Origin gets 403; repeatable",
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the MCP server to run")
     parser.set_defaults(handler=handle)
 
@@ -129,6 +149,8 @@ def _check_usage(args: argparse.Namespace, command: list[str], http: bool) -> No
         raise InputError(
             "--listen and --upstream go together", hint="prefix-exec guard --listen HOST:PORT --upstream URL"
         )
+    if not http and (args.allowed_host or args.allowed_origin):
+        raise InputError("--allowed-host and --allowed-origin go with --listen (stdio has no Host header)")
     if http and command:
         raise InputError("give either -- COMMAND (stdio) or --listen/--upstream (HTTP), not both")
     if not http and not command:
@@ -215,5 +237,30 @@ def _serve_http(args: argparse.Namespace, options: GuardOptions, journal: Journa
     if not host or not port.isdecimal():
         raise InputError(f"--listen {args.listen!r}: expected HOST:PORT", hint="for example --listen 127.0.0.1:8765")
     origin = {"upstream": redact_url(args.upstream)}
-    serve_http(host, int(port), args.upstream, options, journal, origin=origin, dataset=args.dataset)
+    policy = _host_policy(host, args.allowed_host, args.allowed_origin)
+    serve_http(host, int(port), args.upstream, options, journal, origin=origin, dataset=args.dataset, hosts=policy)
     return 0
+
+
+def _host_policy(host: str, hosts: list[str], origins: list[str]) -> HostPolicy:
+    """The Host and Origin headers ``--listen`` answers; a malformed ``--allowed-*`` value is an input error."""
+    from prefix_exec.guard.hosts import parse_allowed_host, parse_allowed_origin, policy_for
+
+    parsed_hosts = []
+    for text in hosts:
+        found = parse_allowed_host(text)
+        if found is None:
+            raise InputError(
+                f"--allowed-host {text!r}: expected NAME, NAME:PORT or NAME:*", hint="--allowed-host mcp.local:8765"
+            )
+        parsed_hosts.append(found)
+    parsed_origins = []
+    for text in origins:
+        parsed = parse_allowed_origin(text)
+        if parsed is None:
+            raise InputError(
+                f"--allowed-origin {text!r}: expected SCHEME://HOST[:PORT] (no path)",
+                hint="--allowed-origin http://localhost:6274",
+            )
+        parsed_origins.append(parsed)
+    return policy_for(host, parsed_hosts, parsed_origins)
