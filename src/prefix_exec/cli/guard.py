@@ -12,6 +12,7 @@ import logging
 import math
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,7 @@ from prefix_exec.extras import require
 from prefix_exec.guard.journal import RECORDED, Journal
 from prefix_exec.guard.options import DEFAULT_CALL_TIMEOUT_S, DEFAULT_MAX_MESSAGE_BYTES, MODES, GuardOptions
 from prefix_exec.records import outputs
-from prefix_exec.records.redaction import redact_command, redact_url, secret_environment
+from prefix_exec.records.redaction import redact_command, redact_url, secret_environment, secret_forms
 
 if TYPE_CHECKING:
     from prefix_exec.guard.hosts import HostPolicy
@@ -115,8 +116,7 @@ def handle(args: argparse.Namespace) -> int:
         max_message_bytes=args.max_message_bytes,
         require_tools=args.require_tools,
     )
-    shown, removed = redact_command(command)
-    secrets = [*secret_environment(os.environ), *removed]
+    shown, secrets = record_secrets(command, args.upstream, os.environ)
     journal = Journal(options.record, secrets=secrets) if options.record is not None else None
     try:
         if http:
@@ -125,6 +125,17 @@ def handle(args: argparse.Namespace) -> int:
     finally:
         if journal is not None:
             journal.close()
+
+
+def record_secrets(command: list[str], upstream: str | None, environ: Mapping[str, str]) -> tuple[list[str], list[str]]:
+    """The server's command line as the record shows it, and every text the record must not hold: the values
+    of secret-named variables, options and headers, URL credentials (the upstream's too: the server may echo
+    them), each in every JSON escaping (:func:`~prefix_exec.records.redaction.secret_forms`: a server may echo
+    a secret inside JSON text, which the record then escapes once more)."""
+    shown, removed = redact_command(command)
+    if upstream is not None:
+        removed += redact_command([upstream])[1]
+    return shown, secret_forms([*secret_environment(environ), *removed])
 
 
 class _OneLine(logging.Formatter):
