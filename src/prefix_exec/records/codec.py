@@ -309,6 +309,8 @@ def rollout_from_json(data: Any, *, path: str | None = None, line: int | None = 
     _check_version(f, ROLLOUT_KIND)
     actions = calls_from_json(f)
     transcript = f.get("transcript", list, required=False)
+    if transcript is not None and not all(isinstance(m, dict) for m in transcript):  # messages are objects
+        f.fail("transcript", "every message must be a JSON object", hint="a chat message: {\"role\": ..., ...}")
     return Rollout(
         **f.unit(),
         trial_given=f.data.get("trial") is not None,
