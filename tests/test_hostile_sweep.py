@@ -45,6 +45,7 @@ from hostile_cases import (
 )
 from hostile_files import FIFO, ZERO, write_case_file
 from prefix_exec.cli import main
+from prefix_exec.scoring.pool import dispatch as pool_dispatch
 
 TICKETING = Path(__file__).resolve().parents[1] / "examples" / "ticketing"
 #: Wall-clock bound of one case, seconds (cases take milliseconds; the bound is for a hang or a blow-up).
@@ -895,6 +896,9 @@ def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
     cases = [c for c in all_cases() if not kinds or c.name.split(":")[0] in kinds]
     match = os.environ.get("HOSTILE_MATCH", "")  # a name part, to run a few cases (HOSTILE_WORKERS is slow)
     cases = [c for c in cases if match in c.name]
+    if os.environ.get("HOSTILE_WORKERS"):  # every rollout through the workers, even of a tiny input
+        monkeypatch.setattr(pool_dispatch, "REPLAY_HERE", False)
+    digests: dict[str, str] = {}  # HOSTILE_DIGESTS=FILE: each case's output's SHA-256, to compare pools
     problems: list[str] = []
     slowest = (0.0, "")
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # Linux: KiB, the process's peak so far
@@ -914,6 +918,8 @@ def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
                 found.append("changed or removed an input")
             shown = [captured.err.encode(errors="replace"), captured.out.encode(errors="replace")]
             found += canaries.problems(shown + _outputs(folder, set(case.files)))
+            out = folder / case.out
+            digests[case.name] = hashlib.sha256(out.read_bytes()).hexdigest() if out.is_file() else "-"
             problems += [f"{case.name}: {problem}" for problem in found]
     total = time.monotonic() - started
     grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_kib) / 1024
@@ -925,6 +931,8 @@ def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
     if _digests(canaries.file.parent, [canaries.file.name, canaries.hooks.name]) != canary_digests:
         problems.append("the canary file or the canary hooks module changed")
     canaries.listener.close()
+    if os.environ.get("HOSTILE_DIGESTS"):
+        Path(os.environ["HOSTILE_DIGESTS"]).write_text(json.dumps(digests, indent=0, sort_keys=True))
     summary = f"hostile sweep: {len(cases)} cases in {total:.0f} s (slowest {slowest[1]}: {slowest[0]:.1f} s)"
     record_property("hostile_sweep", summary)
     with capsys.disabled():

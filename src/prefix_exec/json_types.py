@@ -16,6 +16,7 @@ and :func:`loads` (every failure a ``ValueError``, nesting past :data:`MAX_DEPTH
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,7 +24,7 @@ type JsonValue = Any
 type JsonObject = dict[str, Any]
 type JsonMapping = Mapping[str, Any]
 
-__all__ = ["MAX_DEPTH", "JsonMapping", "JsonObject", "JsonValue", "depth_problem", "dumps", "loads"]
+__all__ = ["MAX_DEPTH", "JsonMapping", "JsonObject", "JsonValue", "depth_problem", "dumps", "loads", "value_problem"]
 
 
 def dumps(row: JsonMapping) -> str:
@@ -83,6 +84,54 @@ def depth_problem(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
         if depth > max_depth:
             return f"nested more than {max_depth} lists and objects deep (json_types.MAX_DEPTH)"
         stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return None
+
+
+#: The smallest integer JSON text cannot carry here: Python reads and writes at most 4,300 digits
+#: (``sys.get_int_max_str_digits``), so a larger one (a model's ``0x`` literal of 4,000 hex digits) would fail
+#: every later write or message that shows it.
+INT_LIMIT = 10**4300
+
+
+def value_problem(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
+    """None when ``value`` (data read from a model's answer or another producer) can be written as JSON and read
+    back the same, else why not, in one line: nesting past ``max_depth``, an integer of more than 4,300 digits,
+    a float that is not finite, text UTF-8 cannot encode (a lone surrogate), a key that is not a string. The walk
+    keeps its own stack and stops at the first problem."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        problem = _scalar_problem(node)
+        if problem is not None:
+            return problem
+        if isinstance(node, dict | list):
+            if depth > max_depth:
+                return f"nested more than {max_depth} lists and objects deep"
+            if isinstance(node, dict):
+                if not all(isinstance(key, str) for key in node):
+                    return "an object key that is not text"
+                stack.extend((key, depth) for key in node)
+            stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
+    return None
+
+
+def _scalar_problem(node: Any) -> str | None:
+    if isinstance(node, str):
+        if not node.isascii():
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError:
+                return "text that UTF-8 cannot encode (a lone surrogate)"
+    elif isinstance(node, bool) or node is None:
+        return None
+    elif isinstance(node, int):
+        if not -INT_LIMIT < node < INT_LIMIT:
+            return "an integer of more than 4,300 digits"
+    elif isinstance(node, float):
+        if not math.isfinite(node):
+            return "a number that is not finite"
+    elif not isinstance(node, dict | list):
+        return f"{type(node).__name__} is not JSON data"
     return None
 
 

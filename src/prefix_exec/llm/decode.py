@@ -20,6 +20,7 @@ from prefix_exec.json_types import JsonObject
 from prefix_exec.llm.cut_calls import LENGTH
 from prefix_exec.llm.textcalls import decode_arguments, read_text_calls
 from prefix_exec.llm.types import Completion, Message
+from prefix_exec.records.values import MAX_TOKENS
 from prefix_exec.trajectory import CallCost, ToolCall
 
 
@@ -151,7 +152,10 @@ def _native_call(tool_call: JsonObject) -> ToolCall:
 
 
 def _count(value: Any) -> int:
-    """A token count; a missing or non-numeric one (servers differ) counts as 0."""
+    """A token count; a missing or non-numeric one (servers differ) counts as 0, and so does one no answer can
+    have (negative, past :data:`MAX_TOKENS`, infinite or NaN: ``int()`` of these raises or poisons the totals)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if not 0 <= value <= MAX_TOKENS:  # False for NaN too (records.values.MAX_TOKENS: the bound files are read with)
         return 0
     return int(value)
