@@ -898,7 +898,7 @@ def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
     cases = [c for c in cases if match in c.name]
     if os.environ.get("HOSTILE_WORKERS"):  # every rollout through the workers, even of a tiny input
         monkeypatch.setattr(pool_dispatch, "REPLAY_HERE", False)
-    digests: dict[str, str] = {}  # HOSTILE_DIGESTS=FILE: each case's output's SHA-256, to compare pools
+    written: dict[str, str] = {}  # HOSTILE_DIGESTS=FILE: each case's output's SHA-256, to compare pools
     problems: list[str] = []
     slowest = (0.0, "")
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # Linux: KiB, the process's peak so far
@@ -919,7 +919,7 @@ def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
             shown = [captured.err.encode(errors="replace"), captured.out.encode(errors="replace")]
             found += canaries.problems(shown + _outputs(folder, set(case.files)))
             out = folder / case.out
-            digests[case.name] = hashlib.sha256(out.read_bytes()).hexdigest() if out.is_file() else "-"
+            written[case.name] = hashlib.sha256(out.read_bytes()).hexdigest() if out.is_file() else "-"
             problems += [f"{case.name}: {problem}" for problem in found]
     total = time.monotonic() - started
     grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_kib) / 1024
@@ -932,7 +932,7 @@ def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
         problems.append("the canary file or the canary hooks module changed")
     canaries.listener.close()
     if os.environ.get("HOSTILE_DIGESTS"):
-        Path(os.environ["HOSTILE_DIGESTS"]).write_text(json.dumps(digests, indent=0, sort_keys=True))
+        Path(os.environ["HOSTILE_DIGESTS"]).write_text(json.dumps(written, indent=0, sort_keys=True))
     summary = f"hostile sweep: {len(cases)} cases in {total:.0f} s (slowest {slowest[1]}: {slowest[0]:.1f} s)"
     record_property("hostile_sweep", summary)
     with capsys.disabled():

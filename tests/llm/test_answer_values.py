@@ -107,3 +107,13 @@ def test_value_problem_names_each_kind() -> None:
     assert "finite" in (value_problem({"a": float("nan")}) or "")
     assert "key" in (value_problem({1: 2}) or "")
     assert "set" in (value_problem({"a": {1}}) or "")
+
+
+def test_a_huge_answer_is_kept_cut_and_huge_arguments_fail_their_call() -> None:
+    done = decode_answer(
+        _body("x" * 3_000_000), mode="text", text_format="auto", role="agent", model="m", latency_s=0.1
+    )
+    assert done.content is not None and len(done.content) < 1_100_000 and done.content.endswith("cut by prefix-exec]")
+    assert done.message["content"] == done.content
+    huge = decode_arguments("f", "c1", json.dumps({"a": "y" * 2_000_000}))
+    assert "longer than 1,000,000" in (huge.parse_error or "") and len(huge.raw or "") < 10_000

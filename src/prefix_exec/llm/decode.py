@@ -18,6 +18,7 @@ from typing import Any
 
 from prefix_exec.json_types import JsonObject
 from prefix_exec.llm.cut_calls import LENGTH
+from prefix_exec.llm.text_reading import MAX_ANSWER_CHARS
 from prefix_exec.llm.textcalls import decode_arguments, read_text_calls
 from prefix_exec.llm.types import Completion, Message
 from prefix_exec.records.values import MAX_TOKENS
@@ -75,7 +76,7 @@ def decode_answer(
     """
     message = body["choices"][0]["message"]
     cut = body["choices"][0].get("finish_reason") == LENGTH
-    content: str | None = message.get("content")
+    content: str | None = _kept(message.get("content"))
     cost = _cost(body, role=role, model=model, latency_s=latency_s)
     if mode == "text":
         read = read_text_calls(content, text_format, tools=tools, cut=cut)
@@ -101,6 +102,13 @@ def decode_answer(
 #: not parse): OpenAI-style servers refuse an empty name in the conversation they are sent (names must match
 #: ``^[a-zA-Z0-9_-]{1,64}$``). Only the wire has it: the recorded call keeps its empty name and parse error.
 UNPARSED_CALL = "unparsed_tool_call"
+
+
+def _kept(content: str | None) -> str | None:
+    """The answer's text as kept and sent back: cut at :data:`MAX_ANSWER_CHARS`, saying how much was cut."""
+    if content is None or len(content) <= MAX_ANSWER_CHARS:
+        return content
+    return f"{content[:MAX_ANSWER_CHARS]}... [{len(content) - MAX_ANSWER_CHARS:,} more characters cut by prefix-exec]"
 
 
 def _wire(calls: tuple[ToolCall, ...], *, from_text: bool = False) -> list[JsonObject]:

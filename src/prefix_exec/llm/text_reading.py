@@ -18,6 +18,9 @@ from prefix_exec.trajectory import ToolCall
 MAX_TEXT_CHARS = 200_000
 #: Calls read from one answer; text holding more is read up to this many.
 MAX_CALLS = 128
+#: Characters of an answer kept (its text, and one native call's arguments): an answer past it is cut, saying how
+#: much, so no rollout line holding it nears the 64 MiB a line may have (``records.jsonl.MAX_LINE_CHARS``).
+MAX_ANSWER_CHARS = 1_000_000
 #: Characters of a failed call's text kept in its ``raw``.
 MAX_RAW_CHARS = 4_000
 

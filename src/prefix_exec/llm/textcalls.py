@@ -21,7 +21,7 @@ from typing import Any
 
 from prefix_exec.llm.cut_calls import cut_off
 from prefix_exec.llm.text_formats import READERS
-from prefix_exec.llm.text_reading import MAX_TEXT_CHARS, checked, json_reason
+from prefix_exec.llm.text_reading import MAX_ANSWER_CHARS, MAX_TEXT_CHARS, checked, json_reason, quoted
 from prefix_exec.llm.trailing_call import read_trailing_call
 from prefix_exec.llm.types import Message, ToolSchema
 from prefix_exec.trajectory import ToolCall
@@ -136,6 +136,9 @@ def decode_arguments(name: str, call_id: str | None, raw: Any) -> ToolCall:
         return checked(ToolCall(name=name, arguments=raw, call_id=call_id, raw=json.dumps(raw, ensure_ascii=False)))
     if raw is None:
         raw = ""
+    if isinstance(raw, str) and len(raw) > MAX_ANSWER_CHARS:
+        reason = f"arguments longer than {MAX_ANSWER_CHARS:,} characters"
+        return ToolCall(name=name, call_id=call_id, raw=quoted(raw), parse_error=reason)
     if not isinstance(raw, str):
         return ToolCall(
             name=name,
