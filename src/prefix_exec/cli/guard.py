@@ -80,6 +80,13 @@ def register(commands: Any, name: str) -> None:
     )
     parser.add_argument("--listen", metavar="HOST:PORT", help="serve Streamable HTTP here (with --upstream)")
     parser.add_argument("--upstream", metavar="URL", help="the MCP server's Streamable HTTP endpoint (with --listen)")
+    _add_http_options(parser)
+    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the MCP server to run")
+    parser.set_defaults(handler=handle)
+
+
+def _add_http_options(parser: argparse.ArgumentParser) -> None:
+    """``--allowed-host`` and ``--allowed-origin``: what ``--listen`` answers besides loopback (DNS rebinding)."""
     parser.add_argument(
         "--allowed-host",
         action="append",
@@ -97,8 +104,6 @@ def register(commands: Any, name: str) -> None:
         help="with --listen: answer browser requests carrying this Origin header (SCHEME://HOST:* for any port); by "
         "default a request with any Origin gets 403; repeatable",
     )
-    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the MCP server to run")
-    parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:

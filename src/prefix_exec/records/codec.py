@@ -309,13 +309,12 @@ def rollout_from_json(data: Any, *, path: str | None = None, line: int | None = 
     f = Fields(data, path, line)
     _check_version(f, ROLLOUT_KIND)
     actions = calls_from_json(f)
-    transcript = message_list(f)
     return Rollout(
         **f.unit(),
         trial_given=f.data.get("trial") is not None,
         actions=actions,
         success=f.success(required=False),
-        transcript=tuple(transcript) if transcript is not None else None,
+        transcript=message_list(f),
         cost=costs_from_json(f),
         metadata=f.get("metadata", dict, required=False, default={}),
     )

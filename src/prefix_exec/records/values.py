@@ -33,11 +33,11 @@ def seconds(value: float) -> float:
     return found if math.isfinite(found) and 0 <= found <= MAX_SECONDS else 0.0
 
 
-def message_list(f: Fields, name: str = "transcript") -> list[Any] | None:
-    """The row's ``name`` list of messages (None when absent); an item that is not an object is an input
-    error naming the item."""
+def message_list(f: Fields, name: str = "transcript") -> tuple[Any, ...] | None:
+    """The row's ``name`` list of messages as a tuple (None when absent); an item that is not an object is an
+    input error naming the item."""
     found: list[Any] | None = f.get(name, list, required=False)
     for index, item in enumerate(found or ()):
         if not isinstance(item, dict):
             f.fail(f"{name}[{index}]", f"a message must be a JSON object, got {type(item).__name__}")
-    return found
+    return tuple(found) if found is not None else None
