@@ -824,6 +824,21 @@ def _write(folder: Path, case: Case, canaries: Canaries) -> None:
         write_case_file(path, planted)
 
 
+TOKENS = (CANARY_URL, CANARY_HOST, CANARY_FILE, CANARY_HOOKS)
+
+
+def _digest(out: Path, places: list[tuple[str, str]]) -> str:
+    """The SHA-256 of an output with what differs from run to run (the case folder, the canaries' addresses)
+    named instead, escaped as JSON writes it too; ``-`` when there is none."""
+    if not out.is_file():
+        return "-"
+    data = out.read_bytes()
+    for real, name in places:
+        for form in (real, json.dumps(real)[1:-1]):
+            data = data.replace(form.encode(), name.encode())
+    return hashlib.sha256(data).hexdigest()
+
+
 def _argv(case: Case, folder: Path) -> list[str]:
     """The case's arguments; ``HOSTILE_WORKERS=2`` (or ``ray``) runs every ``score`` command on the pool (or
     Ray) instead, whose records must be byte-identical to ``--workers 1``'s."""
@@ -919,7 +934,7 @@ def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
             shown = [captured.err.encode(errors="replace"), captured.out.encode(errors="replace")]
             found += canaries.problems(shown + _outputs(folder, set(case.files)))
             out = folder / case.out
-            written[case.name] = hashlib.sha256(out.read_bytes()).hexdigest() if out.is_file() else "-"
+            written[case.name] = _digest(out, [(str(folder), "CASE"), *((canaries.plant(t), t) for t in TOKENS)])
             problems += [f"{case.name}: {problem}" for problem in found]
     total = time.monotonic() - started
     grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_kib) / 1024
