@@ -32,7 +32,7 @@ CANARY_HOST = "@@CANARY_HOST@@"  # 127.0.0.1:PORT, for inputs that take a host a
 CANARY_FILE = "@@CANARY_FILE@@"  # the absolute path of a file whose content must never appear in an output
 CANARY_HOOKS = "@@CANARY_HOOKS@@"  # the absolute path of a hooks module that creates a marker when imported
 #: Modules of other helpers' cases, imported when present.
-OPTIONAL_MODULES = ("hostile_schemas", "hostile_outputs", "hostile_traces")
+OPTIONAL_MODULES = ("hostile_schemas", "hostile_outputs", "hostile_traces", "hostile_bounds")
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ from hostile_cases import (
 )
 from hostile_files import FIFO, ZERO, write_case_file
 from prefix_exec.cli import main
+from prefix_exec.scoring.pool import dispatch as pool_dispatch
 
 TICKETING = Path(__file__).resolve().parents[1] / "examples" / "ticketing"
 #: Wall-clock bound of one case, seconds (cases take milliseconds; the bound is for a hang or a blow-up).
@@ -69,6 +70,7 @@ RAW_VALUES = {
     "surrogate": '"\\ud800"',
     "deep-list": "[" * 5000 + "]" * 5000,
     "nested-900": "[" * 900 + "]" * 900,
+    "nested-1400": "[" * 1400 + "]" * 1400,  # loads, but past what pickle carries to a worker
     "long-text": json.dumps("x" * 200_000),
     "html": json.dumps('<script>alert(1)</script>=HYPERLINK("http://x")'),
     "nan": "NaN",
@@ -822,10 +824,35 @@ def _write(folder: Path, case: Case, canaries: Canaries) -> None:
         write_case_file(path, planted)
 
 
+TOKENS = (CANARY_URL, CANARY_HOST, CANARY_FILE, CANARY_HOOKS)
+
+
+def _digest(out: Path, places: list[tuple[str, str]]) -> str:
+    """The SHA-256 of an output with what differs from run to run (the case folder, the canaries' addresses)
+    named instead, escaped as JSON writes it too; ``-`` when there is none."""
+    if not out.is_file():
+        return "-"
+    data = out.read_bytes()
+    for real, name in places:
+        for form in (real, json.dumps(real)[1:-1]):
+            data = data.replace(form.encode(), name.encode())
+    return hashlib.sha256(data).hexdigest()
+
+
+def _argv(case: Case, folder: Path) -> list[str]:
+    """The case's arguments; ``HOSTILE_WORKERS=2`` (or ``ray``) runs every ``score`` command on the pool (or
+    Ray) instead, whose records must be byte-identical to ``--workers 1``'s."""
+    argv = case.argv(folder)
+    pool = os.environ.get("HOSTILE_WORKERS", "")
+    if pool and argv[:1] == ["score"] and "--workers" not in argv:
+        argv += ["--launcher", "ray"] if pool == "ray" else ["--workers", pool]
+    return argv
+
+
 def _run(case: Case, folder: Path, canaries: Canaries) -> tuple[object, float]:
     start = time.monotonic()
     try:
-        code: object = main([canaries.plant(arg) for arg in case.argv(folder)])
+        code: object = main([canaries.plant(arg) for arg in _argv(case, folder)])
     except SystemExit as exc:  # argparse
         code = exc.code
     except BaseException as exc:  # the sweep reports every escape
@@ -882,6 +909,11 @@ def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
     canary_digests = _digests(canaries.file.parent, [canaries.file.name, canaries.hooks.name])
     kinds = {k for k in os.environ.get("HOSTILE_KINDS", "").split(",") if k}  # a subset while working on one
     cases = [c for c in all_cases() if not kinds or c.name.split(":")[0] in kinds]
+    match = os.environ.get("HOSTILE_MATCH", "")  # a name part, to run a few cases (HOSTILE_WORKERS is slow)
+    cases = [c for c in cases if match in c.name]
+    if os.environ.get("HOSTILE_WORKERS"):  # every rollout through the workers, even of a tiny input
+        monkeypatch.setattr(pool_dispatch, "REPLAY_HERE", False)
+    written: dict[str, str] = {}  # HOSTILE_DIGESTS=FILE: each case's output's SHA-256, to compare pools
     problems: list[str] = []
     slowest = (0.0, "")
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # Linux: KiB, the process's peak so far
@@ -901,6 +933,8 @@ def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
                 found.append("changed or removed an input")
             shown = [captured.err.encode(errors="replace"), captured.out.encode(errors="replace")]
             found += canaries.problems(shown + _outputs(folder, set(case.files)))
+            out = folder / case.out
+            written[case.name] = _digest(out, [(str(folder), "CASE"), *((canaries.plant(t), t) for t in TOKENS)])
             problems += [f"{case.name}: {problem}" for problem in found]
     total = time.monotonic() - started
     grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_kib) / 1024
@@ -912,6 +946,8 @@ def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
     if _digests(canaries.file.parent, [canaries.file.name, canaries.hooks.name]) != canary_digests:
         problems.append("the canary file or the canary hooks module changed")
     canaries.listener.close()
+    if os.environ.get("HOSTILE_DIGESTS"):
+        Path(os.environ["HOSTILE_DIGESTS"]).write_text(json.dumps(written, indent=0, sort_keys=True))
     summary = f"hostile sweep: {len(cases)} cases in {total:.0f} s (slowest {slowest[1]}: {slowest[0]:.1f} s)"
     record_property("hostile_sweep", summary)
     with capsys.disabled():

@@ -173,3 +173,44 @@ def test_scored_records_keep_no_credential_of_their_rollouts_metadata(
     assert "http://***@example.com/v1" in text
     assert len(text.splitlines()) == len(rows)
     assert "s3cret-pw" not in capsys.readouterr().err
+
+
+def test_commands_lose_dash_values_headers_bearer_flags_and_named_variables() -> None:
+    from prefix_exec.records.redaction import redact_command, secret_environment
+
+    shown, removed = redact_command(
+        [
+            *("srv", "--password", "-X9", "--header", "Authorization: Bearer tok-1", "--bearer", "b-2", "-H"),
+            *("Cookie: c=3", "--header=X-Api-Key:k-4", "GH_PAT=p-5", "http://example.invalid/a:b", "--verbose"),
+            "PATH=/bin",
+        ]
+    )
+    assert shown == [
+        "srv",
+        "--password",
+        "***",
+        "--header",
+        "Authorization: ***",
+        "--bearer",
+        "***",
+        "-H",
+        "Cookie: ***",
+        "--header=X-Api-Key: ***",
+        "GH_PAT=***",
+        "http://example.invalid/a:b",
+        "--verbose",
+        "PATH=/bin",
+    ]
+    assert removed == ["-X9", "Bearer tok-1", "tok-1", "b-2", "c=3", "k-4", "p-5"]
+    environ = {"GH_PAT": "1", "SESSION_COOKIE": "2", "APP_SESSION": "3", "PATH": "4", "SESSIONS_DIR": "5", "X_SID": "6"}
+    assert secret_environment(environ) == ["1", "2", "3", "6"]
+
+
+def test_secret_forms_cover_every_json_escaping() -> None:
+    from prefix_exec.records.redaction import secret_forms
+
+    forms = secret_forms(["clé/1", ""])
+    once = json.dumps("clé/1")[1:-1]
+    assert {"clé/1", once, "cl\\u00E9/1", json.dumps(once)[1:-1], "clé\\/1"} <= set(forms)
+    assert json.dumps(json.dumps(once)[1:-1])[1:-1] in forms and "" not in forms
+    assert forms == sorted(forms, key=len, reverse=True)

@@ -33,7 +33,7 @@ run = "a" * 400_000
 assert redact_text("see https://u:pw@h/x " + run) == "see https://***@h/x " + run
 assert redact_text(run + "1://" + run).startswith(run)
 shown, removed = redact_command(["x", "https://u:pw@h/ " + run + "+" * 1000 + "://"])
-assert removed == ["u:pw"], removed
+assert removed == ["u:pw", "pw"], removed  # the userinfo and its password
 print("ok")
 """
 

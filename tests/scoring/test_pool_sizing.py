@@ -94,3 +94,10 @@ def test_the_command_scores_in_one_process_on_a_small_input(
 def test_other_load(average: float, loadavg: str, expected: float) -> None:
     assert sizing.other_load(average, loadavg) == expected
     assert sizing.load_now() >= 0.0
+
+
+def test_a_word_no_path_can_be_is_no_input(tmp_path: Path) -> None:
+    # a --trial-field of 5,000 characters, a NUL byte: Path.exists raises for these (ENAMETOOLONG, ValueError)
+    (tmp_path / "in.jsonl").write_text("{}\n")
+    words = ["--trial-field", "messages." + "9" * 5000, "a\x00b", str(tmp_path / "in.jsonl")]
+    assert inputs_in(words) == [str(tmp_path / "in.jsonl")]

@@ -202,5 +202,8 @@ def start_workers(argv: Sequence[str]) -> None:
         return
     cores = usable_cores()
     wanted = options.get("--workers", "")
-    workers = int(wanted) if wanted.isdigit() else default_for(list(argv), cores)
+    # isdecimal and ASCII, not isdigit: '²' is a digit int() refuses; argparse then reports the bad value itself
+    workers = (
+        int(wanted) if wanted.isascii() and wanted.isdecimal() and len(wanted) <= 4 else default_for(list(argv), cores)
+    )
     start_early(min(workers, cores) - 1, WARM[argv[1]], pool=workers - 1)  # the pool: this process replays too

@@ -14,8 +14,9 @@ import math
 import os
 import socket
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
@@ -29,7 +30,10 @@ from prefix_exec.guard.options import (
 )
 from prefix_exec.json_types import JsonObject
 from prefix_exec.records import outputs
-from prefix_exec.records.redaction import redact_command, redact_url, secret_environment
+from prefix_exec.records.redaction import redact_command, redact_url, secret_environment, secret_forms
+
+if TYPE_CHECKING:
+    from prefix_exec.guard.hosts import HostPolicy
 
 
 def register(commands: Any, name: str) -> None:
@@ -126,6 +130,28 @@ def _add_gateway_options(parser: argparse.ArgumentParser) -> None:
         help="the MCP server's Streamable HTTP endpoint: with --listen, served on HTTP; alone, to a client on stdio "
         "(a stdio client bridged to an HTTP server)",
     )
+    _add_http_options(parser)
+
+
+def _add_http_options(parser: argparse.ArgumentParser) -> None:
+    """``--allowed-host`` and ``--allowed-origin``: what ``--listen`` answers besides loopback (DNS rebinding)."""
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME[:PORT]",
+        help="with --listen: also answer requests whose Host header is NAME (any port, or NAME:PORT); by default "
+        "only localhost, 127.0.0.1, [::1] and the --listen address are answered, others get 421 (DNS rebinding); "
+        "repeatable",
+    )
+    parser.add_argument(
+        "--allowed-origin",
+        action="append",
+        default=[],
+        metavar="SCHEME://HOST[:PORT]",
+        help="with --listen: answer browser requests carrying this Origin header (SCHEME://HOST:* for any port); by "
+        "default a request with any Origin gets 403; repeatable",
+    )
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -149,8 +175,7 @@ def handle(args: argparse.Namespace) -> int:
         allow_tools=_names(args.allow_tools),
         deny_tools=_names(args.deny_tools) or (),
     )
-    shown, removed = redact_command(command)
-    secrets = [*secret_environment(os.environ), *removed]
+    shown, secrets = record_secrets(command, args.upstream, os.environ)
     journal = Journal(options.record, secrets=secrets) if options.record is not None else None
     try:
         if http:
@@ -191,6 +216,17 @@ def _rebuild(path: Path) -> int:
     return 0
 
 
+def record_secrets(command: list[str], upstream: str | None, environ: Mapping[str, str]) -> tuple[list[str], list[str]]:
+    """The server's command line as the record shows it, and every text the record must not hold: the values
+    of secret-named variables, options and headers, URL credentials (the upstream's too: the server may echo
+    them), each in every JSON escaping (:func:`~prefix_exec.records.redaction.secret_forms`: a server may echo
+    a secret inside JSON text, which the record then escapes once more)."""
+    shown, removed = redact_command(command)
+    if upstream is not None:
+        removed += redact_command([upstream])[1]
+    return shown, secret_forms([*secret_environment(environ), *removed])
+
+
 class _OneLine(logging.Formatter):
     """A log record as one line on stderr: the MCP SDK logs a server's broken line with its traceback, which
     says nothing to a user (the guard's own message says what happened)."""
@@ -211,6 +247,8 @@ def _quiet_sdk_logs() -> None:
 def _check_usage(args: argparse.Namespace, command: list[str], http: bool) -> None:
     if http and args.upstream is None:
         raise InputError("--listen needs --upstream", hint="prefix-exec guard --listen HOST:PORT --upstream URL")
+    if not http and (args.allowed_host or args.allowed_origin):
+        raise InputError("--allowed-host and --allowed-origin go with --listen (stdio has no Host header)")
     if command and args.upstream is not None:
         raise InputError("give either -- COMMAND (a stdio server) or --upstream URL (an HTTP server), not both")
     if not command and args.upstream is None:
@@ -313,8 +351,9 @@ def _serve_http(args: argparse.Namespace, options: GuardOptions, journal: Journa
     if not host or not port.isdecimal():
         raise InputError(f"--listen {args.listen!r}: expected HOST:PORT", hint="for example --listen 127.0.0.1:8765")
     origin = {"upstream": redact_url(args.upstream)}
+    policy = _host_policy(host, args.allowed_host, args.allowed_origin)
     try:
-        serve_http(host, int(port), args.upstream, options, journal, origin=origin, dataset=args.dataset)
+        serve_http(host, int(port), args.upstream, options, journal, origin=origin, dataset=args.dataset, hosts=policy)
     except OSError as exc:
         if exc.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES) and not isinstance(
             exc, socket.gaierror
@@ -327,3 +366,27 @@ def _serve_http(args: argparse.Namespace, options: GuardOptions, journal: Journa
             else "give a local address of this machine, such as 127.0.0.1, and a port above 1023",
         ) from None
     return 0
+
+
+def _host_policy(host: str, hosts: list[str], origins: list[str]) -> HostPolicy:
+    """The Host and Origin headers ``--listen`` answers; a malformed ``--allowed-*`` value is an input error."""
+    from prefix_exec.guard.hosts import parse_allowed_host, parse_allowed_origin, policy_for
+
+    parsed_hosts = []
+    for text in hosts:
+        found = parse_allowed_host(text)
+        if found is None:
+            raise InputError(
+                f"--allowed-host {text!r}: expected NAME, NAME:PORT or NAME:*", hint="--allowed-host mcp.local:8765"
+            )
+        parsed_hosts.append(found)
+    parsed_origins = []
+    for text in origins:
+        parsed = parse_allowed_origin(text)
+        if parsed is None:
+            raise InputError(
+                f"--allowed-origin {text!r}: expected SCHEME://HOST[:PORT] (no path)",
+                hint="--allowed-origin http://localhost:6274",
+            )
+        parsed_origins.append(parsed)
+    return policy_for(host, parsed_hosts, parsed_origins)

@@ -11,7 +11,9 @@ session manager answers; ``DELETE`` ends the connection, and so do the idle time
 The guard needs a connection to keep a connection's state in, so it speaks the session-based protocol versions
 (the ``initialize`` handshake). A request of the 2026 per-request protocol is answered with the SDK's
 "unsupported protocol version" error listing the handshake versions, on which SDK clients in ``auto`` mode
-fall back to ``initialize``. Request bodies over the size bound get 413 before they are parsed.
+fall back to ``initialize``. Request bodies over the size bound get 413 before they are parsed, and requests
+whose ``Host`` or ``Origin`` header does not name the guard get 421 or 403 before that
+(:mod:`prefix_exec.guard.hosts`: DNS rebinding).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from prefix_exec.guard.connection import new_connection
+from prefix_exec.guard.hosts import HostCheck, HostPolicy, policy_for
 from prefix_exec.guard.journal import Journal
 from prefix_exec.guard.messages import Streams, short
 from prefix_exec.guard.options import GuardOptions
@@ -177,10 +180,16 @@ def serve_http(
     *,
     origin: JsonObject,
     dataset: str | None = None,
+    hosts: HostPolicy | None = None,
 ) -> None:
     """Serve until SIGINT or SIGTERM (uvicorn's own handling; every connection's record is closed at shutdown).
-    Port 0 picks a free port; the address is printed on stderr either way."""
-    app = RequestBodyLimitMiddleware(GuardApp(upstream, options, journal, origin, dataset), options.max_message_bytes)
+    Port 0 picks a free port; the address is printed on stderr either way. ``hosts``: the Host and Origin
+    headers answered (:mod:`prefix_exec.guard.hosts`; None: the listener's own and loopback hosts, no origin),
+    checked before anything else, so a refused request never reaches the upstream."""
+    limited = RequestBodyLimitMiddleware(
+        GuardApp(upstream, options, journal, origin, dataset), options.max_message_bytes
+    )
+    app = HostCheck(limited, hosts if hosts is not None else policy_for(host, [], []))
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

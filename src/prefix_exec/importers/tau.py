@@ -29,6 +29,7 @@ embedded ``tasks`` are returned alongside, so no tasks.json is needed.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -265,6 +266,9 @@ def _unscorable(simulation: Any) -> str | None:
         return "unscorable: reward_info is null (no reward recorded; tau2 writes this after an infrastructure error)"
     if simulation["reward_info"].get("reward") is None:
         return "unscorable: reward_info.reward is missing (no reward was recorded)"
+    reward = simulation["reward_info"]["reward"]
+    if isinstance(reward, bool) or not isinstance(reward, int | float) or not _finite(reward):
+        return f"input error: reward_info.reward must be a finite number, got {_shown(reward)}"
     return None
 
 
@@ -373,3 +377,18 @@ def _transcript_entry(message: JsonMapping) -> JsonObject:
         entry["id"] = message.get("id")
         entry["error"] = message.get("error")
     return entry
+
+
+def _finite(value: float) -> bool:
+    """Whether a JSON number is a float's finite value (an integer past 1e308 is none: ``float`` overflows)."""
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
+def _shown(value: object) -> str:
+    """A value for a message; an integer by its size (``repr`` refuses 4,300 digits)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
+    return f"{value!r:.60}"

@@ -10,7 +10,7 @@ A rollout's identity is (dataset, task, model, method, trial). Its trial comes f
    or ``metadata.trial``, a canonical row's ``trial``, inspect's epoch less one);
 4. none: the trial is 0 and :attr:`~prefix_exec.trajectory.Rollout.trial_given` is False.
 
-A trial is an integer >= 0 (a JSON ``true`` is not one).
+A trial is an integer from 0 to 2^31 - 1 (a JSON ``true`` is not one).
 
 Rollouts of one task read together that share the whole identity are then told apart, in input order, by
 scoring's :class:`~prefix_exec.scoring.numbering.Numbering`.
@@ -25,6 +25,9 @@ from typing import Any
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonObject
 
+#: The largest trial number: a repetition index, kept within a signed 32-bit integer (and away from the digit
+#: limit that would fail its formatting).
+MAX_TRIAL = 2**31 - 1
 #: Where tau2, tau-bench and canonical rows keep their trial.
 OWN_FIELD = ("trial",)
 
@@ -74,11 +77,13 @@ FROM_INPUT = TrialRule()
 
 
 def trial_number(value: Any, path: str) -> int:
-    """``value`` as a trial; :class:`TrialError` naming ``path`` unless it is an integer >= 0."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    """``value`` as a trial; :class:`TrialError` naming ``path`` unless it is an integer from 0 to :data:`MAX_TRIAL`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TRIAL:
+        big = isinstance(value, int) and value > MAX_TRIAL
+        shown = f"an integer of about {int(value.bit_length() * 0.30103)} digits" if big else f"{value!r:.60}"
         raise TrialError(
             path,
-            f"a trial must be an integer >= 0, got {value!r:.60}",
+            f"a trial must be an integer >= 0{f' and at most {MAX_TRIAL:,}' if big else ''}, got {shown}",
             hint="name another field with --trial-field PATH, or give every rollout one with --trial N",
         )
     return value
@@ -95,7 +100,8 @@ def lookup(data: Any, dotted: str) -> tuple[bool, Any]:
     for part in dotted.split("."):
         if isinstance(node, Mapping) and part in node:
             node = node[part]
-        elif isinstance(node, list) and part.isdecimal() and int(part) < len(node):  # not isdigit: "²" is no int
+        # isdecimal, not isdigit ("²" is no int), and short (int() refuses 4,300 digits; no list is that long)
+        elif isinstance(node, list) and part.isdecimal() and len(part) <= 18 and int(part) < len(node):
             node = node[int(part)]
         else:
             return False, None

@@ -18,8 +18,10 @@ from typing import Any
 
 from prefix_exec.json_types import JsonObject
 from prefix_exec.llm.cut_calls import LENGTH
+from prefix_exec.llm.text_reading import MAX_ANSWER_CHARS
 from prefix_exec.llm.textcalls import decode_arguments, read_text_calls
 from prefix_exec.llm.types import Completion, Message
+from prefix_exec.records.values import MAX_TOKENS
 from prefix_exec.trajectory import CallCost, ToolCall
 
 
@@ -74,7 +76,7 @@ def decode_answer(
     """
     message = body["choices"][0]["message"]
     cut = body["choices"][0].get("finish_reason") == LENGTH
-    content: str | None = message.get("content")
+    content: str | None = _kept(message.get("content"))
     cost = _cost(body, role=role, model=model, latency_s=latency_s)
     if mode == "text":
         read = read_text_calls(content, text_format, tools=tools, cut=cut)
@@ -100,6 +102,13 @@ def decode_answer(
 #: not parse): OpenAI-style servers refuse an empty name in the conversation they are sent (names must match
 #: ``^[a-zA-Z0-9_-]{1,64}$``). Only the wire has it: the recorded call keeps its empty name and parse error.
 UNPARSED_CALL = "unparsed_tool_call"
+
+
+def _kept(content: str | None) -> str | None:
+    """The answer's text as kept and sent back: cut at :data:`MAX_ANSWER_CHARS`, saying how much was cut."""
+    if content is None or len(content) <= MAX_ANSWER_CHARS:
+        return content
+    return f"{content[:MAX_ANSWER_CHARS]}... [{len(content) - MAX_ANSWER_CHARS:,} more characters cut by prefix-exec]"
 
 
 def _wire(calls: tuple[ToolCall, ...], *, from_text: bool = False) -> list[JsonObject]:
@@ -151,7 +160,10 @@ def _native_call(tool_call: JsonObject) -> ToolCall:
 
 
 def _count(value: Any) -> int:
-    """A token count; a missing or non-numeric one (servers differ) counts as 0."""
+    """A token count; a missing or non-numeric one (servers differ) counts as 0, and so does one no answer can
+    have (negative, past :data:`MAX_TOKENS`, infinite or NaN: ``int()`` of these raises or poisons the totals)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if not 0 <= value <= MAX_TOKENS:  # False for NaN too (records.values.MAX_TOKENS: the bound files are read with)
         return 0
     return int(value)

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from prefix_exec.json_types import value_problem
 from prefix_exec.trajectory import ToolCall
 
 #: Characters of an answer the readers look at; the rest is neither read nor kept as prose.
 MAX_TEXT_CHARS = 200_000
 #: Calls read from one answer; text holding more is read up to this many.
 MAX_CALLS = 128
+#: Characters of an answer kept (its text, and one native call's arguments): an answer past it is cut, saying how
+#: much, so no rollout line holding it nears the 64 MiB a line may have (``records.jsonl.MAX_LINE_CHARS``).
+MAX_ANSWER_CHARS = 1_000_000
 #: Characters of a failed call's text kept in its ``raw``.
 MAX_RAW_CHARS = 4_000
 
@@ -39,6 +43,21 @@ def failed(raw: str, reason: str, *, name: str | None = None) -> ToolCall:
         found = _NAME.search(raw[:MAX_RAW_CHARS])
         name = found.group(1) if found else ""
     return ToolCall(name=name, raw=quoted(raw), parse_error=reason)
+
+
+def checked(call: ToolCall) -> ToolCall:
+    """``call`` when what it holds can be kept and sent back (:func:`~prefix_exec.json_types.value_problem`: no
+    lone surrogate, no integer past 4,300 digits, no nesting past the depth bound, in its name and arguments),
+    else the same call failed with the reason: a model's broken call fails its step as a schema failure instead
+    of every later request, write or ``--resume`` of the unit."""
+    if call.parse_error is not None:
+        return call
+    problem = value_problem(call.name) or value_problem(call.arguments)
+    if problem is None:
+        return call
+    name = call.name if value_problem(call.name) is None else ""
+    raw = call.raw.encode("utf-8", "replace").decode("utf-8") if call.raw else ""  # surrogates become '?'
+    return replace(call, name=name, arguments={}, raw=quoted(raw), parse_error=f"the call holds {problem}")
 
 
 def quoted(raw: str) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 
 from prefix_exec.llm.cut_calls import cut_off
 from prefix_exec.llm.text_formats import READERS
-from prefix_exec.llm.text_reading import MAX_TEXT_CHARS, json_reason
+from prefix_exec.llm.text_reading import MAX_ANSWER_CHARS, MAX_TEXT_CHARS, checked, json_reason, quoted
 from prefix_exec.llm.trailing_call import read_trailing_call
 from prefix_exec.llm.types import Message, ToolSchema
 from prefix_exec.trajectory import ToolCall
@@ -121,7 +121,7 @@ def read_text_calls(
     calls = cut_off(window, read.prose, read.calls) if cut else read.calls
     if not calls:
         return TextCalls(read.prose, (), None)
-    numbered = tuple(replace(call, call_id=f"text-{i}") for i, call in enumerate(calls))
+    numbered = tuple(replace(checked(call), call_id=f"text-{i}") for i, call in enumerate(calls))
     # A cut call no reader took (a tag, a fence or JSON opened at the end) is named by the format asked for.
     return TextCalls(read.prose, numbered, read.format or text_format)
 
@@ -133,9 +133,12 @@ def decode_arguments(name: str, call_id: str | None, raw: Any) -> ToolCall:
     arguments as text (an object is serialised). ``None`` or an empty string means no arguments.
     """
     if isinstance(raw, dict):
-        return ToolCall(name=name, arguments=raw, call_id=call_id, raw=json.dumps(raw, ensure_ascii=False))
+        return checked(ToolCall(name=name, arguments=raw, call_id=call_id, raw=json.dumps(raw, ensure_ascii=False)))
     if raw is None:
         raw = ""
+    if isinstance(raw, str) and len(raw) > MAX_ANSWER_CHARS:
+        reason = f"arguments longer than {MAX_ANSWER_CHARS:,} characters"
+        return ToolCall(name=name, call_id=call_id, raw=quoted(raw), parse_error=reason)
     if not isinstance(raw, str):
         return ToolCall(
             name=name,
@@ -151,4 +154,4 @@ def decode_arguments(name: str, call_id: str | None, raw: Any) -> ToolCall:
         )
     if not isinstance(arguments, dict):
         return ToolCall(name=name, call_id=call_id, raw=raw, parse_error="arguments must be a JSON object")
-    return ToolCall(name=name, arguments=arguments, call_id=call_id, raw=raw)
+    return checked(ToolCall(name=name, arguments=arguments, call_id=call_id, raw=raw))

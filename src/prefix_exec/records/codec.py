@@ -16,6 +16,7 @@ from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonObject
 from prefix_exec.records.jsonl import JsonlWriter, iter_json_lines
 from prefix_exec.records.redaction import redact_json
+from prefix_exec.records.values import message_list, seconds, token_count
 from prefix_exec.trajectory import (
     CallCost,
     FailureLabel,
@@ -243,13 +244,13 @@ def call_from_json(f: Fields) -> ToolCall:
 def cost_from_json(f: Fields) -> CallCost:
     return CallCost(
         role=f.get("role", str),
-        prompt_tokens=f.get("prompt_tokens", int, required=False, default=0),
-        completion_tokens=f.get("completion_tokens", int, required=False, default=0),
-        reasoning_tokens=f.get("reasoning_tokens", int, required=False, default=0),
-        latency_s=float(f.get("latency_s", (int, float), required=False, default=0.0)),
+        prompt_tokens=token_count(f.get("prompt_tokens", int, required=False, default=0)),
+        completion_tokens=token_count(f.get("completion_tokens", int, required=False, default=0)),
+        reasoning_tokens=token_count(f.get("reasoning_tokens", int, required=False, default=0)),
+        latency_s=seconds(f.get("latency_s", (int, float), required=False, default=0.0)),
         model=f.get("model", str, required=False),
-        queue_s=float(f.get("queue_s", (int, float), required=False, default=0.0)),
-        backoff_s=float(f.get("backoff_s", (int, float), required=False, default=0.0)),
+        queue_s=seconds(f.get("queue_s", (int, float), required=False, default=0.0)),
+        backoff_s=seconds(f.get("backoff_s", (int, float), required=False, default=0.0)),
     )
 
 
@@ -308,13 +309,12 @@ def rollout_from_json(data: Any, *, path: str | None = None, line: int | None = 
     f = Fields(data, path, line)
     _check_version(f, ROLLOUT_KIND)
     actions = calls_from_json(f)
-    transcript = f.get("transcript", list, required=False)
     return Rollout(
         **f.unit(),
         trial_given=f.data.get("trial") is not None,
         actions=actions,
         success=f.success(required=False),
-        transcript=tuple(transcript) if transcript is not None else None,
+        transcript=message_list(f),
         cost=costs_from_json(f),
         metadata=f.get("metadata", dict, required=False, default={}),
     )

@@ -10,13 +10,19 @@ these functions, so the user's files stay as they are and no output repeats a se
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 #: Parameter names holding a secret when any of these words is part of them (case-insensitive).
-SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "sig", "auth", "credential")
+SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "sig", "auth", "credential", "bearer", "cookie")
+#: Names holding a secret when one of their words (split at ``_``, ``-``, ``.`` and blanks) is one of these:
+#: too short or too common to match inside other words (``PAT`` is in ``PATH``, ``session`` in ``SESSIONS_DIR``).
+SECRET_SEGMENTS = frozenset({"pat", "session", "sessionid", "sid", "pass", "pwd", "jwt", "private", "cred", "creds"})
+#: How deep :func:`secret_forms` escapes a secret: a value inside JSON text inside a JSON string inside a line.
+ESCAPE_LEVELS = 3
 #: What a removed secret is replaced by; a URL holding it is one this module wrote.
 MARK = "***"
 
@@ -126,21 +132,46 @@ def redact_json(value: Any) -> Any:
 
 
 def _secret_name(name: str) -> bool:
-    return any(word in name.lower() for word in SECRET_WORDS)
+    """True when ``name`` (an option, a variable, a URL parameter, a header) names a secret: one of
+    :data:`SECRET_WORDS` is part of it, or one of its words is in :data:`SECRET_SEGMENTS` (``GH_PAT``,
+    ``SESSION_COOKIE``, ``X-Session``)."""
+    lower = name.lower()
+    if any(word in lower for word in SECRET_WORDS):
+        return True
+    return not SECRET_SEGMENTS.isdisjoint(_WORD_SPLIT.split(lower))
+
+
+_WORD_SPLIT = re.compile(r"[_\-.\s]+")
+# A header given as one argument (``Authorization: Bearer X``, ``X-Api-Key:X``): a token name, a colon, a value.
+_HEADER = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.-]*)\s*:\s*(.+)", re.DOTALL)
+
+
+def _header_secrets(arg: str) -> tuple[str, list[str]] | None:
+    """``(shown, removed)`` for an argument that is a secret header (``Authorization: Bearer X`` shows as
+    ``Authorization: ***`` and removes ``Bearer X`` and ``X``); None for any other argument (a URL's ``http:``
+    is no header: its value starts with ``//``)."""
+    found = _HEADER.fullmatch(arg)
+    if found is None or found.group(2).startswith("//") or not _secret_name(found.group(1)):
+        return None
+    value = found.group(2).strip()
+    removed = [value, *value.split()[1:]]  # a scheme word (Bearer, Basic) and the credential after it
+    return f"{found.group(1)}: {MARK}", removed
 
 
 def redact_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     """A command line without its secrets, and the secret values removed from it.
 
-    A value is secret when its option or variable name holds one of :data:`SECRET_WORDS`: ``--api-key VALUE``,
-    ``--token=VALUE``, ``GITHUB_TOKEN=VALUE`` (as ``env`` takes it); each becomes :data:`MARK`. URLs lose their
-    credentials (:func:`redact_url`), which count as removed values too.
+    A value is secret when its option or variable name names one (:func:`_secret_name`): ``--api-key VALUE``
+    (whatever VALUE starts with: ``--password -X`` hides ``-X``), ``--token=VALUE``, ``--bearer VALUE``,
+    ``GITHUB_TOKEN=VALUE`` or ``GH_PAT=VALUE`` (as ``env`` takes it); each becomes :data:`MARK`. A header given as
+    one argument (``--header "Authorization: Bearer X"``, ``-H "Cookie: a=b"``, ``--header=X-Api-Key:X``) keeps its
+    name and loses its value. URLs lose their credentials (:func:`redact_url`), which count as removed values too.
     """
     shown: list[str] = []
     removed: list[str] = []
     secret_next = False
     for arg in argv:
-        if secret_next and not arg.startswith("-"):
+        if secret_next:  # the value of a secret option, even one that looks like an option
             shown.append(MARK)
             removed.append(arg)
             secret_next = False
@@ -149,18 +180,56 @@ def redact_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
         name, sep, value = arg.partition("=")
         if "://" in name:  # a URL (its query may hold '=')
             sep = value = ""
-        if sep and value and _secret_name(name.lstrip("-")):
+        header = _header_secrets(value if sep and name.startswith("-") else arg)
+        if header is not None:
+            shown.append(f"{name}={header[0]}" if sep and name.startswith("-") else header[0])
+            removed.extend(header[1])
+        elif sep and value and _secret_name(name.lstrip("-")):
             shown.append(f"{name}={MARK}")
             removed.append(value)
         elif arg.startswith("-") and not sep and _secret_name(arg.lstrip("-")):
             shown.append(arg)
             secret_next = True
+        elif _WHOLE_URL.fullmatch(arg):  # the argument is one URL: its userinfo may hold quotes
+            shown.append(redact_url(arg))
+            removed.extend(_userinfo_parts(_whole_url_secrets(arg)))
         else:
             redacted = redact_text(arg)
             if redacted != arg:
-                removed.extend(_url_secrets(arg))
+                removed.extend(_userinfo_parts(_url_secrets(arg)))
             shown.append(redacted)
     return shown, removed
+
+
+_WHOLE_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
+
+
+def _whole_url_secrets(url: str) -> list[str]:
+    """The credentials :func:`redact_url` takes out of ``url``, one URL whatever characters it holds."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        userinfo = _USERINFO.search(url)
+        return [userinfo.group()[2:-1]] if userinfo else []
+    found = [parts.netloc.rpartition("@")[0]] if "@" in parts.netloc else []
+    for chunk in (parts.query, parts.fragment):
+        for item in chunk.split("&"):
+            name, sep, value = item.partition("=")
+            if sep and value and _secret_name(name):
+                found.append(value)
+    return found
+
+
+def _userinfo_parts(values: list[str]) -> list[str]:
+    """``values`` with, for each, its password (after the first ``:``) and the percent-decoded forms: a server
+    echoes the password it was given, decoded."""
+    found: list[str] = []
+    for value in values:
+        password = value.partition(":")[2]
+        for text in (value, password):
+            if text:
+                found += [text, unquote(text)] if unquote(text) != text else [text]
+    return found
 
 
 def _url_secrets(text: str) -> list[str]:
@@ -182,6 +251,35 @@ def _url_secrets(text: str) -> list[str]:
 
 
 def secret_environment(environ: Mapping[str, str]) -> list[str]:
-    """The values of the environment variables whose names hold one of :data:`SECRET_WORDS` (``API_KEY``,
-    ``GITHUB_TOKEN``, ``DB_PASSWORD``...): what a record must never contain."""
+    """The values of the environment variables whose names name a secret (:func:`_secret_name`: ``API_KEY``,
+    ``GITHUB_TOKEN``, ``DB_PASSWORD``, ``GH_PAT``, ``SESSION_COOKIE``...): what a record must never contain."""
     return [value for name, value in environ.items() if value and _secret_name(name)]
+
+
+def secret_forms(secrets: Iterable[str]) -> list[str]:
+    """Every spelling of each secret a written file could hold, longest first: the secret itself and the secret
+    JSON-escaped up to :data:`ESCAPE_LEVELS` times (a server that echoes it inside JSON text, stored in a JSON
+    string, in a line), each level escaped as writers do it (non-ASCII kept or as ``\\uXXXX``, in lower or
+    upper case hex; ``/`` kept or as ``\\/``). Replacing every form, longest first, leaves no escaping of the
+    secret behind. Empty secrets are dropped."""
+    found: set[str] = set()
+    for secret in secrets:
+        if not secret:
+            continue
+        level = {secret}
+        found.add(secret)
+        for _ in range(ESCAPE_LEVELS):
+            level = {form for text in level for form in _escapings(text)} - found
+            found |= level
+    return sorted(found, key=len, reverse=True)
+
+
+_HEX = re.compile(r"\\u[0-9a-f]{4}")
+
+
+def _escapings(text: str) -> set[str]:
+    """``text`` as the inside of a JSON string, in each writer's spelling (the quotes left off)."""
+    kept = json.dumps(text, ensure_ascii=False)[1:-1]
+    ascii_ = json.dumps(text)[1:-1]
+    upper = _HEX.sub(lambda m: m.group().upper().replace("\\U", "\\u"), ascii_)
+    return {kept, ascii_, upper} | {form.replace("/", "\\/") for form in (kept, ascii_, upper) if "/" in form}

@@ -25,7 +25,7 @@ from typing import Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.importers.transcripts.formats import detect, foreign, unknown_shape
-from prefix_exec.json_types import JsonMapping, loads
+from prefix_exec.json_types import JsonMapping, depth_problem, loads
 from prefix_exec.records.jsonl import MAX_LINE_CHARS, check_regular_file, iter_json_lines
 
 #: Largest ``.json`` transcript file read whole, in characters: the bound of one JSONL line, since parsing it costs
@@ -70,7 +70,7 @@ def records(path: Path, *, tolerant: bool) -> Iterator[Record]:
             hint="write it as JSONL, one conversation per line (jq -c '.[]' in.json > in.jsonl)",
         )
     try:
-        data = loads(text)
+        data = loads(text, max_depth=None)  # each record's depth is checked on its own: one deep record is its error
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data" and exc.lineno > 1:  # JSON Lines in a .json file
             yield from _lines(path, tolerant=tolerant)
@@ -78,7 +78,9 @@ def records(path: Path, *, tolerant: bool) -> Iterator[Record]:
         raise InputError(f"not valid JSON ({exc.msg} at column {exc.colno})", path=path, line=exc.lineno) from None
     except ValueError as exc:
         raise InputError(f"not usable JSON ({exc})", path=path) from None
-    yield from _document(data, path)
+    for line, place, record in _document(data, path):
+        problem = depth_problem(record)
+        yield line, place, record if problem is None else InputError(problem, path=path, field=place.rstrip("."))
 
 
 def _lines(path: Path, *, tolerant: bool) -> Iterator[Record]:

@@ -11,12 +11,13 @@ reward is 1 within :data:`REWARD_TOLERANCE`, else 0.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from prefix_exec.importers.transcripts.decoder import Fail
-from prefix_exec.importers.trials import lookup
+from prefix_exec.importers.trials import TrialError, lookup, trial_number
 from prefix_exec.json_types import JsonMapping, JsonObject
 
 #: Where each identity field is looked for when the user names no path: the first present wins.
@@ -62,8 +63,11 @@ def identity_fields(data: JsonMapping, identity: Identity, fail: Fail, *, reward
     values = {name: _value(data, identity, name, fail) for name in DEFAULT_PATHS}
     values["success"] = _success(values["success"], fail, identity, reward=reward)
     trial = values["trial"]
-    if trial is not None and (not isinstance(trial, int) or isinstance(trial, bool) or trial < 0):
-        raise fail(identity.paths.get("trial", "trial"), f"a trial must be an integer >= 0, got {trial!r:.60}")
+    if trial is not None:
+        try:
+            trial_number(trial, identity.paths.get("trial", "trial"))
+        except TrialError as bad:
+            raise fail(bad.field, bad.message) from None
     for name in ("task_id", "model", "method", "dataset"):
         if not isinstance(values[name], (str, int)) or isinstance(values[name], bool) or values[name] == "":
             field = identity.paths.get(name, name)
@@ -113,13 +117,23 @@ def _composite(data: JsonMapping, named: str, name: str, fail: Fail) -> str:
 def _success(value: Any, fail: Fail, identity: Identity, *, reward: bool) -> int:
     if isinstance(value, bool) or (isinstance(value, (int, float)) and value in (0, 1)):
         return int(value)
-    if reward and isinstance(value, (int, float)) and value == value:  # a number, not nan
+    if reward and isinstance(value, int | float) and _finite(value):  # not nan, ±inf or an int past 1e308
         return int(abs(value - 1.0) <= REWARD_TOLERANCE)
     field = identity.paths.get("success", "success")
     if reward:
-        raise fail(field, f"a reward must be a number, got {value!r:.60}", hint="tau-bench writes 'reward': 0.0 or 1.0")
+        raise fail(
+            field, f"a reward must be a finite number, got {value!r:.60}", hint="tau-bench writes 'reward': 0.0 or 1.0"
+        )
     raise fail(
         field,
         f"success must be 0, 1, true or false, got {value!r:.60}",
         hint="--success-field names a 0/1 or true/false field of the conversation",
     )
+
+
+def _finite(value: float) -> bool:
+    """Whether a JSON number has a finite float value (an integer past 1e308 has none: ``float`` overflows)."""
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False

@@ -120,9 +120,17 @@ def inputs_in(argv: Iterable[str]) -> list[str]:
         if word.startswith("-"):
             skip = word in OUTPUT_OPTIONS
             continue
-        if Path(word).exists():
+        if _exists(word):
             found.append(word)
     return found
+
+
+def _exists(word: str) -> bool:
+    """Whether ``word`` names an existing path; a word no path can be (too long, a NUL byte) names none."""
+    try:
+        return Path(word).exists()
+    except (OSError, ValueError):
+        return False
 
 
 def default_for(argv: list[str], cores: int) -> int:

@@ -1,0 +1,172 @@
+"""The third hardening round's classes for the hostile sweep (tests/test_hostile_sweep.py; issue 45): records that
+cannot cross a process boundary (nested 800 to 1,490 deep: they load as JSON but not pickle), a rollout whose
+``transcript`` items are integers, and numbers out of range where they enter (rewards past float's range or not
+finite, trials past 2^31 - 1, a ``--trial-field`` index of thousands of digits, ``--workers ²``). Each case has
+good rows around the bad one, which must be scored. Run the sweep with ``HOSTILE_WORKERS=2`` (or ``ray``) to run
+them on the pool."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from hostile_cases import CANARY_FILE, CANARY_URL, Case, register
+
+TICKETING = Path(__file__).resolve().parents[1] / "examples" / "ticketing"
+TOOLS = [{"type": "function", "function": {"name": "login", "parameters": {"type": "object"}}}]
+CALL = {"id": "c1", "type": "function", "function": {"name": "login", "arguments": '{"username": "sam"}'}}
+CHAT = [
+    {"role": "user", "content": "log in"},
+    {"role": "assistant", "tool_calls": [CALL]},
+    {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+]
+#: Depths that load as JSON, and fail pickle (the pool's wire) without the reader's bound.
+DEPTHS = (800, 1000, 1490)
+
+
+def _deep(depth: int) -> str:
+    return "[" * depth + json.dumps(CANARY_URL) + "]" * depth
+
+
+def _transcripts(bad: str, name: str, *extra: str, good: tuple[str, ...] = ("g0", "g1")) -> Case:
+    rows = [json.dumps({"task_id": t, "model": "m", "success": 1, "messages": CHAT}) for t in ("g0", "g1")]
+    return Case(
+        f"bounds:{name}",
+        {"in.jsonl": "\n".join([rows[0], bad, rows[1]]) + "\n", "tools.json": json.dumps(TOOLS)},
+        lambda d: (
+            [
+                "score",
+                "transcripts",
+                str(d / "in.jsonl"),
+                "--tools",
+                str(d / "tools.json"),
+                *extra,
+                "--keep-going",
+                "--out",
+                str(d / "out.jsonl"),
+            ]
+        ),
+        "out.jsonl",
+        good,
+    )
+
+
+def _with_raw(record: Any, raw: str) -> str:
+    """``record`` as JSON text with the string ``"RAW"`` in it replaced by the raw JSON text ``raw``."""
+    return json.dumps(record).replace('"RAW"', raw)
+
+
+def _deep_cases() -> Iterator[Case]:
+    base = {"task_id": "bad", "model": "m", "success": 1, "messages": CHAT}
+    at_arguments = [
+        CHAT[0],
+        {"role": "assistant", "tool_calls": [{**CALL, "function": {"name": "login", "arguments": {"x": "RAW"}}}]},
+        CHAT[2],
+    ]
+    places = {
+        "metadata": {**base, "metadata": "RAW"},
+        "content": {**base, "messages": [{"role": "user", "content": "RAW"}, *CHAT[1:]]},
+        "arguments": {**base, "messages": at_arguments},
+        "tools": {**base, "tools": [{"type": "function", "function": {"name": "login", "parameters": "RAW"}}]},
+    }
+    for depth in DEPTHS:
+        for place, record in places.items():
+            yield _transcripts(_with_raw(record, _deep(depth)), f"deep-{depth}:{place}")
+        rows = [{**base, "task_id": "g0"}, {**base, "metadata": "RAW"}, {**base, "task_id": "g1"}]
+        yield Case(
+            f"bounds:deep-{depth}:document",
+            {"in.json": _with_raw(rows, _deep(depth)), "tools.json": json.dumps(TOOLS)},
+            lambda d: (
+                [
+                    "score",
+                    "transcripts",
+                    str(d / "in.json"),
+                    "--tools",
+                    str(d / "tools.json"),
+                    "--keep-going",
+                    "--out",
+                    str(d / "out.jsonl"),
+                ]
+            ),
+            "out.jsonl",
+            # 1,490 levels under the document's list pass what the JSON parser itself takes: the document's error
+            ("g0", "g1") if depth < 1400 else (),
+        )
+
+
+def _rollout_cases() -> Iterator[Case]:
+    good = (TICKETING / "rollouts.jsonl").read_text(encoding="utf-8").splitlines()
+    first = json.loads(good[0])
+    keep = (first["task_id"], json.loads(good[1])["task_id"])
+    bad_rows = {
+        "transcript-ints": {**first, "task_id": "bad", "transcript": [1, 2, 3]},
+        "transcript-strings": {**first, "task_id": "bad", "transcript": ["a", CANARY_FILE]},
+        "transcript-nested": {**first, "task_id": "bad", "transcript": [[{"role": "user"}]]},
+    }
+    lines = {name: json.dumps(row) for name, row in bad_rows.items()}
+    for depth in DEPTHS:
+        lines[f"deep-{depth}"] = _with_raw({**first, "task_id": "bad", "metadata": "RAW"}, _deep(depth))
+    for name, line in lines.items():
+        yield Case(
+            f"bounds:rollouts:{name}",
+            {"in.jsonl": "\n".join([good[0], line, good[1]]) + "\n"},
+            lambda d: (
+                [
+                    "score",
+                    "custom",
+                    "--tools",
+                    str(TICKETING / "tools.yaml"),
+                    str(d / "in.jsonl"),
+                    "--keep-going",
+                    "--out",
+                    str(d / "out.jsonl"),
+                ]
+            ),
+            "out.jsonl",
+            keep,
+        )
+
+
+def _number_cases() -> Iterator[Case]:
+    head = {"task_id": "bad", "info": {}, "traj": CHAT, "model": "m"}
+    for name, reward in {
+        "reward-1e309": "1" + "0" * 309,
+        "reward-inf": "Infinity",
+        "reward-nan": "NaN",
+        "reward-minus-inf": "-Infinity",
+    }.items():
+        bad = json.dumps({**head, "trial": 0})[:-1] + f', "reward": {reward}}}'
+        good = [json.dumps({**head, "task_id": t, "reward": 1.0, "trial": 0}) for t in ("g0", "g1")]
+        yield Case(
+            f"bounds:tau-bench:{name}",
+            {"in.jsonl": "\n".join([good[0], bad, good[1]]) + "\n", "tools.json": json.dumps(TOOLS)},
+            lambda d: (
+                [
+                    "score",
+                    "transcripts",
+                    str(d / "in.jsonl"),
+                    "--tools",
+                    str(d / "tools.json"),
+                    "--keep-going",
+                    "--out",
+                    str(d / "out.jsonl"),
+                ]
+            ),
+            "out.jsonl",
+            ("g0", "g1"),
+        )
+    base = {"task_id": "bad", "model": "m", "success": 1, "messages": CHAT}
+    for name, trial in {"trial-2^31": str(2**31), "trial-1e400": "1" + "0" * 400}.items():
+        yield _transcripts(_with_raw({**base, "trial": "RAW"}, trial), name)
+    digits = "messages." + "9" * 5000  # no record has it: each is that record's error
+    yield _transcripts(json.dumps(base), "trial-field-digits", "--trial-field", digits, good=())
+    yield _transcripts(json.dumps(base), "workers-superscript", "--workers", "²", good=())  # a usage error
+
+
+@register("bounds")
+def bound_cases() -> Iterator[Case]:
+    yield from _deep_cases()
+    yield from _rollout_cases()
+    yield from _number_cases()
