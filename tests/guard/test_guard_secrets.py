@@ -134,6 +134,7 @@ def test_the_guard_records_no_secret_its_server_echoes(
             assert answer["result"]["content"][0]["text"] == text  # the client gets the server's answer as is
         assert g.close() == 0
     assert sorted(p.name for p in record.iterdir() if not p.name.startswith(".")) == [
+        "journal",  # the append-only journal, then what is derived from it when the session ends
         "records.jsonl",
         "rollouts.jsonl",
         "tools.json",

@@ -154,6 +154,6 @@ def test_tau_bench_y_is_the_reward_by_the_tau_rule() -> None:
         rollout = transcript_of({**base, "reward": reward}, IDENTITY, path="r.json").rollout
         assert (rollout.task_id, rollout.trial, rollout.success) == ("3", 2, y)
         assert rollout.metadata["reward"] == reward
-    with pytest.raises(InputError, match="a reward must be a number") as info:
+    with pytest.raises(InputError, match="a reward must be a finite number") as info:
         transcript_of({**base, "reward": "high"}, IDENTITY, path="r.json", prefix="[7].")
     assert info.value.field == "[7].success"
