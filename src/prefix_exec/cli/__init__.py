@@ -175,6 +175,11 @@ WARM: Final[dict[str, tuple[str, ...]]] = {
         "prefix_exec.envs.custom.environment",
         "prefix_exec.importers.transcripts",
     ),
+    "traces": (
+        "prefix_exec.scoring.pool.worker",
+        "prefix_exec.envs.custom.environment",
+        "prefix_exec.importers.transcripts",
+    ),
     "bfcl": ("prefix_exec.scoring.pool.worker", "prefix_exec.envs.bfcl"),
     "tau": ("prefix_exec.scoring.pool.worker", "prefix_exec.envs.tau"),
     "toolsandbox": ("prefix_exec.scoring.pool.worker",),

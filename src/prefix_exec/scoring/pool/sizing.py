@@ -28,7 +28,6 @@ from typing import Final
 #: MB) ran slower with a worker, 1,600 (3.1 MB) at 1.3-1.6x; tau: the whole shared data (19 files) at 0.9-1.06x.
 WORTH_BYTES: Final[dict[str, int]] = {
     "transcripts": 8 << 20,
-    "openai": 8 << 20,
     "custom": 8 << 20,
     "bfcl": 1 << 20,
     "toolsandbox": 8 << 20,
