@@ -30,8 +30,13 @@ def _deep(depth: int) -> str:
     return "[" * depth + json.dumps(CANARY_URL) + "]" * depth
 
 
-def _transcripts(bad: str, name: str, *extra: str, good: tuple[str, ...] = ("g0", "g1")) -> Case:
-    rows = [json.dumps({"task_id": t, "model": "m", "success": 1, "messages": CHAT}) for t in ("g0", "g1")]
+def _transcripts(
+    bad: str, name: str, *extra: str, good: tuple[str, ...] = ("g0", "g1"), rows: list[str] | None = None
+) -> Case:
+    """``bad`` between two good conversations (``rows``: OpenAI Chat ones by default), scored with --keep-going;
+    ``good`` are the task ids whose records must be written."""
+    if rows is None:
+        rows = [json.dumps({"task_id": t, "model": "m", "success": 1, "messages": CHAT}) for t in ("g0", "g1")]
     return Case(
         f"bounds:{name}",
         {"in.jsonl": "\n".join([rows[0], bad, rows[1]]) + "\n", "tools.json": json.dumps(TOOLS)},
@@ -139,24 +144,7 @@ def _number_cases() -> Iterator[Case]:
     }.items():
         bad = json.dumps({**head, "trial": 0})[:-1] + f', "reward": {reward}}}'
         good = [json.dumps({**head, "task_id": t, "reward": 1.0, "trial": 0}) for t in ("g0", "g1")]
-        yield Case(
-            f"bounds:tau-bench:{name}",
-            {"in.jsonl": "\n".join([good[0], bad, good[1]]) + "\n", "tools.json": json.dumps(TOOLS)},
-            lambda d: (
-                [
-                    "score",
-                    "transcripts",
-                    str(d / "in.jsonl"),
-                    "--tools",
-                    str(d / "tools.json"),
-                    "--keep-going",
-                    "--out",
-                    str(d / "out.jsonl"),
-                ]
-            ),
-            "out.jsonl",
-            ("g0", "g1"),
-        )
+        yield _transcripts(bad, f"tau-bench:{name}", rows=good)
     base = {"task_id": "bad", "model": "m", "success": 1, "messages": CHAT}
     for name, trial in {"trial-2^31": str(2**31), "trial-1e400": "1" + "0" * 400}.items():
         yield _transcripts(_with_raw({**base, "trial": "RAW"}, trial), name)
