@@ -44,9 +44,11 @@ def replay_session(rollout: Rollout, session: Session) -> PrefixRecord:
 
     Returns the record with ``T = max(len(actions), 1)`` and FED per the protocol: the 1-based depth of the
     first rejected action, or ``T + 1`` when every action is accepted. A rollout with no actions is scored as
-    one terminal no-tool action, executable only when ``session.finish_without_tools()`` accepts it.
+    one terminal no-tool action, executable only when ``session.finish_without_tools()`` accepts it. Y must be
+    0 or 1 (a benchmark whose Y is computed at scoring fills it in first), unless the rollout says its Y is
+    absent (:attr:`Rollout.success_absent`): the record's ``success`` is then ``None``.
     """
-    if rollout.success not in (0, 1):
+    if rollout.success not in (0, 1) and not rollout.success_absent:
         raise ReplayError(f"{_where(rollout)}: final success must be 0 or 1 before scoring, got {rollout.success!r}")
     verdicts: list[Verdict] = []
     rejected: int | None = None
@@ -74,7 +76,7 @@ def replay_session(rollout: Rollout, session: Session) -> PrefixRecord:
         trial=rollout.trial,
         T=T,
         fed=fed,
-        success=int(rollout.success),
+        success=None if rollout.success is None else int(rollout.success),
         verdicts=tuple(verdicts),
         actions=rollout.actions,
         no_tool=not rollout.actions,

@@ -173,8 +173,10 @@ class Rollout:
     """A predicted trajectory a_1..a_T plus the benchmark's final success Y.
 
     ``success`` is 0 or 1; it may be ``None`` only between an importer and a benchmark-specific success
-    check that fills it in. An empty ``actions`` tuple is a rollout that stopped before any tool call; replay
-    scores it by the terminal no-tool convention (T = 1).
+    check that fills it in (replay refuses a rollout still without it), or, with ``success_absent``, for good:
+    the input records no Y and nothing computes one (``score traces`` without ``--success-field``), and the
+    record's Y is absent (:attr:`PrefixRecord.success` ``None``). An empty ``actions`` tuple is a rollout that
+    stopped before any tool call; replay scores it by the terminal no-tool convention (T = 1).
 
     ``trial_given`` is False when the input named no trial number and ``trial`` is the importer's 0. Before
     scoring, :class:`prefix_exec.scoring.numbering.Numbering` gives different rollouts of one (dataset, task, model,
@@ -194,6 +196,11 @@ class Rollout:
     cost: tuple[CallCost, ...] = ()
     metadata: JsonMapping = field(default_factory=dict)
     trial_given: bool = True
+    success_absent: bool = False
+
+    def __post_init__(self) -> None:
+        if self.success_absent and self.success is not None:
+            raise ValueError(f"a rollout whose final success is absent has none, got {self.success!r}")
 
     @property
     def key(self) -> UnitKey:
@@ -264,12 +271,14 @@ class PrefixRecord(Unit):
     ``T`` >= 1 is the number of evaluated action slots (1 for the terminal no-tool action). ``fed`` is the
     first-error depth in ``1..T``, or ``T + 1`` when every prefix is executable. ``verdicts`` has one entry per
     replayed action, ``min(fed, T)`` of them: replay stops at the first rejection. ``actions`` keeps the full
-    rollout, including the steps after the first failure (recovery), for reports.
+    rollout, including the steps after the first failure (recovery), for reports. ``success`` is Y, 0 or 1, or
+    ``None`` when the input recorded no Y (absent, never read as 0: success and RR are taken over the records
+    whose Y is known, :mod:`prefix_exec.analysis.metrics`).
     """
 
     T: int
     fed: int
-    success: int
+    success: int | None
     verdicts: tuple[Verdict, ...] = ()
     actions: tuple[ToolCall, ...] = ()
     no_tool: bool = False
@@ -281,8 +290,8 @@ class PrefixRecord(Unit):
             raise ValueError(f"T must be >= 1, got {self.T}")
         if not 1 <= self.fed <= self.T + 1:
             raise ValueError(f"fed must lie in 1..T+1 = 1..{self.T + 1}, got {self.fed}")
-        if self.success not in (0, 1):
-            raise ValueError(f"success must be 0 or 1, got {self.success!r}")
+        if self.success not in (0, 1, None):
+            raise ValueError(f"success must be 0, 1 or None (not recorded), got {self.success!r}")
 
     @property
     def executable(self) -> bool:

@@ -69,7 +69,7 @@ def test_every_pair_scores_the_shop_conversations(
     assert score(*argv, "--out", str(out)) == 0
     assert scored(out) == expected(name)
     assert "7 traces read as" in capsys.readouterr().err
-    assert all(r["model"] == "gpt-4o-mini" and r["metadata"]["success_given"] for r in rows(out))
+    assert all(r["model"] == "gpt-4o-mini" and "success_given" not in r["metadata"] for r in rows(out))
 
 
 @pytest.mark.parametrize(
@@ -98,7 +98,11 @@ def test_without_success_field_y_is_absent_and_said(tmp_path: Path, capsys: pyte
     out = tmp_path / "out.jsonl"
     assert score(str(TRACES / "otel-genai.jsonl"), "--tools", str(TOOLS), "--out", str(out)) == 0
     assert "no --success-field" in capsys.readouterr().err
-    assert {(r["success"], r["metadata"]["success_given"]) for r in rows(out)} == {(0, False)}
+    found = rows(out)
+    assert [r["success"] for r in found] == [None] * 7  # "success": null, not 0
+    assert all("success_given" not in r["metadata"] for r in found)
+    # T, FED and label do not depend on Y: the same as with --success-field
+    assert [r[:4] for r in scored(out)] == [r[:4] for r in EXPECTED]
 
 
 def test_without_tools_the_traces_own_tool_definitions_are_the_spec(
@@ -159,9 +163,31 @@ def test_help_names_the_formats(capsys: pytest.CaptureFixture[str]) -> None:
     assert "OTLP/JSON" in out and "Agents SDK" in out and "LangSmith" in out and "--success-field" in out
 
 
-def test_metrics_says_how_many_records_carry_no_y(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out = tmp_path / "out.jsonl"
-    assert score(str(TRACES / "agents-sdk.jsonl"), "--tools", str(TOOLS), "--out", str(out)) == 0
+def test_metrics_shows_y_absent_as_na_and_the_rest_unchanged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real fixture scored without --success-field: metrics says success and RR are not recorded (n/a with the
+    count, null in JSON, never 0.00), and every figure that does not use Y equals the one of the same traces
+    scored with their Y."""
+    name = "agents-sdk.jsonl"
+    without, given = tmp_path / "without.jsonl", tmp_path / "given.jsonl"
+    assert score(str(TRACES / name), "--tools", str(TOOLS), "--out", str(without)) == 0
+    assert score(str(TRACES / name), "--tools", str(TOOLS), "--success-field", PAIRS[name], "--out", str(given)) == 0
     capsys.readouterr()
-    assert main(["metrics", str(out), "--resamples", "20"]) == 0
-    assert "7 records carry no final success" in capsys.readouterr().err
+    assert main(["metrics", str(without), "--resamples", "50"]) == 0
+    text = capsys.readouterr()
+    assert "success: not recorded for 7 of 7 records" in text.err
+    row = next(line for line in text.out.splitlines() if line.startswith("| tools |"))
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[-2:] == ["n/a (not recorded for 4 of 4)", "n/a (not recorded for 7 of 7)"]  # RR, success
+    assert "0.00 [" not in cells[-1]
+    docs = []
+    for path in (without, given):
+        assert main(["metrics", str(path), "--resamples", "50", "--format", "json"]) == 0
+        docs.append(json.loads(capsys.readouterr().out)["conditions"][0])
+    absent, known = docs
+    assert (absent["success"], absent["RR"], absent["decomposition"]) == (None, None, None)
+    assert (absent["success_known"], absent["RR_known"], absent["RR_eligible"]) == (0, 0, 4)
+    assert known["success_known"] == 7 and known["success"]["point"] == pytest.approx(4 / 7)
+    for field in ("N", "TER", "AUC_PEC", "mean_FED", "RR_eligible", "PEC", "PEC_CI", "PEC_elig", "n_k", "labels"):
+        assert absent[field] == known[field], field

@@ -15,7 +15,8 @@ from prefix_exec.errors import InputError
 from prefix_exec.json_types import value_problem
 from prefix_exec.llm.decode import decode_answer
 from prefix_exec.llm.textcalls import decode_arguments, read_text_calls
-from prefix_exec.records.codec import Fields, cost_from_json, rollout_from_json
+from prefix_exec.records.codec import cost_from_json, rollout_from_json
+from prefix_exec.records.values import Fields
 
 HEX = "[f(a=0x" + "f" * 4000 + ")]"  # 4,000 hex digits: 4,817 decimal ones
 OCTAL = "[f(a=0o" + "7" * 5000 + ")]"  # 4,516 decimal digits

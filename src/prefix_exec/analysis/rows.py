@@ -3,6 +3,7 @@
 A :class:`MetricRow` is a record without its verdicts and actions. ``prefix-exec metrics`` reads them from any
 JSON Lines file whose rows carry :data:`METRIC_FIELDS` (a records file, or rows another tool wrote), checked as
 :mod:`prefix_exec.records.codec` checks a record's fields, with the file, line and field of the first bad one.
+``success`` may be ``null``: Y was not recorded (absent, never counted as 0).
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from prefix_exec.analysis.tasksets import task_set_of
 from prefix_exec.envs.tau.pooled import domain_of_record
 from prefix_exec.errors import InputError
 from prefix_exec.methods import split_verifier_variants, verifier_setting
-from prefix_exec.records.codec import Fields, check_layout, costs_from_json, is_rollout, rollouts_here
+from prefix_exec.records.codec import check_layout, costs_from_json, is_rollout, rollouts_here
 from prefix_exec.records.jsonl import iter_json_lines
 from prefix_exec.records.redaction import redact_text
+from prefix_exec.records.values import Fields
 from prefix_exec.trajectory import AgentCost, Unit, UnitKey, agent_cost
 
 #: Fields ``prefix-exec metrics`` needs in any JSONL row.
@@ -27,11 +29,12 @@ METRIC_FIELDS = ("dataset", "task_id", "model", "method", "T", "fed", "success")
 
 @dataclass(frozen=True)
 class MetricRow(Unit):
-    """The minimal fields metrics need (a record without its verdicts); any JSONL with them can be summarized."""
+    """The minimal fields metrics need (a record without its verdicts); any JSONL with them can be summarized.
+    ``success`` is ``None`` when the row's Y was not recorded (``"success": null``)."""
 
     T: int
     fed: int
-    success: int
+    success: int | None
     label: str | None = None
     #: ``metadata.tau2.task_set`` (:mod:`prefix_exec.analysis.tasksets`), when the record says.
     task_set: str | None = None
@@ -62,7 +65,7 @@ def metric_row_from_json(data: Any, *, path: str | None = None, line: int | None
         **unit,
         T=T,
         fed=fed,
-        success=int(f.success(required=True) or 0),
+        success=f.final_success(),
         label=f.get("label", str, required=False),
         task_set=task_set_of(metadata) if isinstance(metadata, Mapping) else None,
         domain=domain_of_record(unit["dataset"], unit["task_id"], metadata),

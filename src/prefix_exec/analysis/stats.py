@@ -125,13 +125,18 @@ def bootstrap_replicates(
 
 
 def percentile_interval(replicates: ArrayLike, level: float = DEFAULT_LEVEL) -> tuple[FloatArray, FloatArray]:
-    """Percentile-bootstrap bounds per column of ``replicates`` (resamples, m); NaN replicates are ignored."""
+    """Percentile-bootstrap bounds per column of ``replicates`` (resamples, m); NaN replicates are ignored, and
+    a column of NaN only (a statistic no resample could form: a success rate where no Y is known) has NaN
+    bounds."""
     reps = np.asarray(replicates, dtype=np.float64)
     alpha = (1.0 - level) / 2.0
-    if np.isnan(reps).any():
-        low, high = np.nanpercentile(reps, [100 * alpha, 100 * (1 - alpha)], axis=0)
-    else:
+    if not np.isnan(reps).any():
         low, high = np.percentile(reps, [100 * alpha, 100 * (1 - alpha)], axis=0)
+        return low, high
+    low, high = np.full(reps.shape[1], np.nan), np.full(reps.shape[1], np.nan)
+    formed = ~np.isnan(reps).all(axis=0)
+    if formed.any():
+        low[formed], high[formed] = np.nanpercentile(reps[:, formed], [100 * alpha, 100 * (1 - alpha)], axis=0)
     return low, high
 
 

@@ -33,11 +33,18 @@ from prefix_exec.analysis.stats import (
     paired_difference,
     wilson_interval,
 )
+from prefix_exec.analysis.sums import (
+    SCALARS,
+    Arrays,
+    TaskSums,
+    condition_sums,
+    denominator_columns,
+    statistic_names,
+    task_sums,
+)
 from prefix_exec.envs.tau.pooled import view_name
 from prefix_exec.json_types import JsonObject
 
-#: Scalar statistics bootstrapped for every condition, in column order (:data:`analysis.metrics.PER_ROLLOUT`).
-SCALARS = tuple(metrics.PER_ROLLOUT)
 #: Depths k = 1..DEFAULT_CI_DEPTH get a bootstrap interval for PEC(k) (the paper's checkpoints).
 DEFAULT_CI_DEPTH = 10
 
@@ -48,6 +55,10 @@ class ConditionSummary:
 
     ``RR`` is ``None`` when ``RR_eligible`` is 0: recovery is undefined, not zero. ``PEC_elig`` holds
     ``None`` where ``n_k`` is 0. ``PEC_CI`` covers k = 1..min(ci_depth, len(PEC)).
+
+    Y may be absent (not recorded) for some records: ``success_known`` of the ``N`` have it, and ``RR_known`` of
+    the ``RR_eligible``. ``success``, ``RR`` and ``decomposition`` are over those records only, and ``None`` (absent,
+    never 0) when there are none; TER, AUC-PEC, mean FED and the curves use all ``N``.
     """
 
     dataset: str
@@ -58,16 +69,18 @@ class ConditionSummary:
     TER: Estimate
     AUC_PEC: Estimate
     mean_FED: Estimate
-    success: Estimate
+    success: Estimate | None
+    success_known: int
     RR: Estimate | None
     RR_eligible: int
     RR_successes: int
+    RR_known: int
     mean_T: float
     PEC: tuple[float, ...]
     PEC_CI: tuple[Estimate, ...]
     PEC_elig: tuple[float | None, ...]
     n_k: tuple[int, ...]
-    decomposition: metrics.Decomposition
+    decomposition: metrics.Decomposition | None
     labels: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -86,35 +99,19 @@ class ConditionSummary:
             "AUC_PEC": self.AUC_PEC.as_dict(),
             "mean_FED": self.mean_FED.as_dict(),
             "mean_T": self.mean_T,
-            "success": self.success.as_dict(),
+            "success": self.success.as_dict() if self.success else None,
+            "success_known": self.success_known,
             "RR": self.RR.as_dict() if self.RR else None,
             "RR_eligible": self.RR_eligible,
             "RR_successes": self.RR_successes,
+            "RR_known": self.RR_known,
             "PEC": list(self.PEC),
             "PEC_CI": [e.as_dict() for e in self.PEC_CI],
             "PEC_elig": list(self.PEC_elig),
             "n_k": list(self.n_k),
-            "decomposition": {"q": d.q, "s": d.s, "r": d.r, "success": d.success},
+            "decomposition": {"q": d.q, "s": d.s, "r": d.r, "success": d.success} if d else None,
             "labels": dict(self.labels),
         }
-
-
-@dataclass(frozen=True)
-class TaskSums:
-    """One condition's per-task sums over its dataset's task list (the bootstrap's inputs).
-
-    ``numerators[j, s]`` is the sum of statistic ``names[s]`` over the condition's rollouts of task j;
-    ``denominators[j]`` their count (0 for a task the condition did not run). Shapes (tasks, statistics) and
-    (tasks,).
-    """
-
-    names: tuple[str, ...]
-    numerators: np.ndarray
-    denominators: np.ndarray
-
-    def tasks(self) -> np.ndarray:
-        """Boolean mask (tasks,) of the tasks this condition ran."""
-        return self.denominators > 0
 
 
 @dataclass(frozen=True)
@@ -155,7 +152,9 @@ class Summary:
         Both sides are restricted to the tasks the two conditions have in common and computed on the
         dataset's shared task draws (the same resample-count matrix every interval of the dataset uses), so
         the difference is paired. When both ran the same tasks this is the difference of their replicates.
-        A statistic a resample cannot form (no common task drawn) is left out of that replicate's interval.
+        A statistic a resample cannot form (no common task drawn; for success, no known Y drawn on a side) is
+        left out of that replicate's interval. A success difference where a side has no known Y on the common
+        tasks is undefined (NaN) and named in :attr:`PairedComparison.unrecorded`.
         """
         if a[0] != b[0]:
             raise ValueError(f"paired differences need one dataset, got {a[0]!r} and {b[0]!r}")
@@ -166,28 +165,41 @@ class Summary:
         sa, sb = self.task_sums[a], self.task_sums[b]
         common = sa.tasks() & sb.tasks()
         n_common = int(common.sum())
+        nan = float("nan")
         if n_common == 0:
-            nan = float("nan")
             return PairedComparison(a[0], a, b, 0, {s: Estimate(nan, nan, nan) for s in statistics})
         if np.array_equal(sa.tasks(), sb.tasks()):
             diffs = {
                 s: paired_difference(_point(self.get(*a), s), ra[s], _point(self.get(*b), s), rb[s], self.level)
                 for s in statistics
             }
-            return PairedComparison(a[0], a, b, n_common, diffs)
+        else:
+            diffs = self._restricted(a, b, statistics, common)
+        unrecorded = tuple(
+            s
+            for s in statistics
+            if not (sa.denominator(s)[common].sum() and sb.denominator(s)[common].sum())  # no known Y on a side
+        )
+        diffs.update({s: Estimate(nan, nan, nan) for s in unrecorded})
+        return PairedComparison(a[0], a, b, n_common, diffs, unrecorded)
+
+    def _restricted(
+        self, a: Condition, b: Condition, statistics: Sequence[str], common: np.ndarray
+    ) -> dict[str, Estimate]:
+        """Differences a - b on the tasks ``common`` only (a mask over the dataset's tasks), on the same draws."""
+        sa, sb = self.task_sums[a], self.task_sums[b]
         cols = [sa.names.index(s) for s in statistics]
         num = np.concatenate([sa.numerators[:, cols], sb.numerators[:, cols]], axis=1) * common[:, None]
-        den = np.column_stack([sa.denominators, sb.denominators]) * common[:, None]
-        groups = np.repeat([0, 1], len(cols))
+        counts = [side.denominator(s) for side in (sa, sb) for s in statistics]
+        den = np.column_stack(counts) * common[:, None]  # a count column per statistic: success counts known Ys
         point, reps = bootstrap_replicates(
-            len(self.tasks[a[0]]), self.resamples, dataset_rng(self.seed, a[0]), num, den, groups=groups
+            len(self.tasks[a[0]]), self.resamples, dataset_rng(self.seed, a[0]), num, den
         )
         m = len(cols)
-        diffs = {
+        return {
             s: paired_difference(float(point[i]), reps[:, i], float(point[m + i]), reps[:, m + i], self.level)
             for i, s in enumerate(statistics)
         }
-        return PairedComparison(a[0], a, b, n_common, diffs)
 
     def paired(self, a: Selector, b: Selector, statistics: Sequence[str] = SCALARS) -> list[PairedComparison]:
         """Paired differences ``a - b``: one per dataset (or per (dataset, model) block) where the two
@@ -208,15 +220,20 @@ class PairedComparison:
     b: Condition
     common_tasks: int
     differences: dict[str, Estimate]
+    #: Statistics left undefined because a side records no Y on the common tasks (``success``).
+    unrecorded: tuple[str, ...] = ()
 
     def as_dict(self) -> JsonObject:
-        return {
+        doc: JsonObject = {
             "dataset": self.dataset,
             "a": {"model": self.a[1], "method": self.a[2]},
             "b": {"model": self.b[1], "method": self.b[2]},
             "common_tasks": self.common_tasks,
             "differences": {k: v.as_dict() for k, v in self.differences.items()},
         }
+        if self.unrecorded:
+            doc["unrecorded"] = list(self.unrecorded)
+        return doc
 
 
 def to_json(summary: Summary, comparisons: Sequence[PairedComparison] | None = None) -> str:
@@ -244,8 +261,8 @@ def to_json(summary: Summary, comparisons: Sequence[PairedComparison] | None = N
 def _point(c: ConditionSummary, statistic: str) -> float:
     if statistic.startswith("PEC@"):
         return c.PEC[int(statistic[4:]) - 1]
-    value: Estimate = getattr(c, statistic)
-    return value.point
+    value: Estimate | None = getattr(c, statistic)
+    return value.point if value is not None else float("nan")  # a success with no known Y
 
 
 def summarize(
@@ -319,62 +336,42 @@ def _summarize_dataset(
     conditions = sorted(groups)
     max_t = max(r.T for r in rows)
     depth = min(ci_depth, max_t)
-    names = [*SCALARS, *(f"PEC@{k}" for k in range(1, depth + 1))]
+    names = statistic_names(depth)
     width = len(names)
-    num, den, arrays = _task_sums(tasks, [groups[cond] for cond in conditions], depth)
+    num, den, arrays = task_sums(tasks, [groups[cond] for cond in conditions], depth)
 
-    groups_of = np.repeat(np.arange(len(conditions)), width)
-    point, reps = bootstrap_replicates(len(tasks), resamples, rng, num, den, groups=groups_of)
+    counted_by = denominator_columns(names, len(conditions))  # success: over the known Ys of each resample
+    point, reps = bootstrap_replicates(len(tasks), resamples, rng, num, den, groups=counted_by)
     est = estimates(point, reps, level)
 
     summaries: list[ConditionSummary] = []
     rep_map: dict[Condition, dict[str, np.ndarray]] = {}
     sums: dict[Condition, TaskSums] = {}
     for c_i, cond in enumerate(conditions):
-        sums[cond] = TaskSums(tuple(names), num[:, c_i * width : (c_i + 1) * width], den[:, c_i])
+        sums[cond] = condition_sums(names, num, den, c_i)
         block = dict(zip(names, est[c_i * width : (c_i + 1) * width], strict=True))
         rep_map[cond] = {name: reps[:, c_i * width + j] for j, name in enumerate(names)}
         summaries.append(_condition_summary(cond, groups[cond], arrays[c_i], block, max_t, depth, level))
     return summaries, rep_map, sums
 
 
-def _task_sums(
-    tasks: Sequence[str], groups: Sequence[Sequence[MetricRow]], depth: int
-) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
-    """Per-task sums of each statistic (numerators: a row per task of ``tasks``, and per group of rows, one
-    column per statistic, :data:`SCALARS` then PEC(1..``depth``)) and per-task rollout counts (denominators: a
-    column per group); and each group's ``(fed, T, y)`` arrays."""
-    task_index = {t: j for j, t in enumerate(tasks)}
-    width = len(SCALARS) + depth
-    num = np.zeros((len(tasks), width * len(groups)))
-    den = np.zeros((len(tasks), len(groups)))
-    arrays: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    for c_i, group in enumerate(groups):
-        fed, T, y = metrics.as_arrays([r.fed for r in group], [r.T for r in group], [r.success for r in group])
-        arrays.append((fed, T, y))
-        per_rollout = [metrics.PER_ROLLOUT[name](fed, T, y) for name in SCALARS]
-        values = np.column_stack([*per_rollout, metrics.survival_matrix(fed, depth)]).astype(np.float64)
-        ti = np.array([task_index[r.task_id] for r in group])
-        cols = slice(c_i * width, (c_i + 1) * width)
-        np.add.at(num[:, cols], ti, values)
-        np.add.at(den[:, c_i], ti, 1.0)
-    return num, den, arrays
-
-
 def _condition_summary(
     cond: Condition,
     group: Sequence[MetricRow],
-    arrays: tuple[np.ndarray, np.ndarray, np.ndarray],
+    arrays: Arrays,
     block: dict[str, Estimate],
     max_t: int,
     depth: int,
     level: float,
 ) -> ConditionSummary:
     """One condition's summary from its rows, their ``(fed, T, y)`` arrays and its bootstrapped estimates
-    (``block``, by statistic name); curves run to ``max_t``, the dataset's largest T."""
+    (``block``, by statistic name); curves run to ``max_t``, the dataset's largest T. Success, RR and the
+    decomposition are over the rows whose Y is known (RR's Wilson interval on those of the RR-Eligible), and
+    ``None`` without any."""
     fed, T, y = arrays
     rec = metrics.recovery(fed, T, y)
-    wilson = wilson_interval(rec.successes, rec.eligible, level)
+    wilson = wilson_interval(rec.successes, rec.known, level)
+    known = int(metrics.known(y).sum())
     elig = metrics.pec_elig(fed, T, max_t)
     return ConditionSummary(
         dataset=cond[0],
@@ -385,10 +382,12 @@ def _condition_summary(
         TER=block["TER"],
         AUC_PEC=block["AUC_PEC"],
         mean_FED=block["mean_FED"],
-        success=block["success"],
+        success=block["success"] if known else None,
+        success_known=known,
         RR=Estimate(rec.rate, *wilson) if rec.rate is not None and wilson else None,
         RR_eligible=rec.eligible,
         RR_successes=rec.successes,
+        RR_known=rec.known,
         mean_T=float(T.mean()),
         PEC=tuple(float(v) for v in metrics.pec(fed, T, max_t)),
         PEC_CI=tuple(block[f"PEC@{k}"] for k in range(1, depth + 1)),

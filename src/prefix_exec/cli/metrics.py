@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from prefix_exec.analysis import infrastructure, tasksets
+from prefix_exec.analysis.absence import absent_note
 from prefix_exec.analysis.coverage import coverage_warnings
 from prefix_exec.analysis.rows import METRIC_FIELDS, read_metric_rows
-from prefix_exec.analysis.success_given import absent_note, absent_success
 from prefix_exec.analysis.summary import DEFAULT_CI_DEPTH, PairedComparison, Summary, summarize, to_json
 from prefix_exec.cli.common import add_summary_options, checkpoint_depths, ci_depth, condition_pair
 from prefix_exec.errors import InputError
@@ -127,7 +127,7 @@ def handle(args: argparse.Namespace) -> int:
         print(f"prefix-exec: warning: {warning}", file=sys.stderr)
     for warning in coverage_warnings(args.records, rows):
         print(f"prefix-exec: warning: {warning}", file=sys.stderr)
-    if absent := absent_note(absent_success(args.records)):
+    if absent := absent_note(r.success for r in rows):
         print(f"prefix-exec: note: {absent}", file=sys.stderr)
     summary = summarize(rows, resamples=args.resamples, seed=args.seed, ci_depth=args.ci_depth)
     found = None

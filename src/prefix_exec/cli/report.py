@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec.analysis import infrastructure, tasksets
+from prefix_exec.analysis.absence import absent_note
 from prefix_exec.analysis.coverage import coverage_warnings
 from prefix_exec.cli.common import add_summary_options, checkpoint_depths, condition_pair
 from prefix_exec.errors import InputError
@@ -103,6 +104,8 @@ def handle(args: argparse.Namespace) -> int:
     files = expand(args.inputs)
     for warning in coverage_warnings(files, records):
         print(f"prefix-exec: warning: {warning}", file=sys.stderr)
+    if absent := absent_note(r.success for r in records):
+        print(f"prefix-exec: note: {absent}", file=sys.stderr)
     options = Options(
         resamples=args.resamples,
         seed=args.seed,

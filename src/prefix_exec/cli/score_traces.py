@@ -40,8 +40,9 @@ def register(benchmarks: Any, name: str) -> None:
             "messages, each tool span matched to the model's call by call id, else by name and order; a tool span "
             "with status ERROR, an exception event, error.type or an error field is a recorded refusal. The task "
             "id is --task-id-field (a span attribute), else gen_ai.conversation.id, session.id, ... (docs/traces.md), "
-            "else the trace id; Y is --success-field (a span attribute); without it Y is not in the trace, records "
-            "carry success 0 with metadata.success_given false. Spans are grouped per trace in bounded memory "
+            "else the trace id; Y is --success-field (a span attribute); without it Y is not in the trace and the "
+            "records' success is null (absent: metrics shows success and RR as n/a, never 0). Spans are grouped "
+            "per trace in bounded memory "
             "(at most 50,000 spans per trace). See docs/traces.md."
         ),
     )
@@ -72,7 +73,8 @@ def identity_of(args: argparse.Namespace, default_dataset: str) -> TraceIdentity
         raise InputError("--trial-field names a transcript field; traces take --trial N or number trials in order")
     if trials.fixed is not None:
         values["trial"] = trials.fixed
-    defaults = {"method": "default", "trial": None, "dataset": default_dataset, "success": 0}
+    # success None: a trace without --success-field has no Y, and its rollout says so (absent, not 0)
+    defaults = {"method": "default", "trial": None, "dataset": default_dataset, "success": None}
     return TraceIdentity(Identity({}, values, defaults), args.task_id_field, args.success_field)
 
 
@@ -92,8 +94,8 @@ def handle(args: argparse.Namespace) -> int:
     identity = identity_of(args, env.name if env is not None else "traces")
     if not args.success_field:
         print(
-            "prefix-exec: note: no --success-field: Y is not read from the traces; records carry success 0 with "
-            "metadata.success_given false (metrics that use Y mean nothing here)",
+            "prefix-exec: note: no --success-field: Y is not read from the traces; the records' success is null "
+            "(not recorded): metrics shows success and RR as n/a; PEC, FED, TER and AUC-PEC do not use Y",
             file=sys.stderr,
         )
     trials = numbering(args)

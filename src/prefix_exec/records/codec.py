@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonObject
 from prefix_exec.records.jsonl import JsonlWriter, iter_json_lines
 from prefix_exec.records.redaction import redact_json
-from prefix_exec.records.values import message_list, seconds, token_count
+from prefix_exec.records.values import Fields, message_list, seconds, token_count
 from prefix_exec.trajectory import (
     CallCost,
     FailureLabel,
@@ -32,9 +32,6 @@ from prefix_exec.trajectory import (
 SCHEMA_VERSION = 1
 ROLLOUT_KIND = "rollout"
 RECORD_KIND = "record"
-#: Largest T (evaluated action slots) a record may carry. Curves and tables run to the largest T, so one
-#: hostile ``"T": 10**18`` would otherwise ask for exabytes; real rollouts have tens to hundreds of calls.
-MAX_T = 100_000
 #: The layout before tau3 was pooled: these datasets, with a bare task id (``18``, not ``airline/18``), were
 #: written by prefix-exec 0.1.0 until 2026-12-01. Their records are refused with the fix (:func:`check_layout`).
 UNPOOLED_DATASETS = ("tau3-airline", "tau3-retail")
@@ -86,6 +83,8 @@ def rollout_to_json(rollout: Rollout) -> JsonObject:
         "success": rollout.success,
         "actions": [call_to_json(a) for a in rollout.actions],
     }
+    if rollout.success_absent:  # written only then: rollouts with Y (or Y still to compute) keep their old form
+        row["success_absent"] = True
     if rollout.transcript is not None:
         row["transcript"] = [dict(m) for m in rollout.transcript]
     if rollout.cost:
@@ -140,85 +139,6 @@ def record_to_json(record: PrefixRecord) -> JsonObject:
 
 
 # ---------------------------------------------------------------------------------------------- decoding
-
-
-class Fields:
-    """Typed access to one JSON object, raising InputError with the file, line and field path."""
-
-    def __init__(self, data: Any, path: str | None, line: int | None, prefix: str = "") -> None:
-        self.path, self.line, self.prefix = path, line, prefix
-        if not isinstance(data, dict):
-            self.fail("", f"expected a JSON object, got {type(data).__name__}")
-        self.data: JsonObject = data
-
-    def fail(self, name: str, message: str, hint: str | None = None) -> NoReturn:
-        raise InputError(message, path=self.path, line=self.line, field=self.prefix + name or None, hint=hint)
-
-    def sub(self, value: Any, name: str) -> Fields:
-        return Fields(value, self.path, self.line, self.prefix + name + ".")
-
-    def get(self, name: str, kind: type | tuple[type, ...], *, required: bool = True, default: Any = None) -> Any:
-        if name not in self.data or self.data[name] is None:
-            if required:
-                self.fail(name, "missing", hint=f"every row needs '{self.prefix}{name}'")
-            return default
-        value = self.data[name]
-        # bool is an int in Python; a JSON true is never a valid count or depth.
-        if not isinstance(value, kind) or (kind in (int, (int, float)) and isinstance(value, bool)):
-            names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-            self.fail(
-                name,
-                f"expected {names}, got {type(value).__name__} {value!r:.60}",
-                hint="the canonical row format is described under 'Formats' in README.md",
-            )
-        return value
-
-    def text(self, name: str, *, required: bool = True) -> Any:
-        value = self.get(name, (str, int), required=required)
-        return None if value is None else str(value)
-
-    def items(self, name: str) -> list[Any]:
-        """The list under ``name``; ``[]`` when absent or null."""
-        return list(self.get(name, list, required=False, default=[]))
-
-    def strings(self, name: str) -> list[str]:
-        """The list of strings under ``name``; ``[]`` when absent or null."""
-        items = self.items(name)
-        for i, item in enumerate(items):
-            if not isinstance(item, str):
-                self.fail(f"{name}[{i}]", f"expected str, got {type(item).__name__} {item!r:.60}")
-        return items
-
-    def success(self, *, required: bool) -> int | None:
-        """``success``: 0 or 1 (a JSON true or 1.0 reads as 1); ``None`` when absent and not required."""
-        value = self.get("success", (int, float, bool), required=required)
-        if value is None:
-            return None
-        if value not in (0, 1):
-            self.fail("success", f"must be 0 or 1, got {value!r}")
-        return int(value)
-
-    def depth(self, name: str) -> int:
-        """T or fed: an integer no larger than MAX_T + 1 (the depth arrays run to it)."""
-        value: int = self.get(name, int)
-        if value > MAX_T + 1:
-            self.fail(
-                name,
-                f"{value:.3g} is beyond the largest supported horizon T = {MAX_T:,}",
-                hint="a rollout has at most tens of thousands of actions; is this field corrupt?",
-            )
-        return value
-
-    def unit(self) -> JsonObject:
-        """The unit identity every row carries (dataset, task_id, model, method; trial 0 when absent), read in
-        that order, so the first bad one is the one reported."""
-        return {
-            "dataset": self.text("dataset"),
-            "task_id": self.text("task_id"),
-            "model": self.text("model"),
-            "method": self.text("method"),
-            "trial": self.get("trial", int, required=False, default=0),
-        }
 
 
 def call_from_json(f: Fields) -> ToolCall:
@@ -309,11 +229,15 @@ def rollout_from_json(data: Any, *, path: str | None = None, line: int | None = 
     f = Fields(data, path, line)
     _check_version(f, ROLLOUT_KIND)
     actions = calls_from_json(f)
+    success, absent = f.success(required=False), f.get("success_absent", bool, required=False, default=False)
+    if absent and success is not None:
+        f.fail("success_absent", f"true, but success is {success}", hint="success_absent goes with success null")
     return Rollout(
         **f.unit(),
         trial_given=f.data.get("trial") is not None,
         actions=actions,
-        success=f.success(required=False),
+        success=success,
+        success_absent=absent,
         transcript=message_list(f),
         cost=costs_from_json(f),
         metadata=f.get("metadata", dict, required=False, default={}),
@@ -348,7 +272,7 @@ def record_from_json(data: Any, *, path: str | None = None, line: int | None = N
             **unit,
             T=f.depth("T"),
             fed=f.depth("fed"),
-            success=int(f.success(required=True) or 0),
+            success=f.final_success(),
             verdicts=tuple(verdict_from_json(f.sub(v, f"verdicts[{i}]")) for i, v in enumerate(f.items("verdicts"))),
             actions=calls_from_json(f),
             no_tool=f.get("no_tool", bool, required=False, default=False),

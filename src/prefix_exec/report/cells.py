@@ -69,6 +69,24 @@ def estimate_cell(e: Estimate | None, *, bold: bool = False, link: str | None = 
     return Cell(estimate_text(e, digits), e.point, bold, link, raw)
 
 
+def recorded_cell(e: Estimate | None, known: int, total: int, *, bold: bool = False, link: str | None = None) -> Cell:
+    """An estimate over the ``known`` of ``total`` records whose Y is recorded (success, RR): as
+    :func:`estimate_cell` when every Y is; else with ``(not recorded for M of total)`` after it, or ``n/a`` before
+    it when none is (CSV: empty, never 0)."""
+    if known == total:
+        return estimate_cell(e, bold=bold, link=link)
+    missing = f"not recorded for {total - known} of {total}"
+    if e is None:
+        return Cell(f"n/a ({missing})", None, False, link, ("", "", ""))
+    cell = estimate_cell(e, bold=bold, link=link)
+    return Cell(f"{cell.text} ({missing})", cell.value, cell.bold, link, cell.csv)
+
+
+def absent_cell(link: str | None = None, *, width: int = 1) -> Cell:
+    """``n/a``: a value that needs final success Y where none is recorded (CSV: ``width`` empty values)."""
+    return Cell("n/a", None, False, link, ("",) * width)
+
+
 def estimate_headers(name: str) -> tuple[str, str, str]:
     """The CSV headers of an :func:`estimate_cell` column: ``name``, ``name_low``, ``name_high``."""
     return (name, f"{name}_low", f"{name}_high")

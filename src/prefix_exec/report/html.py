@@ -86,7 +86,8 @@ function verdictCell(v,failing){var td=el('td');
  if(v[0]===1){td.textContent='accepted';if(v[1])td.appendChild(el('span','muted',' ('+v[1]+')'));return td;}
  td.appendChild(el('span','label',(failing?'first failure: ':'')+v[1]));
  td.appendChild(el('span','muted',' causes: '+v[2]));td.appendChild(el('div','reason',v[3]));return td;}
-function fill(d,r){var fed=r[2],failed=r[4]!=='',outcome=r[5]?'success':'failure';
+function fill(d,r){var fed=r[2],failed=r[4]!=='',
+ outcome=r[5]===null?'an outcome not recorded':(r[5]?'success':'failure');
  if(r[7])d.appendChild(el('p','muted meta','metadata: '+r[7]));
  if(failed)d.appendChild(el('p','reason','First failing call: step '+fed+' ('+r[4]+'): '+r[6]));
  var t=el('table','actions'),head=el('tr');['step','turn','tool','arguments','verdict'].forEach(function(h){
@@ -105,8 +106,8 @@ function rolloutElement(cid,j,r){var d=el('details','rollout');d.id=cid+'-r'+j;d
  var s=el('summary'),label=r[4]||'executable',failed=r[4]!=='';s.appendChild(el('code',null,r[0]));
  s.appendChild(document.createTextNode(' trial '+r[1]+' · FED '+r[2]+' / T '+r[3]+' · '));
  s.appendChild(el('span','label',label));
- s.appendChild(document.createTextNode(' · final '+(r[5]?'success':'failure')+
-  (failed?(r[5]?' · recovered':' · not recovered'):'')));d.appendChild(s);
+ s.appendChild(document.createTextNode(r[5]===null?' · final success not recorded':
+  ' · final '+(r[5]?'success':'failure')+(failed?(r[5]?' · recovered':' · not recovered'):'')));d.appendChild(s);
  d.addEventListener('toggle',function(){if(d.open&&!d.filled){d.filled=true;fill(d,r);}});return d;}
 function render(cid,rows){rows.forEach(function(r,j){
  var box=document.querySelector('#'+cid+'-'+(r[4]||'executable')+' .items');

@@ -81,17 +81,28 @@ def blocks_of(summary: Summary) -> list[Block]:
 
 def leaderboard_blocks(summary: Summary) -> list[Block]:
     """One block per dataset that holds two or more models: all its conditions, best final success first
-    (ties: higher AUC-PEC, then model name and method order)."""
+    (ties: higher AUC-PEC, then model name and method order; conditions without a recorded Y last)."""
     out = []
     for dataset in sorted({c.dataset for c in summary.conditions}):
         rows = [c for c in summary.conditions if c.dataset == dataset]
         if len({c.model for c in rows}) < 2:
             continue
         rows.sort(
-            key=lambda c: (-round(c.success.point, 2), -round(c.AUC_PEC.point, 2), c.model, method_rank(c.method))
+            key=lambda c: (
+                c.success is None,
+                -round(c.success.point, 2) if c.success is not None else 0.0,
+                -round(c.AUC_PEC.point, 2),
+                c.model,
+                method_rank(c.method),
+            )
         )
         out.append(Block(dataset, "", tuple(rows), leaderboard=True))
     return out
+
+
+def ranked_by_success(block: Block) -> bool:
+    """Whether every condition of ``block`` has a final success to rank by (Y recorded for some record)."""
+    return all(c.success is not None for c in block.rows)
 
 
 def ordered_conditions(summary: Summary) -> list[ConditionSummary]:

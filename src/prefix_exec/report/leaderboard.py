@@ -26,6 +26,7 @@ from prefix_exec.report.metric_tables import (
     TABLE2_COLUMNS,
     TABLE2_CSV,
     TABLE2_NOTE,
+    absent_note,
     intervals_note,
     table2_cells,
 )
@@ -60,7 +61,7 @@ def leaderboard(summary: Summary, anchors: Anchors | None = None, blocks: Sequen
     note = (
         f"Every condition of a dataset that holds several models, best final success first. "
         f"{intervals_note(summary)}; {TABLE2_NOTE} Ranks at the shown precision; rank shift = outcome rank − "
-        "prefix rank."
+        f"prefix rank.{absent_note(summary)}"
     )
     return Table(
         "leaderboard",

@@ -10,15 +10,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from prefix_exec.analysis.stats import Estimate
 from prefix_exec.analysis.summary import ConditionSummary, Summary
 from prefix_exec.report.cells import (
     Cell,
     Table,
+    absent_cell,
     block_maxima,
     estimate_cell,
     estimate_headers,
     number_cell,
     plain_headers,
+    recorded_cell,
     text_cell,
 )
 from prefix_exec.report.layout import Anchors, Block, blocks_of, tagged_rows
@@ -51,6 +54,18 @@ TABLE2_NOTE = (
     "failure ended (an inference crash, a model server error, a dead MCP server, tau2's infrastructure_error) "
     "is left out and counted on stderr, unless --keep-infrastructure-failures keeps it."
 )
+#: Added to the notes of the tables that use Y when some record's Y is not recorded (:func:`absent_note`).
+ABSENT_NOTE = (
+    "Final success Y is not recorded for some records (success null: traces scored without --success-field): "
+    "success, RR and the decomposition are over the records whose Y is recorded (the cell says for how many it is "
+    "not), n/a where none is, never 0; N, TER, mean FED, AUC-PEC and PEC use every record."
+)
+
+
+def absent_note(summary: Summary) -> str:
+    """:data:`ABSENT_NOTE` with a leading space when a condition of ``summary`` has a record without Y, else ``""``
+    (so that tables over records that all carry Y read as before)."""
+    return f" {ABSENT_NOTE}" if any(c.success_known < c.N for c in summary.conditions) else ""
 
 
 def table2_cells(block: Block, anchors: Anchors | None = None) -> list[tuple[Cell, ...]]:
@@ -73,8 +88,8 @@ def table2_cells(block: Block, anchors: Anchors | None = None) -> list[tuple[Cel
                 estimate_cell(c.mean_FED, bold=bold["mean_FED"][i], link=link),
                 estimate_cell(c.AUC_PEC, bold=bold["AUC_PEC"][i], link=link),
                 number_cell(c.RR_eligible, link=link),
-                estimate_cell(c.RR, bold=bold["RR"][i], link=link),
-                estimate_cell(c.success, bold=bold["success"][i], link=link),
+                recorded_cell(c.RR, c.RR_known, c.RR_eligible, bold=bold["RR"][i], link=link),
+                recorded_cell(c.success, c.success_known, c.N, bold=bold["success"][i], link=link),
             )
         )
     return out
@@ -99,7 +114,7 @@ def table2(summary: Summary, anchors: Anchors | None = None) -> Table:
         columns,
         rows,
         tags,
-        f"{intervals_note(summary)}; {TABLE2_NOTE}",
+        f"{intervals_note(summary)}; {TABLE2_NOTE}{absent_note(summary)}",
         csv_cols,
         bold_columns=tuple(3 + i for i in TABLE2_BOLD),
     )
@@ -124,10 +139,8 @@ def table2_domains(view: Summary) -> Table:
 
 
 def _stat(c: ConditionSummary, name: str) -> float | None:
-    if name == "RR":
-        return c.RR.point if c.RR else None
-    value: float = getattr(c, name).point
-    return value
+    value: Estimate | None = getattr(c, name)  # RR undefined, or success or RR not recorded: None, never bold
+    return value.point if value is not None else None
 
 
 def checkpoints(summary: Summary, anchors: Anchors, ks: Sequence[int] = DEFAULT_CHECKPOINTS) -> Table:
@@ -236,6 +249,8 @@ def decomposition(summary: Summary, anchors: Anchors) -> Table:
     def row(c: ConditionSummary) -> tuple[Cell, ...]:
         d = c.decomposition
         link = anchors.condition(c.condition)
+        if d is None:  # no record of the condition has Y
+            return (*_ident(c), *(absent_cell(link) for _ in range(5)), _recovered_share(c, link))
         return (
             *_ident(c),
             number_cell(d.q, link=link),
@@ -251,12 +266,17 @@ def decomposition(summary: Summary, anchors: Anchors) -> Table:
         "Pr(Y=1) = q·s + (1−q)·r (eq. 12); s is undefined when nothing is executable, r when nothing failed. "
         "The last column is the share of successful rollouts whose success came after an invalid prefix."
     )
+    if absent := absent_note(summary):
+        note += absent + " Here q is the TER of those records."
     return Table("decomposition", "Decomposition of final success", columns, rows, tags, note)
 
 
 def _recovered_share(c: ConditionSummary, link: str | None) -> Cell:
-    """Successes with FED <= T over all successes, as ``93.2% (138/148)``; ``n/a`` without any success."""
-    successes = round(c.success.point * c.N)  # a mean of N zeros and ones: exact after rounding
+    """Successes with FED <= T over all successes, as ``93.2% (138/148)``; ``n/a`` without any success or any
+    recorded Y."""
+    if c.success is None:
+        return Cell("n/a (Y not recorded)", None, csv=("",))
+    successes = round(c.success.point * c.success_known)  # a mean of zeros and ones: exact after rounding
     recovered = c.RR_successes
     if successes == 0:
         return Cell("n/a (no success)", None, csv=("",))

@@ -73,10 +73,7 @@ def comparison_table(
     rows: list[tuple[Cell, ...]] = []
     tags: list[str] = []
     for p in found:
-        cells = [
-            estimate_cell(p.differences[s]) if p.common_tasks else Cell("undefined", None, csv=("", "", ""))
-            for s, _ in PAIRED_STATISTICS
-        ]
+        cells = [_difference_cell(p, s, 2) for s, _ in PAIRED_STATISTICS]
         rows.append(
             (
                 text_cell(p.dataset),
@@ -88,6 +85,15 @@ def comparison_table(
         )
         tags.append(p.dataset if p.a[1] != p.b[1] else f"{p.dataset} / {p.a[1]}")
     return Table(name, title, columns, tuple(rows), tuple(tags), note, csv_cols)
+
+
+def _difference_cell(p: PairedComparison, statistic: str, digits: int) -> Cell:
+    """One difference with its CI; ``undefined`` without a common task, ``n/a`` where a side records no Y."""
+    if not p.common_tasks:
+        return Cell("undefined", None, csv=("", "", ""))
+    if statistic in p.unrecorded:
+        return Cell("n/a (Y not recorded)", None, csv=("", "", ""))
+    return estimate_cell(p.differences[statistic], digits=digits)
 
 
 def paired_differences(
@@ -210,12 +216,7 @@ def sensitivity_table(rows: Sequence[SensitivityRow], anchors: Anchors | None = 
                 text_cell(p.a[2], anchors.condition(p.a) if anchors else None),
                 text_cell(p.b[2], anchors.condition(p.b) if anchors else None),
                 number_cell(p.common_tasks),
-                *(
-                    estimate_cell(p.differences[s], digits=3)
-                    if p.common_tasks
-                    else Cell("undefined", None, csv=("",) * 3)
-                    for s, _ in SENSITIVITY_STATISTICS
-                ),
+                *(_difference_cell(p, s, 3) for s, _ in SENSITIVITY_STATISTICS),
                 number_cell(row.tokens, digits=0),
                 number_cell(row.seconds, digits=1),
             )

@@ -14,7 +14,7 @@ from typing import Any
 from prefix_exec.analysis.summary import ConditionSummary, Summary
 from prefix_exec.report import curves, drawing
 from prefix_exec.report.drawing import Style, file_stem, method_styles, series_styles, short
-from prefix_exec.report.layout import Block, blocks_of, depth_cut, leaderboard_blocks
+from prefix_exec.report.layout import Block, blocks_of, depth_cut, leaderboard_blocks, ranked_by_success
 from prefix_exec.report.ranking import competition_ranks
 
 #: Below this many rollouts reaching k, a PEC_elig point is drawn hollow: its interval is wide.
@@ -183,17 +183,18 @@ def leaderboard_figure(summary: Summary, out: Path, *, synthetic: bool = False) 
 
 def _bump_panel(ax: Any, block: Block, styles: dict[str, Style]) -> None:
     cs = block.rows
-    outcome = competition_ranks([c.success.point for c in cs])
+    success = [c.success.point for c in cs if c.success is not None]  # every one (ranked_by_success)
+    outcome = competition_ranks(success)
     prefix = competition_ranks([c.AUC_PEC.point for c in cs])
     # tied ranks would stack their labels: spread each side's labels over 1..n in table order
     left = {id(c): i + 1 for i, c in enumerate(sorted(cs, key=lambda c: outcome[cs.index(c)] or 0))}
     right = {id(c): i + 1 for i, c in enumerate(sorted(cs, key=lambda c: prefix[cs.index(c)] or 0))}
-    for c, a, b in zip(cs, outcome, prefix, strict=True):
+    for c, y, a, b in zip(cs, success, outcome, prefix, strict=True):
         color, marker, linestyle = styles[block.name(c)]
         ya, yb = left[id(c)], right[id(c)]
         ax.plot([0, 1], [ya, yb], marker=marker, linestyle=linestyle, color=color, linewidth=2.4 if a != b else 1.1)
         ax.annotate(
-            f"#{a} {short(block.name(c))}  {c.success.point:.2f}",
+            f"#{a} {short(block.name(c))}  {y:.2f}",
             (0, ya),
             xytext=(-8, 0),
             textcoords="offset points",
@@ -250,9 +251,10 @@ def _bump_chart(
 def ranking_chart(summary: Summary, out: Path, *, synthetic: bool = False) -> list[Path]:
     """``ranking``: one panel per (dataset, model) block of two or more methods; a line joins a method's
     outcome-only rank to its prefix-level rank (thick when they differ). With leaderboards,
-    ``leaderboard-ranking-<dataset>`` too."""
+    ``leaderboard-ranking-<dataset>`` too. A block where a condition records no Y has no outcome rank: none."""
     styles = method_styles(summary)
-    ranked = [b for b in blocks_of(summary) if len(b.rows) > 1]  # one condition has nothing to rank
+    # one condition has nothing to rank; a condition without a recorded Y has no outcome rank
+    ranked = [b for b in blocks_of(summary) if len(b.rows) > 1 and ranked_by_success(b)]
     paths: list[Path] = []
     with drawing.plain_text():
         if ranked:
@@ -264,7 +266,7 @@ def ranking_chart(summary: Summary, out: Path, *, synthetic: bool = False) -> li
                 synthetic,
                 lambda b: styles,
             )
-        for block in leaderboard_blocks(summary):
+        for block in filter(ranked_by_success, leaderboard_blocks(summary)):
             paths += _bump_chart(
                 [block],
                 out,

@@ -10,7 +10,8 @@ Per block (a dataset x model block of methods, or a leaderboard of every conditi
 - ``diverges``: ``yes`` when no condition tied for the lead by success is among those tied for the lead by
   AUC-PEC *and* the tau interval excludes 1 (the disagreement is not resampling noise); ``not resolved``
   when the leaders differ but the interval reaches 1; ``no`` when a success leader also leads by AUC-PEC.
-- A block with one condition has nothing to rank, and the table says so.
+- A block with one condition has nothing to rank, and the table says so; nor has a block where a condition
+  records no final success (``n/a``: Y not recorded, :func:`~prefix_exec.report.layout.ranked_by_success`).
 """
 
 from __future__ import annotations
@@ -23,12 +24,23 @@ import numpy as np
 
 from prefix_exec.analysis.stats import Estimate, percentile_interval
 from prefix_exec.analysis.summary import ConditionSummary, Summary
-from prefix_exec.report.cells import Cell, Table, estimate_cell, estimate_headers, number_cell, plain_headers, text_cell
-from prefix_exec.report.layout import Anchors, Block, blocks_of, tagged_rows
+from prefix_exec.report.cells import (
+    Cell,
+    Table,
+    absent_cell,
+    estimate_cell,
+    estimate_headers,
+    number_cell,
+    plain_headers,
+    text_cell,
+)
+from prefix_exec.report.layout import Anchors, Block, blocks_of, ranked_by_success, tagged_rows
 
 #: Precision at which ranks, ties and tau are taken (the tables print two decimals).
 DIGITS = 2
 ONE_CONDITION = "one condition: nothing to rank"
+#: The verdict of a block where a condition records no final success.
+NOT_RECORDED = "n/a: final success not recorded"
 
 
 def competition_ranks(values: Sequence[float | None], digits: int = DIGITS) -> list[int | None]:
@@ -82,11 +94,13 @@ class Agreement:
 
 def tau_estimate(summary: Summary, rows: Sequence[ConditionSummary], statistic: str) -> Estimate | None:
     """Kendall tau-b of success against ``statistic`` over ``rows``, with a percentile interval from the
-    shared replicates (resamples where a condition drew none of its tasks are left out)."""
-    if len(rows) < 2:
+    shared replicates (resamples where a condition drew none of its tasks are left out); ``None`` with one
+    condition, or where a condition records no final success."""
+    success_points = [c.success.point for c in rows if c.success is not None]
+    if len(rows) < 2 or len(success_points) < len(rows):
         return None
     point = kendall_tau(
-        [round(c.success.point, DIGITS) for c in rows], [round(getattr(c, statistic).point, DIGITS) for c in rows]
+        [round(v, DIGITS) for v in success_points], [round(getattr(c, statistic).point, DIGITS) for c in rows]
     )
     if point is None:
         return None
@@ -102,16 +116,18 @@ def tau_estimate(summary: Summary, rows: Sequence[ConditionSummary], statistic: 
 def agreement(summary: Summary, block: Block) -> Agreement:
     cs = block.rows
 
-    def leaders(values: Sequence[float]) -> tuple[str, ...]:
+    def leaders(values: Sequence[float | None]) -> tuple[str, ...]:
         return tuple(block.name(c) for c, r in zip(cs, competition_ranks(values), strict=True) if r == 1)
 
-    by_success = leaders([c.success.point for c in cs])
+    by_success = leaders([c.success.point if c.success is not None else None for c in cs])
     by_auc = leaders([c.AUC_PEC.point for c in cs])
     by_ter = leaders([c.TER.point for c in cs])
     tau_auc = tau_estimate(summary, cs, "AUC_PEC")
     tau_ter = tau_estimate(summary, cs, "TER")
     if len(cs) < 2:
         verdict = ONE_CONDITION
+    elif not ranked_by_success(block):
+        verdict = NOT_RECORDED
     elif set(by_success) & set(by_auc):
         verdict = "no"
     elif tau_auc is not None and tau_auc.high < 1:
@@ -121,9 +137,11 @@ def agreement(summary: Summary, block: Block) -> Agreement:
     return Agreement(block, by_success, by_auc, by_ter, tau_auc, tau_ter, verdict)
 
 
-def _tau_cell(e: Estimate | None, n: int) -> Cell:
+def _tau_cell(e: Estimate | None, n: int, recorded: bool = True) -> Cell:
     if n < 2:
         return Cell("n/a (one condition)", None, csv=("", "", ""))
+    if not recorded:
+        return Cell("n/a (final success not recorded)", None, csv=("", "", ""))
     if e is None:
         return Cell("undefined (a ranking is constant)", None, csv=("", "", ""))
     return estimate_cell(e)
@@ -161,8 +179,8 @@ def ranking_agreement(
                 text_cell(", ".join(a.leaders_success)),
                 text_cell(", ".join(a.leaders_auc)),
                 text_cell(", ".join(a.leaders_ter)),
-                _tau_cell(a.tau_auc, n),
-                _tau_cell(a.tau_ter, n),
+                _tau_cell(a.tau_auc, n, ranked_by_success(block)),
+                _tau_cell(a.tau_ter, n, ranked_by_success(block)),
                 Cell(a.diverges, None, bold=a.diverges == "yes", csv=(a.diverges,)),
             )
         )
@@ -179,19 +197,22 @@ def ranking_agreement(
 def rank_cells(block: Block, anchors: Anchors | None) -> list[tuple[Cell, ...]]:
     """Per row of ``block``: outcome rank, prefix rank (AUC-PEC), TER rank and the shift outcome − prefix."""
     cs = block.rows
-    outcome = competition_ranks([c.success.point for c in cs])
+    outcome = competition_ranks([c.success.point if c.success is not None else None for c in cs])
     prefix = competition_ranks([c.AUC_PEC.point for c in cs])
     ter = competition_ranks([c.TER.point for c in cs])
     out: list[tuple[Cell, ...]] = []
     for i, c in enumerate(cs):
         link = anchors.condition(c.condition) if anchors else None
-        shift = (outcome[i] or 0) - (prefix[i] or 0)
+        rank = outcome[i]
+        shift = None if rank is None else rank - (prefix[i] or 0)
         out.append(
             (
-                number_cell(outcome[i], link=link),
+                absent_cell(link) if rank is None else number_cell(rank, link=link),  # no recorded Y: no rank
                 number_cell(prefix[i], link=link),
                 number_cell(ter[i], link=link),
-                Cell(f"{shift:+d}", float(shift), bold=shift != 0, link=link, csv=(str(shift),)),
+                absent_cell(link)
+                if shift is None
+                else Cell(f"{shift:+d}", float(shift), bold=shift != 0, link=link, csv=(str(shift),)),
             )
         )
     return out
@@ -219,7 +240,7 @@ def ranking(summary: Summary, anchors: Anchors) -> Table:
             text_cell(c.dataset),
             text_cell(c.model),
             text_cell(c.method),
-            number_cell(c.success.point, link=link),
+            number_cell(c.success.point, link=link) if c.success is not None else absent_cell(link),
             outcome,
             number_cell(c.AUC_PEC.point, link=link),
             prefix,

@@ -9,7 +9,7 @@ at 10,000 rollouts; it is still one offline file.
 Payload of a condition: a JSON list in the order of :func:`group_records` (position j is the anchor
 ``c<i>-r<j>``), one list per rollout::
 
-    [task_id, trial, fed, T, label or "", success, reason, metadata text, actions]
+    [task_id, trial, fed, T, label or "", success (null: not recorded), reason, metadata text, actions]
 
 and one list per action: ``[turn, tool, arguments text, verdict]`` where ``verdict`` is ``0`` (not replayed),
 ``[1, notes]`` (accepted) or ``[0, label, causes, reason]`` (rejected). Texts are clipped at :data:`CLIP`

@@ -55,7 +55,9 @@ FORMATS = {
 class TraceIdentity:
     """Where a trace's identity comes from: ``task_field`` / ``success_field`` name span attributes
     (``--task-id-field``, ``--success-field``), ``identity`` the fixed values and defaults (model, method, trial,
-    dataset) as for transcripts."""
+    dataset) as for transcripts. Without ``success_field`` Y is not read from the trace: with a ``None`` default
+    for ``success`` in ``identity``, the rollouts' Y is absent
+    (:attr:`~prefix_exec.trajectory.Rollout.success_absent`)."""
 
     identity: Identity
     task_field: str | None = None
@@ -113,7 +115,7 @@ class TraceFile:
         found = transcript_of(
             record, self.identity.identity, reader=READER, path=str(self.path), line=first.line, prefix=prefix
         )
-        metadata = {**found.rollout.metadata, "trace_id": trace.trace_id, "success_given": "success" in record}
+        metadata = {**found.rollout.metadata, "trace_id": trace.trace_id}
         if conversation_id is not None:
             metadata["conversation_id"] = conversation_id
         return replace(found, rollout=replace(found.rollout, metadata=metadata))

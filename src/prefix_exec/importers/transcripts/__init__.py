@@ -205,6 +205,7 @@ def transcript_of(
         method=values["method"],
         actions=actions,
         success=values["success"],
+        success_absent=values["success"] is None,
         trial=values["trial"] or 0,
         trial_given=values["trial"] is not None,
         transcript=transcript,

@@ -59,9 +59,12 @@ class Identity:
 def identity_fields(data: JsonMapping, identity: Identity, fail: Fail, *, reward: bool = False) -> JsonObject:
     """``dataset``, ``task_id``, ``model``, ``method`` (strings), ``trial`` (int >= 0, or ``None`` when the
     record names none: the rollout then says its trial was not given, :mod:`importers.trials`) and ``success``
-    (0/1) of one record. ``reward``: Y is a number read by the tau rule. Raises the InputError ``fail`` makes."""
+    (0/1; ``None`` when the record has none and the identity's default for it is ``None``: Y absent, as traces
+    without ``--success-field`` have it) of one record. ``reward``: Y is a number read by the tau rule. Raises the
+    InputError ``fail`` makes."""
     values = {name: _value(data, identity, name, fail) for name in DEFAULT_PATHS}
-    values["success"] = _success(values["success"], fail, identity, reward=reward)
+    if values["success"] is not None or "success" not in identity.defaults:
+        values["success"] = _success(values["success"], fail, identity, reward=reward)
     trial = values["trial"]
     if trial is not None:
         try:
