@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from prefix_exec.errors import ReplayError
-from prefix_exec.replay import replay
+from prefix_exec.replay import replay, with_success
 from prefix_exec.trajectory import FailureLabel, Rollout, ToolCall, Verdict
 
 
@@ -108,6 +108,16 @@ def test_missing_success_or_task_is_a_replay_error():
         replay(Rollout("toy", "t1", "m", "react", actions=(ToolCall("inc"),)), CounterEnv())
     with pytest.raises(ReplayError, match="no task"):
         replay(Rollout("toy", "missing", "m", "react", success=1), CounterEnv())
+
+
+def test_a_rollout_whose_y_is_absent_is_scored_with_success_none():
+    """Only a rollout that says its Y is absent (traces without --success-field) is scored without one; a
+    benchmark whose Y is computed at scoring still needs it (the test above), and cannot fill in an absent one."""
+    absent = Rollout("toy", "t1", "m", "react", actions=(ToolCall("inc"), ToolCall("bogus")), success_absent=True)
+    rec = replay(absent, CounterEnv())
+    assert (rec.success, rec.T, rec.fed) == (None, 2, 2)
+    with pytest.raises(ValueError, match="absent"):
+        with_success(absent, 1)
 
 
 ACTIONS = st.sampled_from([("inc", {}), ("need", {"n": 1}), ("need", {"n": 2}), ("bogus", {})])

@@ -1,6 +1,6 @@
 import pytest
 
-from prefix_exec.trajectory import FailureLabel, PrefixRecord, Verdict
+from prefix_exec.trajectory import FailureLabel, PrefixRecord, Rollout, Verdict
 
 
 def test_labels_follow_the_fixed_order():
@@ -45,3 +45,15 @@ def test_record_exposes_the_failing_verdict():
     assert full.executable
     assert full.label is None
     assert full.reason is None
+
+
+def test_a_record_may_hold_an_absent_y_but_nothing_else_outside_zero_one():
+    assert PrefixRecord("d", "t", "m", "x", 0, T=1, fed=2, success=None).success is None
+    with pytest.raises(ValueError, match="0, 1 or None"):
+        PrefixRecord("d", "t", "m", "x", 0, T=1, fed=2, success=2)
+
+
+def test_a_rollout_whose_y_is_absent_holds_none():
+    assert Rollout("d", "t", "m", "x", success_absent=True).success is None
+    with pytest.raises(ValueError, match="absent"):
+        Rollout("d", "t", "m", "x", success=1, success_absent=True)

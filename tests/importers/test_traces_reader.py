@@ -16,7 +16,7 @@ from prefix_exec.importers.traces.spans import Span
 from prefix_exec.importers.transcripts import Identity, Transcript
 
 IDENTITY = TraceIdentity(
-    Identity({}, {"model": "m"}, {"method": "default", "trial": None, "dataset": "d", "success": 0})
+    Identity({}, {"model": "m"}, {"method": "default", "trial": None, "dataset": "d", "success": None})
 )
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 
@@ -204,6 +204,11 @@ def test_langsmith_run_tree(tmp_path: Path) -> None:
     [found] = list(TraceFile(path, identity, tolerant=True))
     assert calls(found) == [("add", {"a": 1}, "call_1", True)]
     assert isinstance(found, Transcript) and (found.rollout.task_id, found.rollout.success) == ("ls-1", 1)
+    assert not found.rollout.success_absent
+    # Without --success-field the trace's Y is absent (not 0), and the rollout says so, so replay scores it.
+    [bare] = list(TraceFile(path, IDENTITY, tolerant=True))
+    assert isinstance(bare, Transcript) and (bare.rollout.success, bare.rollout.success_absent) == (None, True)
+    assert "success_given" not in bare.rollout.metadata
 
 
 def test_agents_sdk_bad_item_loses_only_itself(tmp_path: Path) -> None:

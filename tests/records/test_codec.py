@@ -200,3 +200,62 @@ def test_verdict_notes_must_be_text(tmp_path: Path) -> None:
         list(read_records(path))
     assert caught.value.field == "verdicts[0].notes[1]"
     assert caught.value.line == 1
+
+
+# ---------------------------------------------------------------------------------------------- absent Y
+
+
+def _record(success: int | None, trial: int = 0, **metadata: object) -> PrefixRecord:
+    return PrefixRecord("d", "t", "m", "x", trial, T=2, fed=1, success=success, metadata=dict(metadata))
+
+
+def test_a_record_without_y_round_trips_as_success_null(tmp_path: Path) -> None:
+    path = tmp_path / "rec.jsonl"
+    write_records(path, [_record(None), _record(1, 1), _record(0, 2)])
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["success"] for r in rows] == [None, 1, 0]  # written as JSON null, never 0
+    assert '"success": null' in path.read_text().splitlines()[0]
+    assert [r.success for r in read_records(path)] == [None, 1, 0]
+    assert [r.success for r in read_metric_rows([path])] == [None, 1, 0]
+
+
+def test_files_written_before_y_could_be_absent_read_as_before(tmp_path: Path) -> None:
+    """0/1 (and JSON true/false, 1.0) read as they always did; the 0 that ``score traces`` wrote with
+    ``metadata.success_given`` false before Y could be absent was a placeholder, and reads as absent."""
+    rows = [
+        record_to_json(_record(1, 0)),
+        record_to_json(_record(0, 1)),
+        dict(record_to_json(_record(0, 2)), success=True),
+    ]
+    rows.append(record_to_json(_record(0, 3, success_given=True)))
+    rows.append(record_to_json(_record(0, 4, success_given=False, trace_id="ab")))
+    rows.append(record_to_json(_record(1, 5, success_given=False)))  # a 1 is a recorded Y whatever the flag says
+    path = tmp_path / "old.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert [r.success for r in read_records(path)] == [1, 0, 1, 0, None, 1]
+    assert [r.success for r in read_metric_rows([path])] == [1, 0, 1, 0, None, 1]
+
+
+def test_a_row_without_the_success_key_is_still_an_error(tmp_path: Path) -> None:
+    row = record_to_json(_record(1))
+    del row["success"]
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    for read in (lambda: list(read_records(path)), lambda: read_metric_rows([path])):
+        with pytest.raises(InputError, match="missing") as caught:
+            read()
+        assert (caught.value.field, caught.value.line) == ("success", 1)
+        assert "null when Y was not recorded" in (caught.value.hint or "")
+
+
+def test_a_rollout_whose_y_is_absent_says_so_and_round_trips(tmp_path: Path) -> None:
+    absent = Rollout("d", "t", "m", "x", success=None, success_absent=True)
+    pending = Rollout("d", "t", "m", "x", success=None)  # Y still to compute (BFCL): no flag written
+    assert rollout_to_json(absent)["success_absent"] is True and "success_absent" not in rollout_to_json(pending)
+    write_rollouts(tmp_path / "r.jsonl", [absent, pending, ROLLOUT])
+    assert list(read_rollouts(tmp_path / "r.jsonl")) == [absent, pending, ROLLOUT]
+    row = dict(rollout_to_json(absent), success=1)
+    (tmp_path / "bad.jsonl").write_text(json.dumps(row) + "\n")
+    with pytest.raises(InputError, match="success_absent") as caught:
+        list(read_rollouts(tmp_path / "bad.jsonl"))
+    assert caught.value.field == "success_absent"
