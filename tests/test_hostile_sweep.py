@@ -128,7 +128,7 @@ GARBAGE_LINES = {
 def custom_cases() -> Iterator[Case]:
     good = (TICKETING / "rollouts.jsonl").read_text(encoding="utf-8").splitlines()
     first, second = json.loads(good[0]), json.loads(good[1])
-    base = {**first, "task_id": "hostile"}
+    base = {**first, "task_id": "hostile", "success_absent": False}  # the flag of a rollout without Y, tried too
     keep = (first["task_id"], second["task_id"])
     lines: dict[str, str] = {f"garbage-{k}": v for k, v in GARBAGE_LINES.items()}
     for path in paths_of(base):
@@ -463,6 +463,7 @@ def report_cases() -> Iterator[Case]:
         ("metadata",),
         ("method",),
         ("actions", 0, "arguments"),
+        ("success",),  # null: Y absent, shown as n/a through every table
     ]:
         for label in ("null", "huge-int", "surrogate", "deep-list", "html", "empty-object", "true"):
             text = "\n".join([*good, mutate(base, path, RAW_VALUES[label])]) + "\n"
