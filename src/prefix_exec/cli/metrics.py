@@ -72,7 +72,9 @@ def register(commands: Any, name: str) -> None:
             "PEC_elig and n_k curves. --format md or csv prints Table 2, Table G.1 (PEC@k with CIs at "
             "--checkpoints) and n_k with PEC_elig at the same depths; --format json has the whole curves "
             "(PEC, PEC_CI, PEC_elig, n_k per condition). A dataset of several domains (tau3 = airline + "
-            "retail) is one pooled condition, followed by its per-domain rows as an extra table. Any JSONL "
+            "retail) is one pooled condition, followed by its per-domain rows as an extra table. A record whose "
+            "success is null has no Y (traces scored without --success-field): success, RR and the decomposition "
+            "are over the records with Y, n/a where none has it, never 0. Any JSONL "
             f"whose rows carry {', '.join(METRIC_FIELDS)} is accepted."
         ),
     )
