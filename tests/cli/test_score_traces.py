@@ -191,3 +191,19 @@ def test_metrics_shows_y_absent_as_na_and_the_rest_unchanged(
     assert known["success_known"] == 7 and known["success"]["point"] == pytest.approx(4 / 7)
     for field in ("N", "TER", "AUC_PEC", "mean_FED", "RR_eligible", "PEC", "PEC_CI", "PEC_elig", "n_k", "labels"):
         assert absent[field] == known[field], field
+
+
+def test_resume_reads_back_records_without_y(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--resume keeps the records already written (success null read back as absent, for the consistency report)
+    and scores the rest: the file is the one a single run writes."""
+    argv = [str(TRACES / "otel-genai.jsonl"), "--tools", str(TOOLS)]
+    whole, part = tmp_path / "whole.jsonl", tmp_path / "part.jsonl"
+    assert score(*argv, "--out", str(whole)) == 0
+    part.write_text("".join(whole.read_text().splitlines(keepends=True)[:3]))
+    capsys.readouterr()
+    assert score(*argv, "--resume", "--out", str(part)) == 0
+    assert "3 already in the output were kept" in capsys.readouterr().err
+    assert part.read_bytes() == whole.read_bytes()
+    assert json.loads((tmp_path / "part.jsonl.consistency.json").read_text()) == json.loads(
+        (tmp_path / "whole.jsonl.consistency.json").read_text()
+    )
