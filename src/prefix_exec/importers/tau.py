@@ -40,9 +40,9 @@ from prefix_exec.envs.tau.domain import Provenance
 from prefix_exec.envs.tau.pooled import TAU3, TAU_DOMAINS, qualify
 from prefix_exec.errors import InputError
 from prefix_exec.importers.arguments import decode_arguments
-from prefix_exec.importers.infrastructure import mark
 from prefix_exec.importers.trials import FROM_INPUT, TrialError, TrialRule, trial_fields
 from prefix_exec.json_types import JsonMapping, JsonObject
+from prefix_exec.records.infrastructure import mark
 from prefix_exec.records.jsonl import check_regular_file
 from prefix_exec.trajectory import Observation, Rollout, Skipped, ToolCall
 
