@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fakes.inspect_logs import BfclScript, bfcl_log, bfcl_plan, notes_log, tau_log
+from fakes.inspect_logs import BfclScript, bfcl_log, bfcl_plan, notes_log, tau_log, tau_variant_log
 
 
 @pytest.fixture(scope="session")
@@ -21,6 +21,13 @@ def inspect_bfcl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, BfclSc
 def inspect_tau(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A log of inspect_evals/tau2_airline (one sample, fakes.inspect_logs.TAU_PLAN)."""
     return tau_log(tmp_path_factory.mktemp("inspect-tau"))
+
+
+@pytest.fixture(scope="session")
+def inspect_tau_variant(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A log of a policy variant of inspect_evals/tau2_airline (task ``tau2_airline_tighter_policy``, the same
+    sample as :func:`inspect_tau`'s)."""
+    return tau_variant_log(tmp_path_factory.mktemp("inspect-tau-variant"))
 
 
 @pytest.fixture(scope="session")

@@ -309,6 +309,19 @@ def tau_log(folder: Path) -> Path:
         )
 
 
+def tau_variant_log(folder: Path) -> Path:
+    """A real log of a policy variant of inspect_evals/tau2_airline (tests/fakes/inspect_tau_variant_task.py: the
+    task ``tau2_airline_tighter_policy``) on :data:`TAU_PLAN`'s tasks."""
+    with ScriptedServer(TAU_PLAN.respond) as server:
+        return run_inspect(
+            f"{Path(__file__).with_name('inspect_tau_variant_task.py')}@tau2_airline_tighter_policy",
+            ["-T", "shuffle=false", "--sample-id", ",".join(TAU_PLAN.calls)],
+            server,
+            folder / "logs",
+            {},
+        )
+
+
 # ------------------------------------------------------------------------------ a task of no benchmark
 
 NOTES_TASKS = str(Path(__file__).with_name("inspect_notes_task.py"))

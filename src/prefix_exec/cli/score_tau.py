@@ -97,8 +97,6 @@ def handle(args: argparse.Namespace) -> int:
                 raise
             units.append(Skipped(path, exc.describe()))  # reported by score_to_file, never dropped
             continue
-        for note in loaded.results.notes:
-            print(f"prefix-exec: {loaded.results.path}: note: {note}", file=sys.stderr)
         loaded, scorable = tau_units(loaded, trials, args.tau2_data, name=loaded.results.path, notes=sys.stderr)
         files.append(loaded)
         units += scorable
