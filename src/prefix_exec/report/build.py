@@ -34,6 +34,7 @@ from prefix_exec.report.metric_tables import (
 )
 from prefix_exec.report.outdir import OutputFolder
 from prefix_exec.report.paired import paired_differences, resolve_pairs, sensitivity_rows, sensitivity_table
+from prefix_exec.report.plans import plans_table
 from prefix_exec.report.ranking import ranking, ranking_agreement
 from prefix_exec.trajectory import PrefixRecord
 
@@ -112,6 +113,7 @@ def build_tables(
             [checkpoints(summary, anchors, options.checkpoints), reach(summary, options.checkpoints)],
         ),
         Section("labels", "First-failure labels", [label_counts(summary, anchors)]),
+        *_plans_section(summary, records, anchors),
         Section("decomposition", "Decomposition q, s, r", [decomposition(summary, anchors)]),
         Section("paired", "Paired differences", [paired_differences(summary, pairs, anchors)]),
     ]
@@ -137,6 +139,23 @@ def _leaderboard_section(summary: Summary, anchors: Anchors, reference: str | No
             ],
             lead="A dataset that holds several models gets one view across all its conditions: Table 2's "
             "columns, outcome rank against prefix rank, and paired differences against a reference.",
+        )
+    ]
+
+
+def _plans_section(summary: Summary, records: Sequence[PrefixRecord], anchors: Anchors) -> list[Section]:
+    """The plans section (none when no record planned: :mod:`.plans`)."""
+    table = plans_table(summary, records, anchors)
+    if table is None:
+        return []
+    return [
+        Section(
+            "plans",
+            "Plans before the executor",
+            [table],
+            lead="Where each planning method's plans went before its executor acted: refused by the structure "
+            "check, rejected by the verifier, revised, accepted. A method whose plans never pass leaves only "
+            "its executor's rollouts in the tables above.",
         )
     ]
 
