@@ -19,7 +19,6 @@ from prefix_exec.report.rollouts import decode
 from prefix_exec.trajectory import FailureLabel, PrefixRecord, ToolCall, Verdict
 
 DIED = "the server closed its output (it exited)"
-SAID = "1 rollout ended by an infrastructure failure (the system's, not the agent's)"
 
 
 def record(task: str, *, fed: int, died: bool = False, old: bool = False) -> str:
@@ -118,10 +117,13 @@ def test_report_counts_them_apart(records: Path, tmp_path: Path, capsys: pytest.
     assert (counts["precondition"], counts[LABEL], counts["executable"], counts["N"]) == ("1", "2", "2", "5")
     page = (kept / "report.html").read_text()
     assert "ended by an infrastructure failure (the system&#x27;s, not the agent&#x27;s) (2)" in page
-    assert (
-        "counted under the label &#x27;infrastructure&#x27;" in page
-        or "counted under the label 'infrastructure'" in page
-    )
+    assert "counted under the label &#x27;infrastructure&#x27;" in page  # the page's subtitle says it
+    reason = f"infrastructure failure (the system's, not the agent's): {DIED}"
+    shown = {row[0]: (row[4], row[6], row[8][0][3]) for row in rollouts(page)}
+    # the drill-down: the rollout and its failing call under the system's label, replay's cause kept as a note
+    assert shown["t3"] == (LABEL, reason, [0, LABEL, "", "what replay saw (precondition, not counted): refused"])
+    assert shown["t5"] == (LABEL, reason, [1, ""])
+    assert shown["t2"] == ("precondition", "refused", [0, "precondition", "precondition", "refused"])
 
 
 def test_report_refuses_when_nothing_is_the_agents(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -94,8 +94,9 @@ def rollout_row(record: PrefixRecord) -> list[Any]:
     calls: Sequence[ToolCall | None] = record.actions or [None]
     actions = [_action(call, record.verdicts[i] if i < len(record.verdicts) else None) for i, call in enumerate(calls)]
     label, reason = infrastructure.record_labelled(record)
-    if label == infrastructure.LABEL and not record.executable and isinstance(actions[record.fed - 1][3], list):
-        actions[record.fed - 1][3][1] = label  # the system's, not one of the five
+    failing = actions[record.fed - 1][3] if not record.executable else None
+    if label == infrastructure.LABEL and isinstance(failing, list):  # the system's: none of the five is shown
+        failing[1:] = [label, "", f"what replay saw ({failing[2]}, not counted): {failing[3]}"]
     return [
         record.task_id,
         record.trial,
