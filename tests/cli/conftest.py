@@ -36,3 +36,9 @@ def inspect_notes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]
     without a call) and ``qa`` (no tool offered)."""
     folder = tmp_path_factory.mktemp("inspect-notes")
     return notes_log(folder / "notes", "notes"), notes_log(folder / "qa", "qa")
+
+
+@pytest.fixture(scope="session")
+def inspect_server_error(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A log of the ``notes`` task whose first sample errored: the model server answered its requests with 500s."""
+    return notes_log(tmp_path_factory.mktemp("inspect-500") / "notes", "notes", server_errors=3)
