@@ -13,6 +13,7 @@ import pytest
 
 from prefix_exec.cli import main
 from prefix_exec.records.infrastructure import LABEL
+from prefix_exec.scoring.pool import dispatch as pool_dispatch
 
 #: What BFCL writes for an entry whose inference crashed (the text of a vLLM 500, as BFCL v4 logs it).
 CRASH = "Error during inference: Error code: 500 - {'object': 'error', 'message': 'Internal Server Error'}"
@@ -57,11 +58,25 @@ def test_bfcl_inference_crashes_are_left_out_by_default(
 
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_bfcl_keeps_them_under_their_own_label(
-    crashed_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], workers: str
+    crashed_file: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    workers: str,
 ) -> None:
+    """With 2 workers every rollout is replayed in a worker (its record comes back as a line): the same records."""
+    monkeypatch.setattr(pool_dispatch, "REPLAY_HERE", False)
     kept = tmp_path / "k.jsonl"
     argv = ["score", "bfcl", str(crashed_file), "--out", str(kept), "--keep-infrastructure-failures"]
     assert main([*argv, "--workers", workers]) == 0
+    err = capsys.readouterr().err
+    assert "3 rollouts ended by an infrastructure failure (the system's, not the agent's) kept under the label" in err
+    assert "N = 6 with them, 3 without them" in err
+    if workers == "2":
+        left = tmp_path / "left.jsonl"
+        assert main(["score", "bfcl", str(crashed_file), "--out", str(left), "--workers", workers]) == 0
+        assert len(rows(left)) == 3
+        assert "3 rollouts ended by an infrastructure failure" in capsys.readouterr().err
     records = rows(kept)
     assert len(records) == 6
     crashed = [r for r in records if "infrastructure" in r.get("metadata", {})]
@@ -71,9 +86,6 @@ def test_bfcl_keeps_them_under_their_own_label(
         assert record["label"] == LABEL and record["reason"].endswith(CRASH)
         assert record["verdicts"][0]["label"] == "precondition"  # what the check said of the missing call
     assert all(r["label"] != LABEL for r in records if r not in crashed)
-    err = capsys.readouterr().err
-    assert "3 rollouts ended by an infrastructure failure (the system's, not the agent's) kept under the label" in err
-    assert "N = 6 with them, 3 without them" in err
 
 
 def test_a_tau2_simulation_ended_by_infrastructure_is_left_out(
