@@ -122,3 +122,8 @@ def test_exclusion_keeps_on_request_and_lists_at_most_twenty() -> None:
     nothing = Exclusion()
     assert nothing.admit(keys[0], None)
     assert nothing.note(1) is None and nothing.sentence(1) is None and nothing.as_json(1) is None
+
+
+def test_a_credential_in_the_failures_text_never_reaches_the_reason() -> None:
+    row = record_to_json(refused({"infrastructure": "Error code: 503 from https://user:s3cret@llm.example/v1"}))
+    assert "s3cret" not in row["reason"] and row["label"] == LABEL

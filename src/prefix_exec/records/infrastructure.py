@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from prefix_exec.records.redaction import redact_text
 from prefix_exec.trajectory import PrefixRecord, Rollout, UnitKey
 
 #: The metadata key that holds the text of an infrastructure failure (the readers' and the guard's).
@@ -77,7 +78,7 @@ def label_of(label: str | None, metadata: object) -> str | None:
 def record_label(record: PrefixRecord) -> str | None:
     """The first-failure label ``record`` is counted under (:func:`label_of`): :data:`LABEL`, a label's name, or
     ``None`` for an executable record."""
-    return label_of(record.label.value if record.label else None, record.metadata)
+    return record_labelled(record)[0]
 
 
 def record_labelled(record: PrefixRecord) -> tuple[str | None, str | None]:
@@ -86,10 +87,13 @@ def record_labelled(record: PrefixRecord) -> tuple[str | None, str | None]:
 
 
 def labelled(label: str | None, reason: str | None, metadata: object) -> tuple[str | None, str | None]:
-    """The ``(label, reason)`` a record is written with: :data:`LABEL` and the failure's text for an
-    infrastructure failure, else replay's ``label`` and ``reason``."""
+    """The ``(label, reason)`` a record is written with: :data:`LABEL` and the failure's text (credentials in its
+    URLs removed, as the metadata it comes from is) for an infrastructure failure, else replay's ``label`` and
+    ``reason``."""
     text = failure_of(metadata)
-    return (LABEL, f"infrastructure failure (the system's, not the agent's): {text}") if text else (label, reason)
+    if text is None:
+        return label, reason
+    return LABEL, f"infrastructure failure (the system's, not the agent's): {redact_text(text)}"
 
 
 def name_of(key: UnitKey) -> str:
