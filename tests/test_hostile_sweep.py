@@ -447,6 +447,7 @@ def metrics_cases() -> Iterator[Case]:
                 ],
                 "m.csv",
             )
+    yield from infrastructure_cases("metrics", ["--format", "csv", "--out"], "m.csv")
     yield Case("metrics:fifo", {"records.jsonl": FIFO}, lambda d: ["metrics", str(d / "records.jsonl")], "m.csv")
     yield Case("metrics:dev-zero", {"records.jsonl": ZERO}, lambda d: ["metrics", str(d / "records.jsonl")], "m.csv")
 
@@ -482,6 +483,32 @@ def report_cases() -> Iterator[Case]:
                     "md,csv",
                 ],
                 "report",
+            )
+    yield from infrastructure_cases("report", ["--format", "md,csv", "--out"], "report")
+
+
+def infrastructure_cases(command: str, options: list[str], output: str) -> Iterator[Case]:
+    """A record whose ``metadata.infrastructure`` (the mark of an infrastructure failure) is a hostile value, read
+    by ``command`` with and without --keep-infrastructure-failures (records/infrastructure.py)."""
+    good = [json.dumps(record_row(f"t{i}", method)) for i in range(3) for method in ("react", "plan")]
+    marked = {**record_row("hostile"), "metadata": {"infrastructure": "Error code: 500"}}
+    for label, raw in values_for(("metadata", "infrastructure")).items():
+        for keep in ((), ("--keep-infrastructure-failures",)):
+            text = "\n".join([*good, mutate(marked, ("metadata", "infrastructure"), raw)]) + "\n"
+            yield Case(
+                f"{command}:metadata.infrastructure={label}{'+keep' if keep else ''}",
+                {"records.jsonl": text},
+                lambda d, keep=keep: [
+                    command,
+                    str(d / "records.jsonl"),
+                    "--resamples",
+                    "20",
+                    *keep,
+                    *([] if command == "metrics" else ["--no-plots"]),
+                    *options,
+                    str(d / output),
+                ],
+                output,
             )
 
 

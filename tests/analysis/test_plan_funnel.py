@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from prefix_exec.analysis.plan_funnel import PlanFunnel, funnel_lines, funnel_of, funnel_rows
 from prefix_exec.cli.run import plan_lines
 
@@ -63,3 +65,26 @@ def test_run_prints_the_funnel_from_its_records(tmp_path: Path) -> None:
     assert lines[0] == "prefix-exec: plans before the executor:"
     assert len(lines) == 5 and "the verifier never ran" in lines[-1]
     assert plan_lines(tmp_path / "missing") == []
+
+
+@pytest.mark.parametrize(
+    ("funnel", "headline"),
+    [
+        (
+            PlanFunnel(turns=2, proposed=4, structure=4, revised=2),
+            "every plan refused by the structure check: the verifier never ran",
+        ),
+        (PlanFunnel(turns=2, proposed=2), "no verifier: the plans went to the executor unchecked"),
+        (
+            PlanFunnel(turns=2, proposed=2, structure=1),
+            "no verifier: the plans went to the executor unchecked (1 refused by the structure check, given as raw "
+            "text)",
+        ),
+        (PlanFunnel(turns=2, proposed=4, verifier=2, revised=2, accepted=2), "every turn's plan accepted"),
+        (PlanFunnel(turns=2, proposed=4, verifier=4, revised=2), "no plan accepted"),
+        (PlanFunnel(turns=2, proposed=3, verifier=1, revised=1, accepted=1), "plans accepted in 1 of 2 turns"),
+        (PlanFunnel(), "no plan proposed"),
+    ],
+)
+def test_the_headline_says_where_the_plans_stopped(funnel: PlanFunnel, headline: str) -> None:
+    assert funnel.headline() == headline

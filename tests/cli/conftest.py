@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fakes.inspect_logs import BfclScript, bfcl_log, bfcl_plan, notes_log, tau_log
+from fakes.inspect_logs import BfclScript, bfcl_log, bfcl_plan, notes_log, tau_log, tau_variant_log
 
 
 @pytest.fixture(scope="session")
@@ -24,8 +24,21 @@ def inspect_tau(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def inspect_tau_variant(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A log of a policy variant of inspect_evals/tau2_airline (task ``tau2_airline_tighter_policy``, the same
+    sample as :func:`inspect_tau`'s)."""
+    return tau_variant_log(tmp_path_factory.mktemp("inspect-tau-variant"))
+
+
+@pytest.fixture(scope="session")
 def inspect_notes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """Logs of two tasks of no benchmark (tests/fakes/inspect_notes_task.py): ``notes`` (tools, one sample
     without a call) and ``qa`` (no tool offered)."""
     folder = tmp_path_factory.mktemp("inspect-notes")
     return notes_log(folder / "notes", "notes"), notes_log(folder / "qa", "qa")
+
+
+@pytest.fixture(scope="session")
+def inspect_server_error(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A log of the ``notes`` task whose first sample errored: the model server answered its requests with 500s."""
+    return notes_log(tmp_path_factory.mktemp("inspect-500") / "notes", "notes", server_errors=3)

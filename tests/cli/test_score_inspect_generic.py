@@ -212,3 +212,25 @@ def test_registry_noise_is_silenced_and_our_lines_stay(inspect_notes: tuple[Path
     assert "prefix-exec: k8s.eval: task qa, 1 sample(s), status success" in errs["on"]
     assert "prefix-exec: scored 1 rollouts (1 fully executable)" in errs["on"]
     assert rows(tmp_path / "on.jsonl") == rows(tmp_path / "off.jsonl")
+
+
+def test_a_sample_the_model_server_ended_is_an_infrastructure_failure(
+    inspect_server_error: Path, tmp_path: Path
+) -> None:
+    """A real log whose first sample errored after the model server's 500s (inspect wrote
+    ``RetryError(... raised InternalServerError)`` and no score): the system's failure, left out like BFCL's
+    inference crashes by default (before, the sample stopped the run as unscorable), or kept under its label."""
+    out = tmp_path / "r.jsonl"
+    code, err = score(inspect_server_error, out)
+    assert code == 0
+    (scored,) = rows(out)
+    assert scored["label"] != "infrastructure" and "infrastructure" not in scored["metadata"]
+    assert "1 rollout ended by an infrastructure failure (the system's, not the agent's) left out" in err
+    kept = tmp_path / "k.jsonl"
+    code, err = score(inspect_server_error, kept, "--keep-infrastructure-failures")
+    assert code == 0
+    failed = [r for r in rows(kept) if r["label"] == "infrastructure"]
+    assert len(failed) == 1 and len(rows(kept)) == 2
+    assert failed[0]["success"] == 0 and failed[0]["T"] == 1  # no call was made: the model never answered
+    assert "InternalServerError" in failed[0]["metadata"]["infrastructure"]
+    assert failed[0]["metadata"]["infrastructure"].startswith("the sample errored in inspect: RetryError(")

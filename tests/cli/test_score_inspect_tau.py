@@ -114,3 +114,26 @@ def test_bfcl_and_tau2_logs_in_one_run(
     assert json.loads(Path(f"{mixed}.consistency.json").read_text()) == json.loads(
         Path(f"{alone}.consistency.json").read_text()
     )
+
+
+def test_a_policy_variants_log_is_read_as_its_domain(
+    inspect_tau_variant: Path, scored_alone: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A log of task ``tau2_airline_tighter_policy`` is scored on airline, as score tau reads a file whose domain is
+    ``airline_tighter_policy`` (envs.tau.pooled holds the rule): the same record as the airline task's log, and a
+    note saying so (before, it went to the generic path and was fully executable)."""
+    out = tmp_path / "variant.jsonl"
+    assert main(["score", "inspect", str(inspect_tau_variant), "--out", str(out), *ARGS]) == 0
+    err = capsys.readouterr().err
+    assert "note: domain 'airline_tighter_policy' read as airline, a policy variant of it" in err
+    assert "regrade (tau2 DB check): 1/1 agree with the log's Y" in err
+    (ours,) = rows(out)
+    (theirs,) = rows(scored_alone[0])
+    assert comparable(ours) == comparable(theirs)
+    assert (ours["task_id"], ours["fed"], ours["label"], ours["metadata"]["domain"]) == (
+        "airline/19",
+        2,
+        "dependency",
+        "airline",
+    )
+    assert ours["metadata"]["inspect"]["task"] == "tau2_airline_tighter_policy"

@@ -10,7 +10,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from prefix_exec.analysis.rows import read_metric_rows
-from prefix_exec.envs.tau.pooled import domain_of, domain_of_record, local_id, qualify, view_name
+from prefix_exec.envs.tau.pooled import (
+    domain_named,
+    domain_of,
+    domain_of_record,
+    inspect_domain,
+    local_id,
+    qualify,
+    variant_note,
+    variant_of,
+    view_name,
+)
 from prefix_exec.errors import InputError
 from prefix_exec.records.codec import read_records, record_from_json
 
@@ -93,3 +103,33 @@ def test_one_rollout_in_two_files_is_counted_once_only(tmp_path: Path) -> None:
     two = _write(tmp_path / "two.jsonl", [_record("tau3", "airline/18", domain="airline")])
     with pytest.raises(InputError, match="already at"):
         read_metric_rows([one, two])
+
+
+@pytest.mark.parametrize(
+    ("name", "domain", "variant"),
+    [
+        ("airline", "airline", None),
+        ("retail", "retail", None),
+        ("airline_tighter_policy", "airline", "airline"),
+        ("airline-relaxed", "airline", "airline"),
+        ("retail_v2", "retail", "retail"),
+        ("airlines", None, None),  # not the domain's name followed by _ or -
+        ("telecom", None, None),
+        ("medical", None, None),
+        ("", None, None),
+    ],
+)
+def test_one_rule_for_a_domain_name(name: str, domain: str | None, variant: str | None) -> None:
+    """The rule both score tau (a file's domain_name) and score inspect (a task's name) read a domain with."""
+    assert (domain_named(name), variant_of(name)) == (domain, variant)
+    assert (variant_note(name) is not None) == (variant is not None)
+    assert inspect_domain(f"tau2_{name}") == domain
+    assert inspect_domain(name) is None  # an inspect task of tau2 is named tau2_<domain>
+
+
+def test_a_variant_note_says_what_was_done() -> None:
+    assert variant_note("airline-relaxed") == (
+        "domain 'airline-relaxed' read as airline, a policy variant of it (the same tools and database; replay "
+        "checks calls, not the policy text); its tasks are airline's (airline/N): score variants to separate --out "
+        "files to keep them apart"
+    )

@@ -309,6 +309,19 @@ def tau_log(folder: Path) -> Path:
         )
 
 
+def tau_variant_log(folder: Path) -> Path:
+    """A real log of a policy variant of inspect_evals/tau2_airline (tests/fakes/inspect_tau_variant_task.py: the
+    task ``tau2_airline_tighter_policy``) on :data:`TAU_PLAN`'s tasks."""
+    with ScriptedServer(TAU_PLAN.respond) as server:
+        return run_inspect(
+            f"{Path(__file__).with_name('inspect_tau_variant_task.py')}@tau2_airline_tighter_policy",
+            ["-T", "shuffle=false", "--sample-id", ",".join(TAU_PLAN.calls)],
+            server,
+            folder / "logs",
+            {},
+        )
+
+
 # ------------------------------------------------------------------------------ a task of no benchmark
 
 NOTES_TASKS = str(Path(__file__).with_name("inspect_notes_task.py"))
@@ -331,7 +344,12 @@ def notes_respond(body: dict[str, Any]) -> dict[str, Any]:
     return text_message("done")
 
 
-def notes_log(folder: Path, task: str) -> Path:
-    """A real log of ``task`` (``notes`` or ``qa``) of tests/fakes/inspect_notes_task.py."""
+def notes_log(folder: Path, task: str, *, server_errors: int = 0) -> Path:
+    """A real log of ``task`` (``notes`` or ``qa``) of tests/fakes/inspect_notes_task.py. ``server_errors``: the
+    model server answers that many requests first with a 500, one sample at a time and without inspect's own
+    retries, so that the first sample errors (``RetryError(... raised InternalServerError)``: the openai client
+    tries 3 times) and the others run."""
     with ScriptedServer(notes_respond) as server:
-        return run_inspect(f"{NOTES_TASKS}@{task}", [], server, folder / "logs", {})
+        server.faults.extend(["500"] * server_errors)
+        args = ["--max-retries", "0", "--no-fail-on-error", "--max-samples", "1"] if server_errors else []
+        return run_inspect(f"{NOTES_TASKS}@{task}", args, server, folder / "logs", {})

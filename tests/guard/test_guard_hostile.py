@@ -144,6 +144,9 @@ def test_a_failing_server_gets_the_client_an_error_and_ends_the_connection(
     # the server's failure, not the agent's: the record says so, and metrics leaves it out by default
     assert why in row["metadata"]["infrastructure"]
     assert [c["tool"] for c in row["metadata"]["guard"]["interrupted"]] == [tool]
+    # its label is the system's, as every scorer writes it (records.infrastructure); the call keeps replay's verdict
+    assert row["label"] == "infrastructure" and why in row["reason"]
+    assert row["verdicts"][1]["accepted"] is False and row["verdicts"][1]["label"] != "infrastructure"
 
 
 def test_sigterm_ends_the_connection_with_the_journal_closed(tmp_path: Path) -> None:
@@ -171,7 +174,7 @@ def test_sigterm_with_a_call_in_flight_answers_it_and_records_it_as_interrupted(
     row = read_jsonl(tmp_path / "record" / "records.jsonl")[0]
     # Not a successful no-tool session: its only call was cut short by the guard's end, an infrastructure failure.
     assert (row["T"], row["success"], row["no_tool"]) == (1, 0, False)
-    assert "SIGTERM" in row["metadata"]["infrastructure"]
+    assert "SIGTERM" in row["metadata"]["infrastructure"] and row["label"] == "infrastructure"
     assert [c["tool"] for c in row["metadata"]["guard"]["interrupted"]] == ["hang"]
 
 

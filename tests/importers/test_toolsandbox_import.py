@@ -189,9 +189,22 @@ def test_infrastructure_abort_is_an_environment_fault_not_an_extra_failing_call(
     (rollout,) = _rollouts([run]).values()
     assert len(rollout.actions) == 1
     assert rollout.metadata["environment_faults"] == [{"depth": None, "error": "run aborted with RateLimitError"}]
+    # the model API's 429: an infrastructure failure, left out of the records by default (records.infrastructure)
+    assert rollout.metadata["infrastructure"] == "the run aborted with openai.RateLimitError: 429"
     record = replay(rollout, recorded_environment(rollout))
     assert record.executable
     assert record.success == 0
+
+
+def test_an_abort_of_the_environment_that_is_not_the_model_apis_is_no_infrastructure_failure(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    run = _summary_run(
+        tmp_path, shared_data, "get_wifi", exception_type="AssertionError", traceback="AssertionError: bad state"
+    )
+    (rollout,) = _rollouts([run]).values()
+    assert rollout.metadata["environment_faults"] == [{"depth": None, "error": "run aborted with AssertionError"}]
+    assert "infrastructure" not in rollout.metadata
 
 
 def test_undecodable_arguments_abort_is_a_schema_failure_at_the_attempted_call(

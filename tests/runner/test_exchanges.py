@@ -102,3 +102,24 @@ def test_a_request_in_flight_is_shown_as_such(tmp_path: Path) -> None:
 def test_a_folder_without_a_cache_is_an_input_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", str(tmp_path)]) == 2
     assert "no cache.sqlite" in capsys.readouterr().err
+
+
+def test_a_unit_an_infrastructure_failure_ended_is_shown_as_the_systems(run: Path, tmp_path: Path) -> None:
+    """Its first rejected call is shown with the label 'infrastructure' and the failure's text, never as one of the
+    five labels (the same rule as the records and the report: prefix_exec.records.infrastructure)."""
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    lines = (copy / "records.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines]
+    for row in rows:
+        if "/".join(str(row[k]) for k in ("dataset", "task_id", "model", "method", "trial")) == REACT:
+            row.setdefault("metadata", {})["infrastructure"] = "Error code: 500 - model server down"
+    (copy / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    first = unit_views(copy, REACT)[REACT][0]
+    assert [c.verdict for c in first.calls] == [
+        "rejected at depth 1: infrastructure (the system's, not the agent's: Error code: 500 - model server down)"
+    ]
+    other = unit_views(copy, "close-printer/qwen2.5-coder-0.5b/react")
+    assert all("infrastructure" not in c.verdict for views in other.values() for v in views for c in v.calls)

@@ -57,6 +57,21 @@ class PlanFunnel:
             f"{self.accepted} accepted"
         )
 
+    def headline(self) -> str:
+        """Where the plans stopped, in a few words (a report's table says it beside the counts): every plan
+        refused by the structure check (so the verifier never ran), no verifier at all (plan-conditioned: the plans
+        went to the executor unchecked), or how many turns' plans were accepted."""
+        if not self.proposed:
+            return "no plan proposed"
+        if self.structure == self.proposed:
+            return "every plan refused by the structure check: the verifier never ran"
+        if not (self.verifier or self.unreadable or self.accepted):
+            refused = f" ({self.structure} refused by the structure check, given as raw text)" if self.structure else ""
+            return f"no verifier: the plans went to the executor unchecked{refused}"
+        if self.accepted == self.turns:
+            return "every turn's plan accepted"
+        return "no plan accepted" if not self.accepted else f"plans accepted in {self.accepted} of {self.turns} turns"
+
 
 def funnel_of(metadata: Mapping[str, Any]) -> PlanFunnel | None:
     """The funnel a rollout's ``metadata`` notes; ``None`` for a rollout that planned nothing (``react``)."""

@@ -17,6 +17,7 @@ from prefix_exec.analysis.tasksets import task_set_of
 from prefix_exec.envs.tau.pooled import domain_of_record
 from prefix_exec.errors import InputError
 from prefix_exec.methods import split_verifier_variants, verifier_setting
+from prefix_exec.records import infrastructure
 from prefix_exec.records.codec import check_layout, costs_from_json, is_rollout, rollouts_here
 from prefix_exec.records.jsonl import iter_json_lines
 from prefix_exec.records.redaction import redact_text
@@ -44,6 +45,9 @@ class MetricRow(Unit):
     agent_cost: AgentCost | None = None
     #: ``(verifier model or rule, K_val)`` from ``metadata`` (:func:`prefix_exec.methods.verifier_setting`).
     verifier: tuple[str, str] | None = None
+    #: The infrastructure failure that ended the rollout (``metadata.infrastructure``), when one did: its label is
+    #: then ``infrastructure`` (:mod:`prefix_exec.records.infrastructure`).
+    infrastructure: str | None = None
 
 
 def metric_row_from_json(data: Any, *, path: str | None = None, line: int | None = None) -> MetricRow:
@@ -66,12 +70,14 @@ def metric_row_from_json(data: Any, *, path: str | None = None, line: int | None
         T=T,
         fed=fed,
         success=f.final_success(),
-        label=f.get("label", str, required=False),
+        # the label the record is counted under: an infrastructure failure's own, whatever the file says
+        label=infrastructure.label_of(f.get("label", str, required=False), metadata),
         task_set=task_set_of(metadata) if isinstance(metadata, Mapping) else None,
         domain=domain_of_record(unit["dataset"], unit["task_id"], metadata),
         # agent telemetry, for the cost columns (checked as a record's is, only when the row has a cost list)
         agent_cost=agent_cost(costs_from_json(f)),
         verifier=verifier_setting(metadata) if isinstance(metadata, Mapping) else None,
+        infrastructure=infrastructure.failure_of(metadata),
     )
 
 

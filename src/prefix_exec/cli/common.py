@@ -12,7 +12,6 @@ from prefix_exec import budget
 from prefix_exec.analysis import tasksets
 from prefix_exec.cluster import LAUNCHERS
 from prefix_exec.errors import InputError
-from prefix_exec.importers.infrastructure import Exclusion
 from prefix_exec.importers.trials import TrialRule
 from prefix_exec.records import outputs
 from prefix_exec.scoring.numbering import Numbering
@@ -81,6 +80,7 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
         help="where the workers run: local processes (default) or Ray actors on the cluster in RAY_ADDRESS "
         "(else a local Ray instance), --workers of them, as 'run --launcher ray' (needs the ray extra)",
     )
+    add_infrastructure_option(parser)
 
 
 def _mib(command: str) -> int:
@@ -104,6 +104,7 @@ def output_options(args: argparse.Namespace) -> ScoreOptions:
         rollout_seconds=args.rollout_budget,
         call_memory_mb=args.call_memory,
         dispatch=dispatch,
+        keep_infrastructure=args.keep_infrastructure_failures,
     )
 
 
@@ -126,13 +127,7 @@ def add_summary_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed, >= 0 (default: %(default)s)")
     tasksets.add_option(parser)
-    parser.add_argument(
-        "--keep-infrastructure-failures",
-        action="store_true",
-        help="count the records of rollouts an infrastructure failure ended (metadata.infrastructure: the guard's "
-        "dead or silent server, a kept inference crash) under their own label 'infrastructure'; by default they "
-        "are left out, and stderr says how many, which, and N with and without them",
-    )
+    add_infrastructure_option(parser)
 
 
 def _add_identity_options(parser: argparse.ArgumentParser) -> None:
@@ -171,27 +166,26 @@ def numbering(args: argparse.Namespace) -> Numbering:
 
 
 def add_infrastructure_option(parser: argparse.ArgumentParser) -> None:
-    """``--keep-infrastructure-failures``, for the commands whose inputs record the system failing
-    (:mod:`prefix_exec.importers.infrastructure`)."""
+    """``--keep-infrastructure-failures``, one option for every command that counts rollouts (the ``score``
+    commands, ``metrics``, ``report``), with one meaning (:class:`prefix_exec.records.infrastructure.Exclusion`)."""
     parser.add_argument(
         "--keep-infrastructure-failures",
         action="store_true",
-        help="score rollouts that ended by an infrastructure failure (an inference crash, a model server error, "
-        "tau2's infrastructure_error) like the others; by default they are left out of the records, so of "
-        "PEC/FED/TER, and counted and listed on stderr",
+        help="count the rollouts an infrastructure failure ended (metadata.infrastructure: an inference crash, a "
+        "model server error, tau2's infrastructure_error, the guard's dead or silent MCP server) in PEC/FED/TER, "
+        "under their own first-failure label 'infrastructure', never one of the five; by default they are left "
+        "out (a score command does not write their records), and stderr says how many, which, and N with and "
+        "without them",
     )
 
 
-def finish(
-    report: ScoreReport, out: str, numbered: Numbering | None = None, infrastructure: Exclusion | None = None
-) -> int:
-    """Say what the run did on stderr (with ``numbered``'s renumbered trials first, then ``infrastructure``'s
-    excluded or kept rollouts); the exit status (an excluded infrastructure failure is no error)."""
+def finish(report: ScoreReport, out: str, numbered: Numbering | None = None) -> int:
+    """Say what the run did on stderr (with ``numbered``'s renumbered trials first, then the infrastructure
+    failures left out or kept); the exit status (an infrastructure failure left out is no error)."""
     note = numbered.describe() if numbered is not None else None
     if note:
         print(f"prefix-exec: trials: {note}", file=sys.stderr)
-    said = infrastructure.describe(report.written + report.resumed) if infrastructure is not None else None
-    if said:
+    if said := report.infrastructure.note(report.written + report.resumed):
         print(f"prefix-exec: infrastructure: {said}", file=sys.stderr)
     print(f"prefix-exec: {report.describe()} -> {out}", file=sys.stderr)
     return 2 if report.skipped else 0

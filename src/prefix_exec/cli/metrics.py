@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from prefix_exec.analysis import infrastructure, tasksets
+from prefix_exec.analysis import tasksets
 from prefix_exec.analysis.absence import absent_note
 from prefix_exec.analysis.coverage import coverage_warnings
 from prefix_exec.analysis.rows import METRIC_FIELDS, read_metric_rows
@@ -16,6 +16,7 @@ from prefix_exec.analysis.summary import DEFAULT_CI_DEPTH, PairedComparison, Sum
 from prefix_exec.cli.common import add_summary_options, checkpoint_depths, ci_depth, condition_pair
 from prefix_exec.errors import InputError
 from prefix_exec.records import outputs
+from prefix_exec.records.infrastructure import Exclusion
 from prefix_exec.report.cost import row_costs
 from prefix_exec.report.formats import to_csv, to_markdown
 from prefix_exec.report.layout import Anchors
@@ -38,19 +39,26 @@ def render(
     fmt: str,
     sensitivity: Sequence[SensitivityRow] = (),
     ks: Sequence[int] = DEFAULT_CHECKPOINTS,
+    infrastructure: Exclusion | None = None,
 ) -> str:
     """The summary in ``fmt``: JSON (:func:`~prefix_exec.analysis.summary.to_json`, plus ``sensitivity`` when there are
-    F.3 rows), or as Markdown or CSV the report's tables without links: Table 2, the per-domain rows, Table G.1
-    (PEC@k at the checkpoint depths ``ks``), n_k and PEC_elig at those depths, the paired differences and the
-    sensitivity table."""
+    F.3 rows and ``infrastructure`` when ``infrastructure`` met a failure: :meth:`Exclusion.as_json`), or as
+    Markdown or CSV the report's tables without links: Table 2 (its note saying what ``infrastructure`` did), the
+    per-domain rows, Table G.1 (PEC@k at the checkpoint depths ``ks``), n_k and PEC_elig at those depths, the paired
+    differences and the sensitivity table."""
+    counted = sum(c.N for c in summary.conditions)
+    met = infrastructure.as_json(counted) if infrastructure is not None else None
     if fmt == "json":
         text = to_json(summary, found)
-        if not sensitivity:
+        if not sensitivity and met is None:
             return text
         doc = json.loads(text)
-        doc["sensitivity"] = [row.as_dict() for row in sensitivity]
+        if sensitivity:
+            doc["sensitivity"] = [row.as_dict() for row in sensitivity]
+        if met is not None:
+            doc["infrastructure"] = met
         return json.dumps(doc, indent=2)
-    tables = [table2(summary)]
+    tables = [table2(summary, note=infrastructure.sentence(counted) if infrastructure is not None else None)]
     if summary.domains is not None:  # the per-domain rows of a pooled dataset (tau3): an extra view
         tables.append(table2_domains(summary.domains))
     tables += [checkpoints(summary, Anchors.of(summary), ks), reach(summary, ks)]
@@ -119,10 +127,10 @@ def handle(args: argparse.Namespace) -> int:
     rows = read_metric_rows(args.records, redact=True)
     if not rows:
         raise InputError("no records found", path=", ".join(args.records), hint="score some rollouts first")
-    applied = infrastructure.apply(rows, infrastructure.marked(args.records), keep=args.keep_infrastructure_failures)
-    if applied.note() is not None:
-        print(f"prefix-exec: infrastructure: {applied.note()}", file=sys.stderr)
-    rows = applied.rows
+    exclusion = Exclusion(keep=args.keep_infrastructure_failures)
+    rows = list(exclusion.filter(rows, lambda r: r.key, lambda r: r.infrastructure))
+    if note := exclusion.note(len(rows)):
+        print(f"prefix-exec: infrastructure: {note}", file=sys.stderr)
     if not rows:
         raise InputError("every record is an infrastructure failure", hint="--keep-infrastructure-failures counts them")
     for warning in tasksets.check_pooling(((r.dataset, r.task_set) for r in rows), allow=args.mix_task_sets):
@@ -135,7 +143,8 @@ def handle(args: argparse.Namespace) -> int:
     found = None
     if args.compare:
         found = comparisons(summary, resolve_pairs(summary, args.compare, option="--compare"))
-    text = render(summary, found, args.format, sensitivity_rows(summary, row_costs(rows)), args.checkpoints)
+    sensitivity = sensitivity_rows(summary, row_costs(rows))
+    text = render(summary, found, args.format, sensitivity, args.checkpoints, exclusion)
     if args.out:
         outputs.write_text(args.out, text, args.records)
         print(f"prefix-exec: wrote metrics for {len(summary.conditions)} conditions to {args.out}", file=sys.stderr)

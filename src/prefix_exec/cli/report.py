@@ -8,14 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from prefix_exec.analysis import infrastructure, tasksets
+from prefix_exec.analysis import tasksets
 from prefix_exec.analysis.absence import absent_note
 from prefix_exec.analysis.coverage import coverage_warnings
 from prefix_exec.cli.common import add_summary_options, checkpoint_depths, condition_pair
-from prefix_exec.errors import InputError
 from prefix_exec.extras import require
+from prefix_exec.records.infrastructure import Exclusion
 from prefix_exec.report import Options, load, write_report
-from prefix_exec.report.build import FORMATS
+from prefix_exec.report.build import FORMATS, counted_records
 from prefix_exec.report.inputs import expand
 from prefix_exec.report.metric_tables import DEFAULT_CHECKPOINTS
 
@@ -86,25 +86,16 @@ def handle(args: argparse.Namespace) -> int:
     if not args.no_plots:
         require("matplotlib", why="the report's figures", alternative="pass --no-plots for a report without figures")
     records = load(args.inputs)
-    ended = [r for r in records if isinstance(r.metadata.get(infrastructure.KEY), str)]
-    if ended and not args.keep_infrastructure_failures:  # the system's failures, not the agents': not in the tables
-        records = [r for r in records if not isinstance(r.metadata.get(infrastructure.KEY), str)]
-        print(
-            f"prefix-exec: infrastructure: {len(ended)} rollouts ended by an infrastructure failure left out of "
-            f"PEC/FED/TER: N = {len(records)} without them, {len(records) + len(ended)} with them "
-            "(--keep-infrastructure-failures keeps them)",
-            file=sys.stderr,
-        )
-        if not records:
-            raise InputError("every record is an infrastructure failure", hint="--keep-infrastructure-failures")
+    # the warnings look at the rollouts the report counts (write_report leaves the same ones out: one rule)
+    counted = counted_records(records, Exclusion(keep=args.keep_infrastructure_failures))
     for warning in tasksets.check_pooling(
-        ((r.dataset, tasksets.task_set_of(r.metadata)) for r in records), allow=args.mix_task_sets
+        ((r.dataset, tasksets.task_set_of(r.metadata)) for r in counted), allow=args.mix_task_sets
     ):
         print(f"prefix-exec: warning: {warning}", file=sys.stderr)
     files = expand(args.inputs)
-    for warning in coverage_warnings(files, records):
+    for warning in coverage_warnings(files, counted):
         print(f"prefix-exec: warning: {warning}", file=sys.stderr)
-    if absent := absent_note(r.success for r in records):
+    if absent := absent_note(r.success for r in counted):
         print(f"prefix-exec: note: {absent}", file=sys.stderr)
     options = Options(
         resamples=args.resamples,
@@ -116,10 +107,13 @@ def handle(args: argparse.Namespace) -> int:
         title=args.title,
         plots=not args.no_plots,
         overwrite=args.overwrite,
+        keep_infrastructure=args.keep_infrastructure_failures,
     )
     report = write_report(records, args.out, options, inputs=files)
+    if note := report.infrastructure.note(report.counted):
+        print(f"prefix-exec: infrastructure: {note}", file=sys.stderr)
     print(
-        f"prefix-exec: report on {len(records)} rollouts in {len(report.summary.conditions)} conditions -> "
+        f"prefix-exec: report on {report.counted} rollouts in {len(report.summary.conditions)} conditions -> "
         f"{Path(args.out) / 'report.html'} ({len(report.files)} files)",
         file=sys.stderr,
     )

@@ -9,7 +9,6 @@ from functools import partial
 from typing import Any
 
 from prefix_exec.cli.common import (
-    add_infrastructure_option,
     add_scoring_options,
     finish,
     float_between,
@@ -23,7 +22,6 @@ from prefix_exec.envs.bfcl.tasks import INSTALL_HINT, load_task
 from prefix_exec.errors import InputError, ReplayError
 from prefix_exec.extras import require
 from prefix_exec.importers.bfcl import PROMPTING_Y
-from prefix_exec.importers.infrastructure import Exclusion
 from prefix_exec.replay import with_success
 from prefix_exec.scoring.run import score_to_file
 from prefix_exec.scoring.units import Scorable, with_environment
@@ -79,7 +77,6 @@ def register(benchmarks: Any, name: str) -> None:
         help="wall-clock bound per API call (default: %(default)s)",
     )
     add_scoring_options(parser)
-    add_infrastructure_option(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -114,9 +111,8 @@ def handle(args: argparse.Namespace) -> int:
             total = None
         checker = FinalSuccess(env.templates)
         trials = numbering(args)
-        infrastructure = Exclusion(keep=args.keep_infrastructure_failures)
         report = score_to_file(
-            with_environment(trials.rollouts(infrastructure.filter(units)), env),
+            with_environment(trials.rollouts(units), env),
             args.out,
             total=total,
             desc="bfcl",
@@ -126,7 +122,7 @@ def handle(args: argparse.Namespace) -> int:
         )
     except ImportError as exc:
         raise InputError(str(exc), hint=None if INSTALL_HINT in str(exc) else INSTALL_HINT) from None
-    return finish(report, args.out, trials, infrastructure)
+    return finish(report, args.out, trials)
 
 
 def _with_success(unit: Rollout, checker: FinalSuccess, env: BfclEnvironment) -> Scorable:

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 from typing import Any
 
 from prefix_exec.cli.common import (
-    add_infrastructure_option,
     add_scoring_options,
     consistency_path,
     finish,
@@ -29,7 +27,6 @@ from prefix_exec.envs.tau.regrade import regrade_files
 from prefix_exec.envs.tau.results import LoadedResults, check_override, load_results
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
-from prefix_exec.importers.infrastructure import Exclusion
 from prefix_exec.importers.tau import TauResults, read_results
 from prefix_exec.records.codec import RECORD_KIND, first_unpooled, read_records
 from prefix_exec.records.consistency import Consistency, Disagreement
@@ -37,7 +34,7 @@ from prefix_exec.records.jsonl import completed_keys
 from prefix_exec.scoring.run import score_to_file
 from prefix_exec.scoring.units import Scorable
 from prefix_exec.sources.tau import tau_units
-from prefix_exec.trajectory import Rollout, Skipped
+from prefix_exec.trajectory import Skipped
 
 
 def register(benchmarks: Any, name: str) -> None:
@@ -77,7 +74,6 @@ def register(benchmarks: Any, name: str) -> None:
         "or sequential (each sees the results of the calls before it; for harnesses that log steps that way)",
     )
     add_tau2_data_option(parser)
-    add_infrastructure_option(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -89,7 +85,6 @@ def handle(args: argparse.Namespace) -> int:
     units: list[Scorable | Skipped] = []
     mismatched: list[Disagreement] = []
     trials, rule = numbering(args), trial_rule(args)
-    infrastructure = Exclusion(keep=args.keep_infrastructure_failures)
     for path in args.results:
         # An unreadable file, one of a domain replay does not model (telecom, say) or one whose tools are another
         # domain's is one file's error.
@@ -102,11 +97,6 @@ def handle(args: argparse.Namespace) -> int:
                 raise
             units.append(Skipped(path, exc.describe()))  # reported by score_to_file, never dropped
             continue
-        for note in loaded.results.notes:
-            print(f"prefix-exec: {loaded.results.path}: note: {note}", file=sys.stderr)
-        # the system's failures (tau2's infrastructure_error) leave the file's rollouts before they are numbered
-        kept = tuple(r for r in infrastructure.filter(loaded.results.rollouts) if isinstance(r, Rollout))
-        loaded = replace(loaded, results=replace(loaded.results, rollouts=kept))
         loaded, scorable = tau_units(loaded, trials, args.tau2_data, name=loaded.results.path, notes=sys.stderr)
         files.append(loaded)
         units += scorable
@@ -132,7 +122,7 @@ def handle(args: argparse.Namespace) -> int:
     unregraded = 0
     if args.regrade:
         unregraded = regrade_files(files, consistency.scored, keep_going=args.keep_going, log=sys.stderr)
-    status = finish(report, args.out, trials, infrastructure)
+    status = finish(report, args.out, trials)
     return 2 if unregraded else status
 
 

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 
 from prefix_exec.guard.bounds import bound_call
 from prefix_exec.json_types import JsonObject, dumps
+from prefix_exec.records import infrastructure
 from prefix_exec.records.codec import call_to_json, record_to_json, rollout_to_json, verdict_to_json
 from prefix_exec.replay import horizon_and_fed
 from prefix_exec.trajectory import PrefixRecord, Rollout, ToolCall, Verdict
@@ -161,8 +162,8 @@ class Snapshot:
         whole lines instead."""
         guard = {**self.info, "calls": _CALLS}
         metadata = {"source": "prefix-exec guard", "success_rule": SUCCESS_RULE, "guard": guard}
-        if isinstance(self.info.get("infrastructure"), str):  # the server failed: not the agent's rollout
-            metadata["infrastructure"] = self.info["infrastructure"]
+        if failure := infrastructure.failure_of(self.info):  # the server failed: not the agent's rollout
+            metadata[infrastructure.KEY] = failure
         if self.actions:
             success = int(self.last_accepted)
             T, fed = horizon_and_fed(len(self.actions), self.fed)
@@ -179,7 +180,10 @@ class Snapshot:
                 *unit, trial=self.trial, T=T, fed=fed, success=success, no_tool=not self.actions, metadata=metadata
             )
         )
-        record["label"], record["reason"] = _label_and_reason(self.failing if self.actions else self.no_tool)
+        # the label and reason as the codec writes them: an infrastructure failure's own when the server failed
+        record["label"], record["reason"] = infrastructure.labelled(
+            *_label_and_reason(self.failing if self.actions else self.no_tool), metadata
+        )
         rollout["actions"] = record["actions"] = _ACTIONS
         record["verdicts"] = _VERDICTS
         skeletons = dumps(rollout), dumps(record)

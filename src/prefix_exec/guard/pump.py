@@ -64,6 +64,7 @@ from prefix_exec.guard.options import GuardOptions
 from prefix_exec.guard.replies import after_result, bounded, note_client, note_server, offered
 from prefix_exec.guard.shadow import MAX_PAGES, call_of, content_text
 from prefix_exec.json_types import JsonMapping, JsonObject
+from prefix_exec.records import infrastructure
 from prefix_exec.trajectory import FailureLabel, Observation, ToolCall, Verdict
 
 #: How often deadlines are looked at, in seconds.
@@ -151,7 +152,7 @@ class Pump:
         self.end_reason = reason
         # The server failed (exited, went silent, wrote garbage): the connection ended for the system's reason,
         # not the agent's, and its record says so (an infrastructure failure: docs/guard.md).
-        self.log.info["infrastructure"] = reason
+        self.log.info[infrastructure.KEY] = reason
         for request_id, pending in list(self.pending.items()):
             del self.pending[request_id]
             if pending.call is not None:  # recorded with the error as its observation, and listed as interrupted

@@ -35,9 +35,9 @@ from prefix_exec.envs.bfcl.calls import CallSyntaxError, bind_positional, parse_
 from prefix_exec.envs.bfcl.checker import BFCL_CALLS, executed_calls
 from prefix_exec.envs.bfcl.tasks import CATEGORIES, BfclTask, all_tasks
 from prefix_exec.errors import InputError
-from prefix_exec.importers.infrastructure import mark, system_failure
 from prefix_exec.importers.trials import FROM_INPUT, TrialError, TrialRule, trial_fields
 from prefix_exec.json_types import JsonMapping, JsonObject
+from prefix_exec.records.infrastructure import mark, system_failure
 from prefix_exec.records.jsonl import expand_inputs, numbered_lines
 from prefix_exec.trajectory import Rollout, Skipped, ToolCall
 

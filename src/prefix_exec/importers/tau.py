@@ -37,12 +37,12 @@ from typing import Any
 
 from prefix_exec.envs.tau.dispatch import depth_error
 from prefix_exec.envs.tau.domain import Provenance
-from prefix_exec.envs.tau.pooled import TAU3, TAU_DOMAINS, qualify
+from prefix_exec.envs.tau.pooled import TAU3, qualify, variant_note, variant_of
 from prefix_exec.errors import InputError
 from prefix_exec.importers.arguments import decode_arguments
-from prefix_exec.importers.infrastructure import mark
 from prefix_exec.importers.trials import FROM_INPUT, TrialError, TrialRule, trial_fields
 from prefix_exec.json_types import JsonMapping, JsonObject
+from prefix_exec.records.infrastructure import mark
 from prefix_exec.records.jsonl import check_regular_file
 from prefix_exec.trajectory import Observation, Rollout, Skipped, ToolCall
 
@@ -203,26 +203,12 @@ def _domain(info: JsonMapping, given: str | None, text_path: str) -> tuple[str, 
             hint="pass --domain airline or --domain retail",
         )
     base = variant_of(named)
-    if base is None:
-        return named, None
-    return base, (
-        f"domain {named!r} read as {base}, a policy variant of it (the same tools and database; replay checks "
-        f"calls, not the policy text); its tasks are {base}'s ({base}/N): score variants to separate --out files "
-        "to keep them apart"
-    )
+    return (named, None) if base is None else (base, variant_note(named))
 
 
 def _named_domain(info: JsonMapping) -> str:
     environment = info.get("environment_info")
     return str((environment.get("domain_name") if isinstance(environment, Mapping) else None) or "")
-
-
-def variant_of(name: str) -> str | None:
-    """The known domain ``name`` is a variant of (``airline_tighter_policy`` -> ``airline``: the domain's name
-    followed by ``_`` or ``-``), or ``None`` (a known domain itself, or none)."""
-    if name in TAU_DOMAINS:
-        return None
-    return next((d for d in TAU_DOMAINS if name.startswith(d) and name[len(d) : len(d) + 1] in ("_", "-")), None)
 
 
 def _read_simulations(

@@ -14,6 +14,7 @@ from typing import Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonObject
+from prefix_exec.records import infrastructure
 from prefix_exec.records.jsonl import JsonlWriter, iter_json_lines
 from prefix_exec.records.redaction import redact_json
 from prefix_exec.records.values import Fields, message_list, seconds, token_count
@@ -111,7 +112,9 @@ def verdict_to_json(step: int, call: ToolCall | None, verdict: Verdict) -> JsonO
 
 
 def record_to_json(record: PrefixRecord) -> JsonObject:
-    label = record.label
+    """``record``'s JSON row; one an infrastructure failure ended is written with that label and its text as the
+    reason (:func:`prefix_exec.records.infrastructure.labelled`), its verdicts as replay made them."""
+    label, reason = infrastructure.record_labelled(record)
     calls: list[ToolCall | None] = list(record.actions) or [None]
     row: JsonObject = {
         "kind": RECORD_KIND,
@@ -125,8 +128,8 @@ def record_to_json(record: PrefixRecord) -> JsonObject:
         "fed": record.fed,
         "success": record.success,
         "executable": record.executable,
-        "label": label.value if label else None,
-        "reason": record.reason,
+        "label": label,
+        "reason": reason,
         "no_tool": record.no_tool,
         "verdicts": [verdict_to_json(i + 1, calls[i], v) for i, v in enumerate(record.verdicts)],
         "actions": [call_to_json(a) for a in record.actions],

@@ -9,10 +9,12 @@
 - :mod:`.paired` tabulates paired differences of any two conditions;
 - :mod:`.leaderboard` builds the view across models of one dataset;
 - :mod:`.cost` builds the cost and verifier-sensitivity tables from call telemetry;
+- :mod:`.plans` tabulates where each planning method's plans went before the executor;
 - :mod:`.plots` draws Figure 1, the leaderboard figure and the ranking charts (matplotlib, Agg), with what every
   figure shares in :mod:`.drawing`;
 - :mod:`.html` and :mod:`.rollouts` assemble the page and its drill-down;
-- :mod:`.build` writes everything.
+- :mod:`.build` writes everything, after leaving out the rollouts an infrastructure failure ended (or keeping them
+  under their own label: :mod:`prefix_exec.records.infrastructure`).
 """
 
 from prefix_exec.report.build import Options, Report, write_report

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from prefix_exec.analysis.selection import Condition
 from prefix_exec.analysis.stats import DEFAULT_RESAMPLES
 from prefix_exec.analysis.summary import DEFAULT_CI_DEPTH, Summary, summarize, to_json
+from prefix_exec.errors import InputError
+from prefix_exec.records import infrastructure
+from prefix_exec.records.infrastructure import Exclusion
 from prefix_exec.report import plots
 from prefix_exec.report.cells import Table
 from prefix_exec.report.cost import condition_costs, cost_tables
@@ -29,6 +34,7 @@ from prefix_exec.report.metric_tables import (
 )
 from prefix_exec.report.outdir import OutputFolder
 from prefix_exec.report.paired import paired_differences, resolve_pairs, sensitivity_rows, sensitivity_table
+from prefix_exec.report.plans import plans_table
 from prefix_exec.report.ranking import ranking, ranking_agreement
 from prefix_exec.trajectory import PrefixRecord
 
@@ -49,14 +55,22 @@ class Options:
     plots: bool = True
     #: Write into a non-empty folder that an earlier report did not write (see :mod:`.outdir`).
     overwrite: bool = False
+    #: Count the rollouts an infrastructure failure ended, under their own label (``--keep-infrastructure-failures``;
+    #: :mod:`prefix_exec.records.infrastructure`); by default they are left out.
+    keep_infrastructure: bool = False
 
 
 @dataclass(frozen=True)
 class Report:
+    """What :func:`write_report` wrote; ``infrastructure`` the rollouts an infrastructure failure ended that it
+    left out or kept, and ``counted`` the rollouts it counted."""
+
     summary: Summary
     tables: tuple[Table, ...]
     files: tuple[Path, ...]
     synthetic: bool
+    infrastructure: Exclusion = field(default_factory=Exclusion)
+    counted: int = 0
 
 
 def build_tables(
@@ -64,12 +78,14 @@ def build_tables(
     records: Sequence[PrefixRecord],
     options: Options,
     pairs: Sequence[tuple[Condition, Condition]] | None = None,
+    infrastructure: str | None = None,
 ) -> list[Section]:
     """The report's sections in page order, each with its tables (figures are added by :func:`write_report`);
-    the per-domain, leaderboard, cost and sensitivity sections only where the summary has something for them."""
+    the per-domain, leaderboard, cost and sensitivity sections only where the summary has something for them.
+    ``infrastructure`` (what was done with infrastructure failures) ends Table 2's note."""
     anchors = Anchors.of(summary)
     costs = cost_tables(summary, records, anchors)
-    sections = [Section("table2", "Table 2", [table2(summary, anchors)])]
+    sections = [Section("table2", "Table 2", [table2(summary, anchors, note=infrastructure)])]
     if summary.domains is not None:
         sections.append(
             Section(
@@ -97,6 +113,7 @@ def build_tables(
             [checkpoints(summary, anchors, options.checkpoints), reach(summary, options.checkpoints)],
         ),
         Section("labels", "First-failure labels", [label_counts(summary, anchors)]),
+        *_plans_section(summary, records, anchors),
         Section("decomposition", "Decomposition q, s, r", [decomposition(summary, anchors)]),
         Section("paired", "Paired differences", [paired_differences(summary, pairs, anchors)]),
     ]
@@ -122,6 +139,23 @@ def _leaderboard_section(summary: Summary, anchors: Anchors, reference: str | No
             ],
             lead="A dataset that holds several models gets one view across all its conditions: Table 2's "
             "columns, outcome rank against prefix rank, and paired differences against a reference.",
+        )
+    ]
+
+
+def _plans_section(summary: Summary, records: Sequence[PrefixRecord], anchors: Anchors) -> list[Section]:
+    """The plans section (none when no record planned: :mod:`.plans`)."""
+    table = plans_table(summary, records, anchors)
+    if table is None:
+        return []
+    return [
+        Section(
+            "plans",
+            "Plans before the executor",
+            [table],
+            lead="Where each planning method's plans went before its executor acted: refused by the structure "
+            "check, rejected by the verifier, revised, accepted. A method whose plans never pass leaves only "
+            "its executor's rollouts in the tables above.",
         )
     ]
 
@@ -156,7 +190,14 @@ def write_report(
     An ``options.pairs`` or ``options.reference`` name that matches no condition or several, an ``out`` that
     is not a folder, or a non-empty folder an earlier report did not write (without ``options.overwrite``),
     is an :class:`InputError`, raised before anything is written (:mod:`.outdir`); so is a folder holding one of
-    ``inputs``, the files the records were read from."""
+    ``inputs``, the files the records were read from. Rollouts an infrastructure failure ended are left out
+    first, or kept under their own label (``options.keep_infrastructure``: :func:`counted_records`); records that
+    are all such failures, with none kept, are an :class:`InputError` too."""
+    exclusion = Exclusion(keep=options.keep_infrastructure)
+    records = counted_records(records, exclusion)
+    if not records:
+        raise InputError("every record is an infrastructure failure", hint="--keep-infrastructure-failures")
+    said = exclusion.sentence(len(records))
     ci_depth = max(DEFAULT_CI_DEPTH, *options.checkpoints)
     summary = summarize(metric_rows(records), resamples=options.resamples, seed=options.seed, ci_depth=ci_depth)
     pairs = None if options.pairs is None else resolve_pairs(summary, options.pairs, option="--pair")
@@ -166,41 +207,61 @@ def write_report(
     else:
         folder = OutputFolder.claim(out, overwrite=options.overwrite, inputs=inputs)
     synthetic = is_synthetic(records)
-    sections = build_tables(summary, records, options, pairs)
+    sections = build_tables(summary, records, options, pairs, said)
     all_tables = [t for s in sections for t in s.tables]
-    mark = f"<!-- {SYNTHETIC_MARK} -->\n" if synthetic else ""
-    for table in all_tables:
-        for fmt in options.formats:
+    _write_tables(folder, all_tables, options.formats, synthetic)
+    folder.write_text("summary.json", _summary_json(summary, exclusion.as_json(len(records))))
+    mark = f"> **{SYNTHETIC_MARK}**\n" if synthetic else ""
+    md = [f"# {options.title}\n", mark, *([f"{said}\n"] if said else [])]
+    md += [RENDERERS["md"](t) for t in all_tables]
+    folder.write_text("report.md", "\n".join(md))
+    shown = draw_figures(summary, folder, synthetic, said or "") if options.plots else {}
+    sections = [Section(s.id, s.title, s.tables, shown.get(s.id, ()), s.lead) for s in sections]
+    subtitle = (
+        f"{len(records)} rollouts, {len(summary.conditions)} conditions; 95% task-level percentile bootstrap "
+        f"({summary.resamples} resamples, seed {summary.seed})." + (f" {said}" if said else "")
+    )
+    page = render(summary, records, sections, title=options.title, subtitle=subtitle, synthetic=synthetic)
+    folder.write_text("report.html", page)
+    folder.finish()
+    return Report(summary, tuple(all_tables), tuple(folder.files), synthetic, exclusion, len(records))
+
+
+def counted_records(records: Iterable[PrefixRecord], exclusion: Exclusion) -> list[PrefixRecord]:
+    """``records`` less those an infrastructure failure ended (or all of them, when ``exclusion`` keeps them),
+    each one met noted on ``exclusion`` (:mod:`prefix_exec.records.infrastructure`)."""
+    return list(exclusion.filter(records, lambda r: r.key, lambda r: infrastructure.failure_of(r.metadata)))
+
+
+def _write_tables(folder: OutputFolder, tables: Sequence[Table], formats: Sequence[str], synthetic: bool) -> None:
+    """Every table in every format, marked as synthetic where the records are."""
+    for table in tables:
+        for fmt in formats:
             text = RENDERERS[fmt](table)
             if synthetic and fmt == "md":
                 text = f"> **{SYNTHETIC_MARK}**\n\n{text}"
             elif synthetic and fmt == "tex":
                 text = f"% {SYNTHETIC_MARK}\n{text}"
             folder.write_text(f"{table.name}.{fmt}", text)
-    folder.write_text("summary.json", to_json(summary))
-    md = [f"# {options.title}\n", mark and f"> **{SYNTHETIC_MARK}**\n"]
-    md += [RENDERERS["md"](t) for t in all_tables]
-    folder.write_text("report.md", "\n".join(md))
-    shown = draw_figures(summary, folder, synthetic) if options.plots else {}
-    sections = [Section(s.id, s.title, s.tables, shown.get(s.id, ()), s.lead) for s in sections]
-    subtitle = (
-        f"{len(records)} rollouts, {len(summary.conditions)} conditions; 95% task-level percentile bootstrap "
-        f"({summary.resamples} resamples, seed {summary.seed})."
-    )
-    page = render(summary, records, sections, title=options.title, subtitle=subtitle, synthetic=synthetic)
-    folder.write_text("report.html", page)
-    folder.finish()
-    return Report(summary, tuple(all_tables), tuple(folder.files), synthetic)
 
 
-def draw_figures(summary: Summary, folder: OutputFolder, synthetic: bool) -> dict[str, list[Path]]:
+def _summary_json(summary: Summary, met: dict[str, Any] | None) -> str:
+    """summary.json: :func:`to_json`, with what was done with infrastructure failures when any was met."""
+    text = to_json(summary)
+    if met is None:
+        return text
+    return json.dumps({**json.loads(text), "infrastructure": met}, indent=2)
+
+
+def draw_figures(summary: Summary, folder: OutputFolder, synthetic: bool, note: str = "") -> dict[str, list[Path]]:
     """Draw every figure into ``folder`` (PNG and SVG, each added to its manifest) and return the SVGs each page
     section shows, by section id: ``figure1``, ``ranking`` (within a model) and ``leaderboard`` (its curves, then
-    the across-model rankings)."""
+    the across-model rankings). ``note`` (what was done with infrastructure failures) ends the PEC curves'
+    captions."""
     drawn = {
-        "figure1": plots.figure1(summary, folder.path, synthetic=synthetic),
+        "figure1": plots.figure1(summary, folder.path, synthetic=synthetic, note=note),
         "ranking": plots.ranking_chart(summary, folder.path, synthetic=synthetic),
-        "leaderboard": plots.leaderboard_figure(summary, folder.path, synthetic=synthetic),
+        "leaderboard": plots.leaderboard_figure(summary, folder.path, synthetic=synthetic, note=note),
     }
     for paths in drawn.values():
         for path in paths:

@@ -85,7 +85,7 @@ function verdictCell(v,failing){var td=el('td');
  if(v===0){td.className='muted';td.textContent='not replayed';return td;}
  if(v[0]===1){td.textContent='accepted';if(v[1])td.appendChild(el('span','muted',' ('+v[1]+')'));return td;}
  td.appendChild(el('span','label',(failing?'first failure: ':'')+v[1]));
- td.appendChild(el('span','muted',' causes: '+v[2]));td.appendChild(el('div','reason',v[3]));return td;}
+ if(v[2])td.appendChild(el('span','muted',' causes: '+v[2]));td.appendChild(el('div','reason',v[3]));return td;}
 function fill(d,r){var fed=r[2],failed=r[4]!=='',
  outcome=r[5]===null?'an outcome not recorded':(r[5]?'success':'failure');
  if(r[7])d.appendChild(el('p','muted meta','metadata: '+r[7]));

@@ -17,6 +17,7 @@ from prefix_exec import methods
 from prefix_exec.analysis.rows import MetricRow
 from prefix_exec.envs.tau.pooled import domain_of_record
 from prefix_exec.errors import InputError
+from prefix_exec.records import infrastructure
 from prefix_exec.records.codec import read_records
 from prefix_exec.records.jsonl import expand_inputs
 from prefix_exec.trajectory import PrefixRecord, UnitKey
@@ -86,8 +87,9 @@ def metric_rows(records: Iterable[PrefixRecord]) -> list[MetricRow]:
             r.T,
             r.fed,
             r.success,
-            r.label.value if r.label else None,
+            infrastructure.record_label(r),
             domain=domain_of_record(r.dataset, r.task_id, r.metadata),
+            infrastructure=infrastructure.failure_of(r.metadata),
         )
         for r in records
     ]

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from prefix_exec.analysis.stats import Estimate
 from prefix_exec.analysis.summary import ConditionSummary, Summary
+from prefix_exec.records import infrastructure
 from prefix_exec.report.cells import (
     Cell,
     Table,
@@ -30,6 +31,8 @@ from prefix_exec.trajectory import FailureLabel
 #: Default PEC@k checkpoints: our choice of early depths (the paper's Table G.1 is in an appendix we lack).
 DEFAULT_CHECKPOINTS = (1, 2, 3, 4, 5, 10)
 LABELS = tuple(label.value for label in FailureLabel)
+#: The column of the rollouts an infrastructure failure ended, apart from the five labels.
+INFRASTRUCTURE = infrastructure.LABEL
 
 
 def _ident(c: ConditionSummary) -> list[Cell]:
@@ -52,7 +55,8 @@ TABLE2_NOTE = (
     "RR: Wilson interval on RR-Eligible, undefined when nothing failed. Bold: block maximum per column at "
     "the shown precision, ties included (not significance). N counts agents' rollouts: one an infrastructure "
     "failure ended (an inference crash, a model server error, a dead MCP server, tau2's infrastructure_error) "
-    "is left out and counted on stderr, unless --keep-infrastructure-failures keeps it."
+    "is left out and counted on stderr and in summary.json, unless --keep-infrastructure-failures counts it "
+    "under the label 'infrastructure' (never one of the five)."
 )
 #: Added to the notes of the tables that use Y when some record's Y is not recorded (:func:`absent_note`).
 ABSENT_NOTE = (
@@ -99,9 +103,10 @@ def intervals_note(summary: Summary) -> str:
     return f"95% task-level percentile bootstrap ({summary.resamples} resamples, seed {summary.seed})"
 
 
-def table2(summary: Summary, anchors: Anchors | None = None) -> Table:
+def table2(summary: Summary, anchors: Anchors | None = None, *, note: str | None = None) -> Table:
     """One block per dataset x model, one row per method; with ``anchors`` every cell links to the
-    condition's rollouts. ``prefix-exec metrics`` prints this table too (without links)."""
+    condition's rollouts; ``note`` (what was done with infrastructure failures) ends the table's note.
+    ``prefix-exec metrics`` prints this table too (without links)."""
     columns = ("dataset", "model", "method", *TABLE2_COLUMNS)
     csv_cols = (*plain_headers("dataset", "model", "method"), *TABLE2_CSV)
     rows, tags = tagged_rows(
@@ -114,7 +119,7 @@ def table2(summary: Summary, anchors: Anchors | None = None) -> Table:
         columns,
         rows,
         tags,
-        f"{intervals_note(summary)}; {TABLE2_NOTE}{absent_note(summary)}",
+        f"{intervals_note(summary)}; {TABLE2_NOTE}" + (f" Here: {note}" if note else "") + absent_note(summary),
         csv_cols,
         bold_columns=tuple(3 + i for i in TABLE2_BOLD),
     )
@@ -204,14 +209,17 @@ def reach(summary: Summary, ks: Sequence[int] = DEFAULT_CHECKPOINTS) -> Table:
 def label_counts(summary: Summary, anchors: Anchors) -> Table:
     """Per condition: how many first failures got each label, the fully executable count and N.
 
-    Each non-zero count links to exactly the rollouts it counts."""
-    columns = ("dataset", "model", "method", *LABELS, "executable", "N")
+    Each non-zero count links to exactly the rollouts it counts. Rollouts an infrastructure failure ended, kept
+    with ``--keep-infrastructure-failures``, get their own column (:data:`INFRASTRUCTURE`), apart from the five
+    labels; it is there only when some were kept."""
+    shown = (*LABELS, INFRASTRUCTURE) if any(INFRASTRUCTURE in c.labels for c in summary.conditions) else LABELS
+    columns = ("dataset", "model", "method", *shown, "executable", "N")
 
     def row(c: ConditionSummary) -> tuple[Cell, ...]:
         cond = c.condition
         counts = [
             number_cell(n, link=anchors.label(cond, label) if n else None)
-            for label in LABELS
+            for label in shown
             for n in [c.labels.get(label, 0)]
         ]
         executable = c.N - sum(c.labels.values())
@@ -227,6 +235,11 @@ def label_counts(summary: Summary, anchors: Anchors) -> Table:
         "One label per first failure, by the order schema < dependency < precondition < state_consistency "
         "< information."
     )
+    if INFRASTRUCTURE in shown:
+        note += (
+            f" {INFRASTRUCTURE}: rollouts an infrastructure failure ended (the system's, not the agent's), kept with "
+            "--keep-infrastructure-failures; not a first failure of the agent, and not in the executable column."
+        )
     return Table("labels", "First-failure label counts", columns, rows, tags, note)
 
 

@@ -34,6 +34,11 @@ ELIG_CAPTION = (
 )
 
 
+def _captioned(caption: str, note: str) -> str:
+    """``caption`` with ``note`` as its last line (none when empty)."""
+    return f"{caption}\n{note}" if note else caption
+
+
 def _curve_panel(ax: Any, rows: Sequence[ConditionSummary], dataset: str, styles: dict[str, Style], name: Any) -> None:
     """Fixed-cohort PEC(k) per condition, its reach line n_k / N and (up to 6 series) its bootstrap band."""
     cut = depth_cut(dataset, rows)
@@ -111,11 +116,12 @@ def _axes(ax: Any, title: str, ylabel: str, k_max: int) -> None:
     ax.grid(alpha=0.3)
 
 
-def figure1(summary: Summary, out: Path, *, synthetic: bool = False) -> list[Path]:
+def figure1(summary: Summary, out: Path, *, synthetic: bool = False, note: str = "") -> list[Path]:
     """Per model: ``figure1-<model>`` (fixed-cohort PEC with 95% bands and reach lines) and
     ``figure1-elig-<model>`` (eligible-depth PEC_elig with Wilson bands, and n_k below); one panel per dataset,
     one line per method, a caption saying what the curves mean. A model with one method in each dataset, all of
-    them on a leaderboard, gets no figure of its own (:func:`leaderboard_figure` has it)."""
+    them on a leaderboard, gets no figure of its own (:func:`leaderboard_figure` has it). ``note`` (what was done
+    with infrastructure failures) ends both captions."""
     plt = drawing.pyplot()
     styles = method_styles(summary)
     written: list[Path] = []
@@ -137,7 +143,7 @@ def figure1(summary: Summary, out: Path, *, synthetic: bool = False) -> list[Pat
                 fig,
                 axes[0],
                 f"Figure 1 (fixed-cohort PEC(k), 95% bands): {short(model)}",
-                PEC_CAPTION,
+                _captioned(PEC_CAPTION, note),
                 synthetic,
                 out / file_stem("figure1", model),
             )
@@ -157,14 +163,14 @@ def figure1(summary: Summary, out: Path, *, synthetic: bool = False) -> list[Pat
                 fig,
                 axes[0],
                 f"Figure 1 (eligible-depth view): {short(model)}",
-                ELIG_CAPTION,
+                _captioned(ELIG_CAPTION, note),
                 synthetic,
                 out / file_stem("figure1-elig", model),
             )
     return written
 
 
-def leaderboard_figure(summary: Summary, out: Path, *, synthetic: bool = False) -> list[Path]:
+def leaderboard_figure(summary: Summary, out: Path, *, synthetic: bool = False, note: str = "") -> list[Path]:
     """Per multi-model dataset: ``leaderboard-<dataset>``, the PEC curves of all its conditions in one
     panel with their reach lines (legend in leaderboard order, best final success first)."""
     plt = drawing.pyplot()
@@ -176,7 +182,13 @@ def leaderboard_figure(summary: Summary, out: Path, *, synthetic: bool = False) 
             _curve_panel(ax, block.rows, block.dataset, styles, block.name)
             title = f"PEC(k) of every model on {block.dataset} (legend: best final success first)"
             written += drawing.finish(
-                plt, fig, [ax], title, PEC_CAPTION, synthetic, out / file_stem("leaderboard", block.dataset)
+                plt,
+                fig,
+                [ax],
+                title,
+                _captioned(PEC_CAPTION, note),
+                synthetic,
+                out / file_stem("leaderboard", block.dataset),
             )
     return written
 

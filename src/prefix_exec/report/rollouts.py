@@ -31,12 +31,15 @@ from typing import Any
 
 from prefix_exec.analysis.selection import Condition
 from prefix_exec.analysis.summary import ConditionSummary
+from prefix_exec.records import infrastructure
 from prefix_exec.report.layout import Anchors
 from prefix_exec.trajectory import FailureLabel, PrefixRecord, ToolCall, Verdict
 
 #: Longest text kept for one argument list, result or reason (characters).
 CLIP = 400
-GROUP_ORDER = (*(label.value for label in FailureLabel), None)
+#: The label groups in page order: the five labels in tie-break order, the rollouts an infrastructure failure ended
+#: (kept with --keep-infrastructure-failures: apart from the five), the fully executable ones.
+GROUP_ORDER = (*(label.value for label in FailureLabel), infrastructure.LABEL, None)
 
 
 def _clip(text: str, limit: int = CLIP) -> str:
@@ -62,7 +65,7 @@ def group_records(records: Iterable[PrefixRecord]) -> dict[Condition, list[Prefi
     for r in records:
         groups[r.condition].append(r)
     for rows in groups.values():
-        rows.sort(key=lambda r: (GROUP_ORDER.index(r.label.value if r.label else None), natural(r.task_id), r.trial))
+        rows.sort(key=lambda r: (GROUP_ORDER.index(infrastructure.record_label(r)), natural(r.task_id), r.trial))
     return groups
 
 
@@ -85,18 +88,23 @@ def _action(call: ToolCall | None, verdict: Verdict | None) -> list[Any]:
 
 
 def rollout_row(record: PrefixRecord) -> list[Any]:
-    """One rollout as the payload's list (module docstring)."""
+    """One rollout as the payload's list (module docstring). One an infrastructure failure ended shows that
+    label and its text, on the rollout and on its first rejected call (whose causes and reason are replay's)."""
     meta = "; ".join(f"{k}={_json(v)}" for k, v in record.metadata.items())
     calls: Sequence[ToolCall | None] = record.actions or [None]
     actions = [_action(call, record.verdicts[i] if i < len(record.verdicts) else None) for i, call in enumerate(calls)]
+    label, reason = infrastructure.record_labelled(record)
+    failing = actions[record.fed - 1][3] if not record.executable else None
+    if label == infrastructure.LABEL and isinstance(failing, list):  # the system's: none of the five is shown
+        failing[1:] = [label, "", f"what replay saw ({failing[2]}, not counted): {failing[3]}"]
     return [
         record.task_id,
         record.trial,
         record.fed,
         record.T,
-        record.label.value if record.label else "",
+        label or "",
         record.success,
-        _clip(record.reason or ""),
+        _clip(reason or ""),
         _clip(meta),
         actions,
     ]
@@ -129,11 +137,13 @@ def condition_section(c: ConditionSummary, records: Sequence[PrefixRecord], anch
     ]
     counts: dict[str | None, int] = defaultdict(int)
     for r in records:
-        counts[r.label.value if r.label else None] += 1
+        counts[infrastructure.record_label(r)] += 1
     for label in GROUP_ORDER:
         if label not in counts:
             continue
         title = f"first failure: {label}" if label else "fully executable"
+        if label == infrastructure.LABEL:
+            title = "ended by an infrastructure failure (the system's, not the agent's)"
         parts.append(
             f'<div class="group" id="{anchors.label(cond, label)}"><h4>{e(title)} ({counts[label]})</h4>'
             '<div class="items"></div></div>'

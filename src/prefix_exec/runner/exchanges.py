@@ -24,6 +24,7 @@ from pathlib import Path
 from prefix_exec.agents.planning import parse_plan, parse_verdict
 from prefix_exec.llm.cache import Exchange, ResponseCache
 from prefix_exec.llm.decode import decode_answer, response_problem
+from prefix_exec.records import infrastructure
 from prefix_exec.records.codec import read_records
 from prefix_exec.trajectory import PrefixRecord, ToolCall
 
@@ -151,6 +152,8 @@ class _Verdicts:
         verdict = record.verdicts[i]
         if verdict.accepted:
             return "accepted"
+        if failure := infrastructure.failure_of(record.metadata):  # the system's failure: never one of the five
+            return f"rejected at depth {i + 1}: {infrastructure.LABEL} (the system's, not the agent's: {failure})"
         label = verdict.label.value if verdict.label is not None else "rejected"
         return f"rejected at depth {i + 1}: {label}: {verdict.reason or ''}"
 

@@ -17,6 +17,7 @@ from prefix_exec.envs.base import Environment
 from prefix_exec.errors import InputError, ReplayError
 from prefix_exec.json_types import dumps
 from prefix_exec.records.codec import record_to_json
+from prefix_exec.records.infrastructure import failure_of
 from prefix_exec.records.redaction import redact_json
 from prefix_exec.replay import replay
 from prefix_exec.scoring.units import EnvFor, Scorable, unit_name
@@ -59,13 +60,14 @@ def record_line(record: PrefixRecord) -> str:
 @dataclass(frozen=True)
 class Written:
     """A record as a worker process sends it back: its line (:func:`record_line`, the costly part of writing it,
-    made there), its key, whether it is executable, and what the run's :class:`Observer` looked at in it
-    (``None`` without one)."""
+    made there), its key, whether it is executable, what the run's :class:`Observer` looked at in it (``None``
+    without one), and the infrastructure failure it is marked with (:mod:`prefix_exec.records.infrastructure`)."""
 
     line: str
     key: UnitKey
     executable: bool
     seen: object
+    infrastructure: str | None = None
 
 
 #: What became of one input unit: its record (or, from a worker, its line), why it was not scored, or ``None``:
@@ -129,4 +131,4 @@ class Replayer:
     def written(self, record: PrefixRecord) -> Written:
         """``record`` as its line, with what :attr:`look` gives of it."""
         seen = self.look(record) if self.look is not None else None
-        return Written(record_line(record), record.key, record.executable, seen)
+        return Written(record_line(record), record.key, record.executable, seen, failure_of(record.metadata))

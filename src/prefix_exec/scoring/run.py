@@ -28,6 +28,7 @@ from prefix_exec import budget
 from prefix_exec.errors import InputError
 from prefix_exec.records import outputs
 from prefix_exec.records.codec import RECORD_KIND
+from prefix_exec.records.infrastructure import Exclusion, failure_of
 from prefix_exec.records.jsonl import JsonlWriter, completed_keys
 from prefix_exec.scoring.admission import Admission
 from prefix_exec.scoring.replayer import Observer, OnRecord, Outcome, Replayer, Sync, Written, add_syncs, record_line
@@ -58,7 +59,9 @@ class ScoreOptions:
     never erases finished work. Each rollout (and its ``prepare``) runs inside its budget
     (:func:`prefix_exec.budget.rollout_budget`: ``rollout_seconds`` of wall clock, ``None`` for none, and
     ``call_memory_mb`` per call); a rollout past it is unscorable, reported with the reason. ``dispatch``, when
-    given, replays elsewhere (:class:`Dispatch`); ``None``: every rollout is replayed in this process.
+    given, replays elsewhere (:class:`Dispatch`); ``None``: every rollout is replayed in this process. A rollout an
+    infrastructure failure ended (:mod:`prefix_exec.records.infrastructure`) is replayed but its record left out
+    of the output, and listed in the report; with ``keep_infrastructure`` it is written, under its own label.
     """
 
     resume: bool = False
@@ -67,16 +70,19 @@ class ScoreOptions:
     rollout_seconds: float | None = budget.DEFAULT_ROLLOUT_SECONDS
     call_memory_mb: int = budget.DEFAULT_CALL_MEMORY_MB
     dispatch: Dispatch | None = None
+    keep_infrastructure: bool = False
 
 
 @dataclass
 class ScoreReport:
-    """What a scoring run did. ``skipped`` lists every unit not scored, with the reason."""
+    """What a scoring run did. ``skipped`` lists every unit not scored, with the reason; ``infrastructure`` the
+    rollouts an infrastructure failure ended, left out of the output or kept."""
 
     written: int = 0
     resumed: int = 0
     executable: int = 0
     skipped: list[Skipped] = field(default_factory=list)
+    infrastructure: Exclusion = field(default_factory=Exclusion)
 
     def describe(self) -> str:
         """What the scoring did, in one line (the CLI prints it last)."""
@@ -85,6 +91,8 @@ class ScoreReport:
             text += f"; {self.resumed} already in the output were kept (--resume)"
         if self.skipped:
             text += f"; {len(self.skipped)} could not be scored (listed above)"
+        if left := len(self.infrastructure.excluded):
+            text += f"; {left} ended by an infrastructure failure left out (listed above)"
         return text
 
 
@@ -123,7 +131,7 @@ def score_to_file(
     # Only a file this run made is removed when the run fails: not an empty file (or a link) the user made.
     fresh = not target.exists()
     scorer = _Scorer(
-        ScoreReport(),
+        ScoreReport(infrastructure=Exclusion(keep=options.keep_infrastructure)),
         keep_going=options.keep_going,
         log=log if log is not None else sys.stderr,
         on_record=on_record,
@@ -220,6 +228,9 @@ class _Scorer:
                     self.write(writer, outcome)
 
     def write(self, writer: JsonlWriter, record: PrefixRecord | Written) -> None:
+        failure = failure_of(record.metadata) if isinstance(record, PrefixRecord) else record.infrastructure
+        if not self.report.infrastructure.admit(record.key, failure):  # the system's failure: left out, listed
+            return
         if isinstance(record, PrefixRecord) and not self.replayer.lines:  # a plain on_record takes the record
             writer.write_line(record_line(record), sync=False)  # fsynced in groups (SYNC)
             self.count(record.executable)

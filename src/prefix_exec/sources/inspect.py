@@ -23,11 +23,11 @@ from prefix_exec.envs.custom import evidence
 from prefix_exec.envs.custom.evidence import DEFAULT_POLICY, EvidencePolicy
 from prefix_exec.envs.recipe import Recipe
 from prefix_exec.envs.tau.consistency import compare_tau
+from prefix_exec.envs.tau.pooled import inspect_domain
 from prefix_exec.envs.tau.results import LoadedResults, load_results
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.inspect.log import InspectLog, InspectSample, generic_rollout
-from prefix_exec.importers.inspect.tau import TASKS as TAU_TASKS
 from prefix_exec.importers.tau import TauResults
 from prefix_exec.json_types import JsonObject
 from prefix_exec.records.codec import read_records
@@ -42,14 +42,17 @@ if TYPE_CHECKING:
     from prefix_exec.envs.custom.session import CustomEnvironment
     from prefix_exec.sources.own_tools import OwnLists
 
-SUPPORTED = "BFCL multi-turn (inspect_evals/bfcl) and tau2 airline/retail (inspect_evals/tau2_airline, tau2_retail)"
+SUPPORTED = (
+    "BFCL multi-turn (inspect_evals/bfcl) and tau2 airline/retail (inspect_evals/tau2_airline, tau2_retail, and "
+    "a policy variant's task such as tau2_airline_tighter_policy)"
+)
 #: The records' note when a sample's own tools list served as its spec.
 SCHEMA_ONLY_NOTE = "schema checks only: the sample's own tools list served as the spec (no --tools)"
 
 
 def is_benchmark(task: str) -> bool:
     """Whether a log's task (its name without the package) is one mapped to a benchmark's environment."""
-    return task == "bfcl" or task in TAU_TASKS
+    return task == "bfcl" or inspect_domain(task) is not None
 
 
 @dataclass
@@ -92,7 +95,7 @@ class InspectSources:
 
             env = self._bfcl()
             self._add([bfcl_rollout(log, s, model=model, method=method) for s in log.samples], env)
-        elif log.task in TAU_TASKS:
+        elif inspect_domain(log.task) is not None:
             from prefix_exec.importers.inspect.tau import tau_results
 
             loaded = load_results(tau_results(log, model=model, method=method), self.tau2_data)

@@ -23,9 +23,11 @@ def tau_units(
 ) -> tuple[LoadedResults[TauResults], list[Scorable | Skipped]]:
     """``loaded`` with its rollouts numbered by ``numbering`` (trials distinct across files, before the
     consistency and regrade checks key on them), and its units: every rollout paired with the file's environment
-    (``data``: the tau2 data folder it was loaded with), then the simulations it could not read. Says the file's
-    task-set check, and a note on its unknown tool names when it has some, on ``notes`` as ``prefix-exec: NAME:
-    ...``."""
+    (``data``: the tau2 data folder it was loaded with), then the simulations it could not read. Says what the
+    reading decided (a policy variant read as its domain, ``--domain`` over the file's own), the file's task-set
+    check, and a note on its unknown tool names when it has some, on ``notes`` as ``prefix-exec: NAME: ...``."""
+    for note in loaded.results.notes:
+        print(f"prefix-exec: {name}: note: {note}", file=notes)
     loaded = replace(loaded, results=loaded.results.numbered(numbering.number))
     print(f"prefix-exec: {name}: {loaded.check.describe()}", file=notes)
     if loaded.tools.note() is not None:

@@ -24,6 +24,49 @@ TAU_DOMAINS = ("airline", "retail")
 SEPARATOR = "/"
 
 
+def variant_of(name: str) -> str | None:
+    """The known domain ``name`` is a policy variant of, or ``None`` (a known domain itself, or none): the domain's
+    name followed by ``_`` or ``-`` and anything (``airline_tighter_policy``, ``airline-relaxed`` -> ``airline``).
+    A variant keeps its domain's tools and database and changes only the policy text, which replay does not read.
+    The one rule for a domain's name, wherever it comes from: a results file's ``domain_name`` (``score tau``), an
+    inspect task's name (``score inspect``: :func:`inspect_domain`)."""
+    if name in TAU_DOMAINS:
+        return None
+    return next((d for d in TAU_DOMAINS if name.startswith(d) and name[len(d) : len(d) + 1] in ("_", "-")), None)
+
+
+def domain_named(name: str) -> str | None:
+    """The domain replay uses for a domain called ``name``: ``name`` itself when it is one of :data:`TAU_DOMAINS`,
+    the domain it is a variant of (:func:`variant_of`), else ``None``."""
+    return name if name in TAU_DOMAINS else variant_of(name)
+
+
+def variant_note(name: str) -> str | None:
+    """What to tell a user whose file names the variant ``name`` (read as its domain), or ``None`` when ``name``
+    is no variant."""
+    base = variant_of(name)
+    if base is None:
+        return None
+    return (
+        f"domain {name!r} read as {base}, a policy variant of it (the same tools and database; replay checks "
+        f"calls, not the policy text); its tasks are {base}'s ({base}/N): score variants to separate --out files "
+        "to keep them apart"
+    )
+
+
+#: How inspect_evals names its tau2 tasks: ``tau2_<domain>`` (``tau2_airline``; a variant task ``tau2_airline_x``).
+INSPECT_TASK_PREFIX = "tau2_"
+
+
+def inspect_domain(task: str) -> str | None:
+    """The domain of an inspect log of task ``task`` (its name without the package): ``tau2_airline`` ->
+    ``airline``, a variant's (``tau2_airline_tighter_policy``, ``tau2_airline-relaxed``) -> ``airline`` as
+    :func:`domain_named` reads it; ``None`` for any other task (``tau2_telecom``, ``bfcl``, ...)."""
+    if not task.startswith(INSPECT_TASK_PREFIX):
+        return None
+    return domain_named(task.removeprefix(INSPECT_TASK_PREFIX))
+
+
 def qualify(domain: str, task_id: str) -> str:
     """``airline/18`` from ``airline`` and ``18``; an id already qualified with ``domain`` is returned as is."""
     task_id = str(task_id)

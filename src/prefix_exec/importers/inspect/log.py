@@ -11,7 +11,11 @@ one (:func:`generic_rollout`) build rollouts from those; nothing here knows a be
 Y is the log scorer's value, read by inspect's own ``value_to_float`` (``"C"``/``"I"``, booleans, yes/no,
 numbers): 1 when it is 1.0 (within 1e-9), else 0, so partial credit (``"P"``, 0.5) is a failure, as tau2's
 reward is. A log with several scorers needs ``scorer`` to name the one that is Y. A sample that errored, or has
-no usable score, is unscorable: it is reported with the reason (:class:`~prefix_exec.trajectory.Skipped`).
+no usable score, is unscorable: it is reported with the reason (:class:`~prefix_exec.trajectory.Skipped`); but a
+sample whose error says the system failed (inspect's ``RetryError(... raised InternalServerError)`` after a model
+server's 500s, a rate limit, a lost connection: :func:`prefix_exec.records.infrastructure.system_failure`) is an
+infrastructure failure, read with Y = 0 and marked in its rollout's metadata (:func:`provenance`), so the score
+commands leave it out or keep it as they do BFCL's inference crashes.
 
 ``inspect_ai`` is imported lazily (the ``inspect`` extra); the rest of prefix-exec does not need it. Reading a
 log makes inspect load its plugin registry, which logs warnings of other packages' making (inspect_evals'
@@ -33,6 +37,7 @@ from prefix_exec.extras import install_hint
 from prefix_exec.importers.arguments import decode_arguments
 from prefix_exec.importers.trials import TrialError, TrialRule
 from prefix_exec.json_types import JsonMapping, JsonObject
+from prefix_exec.records.infrastructure import KEY, system_failure
 from prefix_exec.records.jsonl import expand_inputs
 from prefix_exec.trajectory import Observation, Rollout, ToolCall
 
@@ -89,6 +94,8 @@ class InspectSample:
     tools: tuple[JsonObject, ...] | None = None
     #: The trial ``--trial`` or ``--trial-field`` gave, instead of the epoch's.
     given_trial: int | None = None
+    #: The sample's error when it says the system failed (an infrastructure failure, not the agent's).
+    infrastructure: str | None = None
 
     @property
     def trial(self) -> int:
@@ -160,7 +167,11 @@ def _first_line(exc: Exception) -> str:
 def to_sample(path: str, sample: Any, scorer: str | None, trials: TrialRule, *, tools: bool = False) -> InspectSample:
     where = f"{Path(path).name}: sample {sample.id} epoch {sample.epoch}"
     y, unscorable, value = success_of(sample, scorer)
-    if sample.error is not None:
+    failure = None
+    if sample.error is not None and system_failure(str(sample.error.message)):
+        failure = f"the sample errored in inspect: {_first_line_text(sample.error.message)}"
+        y, unscorable = 0, None  # the system's failure: no score, and none needed (records.infrastructure)
+    elif sample.error is not None:
         unscorable = f"unscorable: the sample errored in inspect ({_first_line_text(sample.error.message)})"
         y = None
     metadata, store = dict(sample.metadata or {}), dict(sample.store or {})
@@ -180,6 +191,7 @@ def to_sample(path: str, sample: Any, scorer: str | None, trials: TrialRule, *, 
         score=value,
         tools=sample_tools(sample.events or ()) if tools else None,
         given_trial=given,
+        infrastructure=failure,
     )
 
 
@@ -333,9 +345,13 @@ def sample_rollout(
 
 
 def provenance(log: InspectLog, sample: InspectSample) -> JsonObject:
-    """``metadata`` naming where a rollout came from: ``source`` and the log's own identity and score."""
-    return {
+    """``metadata`` naming where a rollout came from: ``source`` and the log's own identity and score; and, for a
+    sample the system's failure ended, that failure (``infrastructure``: :mod:`prefix_exec.records.infrastructure`)."""
+    found: JsonObject = {
         "source": sample.where,
         "inspect": {"log": log.name, "task": log.task, "sample_id": sample.id, "epoch": sample.epoch},
         "inspect_score": sample.score,
     }
+    if sample.infrastructure is not None:
+        found[KEY] = sample.infrastructure
+    return found

@@ -21,19 +21,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
+from prefix_exec.envs.tau.pooled import INSPECT_TASK_PREFIX, inspect_domain, variant_note
 from prefix_exec.importers.inspect.log import InspectLog, InspectSample, Message, normalize_messages, provenance
 from prefix_exec.importers.tau import TauResults, rollout_of
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.trajectory import Rollout, Skipped
 
-#: inspect_evals' tau2 tasks that our tau environment replays, and their domain.
-TASKS: Mapping[str, str] = {"tau2_airline": "airline", "tau2_retail": "retail"}
 _STORE = "StoredAgentState:{instance}:messages"
 
 
 def tau_results(log: InspectLog, *, model: str, method: str) -> TauResults:
-    """Every sample of a tau2 log (``log.task`` in :data:`TASKS`) as one results file's simulations."""
-    domain = TASKS[log.task]
+    """Every sample of a tau2 log as one results file's simulations. ``log.task`` names the domain as
+    :func:`prefix_exec.envs.tau.pooled.inspect_domain` reads it (``tau2_airline``; a policy variant's task,
+    ``tau2_airline_tighter_policy``, is read as its domain, with a note): a task of no known domain is a
+    ``ValueError`` (the caller asks :func:`~prefix_exec.envs.tau.pooled.inspect_domain` first)."""
+    domain = inspect_domain(log.task)
+    if domain is None:
+        raise ValueError(f"inspect task {log.task!r} is not a tau2 task of airline or retail")
+    named = log.task.removeprefix(INSPECT_TASK_PREFIX)
+    note = variant_note(named)
     tasks: dict[str, JsonMapping] = {}
     rollouts: list[Rollout] = []
     raw: list[JsonMapping] = []
@@ -64,13 +70,15 @@ def tau_results(log: InspectLog, *, model: str, method: str) -> TauResults:
         domain=domain,
         info={
             "agent_info": {"llm": model, "implementation": method},
-            "environment_info": {"domain_name": domain},
+            "environment_info": {"domain_name": named},
         },
         tasks=tasks,
         rollouts=tuple(rollouts),
         skipped=tuple(skipped),
         simulations=tuple(raw),
         raw_simulations=tuple(raw),
+        notes=(note,) if note is not None else (),
+        named_domain=named,
     )
 
 

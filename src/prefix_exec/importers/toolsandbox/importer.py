@@ -22,7 +22,9 @@ Per scenario:
 - **Aborts** (``exception_type`` set in the summary): ``KeyError`` for an unknown tool (ToolSandbox checks
   agent tool names before executing) becomes a last action named after the attempted tool, carrying the
   error; a ``JSONDecodeError`` becomes a last action with a ``parse_error``. Any other abort (an API error,
-  say) is an environment fault: the recorded calls are scored as they are and the fault is listed. An
+  say) is an environment fault: the recorded calls are scored as they are and the fault is listed; one that says
+  the model API failed (``RateLimitError``, an ``InternalServerError``: :func:`prefix_exec.records.infrastructure.
+  system_failure`) also marks the rollout as an infrastructure failure, left out of the records by default. An
   aborted scenario without a summary (no ``conversation.json``) cannot be explained and is skipped.
 - **Minefield hits** (a minefield whose similarity is > 0, the rule by which ToolSandbox zeroes the
   scenario's similarity) are located at the *last agent call whose AGENT row index is <= the matched
@@ -63,6 +65,7 @@ from prefix_exec.importers.toolsandbox.rows import (
 )
 from prefix_exec.importers.trials import FROM_INPUT, TrialError, TrialRule, trial_fields
 from prefix_exec.json_types import JsonMapping, JsonObject
+from prefix_exec.records.infrastructure import KEY, TEXT_CHARS, system_failure
 from prefix_exec.trajectory import Observation, Rollout, Skipped, ToolCall
 
 __all__ = [
@@ -324,6 +327,9 @@ def _note_faults(calls: list[ToolCall], result: ScenarioResult | None, metadata:
             calls.append(attempted)
         else:
             metadata["environment_faults"].append({"depth": None, "error": f"run aborted with {aborted}"})
+            error = _last_error_line(result.traceback or "", aborted) if result else aborted
+            if system_failure(f"{aborted}: {error}"):  # the model API's failure (a 429, a 500): the system's
+                metadata[KEY] = f"the run aborted with {error}"[:TEXT_CHARS]
     for depth, call in enumerate(calls, start=1):
         observation = call.observation
         if observation is not None and observation.error and classify_exception(str(observation.content)).label is None:

@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec.errors import InputError
-from prefix_exec.importers.infrastructure import mark, system_failure
 from prefix_exec.importers.transcripts import openai_chat
 from prefix_exec.importers.transcripts.decoder import decode
 from prefix_exec.importers.transcripts.documents import metadata_only, records
 from prefix_exec.importers.transcripts.formats import READERS, SHAPES, Reader, detect, unknown_shape
 from prefix_exec.importers.transcripts.identity import Identity, identity_fields
 from prefix_exec.importers.trials import lookup
+from prefix_exec.records.infrastructure import mark, system_failure
 from prefix_exec.trajectory import Rollout, Skipped
 
 __all__ = [
@@ -213,7 +213,7 @@ def transcript_of(
     )
     crash = data.get("error")  # AgentDojo's run-level error: the pipeline raised (a model server's 500, say)
     if isinstance(crash, str) and system_failure(crash):
-        rollout = mark(rollout, crash)  # the system's failure: the tables leave it out (analysis.infrastructure)
+        rollout = mark(rollout, crash)  # the system's failure (records.infrastructure)
     return Transcript(rollout, data.get("tools"), reader.name, path, line, prefix)
 
 
