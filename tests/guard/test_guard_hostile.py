@@ -186,15 +186,38 @@ def test_a_call_before_any_listing_is_checked_on_a_listing_the_guard_makes(tmp_p
     assert {t["name"] for t in tools} == {"echo", "die", "hang", "garbage", "huge", "slow"}
 
 
-def test_a_side_file_that_does_not_fit_the_server_fails_closed(tmp_path: Path) -> None:
+def test_a_side_file_naming_a_tool_the_server_does_not_list_waits_for_it(tmp_path: Path) -> None:
+    """A server may list a tool only to some clients: the side file's rules for it wait, the session goes on, and a
+    call to it is refused as an unknown tool (schema), never forwarded; said once on stderr and in the record."""
     side = tmp_path / "side.yaml"
-    side.write_text("tools:\n  send_email: {refs: {to: contact}}\n")
+    side.write_text("tools:\n  send_email: {refs: {to: contact}}\n  echo: {}\n")
     with guard(tmp_path, "--hooks", str(side)) as g:
         g.initialize()
         listed = g.request(1, "tools/list")
-        assert "no tool named 'send_email'" in listed["error"]["message"]
+        assert "send_email" not in {t["name"] for t in listed["result"]["tools"]}
+        assert echo(g, 2)["result"]["content"][0]["text"] == "ok"
+        refused = g.request(3, "tools/call", {"name": "send_email", "arguments": {"to": "x"}})["result"]
+        assert refused["isError"] and "schema" in refused["content"][0]["text"]
+        assert "unknown tool 'send_email'" in refused["content"][0]["text"]
+        g.request(4, "tools/list")
+        assert g.close() == 0
+        assert g.stderr().count("does not list to this client: 'send_email'") == 1, g.stderr()
+    (row,) = read_jsonl(tmp_path / "record" / "records.jsonl")
+    assert row["metadata"]["guard"]["side_file_unlisted"] == ["send_email"]
+    assert (row["T"], row["fed"], row["label"]) == (2, 2, "schema")
+    assert [c["forwarded"] for c in row["metadata"]["guard"]["calls"]] == [True, False]
+
+
+def test_a_side_file_that_does_not_fit_a_listed_tool_fails_closed(tmp_path: Path) -> None:
+    """A rule on an argument a listed tool does not have would never run: the guard refuses to go on without it."""
+    side = tmp_path / "side.yaml"
+    side.write_text("tools:\n  echo: {refs: {recipient: contact}}\n")
+    with guard(tmp_path, "--hooks", str(side)) as g:
+        g.initialize()
+        listed = g.request(1, "tools/list")
+        assert "recipient" in listed["error"]["message"] and "echo" in listed["error"]["message"]
         called = echo(g, 2)
-        assert "no tool named 'send_email'" in called["error"]["message"]
+        assert "recipient" in called["error"]["message"]
 
 
 def test_a_client_notification_named_like_the_oversize_notice_gets_an_error_not_a_crash(tmp_path: Path) -> None:
