@@ -379,3 +379,37 @@ def test_a_postcondition_that_raises_never_breaks_the_connection(tmp_path: Path)
         assert echo(g, 3)["result"]["content"][0]["text"] == "ok"
         assert g.close() == 0
         assert "after-hook bug" in g.stderr() and "Traceback" not in g.stderr()
+
+
+def test_tasks_a_hostile_server_or_client_makes_never_lose_or_double_a_call(tmp_path: Path) -> None:
+    """Calls run as tasks (MCP 2025-11-25) against a server and client that misbehave: a task the SDK's types refuse,
+    a task result that is no tool result, a result fetched twice, task requests with bad params, a cancel of an
+    unknown task, a task never fetched. Every call is recorded once, in the order it settled."""
+    task = {"ttl": 1000}
+
+    def run_task(g: RawGuard, request_id: int, text: str) -> dict[str, Any]:
+        return g.request(request_id, "tools/call", {"name": "echo", "arguments": {"text": text}, "task": task})
+
+    with guard(tmp_path) as g:
+        g.initialize()
+        g.request(1, "tools/list")
+        done = run_task(g, 2, "done")["result"]["task"]["taskId"]
+        assert "no task 7" in g.request(3, "tasks/result", {"taskId": 7})["error"]["message"]  # passed on
+        for request_id in (4, 5):  # fetched twice: answered twice, recorded once
+            assert g.request(request_id, "tasks/result", {"taskId": done})["result"]["content"][0]["text"] == "done"
+        assert run_task(g, 6, "bad-task")["result"]["task"] == {"taskId": 5}  # passed on as it came
+        garbage = run_task(g, 7, "garbage-result")["result"]["task"]["taskId"]
+        assert g.request(8, "tasks/result", {"taskId": garbage})["result"] == {"nothing": True}
+        cancelled = run_task(g, 9, "c")["result"]["task"]["taskId"]
+        assert g.request(10, "tasks/cancel", {"taskId": cancelled})["result"]["status"] == "cancelled"
+        assert "error" in g.request(11, "tasks/cancel", {"taskId": "nope"})
+        run_task(g, 13, "never fetched")
+        assert echo(g, 14)["result"]["content"][0]["text"] == "ok"
+        assert g.close() == 0
+        assert "Traceback" not in g.stderr()
+    (row,) = read_jsonl(tmp_path / "record" / "records.jsonl")
+    calls = [(c["step"], c.get("outcome")) for c in row["metadata"]["guard"]["calls"]]
+    assert calls == [(1, None), (2, "unreadable"), (3, "cancelled"), (4, None), (5, "unfetched"), (6, "unfetched")]
+    texts = [a["arguments"]["text"] for a in row["actions"]]
+    assert texts == ["done", "bad-task", "c", "ok", "garbage-result", "never fetched"]
+    assert row["actions"][0]["observation"]["content"] == "done" and row["T"] == 6

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -58,6 +60,17 @@ class Pending:
     progress_token: int | str | None = None
     #: The task the call runs as (``tasks/result`` requests for it, :mod:`prefix_exec.guard.tasks`).
     task_id: str | None = None
+
+
+def overdue(pending: Iterable[Pending], limit: float, *, client_gone: bool) -> str | None:
+    """The method of a request in flight past its deadline (``limit`` seconds since it was forwarded or last showed
+    progress), else None. ``tasks/result`` waits for a task's end by design (long work, whose ``tasks/get`` polls
+    are timed) and is timed only once the client has gone."""
+    now = time.perf_counter()
+    for request in pending:
+        if (request.method != "tasks/result" or client_gone) and now - max(request.forwarded, request.alive) > limit:
+            return request.method
+    return None
 
 
 def error(request_id: int | str | None, code: int, text: str) -> JSONRPCError:

@@ -53,13 +53,14 @@ from prefix_exec.guard.messages import (
     error,
     malformed,
     ms,
+    overdue,
     oversize,
     short,
 )
 from prefix_exec.guard.options import GuardOptions
 from prefix_exec.guard.replies import after_result, bounded, note_client, note_server, note_unlisted, offered
 from prefix_exec.guard.shadow import MAX_PAGES, call_of, content_text
-from prefix_exec.guard.tasks import CANCELLED, UNFETCHED, Tasks, task_of
+from prefix_exec.guard.tasks import CANCELLED, UNFETCHED, UNREADABLE, Tasks, task_of
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.trajectory import FailureLabel, Observation, ToolCall, Verdict
 
@@ -310,8 +311,10 @@ class Pump:
             observation = Observation(message.error.message, error=True)
         elif "content" not in message.result or message.result.get("resultType", "complete") != "complete":
             if pending.task_id is None and (task_id := task_of(message.result)) is not None:
-                self._task(pending, task_id)
-            await self._to_client(message)  # not a final result (input required, a task): the call is not done
+                self._task(pending, task_id)  # settled when its result is fetched
+            elif pending.task_id is None:  # neither a result nor a task: the call got none the guard can read
+                self._unanswered(pending, UNREADABLE)
+            await self._to_client(message)  # not a final result: passed on as it came
             return
         else:
             observation, message = bounded(message, self.options.max_message_bytes)
@@ -384,13 +387,8 @@ class Pump:
         limit = self.options.call_timeout_s
         while True:
             await anyio.sleep(min(TICK_S, limit / 4))
-            now = time.perf_counter()
-            # tasks/result waits for a task's end by design (long work: the client's polls are timed) until the client
-            # has gone
-            timed = [p for p in self.pending.values() if p.method != "tasks/result" or self._client_gone]
-            late = [p for p in timed if now - max(p.forwarded, p.alive) > limit]
-            if late:
-                await self._fail(f"the server did not answer {late[0].method} within {limit:g} s (--call-timeout)")
+            if (method := overdue(self.pending.values(), limit, client_gone=self._client_gone)) is not None:
+                await self._fail(f"the server did not answer {method} within {limit:g} s (--call-timeout)")
                 return
 
 

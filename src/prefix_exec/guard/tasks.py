@@ -32,6 +32,8 @@ MAX_TASKS = 10_000
 UNFETCHED = "unfetched"
 #: The ``outcome`` of a call the client cancelled before its result (``notifications/cancelled``, ``tasks/cancel``).
 CANCELLED = "cancelled"
+#: The ``outcome`` of a call answered with neither a tool result nor a task the SDK's types read (a server's fault).
+UNREADABLE = "unreadable"
 
 
 def task_of(result: JsonMapping) -> str | None:
