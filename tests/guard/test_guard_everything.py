@@ -71,22 +71,26 @@ def _free_port() -> int:
         return port
 
 
-@pytest.fixture
-def http_guard(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[str], Path]]:
-    """(the guard's URL, the guard's process, its record folder): server-everything on Streamable HTTP (it takes its
-    port from PORT, so a free one is picked, again if another process took it first) and the guard in front."""
+@pytest.fixture(params=["upstream", "command"])
+def http_guard(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[str], Path]]:
+    """(the guard's URL, the guard's process, its record folder): the guard on Streamable HTTP in front of
+    server-everything, either on HTTP itself (``--upstream``; it takes its port from PORT, so a free one is picked,
+    again if another process took it first) or as a stdio server the guard starts per connection (``-- COMMAND``)."""
     upstream = None
-    for _ in range(5):
+    record = tmp_path / "record"
+    args = ["--listen", "127.0.0.1:0", "--record", str(record)]
+    if request.param == "command":
+        args += ["--", *everything()]
+    for _ in range(5 if request.param == "upstream" else 0):
         port = _free_port()
         command = [npm_server("mcp-server-everything"), "streamableHttp"]
         env = {**os.environ, "PORT": str(port)}
         upstream = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if _line(upstream.stderr, r"listening on port|already in use") and upstream.poll() is None:
+            args += ["--upstream", f"http://127.0.0.1:{port}/mcp"]
             break
         upstream.wait(timeout=BOUND_S)
-    assert upstream is not None and upstream.poll() is None, "server-everything did not start on HTTP"
-    record = tmp_path / "record"
-    args = ["--listen", "127.0.0.1:0", "--upstream", f"http://127.0.0.1:{port}/mcp", "--record", str(record)]
+    assert upstream is None or upstream.poll() is None, "server-everything did not start on HTTP"
     guard = subprocess.Popen(
         [sys.executable, "-m", "prefix_exec", "guard", *args], stderr=subprocess.PIPE, text=True, env=dict(os.environ)
     )
@@ -96,9 +100,10 @@ def http_guard(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[str], Pat
         yield found.group(1) + "mcp", guard, record
     finally:
         for process in (guard, upstream):
-            if process.poll() is None:
+            if process is not None and process.poll() is None:
                 process.kill()
-            process.wait(timeout=BOUND_S)
+            if process is not None:
+                process.wait(timeout=BOUND_S)
 
 
 async def _call_then_signal(url: str, guard: subprocess.Popen[str], number: signal.Signals) -> tuple[str, float]:

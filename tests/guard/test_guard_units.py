@@ -242,7 +242,7 @@ def test_command_lines_and_environments_lose_their_secrets() -> None:
     ("argv", "message"),
     [
         (["guard"], "no MCP server to guard"),
-        (["guard", "--listen", "127.0.0.1:0"], "--listen needs --upstream"),
+        (["guard", "--listen", "127.0.0.1:0"], "--listen needs a server"),
         (["guard", "--listen", "127.0.0.1:0", "--upstream", "http://x/mcp", "--", "srv"], "not both"),
         (["guard", "--call-timeout", "0", "--", "srv"], "must be positive"),
         (["guard", "--call-timeout", "nan", "--", "srv"], "must be positive"),

@@ -1,10 +1,11 @@
-"""The Streamable HTTP guard: ``prefix-exec guard --listen HOST:PORT --upstream URL``.
+"""The Streamable HTTP guard: ``prefix-exec guard --listen HOST:PORT --upstream URL`` (or ``-- COMMAND``).
 
-An ASGI app (served by uvicorn) in front of an MCP server's Streamable HTTP endpoint. Each MCP connection the
-client opens (an ``initialize`` without an MCP session id) gets an MCP session id of its own, the SDK's
-:class:`~mcp.server.streamable_http.StreamableHTTPServerTransport` towards the client, an SDK
-:func:`~mcp.client.streamable_http.streamable_http_client` connection to the upstream (which opens the
-upstream's own connection) and a :class:`~prefix_exec.guard.pump.Pump` between them, with its own shadow state
+An ASGI app (served by uvicorn) in front of an MCP server: its Streamable HTTP endpoint, or a stdio server the guard
+starts per connection. Each MCP connection the client opens (an ``initialize`` without an MCP session id) gets an
+MCP session id of its own, the SDK's :class:`~mcp.server.streamable_http.StreamableHTTPServerTransport` towards the
+client, an SDK client connection to the server (:func:`~mcp.client.streamable_http.streamable_http_client`, which
+opens the upstream's own connection, or :func:`~mcp.client.stdio.stdio_client`, which starts the command and stops
+it when the connection ends) and a :class:`~prefix_exec.guard.pump.Pump` between them, with its own shadow state
 and rollout: connections are independent. A request naming an unknown MCP session id gets 404, as the SDK's own
 session manager answers; ``DELETE`` ends the connection, and so do the idle timeout and the upstream failing.
 
@@ -18,6 +19,7 @@ whose ``Host`` or ``Origin`` header does not name the guard get 421 or 403 befor
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import sys
@@ -28,6 +30,7 @@ from uuid import uuid4
 import anyio
 import uvicorn
 from anyio.abc import TaskGroup, TaskStatus
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
 from mcp.server.transport_security import RequestBodyLimitMiddleware
@@ -59,18 +62,18 @@ POLL_S = 0.02
 
 
 class GuardApp:
-    """The ASGI app: routes each request to its connection's transport, opening connections as clients ask."""
+    """The ASGI app: routes each request to its connection's transport, opening connections as clients ask.
+    ``server`` is the upstream's URL, or the command of a stdio server started for each connection."""
 
     def __init__(
-        self, upstream: str, options: GuardOptions, journal: Journal | None, origin: JsonObject, dataset: str | None
+        self,
+        server: str | list[str],
+        options: GuardOptions,
+        journal: Journal | None,
+        origin: JsonObject,
+        dataset: str | None,
     ) -> None:
-        self.upstream, self.options, self.journal, self.origin, self.dataset = (
-            upstream,
-            options,
-            journal,
-            origin,
-            dataset,
-        )
+        self.server, self.options, self.journal, self.origin, self.dataset = server, options, journal, origin, dataset
         self.connections: dict[str, StreamableHTTPServerTransport] = {}
         self.pumps: dict[str, Pump] = {}
         #: POST requests being handled, per connection: a connection ends only once these have had their answers.
@@ -189,8 +192,9 @@ class GuardApp:
         )
         pump: Pump | None = None
         try:
-            async with streamable_http_client(self.upstream) as (server_read, server_write):
-                pump = Pump(client, Streams(server_read, server_write), guarded, self.options, version_header=True)
+            async with _server_streams(self.server) as (server_read, server_write):
+                http = isinstance(self.server, str)  # an HTTP upstream gets the protocol version header
+                pump = Pump(client, Streams(server_read, server_write), guarded, self.options, version_header=http)
                 self.pumps[connection_id] = pump
                 idle = transport.idle_scope or anyio.CancelScope()
                 with idle:
@@ -201,7 +205,23 @@ class GuardApp:
         except Exception as exc:  # the upstream refused or broke: the client's requests in flight get the reason
             if pump is None:
                 raise
-            await pump.abandon(f"the upstream {self.origin['upstream']} failed: {_leaf(exc)}")
+            await pump.abandon(f"the {_named(self.origin)} failed: {_leaf(exc)}")
+
+
+def _server_streams(server: str | list[str]) -> Any:
+    """The SDK's client connection to ``server``: a Streamable HTTP URL, or a command started as a stdio server
+    with the guard's environment (and stopped, every wait bounded, when the connection ends)."""
+    if isinstance(server, str):
+        return streamable_http_client(server)
+    return stdio_client(StdioServerParameters(command=server[0], args=server[1:], env=dict(os.environ)))
+
+
+def _named(origin: JsonObject) -> str:
+    """The server as messages name it: ``upstream URL`` or ``server COMMAND`` (both with their secrets removed)."""
+    if "upstream" in origin:
+        return f"upstream {origin['upstream']}"
+    command = origin.get("command")
+    return f"server {' '.join(map(str, command)) if isinstance(command, list) else command}"
 
 
 def _leaf(exc: BaseException) -> str:
@@ -214,7 +234,7 @@ def _leaf(exc: BaseException) -> str:
 def serve_http(
     host: str,
     port: int,
-    upstream: str,
+    server: str | list[str],
     options: GuardOptions,
     journal: Journal | None,
     *,
@@ -222,11 +242,13 @@ def serve_http(
     dataset: str | None = None,
     hosts: HostPolicy | None = None,
 ) -> None:
-    """Serve until SIGINT or SIGTERM (uvicorn's own handling; every connection's record is closed at shutdown).
-    Port 0 picks a free port; the address is printed on stderr either way. ``hosts``: the Host and Origin
-    headers answered (:mod:`prefix_exec.guard.hosts`; None: the listener's own and loopback hosts, no origin),
-    checked before anything else, so a refused request never reaches the upstream."""
-    guard = GuardApp(upstream, options, journal, origin, dataset)
+    """Serve until SIGINT or SIGTERM (then every request in flight is answered with an error and its call
+    recorded as interrupted, every connection's record closed: :class:`_Server`). ``server`` is the upstream's
+    URL, or the command of a stdio server started for each connection. Port 0 picks a free port; the address is
+    printed on stderr either way. ``hosts``: the Host and Origin headers answered (:mod:`prefix_exec.guard.hosts`;
+    None: the listener's own and loopback hosts, no origin), checked before anything else, so a refused request
+    never reaches the server."""
+    guard = GuardApp(server, options, journal, origin, dataset)
     limited = RequestBodyLimitMiddleware(guard, options.max_message_bytes)
     app = HostCheck(limited, hosts if hosts is not None else policy_for(host, [], []))
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -237,7 +259,7 @@ def serve_http(
     bound = sock.getsockname()[1]
     shown = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
     print(
-        f"prefix-exec guard: listening on http://{shown}:{bound}/ (upstream {origin['upstream']})",
+        f"prefix-exec guard: listening on http://{shown}:{bound}/ ({_named(origin)})",
         file=sys.stderr,
         flush=True,
     )
