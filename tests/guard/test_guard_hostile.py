@@ -413,3 +413,29 @@ def test_tasks_a_hostile_server_or_client_makes_never_lose_or_double_a_call(tmp_
     texts = [a["arguments"]["text"] for a in row["actions"]]
     assert texts == ["done", "bad-task", "c", "ok", "garbage-result", "never fetched"]
     assert row["actions"][0]["observation"]["content"] == "done" and row["T"] == 6
+
+
+@pytest.mark.parametrize("mode", ["enforce", "observe"])
+def test_a_precondition_that_raises_blocks_only_in_enforce_mode(tmp_path: Path, mode: str) -> None:
+    """A call its hooks cannot judge: enforce answers a JSON-RPC error and never forwards it; observe never changes
+    what a call does, so it is forwarded and recorded with the note ``not judged``."""
+    (tmp_path / "before.py").write_text("def boom(state, args):\n    raise RuntimeError('precondition bug')\n")
+    side = tmp_path / "side.yaml"
+    side.write_text("hooks: before.py\ntools:\n  echo: {precondition: boom}\n")
+    with guard(tmp_path, "--hooks", str(side), "--mode", mode) as g:
+        g.initialize()
+        g.request(1, "tools/list")
+        answer = echo(g, 2)
+        if mode == "enforce":
+            assert "precondition bug" in answer["error"]["message"]
+        else:
+            assert answer["result"]["content"][0]["text"] == "ok"
+        assert g.close() == 0
+        assert "precondition bug" in g.stderr() and "Traceback" not in g.stderr()
+    rows = read_jsonl(tmp_path / "record" / "records.jsonl")
+    if mode == "enforce":  # not forwarded, and not a call of the rollout: no verdict was reached
+        assert rows[0]["T"] == 1 and rows[0]["no_tool"]
+    else:
+        (call,) = rows[0]["metadata"]["guard"]["calls"]
+        assert call["forwarded"] and call["accepted"]
+        assert any("not judged" in note and "precondition bug" in note for note in rows[0]["verdicts"][0]["notes"])
