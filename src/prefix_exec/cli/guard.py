@@ -17,7 +17,7 @@ import socket
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
@@ -32,9 +32,6 @@ from prefix_exec.guard.options import (
 from prefix_exec.json_types import JsonObject
 from prefix_exec.records import outputs
 from prefix_exec.records.redaction import redact_command, redact_url, secret_environment, secret_forms
-
-if TYPE_CHECKING:
-    from prefix_exec.guard.hosts import HostPolicy
 
 
 def register(commands: Any, name: str) -> None:
@@ -358,6 +355,7 @@ def _serve_http(
     args: argparse.Namespace, options: GuardOptions, journal: Journal | None, command: list[str], shown: list[str]
 ) -> int:
     """Serve Streamable HTTP in front of ``--upstream`` or of ``command`` (``shown``: it without its secrets)."""
+    from prefix_exec.guard.hosts import allowed_policy
     from prefix_exec.guard.http import serve_http
 
     host, _, port = str(args.listen).rpartition(":")
@@ -365,7 +363,7 @@ def _serve_http(
         raise InputError(f"--listen {args.listen!r}: expected HOST:PORT", hint="for example --listen 127.0.0.1:8765")
     origin: JsonObject = {"upstream": redact_url(args.upstream)} if args.upstream is not None else {"command": shown}
     server = args.upstream if args.upstream is not None else command
-    policy = _host_policy(host, args.allowed_host, args.allowed_origin)
+    policy = allowed_policy(host, args.allowed_host, args.allowed_origin)
     try:
         serve_http(host, int(port), server, options, journal, origin=origin, dataset=args.dataset, hosts=policy)
     except OSError as exc:
@@ -380,27 +378,3 @@ def _serve_http(
             else "give a local address of this machine, such as 127.0.0.1, and a port above 1023",
         ) from None
     return 0
-
-
-def _host_policy(host: str, hosts: list[str], origins: list[str]) -> HostPolicy:
-    """The Host and Origin headers ``--listen`` answers; a malformed ``--allowed-*`` value is an input error."""
-    from prefix_exec.guard.hosts import parse_allowed_host, parse_allowed_origin, policy_for
-
-    parsed_hosts = []
-    for text in hosts:
-        found = parse_allowed_host(text)
-        if found is None:
-            raise InputError(
-                f"--allowed-host {text!r}: expected NAME, NAME:PORT or NAME:*", hint="--allowed-host mcp.local:8765"
-            )
-        parsed_hosts.append(found)
-    parsed_origins = []
-    for text in origins:
-        parsed = parse_allowed_origin(text)
-        if parsed is None:
-            raise InputError(
-                f"--allowed-origin {text!r}: expected SCHEME://HOST[:PORT] (no path)",
-                hint="--allowed-origin http://localhost:6274",
-            )
-        parsed_origins.append(parsed)
-    return policy_for(host, parsed_hosts, parsed_origins)
