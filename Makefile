@@ -65,7 +65,8 @@ toolsandbox-package:
 
 # Third-party MCP servers from npm for the guard's end-to-end tests (tests/guard), pinned, in $(VENV)/mcp-servers
 # (the tests find them there through sys.prefix). Without npm it says so and the tests that need them skip.
-MCP_NPM_SERVERS := @modelcontextprotocol/server-filesystem@2026.8.31 @modelcontextprotocol/server-memory@2026.8.31
+MCP_NPM_SERVERS := @modelcontextprotocol/server-filesystem@2026.8.31 @modelcontextprotocol/server-memory@2026.8.31 \
+	@modelcontextprotocol/server-everything@2026.8.31
 mcp-servers:
 	@if command -v npm >/dev/null 2>&1; then $(STEP) "MCP servers from npm" -- npm install --prefix $(VENV)/mcp-servers \
 		--no-audit --no-fund --silent $(MCP_NPM_SERVERS); \

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from prefix_exec.cli import main
 from prefix_exec.envs.custom.environment import environment_from_tools, load_spec
 from prefix_exec.envs.custom.session import CustomEnvironment
 from prefix_exec.envs.custom.spec_formats import detect_form, read_document
@@ -251,7 +252,6 @@ def test_bad_tool_lists_name_the_file_and_the_json_path(
 @pytest.mark.parametrize(
     ("side", "fragment", "field"),
     [
-        ({"tools": {"reopen_ticket": {"effect": "login"}}}, "no tool named 'reopen_ticket'", "tools.reopen_ticket"),
         (
             {"tools": {"login": {"effect": "no_such_function"}}},
             "hook 'no_such_function' not found",
@@ -272,6 +272,30 @@ def test_bad_side_files_name_the_side_file(
         load_spec(ticketing / "mcp-tools-list.json", hooks=path)
     assert info.value.path == str(path)
     assert info.value.field == field
+
+
+def test_a_side_file_naming_a_tool_a_spec_lacks_is_refused_but_waits_on_an_mcp_listing(
+    ticketing: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An MCP tools/list result is what a server listed to one client at one moment: a side file's entry for a tool
+    it lacks waits (left out, named in ``unlisted``; a call to the tool is an unknown tool). Our spec and an OpenAI
+    tools array declare their tools once and for all: there such an entry is an error, naming it."""
+    side = tmp_path / "side.yaml"
+    side.write_text(yaml.safe_dump({"tools": {"reopen_ticket": {"exposed_from_turn": 1}}}))
+    env = load_spec(ticketing / "mcp-tools-list.json", hooks=side)
+    assert env.unlisted == ("reopen_ticket",) and "reopen_ticket" not in env.tools
+    verdict = env.start("").step(ToolCall("reopen_ticket", {}))
+    assert verdict.label is not None and verdict.label.value == "schema" and "unknown tool" in verdict.reason
+    array = tmp_path / "openai.json"
+    array.write_text(json.dumps(openai_array(ticketing)))
+    for spec in (ticketing / "tools.yaml", array):
+        with pytest.raises(InputError, match="no tool named 'reopen_ticket'") as info:
+            load_spec(spec, hooks=side)
+        assert info.value.path == str(side) and info.value.field == "tools.reopen_ticket"
+    args = ["score", "custom", "--tools", str(ticketing / "mcp-tools-list.json"), "--hooks", str(side)]
+    assert main([*args, str(ticketing / "rollouts.jsonl"), "--out", str(tmp_path / "out.jsonl")]) == 0
+    err = capsys.readouterr().err
+    assert "names tools" in err and "does not list: 'reopen_ticket'" in err
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,10 @@ It answers ``initialize`` and ``tools/list`` (tools ``echo``, ``die``, ``hang``,
 ``echo`` returns its text; ``die`` exits (code 3) without answering; ``hang`` never answers (and keeps
 reading); ``garbage`` writes a line that is not JSON-RPC; ``huge`` returns a text of ``size`` characters;
 ``slow`` answers after ``seconds``, sending a progress notification every 0.2 s meanwhile (to the request's
-``_meta.progressToken``; none without one). Any
+``_meta.progressToken``; none without one). A ``tools/call`` with ``task`` in its params runs as a task (MCP
+2025-11-25): the answer is the task (``T-<request id>``; an ``echo`` of ``bad-task`` gets a task the SDK's types
+refuse), ``tasks/result`` answers with the call's result (an unknown task gets an error, as do the results of
+``garbage-result``, a result with neither content nor task), ``tasks/cancel`` cancels it. Any
 other method gets METHOD_NOT_FOUND, as servers answer unknown methods. With the environment variable
 ``HOSTILE_SILENT_LISTING`` set it never answers ``tools/list``.
 """
@@ -53,6 +56,10 @@ def answer(request: dict[str, Any]) -> None:
     elif method == "tools/list":
         if not os.environ.get(SILENT_LISTING):
             send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS}})
+    elif method == "tools/call" and "task" in params:
+        start_task(rid, params.get("name"), params.get("arguments") or {})
+    elif method in ("tasks/result", "tasks/cancel"):
+        end_task(rid, method, str(params.get("taskId")))
     elif method == "tools/call":
         token = (params.get("_meta") or {}).get("progressToken")
         if params.get("name") == "slow":
@@ -60,6 +67,35 @@ def answer(request: dict[str, Any]) -> None:
         call(rid, params.get("name"), params.get("arguments") or {})
     else:
         send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"method not found: {method}"}})
+
+
+#: The open tasks: task id -> the text their result echoes.
+TASKS: dict[str, str] = {}
+NOW = "2026-01-01T00:00:00Z"
+
+
+def start_task(rid: Any, name: str, args: dict[str, Any]) -> None:
+    text = str(args.get("text", ""))
+    if text == "bad-task":
+        send({"jsonrpc": "2.0", "id": rid, "result": {"task": {"taskId": 5}}})
+        return
+    TASKS[f"T-{rid}"] = text
+    task = {"taskId": f"T-{rid}", "status": "working", "createdAt": NOW, "lastUpdatedAt": NOW, "ttl": None}
+    send({"jsonrpc": "2.0", "id": rid, "result": {"task": task}})
+
+
+def end_task(rid: Any, method: str, task_id: str) -> None:
+    if task_id not in TASKS:
+        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": f"no task {task_id}"}})
+    elif method == "tasks/cancel":
+        del TASKS[task_id]
+        task = {"taskId": task_id, "status": "cancelled", "createdAt": NOW, "lastUpdatedAt": NOW, "ttl": None}
+        send({"jsonrpc": "2.0", "id": rid, "result": task})
+    elif TASKS[task_id] == "garbage-result":
+        send({"jsonrpc": "2.0", "id": rid, "result": {"nothing": True}})
+    else:
+        result = {"content": [{"type": "text", "text": TASKS[task_id]}], "isError": False}
+        send({"jsonrpc": "2.0", "id": rid, "result": result})
 
 
 def slow(rid: Any, seconds: float, token: Any) -> None:

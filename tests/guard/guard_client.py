@@ -53,9 +53,10 @@ def guard_params(
 
 
 @asynccontextmanager
-async def connected(params: StdioServerParameters) -> AsyncIterator[ClientSession]:
-    """An initialized client session (its tools listed) over the given server entry."""
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+async def connected(params: StdioServerParameters, **options: Any) -> AsyncIterator[ClientSession]:
+    """An initialized client session (its tools listed) over the given server entry; ``options`` go to
+    ``ClientSession`` (a ``sampling_callback`` makes the client one that can sample)."""
+    async with stdio_client(params) as (read, write), ClientSession(read, write, **options) as session:
         await session.initialize()
         await session.list_tools()
         yield session

@@ -189,15 +189,38 @@ def test_a_call_before_any_listing_is_checked_on_a_listing_the_guard_makes(tmp_p
     assert {t["name"] for t in tools} == {"echo", "die", "hang", "garbage", "huge", "slow"}
 
 
-def test_a_side_file_that_does_not_fit_the_server_fails_closed(tmp_path: Path) -> None:
+def test_a_side_file_naming_a_tool_the_server_does_not_list_waits_for_it(tmp_path: Path) -> None:
+    """A server may list a tool only to some clients: the side file's rules for it wait, the session goes on, and a
+    call to it is refused as an unknown tool (schema), never forwarded; said once on stderr and in the record."""
     side = tmp_path / "side.yaml"
-    side.write_text("tools:\n  send_email: {refs: {to: contact}}\n")
+    side.write_text("tools:\n  send_email: {refs: {to: contact}}\n  echo: {}\n")
     with guard(tmp_path, "--hooks", str(side)) as g:
         g.initialize()
         listed = g.request(1, "tools/list")
-        assert "no tool named 'send_email'" in listed["error"]["message"]
+        assert "send_email" not in {t["name"] for t in listed["result"]["tools"]}
+        assert echo(g, 2)["result"]["content"][0]["text"] == "ok"
+        refused = g.request(3, "tools/call", {"name": "send_email", "arguments": {"to": "x"}})["result"]
+        assert refused["isError"] and "schema" in refused["content"][0]["text"]
+        assert "unknown tool 'send_email'" in refused["content"][0]["text"]
+        g.request(4, "tools/list")
+        assert g.close() == 0
+        assert g.stderr().count("does not list to this client: 'send_email'") == 1, g.stderr()
+    (row,) = read_jsonl(tmp_path / "record" / "records.jsonl")
+    assert row["metadata"]["guard"]["side_file_unlisted"] == ["send_email"]
+    assert (row["T"], row["fed"], row["label"]) == (2, 2, "schema")
+    assert [c["forwarded"] for c in row["metadata"]["guard"]["calls"]] == [True, False]
+
+
+def test_a_side_file_that_does_not_fit_a_listed_tool_fails_closed(tmp_path: Path) -> None:
+    """A rule on an argument a listed tool does not have would never run: the guard refuses to go on without it."""
+    side = tmp_path / "side.yaml"
+    side.write_text("tools:\n  echo: {refs: {recipient: contact}}\n")
+    with guard(tmp_path, "--hooks", str(side)) as g:
+        g.initialize()
+        listed = g.request(1, "tools/list")
+        assert "recipient" in listed["error"]["message"] and "echo" in listed["error"]["message"]
         called = echo(g, 2)
-        assert "no tool named 'send_email'" in called["error"]["message"]
+        assert "recipient" in called["error"]["message"]
 
 
 def test_a_client_notification_named_like_the_oversize_notice_gets_an_error_not_a_crash(tmp_path: Path) -> None:
@@ -359,3 +382,63 @@ def test_a_postcondition_that_raises_never_breaks_the_connection(tmp_path: Path)
         assert echo(g, 3)["result"]["content"][0]["text"] == "ok"
         assert g.close() == 0
         assert "after-hook bug" in g.stderr() and "Traceback" not in g.stderr()
+
+
+def test_tasks_a_hostile_server_or_client_makes_never_lose_or_double_a_call(tmp_path: Path) -> None:
+    """Calls run as tasks (MCP 2025-11-25) against a server and client that misbehave: a task the SDK's types refuse,
+    a task result that is no tool result, a result fetched twice, task requests with bad params, a cancel of an
+    unknown task, a task never fetched. Every call is recorded once, in the order it settled."""
+    task = {"ttl": 1000}
+
+    def run_task(g: RawGuard, request_id: int, text: str) -> dict[str, Any]:
+        return g.request(request_id, "tools/call", {"name": "echo", "arguments": {"text": text}, "task": task})
+
+    with guard(tmp_path) as g:
+        g.initialize()
+        g.request(1, "tools/list")
+        done = run_task(g, 2, "done")["result"]["task"]["taskId"]
+        assert "no task 7" in g.request(3, "tasks/result", {"taskId": 7})["error"]["message"]  # passed on
+        for request_id in (4, 5):  # fetched twice: answered twice, recorded once
+            assert g.request(request_id, "tasks/result", {"taskId": done})["result"]["content"][0]["text"] == "done"
+        assert run_task(g, 6, "bad-task")["result"]["task"] == {"taskId": 5}  # passed on as it came
+        garbage = run_task(g, 7, "garbage-result")["result"]["task"]["taskId"]
+        assert g.request(8, "tasks/result", {"taskId": garbage})["result"] == {"nothing": True}
+        cancelled = run_task(g, 9, "c")["result"]["task"]["taskId"]
+        assert g.request(10, "tasks/cancel", {"taskId": cancelled})["result"]["status"] == "cancelled"
+        assert "error" in g.request(11, "tasks/cancel", {"taskId": "nope"})
+        run_task(g, 13, "never fetched")
+        assert echo(g, 14)["result"]["content"][0]["text"] == "ok"
+        assert g.close() == 0
+        assert "Traceback" not in g.stderr()
+    (row,) = read_jsonl(tmp_path / "record" / "records.jsonl")
+    calls = [(c["step"], c.get("outcome")) for c in row["metadata"]["guard"]["calls"]]
+    assert calls == [(1, None), (2, "unreadable"), (3, "cancelled"), (4, None), (5, "unfetched"), (6, "unfetched")]
+    texts = [a["arguments"]["text"] for a in row["actions"]]
+    assert texts == ["done", "bad-task", "c", "ok", "garbage-result", "never fetched"]
+    assert row["actions"][0]["observation"]["content"] == "done" and row["T"] == 6
+
+
+@pytest.mark.parametrize("mode", ["enforce", "observe"])
+def test_a_precondition_that_raises_blocks_only_in_enforce_mode(tmp_path: Path, mode: str) -> None:
+    """A call its hooks cannot judge: enforce answers a JSON-RPC error and never forwards it; observe never changes
+    what a call does, so it is forwarded and recorded with the note ``not judged``."""
+    (tmp_path / "before.py").write_text("def boom(state, args):\n    raise RuntimeError('precondition bug')\n")
+    side = tmp_path / "side.yaml"
+    side.write_text("hooks: before.py\ntools:\n  echo: {precondition: boom}\n")
+    with guard(tmp_path, "--hooks", str(side), "--mode", mode) as g:
+        g.initialize()
+        g.request(1, "tools/list")
+        answer = echo(g, 2)
+        if mode == "enforce":
+            assert "precondition bug" in answer["error"]["message"]
+        else:
+            assert answer["result"]["content"][0]["text"] == "ok"
+        assert g.close() == 0
+        assert "precondition bug" in g.stderr() and "Traceback" not in g.stderr()
+    rows = read_jsonl(tmp_path / "record" / "records.jsonl")
+    if mode == "enforce":  # not forwarded, and not a call of the rollout: no verdict was reached
+        assert rows[0]["T"] == 1 and rows[0]["no_tool"]
+    else:
+        (call,) = rows[0]["metadata"]["guard"]["calls"]
+        assert call["forwarded"] and call["accepted"]
+        assert any("not judged" in note and "precondition bug" in note for note in rows[0]["verdicts"][0]["notes"])

@@ -199,3 +199,33 @@ def test_a_stdio_client_is_bridged_to_an_http_server(tmp_path: Path) -> None:
     assert (row["T"], row["fed"], row["label"]) == (2, 1, "precondition")
     assert row["metadata"]["guard"]["upstream"].endswith("/mcp") and row["metadata"]["guard"]["transport"] == "stdio"
     assert replayed(record, side, tmp_path / "replay.jsonl") == outcomes(record / "records.jsonl")
+
+
+def test_a_stdio_server_is_served_on_http_one_process_per_connection(tmp_path: Path) -> None:
+    """``--listen HOST:PORT -- COMMAND``: HTTP clients in front of a stdio server, which the guard starts for each
+    MCP connection (the notes server keeps its notes in its process: each connection's first note is N-1) and stops
+    when the connection ends."""
+    (tmp_path / "hooks.py").write_text(HOOKS)
+    side = tmp_path / "side.yaml"
+    side.write_text(SIDE)
+    record = tmp_path / "record"
+    args = ["--listen", "127.0.0.1:0", "--hooks", str(side), "--record", str(record), "--", *NOTES_SERVER]
+    guard = subprocess.Popen([sys.executable, "-m", "prefix_exec", "guard", *args], stderr=subprocess.PIPE, text=True)
+    try:
+        url = _line(guard.stderr, r"listening on (http://\S+/)").group(1) + "mcp"
+        seen: list[tuple[bool, str]] = []
+        calls = [("append_note", {"note_id": "N-1", "text": "x"}), ("create_note", {"text": "a"})]
+        for _ in range(2):
+            anyio.run(_session, url, calls, seen)
+        guard.send_signal(signal.SIGTERM)
+        assert guard.wait(timeout=30) in (0, -signal.SIGTERM)
+    finally:
+        if guard.poll() is None:
+            guard.kill()
+        guard.wait(timeout=30)
+    assert [e for e, _ in seen] == [True, False] * 2 and all('"N-1"' in text for _, text in seen[1::2])
+    rows = read_jsonl(record / "records.jsonl")
+    assert [(r["T"], r["fed"], r["label"]) for r in rows] == [(2, 1, "precondition")] * 2
+    info = rows[0]["metadata"]["guard"]
+    assert info["transport"] == "streamable-http" and info["command"][-1].endswith("mcp_notes_server.py")
+    assert replayed(record, side, tmp_path / "replay.jsonl") == outcomes(record / "records.jsonl")

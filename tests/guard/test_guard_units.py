@@ -115,9 +115,25 @@ def test_checks_see_refs_invalidations_and_preconditions(tmp_path: Path, side: P
 
 
 def test_a_side_file_that_does_not_fit_is_a_problem_not_a_crash(tmp_path: Path) -> None:
-    (tmp_path / "side.yaml").write_text("tools:\n  send_email: {refs: {to: contact}}\n")
+    (tmp_path / "side.yaml").write_text("tools:\n  delete_note: {refs: {id: note}}\n")
     s = shadow(tmp_path, tmp_path / "side.yaml")
-    assert not s.ready and s.problem is not None and "send_email" in s.problem.message
+    assert not s.ready and s.problem is not None and "'id'" in s.problem.message
+
+
+def test_rules_for_a_tool_the_server_does_not_list_wait_for_a_listing_that_has_it(tmp_path: Path, side: Path) -> None:
+    """A server may list a tool to some clients only, or later: its rules are left out until a listing has it (a
+    call to it meanwhile is an unknown tool), then apply, on the state built so far."""
+    s = shadow(tmp_path, side, TOOLS[:2])
+    assert s.ready and s.env is not None and s.env.unlisted == ("delete_note",)
+    unknown = s.check(call("delete_note", note_id="N-1"))
+    assert unknown.label is not None and unknown.label.value == "schema" and "unknown tool" in unknown.reason
+    assert s.settle(call("create_note", text="a"), Observation("ok")).accepted
+    s.begin_listing()
+    s.add_page({"tools": TOOLS})
+    assert s.env is not None and s.env.unlisted == ()
+    ghost = s.check(call("delete_note", note_id="N-9"))  # its refs now apply
+    assert ghost.label is not None and ghost.label.value == "dependency"
+    assert s.settle(call("delete_note", note_id="N-1"), Observation("ok")).accepted  # N-1 from before the listing
 
 
 def test_blocks_say_what_to_do(tmp_path: Path, side: Path) -> None:
@@ -226,7 +242,7 @@ def test_command_lines_and_environments_lose_their_secrets() -> None:
     ("argv", "message"),
     [
         (["guard"], "no MCP server to guard"),
-        (["guard", "--listen", "127.0.0.1:0"], "--listen needs --upstream"),
+        (["guard", "--listen", "127.0.0.1:0"], "--listen needs a server"),
         (["guard", "--listen", "127.0.0.1:0", "--upstream", "http://x/mcp", "--", "srv"], "not both"),
         (["guard", "--call-timeout", "0", "--", "srv"], "must be positive"),
         (["guard", "--call-timeout", "nan", "--", "srv"], "must be positive"),

@@ -1,7 +1,8 @@
 """``prefix-exec guard``: an MCP proxy that checks every tool call before it runs and records the connection.
 
 See docs/guard.md. Two transports: stdio (``-- COMMAND [ARGS...]``, the client launches the guard in place of
-the server) and Streamable HTTP (``--listen HOST:PORT --upstream URL``). The MCP SDK (the ``[guard]`` extra) is
+the server) and Streamable HTTP (``--listen HOST:PORT``, in front of ``--upstream URL`` or of ``-- COMMAND``, a stdio
+server started per connection). The MCP SDK (the ``[guard]`` extra) is
 imported only when the command runs.
 """
 
@@ -16,7 +17,7 @@ import socket
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
@@ -32,9 +33,6 @@ from prefix_exec.json_types import JsonObject
 from prefix_exec.records import outputs
 from prefix_exec.records.redaction import redact_command, redact_url, secret_environment, secret_forms
 
-if TYPE_CHECKING:
-    from prefix_exec.guard.hosts import HostPolicy
-
 
 def register(commands: Any, name: str) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
@@ -42,7 +40,8 @@ def register(commands: Any, name: str) -> None:
         help="an MCP proxy that checks every tool call before it runs, and records the session for scoring",
         description=(
             "Run in place of an MCP server (stdio: prefix-exec guard [OPTIONS] -- COMMAND [ARGS...]) or in front "
-            "of one (Streamable HTTP: --listen HOST:PORT --upstream URL; a stdio client to an HTTP server: --upstream "
+            "of one (Streamable HTTP: --listen HOST:PORT --upstream URL, or --listen HOST:PORT -- COMMAND to serve a "
+            "stdio server on HTTP, one server process per MCP session; a stdio client to an HTTP server: --upstream "
             "URL alone). Every tools/call is checked against "
             "the session's state (argument schemas from the server's tools/list; refs, produces, invalidates, "
             "hooks and state from --hooks) before it is forwarded. See docs/guard.md."
@@ -123,7 +122,12 @@ def _add_gateway_options(parser: argparse.ArgumentParser) -> None:
         help="derive DIR/rollouts.jsonl, records.jsonl and tools.json from DIR/journal/ and exit (after a guard "
         "was killed; a guard that ends does it itself)",
     )
-    parser.add_argument("--listen", metavar="HOST:PORT", help="serve Streamable HTTP here (with --upstream)")
+    parser.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="serve Streamable HTTP here, in front of --upstream URL or of -- COMMAND (a stdio server started per "
+        "MCP session)",
+    )
     parser.add_argument(
         "--upstream",
         metavar="URL",
@@ -179,7 +183,7 @@ def handle(args: argparse.Namespace) -> int:
     journal = Journal(options.record, secrets=secrets) if options.record is not None else None
     try:
         if http:
-            return _serve_http(args, options, journal)
+            return _serve_http(args, options, journal, command, shown)
         if args.upstream is not None:  # a stdio client bridged to a Streamable HTTP server
             return _serve_stdio([], [], args.dataset, options, journal, upstream=args.upstream)
         return _serve_stdio(command, shown, args.dataset, options, journal)
@@ -245,8 +249,11 @@ def _quiet_sdk_logs() -> None:
 
 
 def _check_usage(args: argparse.Namespace, command: list[str], http: bool) -> None:
-    if http and args.upstream is None:
-        raise InputError("--listen needs --upstream", hint="prefix-exec guard --listen HOST:PORT --upstream URL")
+    if http and args.upstream is None and not command:
+        raise InputError(
+            "--listen needs a server: --upstream URL, or -- COMMAND (a stdio server, started per MCP session)",
+            hint="prefix-exec guard --listen HOST:PORT --upstream URL, or --listen HOST:PORT -- COMMAND [ARGS...]",
+        )
     if not http and (args.allowed_host or args.allowed_origin):
         raise InputError("--allowed-host and --allowed-origin go with --listen (stdio has no Host header)")
     if command and args.upstream is not None:
@@ -344,16 +351,21 @@ def _os_error(exc: BaseException) -> OSError | None:
     return None
 
 
-def _serve_http(args: argparse.Namespace, options: GuardOptions, journal: Journal | None) -> int:
+def _serve_http(
+    args: argparse.Namespace, options: GuardOptions, journal: Journal | None, command: list[str], shown: list[str]
+) -> int:
+    """Serve Streamable HTTP in front of ``--upstream`` or of ``command`` (``shown``: it without its secrets)."""
+    from prefix_exec.guard.hosts import allowed_policy
     from prefix_exec.guard.http import serve_http
 
     host, _, port = str(args.listen).rpartition(":")
     if not host or not port.isdecimal():
         raise InputError(f"--listen {args.listen!r}: expected HOST:PORT", hint="for example --listen 127.0.0.1:8765")
-    origin = {"upstream": redact_url(args.upstream)}
-    policy = _host_policy(host, args.allowed_host, args.allowed_origin)
+    origin: JsonObject = {"upstream": redact_url(args.upstream)} if args.upstream is not None else {"command": shown}
+    server = args.upstream if args.upstream is not None else command
+    policy = allowed_policy(host, args.allowed_host, args.allowed_origin)
     try:
-        serve_http(host, int(port), args.upstream, options, journal, origin=origin, dataset=args.dataset, hosts=policy)
+        serve_http(host, int(port), server, options, journal, origin=origin, dataset=args.dataset, hosts=policy)
     except OSError as exc:
         if exc.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES) and not isinstance(
             exc, socket.gaierror
@@ -366,27 +378,3 @@ def _serve_http(args: argparse.Namespace, options: GuardOptions, journal: Journa
             else "give a local address of this machine, such as 127.0.0.1, and a port above 1023",
         ) from None
     return 0
-
-
-def _host_policy(host: str, hosts: list[str], origins: list[str]) -> HostPolicy:
-    """The Host and Origin headers ``--listen`` answers; a malformed ``--allowed-*`` value is an input error."""
-    from prefix_exec.guard.hosts import parse_allowed_host, parse_allowed_origin, policy_for
-
-    parsed_hosts = []
-    for text in hosts:
-        found = parse_allowed_host(text)
-        if found is None:
-            raise InputError(
-                f"--allowed-host {text!r}: expected NAME, NAME:PORT or NAME:*", hint="--allowed-host mcp.local:8765"
-            )
-        parsed_hosts.append(found)
-    parsed_origins = []
-    for text in origins:
-        parsed = parse_allowed_origin(text)
-        if parsed is None:
-            raise InputError(
-                f"--allowed-origin {text!r}: expected SCHEME://HOST[:PORT] (no path)",
-                hint="--allowed-origin http://localhost:6274",
-            )
-        parsed_origins.append(parsed)
-    return policy_for(host, parsed_hosts, parsed_origins)

@@ -15,7 +15,7 @@ from prefix_exec.cli.common import (
     numbering,
     trial_rule,
 )
-from prefix_exec.cli.spec_options import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
+from prefix_exec.cli.spec_options import add_spec_options, note_spec, policy_of, score_on_spec, spec_of
 from prefix_exec.envs.custom.environment import load_spec
 from prefix_exec.envs.recipe import Recipe
 from prefix_exec.scoring.units import with_environment
@@ -45,7 +45,7 @@ def register(benchmarks: Any, name: str) -> None:
 def handle(args: argparse.Namespace) -> int:
     policy = policy_of(args)
     env = spec_of(args, policy)
-    note_schema_only(env, args.tools)
+    note_spec(env, args.tools)
     units = read_units(
         args.rollouts, keep_going=args.keep_going, model=args.model, method=args.method, trials=trial_rule(args)
     )

@@ -26,7 +26,7 @@ from prefix_exec.cli.common import (
     output_options,
     trial_rule,
 )
-from prefix_exec.cli.spec_options import add_spec_options, add_tau2_data_option, note_schema_only, policy_of
+from prefix_exec.cli.spec_options import add_spec_options, add_tau2_data_option, note_spec, policy_of
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
 from prefix_exec.importers.inspect.archive import ReadBounds
@@ -75,7 +75,7 @@ def handle(args: argparse.Namespace) -> int:
         args.tau2_data,
         args.tools,
         args.hooks,
-        on_spec=note_schema_only,
+        on_spec=note_spec,
         policy=policy_of(args),
         numbering=trials,
     )

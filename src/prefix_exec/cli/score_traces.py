@@ -15,7 +15,7 @@ from prefix_exec.cli.common import (
     numbering,
     trial_rule,
 )
-from prefix_exec.cli.spec_options import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
+from prefix_exec.cli.spec_options import add_spec_options, note_spec, policy_of, score_on_spec, spec_of
 from prefix_exec.envs.custom.evidence import EvidencePolicy
 from prefix_exec.errors import InputError
 from prefix_exec.importers.traces import FORMATS, TraceFile, TraceIdentity
@@ -90,7 +90,7 @@ def handle(args: argparse.Namespace) -> int:
     env = None
     if args.tools:
         env = spec_of(args, policy)
-        note_schema_only(env, args.tools)
+        note_spec(env, args.tools)
     identity = identity_of(args, env.name if env is not None else "traces")
     if not args.success_field:
         print(

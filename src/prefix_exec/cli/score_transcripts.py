@@ -15,7 +15,7 @@ from prefix_exec.cli.common import (
     numbering,
     trial_rule,
 )
-from prefix_exec.cli.spec_options import add_spec_options, note_schema_only, policy_of, score_on_spec, spec_of
+from prefix_exec.cli.spec_options import add_spec_options, note_spec, policy_of, score_on_spec, spec_of
 from prefix_exec.envs.custom.environment import load_spec
 from prefix_exec.envs.custom.evidence import EvidencePolicy
 from prefix_exec.envs.custom.session import CustomEnvironment
@@ -122,7 +122,7 @@ def handle(args: argparse.Namespace) -> int:
     spec: Spec | None = None
     if args.tools:
         spec = (spec_of(args, policy), Recipe(load_spec, (args.tools,), {"hooks": args.hooks, "policy": policy}))
-        note_schema_only(spec[0], args.tools)
+        note_spec(spec[0], args.tools)
     identity = identity_of(args, spec[0].name if spec is not None else "transcripts")
     forced = None if args.format == "auto" else args.format
     # With workers, a worker decodes each conversation (most of the reading's cost) before replaying it.

@@ -3,7 +3,7 @@ transcripts`` (``score openai``), ``score traces`` and ``score inspect``; and ``
 and ``score inspect`` take.
 
 - :func:`add_spec_options` and what reads them: :func:`policy_of` (how recorded outcomes count), :func:`spec_of`
-  (``--tools`` with ``--hooks``, loaded within ``--rollout-budget``) and :func:`note_schema_only`;
+  (``--tools`` with ``--hooks``, loaded within ``--rollout-budget``) and :func:`note_spec`;
 - :func:`score_on_spec`: the library's run (:func:`prefix_exec.sources.spec.score_on_spec`) on the parsed options;
 - :func:`add_tau2_data_option`.
 
@@ -90,11 +90,12 @@ def spec_of(args: argparse.Namespace, policy: EvidencePolicy) -> CustomEnvironme
     return spec.spec_within(args.tools, args.hooks, policy, args.rollout_budget)
 
 
-def note_schema_only(env: CustomEnvironment, path: str | Path) -> None:
-    """Say on stderr that only schema checks apply, when the spec read from ``path`` declares no refs or hooks."""
-    note = spec.schema_only_note(env, path)
-    if note is not None:
-        print(note, file=sys.stderr)
+def note_spec(env: CustomEnvironment, path: str | Path) -> None:
+    """Say on stderr that only schema checks apply, when the spec read from ``path`` declares no refs or hooks,
+    and which tools the side file names that an MCP listing lacks."""
+    for note in (spec.schema_only_note(env, path), spec.unlisted_note(env, path)):
+        if note is not None:
+            print(note, file=sys.stderr)
 
 
 def score_on_spec(

@@ -27,6 +27,8 @@ from urllib.parse import urlsplit
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from prefix_exec.errors import InputError
+
 #: Host names every listener answers to.
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 #: Listen addresses that stand for every interface: no Host names them.
@@ -153,6 +155,29 @@ class HostCheck:
                 await _refuse(*refused)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+def allowed_policy(host: str, hosts: list[str], origins: list[str]) -> HostPolicy:
+    """The Host and Origin headers ``--listen HOST:PORT`` answers, with ``--allowed-host`` ``hosts`` and
+    ``--allowed-origin`` ``origins``; a malformed value is an :class:`InputError` naming the option."""
+    parsed_hosts = []
+    for text in hosts:
+        found = parse_allowed_host(text)
+        if found is None:
+            raise InputError(
+                f"--allowed-host {text!r}: expected NAME, NAME:PORT or NAME:*", hint="--allowed-host mcp.local:8765"
+            )
+        parsed_hosts.append(found)
+    parsed_origins = []
+    for text in origins:
+        parsed = parse_allowed_origin(text)
+        if parsed is None:
+            raise InputError(
+                f"--allowed-origin {text!r}: expected SCHEME://HOST[:PORT] (no path)",
+                hint="--allowed-origin http://localhost:6274",
+            )
+        parsed_origins.append(parsed)
+    return policy_for(host, parsed_hosts, parsed_origins)
 
 
 def _refuse(status: int, text: str) -> Response:

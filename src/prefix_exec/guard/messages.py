@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -56,10 +58,33 @@ class Pending:
     #: from here, so a call that reports progress is not hung.
     alive: float = 0.0
     progress_token: int | str | None = None
+    #: The task the call runs as (``tasks/result`` requests for it, :mod:`prefix_exec.guard.tasks`).
+    task_id: str | None = None
+
+
+def overdue(pending: Iterable[Pending], limit: float, *, client_gone: bool) -> str | None:
+    """The method of a request in flight past its deadline (``limit`` seconds since it was forwarded or last showed
+    progress), else None. ``tasks/result`` waits for a task's end by design (long work, whose ``tasks/get`` polls
+    are timed) and is timed only once the client has gone."""
+    now = time.perf_counter()
+    for request in pending:
+        if (request.method != "tasks/result" or client_gone) and now - max(request.forwarded, request.alive) > limit:
+            return request.method
+    return None
 
 
 def error(request_id: int | str | None, code: int, text: str) -> JSONRPCError:
     return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=text))
+
+
+def oversize(notice: Any, limit: int) -> JSONRPCError:
+    """The error for a client message over ``limit`` bytes, from the reader's notice in its place (its params).
+    A client can send a notification of that name too: no field of it is trusted."""
+    request_id, size = notice.get("id"), notice.get("bytes")
+    seen = f" ({size:,} or more)" if isinstance(size, int) and not isinstance(size, bool) else ""
+    known = request_id if isinstance(request_id, int | str) and not isinstance(request_id, bool) else None
+    text = f"the message is larger than {limit:,} bytes{seen}; not passed on"
+    return error(known, INVALID_REQUEST, PREFIX + text)
 
 
 def malformed(exc: Exception) -> tuple[int | str | None, int, str]:

@@ -5,14 +5,16 @@ towards the client and one towards the server, so one pump serves stdio and Stre
 
 - a ``tools/list`` result is read into the connection's environment (:class:`~prefix_exec.guard.shadow.Shadow`)
   and passed on; when the side file does not fit the server's tools the client gets a JSON-RPC error naming
-  the problem instead, and every call is answered with it (the guard fails closed);
+  the problem instead, and every call is answered with it (the guard fails closed). Tools the side file names
+  and the server does not list are said once (their rules wait for a listing that has them);
 - a ``tools/call`` is checked before it is forwarded. ``enforce``: a rejected call never reaches the server;
   the client gets a tool result with ``isError: true`` in words a model can act on
   (:mod:`prefix_exec.guard.block`). ``observe``: it is forwarded and the verdict recorded. The server's answer
   then steps the live session (its ``isError`` and result are evidence, as in replay of a log). A call that
   arrives before any listing makes the guard list the tools itself first. A call the spec cannot judge (its
   schema could not be applied: a pattern past its time bound, a reference that does not resolve; a hook that
-  raised) gets a JSON-RPC error saying so, is not forwarded, and the connection goes on.
+  raised) gets a JSON-RPC error saying so, is not forwarded, and the connection goes on. A call the server runs
+  as a task settles when its ``tasks/result`` is answered (:mod:`prefix_exec.guard.tasks`).
 
 A settled call (answered, blocked, or failed) is recorded before its answer is passed on to the client (the
 journal writes the connection's lines at once: :mod:`prefix_exec.guard.journal`), so a kill of the guard loses
@@ -27,22 +29,14 @@ on. A tools/call result over the size bound is replaced by an error result (the 
 from __future__ import annotations
 
 import contextlib
-import secrets
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import anyio
 from mcp.shared.message import ClientMessageMetadata, SessionMessage
-from mcp.types import (
-    INTERNAL_ERROR,
-    INVALID_REQUEST,
-    JSONRPCError,
-    JSONRPCNotification,
-    JSONRPCRequest,
-    JSONRPCResponse,
-)
+from mcp.types import INTERNAL_ERROR, JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 from mcp.types import JSONRPCMessage as Message
 
 from prefix_exec.envs.custom.evidence import origin_of
@@ -50,6 +44,7 @@ from prefix_exec.envs.custom.session import POSTCONDITION
 from prefix_exec.errors import InputError, ReplayError
 from prefix_exec.guard.block import block_result
 from prefix_exec.guard.connection import GuardedConnection
+from prefix_exec.guard.listing import OwnListings
 from prefix_exec.guard.messages import (
     OVERSIZE_METHOD,
     PREFIX,
@@ -58,23 +53,20 @@ from prefix_exec.guard.messages import (
     error,
     malformed,
     ms,
+    overdue,
+    oversize,
     short,
 )
 from prefix_exec.guard.options import GuardOptions
-from prefix_exec.guard.replies import after_result, bounded, note_client, note_server, offered
+from prefix_exec.guard.replies import after_result, bounded, note_client, note_server, note_unlisted, offered
 from prefix_exec.guard.shadow import MAX_PAGES, call_of, content_text
+from prefix_exec.guard.tasks import CANCELLED, UNFETCHED, UNREADABLE, Tasks, task_of
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.records import infrastructure
 from prefix_exec.trajectory import FailureLabel, Observation, ToolCall, Verdict
 
 #: How often deadlines are looked at, in seconds.
 TICK_S = 0.05
-
-
-@dataclass
-class _Waiter:
-    event: anyio.Event = field(default_factory=anyio.Event)
-    answer: Message | None = None
 
 
 class Pump:
@@ -97,10 +89,11 @@ class Pump:
         self.shadow, self.log = connection.shadow, connection.log
         self.version_header = version_header
         self.pending: dict[int | str, Pending] = {}
+        #: Calls run as tasks whose results were not fetched yet (:mod:`prefix_exec.guard.tasks`).
+        self.tasks = Tasks()
         self.end_reason: str | None = None
-        self._internal: dict[str, _Waiter] = {}
-        self._next_internal = 0
-        self._internal_prefix = secrets.token_hex(4)
+        self._own = OwnListings()
+        self._client_gone = False
         self._scope: anyio.CancelScope | None = None
 
     async def abandon(self, reason: str) -> None:
@@ -113,15 +106,11 @@ class Pump:
         self.log.end(reason)
         self.connection.finish()
 
-    def stop(self, reason: str) -> None:
-        """End the connection from outside (the HTTP connection's end)."""
-        self._finish(reason)
-
     async def interrupt(self, reason: str) -> None:
         """End the connection from outside (a signal): each request in flight is answered with an error saying
-        ``reason`` and each call in flight recorded as interrupted (the connection then ended for the system's
-        reason, an infrastructure failure); with nothing in flight it simply ends."""
-        if self.pending:
+        ``reason`` and each call in flight (a task running too) recorded as interrupted (the connection then ended
+        for the system's reason, an infrastructure failure); with nothing in flight it simply ends."""
+        if self.pending or self.tasks.open:
             await self._fail(reason)
         else:
             self._finish(reason)
@@ -135,6 +124,8 @@ class Pump:
                 group.start_soon(self._server_loop)
                 group.start_soon(self._deadline_loop)
         finally:  # cancelled from outside too (the HTTP guard shutting down): the record is closed
+            for task in self.tasks.left():
+                self._unanswered(task, UNFETCHED)
             self.log.end(self.end_reason or "the guard stopped")
             self.connection.finish()
         return self.end_reason or "the guard stopped"
@@ -153,13 +144,17 @@ class Pump:
         # The server failed (exited, went silent, wrote garbage): the connection ended for the system's reason,
         # not the agent's, and its record says so (an infrastructure failure: docs/guard.md).
         self.log.info[infrastructure.KEY] = reason
+        cut: list[Pending] = []
         for request_id, pending in list(self.pending.items()):
             del self.pending[request_id]
-            if pending.call is not None:  # recorded with the error as its observation, and listed as interrupted
-                self.log.interrupt(pending.call, reason)
-                observation = Observation(PREFIX + reason, error=True)
-                self._settle(pending, observation, answered=time.perf_counter(), sent=time.perf_counter())
+            if pending.call is not None and (pending.task_id is None or self.tasks.claim(pending)):
+                cut.append(pending)
             await self._to_client(error(request_id, INTERNAL_ERROR, PREFIX + reason))
+        for pending in [*cut, *self.tasks.left()]:  # recorded with the error as observation, listed as interrupted
+            assert pending.call is not None
+            self.log.interrupt(pending.call, reason)
+            now = time.perf_counter()
+            self._settle(pending, Observation(PREFIX + reason, error=True), answered=now, sent=now)
         self._finish(reason)
 
     # ------------------------------------------------------------------------------------- client -> server
@@ -169,6 +164,7 @@ class Pump:
             async for item in self.client.read:
                 await self._from_client(item)
         # The client closed its side: what is in flight is still answered (each wait bounded by its deadline).
+        self._client_gone = True
         while self.pending:
             await anyio.sleep(TICK_S)
         self._finish("the client closed the session")
@@ -181,7 +177,7 @@ class Pump:
         if isinstance(message, JSONRPCRequest):
             await self._client_request(message)
         elif isinstance(message, JSONRPCNotification) and message.method == OVERSIZE_METHOD:
-            await self._answer_oversize(message.params or {})
+            await self._to_client(oversize(message.params or {}, self.options.max_message_bytes))
         else:
             if isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
                 self._cancelled((message.params or {}).get("requestId"))
@@ -197,6 +193,10 @@ class Pump:
         if message.method == "tools/list" and not params.get("cursor"):
             self.shadow.begin_listing()
         pending = Pending(message.method, received, forwarded=time.perf_counter())
+        if message.method == "tasks/result":  # the result of a call run as a task: it settles when answered
+            pending = self.tasks.fetching(params, received) or pending
+        elif message.method == "tasks/cancel" and (task := self.tasks.cancelled(params)) is not None:
+            self._unanswered(task, CANCELLED)
         self.pending[message.id] = pending
         await self._to_server(message)
 
@@ -245,20 +245,11 @@ class Pump:
     async def _list_tools(self, params: JsonMapping) -> None:
         """List the server's tools ourselves (a call came before any listing), copying the call's ``_meta``
         (a 2026 server reads the protocol version and client from it)."""
-        meta = {k: v for k, v in (params.get("_meta") or {}).items() if k != "progressToken"}
         self.shadow.begin_listing()
         cursor: Any = None
         for _ in range(MAX_PAGES):
-            self._next_internal += 1
-            # A random part per pump: a client that happens to use our spelling never has its answer taken.
-            request_id = f"prefix-exec-guard-{self._internal_prefix}-{self._next_internal}"
-            waiter = self._internal[request_id] = _Waiter()
-            request_params = {**({"_meta": meta} if meta else {}), **({"cursor": cursor} if cursor else {})}
-            # params always an object (``{}`` when empty): JSON-RPC allows no ``null`` there, and the TypeScript
-            # SDK's servers drop such a request unanswered.
-            await self._to_server(
-                JSONRPCRequest(jsonrpc="2.0", id=request_id, method="tools/list", params=request_params)
-            )
+            request, waiter = self._own.request(params, cursor)  # guard/listing.py: valid JSON-RPC, our own ids
+            await self._to_server(request)
             with anyio.move_on_after(self.options.call_timeout_s):
                 await waiter.event.wait()
             answer = waiter.answer
@@ -271,21 +262,10 @@ class Pump:
                 return
             cursor = answer.result.get("nextCursor")
 
-    async def _answer_oversize(self, params: JsonMapping) -> None:
-        request_id = params.get("id")
-        size = params.get("bytes")
-        # The notice is the reader's, but a client can send a notification of that name too: trust no field of it.
-        seen = f" ({size:,} or more)" if isinstance(size, int) and not isinstance(size, bool) else ""
-        text = f"the message is larger than {self.options.max_message_bytes:,} bytes{seen}; not passed on"
-        known = request_id if isinstance(request_id, int | str) else None
-        await self._to_client(error(known, INVALID_REQUEST, PREFIX + text))
-
     def _cancelled(self, request_id: Any) -> None:
         pending = self.pending.pop(request_id, None) if isinstance(request_id, int | str) else None
-        if pending is not None and pending.call is not None:
-            observation = Observation("the client cancelled this call before its result", error=None)
-            now = time.perf_counter()
-            self._settle(pending, observation, answered=now, sent=now)
+        if pending is not None and pending.call is not None and pending.task_id is None:  # a task runs on
+            self._unanswered(pending, CANCELLED)
 
     # ------------------------------------------------------------------------------------- server -> client
 
@@ -305,10 +285,7 @@ class Pump:
                 if waiting.progress_token is not None and waiting.progress_token == token:
                     waiting.alive = time.perf_counter()  # working on it: --call-timeout counts from now
         if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
-            waiter = self._internal.pop(message.id, None) if isinstance(message.id, str) else None
-            if waiter is not None:
-                waiter.answer = message
-                waiter.event.set()
+            if self._own.take(message):
                 return
             pending = self.pending.pop(message.id, None)
             if pending is not None:
@@ -334,16 +311,37 @@ class Pump:
         if isinstance(message, JSONRPCError):
             observation = Observation(message.error.message, error=True)
         elif "content" not in message.result or message.result.get("resultType", "complete") != "complete":
-            await self._to_client(message)  # not a final result (input required, a task): the call is not done
+            if pending.task_id is None and (task_id := task_of(message.result)) is not None:
+                self._task(pending, task_id)  # settled when its result is fetched
+            elif pending.task_id is None:  # neither a result nor a task: the call got none the guard can read
+                self._unanswered(pending, UNREADABLE)
+            await self._to_client(message)  # not a final result: passed on as it came
             return
         else:
             observation, message = bounded(message, self.options.max_message_bytes)
+        if pending.task_id is not None and not self.tasks.claim(pending):  # a task settled before: said once
+            await self._to_client(message)
+            return
         verdict = self._settle(pending, observation, answered=answered, sent=time.perf_counter())
         if self.options.enforce and not verdict.accepted and POSTCONDITION in verdict.notes and message.id is not None:
             message = after_result(message.id, pending.call.name, verdict)  # the result failed: the client gets why
         await self._to_client(message)
 
-    def _settle(self, pending: Pending, observation: Observation, *, answered: float, sent: float) -> Verdict:
+    def _task(self, pending: Pending, task_id: str) -> None:
+        """The call ``pending`` runs as task ``task_id``: it settles when its result is fetched."""
+        let_go = self.tasks.keep(pending, task_id)
+        if let_go is not None:  # past the bound on open tasks: the oldest is settled now, its outcome unknown
+            self._unanswered(let_go, UNFETCHED)
+
+    def _unanswered(self, pending: Pending, outcome: str) -> None:
+        """Settle a call that got no result (``outcome``: cancelled, or a task's result never fetched): recorded
+        without an observation, as replay reads a log that has none, and ``outcome`` in its entry."""
+        now = time.perf_counter()
+        self._settle(pending, None, answered=now, sent=now, outcome=outcome)
+
+    def _settle(
+        self, pending: Pending, observation: Observation | None, *, answered: float, sent: float, outcome: str = ""
+    ) -> Verdict:
         assert pending.call is not None and pending.verdict is not None
         call = replace(pending.call, observation=observation)
         verdict = pending.verdict
@@ -356,7 +354,7 @@ class Pump:
         by = "result" if origin_of(verdict) == "recorded" else "check"
         guard_s = (pending.forwarded - pending.received) + (sent - answered)
         entry = {"forwarded": True, "by": by, "guard_ms": ms(guard_s), "server_ms": ms(answered - pending.forwarded)}
-        self._log_call(call, verdict, entry)
+        self._log_call(call, verdict, {**entry, "outcome": outcome} if outcome else entry)
         return verdict
 
     def _log_call(self, call: ToolCall, verdict: Verdict, entry: JsonObject) -> None:
@@ -366,6 +364,9 @@ class Pump:
     def _listed(self) -> None:
         if self.shadow.problem is not None:
             print(f"{PREFIX}error: {self.shadow.problem.describe()}", flush=True, file=sys.stderr)
+        warning = note_unlisted(self.log.info, self.shadow.env.unlisted if self.shadow.env is not None else ())
+        if warning is not None:
+            print(f"{PREFIX}warning: {warning}", flush=True, file=sys.stderr)
 
     async def _to_client(self, message: Message) -> None:
         try:
@@ -387,10 +388,8 @@ class Pump:
         limit = self.options.call_timeout_s
         while True:
             await anyio.sleep(min(TICK_S, limit / 4))
-            now = time.perf_counter()
-            late = [p for p in self.pending.values() if now - max(p.forwarded, p.alive) > limit]
-            if late:
-                await self._fail(f"the server did not answer {late[0].method} within {limit:g} s (--call-timeout)")
+            if (method := overdue(self.pending.values(), limit, client_gone=self._client_gone)) is not None:
+                await self._fail(f"the server did not answer {method} within {limit:g} s (--call-timeout)")
                 return
 
 

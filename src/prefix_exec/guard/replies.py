@@ -69,6 +69,21 @@ def note_client(info: JsonObject, method: str, params: JsonMapping) -> None:
         info["protocol_version"] = meta.get(PROTOCOL_VERSION_META_KEY)
 
 
+def note_unlisted(info: JsonObject, unlisted: tuple[str, ...]) -> str | None:
+    """Note in ``info`` (``side_file_unlisted``) the tools the side file names that the server's listing lacks
+    (``unlisted``), once each per connection; the warning to print when a name is new, else None."""
+    said = info.get("side_file_unlisted")
+    known = list(said) if isinstance(said, list) else []
+    new = [name for name in unlisted if name not in known]
+    if not new:
+        return None
+    info["side_file_unlisted"] = [*known, *new]
+    return (
+        f"the side file names tools the server does not list to this client: {', '.join(map(repr, new))}; their "
+        "rules wait for a listing that has them, and a call to them meanwhile is refused as an unknown tool (schema)"
+    )
+
+
 def note_server(info: JsonObject, method: str, result: JsonMapping) -> None:
     """The server's name, version and protocol version, from its ``initialize`` or ``server/discover`` answer."""
     if method == "initialize":

@@ -116,8 +116,9 @@ class Shadow:
         assert self.session is not None
         return check(self.session, call)
 
-    def settle(self, call: ToolCall, observation: Observation) -> Verdict:
-        """Step the live session with ``call`` and the server's answer; returns the step's verdict."""
+    def settle(self, call: ToolCall, observation: Observation | None) -> Verdict:
+        """Step the live session with ``call`` and the server's answer (None: it got none, e.g. cancelled);
+        returns the step's verdict."""
         assert self.session is not None
         return check_action(self.session, replace(call, observation=observation))
 

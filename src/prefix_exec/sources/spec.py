@@ -116,6 +116,18 @@ def schema_only_note(env: CustomEnvironment, path: str | Path) -> str | None:
     )
 
 
+def unlisted_note(env: CustomEnvironment, path: str | Path) -> str | None:
+    """The warning that the hooks side file names tools the MCP listing at ``path`` lacks (their entries wait,
+    :func:`~prefix_exec.envs.custom.spec_layers.split_unlisted`), else ``None``."""
+    if not env.unlisted:
+        return None
+    names = ", ".join(repr(n) for n in env.unlisted[:12]) + (", ..." if len(env.unlisted) > 12 else "")
+    return (
+        f"prefix-exec: warning: the hooks side file names tools {path} does not list: {names}; their rules are not "
+        "applied, and a call to them is refused as an unknown tool (schema). Check the names if these tools exist"
+    )
+
+
 def spec_within(tools: str, hooks: str | None, policy: EvidencePolicy, seconds: float) -> CustomEnvironment:
     """The environment of the spec at ``tools`` (with the side file ``hooks``), loaded within ``seconds`` (the
     rollout budget): compiling a spec's schemas is bounded work (:mod:`envs.custom.json_schema`), and a spec that

@@ -38,7 +38,7 @@ from prefix_exec.envs.custom.json_schema import compile_schema
 from prefix_exec.envs.custom.schema_keywords import SchemaProblem
 from prefix_exec.envs.custom.session import CustomEnvironment, Hook, TaskSpec, ToolSpec
 from prefix_exec.envs.custom.spec_formats import FORM_NAMES, read_document, to_spec, tools_list_spec
-from prefix_exec.envs.custom.spec_layers import check_layer, read_side_file
+from prefix_exec.envs.custom.spec_layers import check_layer, read_side_file, split_unlisted
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.trajectory import Rollout
@@ -78,6 +78,9 @@ def layered_environment(
     """The environment of a validated spec dict, read from ``path`` as ``form``, with the hooks side file
     ``hooks`` (when given) layered on: the one way ``score custom --tools SPEC --hooks SIDE`` and the guard
     (``prefix-exec guard``, on a server's ``tools/list`` result) build an environment from a spec and a side file.
+    On an MCP listing (``form`` ``mcp``) the side file's entries for tools the listing lacks wait, named in the
+    environment's ``unlisted`` (:func:`~prefix_exec.envs.custom.spec_layers.split_unlisted`); on any other spec
+    such an entry is an :class:`InputError`.
     """
     if hooks is None:
         return environment_from_spec(data, path, form=form, policy=policy)
@@ -85,8 +88,13 @@ def layered_environment(
     if not side_path.is_file():
         raise InputError("no such hooks file", path=side_path, hint="pass --hooks with a YAML or JSON file")
     side = read_side_file(side_path)
+    unlisted: tuple[str, ...] = ()
+    if form == "mcp":
+        side, unlisted = split_unlisted(data, side)
     check_layer(data, path, side, side_path)
-    return environment_from_spec(data, path, form=form, side=side, side_path=side_path, policy=policy)
+    env = environment_from_spec(data, path, form=form, side=side, side_path=side_path, policy=policy)
+    env.unlisted = unlisted
+    return env
 
 
 def environment_from_tools(

@@ -99,6 +99,9 @@ class CustomEnvironment:
         self.form = form
         #: How recorded outcomes count, and whether a rollout must call a tool (:mod:`envs.custom.evidence`).
         self.policy = policy
+        #: Tools the hooks side file names that this MCP listing lacks: their entries wait, left out
+        #: (:func:`envs.custom.spec_layers.split_unlisted`); a call to one is an unknown tool.
+        self.unlisted: tuple[str, ...] = ()
 
     @property
     def schema_only(self) -> bool:

@@ -5,6 +5,12 @@ they cannot say: the spec's top-level keys (``name``, ``hooks``, ``allow_no_tool
 ``given``, ``tasks``) and, per tool, ``refs``, ``produces``, ``invalidates``, ``precondition``, ``effect`` and
 ``exposed_from_turn`` (:data:`SIDE_SCHEMA`). It may name only tools the spec declares and set only keys the
 spec leaves unset (:func:`check_layer`); :func:`prefix_exec.envs.custom.environment.load_spec` applies it.
+
+One exception: an MCP ``tools/list`` result is what a server lists to one client at one moment (a server may list a
+tool only to clients with a capability, or only after a login), so a side file written for the server may name
+tools a listing lacks. Layered on such a listing, those tools' entries wait (:func:`split_unlisted`): left out of
+this environment, named in :attr:`~prefix_exec.envs.custom.session.CustomEnvironment.unlisted`, and applied when a
+listing has them; a call to such a tool meanwhile is an unknown tool (``schema``), as it is without a side file.
 """
 
 from __future__ import annotations
@@ -62,6 +68,17 @@ def read_side_file(path: Path) -> JsonObject:
             "exposed_from_turn, whole_arrays}}; see docs/custom.md",
         )
     return dict(data)
+
+
+def split_unlisted(spec: JsonMapping, side: JsonMapping) -> tuple[JsonObject, tuple[str, ...]]:
+    """``side`` without the entries of tools ``spec`` does not declare, and those tools' names (in the side file's
+    order). For an MCP listing only (module docstring): every other spec declares its tools once and for all."""
+    declared = {t["name"] for t in spec["tools"]}
+    layers = side.get("tools") or {}
+    unlisted = tuple(name for name in layers if name not in declared)
+    if not unlisted:
+        return dict(side), ()
+    return {**side, "tools": {k: v for k, v in layers.items() if k in declared}}, unlisted
 
 
 def check_layer(spec: JsonMapping, spec_path: str | Path, side: JsonMapping, side_path: Path) -> None:
