@@ -102,7 +102,8 @@ class Shadow:
             self.problem, self.env, self.session = exc, None, None
             return
         if self.session is not None:  # the server's tools changed: the state so far carries over
-            session.state, session.produced = self.session.state, self.session.produced
+            old = self.session
+            session.state, session.produced, session.heard = old.state, old.produced, old.heard
         else:  # an episode's earlier sessions: their calls step the state as replay would (verdicts recorded)
             for call in self.replay:
                 try:
