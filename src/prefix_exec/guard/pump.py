@@ -14,7 +14,8 @@ towards the client and one towards the server, so one pump serves stdio and Stre
   arrives before any listing makes the guard list the tools itself first. A call the spec cannot judge (its
   schema could not be applied: a pattern past its time bound, a reference that does not resolve; a hook that
   raised) gets a JSON-RPC error saying so, is not forwarded, and the connection goes on. A call the server runs
-  as a task settles when its ``tasks/result`` is answered (:mod:`prefix_exec.guard.tasks`).
+  as a task settles when its ``tasks/result`` is answered (:mod:`prefix_exec.guard.tasks`);
+- an elicitation the client answers is heard when the user accepted it (:mod:`prefix_exec.guard.hearing`).
 
 A settled call (answered, blocked, or failed) is recorded before its answer is passed on to the client (the
 journal writes the connection's lines at once: :mod:`prefix_exec.guard.journal`), so a kill of the guard loses
@@ -42,21 +43,11 @@ from mcp.types import JSONRPCMessage as Message
 from prefix_exec.envs.custom.evidence import origin_of
 from prefix_exec.envs.custom.session import POSTCONDITION
 from prefix_exec.errors import InputError, ReplayError
+from prefix_exec.guard import messages
 from prefix_exec.guard.block import block_result
 from prefix_exec.guard.connection import GuardedConnection
 from prefix_exec.guard.listing import OwnListings
-from prefix_exec.guard.messages import (
-    OVERSIZE_METHOD,
-    PREFIX,
-    Pending,
-    Streams,
-    error,
-    malformed,
-    ms,
-    overdue,
-    oversize,
-    short,
-)
+from prefix_exec.guard.messages import OVERSIZE_METHOD, PREFIX, Pending, Streams, error, malformed, ms, short
 from prefix_exec.guard.options import GuardOptions
 from prefix_exec.guard.replies import after_result, bounded, note_client, note_server, note_unlisted, offered
 from prefix_exec.guard.shadow import MAX_PAGES, call_of, content_text
@@ -177,10 +168,11 @@ class Pump:
         if isinstance(message, JSONRPCRequest):
             await self._client_request(message)
         elif isinstance(message, JSONRPCNotification) and message.method == OVERSIZE_METHOD:
-            await self._to_client(oversize(message.params or {}, self.options.max_message_bytes))
+            await self._to_client(messages.oversize(message.params or {}, self.options.max_message_bytes))
         else:
             if isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
                 self._cancelled((message.params or {}).get("requestId"))
+            self.connection.from_client(message)  # the user's answer to an elicitation is heard (guard.hearing)
             await self._to_server(message)
 
     async def _client_request(self, message: JSONRPCRequest) -> None:
@@ -291,6 +283,7 @@ class Pump:
             if pending is not None:
                 await self._answer(pending, message)
                 return
+        self.connection.elicitations.asked(message)
         await self._to_client(message)
 
     async def _answer(self, pending: Pending, message: JSONRPCResponse | JSONRPCError) -> None:
@@ -388,7 +381,7 @@ class Pump:
         limit = self.options.call_timeout_s
         while True:
             await anyio.sleep(min(TICK_S, limit / 4))
-            if (method := overdue(self.pending.values(), limit, client_gone=self._client_gone)) is not None:
+            if (method := messages.overdue(self.pending.values(), limit, client_gone=self._client_gone)) is not None:
                 await self._fail(f"the server did not answer {method} within {limit:g} s (--call-timeout)")
                 return
 

@@ -6,9 +6,10 @@ complete example. Per action the session checks, collecting every cause that app
 
 1. the tool exists and is exposed at the call's turn (``exposed_from_turn``) -> ``schema``;
 2. the arguments validate against the tool's JSON Schema -> ``schema``;
-3. each argument named in ``refs`` holds a value an earlier accepted call produced (or the task gave)
-   -> ``dependency``, and that value is still current (not consumed by an ``invalidates``)
-   -> ``state_consistency``;
+3. each argument named in ``refs`` holds a value an earlier accepted call produced, the task gave, or an earlier
+   user or system message of the conversation gave (:mod:`prefix_exec.envs.custom.mentions`; off where
+   ``conversation_gives`` says so) -> ``dependency``, and that value is still current (not consumed by an
+   ``invalidates``) -> ``state_consistency``;
 4. the ``precondition`` hook accepts -> ``precondition`` (or the label the hook returns);
 5. the ``effect`` hook applies the call -> it may reject with a label of its own;
 6. when all of ours accept, the call's recorded outcome, if the log says the tool refused it (an error flag, or
@@ -157,8 +158,24 @@ def environment_from_spec(
             tool = _layered(tool, layers[tool.name], side_module, side_path)
         tools[tool.name] = tool
     top = {**data, **{k: v for k, v in (side or {}).items() if k != "tools"}}
+    tasks, default = _tasks(top, _no_tool_default(data, side, form, origin))
+    switch = _conversation_switch(top, tools, side_path if side and "conversation_gives" in side else path)
+    return CustomEnvironment(
+        top.get("name", path.stem),
+        tools,
+        tasks,
+        None if tasks else default,
+        form=form,
+        policy=policy,
+        conversation=switch,
+    )
+
+
+def _tasks(top: JsonMapping, no_tool: tuple[bool, str]) -> tuple[dict[str, TaskSpec], TaskSpec]:
+    """The spec's tasks (with the side file's keys laid over: ``top``) and its default task, with the
+    ``allow_no_tool`` default and its rule (:func:`_no_tool_default`)."""
     base_state = top.get("initial_state", {})
-    base_allow, base_rule = _no_tool_default(data, side, form, origin)
+    base_allow, base_rule = no_tool
     base_given = top.get("given", {})
     tasks = {
         str(tid): TaskSpec(
@@ -171,10 +188,25 @@ def environment_from_spec(
         )
         for tid, t in (top.get("tasks") or {}).items()
     }
-    default = TaskSpec(base_state, base_allow, {k: tuple(v) for k, v in base_given.items()}, base_rule)
-    return CustomEnvironment(
-        top.get("name", path.stem), tools, tasks, default if not tasks else None, form=form, policy=policy
-    )
+    return tasks, TaskSpec(base_state, base_allow, {k: tuple(v) for k, v in base_given.items()}, base_rule)
+
+
+def _conversation_switch(top: JsonMapping, tools: Mapping[str, ToolSpec], path: Path | None) -> Any:
+    """The spec's ``conversation_gives`` (default true); a mapping that names a kind no tool's ``refs`` uses is
+    refused (a switch that could never act would hide a typo)."""
+    switch = top.get("conversation_gives", True)
+    if not isinstance(switch, Mapping):
+        return switch
+    used = sorted({kind for tool in tools.values() for kind in tool.refs.values()})
+    for kind in switch:
+        if kind not in used:
+            raise InputError(
+                f"conversation_gives names the kind {kind!r}, which no tool's refs use",
+                path=path,
+                field=f"conversation_gives.{kind}",
+                hint=f"the kinds refs use: {', '.join(used[:12]) or 'none'}; or set conversation_gives: true/false",
+            )
+    return switch
 
 
 def _no_tool_default(data: JsonMapping, side: JsonMapping | None, form: str, origin: str | None) -> tuple[bool, str]:
@@ -273,6 +305,7 @@ def _tool(raw: JsonMapping, module: ModuleType | None, path: Path, where: str) -
         postcondition=hooks["postcondition"],
         exposed_from_turn=raw.get("exposed_from_turn", 0),
         whole_arrays=bool(raw.get("whole_arrays", False)),
+        conversation_gives=raw.get("conversation_gives"),
     )
 
 
@@ -290,6 +323,7 @@ def _layered(tool: ToolSpec, layer: JsonMapping, module: ModuleType | None, path
         postcondition=hooks["postcondition"] or tool.postcondition,
         exposed_from_turn=layer.get("exposed_from_turn", tool.exposed_from_turn),
         whole_arrays=bool(layer.get("whole_arrays", tool.whole_arrays)),
+        conversation_gives=layer.get("conversation_gives", tool.conversation_gives),
     )
 
 
