@@ -10,9 +10,10 @@ from typing import Any
 
 from prefix_exec.analysis import infrastructure, tasksets
 from prefix_exec.analysis.coverage import coverage_warnings
-from prefix_exec.cli.common import add_summary_options, checkpoint_depths, condition_pair
+from prefix_exec.cli.common import add_summary_options, checkpoint_depths, condition_pair, warn_zeroed
 from prefix_exec.errors import InputError
 from prefix_exec.extras import require
+from prefix_exec.records.values import noting_zeroed
 from prefix_exec.report import Options, load, write_report
 from prefix_exec.report.build import FORMATS
 from prefix_exec.report.inputs import expand
@@ -84,7 +85,9 @@ def _formats(text: str) -> tuple[str, ...]:
 def handle(args: argparse.Namespace) -> int:
     if not args.no_plots:
         require("matplotlib", why="the report's figures", alternative="pass --no-plots for a report without figures")
-    records = load(args.inputs)
+    with noting_zeroed() as zeroed:
+        records = load(args.inputs)
+    warn_zeroed(zeroed)
     ended = [r for r in records if isinstance(r.metadata.get(infrastructure.KEY), str)]
     if ended and not args.keep_infrastructure_failures:  # the system's failures, not the agents': not in the tables
         records = [r for r in records if not isinstance(r.metadata.get(infrastructure.KEY), str)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from prefix_exec.records.values import note_zeroed, retry_count
 from prefix_exec.runner.grid import Grid
 from prefix_exec.trajectory import Rollout
 
@@ -45,9 +46,17 @@ class RunReport:
         return text + "".join(clause for shown, clause in clauses if shown)
 
 
-def charge(report: RunReport, grid: Grid, rollout: Rollout) -> None:
-    """Add the rollout's retries, and the tokens and price of its LLM calls, to the run's totals."""
-    report.retries += int(rollout.metadata.get("retries", 0))
+def charge(report: RunReport, grid: Grid, rollout: Rollout, where: tuple[str, int] | None = None) -> None:
+    """Add the rollout's retries, and the tokens and price of its LLM calls, to the run's totals. A rollout read
+    from ``where`` (file, line) whose ``metadata.retries`` no rollout can have (negative, not an integer, past
+    :data:`~prefix_exec.records.values.MAX_RETRIES`: an older version or another tool wrote it) adds 0, noted
+    (:func:`~prefix_exec.records.values.note_zeroed`)."""
+    raw = rollout.metadata.get("retries", 0)
+    retries = retry_count(raw)
+    if retries is None:
+        path, line = where if where is not None else (None, None)
+        note_zeroed(path, line, "metadata.retries", raw, "retry count")
+    report.retries += retries or 0
     for cost in rollout.cost:
         price_in, price_out = call_prices(grid, rollout.model, cost.model)
         report.tokens += int(cost.prompt_tokens) + int(cost.completion_tokens)
