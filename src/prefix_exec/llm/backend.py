@@ -38,7 +38,7 @@ from prefix_exec.json_types import JsonObject
 from prefix_exec.llm.cache import ResponseCache, request_key
 from prefix_exec.llm.client import import_openai, openai_client
 from prefix_exec.llm.config import EndpointConfig
-from prefix_exec.llm.decode import decode_answer, response_problem
+from prefix_exec.llm.decode import decode_answer, kept_body, response_problem
 from prefix_exec.llm.inflight import IN_FLIGHT, Cancelled, until_cancelled
 from prefix_exec.llm.textcalls import with_tools_prompt
 from prefix_exec.llm.tool_support import ToolsRejected, error_message, rejects_tools, tool_support
@@ -284,7 +284,7 @@ class ChatBackend:
         problem = response_problem(body)
         if problem is not None:
             raise _BadAnswer(problem, retryable=True)
-        return dict(body)
+        return kept_body(dict(body))
 
     def _retryable(self, exc: Exception, attempt: int, elapsed: float) -> RetryEvent | str:
         """The retry event for a transient error, or why retrying cannot help."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
@@ -104,11 +105,28 @@ def decode_answer(
 UNPARSED_CALL = "unparsed_tool_call"
 
 
+#: What :func:`_kept` appends to a text it cut.
+_CUT = re.compile(r"\.\.\. \[[0-9,]+ more characters cut by prefix-exec\]")
+
+
 def _kept(content: str | None) -> str | None:
-    """The answer's text as kept and sent back: cut at :data:`MAX_ANSWER_CHARS`, saying how much was cut."""
-    if content is None or len(content) <= MAX_ANSWER_CHARS:
+    """The answer's text as kept and sent back: cut at :data:`MAX_ANSWER_CHARS`, saying how much was cut; a text
+    already cut so (a cached body, :func:`kept_body`) is kept as it is."""
+    if content is None or len(content) <= MAX_ANSWER_CHARS or _CUT.fullmatch(content, MAX_ANSWER_CHARS):
         return content
     return f"{content[:MAX_ANSWER_CHARS]}... [{len(content) - MAX_ANSWER_CHARS:,} more characters cut by prefix-exec]"
+
+
+def kept_body(body: JsonObject) -> JsonObject:
+    """``body`` (a checked chat completion: :func:`response_problem`) with each text of its message (the answer,
+    a reasoning text) as :func:`_kept` keeps it, changed in place: the cache stores no more of an answer than the
+    rollout keeps (a 70 MB answer cached whole doubled the memory of its request), and the full text can be
+    freed at once. The answer read from it is the same (:func:`_kept` leaves a cut text as it is)."""
+    message = body["choices"][0]["message"]
+    for key, value in message.items():
+        if isinstance(value, str) and len(value) > MAX_ANSWER_CHARS:
+            message[key] = _kept(value)
+    return body
 
 
 def _wire(calls: tuple[ToolCall, ...], *, from_text: bool = False) -> list[JsonObject]:

@@ -34,6 +34,7 @@ from prefix_exec.llm.cache import ResponseCache
 from prefix_exec.records import outputs
 from prefix_exec.records.codec import first_unpooled, record_to_json, rollout_from_json, rollout_to_json
 from prefix_exec.records.jsonl import JsonlWriter, completed_keys, iter_json_lines, latest_by_unit
+from prefix_exec.records.line_bound import MAX_WRITTEN_BYTES, bounded_line
 from prefix_exec.records.values import noting_zeroed, zeroed_lines
 from prefix_exec.replay import replay
 from prefix_exec.runner.credentials import needs_redaction, write_grid_copy
@@ -348,16 +349,18 @@ def _catch_up(
     if not orphans and not resumed:
         return
     drivers: dict[str, Driver] = {}
-    for line, data in iter_json_lines(path):
-        rollout = rollout_from_json(data, path=str(path), line=line)
+    for number, data in iter_json_lines(path):
+        rollout = rollout_from_json(data, path=str(path), line=number)
         if rollout.key in orphans:
             if not drivers:
                 drivers = {d.name: make_driver(d, grid) for d in grid.datasets}
-            records.write(record_to_json(replay(rollout, drivers[rollout.dataset].env_for(rollout))))
+            scored = bounded_line(record_to_json(replay(rollout, drivers[rollout.dataset].env_for(rollout))))
+            if scored is not None:  # a record that cannot fit stays an orphan, as after a kill
+                records.write_line(scored)
+                report.rescored += 1
             orphans.discard(rollout.key)
-            report.rescored += 1
         if rollout.key in resumed:
-            charge(report, grid, rollout, (str(path), line))
+            charge(report, grid, rollout, (str(path), number))
 
 
 def _write(
@@ -370,12 +373,20 @@ def _write(
 ) -> None:
     u = result.unit
     key = {"dataset": u.dataset, "task_id": u.task_id, "model": u.model, "method": u.method, "trial": u.trial}
-    if result.error is not None or result.rollout is None or result.record is None:
-        failures.write({**key, "error": result.error, "seconds": result.seconds, "retries": result.retries})
+    lines = None
+    if result.error is None and result.rollout is not None and result.record is not None:
+        # Lines kept under the bound (records.line_bound): --resume never refuses a line this run wrote.
+        lines = bounded_line(rollout_to_json(result.rollout)), bounded_line(record_to_json(result.record))
+    if lines is None or lines[0] is None or lines[1] is None or result.rollout is None:
+        error = result.error or (
+            f"the unit's rollout or record does not fit in a line of {MAX_WRITTEN_BYTES:,} bytes even with its "
+            "texts cut (records.line_bound): it holds too much that is not text"
+        )
+        failures.write({**key, "error": error, "seconds": result.seconds, "retries": result.retries})
         report.failed += 1
         report.retries += result.retries
         return
-    rollouts.write(rollout_to_json(result.rollout))
-    records.write(record_to_json(result.record))
+    rollouts.write_line(lines[0])
+    records.write_line(lines[1])
     report.written += 1
     charge(report, grid, result.rollout)
