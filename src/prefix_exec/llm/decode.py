@@ -78,7 +78,20 @@ def decode_answer(
     message = body["choices"][0]["message"]
     cut = body["choices"][0].get("finish_reason") == LENGTH
     content: str | None = _kept(message.get("content"))
-    cost = _cost(body, role=role, model=model, latency_s=latency_s)
+    cost, zeroed = _cost(body, role=role, model=model, latency_s=latency_s)
+    return replace(_answer(message, content, cost, mode, text_format, tools, cut), usage_read_as_0=zeroed)
+
+
+def _answer(
+    message: JsonObject,
+    content: str | None,
+    cost: CallCost,
+    mode: str,
+    text_format: str,
+    tools: Collection[str],
+    cut: bool,
+) -> Completion:
+    """The :class:`Completion` of ``message`` (:func:`decode_answer`'s reading by ``mode``)."""
     if mode == "text":
         read = read_text_calls(content, text_format, tools=tools, cut=cut)
         out: Message = {"role": "assistant", "content": content or ""}
@@ -147,19 +160,23 @@ def _wire(calls: tuple[ToolCall, ...], *, from_text: bool = False) -> list[JsonO
     ]
 
 
-def _cost(body: JsonObject, *, role: str, model: str, latency_s: float) -> CallCost:
-    """The call's cost from the body's ``usage`` (counts a server leaves out are 0)."""
+def _cost(body: JsonObject, *, role: str, model: str, latency_s: float) -> tuple[CallCost, tuple[str, ...]]:
+    """The call's cost from the body's ``usage`` (counts a server leaves out are 0), and the names of the counts
+    no call can have, read as 0 (:func:`_count`)."""
     usage = body.get("usage") or {}
     details = usage.get("completion_tokens_details")
-    reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
-    return CallCost(
-        role=role,
-        prompt_tokens=_count(usage.get("prompt_tokens")),
-        completion_tokens=_count(usage.get("completion_tokens")),
-        reasoning_tokens=_count(reasoning),
-        latency_s=latency_s,
-        model=model,
-    )
+    counts = {
+        "prompt_tokens": usage.get("prompt_tokens"),
+        "completion_tokens": usage.get("completion_tokens"),
+        "reasoning_tokens": details.get("reasoning_tokens") if isinstance(details, dict) else None,
+    }
+    kept = {name: _count(value) for name, value in counts.items()}
+    zeroed = tuple(name for name, value in counts.items() if kept[name] == 0 and _is_number(value) and value != 0)
+    return CallCost(role=role, **kept, latency_s=latency_s, model=model), zeroed
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _native_call(tool_call: JsonObject) -> ToolCall:

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 MAX_TOKENS = 2**31 - 1
 #: The longest time one call may report, in seconds (a week).
 MAX_SECONDS = 7 * 24 * 3600.0
-#: The most LLM requests one rollout may say it retried.
-MAX_RETRIES = 1_000_000
+#: The largest count a rollout's metadata may hold (requests retried, answers read from the cache...).
+MAX_COUNT = 1_000_000
 #: Values noted one line each by :func:`zeroed_lines`; the rest are counted.
 SHOWN = 5
 
@@ -116,9 +116,9 @@ def seconds(f: Fields, name: str) -> float:
     return 0.0
 
 
-def retry_count(value: Any) -> int | None:
-    """``value`` when it is an integer 0 to :data:`MAX_RETRIES` (a rollout's ``metadata.retries``), else None."""
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_RETRIES:
+def metadata_count(value: Any) -> int | None:
+    """``value`` when it is an integer 0 to :data:`MAX_COUNT` (a rollout's ``metadata.retries``), else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT:
         return value
     return None
 
