@@ -131,6 +131,13 @@ def build_parser() -> argparse.ArgumentParser:
         help='empty: send content "" rather than null beside tool calls, which llama-cpp-python\'s server '
         "answers with a 500 ($NULL_CONTENT; default keep)",
     )
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        default=(env("STREAM") or "").lower() in ("1", "true", "yes"),
+        help="ask for answers streamed, so the progress line counts each request's tokens as they arrive (the "
+        "answers are the same; $STREAM=1)",
+    )
     parser.add_argument("--tasks", default=env("TASKS") or None, help="BFCL task ids, comma-separated ($TASKS)")
     parser.add_argument(
         "--methods",
@@ -221,6 +228,8 @@ def grid_text(args: argparse.Namespace, tasks: Sequence[str], methods: Sequence[
     }
     if args.text_format:
         model["text_format"] = args.text_format
+    if args.stream:
+        model["stream"] = True
     lines = [
         "seed = 0",
         "trials = 1",

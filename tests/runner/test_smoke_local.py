@@ -41,7 +41,7 @@ def no_smoke_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """The script reads its defaults from these variables; the tests set them only where they test them."""
     for name in ("BASE_URL", "MODEL", "TOOL_MODE", "TEXT_FORMAT", "API_KEY_ENV", "OUT", "TASKS", "METHODS"):
         monkeypatch.delenv(name, raising=False)
-    for name in ("MAX_STEPS", "MAX_TOKENS", "TIMEOUT", "PROFILE", "NULL_CONTENT", "K_VAL"):
+    for name in ("MAX_STEPS", "MAX_TOKENS", "TIMEOUT", "PROFILE", "NULL_CONTENT", "K_VAL", "STREAM"):
         monkeypatch.delenv(name, raising=False)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from prefix_exec.agents.episode import USAGE_READ_AS_0
-from prefix_exec.records.values import note_zeroed, metadata_count
+from prefix_exec.records.values import metadata_count, note_zeroed
 from prefix_exec.runner.grid import Grid
 from prefix_exec.trajectory import Rollout
 
