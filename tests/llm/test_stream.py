@@ -18,6 +18,7 @@ from fakes.openai_server import ScriptedServer, chunks_of, text_message, tool_me
 from prefix_exec.llm.backend import ChatBackend
 from prefix_exec.llm.cache import ResponseCache
 from prefix_exec.llm.config import EndpointConfig
+from prefix_exec.llm.decode import kept_body
 from prefix_exec.llm.inflight import IN_FLIGHT, Cancelled, InFlight, Seen, describe
 from prefix_exec.llm.stream import assemble
 from prefix_exec.runner.progress import Progress
@@ -178,3 +179,12 @@ def test_stream_must_be_a_boolean() -> None:
     with pytest.raises(Exception, match="must be true or false"):
         EndpointConfig.from_mapping({"model": "m", "stream": "yes"})
     assert json.dumps(EndpointConfig(model="m", stream=True).decoding()).find("stream") == -1  # not a decoding setting
+
+
+def test_a_runaway_streamed_answer_is_cut_as_it_arrives_as_the_unstreamed_one_is_cut() -> None:
+    pieces = [f"{i:06d}" + "x" * 99_994 for i in range(30)]  # 3,000,000 characters in 30 chunks
+    chunks = [{"id": "c1", "choices": [{"index": 0, "delta": {"content": piece}}]} for piece in pieces]
+    streamed = assemble(chunks)
+    whole = kept_body({"choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(pieces)}}]})
+    assert streamed["choices"][0]["message"]["content"] == whole["choices"][0]["message"]["content"]
+    assert streamed["choices"][0]["message"]["content"].endswith("[2,000,000 more characters cut by prefix-exec]")

@@ -127,7 +127,13 @@ def _kept(content: str | None) -> str | None:
     already cut so (a cached body, :func:`kept_body`) is kept as it is."""
     if content is None or len(content) <= MAX_ANSWER_CHARS or _CUT.fullmatch(content, MAX_ANSWER_CHARS):
         return content
-    return f"{content[:MAX_ANSWER_CHARS]}... [{len(content) - MAX_ANSWER_CHARS:,} more characters cut by prefix-exec]"
+    return cut_text(content[:MAX_ANSWER_CHARS], len(content))
+
+
+def cut_text(head: str, total: int) -> str:
+    """A text of ``total`` characters kept as its first :data:`MAX_ANSWER_CHARS` (``head``), saying how much was
+    cut: what :func:`_kept` makes of it (a streamed answer is cut so as it arrives: :mod:`prefix_exec.llm.stream`)."""
+    return f"{head}... [{total - MAX_ANSWER_CHARS:,} more characters cut by prefix-exec]"
 
 
 def kept_body(body: JsonObject) -> JsonObject:

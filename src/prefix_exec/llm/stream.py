@@ -11,6 +11,10 @@ are kept from their first chunk, ``finish_reason`` from the last that has one. O
 runner asks for one). The answer is the same text, so the cache entry is the same (the key is the request without
 the stream fields) and a run reads the same rollout either way; a server that ignores ``stream`` and answers one
 JSON body is read as such. ``on_text`` is called once per chunk that carries text (about a token each).
+
+A text past 1,000,000 characters is cut as it arrives, as the unstreamed body's is cut before it is cached
+(:func:`~prefix_exec.llm.decode.kept_body`): a runaway answer holds bounded memory. A call's arguments are kept
+whole, as unstreamed.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from prefix_exec.json_types import JsonObject
+from prefix_exec.llm.decode import cut_text
+from prefix_exec.llm.text_reading import MAX_ANSWER_CHARS
 
 #: What a streamed request adds to the body (left out of the cache key: the answer is the same).
 STREAM_FIELDS: JsonObject = {"stream": True, "stream_options": {"include_usage": True}}
@@ -45,11 +51,30 @@ def streamed_body(client: Any, stream_class: Any, request: JsonObject, on_text: 
     return assemble(stream, on_text)
 
 
+class _Text:
+    """A text of the answer as it arrives, kept to :data:`MAX_ANSWER_CHARS` (the rest counted, not kept): the same
+    text :func:`~prefix_exec.llm.decode.kept_body` makes of the whole, in memory bounded whatever the length."""
+
+    def __init__(self) -> None:
+        self.head, self.kept, self.total = io.StringIO(), 0, 0
+
+    def write(self, piece: str) -> None:
+        if self.kept < MAX_ANSWER_CHARS:
+            taken = piece[: MAX_ANSWER_CHARS - self.kept]
+            self.head.write(taken)
+            self.kept += len(taken)
+        self.total += len(piece)
+
+    def getvalue(self) -> str:
+        head = self.head.getvalue()
+        return head if self.total <= MAX_ANSWER_CHARS else cut_text(head, self.total)
+
+
 def assemble(chunks: Iterable[Any], on_text: Callable[[], None] = lambda: None) -> JsonObject:
     """One ``chat.completion`` body from its ``chat.completion.chunk`` objects (see the module docstring). A chunk
     that is not an object, or holds no first choice, adds nothing but its ``usage``."""
     head: JsonObject = {}
-    texts: dict[str, io.StringIO] = {}
+    texts: dict[str, _Text] = {}
     fields: JsonObject = {}
     calls: dict[int, JsonObject] = {}
     finish: Any = None
@@ -83,7 +108,7 @@ def _first_choice(chunk: JsonObject) -> JsonObject | None:
     return next((c for c in choices if isinstance(c, dict) and c.get("index", 0) == 0), None)
 
 
-def _add_delta(delta: JsonObject, texts: dict[str, io.StringIO], fields: JsonObject, calls: dict[int, Any]) -> bool:
+def _add_delta(delta: JsonObject, texts: dict[str, _Text], fields: JsonObject, calls: dict[int, Any]) -> bool:
     """Add one delta's pieces; whether it carried text (the answer, a reasoning text, a call's arguments)."""
     carried = False
     for key, value in delta.items():
@@ -92,7 +117,7 @@ def _add_delta(delta: JsonObject, texts: dict[str, io.StringIO], fields: JsonObj
         elif key == "role" or value is None:
             continue
         elif isinstance(value, str):
-            texts.setdefault(key, io.StringIO()).write(value)
+            texts.setdefault(key, _Text()).write(value)
             carried = carried or bool(value)
         else:
             fields.setdefault(key, value)
