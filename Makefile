@@ -115,3 +115,4 @@ bench:
 	$(BIN)/python benchmarks/toolsandbox.py
 	$(BIN)/python benchmarks/guard.py
 	$(BIN)/python benchmarks/score_scale.py
+	$(BIN)/python benchmarks/default_workers.py
