@@ -144,6 +144,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=env("METHODS") or ",".join(METHODS),
         help=f"agent variants ($METHODS; default {','.join(METHODS)})",
     )
+    _add_size_options(parser)
+    parser.add_argument("--resume", action="store_true", help="continue an earlier smoke run in --out")
+    return parser
+
+
+def _add_size_options(parser: argparse.ArgumentParser) -> None:
+    """The options that override the profile's sizes, each also read from the environment."""
+    env = os.environ.get
     parser.add_argument(
         "--max-steps", type=int, default=_int(env("MAX_STEPS")), help="calls per user turn ($MAX_STEPS)"
     )
@@ -152,8 +160,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--k-val", type=int, default=_int(env("K_VAL")), help="dual-loop's verification rounds ($K_VAL)"
     )
     parser.add_argument("--timeout", type=float, default=_float(env("TIMEOUT")), help="seconds a request ($TIMEOUT)")
-    parser.add_argument("--resume", action="store_true", help="continue an earlier smoke run in --out")
-    return parser
 
 
 def _int(text: str | None) -> int | None:

@@ -205,7 +205,8 @@ class ScriptedServer:
                     with server._lock:
                         server.statuses.append(status)
                         server.streamed += 1
-                    self._stream(payload, bool((body.get("stream_options") or {}).get("include_usage")))
+                    usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                    _stream(self, server, chunks_of(payload, usage))
                     return
                 data, content_type = _render(payload, headers)
                 with server._lock:
@@ -223,29 +224,31 @@ class ScriptedServer:
                 with server._lock:
                     server.busy_s += time.perf_counter() - started
 
-            def _stream(self, payload: dict[str, Any], usage: bool) -> None:
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("transfer-encoding", "chunked")
-                self.end_headers()
-                try:
-                    for number, chunk in enumerate(chunks_of(payload, usage)):
-                        if server.chunk_wait is not None:
-                            server.chunk_wait(number)
-                        if server.chunk_delay_s:
-                            time.sleep(server.chunk_delay_s)
-                        event = f"data: {json.dumps(chunk)}\n\n".encode()
-                        self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
-                        self.wfile.flush()
-                    done = b"data: [DONE]\n\n"
-                    self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(done), done))
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client went away (Ctrl-C closes its connection)
-
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
         return Handler
+
+
+def _stream(handler: BaseHTTPRequestHandler, server: ScriptedServer, chunks: list[dict[str, Any]]) -> None:
+    """Send ``chunks`` as server-sent events (chunked), ``server.chunk_delay_s`` apart, then ``[DONE]``."""
+    handler.send_response(200)
+    handler.send_header("content-type", "text/event-stream")
+    handler.send_header("transfer-encoding", "chunked")
+    handler.end_headers()
+    try:
+        for number, chunk in enumerate(chunks):
+            if server.chunk_wait is not None:
+                server.chunk_wait(number)
+            if server.chunk_delay_s:
+                time.sleep(server.chunk_delay_s)
+            event = f"data: {json.dumps(chunk)}\n\n".encode()
+            handler.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+            handler.wfile.flush()
+        done = b"data: [DONE]\n\n"
+        handler.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(done), done))
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the client went away (Ctrl-C closes its connection)
 
 
 #: Characters of text per streamed chunk (about a token).
