@@ -81,11 +81,12 @@ demo:
 # then what the runner read from it (requests, tool calls per format, parse failures, tokens, latency, FED and
 # labels). make smoke-local BASE_URL=http://127.0.0.1:8080/v1 MODEL=qwen [TOOL_MODE=native|text|auto]
 # [TEXT_FORMAT=...] [OUT=runs/smoke] [PROFILE=cpu: 1 task, 2 steps, 128 tokens, for a small model on a CPU]
-# [NULL_CONTENT=empty: llama-cpp-python's server]; the script reads these (and API_KEY_ENV, TASKS, METHODS,
-# MAX_STEPS, MAX_TOKENS, K_VAL, TIMEOUT) from the environment: python scripts/smoke_local.py --help.
+# [NULL_CONTENT=empty: llama-cpp-python's server] [STREAM=1: each request's tokens on the progress line]; the script
+# reads these (and API_KEY_ENV, TASKS, METHODS, MAX_STEPS, MAX_TOKENS, K_VAL, TIMEOUT) from the environment:
+# python scripts/smoke_local.py --help.
 smoke-local:
 	@BASE_URL='$(BASE_URL)' MODEL='$(MODEL)' TOOL_MODE='$(TOOL_MODE)' TEXT_FORMAT='$(TEXT_FORMAT)' OUT='$(OUT)' \
-		PROFILE='$(PROFILE)' NULL_CONTENT='$(NULL_CONTENT)' $(BIN)/python scripts/smoke_local.py
+		PROFILE='$(PROFILE)' NULL_CONTENT='$(NULL_CONTENT)' STREAM='$(STREAM)' $(BIN)/python scripts/smoke_local.py
 
 # The whole suite, slow end-to-end tests included: what CI runs, on pytest-xdist workers (one more than the cores; see
 # docs/testing.md). test-quick leaves out the tests marked slow (subprocesses, Ray, whole real fixtures) for a
@@ -115,3 +116,4 @@ bench:
 	$(BIN)/python benchmarks/toolsandbox.py
 	$(BIN)/python benchmarks/guard.py
 	$(BIN)/python benchmarks/score_scale.py
+	$(BIN)/python benchmarks/default_workers.py

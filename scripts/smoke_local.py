@@ -34,12 +34,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prefix_exec.agents.episode import USAGE_READ_AS_0
 from prefix_exec.analysis.plan_funnel import funnel_lines, funnel_rows
 from prefix_exec.errors import InputError
 from prefix_exec.llm.inflight import IN_FLIGHT, describe
 from prefix_exec.records.codec import read_records, read_rollouts
 from prefix_exec.records.jsonl import iter_json_lines
 from prefix_exec.records.redaction import redact_text, redact_url
+from prefix_exec.records.values import metadata_count, noting_zeroed, zeroed_lines
 from prefix_exec.runner import run_grid
 from prefix_exec.trajectory import PrefixRecord, Rollout
 
@@ -129,12 +131,27 @@ def build_parser() -> argparse.ArgumentParser:
         help='empty: send content "" rather than null beside tool calls, which llama-cpp-python\'s server '
         "answers with a 500 ($NULL_CONTENT; default keep)",
     )
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        default=(env("STREAM") or "").lower() in ("1", "true", "yes"),
+        help="ask for answers streamed, so the progress line counts each request's tokens as they arrive (the "
+        "answers are the same; $STREAM=1)",
+    )
     parser.add_argument("--tasks", default=env("TASKS") or None, help="BFCL task ids, comma-separated ($TASKS)")
     parser.add_argument(
         "--methods",
         default=env("METHODS") or ",".join(METHODS),
         help=f"agent variants ($METHODS; default {','.join(METHODS)})",
     )
+    _add_size_options(parser)
+    parser.add_argument("--resume", action="store_true", help="continue an earlier smoke run in --out")
+    return parser
+
+
+def _add_size_options(parser: argparse.ArgumentParser) -> None:
+    """The options that override the profile's sizes, each also read from the environment."""
+    env = os.environ.get
     parser.add_argument(
         "--max-steps", type=int, default=_int(env("MAX_STEPS")), help="calls per user turn ($MAX_STEPS)"
     )
@@ -143,8 +160,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--k-val", type=int, default=_int(env("K_VAL")), help="dual-loop's verification rounds ($K_VAL)"
     )
     parser.add_argument("--timeout", type=float, default=_float(env("TIMEOUT")), help="seconds a request ($TIMEOUT)")
-    parser.add_argument("--resume", action="store_true", help="continue an earlier smoke run in --out")
-    return parser
 
 
 def _int(text: str | None) -> int | None:
@@ -219,6 +234,8 @@ def grid_text(args: argparse.Namespace, tasks: Sequence[str], methods: Sequence[
     }
     if args.text_format:
         model["text_format"] = args.text_format
+    if args.stream:
+        model["stream"] = True
     lines = [
         "seed = 0",
         "trials = 1",
@@ -261,6 +278,7 @@ class Tally:
     answers_without_call: int = 0
     quote: str | None = None
     fallbacks: set[str] = field(default_factory=set)
+    usage_read_as_0: int = 0
 
 
 def call_formats(rollout: Rollout) -> list[str]:
@@ -289,6 +307,7 @@ def tally(rollouts: Sequence[Rollout]) -> Tally:
             out.completion_tokens += cost.completion_tokens
             out.latencies.append(cost.latency_s)
         out.cached += int(rollout.metadata.get("cached_calls") or 0)
+        out.usage_read_as_0 += metadata_count(rollout.metadata.get(USAGE_READ_AS_0, 0)) or 0
         out.calls += len(rollout.actions)
         out.formats.update(call_formats(rollout))
         out.parse_failures += sum(1 for call in rollout.actions if call.parse_error)
@@ -325,8 +344,9 @@ def rollout_rows(records: Sequence[PrefixRecord], rollouts: Mapping[tuple[str, s
 
 def report(out: Path, args: argparse.Namespace, planned: int) -> tuple[str, int]:
     """The printed report of the run folder ``out``, and how many units failed."""
-    rollouts = list(read_rollouts(out / "rollouts.jsonl")) if (out / "rollouts.jsonl").exists() else []
-    records = list(read_records(out / "records.jsonl")) if (out / "records.jsonl").exists() else []
+    with noting_zeroed() as zeroed:  # totals an older version wrote out of range: read as 0, said below
+        rollouts = list(read_rollouts(out / "rollouts.jsonl")) if (out / "rollouts.jsonl").exists() else []
+        records = list(read_records(out / "records.jsonl")) if (out / "records.jsonl").exists() else []
     failures = [row for _, row in iter_json_lines(out / "failures.jsonl")] if (out / "failures.jsonl").exists() else []
     t = tally(rollouts)
     requests = sum(t.requests.values())
@@ -342,6 +362,12 @@ def report(out: Path, args: argparse.Namespace, planned: int) -> tuple[str, int]
         f"executor answers without a tool call (each turn ends with one): {t.answers_without_call}",
         f"tokens: prompt {t.prompt_tokens}, completion {t.completion_tokens}",
     ]
+    if t.usage_read_as_0:
+        lines.append(
+            f"WARNING: {t.usage_read_as_0} answers reported token counts no call can have (negative, past 2^31-1 "
+            "or not finite) in their usage; each was read as 0, so the token counts above are short"
+        )
+    lines += [f"WARNING: {line}" for line in zeroed_lines(zeroed)]
     if t.latencies:
         lines.append(
             f"latency per request: median {statistics.median(t.latencies):.2f} s, max {max(t.latencies):.2f} s"

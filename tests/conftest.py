@@ -117,6 +117,7 @@ SHARED_BUILDS = {
         "tests/runner/test_run_dir.py",
         "tests/runner/test_toolsandbox_run.py",
         "tests/runner/test_score_ray.py",
+        "tests/runner/test_run_depth.py",
     ),
     "inspect_bfcl": _INSPECT_LOG_USERS,
     "inspect_tau": _INSPECT_LOG_USERS,

@@ -188,9 +188,27 @@ def _given_cases() -> Iterator[Case]:
         )
 
 
+def _spec_cases() -> Iterator[Case]:
+    """A tool spec whose initial state nests past MAX_DEPTH: refused where it is read (a run's or a pool's workers
+    would build and pickle values from it)."""
+    tools = [{"name": "login", "parameters": {"type": "object"}}]
+    for depth in (300, *DEPTHS):
+        spec = _with_raw({"name": "deep", "tools": tools, "initial_state": {"notes": "RAW"}}, _deep(depth))
+        yield Case(
+            f"bounds:spec-deep-{depth}",
+            {"tools.json": spec},
+            lambda d: [
+                *("score", "custom", "--tools", str(d / "tools.json"), str(TICKETING / "rollouts.jsonl")),
+                *("--keep-going", "--out", str(d / "out.jsonl")),
+            ],
+            "out.jsonl",
+        )
+
+
 @register("bounds")
 def bound_cases() -> Iterator[Case]:
     yield from _deep_cases()
+    yield from _spec_cases()
     yield from _rollout_cases()
     yield from _number_cases()
     yield from _given_cases()

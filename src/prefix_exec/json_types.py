@@ -73,17 +73,18 @@ def loads(text: str, *, max_depth: int | None = MAX_DEPTH) -> Any:
 
 
 def depth_problem(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
-    """None when ``value`` (parsed JSON) nests at most ``max_depth`` lists and objects deep, else what is
-    wrong in one line. The walk keeps its own stack (no recursion) and stops at the first level too deep."""
+    """None when ``value`` (parsed JSON, or data built from it: tuples count as lists) nests at most ``max_depth``
+    lists and objects deep, else what is wrong in one line. The walk keeps its own stack (no recursion) and stops
+    at the first level too deep."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
-        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list | tuple) else None
         if children is None:
             continue
         if depth > max_depth:
             return f"nested more than {max_depth} lists and objects deep (json_types.MAX_DEPTH)"
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list | tuple))
     return None
 
 

@@ -14,6 +14,10 @@ per request:
   as JSON), ``"html"`` (a web page, as when ``base_url`` points at a web UI), ``"object-arguments"`` (the
   responder's tool-call arguments sent as JSON objects instead of strings).
 
+A request with ``"stream": true`` is answered as OpenAI streams (``text/event-stream``: a chunk with the role,
+the answer's text in pieces of :data:`PIECE` characters, each call's id and name then its arguments in pieces,
+a chunk with ``finish_reason``, the ``usage`` chunk when ``stream_options.include_usage`` asks, ``[DONE]``),
+``chunk_delay_s`` apart, unless ``streams=False`` (a server that ignores ``stream`` and sends one body).
 A responder that raises is answered with a 500 naming the exception (kept in :attr:`errors`), and the
 server goes on. The server counts its own time per request in :attr:`busy_s`, so a benchmark can subtract
 it from wall time.
@@ -70,10 +74,24 @@ def usage_of(request: Mapping[str, Any], message: Mapping[str, Any]) -> dict[str
 class ScriptedServer:
     """Serve ``respond`` at ``http://127.0.0.1:PORT/v1``; use as a context manager."""
 
-    def __init__(self, respond: Responder, *, latency_s: float = 0.0, hang_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        respond: Responder,
+        *,
+        latency_s: float = 0.0,
+        hang_s: float = 5.0,
+        streams: bool = True,
+        chunk_delay_s: float = 0.0,
+        chunk_wait: Callable[[int], None] | None = None,
+    ) -> None:
         self.respond = respond
         self.latency_s = latency_s
         self.hang_s = hang_s
+        self.streams = streams
+        self.chunk_delay_s = chunk_delay_s
+        #: Called before each streamed chunk with its number (from 0): a test holds a stream at a chunk with it.
+        self.chunk_wait = chunk_wait
+        self.streamed = 0
         self.faults: deque[str] = deque()
         self.requests: list[dict[str, Any]] = []
         self.statuses: list[int] = []
@@ -183,6 +201,13 @@ class ScriptedServer:
                 finally:
                     with server._lock:  # before the answer leaves, so a client that got it sees it counted
                         server.in_flight -= 1
+                if status == 200 and body.get("stream") and server.streams and not headers.get(_BODY):
+                    with server._lock:
+                        server.statuses.append(status)
+                        server.streamed += 1
+                    usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                    _stream(self, server, chunks_of(payload, usage))
+                    return
                 data, content_type = _render(payload, headers)
                 with server._lock:
                     server.statuses.append(status)
@@ -203,6 +228,61 @@ class ScriptedServer:
                 pass
 
         return Handler
+
+
+def _stream(handler: BaseHTTPRequestHandler, server: ScriptedServer, chunks: list[dict[str, Any]]) -> None:
+    """Send ``chunks`` as server-sent events (chunked), ``server.chunk_delay_s`` apart, then ``[DONE]``."""
+    handler.send_response(200)
+    handler.send_header("content-type", "text/event-stream")
+    handler.send_header("transfer-encoding", "chunked")
+    handler.end_headers()
+    try:
+        for number, chunk in enumerate(chunks):
+            if server.chunk_wait is not None:
+                server.chunk_wait(number)
+            if server.chunk_delay_s:
+                time.sleep(server.chunk_delay_s)
+            event = f"data: {json.dumps(chunk)}\n\n".encode()
+            handler.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+            handler.wfile.flush()
+        done = b"data: [DONE]\n\n"
+        handler.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(done), done))
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the client went away (Ctrl-C closes its connection)
+
+
+#: Characters of text per streamed chunk (about a token).
+PIECE = 4
+
+
+def chunks_of(payload: dict[str, Any], usage: bool) -> list[dict[str, Any]]:
+    """The ``chat.completion.chunk`` objects OpenAI streams for the completion ``payload``."""
+    head = {"id": payload["id"], "object": "chat.completion.chunk", "created": 0, "model": payload["model"]}
+    if not payload["choices"]:
+        return [{**head, "choices": []}]
+    choice = payload["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    out = [chunk({"role": "assistant", "content": None if message.get("content") is None else ""})]
+    text = message.get("content") or ""
+    out += [chunk({"content": text[i : i + PIECE]}) for i in range(0, len(text), PIECE)]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        function = call["function"]
+        first = {"index": index, "id": call["id"], "type": "function", "function": {"name": function["name"]}}
+        out.append(chunk({"tool_calls": [{**first, "function": {**first["function"], "arguments": ""}}]}))
+        arguments = function["arguments"]
+        arguments = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        out += [
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[i : i + PIECE]}}]})
+            for i in range(0, len(arguments), PIECE)
+        ]
+    out.append(chunk({}, choice["finish_reason"]))
+    if usage:
+        out.append({**head, "choices": [], "usage": payload["usage"]})
+    return out
 
 
 def _render(payload: dict[str, Any], headers: dict[str, str]) -> tuple[bytes, str]:

@@ -16,7 +16,7 @@ from prefix_exec.json_types import value_problem
 from prefix_exec.llm.decode import decode_answer
 from prefix_exec.llm.textcalls import decode_arguments, read_text_calls
 from prefix_exec.records.codec import cost_from_json, rollout_from_json
-from prefix_exec.records.values import Fields
+from prefix_exec.records.values import Fields, noting_zeroed
 
 HEX = "[f(a=0x" + "f" * 4000 + ")]"  # 4,000 hex digits: 4,817 decimal ones
 OCTAL = "[f(a=0o" + "7" * 5000 + ")]"  # 4,516 decimal digits
@@ -90,8 +90,15 @@ def test_a_usage_no_call_can_have_counts_zero(count: Any) -> None:
 
 def test_a_run_folder_written_before_reads_its_bad_counts_as_zero() -> None:
     row = {"role": "agent", "prompt_tokens": 10**4000, "completion_tokens": -3, "latency_s": 10**400, "queue_s": 1.5}
-    cost = cost_from_json(Fields(json.loads(json.dumps(row)), "old.jsonl", 1))
+    with noting_zeroed() as zeroed:
+        cost = cost_from_json(Fields(json.loads(json.dumps(row)), "old.jsonl", 1))
     assert (cost.prompt_tokens, cost.completion_tokens, cost.latency_s, cost.queue_s) == (0, 0, 0.0, 1.5)
+    assert [(z.line, z.field, z.value) for z in zeroed] == [
+        (1, "prompt_tokens", "an integer of 4,001 digits"),
+        (1, "completion_tokens", "-3"),
+        (1, "latency_s", "an integer of 401 digits"),
+    ]
+    assert cost_from_json(Fields(json.loads(json.dumps(row)), "old.jsonl", 1)) == cost  # no collection: no note
 
 
 def test_transcript_items_must_be_messages() -> None:

@@ -22,10 +22,10 @@ def test_track_snapshot_and_describe() -> None:
     closed: list[str] = []
     with flight.track("executor", lambda: closed.append("e")), flight.track("planner", lambda: closed.append("p")):
         ages = flight.snapshot(now=time.monotonic() + 75)
-        assert sorted(role for role, _ in ages) == ["executor", "planner"]
-        assert all(74 < age < 80 for _, age in ages)
+        assert sorted(seen.role for seen in ages) == ["executor", "planner"]
+        assert all(74 < seen.age < 80 and seen.tokens is None for seen in ages)
         assert describe(ages) == "executor 1 (1m15s), planner 1 (1m15s)"
-        assert sorted(role for role, _ in flight.cancel_all()) == ["executor", "planner"]
+        assert sorted(seen.role for seen in flight.cancel_all()) == ["executor", "planner"]
         assert sorted(closed) == ["e", "p"]
     assert flight.snapshot() == []
     assert describe([]) == "none"

@@ -29,7 +29,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         row = json.loads(line)
         cache.put_entry(row["key"], row["response"], row["latency_s"])
 
-    def offline(self: ChatBackend, request: dict[str, Any]) -> dict[str, Any]:
+    def offline(self: ChatBackend, request: dict[str, Any], received: Any = None) -> dict[str, Any]:
         raise RuntimeError("not in the fixture's cache")
 
     with pytest.MonkeyPatch.context() as patch:

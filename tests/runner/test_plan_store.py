@@ -91,7 +91,7 @@ def test_an_unreadable_store_or_row_is_an_input_error(tmp_path: Path) -> None:
             "INSERT INTO plans VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (*UNIT, 0, "x", '"plan"', '{"role": "planner", "prompt_tokens": "many"}', "react"),
         )
-    with pytest.raises(InputError, match=r"unreadable .*token counts"):
+    with pytest.raises(InputError, match=r"cost.prompt_tokens': expected int or float, got str 'many'"):
         store.get((*UNIT, 0, "x"))
 
 

@@ -33,7 +33,7 @@ Key = tuple[str, str, str]
 def offline(asked: list[str]) -> Any:
     """A stand-in for the backend's network call: it notes the request in ``asked`` and raises, failing its unit."""
 
-    def post(self: ChatBackend, request: dict[str, Any]) -> dict[str, Any]:
+    def post(self: ChatBackend, request: dict[str, Any], received: Any = None) -> dict[str, Any]:
         asked.append(f"{request['model']}: {str(request['messages'][-1].get('content'))[:200]!r}")
         raise RuntimeError("the real-model fixture's cache has no answer to this request")
 

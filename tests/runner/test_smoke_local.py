@@ -41,7 +41,7 @@ def no_smoke_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """The script reads its defaults from these variables; the tests set them only where they test them."""
     for name in ("BASE_URL", "MODEL", "TOOL_MODE", "TEXT_FORMAT", "API_KEY_ENV", "OUT", "TASKS", "METHODS"):
         monkeypatch.delenv(name, raising=False)
-    for name in ("MAX_STEPS", "MAX_TOKENS", "TIMEOUT", "PROFILE", "NULL_CONTENT", "K_VAL"):
+    for name in ("MAX_STEPS", "MAX_TOKENS", "TIMEOUT", "PROFILE", "NULL_CONTENT", "K_VAL", "STREAM"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -90,6 +90,34 @@ def test_native_calls_are_counted_as_the_ground_truth_the_server_plays(
             )
     records = list(read_records(tmp_path / "run" / "records.jsonl"))
     assert {(r.task_id, r.method) for r in records} == set(table)
+
+
+class HugeUsage(ScriptedServer):
+    """The scripted server, its every answer reporting a usage of 10^4000 tokens (issue 45: it crashed the run and
+    left its folder unreadable)."""
+
+    def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
+        status, payload, headers = super().answer(body)
+        if status == 200:
+            huge = 10**4000
+            payload["usage"] = {"prompt_tokens": huge, "completion_tokens": huge, "total_tokens": 2 * huge}
+        return status, payload, headers
+
+
+def test_a_server_reporting_a_usage_of_ten_to_the_4000_completes_and_says_so(
+    smoke: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks = list(smoke.TASKS[:1])
+    with HugeUsage(BfclScript(tasks)) as server:
+        argv = ["--base-url", server.base_url, "--model", "m", "--out", str(tmp_path), "--tool-mode", "native"]
+        code = smoke.main([*argv, "--tasks", ",".join(tasks), "--methods", "react"])
+        sent = len(server.requests)
+        out = capsys.readouterr().out
+        assert smoke.main([*argv, "--tasks", ",".join(tasks), "--methods", "react", "--resume"]) == 0  # reads back
+    assert code == 0
+    assert line(out, "rollouts:") == "rollouts: 1 of 1 written, 0 units failed"
+    assert line(out, "tokens:") == "tokens: prompt 0, completion 0"
+    assert line(out, "WARNING:").startswith(f"WARNING: {sent} answers reported token counts no call can have")
 
 
 class TextAgent:

@@ -16,6 +16,9 @@ from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.llm.types import Completion, Message, ToolSchema
 from prefix_exec.trajectory import CallCost, ToolCall
 
+#: ``metadata`` key: how many of the rollout's answers had a ``usage`` count no call can have (each read as 0).
+USAGE_READ_AS_0 = "usage_read_as_0"
+
 
 @dataclass
 class Episode:
@@ -60,6 +63,8 @@ class Episode:
             self.metadata["retries"] = int(self.metadata.get("retries", 0)) + len(completion.retries)
         if completion.cached:
             self.metadata["cached_calls"] = int(self.metadata.get("cached_calls", 0)) + 1
+        if completion.usage_read_as_0:  # the server's usage held a count no call can have (a bug, or hostile)
+            self.count(USAGE_READ_AS_0)
 
     def count(self, key: str, n: int = 1) -> None:
         """Add ``n`` to the integer ``metadata[key]`` (missing counts as 0)."""

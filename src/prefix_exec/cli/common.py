@@ -14,6 +14,7 @@ from prefix_exec.cluster import LAUNCHERS
 from prefix_exec.errors import InputError
 from prefix_exec.importers.trials import TrialRule
 from prefix_exec.records import outputs
+from prefix_exec.records.values import Zeroed, zeroed_lines
 from prefix_exec.scoring.numbering import Numbering
 from prefix_exec.scoring.pool.sizing import WORTH_BYTES
 from prefix_exec.scoring.pool.spawn import usable_cores
@@ -273,3 +274,9 @@ def condition_pair(text: str) -> str:
     if ":" not in text.strip(":"):
         raise argparse.ArgumentTypeError(f"expected A:B (a model, a method or model/method on each side), got {text!r}")
     return text
+
+
+def warn_zeroed(found: list[Zeroed]) -> None:
+    """Say on stderr which values of the files read were counted as 0 (:mod:`prefix_exec.records.values`)."""
+    for line in zeroed_lines(found):
+        print(f"prefix-exec: warning: {line}", file=sys.stderr)

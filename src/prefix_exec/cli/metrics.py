@@ -13,10 +13,11 @@ from prefix_exec.analysis.absence import absent_note
 from prefix_exec.analysis.coverage import coverage_warnings
 from prefix_exec.analysis.rows import METRIC_FIELDS, read_metric_rows
 from prefix_exec.analysis.summary import DEFAULT_CI_DEPTH, PairedComparison, Summary, summarize, to_json
-from prefix_exec.cli.common import add_summary_options, checkpoint_depths, ci_depth, condition_pair
+from prefix_exec.cli.common import add_summary_options, checkpoint_depths, ci_depth, condition_pair, warn_zeroed
 from prefix_exec.errors import InputError
 from prefix_exec.records import outputs
 from prefix_exec.records.infrastructure import Exclusion
+from prefix_exec.records.values import noting_zeroed
 from prefix_exec.report.cost import row_costs
 from prefix_exec.report.formats import to_csv, to_markdown
 from prefix_exec.report.layout import Anchors
@@ -124,7 +125,9 @@ def register(commands: Any, name: str) -> None:
 def handle(args: argparse.Namespace) -> int:
     if args.out:  # refused before any work: an input, a folder, a FIFO or a device as --out
         outputs.check_file(args.out, args.records)
-    rows = read_metric_rows(args.records, redact=True)
+    with noting_zeroed() as zeroed:
+        rows = read_metric_rows(args.records, redact=True)
+    warn_zeroed(zeroed)
     if not rows:
         raise InputError("no records found", path=", ".join(args.records), hint="score some rollouts first")
     exclusion = Exclusion(keep=args.keep_infrastructure_failures)

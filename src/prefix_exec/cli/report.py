@@ -11,9 +11,10 @@ from typing import Any
 from prefix_exec.analysis import tasksets
 from prefix_exec.analysis.absence import absent_note
 from prefix_exec.analysis.coverage import coverage_warnings
-from prefix_exec.cli.common import add_summary_options, checkpoint_depths, condition_pair
+from prefix_exec.cli.common import add_summary_options, checkpoint_depths, condition_pair, warn_zeroed
 from prefix_exec.extras import require
 from prefix_exec.records.infrastructure import Exclusion
+from prefix_exec.records.values import noting_zeroed
 from prefix_exec.report import Options, load, write_report
 from prefix_exec.report.build import FORMATS, counted_records
 from prefix_exec.report.inputs import expand
@@ -85,7 +86,9 @@ def _formats(text: str) -> tuple[str, ...]:
 def handle(args: argparse.Namespace) -> int:
     if not args.no_plots:
         require("matplotlib", why="the report's figures", alternative="pass --no-plots for a report without figures")
-    records = load(args.inputs)
+    with noting_zeroed() as zeroed:
+        records = load(args.inputs)
+    warn_zeroed(zeroed)
     # the warnings look at the rollouts the report counts (write_report leaves the same ones out: one rule)
     counted = counted_records(records, Exclusion(keep=args.keep_infrastructure_failures))
     for warning in tasksets.check_pooling(

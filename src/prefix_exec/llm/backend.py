@@ -24,13 +24,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import email.utils
 import json
-import math
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -38,8 +36,10 @@ from prefix_exec.json_types import JsonObject
 from prefix_exec.llm.cache import ResponseCache, request_key
 from prefix_exec.llm.client import import_openai, openai_client
 from prefix_exec.llm.config import EndpointConfig
-from prefix_exec.llm.decode import decode_answer, response_problem
+from prefix_exec.llm.decode import decode_answer, kept_body, response_problem
 from prefix_exec.llm.inflight import IN_FLIGHT, Cancelled, until_cancelled
+from prefix_exec.llm.retries import BadAnswer, retry_event
+from prefix_exec.llm.stream import streamed_body
 from prefix_exec.llm.textcalls import with_tools_prompt
 from prefix_exec.llm.tool_support import ToolsRejected, error_message, rejects_tools, tool_support
 from prefix_exec.llm.types import BackendError, Completion, Message, RetryEvent, ToolSchema
@@ -56,14 +56,6 @@ def endpoint_slots(base_url: str, cap: int) -> threading.BoundedSemaphore:
         if base_url not in _SEMAPHORES:
             _SEMAPHORES[base_url] = threading.BoundedSemaphore(cap)
         return _SEMAPHORES[base_url]
-
-
-class _BadAnswer(Exception):
-    """A 2xx whose body is no chat completion; ``retryable`` unless it is not JSON at all (not the API)."""
-
-    def __init__(self, message: str, *, retryable: bool) -> None:
-        super().__init__(message)
-        self.retryable = retryable
 
 
 class ChatBackend:
@@ -201,13 +193,13 @@ class ChatBackend:
             asked = time.perf_counter()
             started: float | None = None
             try:
-                with self._slots, IN_FLIGHT.track(role, self._client.close):
+                with self._slots, IN_FLIGHT.track(role, self._client.close) as flight:
                     started = time.perf_counter()
                     queue_s += started - asked
-                    response = until_cancelled(IN_FLIGHT, lambda: self._post(request), self._where())
+                    response = until_cancelled(IN_FLIGHT, lambda: self._post(request, flight.received), self._where())
                     latency = time.perf_counter() - started
                 break
-            except (self._openai.APIError, _BadAnswer) as exc:
+            except (self._openai.APIError, BadAnswer) as exc:
                 if IN_FLIGHT.cancelled.is_set():  # its connection was closed by Ctrl-C: not a fault to retry
                     raise Cancelled(f"{self._where()}: the run was interrupted") from None
                 if isinstance(exc, self._openai.APIStatusError) and self._falls_back(tools, error_message(exc)):
@@ -215,7 +207,7 @@ class ChatBackend:
                 if isinstance(exc, self._openai.BadRequestError):
                     raise
                 elapsed = time.perf_counter() - started if started is not None else 0.0
-                event = self._retryable(exc, attempt, elapsed)
+                event = retry_event(exc, attempt, elapsed, self.config, self._rng, self._openai)
                 if isinstance(event, str):
                     raise BackendError(f"{self._where()}: {event}", tuple(retries)) from None
                 if attempt > self.config.max_retries:
@@ -260,8 +252,8 @@ class ChatBackend:
             return self._completion(hit[0], role, hit[1], mode, cached=True, tools=tools)
         return None
 
-    def _post(self, request: JsonObject) -> JsonObject:
-        """The checked body of one request; raises ``APIError`` for an error status, ``_BadAnswer`` for a bad body.
+    def _post(self, request: JsonObject, received: Callable[[], None]) -> JsonObject:
+        """The checked body of one request; raises ``APIError`` for an error status, ``BadAnswer`` for a bad body.
 
         The client's typed ``chat.completions.create`` deep-copies every message through its type transform
         (milliseconds per call on long conversations); ``post`` sends the same body through the same client
@@ -269,61 +261,25 @@ class ChatBackend:
         text when the server did not say JSON.
         """
         try:
-            body: Any = self._client.post("/chat/completions", body=request, cast_to=object)
+            if self.config.stream:  # the same body, put back together from its chunks (``received`` counts them)
+                body: Any = streamed_body(self._client, self._openai.Stream[object], request, received)
+            else:
+                body = self._client.post("/chat/completions", body=request, cast_to=object)
         except (ValueError, RecursionError) as exc:  # said JSON, sent something else: truncated, cut by a proxy
-            raise _BadAnswer(f"the body is not valid JSON ({str(exc)[:120]})", retryable=True) from None
+            raise BadAnswer(f"the body is not valid JSON ({str(exc)[:120]})", retryable=True) from None
         if isinstance(body, str):
             try:
                 body = json.loads(body)
             except (ValueError, RecursionError):
-                raise _BadAnswer(
+                raise BadAnswer(
                     f"the server answered {body[:80]!r}..., not JSON: is base_url the API root "
                     "(e.g. http://host:8000/v1), not a web page?",
                     retryable=False,
                 ) from None
         problem = response_problem(body)
         if problem is not None:
-            raise _BadAnswer(problem, retryable=True)
-        return dict(body)
-
-    def _retryable(self, exc: Exception, attempt: int, elapsed: float) -> RetryEvent | str:
-        """The retry event for a transient error, or why retrying cannot help."""
-        openai = self._openai
-        status: int | None = getattr(exc, "status_code", None)
-        if isinstance(exc, _BadAnswer):
-            if not exc.retryable:
-                return str(exc)
-            kind = "bad_response"
-        elif isinstance(exc, openai.APITimeoutError) or status == 408:
-            kind = "timeout"
-        elif isinstance(exc, openai.APIConnectionError):
-            kind = "connection"
-        elif status == 409:
-            kind = "conflict"
-        elif status == 429:
-            if "insufficient_quota" in (getattr(exc, "code", None), getattr(exc, "type", None)):
-                return f"no quota left (429 insufficient_quota), retrying cannot help: {exc}"
-            kind = "rate_limit"
-        elif status is not None and status >= 500:
-            if rejects_tools(error_message(exc)):  # llama-server without --jinja answers 500, not 400
-                return f'the server takes no tools ({status}); tool_mode = "auto" or "text" would fit it: {exc}'
-            kind = "server"
-        else:
-            return _fatal_message(exc, status, self.config)
-        cap = min(self.config.backoff_max_s, self.config.backoff_base_s * 2 ** (attempt - 1))
-        delay = self._rng.uniform(0.0, cap)
-        response = getattr(exc, "response", None)
-        wanted = server_delay(response.headers) if response is not None else None
-        if wanted is not None:
-            if wanted > self.config.retry_after_max_s:
-                return (
-                    f"the server asks to wait {wanted:g} s before retrying, more than retry_after_max_s = "
-                    f"{self.config.retry_after_max_s:g}: {exc}"
-                )
-            delay = max(delay, wanted)
-        return RetryEvent(
-            attempt=attempt, kind=kind, status=status, delay_s=delay, message=str(exc)[:200], elapsed_s=elapsed
-        )
+            raise BadAnswer(problem, retryable=True)
+        return kept_body(dict(body))
 
     # ----------------------------------------------------------------------------------------- decoding
 
@@ -363,34 +319,3 @@ def _with_content(message: Message) -> Message:
     if out.get("role") == "assistant" and out.get("tool_calls") and out.get("content") is None:
         out["content"] = ""
     return out
-
-
-def server_delay(headers: Mapping[str, str]) -> float | None:
-    """Seconds the server asks to wait: ``retry-after-ms``, else ``Retry-After`` (seconds or an HTTP date)."""
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) * scale
-        except ValueError:
-            parsed = email.utils.parsedate_tz(value) if name == "retry-after" else None
-            if parsed is None:
-                continue
-            seconds = email.utils.mktime_tz(parsed) - time.time()
-        if math.isnan(seconds):
-            continue
-        return max(0.0, seconds)
-    return None
-
-
-def _fatal_message(exc: Exception, status: int | None, config: EndpointConfig) -> str:
-    """The error text of a non-retryable status, with what to check."""
-    if status == 401:
-        source = f"the key in ${config.api_key_env}" if config.api_key_env else "no key (api_key_env is empty)"
-        return f"the server refused {source} (401): {exc}"
-    if status == 403:
-        return f"the key may not use {config.model!r} (403): {exc}"
-    if status == 404:
-        return f"not found (404): check that base_url ends at the API root (often /v1) and the model id: {exc}"
-    return str(exc)

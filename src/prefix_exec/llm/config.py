@@ -56,6 +56,9 @@ class EndpointConfig:
     flight to ``base_url``: per process by default; the runner holds it for the whole run (all workers, all
     Ray nodes), with the smallest cap of the models sharing a URL. Times are seconds. A server's
     ``Retry-After`` is honoured up to ``retry_after_max_s``; a longer one fails the request at once.
+    ``stream = true`` asks for the answer streamed and puts it back together (:mod:`prefix_exec.llm.stream`):
+    the same answer and cache entry, and the progress line counts its tokens as they arrive; it shapes no
+    answer, so it is not among the decoding settings (a run may switch it on ``--resume``).
     """
 
     model: str
@@ -75,6 +78,7 @@ class EndpointConfig:
     backoff_max_s: float = 60.0
     retry_after_max_s: float = 120.0
     max_concurrency: int = 8
+    stream: bool = False
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -217,6 +221,11 @@ _RULES: dict[str, tuple[Any, str, str]] = {
     "backoff_max_s": _seconds(False, "backoff_max_s = 60"),
     "retry_after_max_s": _seconds(False, "retry_after_max_s = 120"),
     "max_concurrency": _integer(1, "max_concurrency = 8"),
+    "stream": (
+        lambda v: isinstance(v, bool),
+        "must be true or false",
+        "stream = true shows a local model's tokens as they arrive (the answers are the same)",
+    ),
 }
 _OPTIONAL = {"api_key_env", "temperature", "seed", "reasoning_effort", "max_tokens", "max_completion_tokens"}
 

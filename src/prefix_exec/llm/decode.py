@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
@@ -77,7 +78,20 @@ def decode_answer(
     message = body["choices"][0]["message"]
     cut = body["choices"][0].get("finish_reason") == LENGTH
     content: str | None = _kept(message.get("content"))
-    cost = _cost(body, role=role, model=model, latency_s=latency_s)
+    cost, zeroed = _cost(body, role=role, model=model, latency_s=latency_s)
+    return replace(_answer(message, content, cost, mode, text_format, tools, cut), usage_read_as_0=zeroed)
+
+
+def _answer(
+    message: JsonObject,
+    content: str | None,
+    cost: CallCost,
+    mode: str,
+    text_format: str,
+    tools: Collection[str],
+    cut: bool,
+) -> Completion:
+    """The :class:`Completion` of ``message`` (:func:`decode_answer`'s reading by ``mode``)."""
     if mode == "text":
         read = read_text_calls(content, text_format, tools=tools, cut=cut)
         out: Message = {"role": "assistant", "content": content or ""}
@@ -104,11 +118,34 @@ def decode_answer(
 UNPARSED_CALL = "unparsed_tool_call"
 
 
+#: What :func:`_kept` appends to a text it cut.
+_CUT = re.compile(r"\.\.\. \[[0-9,]+ more characters cut by prefix-exec\]")
+
+
 def _kept(content: str | None) -> str | None:
-    """The answer's text as kept and sent back: cut at :data:`MAX_ANSWER_CHARS`, saying how much was cut."""
-    if content is None or len(content) <= MAX_ANSWER_CHARS:
+    """The answer's text as kept and sent back: cut at :data:`MAX_ANSWER_CHARS`, saying how much was cut; a text
+    already cut so (a cached body, :func:`kept_body`) is kept as it is."""
+    if content is None or len(content) <= MAX_ANSWER_CHARS or _CUT.fullmatch(content, MAX_ANSWER_CHARS):
         return content
-    return f"{content[:MAX_ANSWER_CHARS]}... [{len(content) - MAX_ANSWER_CHARS:,} more characters cut by prefix-exec]"
+    return cut_text(content[:MAX_ANSWER_CHARS], len(content))
+
+
+def cut_text(head: str, total: int) -> str:
+    """A text of ``total`` characters kept as its first :data:`MAX_ANSWER_CHARS` (``head``), saying how much was
+    cut: what :func:`_kept` makes of it (a streamed answer is cut so as it arrives: :mod:`prefix_exec.llm.stream`)."""
+    return f"{head}... [{total - MAX_ANSWER_CHARS:,} more characters cut by prefix-exec]"
+
+
+def kept_body(body: JsonObject) -> JsonObject:
+    """``body`` (a checked chat completion: :func:`response_problem`) with each text of its message (the answer,
+    a reasoning text) as :func:`_kept` keeps it, changed in place: the cache stores no more of an answer than the
+    rollout keeps (a 70 MB answer cached whole doubled the memory of its request), and the full text can be
+    freed at once. The answer read from it is the same (:func:`_kept` leaves a cut text as it is)."""
+    message = body["choices"][0]["message"]
+    for key, value in message.items():
+        if isinstance(value, str) and len(value) > MAX_ANSWER_CHARS:
+            message[key] = _kept(value)
+    return body
 
 
 def _wire(calls: tuple[ToolCall, ...], *, from_text: bool = False) -> list[JsonObject]:
@@ -129,19 +166,23 @@ def _wire(calls: tuple[ToolCall, ...], *, from_text: bool = False) -> list[JsonO
     ]
 
 
-def _cost(body: JsonObject, *, role: str, model: str, latency_s: float) -> CallCost:
-    """The call's cost from the body's ``usage`` (counts a server leaves out are 0)."""
+def _cost(body: JsonObject, *, role: str, model: str, latency_s: float) -> tuple[CallCost, tuple[str, ...]]:
+    """The call's cost from the body's ``usage`` (counts a server leaves out are 0), and the names of the counts
+    no call can have, read as 0 (:func:`_count`)."""
     usage = body.get("usage") or {}
     details = usage.get("completion_tokens_details")
-    reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
-    return CallCost(
-        role=role,
-        prompt_tokens=_count(usage.get("prompt_tokens")),
-        completion_tokens=_count(usage.get("completion_tokens")),
-        reasoning_tokens=_count(reasoning),
-        latency_s=latency_s,
-        model=model,
-    )
+    counts = {
+        "prompt_tokens": usage.get("prompt_tokens"),
+        "completion_tokens": usage.get("completion_tokens"),
+        "reasoning_tokens": details.get("reasoning_tokens") if isinstance(details, dict) else None,
+    }
+    kept = {name: _count(value) for name, value in counts.items()}
+    zeroed = tuple(name for name, value in counts.items() if kept[name] == 0 and _is_number(value) and value != 0)
+    return CallCost(role=role, **kept, latency_s=latency_s, model=model), zeroed
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _native_call(tool_call: JsonObject) -> ToolCall:

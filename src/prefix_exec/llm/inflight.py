@@ -2,10 +2,11 @@
 
 A local model takes 15-300 s a request on a CPU; without this the progress said nothing for minutes. Every
 backend registers each HTTP request while it waits for the answer (:meth:`InFlight.track`): its role, when it
-was sent, and how to close its connection. :meth:`InFlight.snapshot` gives the roles and ages for the progress
-line; :meth:`InFlight.cancel_all` closes every connection (a server that computes the answer sees the client
-go, and llama.cpp's stops generating), and from then on no backend retries: a request that fails after
-cancellation raises :class:`Cancelled`. Requests in other processes (ToolSandbox's units, Ray actors) are not
+was sent, how to close its connection and, for a streamed answer (a model's ``stream = true``), the tokens
+received so far. :meth:`InFlight.snapshot` gives the roles, ages and tokens for the progress line;
+:meth:`InFlight.cancel_all` closes every connection (a server that computes the answer sees the client go, and
+llama.cpp's stops generating), and from then on no backend retries: a request that fails after cancellation
+raises :class:`Cancelled`. Requests in other processes (ToolSandbox's units, Ray actors) are not
 seen here.
 """
 
@@ -18,6 +19,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 #: After Ctrl-C, how often the requests still in flight are closed again, and for how long (seconds).
 RECLOSE_SECONDS = 0.05
@@ -30,14 +32,28 @@ class Cancelled(Exception):
     """A request ended because the run was interrupted (Ctrl-C): never retried."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class Request:
-    """One request in flight: its role (executor, planner, verifier...), when it was sent (monotonic seconds)
-    and how to close its connection."""
+    """One request in flight: its role (executor, planner, verifier...), when it was sent (monotonic seconds),
+    how to close its connection, and for a streamed answer the chunks of text received so far (about a token
+    each; ``None``: not streamed, only its age is known)."""
 
     role: str
     sent: float
     close: Callable[[], None]
+    tokens: int | None = None
+
+    def received(self) -> None:
+        """One more chunk of the streamed answer arrived (called by the request's own thread only)."""
+        self.tokens = (self.tokens or 0) + 1
+
+
+class Seen(NamedTuple):
+    """A request in flight as the progress line shows it: role, seconds in flight, tokens so far (streamed)."""
+
+    role: str
+    age: float
+    tokens: int | None = None
 
 
 class InFlight:
@@ -50,28 +66,29 @@ class InFlight:
         self.cancelled = threading.Event()
 
     @contextlib.contextmanager
-    def track(self, role: str, close: Callable[[], None]) -> Iterator[None]:
-        """Register a request for the duration of the ``with`` block; :class:`Cancelled` when the run was
-        interrupted before it was sent."""
+    def track(self, role: str, close: Callable[[], None]) -> Iterator[Request]:
+        """Register a request for the duration of the ``with`` block (which gets it, to count a streamed answer's
+        chunks: :meth:`Request.received`); :class:`Cancelled` when the run was interrupted before it was sent."""
         if self.cancelled.is_set():
             raise Cancelled("the run was interrupted")
+        request = Request(role, time.monotonic(), close)
         with self._lock:
             key = next(self._ids)
-            self._requests[key] = Request(role, time.monotonic(), close)
+            self._requests[key] = request
         try:
-            yield
+            yield request
         finally:
             with self._lock:
                 self._requests.pop(key, None)
 
-    def snapshot(self, now: float | None = None) -> list[tuple[str, float]]:
-        """``(role, seconds in flight)`` of each request, the oldest first."""
+    def snapshot(self, now: float | None = None) -> list[Seen]:
+        """Each request in flight (:class:`Seen`), the oldest first."""
         now = time.monotonic() if now is None else now
         with self._lock:
             requests = list(self._requests.values())
-        return sorted(((r.role, now - r.sent) for r in requests), key=lambda pair: -pair[1])
+        return sorted((Seen(r.role, now - r.sent, r.tokens) for r in requests), key=lambda seen: -seen.age)
 
-    def cancel_all(self) -> list[tuple[str, float]]:
+    def cancel_all(self) -> list[Seen]:
         """Close every request's connection and refuse new ones; the requests that were in flight.
 
         A request caught between registering and opening its connection would open it after the close and wait
@@ -126,16 +143,23 @@ def until_cancelled[T](flight: InFlight, call: Callable[[], T], where: str) -> T
     return result[0]
 
 
-def describe(requests: list[tuple[str, float]]) -> str:
-    """``requests`` (:meth:`InFlight.snapshot`) in a few words: ``executor 1 (2m13s)``, per role with the oldest
-    request's age, or ``none``."""
+def describe(requests: list[Seen]) -> str:
+    """``requests`` (:meth:`InFlight.snapshot`) in a few words, per role: how many, the oldest one's age and, when
+    answers are streamed, the tokens received so far by that role's requests (``executor 1 (2m13s, 154 tokens
+    so far)``); ``none`` when there are none."""
     if not requests:
         return "none"
-    counts = Counter(role for role, _ in requests)
+    counts = Counter(seen.role for seen in requests)
     oldest: dict[str, float] = {}
-    for role, age in requests:
-        oldest[role] = max(age, oldest.get(role, 0.0))
-    return ", ".join(f"{role} {n} ({_clock(oldest[role])})" for role, n in sorted(counts.items()))
+    tokens: dict[str, int] = {}
+    for seen in requests:
+        oldest[seen.role] = max(seen.age, oldest.get(seen.role, 0.0))
+        if seen.tokens is not None:
+            tokens[seen.role] = tokens.get(seen.role, 0) + seen.tokens
+    return ", ".join(
+        f"{role} {n} ({_clock(oldest[role])}" + (f", {tokens[role]:,} tokens so far)" if role in tokens else ")")
+        for role, n in sorted(counts.items())
+    )
 
 
 def _clock(seconds: float) -> str:

@@ -61,6 +61,8 @@ class Completion:
     ``retries`` lists every retried failure. ``text_format`` is the format that read ``calls`` from the
     answer's text (``None``: native calls, or none); ``in_content`` is true when the request offered the tools
     natively but the calls were read from the answer's text (``tool_mode = "auto"``'s content fallback).
+    ``usage_read_as_0`` names the server's ``usage`` counts no call can have (negative, past 2^31 - 1, not
+    finite: ``records.values``), each read as 0.
     """
 
     content: str | None
@@ -73,6 +75,7 @@ class Completion:
     backoff_s: float = 0.0
     text_format: str | None = None
     in_content: bool = False
+    usage_read_as_0: tuple[str, ...] = ()
 
 
 class BackendError(Exception):

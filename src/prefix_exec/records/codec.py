@@ -167,13 +167,13 @@ def call_from_json(f: Fields) -> ToolCall:
 def cost_from_json(f: Fields) -> CallCost:
     return CallCost(
         role=f.get("role", str),
-        prompt_tokens=token_count(f.get("prompt_tokens", int, required=False, default=0)),
-        completion_tokens=token_count(f.get("completion_tokens", int, required=False, default=0)),
-        reasoning_tokens=token_count(f.get("reasoning_tokens", int, required=False, default=0)),
-        latency_s=seconds(f.get("latency_s", (int, float), required=False, default=0.0)),
+        prompt_tokens=token_count(f, "prompt_tokens"),
+        completion_tokens=token_count(f, "completion_tokens"),
+        reasoning_tokens=token_count(f, "reasoning_tokens"),
+        latency_s=seconds(f, "latency_s"),
         model=f.get("model", str, required=False),
-        queue_s=seconds(f.get("queue_s", (int, float), required=False, default=0.0)),
-        backoff_s=seconds(f.get("backoff_s", (int, float), required=False, default=0.0)),
+        queue_s=seconds(f, "queue_s"),
+        backoff_s=seconds(f, "backoff_s"),
     )
 
 

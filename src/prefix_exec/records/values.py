@@ -3,11 +3,20 @@ where they are read (issue 45): a token count or a time that no call can have, i
 checks or by another tool, reads as 0 instead of ending the run (``float()`` of an integer past 1e308 raises, and
 one such count poisons every total it is summed into); a ``transcript`` whose items are not messages is the row's
 input error.
+
+A value read as 0 is never silent: each is noted as a :class:`Zeroed` (file, line, field, the value as written)
+in the collection :func:`noting_zeroed` opens, and the commands that read totals (``metrics``, ``report``,
+``run --resume``, ``make smoke-local``) print :func:`zeroed_lines` on stderr. Outside such a collection (a library
+caller) nothing is collected.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from prefix_exec.errors import InputError
@@ -20,21 +29,102 @@ MAX_T = 100_000
 MAX_TOKENS = 2**31 - 1
 #: The longest time one call may report, in seconds (a week).
 MAX_SECONDS = 7 * 24 * 3600.0
+#: The largest count a rollout's metadata may hold (requests retried, answers read from the cache...).
+MAX_COUNT = 1_000_000
+#: Values noted one line each by :func:`zeroed_lines`; the rest are counted.
+SHOWN = 5
 
 
-def token_count(value: int) -> int:
-    """``value`` (an int already type-checked) when it is 0 to :data:`MAX_TOKENS`, else 0."""
-    return value if 0 <= value <= MAX_TOKENS else 0
+@dataclass(frozen=True)
+class Zeroed:
+    """A number read from a file that no call can have, counted as 0: where (file, 1-based line, field), the
+    value as written (:func:`shown`) and what it should have been (``token count``, ``time``, ``retry count``)."""
+
+    path: str | None
+    line: int | None
+    field: str
+    value: str
+    what: str
+
+    def describe(self) -> str:
+        where = ":".join(str(part) for part in (self.path, self.line) if part is not None) or "a row"
+        return f"{where}: field '{self.field}' is {self.value}, which no {self.what} can be; counted as 0"
 
 
-def seconds(value: float) -> float:
-    """``value`` (an int or float already type-checked) as seconds when finite, 0 to :data:`MAX_SECONDS`,
-    else 0.0."""
+_FOUND: ContextVar[list[Zeroed] | None] = ContextVar("prefix_exec_zeroed", default=None)
+
+
+@contextlib.contextmanager
+def noting_zeroed() -> Iterator[list[Zeroed]]:
+    """Collect every value read as 0 in this block (this thread and context) into the list yielded."""
+    found: list[Zeroed] = []
+    token = _FOUND.set(found)
+    try:
+        yield found
+    finally:
+        _FOUND.reset(token)
+
+
+def note_zeroed(path: str | None, line: int | None, field: str, value: Any, what: str) -> None:
+    """Note that ``value`` at ``path``:``line`` ``field`` was read as 0 (when a collection is open)."""
+    found = _FOUND.get()
+    if found is not None:
+        found.append(Zeroed(path, line, field, shown(value), what))
+
+
+def zeroed_lines(found: Sequence[Zeroed]) -> list[str]:
+    """One line per value read as 0, the first :data:`SHOWN`, then how many more and in how many files."""
+    lines = [zeroed.describe() for zeroed in found[:SHOWN]]
+    if len(found) > SHOWN:
+        files = len({zeroed.path for zeroed in found})
+        lines.append(f"... and {len(found) - SHOWN} more such values ({files} file{'s' if files > 1 else ''} in all)")
+    return lines
+
+
+def shown(value: Any) -> str:
+    """``value`` as written, short: an integer of more than 15 digits by its digit count (``str()`` of one past
+    4,300 digits raises, and a float of it overflows)."""
+    if isinstance(value, int) and not isinstance(value, bool) and not -(10**15) < value < 10**15:
+        try:
+            digits = f"{len(str(abs(value))):,}"
+        except ValueError:  # past Python's 4,300 digits (made in code, never read from JSON)
+            digits = "more than 4,300"
+        return f"{'a negative' if value < 0 else 'an'} integer of {digits} digits"
+    return repr(value)[:40]
+
+
+def token_count(f: Fields, name: str) -> int:
+    """The row's token count ``name`` (absent: 0): an integer 0 to :data:`MAX_TOKENS`; another integer, or a
+    number that is not finite, is noted and read as 0; a finite non-integer is the row's input error."""
+    value = f.get(name, (int, float), required=False, default=0)
+    if isinstance(value, int):
+        if 0 <= value <= MAX_TOKENS:
+            return value
+    elif math.isfinite(value):
+        f.fail(name, f"expected int, got float {value!r:.60}", hint="a token count is a whole number")
+    note_zeroed(f.path, f.line, f.prefix + name, value, "token count")
+    return 0
+
+
+def seconds(f: Fields, name: str) -> float:
+    """The row's time ``name`` in seconds (absent: 0.0): finite, 0 to :data:`MAX_SECONDS`; another is noted and
+    read as 0.0."""
+    value = f.get(name, (int, float), required=False, default=0.0)
     try:
         found = float(value)
     except OverflowError:
-        return 0.0
-    return found if math.isfinite(found) and 0 <= found <= MAX_SECONDS else 0.0
+        found = math.inf
+    if math.isfinite(found) and 0 <= found <= MAX_SECONDS:
+        return found
+    note_zeroed(f.path, f.line, f.prefix + name, value, "time (seconds)")
+    return 0.0
+
+
+def metadata_count(value: Any) -> int | None:
+    """``value`` when it is an integer 0 to :data:`MAX_COUNT` (a rollout's ``metadata.retries``), else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT:
+        return value
+    return None
 
 
 def message_list(f: Fields, name: str = "transcript") -> tuple[Any, ...] | None:

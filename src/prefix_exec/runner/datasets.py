@@ -18,7 +18,8 @@ DriverFactory = Callable[[DatasetSpec, Grid], Driver]
 def _custom(spec: DatasetSpec, grid: Grid) -> Driver:
     from prefix_exec.drivers.custom import CustomDriver
 
-    if "spec" not in spec.options:
+    check_options(spec, "custom", {"spec"}, hint="spec (the tool spec file)")
+    if not isinstance(spec.options.get("spec"), str):
         raise InputError("a custom dataset needs 'spec' (the tool spec file)", field=f"datasets.{spec.name}.spec")
     return CustomDriver(grid.resolve(str(spec.options["spec"])), dataset=spec.name)
 

@@ -29,9 +29,9 @@ from typing import Any
 from prefix_exec.agents.shared_plan import KeyedLocks, SharedPlan
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import dumps
-from prefix_exec.records.codec import cost_to_json
+from prefix_exec.records.codec import cost_from_json, cost_to_json
 from prefix_exec.records.sqlite_file import SqliteFile
-from prefix_exec.trajectory import CallCost
+from prefix_exec.records.values import Fields
 
 #: The store's file name in a run directory.
 PLANS = "plans.sqlite"
@@ -100,6 +100,14 @@ class PlanStore:
                 finally:
                     fcntl.lockf(handle, fcntl.LOCK_UN, 1, byte)
 
+    def check(self) -> None:
+        """Read every stored plan, at a run's start: a row this module did not write is refused before any unit
+        runs, and a count read as 0 is noted (:func:`~prefix_exec.records.values.noting_zeroed`) in this thread,
+        where the workers reading it later note nothing."""
+        columns = f"{_COLUMNS}, content, cost, generated_by"
+        for row in self._file.connect().execute(f"SELECT {columns} FROM plans ORDER BY rowid"):
+            _plan(self.path, tuple(row[:6]), (row[6], row[7], row[8]))
+
     def __len__(self) -> int:
         return int(self._file.connect().execute("SELECT COUNT(*) FROM plans").fetchone()[0])
 
@@ -123,34 +131,19 @@ class UnitPlans:
 
 
 def _plan(path: Path, key: tuple[Any, ...], row: tuple[str, str, str]) -> SharedPlan:
-    """A stored row as a plan; a row this module did not write is an :class:`InputError`."""
+    """A stored row as a plan; a row this module did not write is an :class:`InputError`. Its cost is read as a
+    rollout's is (:func:`~prefix_exec.records.codec.cost_from_json`): a count or time no call can have (an older
+    version stored a server's 10^4000) is read as 0, noted where a collection is open (:meth:`PlanStore.check`)."""
+    unreadable = InputError(
+        f"the plan stored for {key[:5]} is unreadable",
+        path=path,
+        hint="the file is not one prefix-exec wrote; delete it to have its plans asked again",
+    )
     try:
         content, cost, generated_by = json.loads(row[0]), json.loads(row[1]), row[2]
-        if not isinstance(content, str) or not isinstance(cost, dict) or not isinstance(generated_by, str):
-            raise ValueError("unexpected types")
-        tokens = {k: cost.get(k, 0) for k in ("prompt_tokens", "completion_tokens", "reasoning_tokens")}
-        times = {k: cost.get(k, 0.0) for k in ("latency_s", "queue_s", "backoff_s")}
-        model = cost.get("model")
-        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in tokens.values()):
-            raise ValueError("token counts must be integers >= 0")
-        if not all(isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in times.values()):
-            raise ValueError("times must be numbers >= 0")
-        if not isinstance(cost.get("role"), str) or not (model is None or isinstance(model, str)):
-            raise ValueError("role and model must be strings")
-        call = CallCost(
-            cost["role"],
-            tokens["prompt_tokens"],
-            tokens["completion_tokens"],
-            tokens["reasoning_tokens"],
-            float(times["latency_s"]),
-            model,
-            float(times["queue_s"]),
-            float(times["backoff_s"]),
-        )
-    except (ValueError, KeyError, TypeError) as exc:
-        raise InputError(
-            f"the plan stored for {key[:5]} is unreadable ({exc})",
-            path=path,
-            hint="the file is not one prefix-exec wrote; delete it to have its plans asked again",
-        ) from None
-    return SharedPlan(content, call, generated_by)
+    except (ValueError, TypeError):
+        raise unreadable from None
+    if not isinstance(content, str) or not isinstance(cost, dict) or not isinstance(generated_by, str):
+        raise unreadable
+    where = f"plans({', '.join(map(str, key[:5]))}).cost."
+    return SharedPlan(content, cost_from_json(Fields(cost, str(path), None, where)), generated_by)

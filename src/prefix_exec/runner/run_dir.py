@@ -32,8 +32,10 @@ from prefix_exec.drivers.base import Driver
 from prefix_exec.errors import InputError
 from prefix_exec.llm.cache import ResponseCache
 from prefix_exec.records import outputs
-from prefix_exec.records.codec import first_unpooled, read_rollouts, record_to_json, rollout_to_json
-from prefix_exec.records.jsonl import JsonlWriter, completed_keys, latest_by_unit
+from prefix_exec.records.codec import first_unpooled, record_to_json, rollout_from_json, rollout_to_json
+from prefix_exec.records.jsonl import JsonlWriter, completed_keys, iter_json_lines, latest_by_unit
+from prefix_exec.records.line_bound import MAX_WRITTEN_BYTES, bounded_line
+from prefix_exec.records.values import noting_zeroed, zeroed_lines
 from prefix_exec.replay import replay
 from prefix_exec.runner.credentials import needs_redaction, write_grid_copy
 from prefix_exec.runner.datasets import make_driver
@@ -85,7 +87,7 @@ def run_grid(
         keep_grid_copy(Path(grid_path), grid, out)
         units = plan_units(grid)
         report = RunReport(planned=len(units))
-        cache = open_stores(grid, out)
+        cache = open_stores(grid, out, log)
         done = _run_units(
             grid,
             out,
@@ -122,9 +124,11 @@ def _run_units(
         done = completed_keys(rollouts_path)
         todo = [u for u in units if u.key not in done]
         report.resumed = len(units) - len(todo)
-        _catch_up(
-            grid, rollouts_path, done - completed_keys(records_path), {u.key for u in units} & done, records, report
-        )
+        with noting_zeroed() as zeroed:
+            orphans, resumed = done - completed_keys(records_path), {u.key for u in units} & done
+            _catch_up(grid, rollouts_path, orphans, resumed, records, report)
+        for line in zeroed_lines(zeroed):  # totals an older version wrote: counted as 0, and said so
+            print(f"prefix-exec run: warning: {line}", file=log, flush=True)
         progress = Progress(len(units), report.resumed, log, report)
         _write_results(
             run(todo),
@@ -187,14 +191,19 @@ def keep_grid_copy(grid_path: Path, grid: Grid, out: Path) -> None:
         write_grid_copy(copy, grid.base_dir, copy)
 
 
-def open_stores(grid: Grid, out: Path) -> Path | None:
+def open_stores(grid: Grid, out: Path, log: TextIO) -> Path | None:
     """Create the response cache (its path is returned; ``None`` with ``cache = false``) and the plan store
-    here, once, before workers open them concurrently; a file that is neither is an input error here."""
+    here, once, before workers open them concurrently; a file that is neither, or a stored plan this version
+    cannot read, is an input error here. A plan's cost an older version stored out of range is said on ``log``
+    (it is read as 0)."""
     cache = out / CACHE if grid.cache else None
     if cache is not None:
         open_cache(cache)
     if grid.plan_store is not None:
-        PlanStore(grid.plan_store)
+        with noting_zeroed() as zeroed:
+            PlanStore(grid.plan_store).check()
+        for line in zeroed_lines(zeroed):
+            print(f"prefix-exec run: warning: {line}", file=log, flush=True)
     return cache
 
 
@@ -340,15 +349,18 @@ def _catch_up(
     if not orphans and not resumed:
         return
     drivers: dict[str, Driver] = {}
-    for rollout in read_rollouts(path):
+    for number, data in iter_json_lines(path):
+        rollout = rollout_from_json(data, path=str(path), line=number)
         if rollout.key in orphans:
             if not drivers:
                 drivers = {d.name: make_driver(d, grid) for d in grid.datasets}
-            records.write(record_to_json(replay(rollout, drivers[rollout.dataset].env_for(rollout))))
+            scored = bounded_line(record_to_json(replay(rollout, drivers[rollout.dataset].env_for(rollout))))
+            if scored is not None:  # a record that cannot fit stays an orphan, as after a kill
+                records.write_line(scored)
+                report.rescored += 1
             orphans.discard(rollout.key)
-            report.rescored += 1
         if rollout.key in resumed:
-            charge(report, grid, rollout)
+            charge(report, grid, rollout, (str(path), number))
 
 
 def _write(
@@ -361,12 +373,20 @@ def _write(
 ) -> None:
     u = result.unit
     key = {"dataset": u.dataset, "task_id": u.task_id, "model": u.model, "method": u.method, "trial": u.trial}
-    if result.error is not None or result.rollout is None or result.record is None:
-        failures.write({**key, "error": result.error, "seconds": result.seconds, "retries": result.retries})
+    lines = None
+    if result.error is None and result.rollout is not None and result.record is not None:
+        # Lines kept under the bound (records.line_bound): --resume never refuses a line this run wrote.
+        lines = bounded_line(rollout_to_json(result.rollout)), bounded_line(record_to_json(result.record))
+    if lines is None or lines[0] is None or lines[1] is None or result.rollout is None:
+        error = result.error or (
+            f"the unit's rollout or record does not fit in a line of {MAX_WRITTEN_BYTES:,} bytes even with its "
+            "texts cut (records.line_bound): it holds too much that is not text"
+        )
+        failures.write({**key, "error": error, "seconds": result.seconds, "retries": result.retries})
         report.failed += 1
         report.retries += result.retries
         return
-    rollouts.write(rollout_to_json(result.rollout))
-    records.write(record_to_json(result.record))
+    rollouts.write_line(lines[0])
+    records.write_line(lines[1])
     report.written += 1
     charge(report, grid, result.rollout)

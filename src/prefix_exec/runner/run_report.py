@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from prefix_exec.agents.episode import USAGE_READ_AS_0
+from prefix_exec.records.values import metadata_count, note_zeroed
 from prefix_exec.runner.grid import Grid
 from prefix_exec.trajectory import Rollout
 
@@ -26,6 +28,8 @@ class RunReport:
     retries: int = 0
     seconds: float = 0.0
     aborted: str = ""
+    #: Answers whose server-reported token counts no call can have (read as 0): ``metadata.usage_read_as_0``.
+    usage_read_as_0: int = 0
 
     def describe(self) -> str:
         """What the run did, in one line (``prefix-exec run`` prints it last)."""
@@ -40,14 +44,28 @@ class RunReport:
             (self.resumed, f"; {self.resumed} already done (--resume)"),
             (self.rescored, f"; {self.rescored} rollouts scored from the file"),
             (self.failed, f"; {self.failed} failed (see {FAILURES}; --resume retries them)"),
+            (
+                self.usage_read_as_0,
+                f"; {self.usage_read_as_0} answers had token counts no call can have in their usage, read as 0 "
+                "(metadata.usage_read_as_0)",
+            ),
             (self.aborted, f"; stopped early: {self.aborted}"),
         )
         return text + "".join(clause for shown, clause in clauses if shown)
 
 
-def charge(report: RunReport, grid: Grid, rollout: Rollout) -> None:
-    """Add the rollout's retries, and the tokens and price of its LLM calls, to the run's totals."""
-    report.retries += int(rollout.metadata.get("retries", 0))
+def charge(report: RunReport, grid: Grid, rollout: Rollout, where: tuple[str, int] | None = None) -> None:
+    """Add the rollout's retries, and the tokens and price of its LLM calls, to the run's totals. A rollout read
+    from ``where`` (file, line) whose ``metadata.retries`` no rollout can have (negative, not an integer, past
+    :data:`~prefix_exec.records.values.MAX_COUNT`: an older version or another tool wrote it) adds 0, noted
+    (:func:`~prefix_exec.records.values.note_zeroed`)."""
+    raw = rollout.metadata.get("retries", 0)
+    retries = metadata_count(raw)
+    if retries is None:
+        path, line = where if where is not None else (None, None)
+        note_zeroed(path, line, "metadata.retries", raw, "retry count")
+    report.retries += retries or 0
+    report.usage_read_as_0 += metadata_count(rollout.metadata.get(USAGE_READ_AS_0, 0)) or 0
     for cost in rollout.cost:
         price_in, price_out = call_prices(grid, rollout.model, cost.model)
         report.tokens += int(cost.prompt_tokens) + int(cost.completion_tokens)

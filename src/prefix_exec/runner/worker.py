@@ -5,6 +5,11 @@ unit's agent the plan store's book of that unit's (dataset, task, model, trial):
 ``run`` returns the canonical rollout and the record replay gives it, as records (the run's writer turns them
 into JSON lines), or the error that stopped the unit (a failed unit is retried by ``--resume``). A result
 crosses process boundaries (a spawned process, a Ray actor) by pickling: records are frozen dataclasses.
+
+A result nested past :data:`~prefix_exec.json_types.MAX_DEPTH` (a hook's result, an environment's data) cannot
+be pickled (about 800 levels fail it) nor read back from the run's files (their readers refuse it), so every
+worker fails such a unit with the part named (:func:`depth_problem_of`): the local launcher's threads, its
+processes and Ray write the same files.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any
 
 from prefix_exec.agents.variants import Agent
 from prefix_exec.drivers.base import Driver, to_rollout
-from prefix_exec.json_types import JsonObject
+from prefix_exec.json_types import JsonObject, depth_problem
 from prefix_exec.llm.backend import ChatBackend
 from prefix_exec.llm.cache import ResponseCache
 from prefix_exec.records.redaction import redact_text
@@ -102,9 +107,32 @@ class UnitWorker:
                 notes["tools_refused"] = fallback
             rollout = replace(rollout, metadata={**rollout.metadata, **notes})
             record = replay(rollout, driver.env_for(rollout))
+            problem = depth_problem_of(rollout, record)
+            if problem is not None:
+                raise ValueError(problem)
         except Exception as exc:  # the unit boundary: any failure is reported and the grid goes on
             # failures.jsonl and the run's messages show it: a URL in it loses its credentials
             detail = redact_text("".join(traceback.format_exception_only(type(exc), exc)).strip())
             retries = len(getattr(exc, "retries", ()))  # a BackendError lists the retries it made
             return UnitResult(unit, error=detail, seconds=time.perf_counter() - started, retries=retries)
         return UnitResult(unit, rollout, record, seconds=time.perf_counter() - started)
+
+
+def depth_problem_of(rollout: Rollout, record: PrefixRecord) -> str | None:
+    """Why the unit's ``rollout`` or ``record`` cannot be kept, naming the part (``verdicts[2].result``), or
+    ``None``: a part nested past :data:`~prefix_exec.json_types.MAX_DEPTH` lists, objects and tuples."""
+    parts: list[tuple[str, object]] = [("the transcript", rollout.transcript), ("the metadata", rollout.metadata)]
+    for i, call in enumerate(rollout.actions):
+        parts.append((f"actions[{i}].arguments", call.arguments))
+        if call.observation is not None:
+            parts.append((f"actions[{i}].observation.content", call.observation.content))
+    parts += [(f"verdicts[{i}].result", verdict.result) for i, verdict in enumerate(record.verdicts)]
+    parts.append(("the record's metadata", record.metadata))
+    for name, value in parts:
+        problem = depth_problem(value)
+        if problem is not None:
+            return (
+                f"the unit's {name} is {problem}: it cannot be sent between processes or read back from the run's "
+                "files (a tool's hook or the environment's data built it; keep results shallower)"
+            )
+    return None

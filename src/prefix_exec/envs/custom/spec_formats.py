@@ -30,7 +30,7 @@ from jsonschema import ValidationError
 from prefix_exec.envs.custom.json_schema import compile_schema, schema_problem
 from prefix_exec.envs.custom.yaml_document import json_path, read_yaml
 from prefix_exec.errors import InputError
-from prefix_exec.json_types import JsonMapping, JsonObject
+from prefix_exec.json_types import JsonMapping, JsonObject, depth_problem
 from prefix_exec.records.jsonl import MAX_LINE_CHARS, check_regular_file, json_problem
 
 #: What each form is called in messages.
@@ -205,7 +205,7 @@ def read_document(path: Path, *, what: str) -> Any:
             else None,
         )
     try:
-        return json.loads(text) if path.suffix == ".json" else read_yaml(text)
+        document = json.loads(text) if path.suffix == ".json" else read_yaml(text)
     except json.JSONDecodeError as exc:
         message = f"cannot parse the {what}: {json_problem(exc)}"
         raise InputError(message, path=path, line=exc.lineno) from None
@@ -217,6 +217,11 @@ def read_document(path: Path, *, what: str) -> Any:
     except (RecursionError, ValueError) as exc:  # nesting past the recursion limit, an over-long integer
         reason = str(exc).split(";")[0] or "nested too deeply"
         raise InputError(f"cannot parse the {what}: {reason}", path=path) from None
+    # The same bound as every reader (a run's workers pickle what a spec's state and hooks build from it).
+    problem = depth_problem(document)
+    if problem is not None:
+        raise InputError(f"the {what} is {problem}", path=path, hint="a spec's values are a few levels deep")
+    return document
 
 
 def _other_file_kind(text: str) -> str:

@@ -39,7 +39,7 @@ from typing import Any
 from prefix_exec.envs.tau.lazy import collector_paused, lazy_base
 from prefix_exec.errors import InputError
 from prefix_exec.extras import install_hint
-from prefix_exec.json_types import JsonMapping
+from prefix_exec.json_types import JsonMapping, loads
 
 #: Domains this environment supports, with their DB model and toolkit class paths (same in both distributions).
 DOMAINS: Mapping[str, tuple[str, str]] = {
@@ -210,11 +210,12 @@ def _build(name: str, root: Path) -> Domain:
     folder = root / "tau2" / "domains" / name
     try:
         raw = _parse_json((folder / "db.json").read_bytes())
-        tasks = json.loads((folder / "tasks.json").read_text(encoding="utf-8"))
+        # json_types.loads: nesting past MAX_DEPTH is refused here, as by every reader (Ray's workers pickle tasks)
+        tasks = loads((folder / "tasks.json").read_text(encoding="utf-8"))
+        split_file = folder / "split_tasks.json"
+        splits = loads(split_file.read_text(encoding="utf-8")) if split_file.is_file() else {}
     except (OSError, ValueError) as exc:  # json.JSONDecodeError and bad UTF-8 are ValueErrors
         raise InputError(f"cannot read the {name} domain data: {exc}", path=folder) from None
-    split_file = folder / "split_tasks.json"
-    splits = json.loads(split_file.read_text(encoding="utf-8")) if split_file.is_file() else {}
     policy_file = folder / "policy.md"
     policy = policy_file.read_text(encoding="utf-8") if policy_file.is_file() else ""
     base_db = lazy_base(db_class, raw)  # records validated when first needed
