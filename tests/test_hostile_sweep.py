@@ -729,6 +729,14 @@ def test_the_sweep_has_hundreds_of_cases_across_every_input() -> None:
     assert len(planted) >= 100, "the canaries are planted in the inputs"
 
 
+def test_every_nth_keeps_a_fixed_subset_per_kind() -> None:
+    cases = [Case(f"{kind}:{i}", {}, lambda d: [], "out") for kind in ("a", "b") for i in range(5)]
+    names = [c.name for c in every_nth(cases, "2")]
+    assert names == ["a:0", "a:2", "a:4", "b:0", "b:2", "b:4"]
+    assert [c.name for c in every_nth(cases, "3:b")] == [*(f"a:{i}" for i in range(5)), "b:0", "b:3"]
+    assert every_nth(cases, "") == cases
+
+
 def _holds_canary(text: str | bytes) -> bool:
     tokens = (CANARY_URL, CANARY_FILE, CANARY_HOOKS, CANARY_HOST)
     return any((t.encode() if isinstance(text, bytes) else t) in text for t in tokens)
@@ -867,6 +875,24 @@ def _digest(out: Path, places: list[tuple[str, str]]) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def every_nth(cases: list[Case], every: str) -> list[Case]:
+    """``cases`` thinned by ``HOSTILE_EVERY``: ``N`` keeps the first case of each kind and every Nth after it
+    (counted within the kind, in the sweep's fixed order); ``N:KIND,KIND`` thins only those kinds and keeps the
+    others whole; empty keeps all. A fixed subset, so runs under different launchers compare case for case."""
+    if not every:
+        return cases
+    stride, _, named = every.partition(":")
+    thinned = {k for k in named.split(",") if k}
+    seen: dict[str, int] = {}
+    kept = []
+    for case in cases:
+        kind = case.name.split(":")[0]
+        index = seen[kind] = seen.get(kind, -1) + 1
+        if (thinned and kind not in thinned) or index % int(stride) == 0:
+            kept.append(case)
+    return kept
+
+
 def _argv(case: Case, folder: Path) -> list[str]:
     """The case's arguments; ``HOSTILE_WORKERS=2`` (or ``ray``) runs every ``score`` command on the pool (or
     Ray) instead, whose records must be byte-identical to ``--workers 1``'s."""
@@ -938,7 +964,7 @@ def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
     kinds = {k for k in os.environ.get("HOSTILE_KINDS", "").split(",") if k}  # a subset while working on one
     cases = [c for c in all_cases() if not kinds or c.name.split(":")[0] in kinds]
     match = os.environ.get("HOSTILE_MATCH", "")  # a name part, to run a few cases (HOSTILE_WORKERS is slow)
-    cases = [c for c in cases if match in c.name]
+    cases = every_nth([c for c in cases if match in c.name], os.environ.get("HOSTILE_EVERY", ""))
     if os.environ.get("HOSTILE_WORKERS"):  # every rollout through the workers, even of a tiny input
         monkeypatch.setattr(pool_dispatch, "REPLAY_HERE", False)
     written: dict[str, str] = {}  # HOSTILE_DIGESTS=FILE: each case's output's SHA-256, to compare pools
