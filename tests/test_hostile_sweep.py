@@ -45,6 +45,7 @@ from hostile_cases import (
 )
 from hostile_files import FIFO, ZERO, write_case_file
 from prefix_exec.cli import main
+from prefix_exec.cluster import connect_ray
 from prefix_exec.scoring.pool import dispatch as pool_dispatch
 
 TICKETING = Path(__file__).resolve().parents[1] / "examples" / "ticketing"
@@ -957,6 +958,7 @@ def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     record_property: Any,
+    request: pytest.FixtureRequest,
 ) -> None:
     monkeypatch.chdir(tmp_path)  # anything written relative to the working directory would show up here
     canaries = Canaries.make(tmp_path_factory.mktemp("canaries"))
@@ -967,6 +969,14 @@ def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
     cases = every_nth([c for c in cases if match in c.name], os.environ.get("HOSTILE_EVERY", ""))
     if os.environ.get("HOSTILE_WORKERS"):  # every rollout through the workers, even of a tiny input
         monkeypatch.setattr(pool_dispatch, "REPLAY_HERE", False)
+    if os.environ.get("HOSTILE_WORKERS") == "ray":
+        # One local Ray for the whole sweep, started before the address-space cap (its daemons reserve gigabytes
+        # of address space): every `score --launcher ray` connects to it (cluster.connect_ray reuses it), as a
+        # script scoring several inputs in one process would.
+        if not os.environ.get("RAY_ADDRESS"):
+            monkeypatch.setenv("RAY_ADDRESS", "local")  # the sweep's own instance, never another's `ray start`
+        ray = connect_ray()
+        request.addfinalizer(ray.shutdown)
     written: dict[str, str] = {}  # HOSTILE_DIGESTS=FILE: each case's output's SHA-256, to compare pools
     problems: list[str] = []
     slowest = (0.0, "")
