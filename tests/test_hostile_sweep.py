@@ -17,6 +17,7 @@ import importlib.util
 import io
 import json
 import os
+import re
 import resource
 import runpy
 import select
@@ -864,16 +865,37 @@ def _write(folder: Path, case: Case, canaries: Canaries) -> None:
 TOKENS = (CANARY_URL, CANARY_HOST, CANARY_FILE, CANARY_HOOKS)
 
 
-def _digest(out: Path, places: list[tuple[str, str]]) -> str:
+#: A transcript record's hash of its tools list (``metadata.tools_digest``, 16 hex digits).
+TOOLS_DIGEST = re.compile(rb'"tools_digest": "[0-9a-f]{16}"')
+
+
+def _digest(out: Path, places: list[tuple[str, str]], *, planted: bool = False) -> str:
     """The SHA-256 of an output with what differs from run to run (the case folder, the canaries' addresses)
-    named instead, escaped as JSON writes it too; ``-`` when there is none."""
+    named instead, escaped as JSON writes it too; ``-`` when there is none. With ``planted`` (the case's inputs
+    hold a canary's address), a record's ``tools_digest`` is named too: it hashes a tools list that may hold the
+    address, which differs from run to run, so no replacement in the output can undo it."""
     if not out.is_file():
         return "-"
     data = out.read_bytes()
     for real, name in places:
         for form in (real, json.dumps(real)[1:-1]):
             data = data.replace(form.encode(), name.encode())
+    if planted:
+        data = TOOLS_DIGEST.sub(b'"tools_digest": "TOOLS_DIGEST"', data)
     return hashlib.sha256(data).hexdigest()
+
+
+def test_the_digest_names_what_differs_from_run_to_run(tmp_path: Path) -> None:
+    runs = {"/tmp/a": "a2bdff167bf27801", "/tmp/bb": "b979be518bab21ba"}  # two runs' case folders and hashes
+    found: dict[bool, set[str]] = {True: set(), False: set()}
+    for index, (folder, digest) in enumerate(runs.items()):
+        out = tmp_path / f"out{index}.jsonl"
+        out.write_text(json.dumps({"source": f"{folder}/in.jsonl", "tools_digest": digest}) + "\n")
+        for planted in (True, False):
+            found[planted].add(_digest(out, [(folder, "CASE")], planted=planted))
+    assert len(found[True]) == 1  # the folder and the hash of planted text named: the same bytes
+    assert len(found[False]) == 2  # inputs without a canary: the hash is compared as written
+    assert _digest(tmp_path / "none.jsonl", []) == "-"
 
 
 def every_nth(cases: list[Case], every: str) -> list[Case]:
@@ -998,7 +1020,8 @@ def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
             shown = [captured.err.encode(errors="replace"), captured.out.encode(errors="replace")]
             found += canaries.problems(shown + _outputs(folder, set(case.files)))
             out = folder / case.out
-            written[case.name] = _digest(out, [(str(folder), "CASE"), *((canaries.plant(t), t) for t in TOKENS)])
+            places = [(str(folder), "CASE"), *((canaries.plant(t), t) for t in TOKENS)]
+            written[case.name] = _digest(out, places, planted=any(map(_holds_canary, case.files.values())))
             problems += [f"{case.name}: {problem}" for problem in found]
     total = time.monotonic() - started
     grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_kib) / 1024
