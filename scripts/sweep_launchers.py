@@ -32,8 +32,8 @@ REPO = Path(__file__).resolve().parents[1]
 KINDS = "bounds,bfcl,tau,toolsandbox,inspect,hooks,schemas,evidence,utf8,outputs,custom,openai,spec,transcripts,traces"
 #: The kinds thinned to every Nth case (hundreds to 1,500 cases each).
 LARGE = "custom,openai,spec,transcripts,traces"
-#: ``HOSTILE_WORKERS`` of each run, and the name of its digest file.
-LAUNCHERS = {"1": "", "2": "2", "ray": "ray"}
+#: ``HOSTILE_WORKERS`` of each run (``1``: ``--workers 1`` given, not the default's choice), by its digest file's name.
+LAUNCHERS = {"1": "1", "2": "2", "ray": "ray"}
 
 
 def differences(digests: dict[str, dict[str, str]]) -> tuple[int, list[str]]:

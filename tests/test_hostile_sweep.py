@@ -918,7 +918,8 @@ def every_nth(cases: list[Case], every: str) -> list[Case]:
 
 def _argv(case: Case, folder: Path) -> list[str]:
     """The case's arguments; ``HOSTILE_WORKERS=2`` (or ``ray``) runs every ``score`` command on the pool (or
-    Ray) instead, whose records must be byte-identical to ``--workers 1``'s."""
+    Ray) instead, whose records must be byte-identical to ``--workers 1``'s (``HOSTILE_WORKERS=1`` gives that
+    option, where the default could pick more on a big input and an idle machine)."""
     argv = case.argv(folder)
     pool = os.environ.get("HOSTILE_WORKERS", "")
     if pool and argv[:1] == ["score"] and "--workers" not in argv:
