@@ -993,9 +993,10 @@ def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
     if os.environ.get("HOSTILE_WORKERS"):  # every rollout through the workers, even of a tiny input
         monkeypatch.setattr(pool_dispatch, "REPLAY_HERE", False)
     if os.environ.get("HOSTILE_WORKERS") == "ray":
-        # One local Ray for the whole sweep, started before the address-space cap (its daemons reserve gigabytes
-        # of address space): every `score --launcher ray` connects to it (cluster.connect_ray reuses it), as a
-        # script scoring several inputs in one process would.
+        # One local Ray for the whole sweep, started before the address-space cap so that its daemons (children
+        # of this process, whose reservations are Ray's, not an input's) are not held to it: every `score
+        # --launcher ray` connects to it (cluster.connect_ray reuses it), as a script scoring several inputs in
+        # one process would. The actors are the commands' own, started and killed by each.
         if not os.environ.get("RAY_ADDRESS"):
             monkeypatch.setenv("RAY_ADDRESS", "local")  # the sweep's own instance, never another's `ray start`
         ray = connect_ray()
