@@ -451,6 +451,21 @@ def metrics_cases() -> Iterator[Case]:
             )
     yield from infrastructure_cases("metrics", ["--format", "csv", "--out"], "m.csv")
     yield Case("metrics:fifo", {"records.jsonl": FIFO}, lambda d: ["metrics", str(d / "records.jsonl")], "m.csv")
+    # a run folder's failures.jsonl beside the records (metrics warns of units that failed): read like any input
+    records = "\n".join(good) + "\n"
+    for label, failures in {
+        "deep": GARBAGE_LINES["deep"] + "\n",
+        "not-utf8": b'{"task_id": "\xff\xfe"}\n',
+        "huge-int": '{"dataset": "d", "task_id": "t", "model": "m", "method": "react", "trial": ' + "9" * 5000 + "}\n",
+        "fifo": FIFO,
+        "dev-zero": ZERO,
+    }.items():
+        yield Case(
+            f"metrics:failures-{label}",
+            {"records.jsonl": records, "failures.jsonl": failures},
+            lambda d: ["metrics", str(d / "records.jsonl"), "--resamples", "20", "--out", str(d / "m.csv")],
+            "m.csv",
+        )
     yield Case("metrics:dev-zero", {"records.jsonl": ZERO}, lambda d: ["metrics", str(d / "records.jsonl")], "m.csv")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,49 @@ def test_a_byte_order_mark_inside_the_file_is_that_lines_error(tmp_path: Path) -
     path.write_bytes(b'{"a": 1}\n\xef\xbb\xbf{"b": 2}\n')
     rows = list(iter_json_lines(path, tolerant=True))
     assert rows[0] == (1, {"a": 1}) and isinstance(rows[1][1], InputError)
+
+
+def _failure(task: str, error: str) -> str:
+    return json.dumps({"dataset": "d", "task_id": task, "model": "m", "method": "react", "trial": 0, "error": error})
+
+
+def test_latest_by_unit_passes_over_lines_no_reader_takes(tmp_path: Path) -> None:
+    # a failures.jsonl beside the records `metrics` reads: a line nested 100,000 deep ended `metrics` in a
+    # RecursionError traceback, and a line that is not UTF-8 lost the whole file
+    path = tmp_path / "failures.jsonl"
+    lines = [
+        _failure("a", "first").encode(),
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"task_id": "\xff\xfe"}',
+        ('{"dataset": "d", "task_id": "b", "model": "m", "method": "react", "trial": ' + "9" * 5000 + "}").encode(),
+        _failure("a", "latest").encode(),
+        _failure("c", "only").encode(),
+    ]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    found = jsonl.latest_by_unit(path)
+    assert list(found.values()) == [_failure("a", "latest") + "\n", _failure("c", "only") + "\n"]
+    assert jsonl.latest_by_unit(tmp_path / "absent.jsonl") == {}
+
+
+def test_latest_by_unit_refuses_a_fifo_unopened(tmp_path: Path) -> None:
+    path = tmp_path / "failures.jsonl"
+    os.mkfifo(path)
+    # a writer that opens the FIFO only once a reader has: before the fix, the reader then saw no line at all
+    stop = threading.Event()
+
+    def write() -> None:
+        while not stop.is_set():
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+                return
+            except OSError:
+                stop.wait(0.01)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        with pytest.raises(InputError, match="not a regular file"):
+            jsonl.latest_by_unit(path)
+    finally:
+        stop.set()
+        writer.join()

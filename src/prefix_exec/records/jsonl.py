@@ -199,19 +199,22 @@ def unit_key(row: JsonMapping) -> UnitKey:
 
 def latest_by_unit(path: str | Path) -> dict[UnitKey, str]:
     """Each unit's last line in ``path`` (newline-terminated), in the order units last appear; lines that are
-    not JSON rows with a unit key are passed over. An absent file has none."""
+    not JSON rows with a unit key are passed over, as are lines no reader takes (not UTF-8, over
+    :data:`MAX_LINE_CHARS`, nested past :data:`~prefix_exec.json_types.MAX_DEPTH`, integers past 4,300 digits).
+    An absent file has none; anything but a regular file is an :class:`InputError`, never opened."""
     p = Path(path)
     latest: dict[UnitKey, str] = {}
     if not p.exists():
         return latest
-    with p.open(encoding="utf-8") as handle:
-        for line in handle:
-            try:
-                key = unit_key(json.loads(line))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
-                continue
-            latest.pop(key, None)
-            latest[key] = line if line.endswith("\n") else line + "\n"
+    for _, line in numbered_lines(p):
+        if isinstance(line, InputError):
+            continue
+        try:
+            key = unit_key(loads(line))
+        except (KeyError, TypeError, ValueError, AttributeError):  # JSONDecodeError is a ValueError
+            continue
+        latest.pop(key, None)
+        latest[key] = line if line.endswith("\n") else line + "\n"
     return latest
 
 
