@@ -135,3 +135,13 @@ api_key_env = ""
 """)
     assert main(["run", str(path), "--out", str(tmp_path / "run")]) == 2
     assert not (tmp_path / "run" / "rollouts.jsonl").exists() or not (tmp_path / "run" / "rollouts.jsonl").read_text()
+
+
+@pytest.mark.parametrize("content", ["[" * 100_000 + "]" * 100_000, "9" * 5000])
+def test_a_stored_plan_no_reader_takes_is_an_input_error(tmp_path: Path, content: str) -> None:
+    # nested 100,000 deep, a plan ended the run in a RecursionError traceback
+    store = PlanStore(tmp_path / "plans.sqlite")
+    with sqlite3.connect(tmp_path / "plans.sqlite") as db:
+        db.execute("INSERT INTO plans VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (*UNIT, 0, "x", content, "{}", "react"))
+    with pytest.raises(InputError, match="is unreadable"):
+        store.get((*UNIT, 0, "x"))

@@ -16,8 +16,9 @@ from fakes import ticketing_agent
 from fakes.openai_server import ScriptedServer
 from prefix_exec.cli import main
 from prefix_exec.errors import InputError
+from prefix_exec.runner.grid import load_grid
 from prefix_exec.runner.progress import Progress
-from prefix_exec.runner.run_dir import run_grid, run_lock
+from prefix_exec.runner.run_dir import check_settings, run_grid, run_lock
 from prefix_exec.runner.run_report import RunReport
 from runner.test_run import REPO, rows, write_grid
 
@@ -248,3 +249,29 @@ def test_ctrl_c_exits_130_at_once_and_the_run_resumes(launcher: str, tmp_path: P
         report = run_grid(grid, out, resume=True)
     assert report.resumed + report.written == 24
     assert report.failed == 0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 100_000 + "]" * 100_000,  # was a RecursionError traceback
+        '{"seed": ' + "9" * 5000 + "}",  # was a ValueError traceback (int digits)
+        '["seed", 3]',  # was an AttributeError traceback
+        '{"seed": 3, "datasets": ["ticketing"]}',  # was a TypeError traceback
+    ],
+)
+def test_a_settings_file_no_reader_takes_is_the_folders_input_error(tmp_path: Path, text: str) -> None:
+    grid = load_grid(write_grid(tmp_path, "http://127.0.0.1:9/v1"))
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "settings.json").write_text(text, encoding="utf-8")
+    with pytest.raises(InputError) as raised:
+        check_settings(grid, tmp_path / "run")
+    assert raised.value.path == str(tmp_path / "run" / "settings.json")
+
+
+def test_a_settings_file_that_is_a_fifo_is_refused_unopened(tmp_path: Path) -> None:
+    grid = load_grid(write_grid(tmp_path, "http://127.0.0.1:9/v1"))
+    (tmp_path / "run").mkdir()
+    os.mkfifo(tmp_path / "run" / "settings.json")
+    with pytest.raises(InputError, match="not a regular file"):
+        check_settings(grid, tmp_path / "run")

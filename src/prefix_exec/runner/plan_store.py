@@ -28,7 +28,7 @@ from typing import Any
 
 from prefix_exec.agents.shared_plan import KeyedLocks, SharedPlan
 from prefix_exec.errors import InputError
-from prefix_exec.json_types import dumps
+from prefix_exec.json_types import dumps, loads
 from prefix_exec.records.codec import cost_from_json, cost_to_json
 from prefix_exec.records.sqlite_file import SqliteFile
 from prefix_exec.records.values import Fields
@@ -140,7 +140,7 @@ def _plan(path: Path, key: tuple[Any, ...], row: tuple[str, str, str]) -> Shared
         hint="the file is not one prefix-exec wrote; delete it to have its plans asked again",
     )
     try:
-        content, cost, generated_by = json.loads(row[0]), json.loads(row[1]), row[2]
+        content, cost, generated_by = loads(row[0]), loads(row[1]), row[2]  # bounded: never a RecursionError
     except (ValueError, TypeError):
         raise unreadable from None
     if not isinstance(content, str) or not isinstance(cost, dict) or not isinstance(generated_by, str):

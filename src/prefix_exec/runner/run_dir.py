@@ -26,14 +26,15 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from prefix_exec.drivers.base import Driver
 from prefix_exec.errors import InputError
+from prefix_exec.json_types import loads
 from prefix_exec.llm.cache import ResponseCache
 from prefix_exec.records import outputs
 from prefix_exec.records.codec import first_unpooled, record_to_json, rollout_from_json, rollout_to_json
-from prefix_exec.records.jsonl import JsonlWriter, completed_keys, iter_json_lines, latest_by_unit
+from prefix_exec.records.jsonl import JsonlWriter, check_regular_file, completed_keys, iter_json_lines, latest_by_unit
 from prefix_exec.records.line_bound import MAX_WRITTEN_BYTES, bounded_line
 from prefix_exec.records.values import noting_zeroed, zeroed_lines
 from prefix_exec.replay import replay
@@ -301,10 +302,7 @@ def check_settings(grid: Grid, out: Path) -> None:
     path = out / SETTINGS
     now = json.loads(json.dumps(grid.unit_settings(), default=list))  # as read back: tuples become lists
     if path.exists():
-        try:
-            before = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError:
-            raise InputError("not valid JSON", path=path, hint="restore it, or start a fresh --out") from None
+        before = _recorded_settings(path)
         changed = [name for name in ("seed", "agent") if before.get(name) != now[name]]
         for group in ("datasets", "models"):
             changed += [
@@ -319,6 +317,20 @@ def check_settings(grid: Grid, out: Path) -> None:
         now = {**now, **{g: {**before.get(g, {}), **now[g]} for g in ("datasets", "models")}}
     # A new file of a random name beside it, renamed over it: never written through a link planted there.
     outputs.write_new(path, (json.dumps(now, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+
+
+def _recorded_settings(path: Path) -> dict[str, Any]:
+    """``settings.json`` as an earlier run wrote it, read as any input is (a regular file, UTF-8, JSON at most
+    :data:`~prefix_exec.json_types.MAX_DEPTH` deep, no integer past 4,300 digits) with its groups objects; else
+    an :class:`InputError` naming it."""
+    check_regular_file(path)
+    try:
+        before = loads(path.read_bytes().decode("utf-8"))
+    except ValueError as exc:  # not UTF-8, not JSON, too deep, too many digits
+        raise InputError(f"not valid JSON ({str(exc)[:200]})", path=path, hint="restore it, or a fresh --out") from None
+    if isinstance(before, dict) and all(isinstance(before.get(g, {}), dict) for g in ("datasets", "models")):
+        return before
+    raise InputError("not the settings prefix-exec writes", path=path, hint="restore it, or start a fresh --out")
 
 
 def open_cache(path: Path) -> None:
