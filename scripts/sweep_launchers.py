@@ -61,7 +61,22 @@ def run(out: Path, launcher: str, kinds: str, every: int) -> Path:
     if every > 1:
         env["HOSTILE_EVERY"] = f"{every}:{LARGE}"
     test = "tests/test_hostile_sweep.py::test_every_hostile_input_ends_in_bound_with_exit_0_or_2"
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "-q", "-s", test]
+    # One base folder for the three runs (one at a time): a text cut to a length that quotes a planted path (a
+    # reason) is cut at the same place and holds the same part of it.
+    base = out / "tmp"
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "0",
+        "-q",
+        "-s",
+        test,
+        f"--basetemp={base}",
+    ]
     started = time.monotonic()
     done = subprocess.run(command, cwd=REPO, env=env, check=False)
     print(f"--workers {launcher}: exit {done.returncode} in {time.monotonic() - started:.0f} s", flush=True)

@@ -1000,6 +1000,7 @@ def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
 ) -> None:
     monkeypatch.chdir(tmp_path)  # anything written relative to the working directory would show up here
     canaries = Canaries.make(tmp_path_factory.mktemp("canaries"))
+    base = tmp_path_factory.getbasetemp()
     canary_digests = _digests(canaries.file.parent, [canaries.file.name, canaries.hooks.name])
     kinds = {k for k in os.environ.get("HOSTILE_KINDS", "").split(",") if k}  # a subset while working on one
     cases = [c for c in all_cases() if not kinds or c.name.split(":")[0] in kinds]
@@ -1037,7 +1038,8 @@ def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
             shown = [captured.err.encode(errors="replace"), captured.out.encode(errors="replace")]
             found += canaries.problems(shown + _outputs(folder, set(case.files)))
             out = folder / case.out
-            places = [(str(folder), "CASE"), *((canaries.plant(t), t) for t in TOKENS)]
+            # the base folder last: a text cut to a length (a reason quoting a planted address) ends inside a path
+            places = [(str(folder), "CASE"), *((canaries.plant(t), t) for t in TOKENS), (str(base), "BASE")]
             written[case.name] = _digest(out, places, planted=any(map(_holds_canary, case.files.values())))
             problems += [f"{case.name}: {problem}" for problem in found]
     total = time.monotonic() - started
