@@ -30,8 +30,9 @@ call index) of the refused call, the argument, the kind of mutation and the reco
 compare FED with. ``<suite>-tools.json`` is each suite's tool list in OpenAI's ``tools`` form, made by
 AgentDojo's own ``_function_to_openai`` from the suite's function schemas.
 
-AgentDojo's ``TraceLogger`` adds ``evaluation_timestamp`` and ``duration`` to each file; a rerun differs from the
-committed files in those two fields only.
+AgentDojo's ``TraceLogger`` adds ``evaluation_timestamp`` and ``duration`` to each file, and some tools stamp
+the clock into their results (a sent email's ``timestamp``, a file's ``last_modified``, a new event's id): a
+rerun differs from the committed runs in those values only; ``faulty.json`` is the same byte for byte.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ from agentdojo.agent_pipeline import (
 from agentdojo.agent_pipeline.agent_pipeline import load_system_message
 from agentdojo.agent_pipeline.llms.openai_llm import _function_to_openai
 from agentdojo.benchmark import run_task_without_injection_tasks
-from agentdojo.functions_runtime import EmptyEnv, Env, FunctionCall, FunctionsRuntime
+from agentdojo.functions_runtime import Env, FunctionCall, FunctionsRuntime
 from agentdojo.logging import OutputLogger
 from agentdojo.task_suite.load_suites import get_suites
 from agentdojo.types import ChatAssistantMessage, ChatMessage, text_content_block_from_string
@@ -81,10 +82,11 @@ class Scripted(BasePipelineElement):
         self,
         query: str,
         runtime: FunctionsRuntime,
-        env: Env = EmptyEnv(),
-        messages: Sequence[ChatMessage] = [],
-        extra_args: dict = {},
+        env: Env,
+        messages: Sequence[ChatMessage],
+        extra_args: dict,
     ) -> tuple[str, FunctionsRuntime, Env, Sequence[ChatMessage], dict]:
+        # AgentPipeline and ToolsExecutionLoop pass every argument: no defaults needed
         turn = sum(1 for m in messages if m["role"] == "assistant")
         if turn < len(self.calls):
             said = ChatAssistantMessage(
@@ -110,6 +112,7 @@ def mutations(call: FunctionCall, rng: random.Random) -> list[tuple[str, str, di
     """Every made-up replacement of one argument of ``call``: ``(argument, kind, new args)``."""
     found: list[tuple[str, str, dict[str, Any]]] = []
     for name, value in call.args.items():
+
         def put(new: Any, kind: str, name: str = name) -> None:
             found.append((name, kind, {**call.args, name: new}))
 
@@ -147,9 +150,7 @@ def fault(suite: Any, task: Any, rng: random.Random) -> dict[str, Any]:
     truth = [c.model_copy(deep=True) for c in task.ground_truth(env.model_copy(deep=True))]
     if not truth:
         return {"faulty": False, "reason": "the ground truth makes no call"}
-    candidates = [
-        (position, mutation) for position, call in enumerate(truth) for mutation in mutations(call, rng)
-    ]
+    candidates = [(position, mutation) for position, call in enumerate(truth) for mutation in mutations(call, rng)]
     rng.shuffle(candidates)
     # A made-up value the tool itself refuses first (its own ValueError), a wrong type or a left-out argument
     # (pydantic's ValidationError in AgentDojo's runtime) only when no value does: the first kind is what the
