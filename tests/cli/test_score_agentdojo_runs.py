@@ -27,6 +27,8 @@ assert _spec is not None and _spec.loader is not None
 default_labels = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(default_labels)
 
+#: docs/custom.md: faulty runs whose first failure only the recorded error shows (our checks accepted the call).
+BY_RECORD = {"workspace": 36, "slack": 18, "travel": 6, "banking": 0}
 #: docs/custom.md's table: suite -> (conversations, ground truth, faulty, labels now, labels before issue 43).
 TABLE: dict[str, tuple[int, int, int, dict[str, int], dict[str, int]]] = {
     "workspace": (77, 40, 37, {"dependency": 28, "schema": 9}, {"dependency": 11, "schema": 2, "precondition": 24}),
@@ -79,6 +81,10 @@ def test_every_run_is_read_and_fails_at_its_first_recorded_error(
         refused = record["actions"][record["fed"] - 1]
         assert refused["observation"] == {"content": expected["error"], "error": True}
         assert refused["name"] == expected["function"]
+    faulty_records = [r for r in records if r["model"] == "scripted-faulty"]
+    origins = Counter(r["verdicts"][r["fed"] - 1]["notes"][0] for r in faulty_records)
+    assert origins["source: recorded outcome (error flag)"] == BY_RECORD[suite]
+    assert origins["source: our check"] == faulty - BY_RECORD[suite]
     assert Counter(r["label"] for r in records if r["model"] == "scripted-faulty") == now
     assert Counter(label_before(r) for r in records if r["model"] == "scripted-faulty") == was
 
