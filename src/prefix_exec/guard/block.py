@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from prefix_exec.envs.custom.session import CustomEnvironment, CustomSession
+from prefix_exec.envs.custom.session import CustomEnvironment, CustomSession, referred
 from prefix_exec.json_types import JsonObject
 from prefix_exec.trajectory import FailureLabel, ToolCall, Verdict
 
@@ -64,11 +64,11 @@ def _advice(label: FailureLabel, call: ToolCall, session: CustomSession | None) 
 
 def _ref_advice(env: CustomEnvironment, session: CustomSession, param: str, kind: str, call: ToolCall) -> str:
     """What to do about argument ``param`` (a reference to a ``kind``), or "" when its value is fine."""
-    if param not in call.arguments:
+    tool = env.tools[call.name]
+    states = [session.reference(kind, value) for _, value in referred(tool, call.arguments, param)]
+    if all(states):  # no value there, or every one current
         return ""
-    current = session.reference(kind, call.arguments[param])
-    if current:
-        return ""
+    current = None if None in states else False
     producers = [name for name, spec in env.tools.items() if kind in spec.produces]
     source = (
         f"call {_or(producers)} first and pass the {kind} it returns"

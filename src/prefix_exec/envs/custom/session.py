@@ -207,11 +207,7 @@ class CustomSession:
             reasons.extend(f"argument {json_path(e.absolute_path) or '(object)'}: {e.message}" for e in errors)
             return causes, reasons
         for param, kind in tool.refs.items():
-            if param not in args:
-                continue
-            each = isinstance(args[param], list) and not tool.whole_arrays
-            for index, value in enumerate(tool.values(args[param])):
-                name = f"{param}[{index}]" if each else param
+            for name, value in referred(tool, args, param):
                 current = self.reference(kind, value)
                 if current is None:
                     causes.append(FailureLabel.DEPENDENCY)
@@ -277,8 +273,29 @@ def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
+def referred(tool: ToolSpec, args: JsonMapping, param: str) -> list[tuple[str, Any]]:
+    """``(name, value)`` for each value the ``refs`` key ``param`` points at in ``args``: an argument's value, or,
+    when ``param`` is a path into the arguments (``flights[*].flight_number``: an argument holding a list of
+    objects), each value at that path; a list is element-wise unless ``whole_arrays``. ``name`` says where, for
+    reasons (``names[1]``, ``flights[*].flight_number[0]``). Nothing when the argument is absent."""
+    if param in args:
+        each = isinstance(args[param], list) and not tool.whole_arrays
+        return [(f"{param}[{i}]" if each else param, v) for i, v in enumerate(tool.values(args[param]))]
+    if "." not in param and "[" not in param:
+        return []
+    values = [v for found in _select(args, param) for v in tool.values(found)]
+    return [(f"{param}[{index}]", value) for index, value in enumerate(values)]
+
+
+def argument_of(param: str) -> str:
+    """The argument a ``refs`` key names: itself, or a path's first name (``flights[*].flight_number`` ->
+    ``flights``)."""
+    return param.split(".", 1)[0].split("[", 1)[0]
+
+
 def _select(value: Any, path: str) -> list[Any]:
-    """Values at a dotted path; ``[*]`` fans out over a list and ``$`` is the whole value."""
+    """Values at a dotted path; ``[*]`` fans out over a list's elements or an object's values (an object keyed
+    by data, such as ``{"credit_card_7815826": {...}}``), and ``$`` is the whole value."""
     found = [value]
     for part in [p for p in path.split(".") if p and p != "$"]:
         fan = part.endswith("[*]")
@@ -289,6 +306,8 @@ def _select(value: Any, path: str) -> list[Any]:
                 item = item.get(name) if isinstance(item, Mapping) else None
             if fan and isinstance(item, list):
                 nxt.extend(item)
+            elif fan and isinstance(item, Mapping):
+                nxt.extend(item.values())
             elif item is not None and not fan:
                 nxt.append(item)
         found = nxt
