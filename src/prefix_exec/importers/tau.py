@@ -287,36 +287,18 @@ def rollout_of(
     Raises ``KeyError``, ``TypeError`` or ``ValueError`` when broken (a message or tool call that is not an
     object included; :class:`~prefix_exec.importers.trials.TrialError` for a trial that cannot be read).
     """
-    messages = _messages(simulation)
-    results = {m.get("id"): m for m in messages if m.get("role") == "tool"}
-    actions: list[ToolCall] = []
-    transcript: list[JsonObject] = []
-    users = 0
-    first_error: int | None = None
-    for message in messages:
-        role = message.get("role")
-        transcript.append(_transcript_entry(message))
-        if role == "user":
-            users += 1
-        if role != "assistant":
-            continue
-        for call in message.get("tool_calls") or ():
-            if call.get("requestor", "assistant") != "assistant":
-                continue
-            action = _action(call, results.get(call.get("id")), turn=max(users - 1, 0))
-            actions.append(action)
-            if first_error is None and action.observation is not None and action.observation.error:
-                first_error = len(actions)
+    actions, transcript = conversation_of(simulation)
+    first_error = next((i for i, a in enumerate(actions, 1) if a.observation is not None and a.observation.error), None)
     reward = float((simulation.get("reward_info") or {})["reward"])
     rollout = Rollout(
         dataset=TAU3,
         task_id=qualify(domain, str(simulation["task_id"])),
         model=model,
         method=method,
-        actions=tuple(actions),
+        actions=actions,
         success=int(abs(reward - 1.0) <= REWARD_TOLERANCE),
         **trial_fields(trials.read(simulation)),
-        transcript=tuple(transcript),
+        transcript=transcript,
         metadata={
             "domain": domain,
             "simulation_id": simulation.get("id"),
@@ -329,6 +311,29 @@ def rollout_of(
     if simulation.get("termination_reason") == INFRASTRUCTURE_ERROR:  # tau2's own word for the system failing
         return mark(rollout, f"tau2 ended the simulation with termination_reason {INFRASTRUCTURE_ERROR}")
     return rollout
+
+
+def conversation_of(simulation: JsonMapping) -> tuple[tuple[ToolCall, ...], tuple[JsonObject, ...]]:
+    """The agent's calls (each with its recorded tool message as the observation) and the transcript of one
+    simulation, whatever its identity and reward: what :func:`rollout_of` builds a rollout from, and what spec
+    inference reads (:mod:`prefix_exec.inference`), which needs no task id. Raises as :func:`rollout_of` does."""
+    messages = _messages(simulation)
+    results = {m.get("id"): m for m in messages if m.get("role") == "tool"}
+    actions: list[ToolCall] = []
+    transcript: list[JsonObject] = []
+    users = 0
+    for message in messages:
+        role = message.get("role")
+        transcript.append(_transcript_entry(message))
+        if role == "user":
+            users += 1
+        if role != "assistant":
+            continue
+        for call in message.get("tool_calls") or ():
+            if call.get("requestor", "assistant") != "assistant":
+                continue
+            actions.append(_action(call, results.get(call.get("id")), turn=max(users - 1, 0)))
+    return tuple(actions), tuple(transcript)
 
 
 def _messages(simulation: JsonMapping) -> list[JsonMapping]:
