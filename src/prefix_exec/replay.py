@@ -7,14 +7,30 @@ the first rejection fixes FED and replay stops there, because by definition no l
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from prefix_exec import budget
-from prefix_exec.envs.base import Environment, Session
+from prefix_exec.envs.base import ConversationAware, Environment, Session
 from prefix_exec.errors import ReplayError
+from prefix_exec.json_types import JsonMapping
 from prefix_exec.trajectory import FailureLabel, PrefixRecord, Rollout, ToolCall, Verdict, excerpt
 
-__all__ = ["check", "check_action", "horizon_and_fed", "replay", "replay_session", "with_success"]
+__all__ = [
+    "SPEAKERS",
+    "call_positions",
+    "check",
+    "check_action",
+    "horizon_and_fed",
+    "replay",
+    "replay_session",
+    "with_success",
+]
+
+#: The roles of a transcript's messages that a :class:`~prefix_exec.envs.base.ConversationAware` session hears:
+#: what the user and the system (or developer) said. Tool results and the assistant's own words are not given.
+SPEAKERS = frozenset({"user", "system", "developer"})
 
 
 def check_action(session: Session, call: ToolCall) -> Verdict:
@@ -50,6 +66,7 @@ def replay_session(rollout: Rollout, session: Session) -> PrefixRecord:
         raise ReplayError(f"{_where(rollout)}: final success must be 0 or 1 before scoring, got {rollout.success!r}")
     verdicts: list[Verdict] = []
     rejected: int | None = None
+    hearing = _Hearing(session, rollout) if isinstance(session, ConversationAware) and rollout.transcript else None
     if not rollout.actions:
         verdict = session.finish_without_tools()
         verdicts.append(verdict)
@@ -57,6 +74,8 @@ def replay_session(rollout: Rollout, session: Session) -> PrefixRecord:
     else:
         for depth, call in enumerate(rollout.actions, start=1):
             budget.check()  # the rollout's wall-clock budget (none outside budget.rollout_budget)
+            if hearing is not None:
+                hearing.before(depth - 1)
             verdict = check_action(session, call)
             # The record keeps a bounded excerpt: a hostile rollout of many huge results must not hold them all.
             # (A short result is its own excerpt, and the verdict is kept as it is.)
@@ -81,6 +100,53 @@ def replay_session(rollout: Rollout, session: Session) -> PrefixRecord:
         cost=rollout.cost,
         metadata=rollout.metadata,
     )
+
+
+def call_positions(transcript: Sequence[JsonMapping], actions: Sequence[ToolCall]) -> tuple[int | None, ...]:
+    """For each action, the 0-based index in ``transcript`` of the assistant message whose ``tool_calls`` list it.
+
+    An action with a ``call_id`` takes the first listed call with that id after the previous action's (ids may be
+    reused once answered); an action without one, or whose id no later listed call has, takes the next listed
+    call in order. ``None`` when the transcript lists no call left for it."""
+    listed: list[int] = []
+    by_id: dict[str, deque[int]] = {}
+    for index, message in enumerate(transcript):
+        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+        for call in calls if isinstance(calls, list) else ():
+            call_id = call.get("id") if isinstance(call, Mapping) else None
+            if isinstance(call_id, str):
+                by_id.setdefault(call_id, deque()).append(len(listed))
+            listed.append(index)
+    positions: list[int | None] = []
+    cursor = 0  # the next listed call not yet passed
+    for action in actions:
+        same = by_id.get(action.call_id, deque()) if action.call_id is not None else deque()
+        while same and same[0] < cursor:
+            same.popleft()
+        taken = same.popleft() if same else cursor if cursor < len(listed) else None
+        positions.append(listed[taken] if taken is not None else None)
+        cursor = taken + 1 if taken is not None else cursor
+    return tuple(positions)
+
+
+class _Hearing:
+    """Feeds a :class:`ConversationAware` session the user and system messages of a rollout's transcript: before
+    action ``k``, every :data:`SPEAKERS` message before the assistant message that issued it (:func:`call_positions`;
+    an action the transcript does not list hears nothing new)."""
+
+    def __init__(self, session: ConversationAware, rollout: Rollout) -> None:
+        self.session = session
+        self.transcript = rollout.transcript or ()
+        self.positions = call_positions(self.transcript, rollout.actions)
+        self.fed = 0  # transcript messages passed so far
+
+    def before(self, action: int) -> None:
+        upto = self.positions[action]
+        while upto is not None and self.fed < upto:
+            message = self.transcript[self.fed]
+            if message.get("role") in SPEAKERS and message.get("content") is not None:
+                self.session.hear(self.fed, message.get("content"))
+            self.fed += 1
 
 
 def replay(rollout: Rollout, env: Environment) -> PrefixRecord:

@@ -1,5 +1,6 @@
 """docs/custom.md, "On real files": every figure of its table is what its commands give on tau-bench's published
-gpt-4o airline trajectories, and its refs side file is the one the table was made with."""
+gpt-4o airline trajectories, and its refs side files are the ones the table was made with (the second is the first
+with ``conversation_gives: false`` on top: values the conversation gave are then not given, issue 41)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ RUNS = {
     "`--require-tools`": ["--require-tools"],
     "`--no-error-pattern`": ["--no-error-pattern"],
     "`--hooks airline-refs.yaml`": ["--hooks", "airline-refs.yaml"],
+    "`--hooks airline-refs-off.yaml`": ["--hooks", "airline-refs-off.yaml"],
 }
 
 
@@ -37,6 +39,8 @@ def refs_side_file(directory: Path) -> Path:
     assert block is not None
     path = directory / "airline-refs.yaml"
     path.write_text(block.group(1), encoding="utf-8")
+    assert "`airline-refs-off.yaml` is the same file with the line `conversation_gives: false` on top" in SECTION
+    (directory / "airline-refs-off.yaml").write_text("conversation_gives: false\n" + block.group(1), encoding="utf-8")
     return path
 
 

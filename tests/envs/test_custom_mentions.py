@@ -30,6 +30,8 @@ from prefix_exec.envs.custom.mentions import Mentions, forms, given_tokens, mess
         ("open /tmp/notes.txt", "/tmp/notes.txt"),
         ("open /tmp/notes.txt", "notes.txt"),
         ("\u201cHAT-3\u201d", "HAT-3"),
+        ("The one to change is M20IZO\u2014I\u2019d prefer nonstop", "M20IZO"),  # tau2 qwen2.5-7b airline task 9
+        ("two bags \u2013 ZFA04Y \u2013 please", "ZFA04Y"),
     ],
 )
 def test_a_value_inside_a_sentence_is_a_token(text: str, token: str) -> None:
@@ -118,7 +120,7 @@ WORDS = st.lists(st.text(max_size=12), max_size=6).map(" ".join)
     WORDS,
     WORDS,
     st.sampled_from(["", "(", '"', "'", "`", "id=", "#", "[", "\u201c", "x/"]),
-    st.sampled_from(["", ".", ",", ")", '"', "!", "?", ":", ";", "'s", "\u201d", "..."]),
+    st.sampled_from(["", ".", ",", ")", '"', "!", "?", ":", ";", "'s", "\u201d", "...", "\u2014I\u2019d"]),
 )
 def test_a_clean_value_said_anywhere_is_given(value: str, left: str, right: str, before: str, after: str) -> None:
     """Identity: a value said as a word of a sentence, quoted, bracketed or punctuated, is a token of it."""

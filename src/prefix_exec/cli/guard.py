@@ -27,6 +27,8 @@ from prefix_exec.guard.options import (
     EPISODE_VARIABLE,
     MODES,
     GuardOptions,
+    checked_side_file,
+    given_text,
 )
 from prefix_exec.json_types import JsonObject
 from prefix_exec.records import outputs
@@ -100,6 +102,12 @@ def _add_gateway_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--model", help="the model name in the records (default: the MCP client's name)")
     parser.add_argument("--task", help="the hooks file's task this session plays (when it declares tasks)")
+    parser.add_argument(
+        "--given",
+        metavar="FILE",
+        help="text the user gave (the task's prompt): ids in it satisfy refs, as ids a user typed do in score "
+        "transcripts; accepted elicitation answers count too (docs/guard.md, 'What the guard hears')",
+    )
     parser.add_argument("--dataset", help="the dataset name of the recorded rollouts (default: the server's name)")
     parser.add_argument(
         "--call-timeout",
@@ -164,7 +172,7 @@ def handle(args: argparse.Namespace) -> int:
     _quiet_sdk_logs()
     options = GuardOptions(
         mode=args.mode,
-        hooks=_hooks(args.hooks, args.task),
+        hooks=checked_side_file(args.hooks, args.task),
         task=args.task,
         record=Path(args.record) if args.record else None,
         call_timeout_s=args.call_timeout,
@@ -174,6 +182,7 @@ def handle(args: argparse.Namespace) -> int:
         model=args.model,
         allow_tools=_names(args.allow_tools),
         deny_tools=_names(args.deny_tools) or (),
+        given=given_text(args.given),
     )
     shown, secrets = record_secrets(command, args.upstream, os.environ)
     journal = Journal(options.record, secrets=secrets) if options.record is not None else None
@@ -275,29 +284,6 @@ def _check_usage(args: argparse.Namespace, command: list[str], http: bool) -> No
             raise InputError("--record must be a folder, and this is an existing file", path=folder)
         for name in RECORDED:
             outputs.check_file(folder / name, [args.hooks] if args.hooks else [], option="--record")
-
-
-def _hooks(path: str | None, task: str | None) -> Path | None:
-    """The side file, read and validated now, so a mistake is an exit 2 before any server starts."""
-    if path is None:
-        return None
-    from prefix_exec.envs.custom.spec_layers import read_side_file
-
-    side_path = Path(path)
-    if not side_path.is_file():
-        raise InputError("no such hooks file", path=side_path, hint="pass --hooks with a YAML or JSON file")
-    side = read_side_file(side_path)
-    tasks = side.get("tasks") or {}
-    if tasks and task is None:
-        raise InputError(
-            f"the hooks file declares tasks ({', '.join(sorted(tasks)[:8])})",
-            path=side_path,
-            field="tasks",
-            hint="pass --task with the task the guarded session plays",
-        )
-    if task is not None and task not in tasks:
-        raise InputError(f"--task {task!r}: the hooks file declares no such task", path=side_path, field="tasks")
-    return side_path
 
 
 def _serve_stdio(

@@ -18,7 +18,7 @@ cheap relative to replaying the prefix, since guards and search call it per cand
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from prefix_exec.trajectory import ToolCall, Verdict
 
@@ -55,6 +55,23 @@ class MessageAware(Protocol):
 
     def begin_message(self) -> None:
         """The calls that follow belong to one new assistant message; earlier results are now visible."""
+        ...
+
+
+@runtime_checkable
+class ConversationAware(Protocol):
+    """A session whose checks take values the conversation gave (the generic environment's ``refs``: an id the
+    user typed is no guess, :mod:`prefix_exec.envs.custom.mentions`).
+
+    Replay (:func:`prefix_exec.replay.replay_session`) calls :meth:`hear` with each user or system message of the
+    rollout's transcript, in order, before the first call of a later assistant message; the guard with what a
+    user gave through MCP (elicitation answers). The session keeps what it heard in its state, so
+    :meth:`Session.fork` copies it. Readers stay as they are: they keep the transcript, replay walks it once.
+    """
+
+    def hear(self, index: int, content: Any) -> None:
+        """Message ``index`` (0-based in the conversation) said ``content`` (a string or a list of content
+        parts), before the next call."""
         ...
 
 

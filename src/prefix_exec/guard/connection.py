@@ -6,10 +6,12 @@ import json
 import os
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from prefix_exec.errors import InputError
+from prefix_exec.guard.hearing import Elicitations
 from prefix_exec.guard.journal import Journal
 from prefix_exec.guard.log import ConnectionLog
 from prefix_exec.guard.options import GuardOptions
@@ -28,6 +30,18 @@ class GuardedConnection:
     journal: Journal | None = None
     dataset: str | None = None
     _listings_saved: int = 0
+    elicitations: Elicitations = field(default_factory=Elicitations)
+
+    def hear(self, text: str, source: str) -> None:
+        """The conversation said ``text`` (:mod:`prefix_exec.guard.hearing`): the live state and the record hear it."""
+        self.shadow.hear(text)
+        self.log.hear(text, source)
+
+    def from_client(self, message: Any) -> None:
+        """A message the client sends that answers the server: an accepted elicitation's values are heard."""
+        text = self.elicitations.answered(message)
+        if text is not None:
+            self.hear(text, "elicitation")
 
     def save(self) -> None:
         if self.journal is None:
@@ -91,4 +105,9 @@ def new_connection(
             ) from None
         log.resume(earlier, actions)
         shadow.replay = actions
-    return GuardedConnection(shadow, log, journal, dataset)
+        heard = log.info.get("heard")
+        shadow.said = [str(h.get("text", "")) for h in heard if isinstance(h, dict)] if isinstance(heard, list) else []
+    connection = GuardedConnection(shadow, log, journal, dataset)
+    if options.given is not None and options.given not in shadow.said:  # an episode heard it in its first session
+        connection.hear(options.given, "--given")
+    return connection

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from prefix_exec.guard.bounds import bound_call
+from prefix_exec.guard.hearing import heard_entry, heard_transcript
 from prefix_exec.json_types import JsonObject, dumps
 from prefix_exec.records.codec import call_to_json, record_to_json, rollout_to_json, verdict_to_json
 from prefix_exec.replay import horizon_and_fed
@@ -75,6 +76,8 @@ class ConnectionLog:
         before = sessions if isinstance(sessions, list) else [earlier.info.get("session")]
         self.info["sessions"] = [*before, self.info.get("session")]
         self.info["episode_started_at"] = earlier.info.get("episode_started_at", earlier.info.get("started_at"))
+        if isinstance(earlier.info.get("heard"), list):
+            self.info["heard"] = list(earlier.info["heard"])
 
     @property
     def model(self) -> str:
@@ -100,6 +103,12 @@ class ConnectionLog:
         label = verdict.label.value if verdict.label else None
         row = {"step": step, "tool": call.name, "at": now_iso(), "accepted": verdict.accepted, "label": label, **entry}
         self.call_texts.append(dumps(row))
+
+    def hear(self, text: str, source: str) -> None:
+        """The conversation said ``text`` (``source``: ``--given``, ``elicitation``), after the calls so far."""
+        heard = self.info.setdefault("heard", [])
+        assert isinstance(heard, list)
+        heard.append(heard_entry(text, source, len(self.actions)))
 
     def interrupt(self, call: ToolCall, reason: str) -> None:
         """A call in flight when the server failed (exited, timed out) or the guard was stopped: the client got an
@@ -173,7 +182,10 @@ class Snapshot:
             T, fed = horizon_and_fed(0, None if no_tool.accepted else 1)
             verdicts = "[" + dumps(verdict_to_json(1, None, no_tool)) + "]"
         unit = (self.dataset, self.task_id, self.model, self.method)
-        rollout = rollout_to_json(Rollout(*unit, trial=self.trial, success=success, metadata=metadata))
+        transcript = heard_transcript(self.info.get("heard"), len(self.actions))
+        rollout = rollout_to_json(
+            Rollout(*unit, trial=self.trial, success=success, metadata=metadata, transcript=transcript)
+        )
         record = record_to_json(
             PrefixRecord(
                 *unit, trial=self.trial, T=T, fed=fed, success=success, no_tool=not self.actions, metadata=metadata

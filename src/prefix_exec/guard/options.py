@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+from prefix_exec.errors import InputError
+
 #: What the guard does with a call its checks reject: ``enforce`` answers it with a block and never forwards
 #: it; ``observe`` forwards it anyway and records the verdict.
 MODES = ("enforce", "observe")
@@ -39,6 +41,8 @@ class GuardOptions:
     model: str | None = None
     allow_tools: tuple[str, ...] | None = None
     deny_tools: tuple[str, ...] = ()
+    #: ``--given FILE``'s text: what the user gave, heard as the connection's first message (guard.hearing).
+    given: str | None = None
 
     def offered(self, name: str) -> bool:
         """Whether the tool ``name`` is offered through the guard (``--allow-tools``/``--deny-tools``: names or
@@ -49,3 +53,33 @@ class GuardOptions:
     @property
     def enforce(self) -> bool:
         return self.mode == "enforce"
+
+
+def given_text(path: str | None) -> str | None:
+    """``--given FILE``'s text (:func:`prefix_exec.guard.hearing.read_given`), read now: a mistake is an exit 2."""
+    from prefix_exec.guard.hearing import read_given
+
+    return read_given(Path(path)) if path is not None else None
+
+
+def checked_side_file(path: str | None, task: str | None) -> Path | None:
+    """The side file, read and validated now, so a mistake is an exit 2 before any server starts."""
+    if path is None:
+        return None
+    from prefix_exec.envs.custom.spec_layers import read_side_file
+
+    side_path = Path(path)
+    if not side_path.is_file():
+        raise InputError("no such hooks file", path=side_path, hint="pass --hooks with a YAML or JSON file")
+    side = read_side_file(side_path)
+    tasks = side.get("tasks") or {}
+    if tasks and task is None:
+        raise InputError(
+            f"the hooks file declares tasks ({', '.join(sorted(tasks)[:8])})",
+            path=side_path,
+            field="tasks",
+            hint="pass --task with the task the guarded session plays",
+        )
+    if task is not None and task not in tasks:
+        raise InputError(f"--task {task!r}: the hooks file declares no such task", path=side_path, field="tasks")
+    return side_path

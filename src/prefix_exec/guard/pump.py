@@ -14,6 +14,8 @@ towards the client and one towards the server, so one pump serves stdio and Stre
   schema could not be applied: a pattern past its time bound, a reference that does not resolve; a hook that
   raised) gets a JSON-RPC error saying so, is not forwarded, and the connection goes on.
 
+An elicitation the client answers is heard when the user accepted it (:mod:`prefix_exec.guard.hearing`).
+
 A settled call (answered, blocked, or failed) is recorded before its answer is passed on to the client (the
 journal writes the connection's lines at once: :mod:`prefix_exec.guard.journal`), so a kill of the guard loses
 only the calls in flight; ``guard_ms`` is the pump's time up to that write.
@@ -50,16 +52,7 @@ from prefix_exec.envs.custom.session import POSTCONDITION
 from prefix_exec.errors import InputError, ReplayError
 from prefix_exec.guard.block import block_result
 from prefix_exec.guard.connection import GuardedConnection
-from prefix_exec.guard.messages import (
-    OVERSIZE_METHOD,
-    PREFIX,
-    Pending,
-    Streams,
-    error,
-    malformed,
-    ms,
-    short,
-)
+from prefix_exec.guard.messages import OVERSIZE_METHOD, PREFIX, Pending, Streams, error, malformed, ms, short
 from prefix_exec.guard.options import GuardOptions
 from prefix_exec.guard.replies import after_result, bounded, note_client, note_server, offered
 from prefix_exec.guard.shadow import MAX_PAGES, call_of, content_text
@@ -184,6 +177,7 @@ class Pump:
         else:
             if isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
                 self._cancelled((message.params or {}).get("requestId"))
+            self.connection.from_client(message)  # the user's answer to an elicitation is heard (guard.hearing)
             await self._to_server(message)
 
     async def _client_request(self, message: JSONRPCRequest) -> None:
@@ -313,6 +307,7 @@ class Pump:
             if pending is not None:
                 await self._answer(pending, message)
                 return
+        self.connection.elicitations.asked(message)
         await self._to_client(message)
 
     async def _answer(self, pending: Pending, message: JSONRPCResponse | JSONRPCError) -> None:

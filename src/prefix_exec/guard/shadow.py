@@ -55,6 +55,8 @@ class Shadow:
         self.listings = 0
         #: An episode's earlier calls (``--episode``), stepped into the session when it is first built.
         self.replay: list[ToolCall] = []
+        #: What the connection heard of the conversation (:mod:`prefix_exec.guard.hearing`), message N at index N.
+        self.said: list[str] = []
         self._pages: list[JsonObject] = []
         self._page_count = 0
 
@@ -102,14 +104,23 @@ class Shadow:
             self.problem, self.env, self.session = exc, None, None
             return
         if self.session is not None:  # the server's tools changed: the state so far carries over
-            session.state, session.produced = self.session.state, self.session.produced
-        else:  # an episode's earlier sessions: their calls step the state as replay would (verdicts recorded)
+            old = self.session
+            session.state, session.produced, session.heard = old.state, old.produced, old.heard
+        else:  # what was heard so far, then an episode's earlier calls, stepped as replay steps them
+            for index, text in enumerate(self.said):
+                session.hear(index, text)
             for call in self.replay:
                 try:
                     check_action(session, call)
                 except (InputError, ReplayError):  # a hook that fails on a recorded call: it fails live too
                     continue
         self.problem, self.env, self.session = None, env, session
+
+    def hear(self, text: str) -> None:
+        """The conversation said ``text`` (:mod:`prefix_exec.guard.hearing`): its values satisfy later ``refs``."""
+        self.said.append(text)
+        if self.session is not None:
+            self.session.hear(len(self.said) - 1, text)
 
     def check(self, call: ToolCall) -> Verdict:
         """Our checks' verdict on ``call`` in the current state (on a fork); needs :attr:`ready`."""

@@ -6,9 +6,10 @@ complete example. Per action the session checks, collecting every cause that app
 
 1. the tool exists and is exposed at the call's turn (``exposed_from_turn``) -> ``schema``;
 2. the arguments validate against the tool's JSON Schema -> ``schema``;
-3. each argument named in ``refs`` holds a value an earlier accepted call produced (or the task gave)
-   -> ``dependency``, and that value is still current (not consumed by an ``invalidates``)
-   -> ``state_consistency``;
+3. each argument named in ``refs`` holds a value an earlier accepted call produced, the task gave, or an earlier
+   user or system message of the conversation gave (:mod:`prefix_exec.envs.custom.mentions`; off where
+   ``conversation_gives`` says so) -> ``dependency``, and that value is still current (not consumed by an
+   ``invalidates``) -> ``state_consistency``;
 4. the ``precondition`` hook accepts -> ``precondition`` (or the label the hook returns);
 5. the ``effect`` hook applies the call -> it may reject with a label of its own;
 6. when all of ours accept, the call's recorded outcome, if the log says the tool refused it (an error flag, or
@@ -164,9 +165,28 @@ def environment_from_spec(
         for tid, t in (top.get("tasks") or {}).items()
     }
     default = TaskSpec(base_state, base_allow, {k: tuple(v) for k, v in base_given.items()}, base_rule)
+    switch = top.get("conversation_gives", True)
+    _check_kinds(switch, tools, side_path if side is not None and "conversation_gives" in side else path)
+    name = top.get("name", path.stem)
     return CustomEnvironment(
-        top.get("name", path.stem), tools, tasks, default if not tasks else None, form=form, policy=policy
+        name, tools, tasks, default if not tasks else None, form=form, policy=policy, conversation=switch
     )
+
+
+def _check_kinds(switch: Any, tools: Mapping[str, ToolSpec], path: Path | None) -> None:
+    """Refuse a ``conversation_gives`` mapping that names a kind no tool's ``refs`` uses (a switch that could
+    never act would hide a typo)."""
+    if not isinstance(switch, Mapping):
+        return
+    used = sorted({kind for tool in tools.values() for kind in tool.refs.values()})
+    for kind in switch:
+        if kind not in used:
+            raise InputError(
+                f"conversation_gives names the kind {kind!r}, which no tool's refs use",
+                path=path,
+                field=f"conversation_gives.{kind}",
+                hint=f"the kinds refs use: {', '.join(used[:12]) or 'none'}; or set conversation_gives: true/false",
+            )
 
 
 def _no_tool_default(data: JsonMapping, side: JsonMapping | None, form: str, origin: str | None) -> tuple[bool, str]:
@@ -265,6 +285,7 @@ def _tool(raw: JsonMapping, module: ModuleType | None, path: Path, where: str) -
         postcondition=hooks["postcondition"],
         exposed_from_turn=raw.get("exposed_from_turn", 0),
         whole_arrays=bool(raw.get("whole_arrays", False)),
+        conversation_gives=raw.get("conversation_gives"),
     )
 
 
@@ -282,6 +303,7 @@ def _layered(tool: ToolSpec, layer: JsonMapping, module: ModuleType | None, path
         postcondition=hooks["postcondition"] or tool.postcondition,
         exposed_from_turn=layer.get("exposed_from_turn", tool.exposed_from_turn),
         whole_arrays=bool(layer.get("whole_arrays", tool.whole_arrays)),
+        conversation_gives=layer.get("conversation_gives", tool.conversation_gives),
     )
 
 

@@ -11,8 +11,8 @@ rule, exact and case as written:
    Only the first :data:`MAX_TEXT_CHARS` characters of a message are read.
 2. **Words.** The text splits at whitespace into words (maximal runs of non-space characters).
 3. **Tokens.** A word gives the word stripped of the :data:`EDGE` characters at both ends (quotes, brackets and
-   sentence punctuation: ``"8JK2LM".`` gives ``8JK2LM``), and each piece of the word between
-   :data:`SEPARATORS` (quotes, brackets, ``, ; : ! ? = / \\ # |`` and currency signs), stripped the same way
+   sentence punctuation, en and em dashes: ``"8JK2LM".`` gives ``8JK2LM``), and each piece of the word between
+   :data:`SEPARATORS` (those but ``.``, and ``= / \\ # |`` and currency signs), stripped the same way
    (``id=8JK2LM`` gives ``id=8JK2LM``, ``id`` and ``8JK2LM``; ``#W2378156`` gives itself and ``W2378156``;
    ``$120`` gives ``$120`` and ``120``). A ``.`` inside a word does not separate (``file.txt``, ``1.5``,
    ``a@b.com`` stay whole), nor do ``-``, ``_``, ``@``, ``+``. Empty tokens and tokens longer than
@@ -47,8 +47,9 @@ MAX_TOKEN_CHARS = 128
 MAX_MESSAGE_TOKENS = 20_000
 #: Distinct tokens kept from one conversation (all its user and system messages together).
 MAX_CONVERSATION_TOKENS = 100_000
-#: Stripped from both ends of a word and of each piece: quotes, brackets and sentence punctuation.
-EDGE = "\"'`\u201c\u201d\u2018\u2019\u00ab\u00bb()[]{}<>.,;:!?\u2026"
+#: Stripped from both ends of a word and of each piece: quotes, brackets, sentence punctuation and the en and em
+#: dashes (``M20IZO\u2014I'd`` gives ``M20IZO``; the hyphen ``-`` is part of ids and never strips or splits).
+EDGE = "\"'`\u201c\u201d\u2018\u2019\u00ab\u00bb()[]{}<>.,;:!?\u2026\u2013\u2014"
 #: Characters that separate the pieces of a word (each piece is a token too): :data:`EDGE` but ``.``, and
 #: ``= / \\ # |`` and currency signs.
 SEPARATORS = EDGE.replace(".", "") + "=/\\#|$\u20ac\u00a3\u00a5"

@@ -18,6 +18,7 @@ from typing import Any
 from prefix_exec.envs.custom import evidence
 from prefix_exec.envs.custom.evidence import DEFAULT_POLICY, ORIGIN_CHECK, EvidencePolicy
 from prefix_exec.envs.custom.json_schema import Schema
+from prefix_exec.envs.custom.mentions import Mentions
 from prefix_exec.envs.custom.schema_keywords import SchemaProblem
 from prefix_exec.envs.custom.yaml_document import json_path
 from prefix_exec.errors import InputError, ReplayError
@@ -62,6 +63,9 @@ class ToolSpec:
     #: Run on a call that ran, with its result: ``postcondition(state, args, result)`` returns None, a reason (the
     #: call fails as ``state_consistency``) or a :class:`Reject`. Not run on a call that has no result yet.
     postcondition: Hook | None = None
+    #: Whether a value an earlier user or system message gave satisfies this tool's ``refs``; ``None``: the
+    #: spec's ``conversation_gives`` decides (:meth:`CustomEnvironment.gives`).
+    conversation_gives: bool | None = None
 
     def values(self, value: Any) -> list[Any]:
         """The values an argument or a produced value stands for: a list's elements, unless ``whole_arrays``."""
@@ -90,6 +94,7 @@ class CustomEnvironment:
         *,
         form: str = "spec",
         policy: EvidencePolicy = DEFAULT_POLICY,
+        conversation: bool | Mapping[str, bool] = True,
     ) -> None:
         self.name = name
         self.tools = dict(tools)
@@ -99,6 +104,20 @@ class CustomEnvironment:
         self.form = form
         #: How recorded outcomes count, and whether a rollout must call a tool (:mod:`envs.custom.evidence`).
         self.policy = policy
+        #: The spec's top-level ``conversation_gives``: a switch, or one per kind (kinds not named: on).
+        self.conversation = conversation
+        #: Whether any tool's ``refs`` may be satisfied by the conversation (else sessions skip its messages).
+        self.hears = any(self.gives(t, kind) for t in self.tools.values() for kind in t.refs.values())
+
+    def gives(self, tool: ToolSpec, kind: str) -> bool:
+        """Whether a value an earlier user or system message gave satisfies ``tool``'s ``refs`` of ``kind``: the
+        tool's own ``conversation_gives`` when it sets one, else the spec's for ``kind``, else the spec's switch
+        (default on)."""
+        if tool.conversation_gives is not None:
+            return tool.conversation_gives
+        if isinstance(self.conversation, Mapping):
+            return bool(self.conversation.get(kind, True))
+        return self.conversation
 
     @property
     def schema_only(self) -> bool:
@@ -113,11 +132,13 @@ class CustomEnvironment:
         produced: dict[str, dict[str, bool]] = {
             kind: {_key(v): True for v in values} for kind, values in task.given.items()
         }
-        return CustomSession(self, task, copy.deepcopy(dict(task.initial_state)), produced)
+        return CustomSession(self, task, copy.deepcopy(dict(task.initial_state)), produced, Mentions())
 
 
 class CustomSession:
-    """State of one task: the hooks' state dict and the produced-value registry per kind.
+    """State of one task: the hooks' state dict, the produced-value registry per kind, and the values the
+    conversation's user and system messages gave (:class:`~prefix_exec.envs.custom.mentions.Mentions`, fed by
+    :meth:`hear`: replay feeds it the rollout's transcript, :class:`~prefix_exec.envs.base.ConversationAware`).
 
     :meth:`step` runs our checks (the module docstring) first. When they accept and the call carries a recorded
     observation that the environment's policy reads as a refusal (:func:`prefix_exec.envs.custom.evidence.refusal`), the
@@ -128,14 +149,26 @@ class CustomSession:
     """
 
     def __init__(
-        self, env: CustomEnvironment, task: TaskSpec, state: JsonObject, produced: dict[str, dict[str, bool]]
+        self,
+        env: CustomEnvironment,
+        task: TaskSpec,
+        state: JsonObject,
+        produced: dict[str, dict[str, bool]],
+        heard: Mentions | None = None,
     ) -> None:
         self.env, self.task, self.state, self.produced = env, task, state, produced
+        self.heard = heard if heard is not None else Mentions()
 
     def fork(self) -> CustomSession:
-        return CustomSession(
-            self.env, self.task, copy.deepcopy(self.state), {k: dict(v) for k, v in self.produced.items()}
-        )
+        produced = {k: dict(v) for k, v in self.produced.items()}
+        return CustomSession(self.env, self.task, copy.deepcopy(self.state), produced, self.heard.fork())
+
+    def hear(self, index: int, content: Any) -> None:
+        """A user or system message (``index``: its 0-based place in the conversation) came before the next call:
+        the values it gave (:mod:`envs.custom.mentions`) may satisfy later ``refs``. Not read when no tool's
+        ``refs`` may take a value from the conversation (``conversation_gives``)."""
+        if self.env.hears:
+            self.heard.hear(index, content)
 
     def reference(self, kind: str, value: Any) -> bool | None:
         """Whether ``value`` is a current ``kind`` (True), a ``kind`` no longer current (False: an ``invalidates``
@@ -165,7 +198,7 @@ class CustomSession:
         if tool is None:
             return Verdict.reject(FailureLabel.SCHEMA, f"unknown tool {call.name!r}", notes=(ORIGIN_CHECK,))
         args = dict(call.arguments)
-        causes, reasons = self._check(tool, call, args)
+        causes, reasons, given = self._check(tool, call, args)
         if causes:
             return Verdict.reject(causes, "; ".join(reasons), notes=(ORIGIN_CHECK,))
         # Effects run on a copy so a rejected transition leaves the state as it was.
@@ -184,12 +217,15 @@ class CustomSession:
         self.state = state
         if tool.effect is not None:
             self._register(tool, args, result)
-            return Verdict.accept(result, notes=(ORIGIN_CHECK,))
+            return Verdict.accept(result, notes=(ORIGIN_CHECK, *given))
         cut = self._register(tool, args, _recorded(tool, call), limit=evidence.PRODUCED_VALUES)
-        return Verdict.accept(result, notes=(ORIGIN_CHECK, *cut))
+        return Verdict.accept(result, notes=(ORIGIN_CHECK, *given, *cut))
 
-    def _check(self, tool: ToolSpec, call: ToolCall, args: JsonObject) -> tuple[list[FailureLabel], list[str]]:
-        """Every cause our checks 1 to 4 find (the module docstring), and their reasons."""
+    def _check(
+        self, tool: ToolSpec, call: ToolCall, args: JsonObject
+    ) -> tuple[list[FailureLabel], list[str], list[str]]:
+        """Every cause our checks 1 to 4 find (the module docstring), their reasons, and the notes of references
+        the conversation satisfied (:meth:`_references`)."""
         causes: list[FailureLabel] = []
         reasons: list[str] = []
         if call.turn < tool.exposed_from_turn:
@@ -205,16 +241,8 @@ class CustomSession:
         if errors:
             causes.append(FailureLabel.SCHEMA)
             reasons.extend(f"argument {json_path(e.absolute_path) or '(object)'}: {e.message}" for e in errors)
-            return causes, reasons
-        for param, kind in tool.refs.items():
-            for name, value in referred(tool, args, param):
-                current = self.reference(kind, value)
-                if current is None:
-                    causes.append(FailureLabel.DEPENDENCY)
-                    reasons.append(f"{name}={value!r} is no {kind} that an earlier call produced or the task gave")
-                elif not current:
-                    causes.append(FailureLabel.STATE_CONSISTENCY)
-                    reasons.append(f"{name}={value!r} refers to a {kind} that is no longer current")
+            return causes, reasons, []
+        given = self._references(tool, args, causes, reasons)
         if tool.precondition is not None:
             outcome = _run_hook(tool, "precondition", tool.precondition, self.state, args)
             if isinstance(outcome, Reject):
@@ -223,7 +251,34 @@ class CustomSession:
             elif outcome:
                 causes.append(FailureLabel.PRECONDITION)
                 reasons.append(str(outcome))
-        return causes, reasons
+        return causes, reasons, given
+
+    def _references(
+        self, tool: ToolSpec, args: JsonObject, causes: list[FailureLabel], reasons: list[str]
+    ) -> list[str]:
+        """Check 3 on each ``refs`` argument, adding causes and reasons; returns a note per value that only the
+        conversation gave (``given by the conversation at message N``; N as :meth:`hear` numbered it).
+
+        A value an earlier call produced, or the task gave, is current until an ``invalidates`` uses it up. A value
+        only the conversation gave is current too, until an ``invalidates`` uses it up: then it is no longer
+        current however often a later message names it again (naming a cancelled reservation does not bring it
+        back); only a call that produces it again does."""
+        notes: list[str] = []
+        for param, kind in tool.refs.items():
+            for name, value in referred(tool, args, param):
+                current = self.reference(kind, value)
+                hears = self.env.gives(tool, kind)
+                message = self.heard.given_at(value) if current is None and hears else None
+                if message is not None:
+                    notes.append(f"given by the conversation at message {message}: {name}={value!r:.80}")
+                elif current is None:
+                    causes.append(FailureLabel.DEPENDENCY)
+                    said = ", the task gave or an earlier user or system message gave" if hears else " or the task gave"
+                    reasons.append(f"{name}={value!r} is no {kind} that an earlier call produced{said}")
+                elif not current:
+                    causes.append(FailureLabel.STATE_CONSISTENCY)
+                    reasons.append(f"{name}={value!r} refers to a {kind} that is no longer current")
+        return notes
 
     def _register(self, tool: ToolSpec, args: JsonMapping, result: Any, *, limit: int | None = None) -> list[str]:
         """Apply the call's ``invalidates`` and ``produces``; with ``limit``, at most that many values of a kind

@@ -61,6 +61,7 @@ SPEC_SCHEMA: JsonObject = {
     "properties": {
         "name": {"type": "string"},
         "hooks": {"type": "string"},
+        "conversation_gives": {"$ref": "#/$defs/conversation_gives"},
         **_TASK_SETTINGS,
         "tasks": {
             "type": "object",
@@ -84,11 +85,16 @@ SPEC_SCHEMA: JsonObject = {
                     "postcondition": {"type": "string"},
                     "exposed_from_turn": {"type": "integer", "minimum": 0},
                     "whole_arrays": {"type": "boolean"},
+                    "conversation_gives": {"type": "boolean"},
                 },
             },
         },
     },
-    "$defs": {"given": {"type": "object", "additionalProperties": {"type": "array"}}},
+    "$defs": {
+        "given": {"type": "object", "additionalProperties": {"type": "array"}},
+        # true/false, or {KIND: true/false} (kinds not named: true); see envs.custom.session.CustomEnvironment.gives
+        "conversation_gives": {"type": ["boolean", "object"], "additionalProperties": {"type": "boolean"}},
+    },
 }
 
 _OPENAI_FUNCTION: JsonObject = {

@@ -1,9 +1,10 @@
 """The hooks side file (``--hooks``): our checks layered onto a tool spec of any form, keyed by tool name.
 
 An OpenAI tools array or an MCP tools/list result declares argument schemas only. The side file adds what
-they cannot say: the spec's top-level keys (``name``, ``hooks``, ``allow_no_tool``, ``initial_state``,
-``given``, ``tasks``) and, per tool, ``refs``, ``produces``, ``invalidates``, ``precondition``, ``effect`` and
-``exposed_from_turn`` (:data:`SIDE_SCHEMA`). It may name only tools the spec declares and set only keys the
+they cannot say: the spec's top-level keys (``name``, ``hooks``, ``conversation_gives``, ``allow_no_tool``,
+``initial_state``, ``given``, ``tasks``) and, per tool, ``refs``, ``produces``, ``invalidates``, ``precondition``,
+``effect``, ``postcondition``, ``exposed_from_turn``, ``whole_arrays`` and ``conversation_gives``
+(:data:`SIDE_SCHEMA`). It may name only tools the spec declares and set only keys the
 spec leaves unset (:func:`check_layer`); :func:`prefix_exec.envs.custom.environment.load_spec` applies it.
 """
 
@@ -27,6 +28,7 @@ LAYER_KEYS: tuple[str, ...] = (
     "postcondition",
     "exposed_from_turn",
     "whole_arrays",
+    "conversation_gives",
 )
 _TOOL_PROPERTIES: JsonMapping = SPEC_SCHEMA["properties"]["tools"]["items"]["properties"]
 #: The hooks side file: our spec's top-level keys, with ``tools`` a mapping from tool name to layered keys.
@@ -57,9 +59,9 @@ def read_side_file(path: Path) -> JsonObject:
             schema_message(errors[0]),
             path=path,
             field=json_path(list(errors[0].absolute_path)) or None,
-            hint="a hooks file holds hooks, allow_no_tool, initial_state, given, tasks and "
+            hint="a hooks file holds hooks, conversation_gives, allow_no_tool, initial_state, given, tasks and "
             "tools: {TOOL_NAME: {refs, produces, invalidates, precondition, effect, postcondition, "
-            "exposed_from_turn, whole_arrays}}; see docs/custom.md",
+            "exposed_from_turn, whole_arrays, conversation_gives}}; see docs/custom.md",
         )
     return dict(data)
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -293,7 +293,8 @@ def tool_call(call: Call, call_id: str | None, turn: int, reply: Message | None)
 def generic_rollout(log: InspectLog, sample: InspectSample, *, model: str, method: str) -> Rollout:
     """A sample of any task as a rollout on a tool spec: every assistant tool call in message order, its
     turn the number of user messages before it less one, its id inspect's, and the tool's reply as its
-    observation. ``dataset`` is the task name; ``task_id`` the sample id."""
+    observation; the transcript is the sample's messages (:func:`transcript_of`), so values its user and system
+    messages gave satisfy ``refs``. ``dataset`` is the task name; ``task_id`` the sample id."""
     actions: list[ToolCall] = []
     users = 0
     for index, message in enumerate(sample.messages):
@@ -305,7 +306,22 @@ def generic_rollout(log: InspectLog, sample: InspectSample, *, model: str, metho
         for call in message.calls:
             reply = answered.get(call.id) if call.id is not None else None
             actions.append(tool_call(call, call.id, max(users - 1, 0), reply))
-    return sample_rollout(log, sample, actions, dataset=log.task, model=model, method=method)
+    rollout = sample_rollout(log, sample, actions, dataset=log.task, model=model, method=method)
+    return replace(rollout, transcript=transcript_of(sample.messages))
+
+
+def transcript_of(messages: Sequence[Message]) -> tuple[JsonObject, ...]:
+    """The messages as a rollout's transcript, one entry each, in the decoder's form: ``{"role", "content"}`` with
+    the text, ``tool_calls`` (``{"id", "name"}``) on an assistant message that calls, ``tool_call_id`` on a reply."""
+    transcript: list[JsonObject] = []
+    for message in messages:
+        entry: JsonObject = {"role": message.role, "content": message.text}
+        if message.calls:
+            entry["tool_calls"] = [{"id": call.id, "name": call.name} for call in message.calls]
+        if message.tool_call_id is not None:
+            entry["tool_call_id"] = message.tool_call_id
+        transcript.append(entry)
+    return tuple(transcript)
 
 
 def sample_rollout(
