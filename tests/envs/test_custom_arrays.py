@@ -144,3 +144,11 @@ def test_a_fan_over_an_object_takes_its_values(tmp_path: Path) -> None:
     assert step(s, "create_entities", methods, entities=[]).accepted
     assert step(s, "open_nodes", names=["gift_2", "card_1"]).accepted
     assert step(s, "open_nodes", names=["card_3"]).label is FailureLabel.DEPENDENCY
+
+
+def test_a_fan_per_star_reads_a_list_of_lists(tmp_path: Path) -> None:
+    """tau2's search_onestop_flight answers a list of itineraries, each a list of flights: ``[*][*].flight_number``."""
+    s = session(tmp_path, SIDE.replace('"entities[*].name"', '"[*][*].name"'))
+    assert step(s, "create_entities", [[{"name": "HAT1"}, {"name": "HAT2"}], [{"name": "HAT3"}]], entities=[]).accepted
+    assert step(s, "open_nodes", names=["HAT3", "HAT1"]).accepted
+    assert step(s, "open_nodes", names=["HAT4"]).label is FailureLabel.DEPENDENCY

@@ -318,22 +318,43 @@ def conversation_of(simulation: JsonMapping) -> tuple[tuple[ToolCall, ...], tupl
     simulation, whatever its identity and reward: what :func:`rollout_of` builds a rollout from, and what spec
     inference reads (:mod:`prefix_exec.inference`), which needs no task id. Raises as :func:`rollout_of` does."""
     messages = _messages(simulation)
-    results = {m.get("id"): m for m in messages if m.get("role") == "tool"}
+    results = _replies(messages)
     actions: list[ToolCall] = []
     transcript: list[JsonObject] = []
     users = 0
-    for message in messages:
+    for index, message in enumerate(messages):
         role = message.get("role")
         transcript.append(_transcript_entry(message))
         if role == "user":
             users += 1
         if role != "assistant":
             continue
-        for call in message.get("tool_calls") or ():
+        for place, call in enumerate(message.get("tool_calls") or ()):
             if call.get("requestor", "assistant") != "assistant":
                 continue
-            actions.append(_action(call, results.get(call.get("id")), turn=max(users - 1, 0)))
+            actions.append(_action(call, results.get((index, place)), turn=max(users - 1, 0)))
     return tuple(actions), tuple(transcript)
+
+
+def _replies(messages: Sequence[JsonMapping]) -> dict[tuple[int, int], JsonMapping]:
+    """The tool message that answers each call, by ``(message index, place in its tool_calls)``: a tool message
+    answers the oldest call with its id still waiting, as harnesses that reuse ids write them (whissle's runs
+    name every call of a tool ``gem_<tool>_0``); a tool message no waiting call has the id of answers nothing."""
+    waiting: dict[Any, list[tuple[int, int]]] = {}
+    found: dict[tuple[int, int], JsonMapping] = {}
+    for index, message in enumerate(messages):
+        for place, call in enumerate(message.get("tool_calls") or ()):
+            waiting.setdefault(_hashable(call.get("id")), []).append((index, place))
+        if message.get("role") == "tool":
+            calls = waiting.get(_hashable(message.get("id")))
+            if calls:
+                found[calls.pop(0)] = message
+    return found
+
+
+def _hashable(value: Any) -> Any:
+    """An id as a dict key (an id that is a list or an object, in a malformed file, by its text)."""
+    return value if isinstance(value, str | int | float | bool) or value is None else json.dumps(value, default=str)
 
 
 def _messages(simulation: JsonMapping) -> list[JsonMapping]:

@@ -16,7 +16,7 @@ values were passed there and at least ``min_idlike`` of all its values were id-l
   some result path of its name or stem produces ids, and it is explained as for ``name``.
 
 **Kinds** are the connected groups of references and the result paths that fed them: a reference joins the
-producers whose edge holds at least ``min_edge_share`` of its flow (at least one value), or, for ``name`` and
+producers whose edge holds ``min_support`` values or at least ``min_edge_share`` of its flow (at least one value), or, for ``name`` and
 ``refused``, the producers of its name or stem. A kind is named by its references' most used stem
 (:func:`~prefix_exec.inference.names.stem`), made unique in order. Per tool, the kind's ``produces`` path is the one
 that fed the most values (then the shortest); a tool that produced ids at a path of the kind's stem without feeding
@@ -202,8 +202,9 @@ def _links(d: Decision, evidence: Evidence, t: Thresholds) -> list[Site]:
 
 
 def _fed_by(seen: Consumer, t: Thresholds) -> list[Site]:
-    """The producers that fed at least ``min_edge_share`` of a consumer's flowing values (at least one)."""
-    least = max(1, math.ceil(t.min_edge_share * seen.flow))
+    """The producers that fed a consumer ``min_support`` of its values, or at least ``min_edge_share`` of its flow
+    (and at least one value)."""
+    least = max(1, min(t.min_support, math.ceil(t.min_edge_share * seen.flow)))
     return sorted(p for p, n in seen.edges.items() if n >= least)
 
 

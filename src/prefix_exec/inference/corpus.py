@@ -38,13 +38,12 @@ from prefix_exec.importers.transcripts.documents import MAX_JSON_CHARS
 from prefix_exec.json_types import JsonMapping, loads
 from prefix_exec.records.codec import is_rollout
 from prefix_exec.records.jsonl import check_regular_file, iter_json_lines
+from prefix_exec.replay import SPEAKERS, call_positions
 from prefix_exec.sources.spec import read_units
 from prefix_exec.trajectory import Rollout, Skipped, ToolCall
 
 #: The forms ``--format`` names: ``auto`` (per file), the tool-specific ones, then each transcript form.
 FORMS: tuple[str, ...] = ("auto", "tau2", "inspect", "rollouts", *READERS)
-#: Roles whose messages give values (``envs.custom.mentions``): what the user said, and what the system said.
-GIVING_ROLES = frozenset({"user", "system", "developer"})
 #: Inference reads no identity: every conversation is read with these fixed fields (a record lacking a task id, a
 #: model or a success is still a conversation).
 ANONYMOUS = Identity({}, {"task_id": "-", "model": "-", "method": "-", "dataset": "-", "success": 0, "trial": 0}, {})
@@ -77,42 +76,26 @@ class Conversation:
 
 
 def steps_of(actions: Sequence[ToolCall], transcript: Sequence[JsonMapping] | None) -> tuple[Step, ...]:
-    """The steps of a rollout: its transcript's user and system messages placed among its actions by the calls
-    each assistant message made. Without a transcript, the actions alone; when the transcript's calls do not
-    number the actions (a simulation's user-side calls), each message goes before the calls of its turn."""
+    """The steps of a rollout: its transcript's user and system messages placed among its actions as replay feeds
+    them to a session (:func:`prefix_exec.replay.call_positions`: every such message before the assistant message
+    that issued a call is heard before that call; a call the transcript does not list hears nothing new). Without a
+    transcript, the actions alone."""
     if not transcript:
         return tuple(actions)
-    listed = sum(len(entry.get("tool_calls") or ()) for entry in transcript)
-    if listed != len(actions):
-        return _by_turn(actions, transcript)
     steps: list[Step] = []
-    done = 0
-    for index, entry in enumerate(transcript):
-        if entry.get("role") in GIVING_ROLES and entry.get("content") is not None:
-            steps.append(Said(index, entry.get("content")))
-        calls = len(entry.get("tool_calls") or ())
-        steps.extend(actions[done : done + calls])
-        done += calls
-    return tuple(steps)
-
-
-def _by_turn(actions: Sequence[ToolCall], transcript: Sequence[JsonMapping]) -> tuple[Step, ...]:
-    """Messages before the calls of their turn: the k-th user message (from 1) precedes the calls of turn k - 1 on."""
-    said: list[tuple[int, Said]] = []
-    users = 0
-    for index, entry in enumerate(transcript):
-        if entry.get("role") == "user":
-            users += 1
-        if entry.get("role") in GIVING_ROLES and entry.get("content") is not None:
-            said.append((max(users - 1, 0), Said(index, entry.get("content"))))
-    steps: list[Step] = []
-    pending = list(said)
-    for action in actions:
-        while pending and pending[0][0] <= action.turn:
-            steps.append(pending.pop(0)[1])
+    fed = 0
+    for action, upto in zip(actions, call_positions(transcript, actions), strict=True):
+        while upto is not None and fed < upto:
+            steps.extend(_said(fed, transcript[fed]))
+            fed += 1
         steps.append(action)
-    steps.extend(s for _, s in pending)
     return tuple(steps)
+
+
+def _said(index: int, message: JsonMapping) -> list[Said]:
+    if message.get("role") in SPEAKERS and message.get("content") is not None:
+        return [Said(index, message.get("content"))]
+    return []
 
 
 def conversation(rollout: Rollout, tools: Any = None) -> Conversation:
@@ -205,13 +188,7 @@ def _inspect(path: Path) -> Iterator[Conversation | Skipped]:
     log = read_log(path, tools=lambda task: True)
     for sample in log.samples:
         rollout = generic_rollout(log, sample, model=log.model, method=log.method)
-        actions = iter(rollout.actions)
-        steps: list[Step] = []
-        for index, message in enumerate(sample.messages):
-            if message.role in GIVING_ROLES and message.text:
-                steps.append(Said(index, message.text))
-            steps.extend(next(actions) for _ in message.calls if message.role == "assistant")
-        yield Conversation(sample.where, tuple(steps), list(sample.tools) if sample.tools is not None else None)
+        yield conversation(rollout, list(sample.tools) if sample.tools is not None else None)
 
 
 def read_corpus(

@@ -350,20 +350,24 @@ def argument_of(param: str) -> str:
 
 def _select(value: Any, path: str) -> list[Any]:
     """Values at a dotted path; ``[*]`` fans out over a list's elements or an object's values (an object keyed
-    by data, such as ``{"credit_card_7815826": {...}}``), and ``$`` is the whole value."""
+    by data, such as ``{"credit_card_7815826": {...}}``), once per ``[*]`` (``[*][*].flight_number``: a list of
+    lists), and ``$`` is the whole value."""
     found = [value]
     for part in [p for p in path.split(".") if p and p != "$"]:
-        fan = part.endswith("[*]")
-        name = part[:-3] if fan else part
-        nxt: list[Any] = []
-        for item in found:
-            if name:
-                item = item.get(name) if isinstance(item, Mapping) else None
-            if fan and isinstance(item, list):
-                nxt.extend(item)
-            elif fan and isinstance(item, Mapping):
-                nxt.extend(item.values())
-            elif item is not None and not fan:
-                nxt.append(item)
-        found = nxt
-    return [v for v in found if v is not None]
+        name = part
+        fans = 0
+        while name.endswith("[*]"):
+            name, fans = name[:-3], fans + 1
+        if name:
+            found = [item.get(name) for item in found if isinstance(item, Mapping)]
+        for _ in range(fans):
+            found = [v for item in found for v in _elements(item)]
+        found = [item for item in found if item is not None]
+    return found
+
+
+def _elements(item: Any) -> list[Any]:
+    """What ``[*]`` fans out to: a list's elements or an object's values (nothing for a scalar)."""
+    if isinstance(item, list):
+        return item
+    return list(item.values()) if isinstance(item, Mapping) else []
