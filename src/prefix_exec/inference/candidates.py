@@ -16,8 +16,8 @@ values were passed there and at least ``min_idlike`` of all its values were id-l
   some result path of its name or stem produces ids, and it is explained as for ``name``.
 
 **Kinds** are the connected groups of references and the result paths that fed them: a reference joins the
-producers whose edge holds ``min_support`` values or at least ``min_edge_share`` of its flow (at least one value), or, for ``name`` and
-``refused``, the producers of its name or stem. A kind is named by its references' most used stem
+producers whose edge holds ``min_support`` values or at least ``min_edge_share`` of its flow (at least one value),
+or, for ``name`` and ``refused``, the producers of its name or stem. A kind is named by its references' most used stem
 (:func:`~prefix_exec.inference.names.stem`), made unique in order. Per tool, the kind's ``produces`` path is the one
 that fed the most values (then the shortest); a tool that produced ids at a path of the kind's stem without feeding
 any observed call produces it too (``name``), as RESTler's convention would.
