@@ -150,7 +150,8 @@ def _offer(offered: dict[str, Any], tools: Any) -> None:
     for tool in tools[:1_000]:
         if not isinstance(tool, dict):
             continue
-        function = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        inner = tool.get("function")
+        function: dict[str, Any] = inner if isinstance(inner, dict) else tool
         name = function.get("name")
         schema = function.get("parameters", function.get("inputSchema", function.get("input_schema")))
         if isinstance(name, str) and name not in offered and len(offered) < MAX_CONSUMERS:

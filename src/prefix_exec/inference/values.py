@@ -84,11 +84,14 @@ def is_field(name: str) -> bool:
 
 def argument_leaves(arguments: Mapping[str, Any]) -> list[Leaf]:
     """Every scalar of a call's arguments with its path (the module docstring), at most :data:`MAX_LEAVES`.
-    A list of scalars is its own path (element-wise); a list of objects goes on with ``[*]``."""
+    A list of scalars is its own path (element-wise); a list of objects goes on with ``[*]``. An argument whose
+    name holds ``.``, ``[`` or ``]``, or is empty or ``$``, is passed over: no ``refs`` key could name it."""
     leaves: list[Leaf] = []
     for name, value in arguments.items():
         if len(leaves) >= MAX_LEAVES:
             break
+        if not name or name == "$" or any(c in name for c in ".[]"):
+            continue  # no refs key can name it: the path syntax reads these characters
         for leaf in _walk(value, str(name), 1, lists_named=False):
             leaves.append(leaf)
             if len(leaves) >= MAX_LEAVES:
