@@ -197,7 +197,7 @@ def add_inference_options(parser: argparse.ArgumentParser) -> None:
         "as score's)",
     )
     errors.add_argument("--no-error-pattern", action="store_true", help="only a log's own error flags make errors")
-    errors.add_argument(
+    group.add_argument(
         "--no-error-evidence",
         action="store_true",
         help="recorded errors are no evidence at all (neither flags nor pattern): no 'refused' rule, no invalidates, "

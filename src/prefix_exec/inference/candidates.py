@@ -3,7 +3,8 @@ which calls invalidate one. Every decision keeps its reason, for the side file's
 
 **A consumer is a reference** (:func:`judge`) when the tool spec (if any) declares the argument, its schema does
 not say it holds a plain value (:func:`prefix_exec.inference.names.plain_value`), at least ``min_support`` id-like
-values were passed there and at least ``min_idlike`` of all its values were id-like, and one rule holds:
+values were passed there and at least ``min_idlike`` of all its values were id-like, at most half of them are
+several words unless it is named like an id (``likes tea`` is text, ``Mia Li`` may be a name), and one rule holds:
 
 - ``flow``: at least ``min_support`` of its values flowed from an earlier result, and its *confidence*
   ``flow / (flow + prose + none - refused)`` (of the values the conversation did not give, the share an earlier
@@ -17,10 +18,11 @@ values were passed there and at least ``min_idlike`` of all its values were id-l
 
 **Kinds** are the connected groups of references and the result paths that fed them: a reference joins the
 producers whose edge holds ``min_support`` values or at least ``min_edge_share`` of its flow (at least one value),
-or, for ``name`` and ``refused``, the producers of its name or stem. A kind is named by its references' most used stem
-(:func:`~prefix_exec.inference.names.stem`), made unique in order. Per tool, the kind's ``produces`` path is the one
-that fed the most values (then the shortest); a tool that produced ids at a path of the kind's stem without feeding
-any observed call produces it too (``name``), as RESTler's convention would.
+or, for ``name`` and ``refused``, the producers of its name or stem. A kind is named by the stem
+(:func:`~prefix_exec.inference.names.stem`) its references and the producers that fed them use most (a link's end
+such as ``relations[*].from`` has no vote), made unique in order. Per tool, the kind's ``produces`` path is the one
+that fed the most values (then one named like an id, then the shortest); a tool that produced ids at a path of the
+kind's stem without feeding any observed call produces it too (``name``), as RESTler's convention would.
 
 **Invalidates** (recorded errors on): a reference argument whose value, used again after its accepted call, was
 refused as unknown or gone at least ``min_support`` times and at least ``min_confidence`` of the times it was used
@@ -37,7 +39,7 @@ from typing import Any
 
 from prefix_exec.envs.custom.session import argument_of
 from prefix_exec.inference.evidence import Consumer, Evidence, Site
-from prefix_exec.inference.names import argument_schema, declared, id_named, id_shaped, plain_value, stem
+from prefix_exec.inference.names import ENDS, argument_schema, declared, id_named, id_shaped, plain_value, stem
 from prefix_exec.inference.values import leaf_name
 
 
@@ -124,6 +126,8 @@ def judge(site: Site, seen: Consumer, evidence: Evidence, schemas: Mapping[str, 
         return no(f"{seen.cases} id-like values passed, fewer than --min-support {t.min_support}")
     if seen.idlike < t.min_idlike * seen.calls:
         return no(f"mostly plain values: {seen.idlike} of {seen.calls} look like ids")
+    if 2 * seen.worded > seen.cases and not id_named(leaf_name(path)):
+        return no(f"text: {seen.worded} of its {seen.cases} cases are several words, and its name is no id's")
     if seen.flow >= t.min_support and confidence is not None and confidence >= t.min_confidence:
         if id_named(leaf_name(path)) or any(id_shaped(p[1]) for p in _fed_by(seen, t)):
             return Decision(site, "flow", "its values flowed from earlier results", confidence, explained)
@@ -246,10 +250,15 @@ def _groups(links: Mapping[Site, list[Site]], evidence: Evidence) -> list[_Group
 
 
 def _name(group: _Group, evidence: Evidence, taken: set[str]) -> str:
-    """The group's references' most used stem (by id-like values passed), unique among ``taken`` (then added)."""
+    """The stem its references and producers use most (a reference by its cases, a producer by the values it fed
+    them; a link's end, ``relations[*].from``, has no vote), unique among ``taken`` (then added)."""
     votes: Counter[str] = Counter()
     for site in group.consumers:
-        votes[stem(site[1]) or stem(site[0]) or "value"] += evidence.consumers[site].cases
+        if leaf_name(site[1]).lower() not in ENDS:
+            votes[stem(site[1]) or stem(site[0]) or "value"] += evidence.consumers[site].cases
+    for producer in group.producers:
+        if leaf_name(producer[1]).lower() not in ENDS and stem(producer[1]):
+            votes[stem(producer[1])] += sum(evidence.consumers[c].edges.get(producer, 0) for c in group.consumers)
     best = min(votes.items(), key=lambda item: (-item[1], item[0]))[0] if votes else "value"
     name, n = best, 2
     while name in taken:

@@ -61,7 +61,8 @@ Site = tuple[str, str]
 @dataclass
 class Consumer:
     """What was seen of one argument path: ``calls`` scalars passed there, ``idlike`` of them id-like, ``cases`` the
-    distinct id-like values per conversation (a conversation passing one value twice is one case); of the cases,
+    distinct id-like values per conversation (a conversation passing one value twice is one case), ``worded`` the cases
+    of several words (text, such as ``likes tea``); of the cases,
     ``flow`` an earlier result held, ``given`` only a message gave, ``prose`` only a prose result held, ``none``
     nothing explained, and ``refused`` of the ``none`` a "not found" refusal confirmed; ``edges`` counts each
     producer that held a flowing value; ``values`` the distinct values seen (at most the cap), ``distinct_cut``
@@ -71,6 +72,7 @@ class Consumer:
     calls: int = 0
     idlike: int = 0
     cases: int = 0
+    worded: int = 0
     flow: int = 0
     given: int = 0
     prose: int = 0
@@ -215,6 +217,7 @@ class _Walk:
             if len(self.counted) < MAX_INDEXED:
                 self.counted.add((call.name, path, value_key))
             consumer.cases += 1
+            consumer.worded += isinstance(value, str) and len(value.split()) > 1
             self.remember(consumer, value_key)
             source, how = self.source_of(consumer, value_key, value)
             if source == "none":

@@ -4,9 +4,10 @@ word a name stands for (its *stem*, the kind's name), and which arguments a sche
 - :func:`words` splits ``reservation_id``, ``reservationId``, ``flights[*].flight_number`` into lower-case words;
 - :func:`id_named`: the last word is an id word (:data:`ID_WORDS`: ``id``, ``ids``, ``uuid``, ``number``, ...);
   :func:`id_shaped`: a result path that holds ids by its name or shape;
-- :func:`stem`: the name less its id word, singular: ``reservation_id``, ``reservations`` and ``reservationIds`` all
-  stand for ``reservation``; a name that is only an id word (``id``, ``name``) stands for the object that holds it
-  (``payment_methods[*].id`` -> ``payment_method``, ``entities[*].name`` -> ``entity``);
+- :func:`stem`: the name less its id word (or a last ``name``), singular: ``reservation_id``, ``reservations`` and
+  ``reservationIds`` all stand for ``reservation``, ``entityNames`` for ``entity``; a name that is only an id word
+  (``id``, ``name``) stands for the object that holds it (``payment_methods[*].id`` -> ``payment_method``,
+  ``entities[*].name`` -> ``entity``);
 - :func:`plain_value`: the argument's schema says it holds a plain value, never a reference: an ``enum`` or
   ``const``, a boolean or a number, or a date/time ``format``; the reason in words, or ``None``.
 """
@@ -21,6 +22,8 @@ from typing import Any
 ID_WORDS = frozenset({"id", "ids", "uuid", "uuids", "guid", "guids", "number", "numbers"})
 #: Names that say nothing of what they hold: the holder names it.
 GENERIC = frozenset({"id", "ids", "uuid", "guid", "name", "names", "key", "keys", "value", "values", ""})
+#: Names of a link's ends: what they hold is named elsewhere (no kind is named after them).
+ENDS = frozenset({"from", "to", "source", "target", "parent", "child", "src", "dst"})
 #: JSON Schema formats of plain values.
 PLAIN_FORMATS = frozenset({"date", "date-time", "time", "duration"})
 
@@ -63,7 +66,7 @@ def stem(path: str) -> str:
     parts = [p.replace("[*]", "") for p in path.split(".") if p.replace("[*]", "") not in ("", "$")]
     for name in reversed(parts):
         found = words(name)
-        if len(found) > 1 and found[-1] in ID_WORDS:
+        if len(found) > 1 and (found[-1] in ID_WORDS or found[-1] in ("name", "names")):
             found = found[:-1]
         if not found or "_".join(found) in GENERIC:
             continue
