@@ -96,7 +96,8 @@ async def recall(agent: Agent, call: Any) -> None:
     names = [e["name"] for e in (found or {}).get("entities", [])]
     if names:
         await call("open_nodes", {"names": names[:2]})
-        await call("add_observations", {"observations": [{"entityName": names[0], "contents": [f"likes {agent.like}"]}]})
+        noted = {"entityName": names[0], "contents": [f"likes {agent.like}"]}
+        await call("add_observations", {"observations": [noted]})
 
 
 async def update(agent: Agent, call: Any) -> None:
@@ -143,7 +144,8 @@ def main() -> int:
             kind, prompt = agent.plan()
             given = Path(scratch) / f"prompt-{index}.txt"
             given.write_text(prompt + "\n", encoding="utf-8")
-            guard = ["-m", "prefix_exec", "guard", "--record", args.record, "--given", str(given), "--model", "scripted"]
+            guard = ["-m", "prefix_exec", "guard", "--record", args.record, "--given", str(given)]
+            guard += ["--model", "scripted"]
             params = StdioServerParameters(
                 command=sys.executable,
                 args=[*guard, "--", str(SERVER)],

@@ -1,7 +1,9 @@
 """The third hardening round's classes for the hostile sweep (tests/test_hostile_sweep.py; issue 45): records that
 cannot cross a process boundary (nested 800 to 1,490 deep: they load as JSON but not pickle), a rollout whose
 ``transcript`` items are integers, and numbers out of range where they enter (rewards past float's range or not
-finite, trials past 2^31 - 1, a ``--trial-field`` index of thousands of digits, ``--workers ²``). Each case has
+finite, trials past 2^31 - 1, a ``--trial-field`` index of thousands of digits, ``--workers ²``); and what the
+conversation gives a ``refs`` check (issue 41): a 20 MB user message, messages of millions of distinct tokens, one
+value said two million times and referenced by 5,000 calls, a message of 200,000 content parts. Each case has
 good rows around the bad one, which must be scored. Run the sweep with ``HOSTILE_WORKERS=2`` (or ``ray``) to run
 them on the pool."""
 
@@ -153,8 +155,42 @@ def _number_cases() -> Iterator[Case]:
     yield _transcripts(json.dumps(base), "workers-superscript", "--workers", "²", good=())  # a usage error
 
 
+def _given_cases() -> Iterator[Case]:
+    """Conversations whose user messages give values to ``login(username)``'s ``refs`` (docs/custom.md, "Values the
+    conversation gave"), scored with a side file: each within the tokenization's bounds."""
+    side = "tools:\n  login: {refs: {username: user}}\n"
+
+    def chat(said: Any, calls: int = 1, name: str = "ID1") -> list[Any]:
+        call = {**CALL, "function": {"name": "login", "arguments": json.dumps({"username": name})}}
+        many = [{**call, "id": f"c{i}"} for i in range(calls)]
+        replies = [{"role": "tool", "tool_call_id": f"c{i}", "content": "ok"} for i in range(calls)]
+        return [{"role": "user", "content": said}, {"role": "assistant", "tool_calls": many}, *replies]
+
+    distinct = [{"role": "user", "content": " ".join(f"T{m}x{i}" for i in range(30_000))} for m in range(60)]
+    conversations = {
+        "huge-message": chat("ID1 " + "x" * 20_000_000),
+        "distinct-tokens": [*distinct, *chat("and", name="T59x29999")],
+        "colliding": chat("ID1 " * 2_000_000, calls=5_000),
+        "many-parts": chat([{"type": "text", "text": "ID1"}] * 200_000),
+    }
+    for name, messages in conversations.items():
+        rows = [json.dumps({"task_id": t, "model": "m", "success": 1, "messages": CHAT}) for t in ("g0", "g1")]
+        bad = json.dumps({"task_id": "bad", "model": "m", "success": 1, "messages": messages})
+        yield Case(
+            f"bounds:given:{name}",
+            {"in.jsonl": "\n".join([rows[0], bad, rows[1]]) + "\n", "tools.json": json.dumps(TOOLS), "side.yaml": side},
+            lambda d: [
+                *("score", "transcripts", str(d / "in.jsonl"), "--tools", str(d / "tools.json")),
+                *("--hooks", str(d / "side.yaml"), "--keep-going", "--out", str(d / "out.jsonl")),
+            ],
+            "out.jsonl",
+            ("g0", "bad", "g1"),
+        )
+
+
 @register("bounds")
 def bound_cases() -> Iterator[Case]:
     yield from _deep_cases()
     yield from _rollout_cases()
     yield from _number_cases()
+    yield from _given_cases()

@@ -132,7 +132,9 @@ def call_positions(transcript: Sequence[JsonMapping], actions: Sequence[ToolCall
 class _Hearing:
     """Feeds a :class:`ConversationAware` session the user and system messages of a rollout's transcript: before
     action ``k``, every :data:`SPEAKERS` message before the assistant message that issued it (:func:`call_positions`;
-    an action the transcript does not list hears nothing new)."""
+    an action the transcript does not list hears nothing new). A message's ``given_text``, when the entry has one,
+    is heard instead of its content: the runner writes it where its harness puts more than the user's words in a
+    user message (a plan after the goal; ``""`` for a tool result handed back as user text)."""
 
     def __init__(self, session: ConversationAware, rollout: Rollout) -> None:
         self.session = session
@@ -144,8 +146,9 @@ class _Hearing:
         upto = self.positions[action]
         while upto is not None and self.fed < upto:
             message = self.transcript[self.fed]
-            if message.get("role") in SPEAKERS and message.get("content") is not None:
-                self.session.hear(self.fed, message.get("content"))
+            said = message.get("given_text", message.get("content"))
+            if message.get("role") in SPEAKERS and said is not None:
+                self.session.hear(self.fed, said)
             self.fed += 1
 
 

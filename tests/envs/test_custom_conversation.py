@@ -197,3 +197,20 @@ def test_parallel_calls_hear_the_messages_before_their_answer(tmp_path: Path) ->
     assert [v.notes[-1].split(":")[0] for v in record.verdicts] == ["given by the conversation at message 0"] * 2 + [
         "given by the conversation at message 2"
     ]
+
+
+def test_a_given_text_is_heard_instead_of_the_content(tmp_path: Path) -> None:
+    """The runner marks user messages its harness wrote: a tool result sent as user text gives nothing, a plan
+    after the goal gives only the goal's values."""
+    transcript: tuple[JsonObject, ...] = (
+        {"role": "user", "content": "open A1\n\nPlan: then open B2", "given_text": "open A1"},
+        {"role": "assistant", "tool_calls": [{"id": "p", "name": "get_reservation"}]},
+        {"role": "user", "content": "Result of tool call get_reservation (p):\nsee C3", "given_text": ""},
+        {"role": "assistant", "tool_calls": [{"id": "q", "name": "get_reservation"}]},
+    )
+    env = environment(tmp_path)
+    for value, fed in (("A1", 2), ("B2", 1), ("C3", 1)):  # C3, in a tool result, stops the second call
+        first = ToolCall("get_reservation", {"reservation_id": value}, call_id="p")
+        actions = (first, ToolCall("get_reservation", {"reservation_id": "C3"}, call_id="q"))
+        record = replay(Rollout("d", "t", "m", "x", actions, success=1, transcript=transcript), env)
+        assert record.fed == fed, value

@@ -148,12 +148,28 @@ def test_given_at_is_a_form_among_the_tokens(text: str, value: Any) -> None:
 
 
 def test_a_huge_message_is_read_within_its_bounds() -> None:
-    huge = "A1 " * (mentions.MAX_TEXT_CHARS // 3) + "LATE9 " + "x" * 5_000_000
+    huge = "A1 " * (mentions.MAX_TEXT_CHARS // 3) + "LATE9 " + "x" * 100_000_000  # a 100 MB message
     heard = Mentions()
     heard.hear(2, huge)
     assert heard.given_at("A1") == 2
     assert heard.given_at("LATE9") is None  # past the characters read
-    assert heard.cut == (2,)
+    assert heard.cut == (2,) and heard.read == mentions.MAX_TEXT_CHARS
+    parts = [{"type": "text", "text": "B2"}] * 2_000_000
+    heard.hear(3, parts)
+    assert heard.given_at("B2") == 3 and heard.cut == (2, 3)
+
+
+def test_a_conversation_reads_a_bounded_number_of_characters() -> None:
+    heard = Mentions()
+    block = "ID1 " * (mentions.MAX_TEXT_CHARS // 4)
+    messages = mentions.MAX_CONVERSATION_CHARS // mentions.MAX_TEXT_CHARS
+    for index in range(messages):
+        heard.hear(index, block)
+    assert heard.read == mentions.MAX_CONVERSATION_CHARS and not heard.cut
+    heard.hear(messages, "LATE9")
+    assert heard.given_at("LATE9") is None and heard.cut == (messages,)
+    heard.hear(messages + 1, [])  # nothing to read is no cut
+    assert heard.cut == (messages,)
 
 
 def test_distinct_tokens_are_capped_per_message_and_conversation() -> None:

@@ -29,7 +29,7 @@ from prefix_exec.importers.inspect.log import (
 )
 from prefix_exec.importers.inspect.reader import read_log
 from prefix_exec.importers.inspect.tau import simulation_of, tau_results
-from prefix_exec.trajectory import Skipped
+from prefix_exec.trajectory import FailureLabel, Skipped
 
 LOG = InspectLog(
     path="/logs/run.eval", task="bfcl", model="openai/m", method="bfcl_solver", status="success", samples=()
@@ -253,6 +253,33 @@ def test_generic_rollout_keeps_inspects_ids_and_counts_turns_by_user_messages() 
     ]
     observations = [a.observation for a in rollout.actions]
     assert [o.content if o else None for o in observations] == ["ok", "found", None]
+
+
+def test_a_generic_samples_user_messages_give_values_to_refs(tmp_path: Path) -> None:
+    """Issue 41: the generic rollout keeps the sample's messages as its transcript, so replay hears its user
+    messages; inspect's ids are reused across messages, and each call still hears only what came before it."""
+    from prefix_exec.envs.custom.environment import layered_environment
+    from prefix_exec.envs.custom.spec_formats import to_spec
+    from prefix_exec.replay import replay
+
+    messages = [
+        Message("system", "You are the helpdesk."),
+        Message("user", "please close ticket T-9"),
+        Message("assistant", "", (Call("a", "close", {"ticket_id": "T-9"}),)),
+        Message("tool", "closed", tool_call_id="a"),
+        Message("assistant", "", (Call("a", "close", {"ticket_id": "T-10"}),)),
+        Message("tool", "closed", tool_call_id="a"),
+        Message("user", "and T-10 too"),
+    ]
+    rollout = generic_rollout(replace(LOG, task="helpdesk"), sample(messages, id="t-8"), model="m", method="x")
+    assert rollout.transcript is not None and len(rollout.transcript) == len(messages)
+    tools = [{"name": "close", "inputSchema": {"type": "object", "properties": {"ticket_id": {"type": "string"}}}}]
+    (tmp_path / "side.yaml").write_text("tools:\n  close: {refs: {ticket_id: ticket}}\n")
+    data, form = to_spec({"tools": tools}, path=tmp_path / "tools.json")
+    env = layered_environment(data, tmp_path / "tools.json", form=form, hooks=tmp_path / "side.yaml")
+    record = replay(rollout, env)
+    assert (record.fed, record.label) == (2, FailureLabel.DEPENDENCY)  # T-10 was said only after its call
+    assert "given by the conversation at message 1: ticket_id='T-9'" in record.verdicts[0].notes
 
 
 def test_files_inspect_cannot_read_are_input_errors(tmp_path: Path) -> None:

@@ -46,7 +46,8 @@ def prepare(agent: Agent, episode: Episode, request: PlanRequest) -> None:
     episode.note("verifier", {"round": 1, "verifier_called": False, "rule": RULE, "approved": True, "issues": []})
     episode.record("verification_rounds", 1)
     episode.record("plan_approved", True)
-    episode.say({"role": "user", "content": f"{request.goal}\n\n{plan_control_text(plan, verdict)}"})
+    content = f"{request.goal}\n\n{plan_control_text(plan, verdict)}"
+    episode.say({"role": "user", "content": content}, given_text=request.goal)
 
 
 def notes(agent: Agent) -> JsonMapping:

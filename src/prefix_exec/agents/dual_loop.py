@@ -57,7 +57,7 @@ VERIFIER_SYSTEM = (
 def prepare(agent: Agent, episode: Episode, request: PlanRequest) -> None:
     """Propose, verify and revise, then hand the plan (and its verdict) to the executor with the user's message."""
     control = plan_control_text(*verified_plan(agent, episode, request))
-    episode.say({"role": "user", "content": f"{request.goal}\n\n{control}"})
+    episode.say({"role": "user", "content": f"{request.goal}\n\n{control}"}, given_text=request.goal)
 
 
 def notes(agent: Agent) -> JsonMapping:

@@ -39,10 +39,16 @@ class Episode:
         if not self.messages and self.system:
             self.say({"role": "system", "content": self.system})
 
-    def say(self, message: Message) -> None:
-        """Append ``message`` to the executor's conversation and the transcript."""
+    def say(self, message: Message, *, given_text: str | None = None) -> None:
+        """Append ``message`` to the executor's conversation and the transcript. ``given_text``: the part of a
+        user message that is the user's own words (the goal before a plan; ``""`` for a tool result sent as user
+        text), kept in the transcript entry only, for replay to hear instead of the content
+        (:func:`prefix_exec.replay.replay_session`, values the conversation gave)."""
         self.messages.append(message)
-        self.transcript.append(dict(message))
+        entry = dict(message)
+        if given_text is not None:
+            entry["given_text"] = given_text
+        self.transcript.append(entry)
 
     def note(self, agent_role: str, entry: JsonMapping) -> None:
         """Record a planner/verifier/guard event in the transcript only (the executor does not see it)."""

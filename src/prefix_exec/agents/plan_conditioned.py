@@ -45,7 +45,7 @@ PLANNER_SYSTEM = (
 def prepare(agent: Agent, episode: Episode, request: PlanRequest) -> None:
     """Propose a plan (the turn's shared initial plan) and hand it to the executor with the user's message."""
     control = plan_control_text(initial_plan(agent, episode, request), None)
-    episode.say({"role": "user", "content": f"{request.goal}\n\n{control}"})
+    episode.say({"role": "user", "content": f"{request.goal}\n\n{control}"}, given_text=request.goal)
 
 
 def initial_plan(agent: Agent, episode: Episode, request: PlanRequest) -> Plan:

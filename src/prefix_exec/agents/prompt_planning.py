@@ -28,11 +28,11 @@ def prepare(agent: Agent, episode: Episode, request: PlanRequest) -> None:
     """Ask for the plan in the conversation, then hand the turn to the executor."""
     listed = None if episode.tools_listed == episode.tools else episode.tools
     episode.tools_listed = list(episode.tools)
-    episode.say({"role": "user", "content": prompt_plan_request(request.goal, listed)})
+    episode.say({"role": "user", "content": prompt_plan_request(request.goal, listed)}, given_text=request.goal)
     done = agent.executor.complete(episode.messages, (), role="planner")
     episode.charge(done)
     episode.say({"role": "assistant", "content": done.content or ""})
-    episode.say({"role": "user", "content": PROMPT_PLAN_PROCEED})
+    episode.say({"role": "user", "content": PROMPT_PLAN_PROCEED}, given_text="")
 
 
 def prompt_plan_request(content: str, tools: Sequence[ToolSchema] | None) -> str:

@@ -99,8 +99,8 @@ class TurnLoop:
             if all(r["role"] == "user" for r in replies):
                 # Text-mode results are user messages: one per step keeps the roles alternating.
                 replies = [{"role": "user", "content": "\n\n".join(str(r["content"]) for r in replies)}]
-            for reply in replies:
-                episode.say(reply)
+            for reply in replies:  # a tool result as user text is no value the user gave
+                episode.say(reply, given_text="" if reply["role"] == "user" else None)
         if stop.capped:
             episode.count("capped_turns")
         return TurnResult(answer=None, steps=step, capped=stop.capped, stop=stop.reason)

@@ -11,8 +11,9 @@ tools there are or the schema to follow.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
-from prefix_exec.envs.custom.session import CustomEnvironment, CustomSession, referred
+from prefix_exec.envs.custom.session import CustomEnvironment, CustomSession, ToolSpec, referred
 from prefix_exec.json_types import JsonObject
 from prefix_exec.trajectory import FailureLabel, ToolCall, Verdict
 
@@ -65,7 +66,7 @@ def _advice(label: FailureLabel, call: ToolCall, session: CustomSession | None) 
 def _ref_advice(env: CustomEnvironment, session: CustomSession, param: str, kind: str, call: ToolCall) -> str:
     """What to do about argument ``param`` (a reference to a ``kind``), or "" when its value is fine."""
     tool = env.tools[call.name]
-    states = [session.reference(kind, value) for _, value in referred(tool, call.arguments, param)]
+    states = [_current(env, session, tool, kind, value) for _, value in referred(tool, call.arguments, param)]
     if all(states):  # no value there, or every one current
         return ""
     current = None if None in states else False
@@ -76,8 +77,17 @@ def _ref_advice(env: CustomEnvironment, session: CustomSession, param: str, kind
         else f"use a {kind} the task gave or an earlier call returned"
     )
     if current is None:
-        return f"{param} must be a {kind} from an earlier result; {source}, not a value made up or guessed."
+        said = " (or one the user gave)" if env.gives(tool, kind) else ""
+        return f"{param} must be a {kind} from an earlier result{said}; {source}, not a value made up or guessed."
     return f"that {kind} is no longer current (an earlier call used it up or removed it); {source}."
+
+
+def _current(env: CustomEnvironment, session: CustomSession, tool: ToolSpec, kind: str, value: Any) -> bool | None:
+    """Whether ``value`` is a current ``kind`` for ``tool``'s refs: produced or given (the task, the conversation)."""
+    current = session.reference(kind, value)
+    if current is None and env.gives(tool, kind) and session.heard.given_at(value) is not None:
+        return True
+    return current
 
 
 def _names(tools: Iterable[str]) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec.errors import InputError
-from prefix_exec.guard.hearing import Elicitations
+from prefix_exec.guard.hearing import MAX_HEARD_MESSAGES, Elicitations
 from prefix_exec.guard.journal import Journal
 from prefix_exec.guard.log import ConnectionLog
 from prefix_exec.guard.options import GuardOptions
@@ -33,7 +33,12 @@ class GuardedConnection:
     elicitations: Elicitations = field(default_factory=Elicitations)
 
     def hear(self, text: str, source: str) -> None:
-        """The conversation said ``text`` (:mod:`prefix_exec.guard.hearing`): the live state and the record hear it."""
+        """The conversation said ``text`` (:mod:`prefix_exec.guard.hearing`): the live state and the record hear it,
+        up to :data:`~prefix_exec.guard.hearing.MAX_HEARD_MESSAGES` messages (later ones are counted, not heard)."""
+        if len(self.shadow.said) >= MAX_HEARD_MESSAGES:
+            unheard = self.log.info.get("unheard")
+            self.log.info["unheard"] = (unheard if isinstance(unheard, int) else 0) + 1
+            return
         self.shadow.hear(text)
         self.log.hear(text, source)
 

@@ -13,8 +13,9 @@ A proxy sees MCP traffic, never the chat between the user and the model. It hear
 Not heard: a declined or cancelled elicitation; the messages of a ``sampling/createMessage`` request, whose
 ``user`` turns the server wrote (a server vouching for ids would make its own values given, the dependency check
 moot); the model's text; tool results (they count through ``produces`` only). A heard text is cut at
-:data:`MAX_HEARD_CHARS`. What is heard is kept in the record (``metadata.guard.heard``) and becomes the rollout's
-transcript, so that ``score custom`` on the record hears the same messages before the same calls.
+:data:`MAX_HEARD_CHARS`, and a connection hears at most :data:`MAX_HEARD_MESSAGES` messages. What is heard is kept
+in the record (``metadata.guard.heard``) and becomes the rollout's transcript, so that ``score custom`` on the
+record hears the same messages before the same calls.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ from prefix_exec.records.jsonl import check_regular_file
 
 #: Longest text heard from one message, in characters (what a record keeps of it, too).
 MAX_HEARD_CHARS = 100_000
+#: Most messages one connection (or episode) hears; later ones are not heard, and ``metadata.guard.unheard``
+#: counts them (each heard text is kept in the record, rewritten per call).
+MAX_HEARD_MESSAGES = 100
 #: Most elicitations awaiting the user's answer at once; past it the oldest is forgotten (its answer not heard).
 MAX_OPEN_ELICITATIONS = 64
 ELICIT = "elicitation/create"

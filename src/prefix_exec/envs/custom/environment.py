@@ -150,8 +150,24 @@ def environment_from_spec(
             tool = _layered(tool, layers[tool.name], side_module, side_path)
         tools[tool.name] = tool
     top = {**data, **{k: v for k, v in (side or {}).items() if k != "tools"}}
+    tasks, default = _tasks(top, _no_tool_default(data, side, form, origin))
+    switch = _conversation_switch(top, tools, side_path if side and "conversation_gives" in side else path)
+    return CustomEnvironment(
+        top.get("name", path.stem),
+        tools,
+        tasks,
+        None if tasks else default,
+        form=form,
+        policy=policy,
+        conversation=switch,
+    )
+
+
+def _tasks(top: JsonMapping, no_tool: tuple[bool, str]) -> tuple[dict[str, TaskSpec], TaskSpec]:
+    """The spec's tasks (with the side file's keys laid over: ``top``) and its default task, with the
+    ``allow_no_tool`` default and its rule (:func:`_no_tool_default`)."""
     base_state = top.get("initial_state", {})
-    base_allow, base_rule = _no_tool_default(data, side, form, origin)
+    base_allow, base_rule = no_tool
     base_given = top.get("given", {})
     tasks = {
         str(tid): TaskSpec(
@@ -164,20 +180,15 @@ def environment_from_spec(
         )
         for tid, t in (top.get("tasks") or {}).items()
     }
-    default = TaskSpec(base_state, base_allow, {k: tuple(v) for k, v in base_given.items()}, base_rule)
+    return tasks, TaskSpec(base_state, base_allow, {k: tuple(v) for k, v in base_given.items()}, base_rule)
+
+
+def _conversation_switch(top: JsonMapping, tools: Mapping[str, ToolSpec], path: Path | None) -> Any:
+    """The spec's ``conversation_gives`` (default true); a mapping that names a kind no tool's ``refs`` uses is
+    refused (a switch that could never act would hide a typo)."""
     switch = top.get("conversation_gives", True)
-    _check_kinds(switch, tools, side_path if side is not None and "conversation_gives" in side else path)
-    name = top.get("name", path.stem)
-    return CustomEnvironment(
-        name, tools, tasks, default if not tasks else None, form=form, policy=policy, conversation=switch
-    )
-
-
-def _check_kinds(switch: Any, tools: Mapping[str, ToolSpec], path: Path | None) -> None:
-    """Refuse a ``conversation_gives`` mapping that names a kind no tool's ``refs`` uses (a switch that could
-    never act would hide a typo)."""
     if not isinstance(switch, Mapping):
-        return
+        return switch
     used = sorted({kind for tool in tools.values() for kind in tool.refs.values()})
     for kind in switch:
         if kind not in used:
@@ -187,6 +198,7 @@ def _check_kinds(switch: Any, tools: Mapping[str, ToolSpec], path: Path | None) 
                 field=f"conversation_gives.{kind}",
                 hint=f"the kinds refs use: {', '.join(used[:12]) or 'none'}; or set conversation_gives: true/false",
             )
+    return switch
 
 
 def _no_tool_default(data: JsonMapping, side: JsonMapping | None, form: str, origin: str | None) -> tuple[bool, str]:

@@ -29,8 +29,9 @@ So a value stands as a whole token: ``1234`` is not given by ``12345``, nor ``AB
 is a substring of the message's text (the identities tests/envs/test_custom_mentions.py checks).
 
 Bounds (a hostile message of any size): a message is read up to :data:`MAX_TEXT_CHARS` characters, keeps at most
-:data:`MAX_MESSAGE_TOKENS` distinct tokens, and a conversation at most :data:`MAX_CONVERSATION_TOKENS`; a message
-cut by a bound is noted (:attr:`Mentions.cut`), and what was not read gives nothing.
+:data:`MAX_MESSAGE_TOKENS` distinct tokens, and a conversation reads at most :data:`MAX_CONVERSATION_CHARS`
+characters and keeps at most :data:`MAX_CONVERSATION_TOKENS` tokens; a message cut by a bound is noted
+(:attr:`Mentions.cut`), and what was not read gives nothing.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ MAX_TOKEN_CHARS = 128
 MAX_MESSAGE_TOKENS = 20_000
 #: Distinct tokens kept from one conversation (all its user and system messages together).
 MAX_CONVERSATION_TOKENS = 100_000
+#: Characters read from one conversation's messages together (about 1.5 s of tokenizing on one core).
+MAX_CONVERSATION_CHARS = 10_000_000
 #: Stripped from both ends of a word and of each piece: quotes, brackets, sentence punctuation and the en and em
 #: dashes (``M20IZO\u2014I'd`` gives ``M20IZO``; the hyphen ``-`` is part of ids and never strips or splits).
 EDGE = "\"'`\u201c\u201d\u2018\u2019\u00ab\u00bb()[]{}<>.,;:!?\u2026\u2013\u2014"
@@ -65,8 +68,10 @@ def message_text(content: Any, limit: int = MAX_TEXT_CHARS) -> str:
     size = 0
     items = content if isinstance(content, list) else [content] if isinstance(content, Mapping) else []
     for item in items:
+        if size >= limit:
+            break
         text = item if isinstance(item, str) else item.get("text") if isinstance(item, Mapping) else None
-        if isinstance(text, str) and size < limit:
+        if isinstance(text, str):
             parts.append(text[: limit - size])
             size += len(parts[-1]) + 1
     return "\n".join(parts)[:limit]
@@ -125,11 +130,13 @@ class Mentions:
     :meth:`fork` is cheap (copy on write): a fork shares the tokens until either side hears another message.
     """
 
-    def __init__(self, first: dict[str, int] | None = None, cut: tuple[int, ...] = ()) -> None:
+    def __init__(self, first: dict[str, int] | None = None, cut: tuple[int, ...] = (), read: int = 0) -> None:
         self._first: dict[str, int] = first if first is not None else {}
         self._shared = first is not None
         #: The indices of messages a bound cut (text past :data:`MAX_TEXT_CHARS`, more tokens than a bound keeps).
         self.cut = cut
+        #: Characters read so far (at most :data:`MAX_CONVERSATION_CHARS`).
+        self.read = read
 
     def __len__(self) -> int:
         return len(self._first)
@@ -137,7 +144,10 @@ class Mentions:
     def hear(self, index: int, content: Any) -> None:
         """Take the tokens of message ``index``'s ``content`` (rules 1 to 3) within the conversation's bound."""
         limit = min(MAX_MESSAGE_TOKENS, MAX_CONVERSATION_TOKENS - len(self._first))
-        text = message_text(content)
+        room = min(MAX_TEXT_CHARS, MAX_CONVERSATION_CHARS - self.read)
+        text = message_text(content, room + 1)  # one more than read: whether the message was cut
+        longer, text = len(text) > room, text[:room]
+        self.read += len(text)
         said = tokens(text, limit)
         new = [t for t in said if t not in self._first]  # at most ``limit``: the bound holds
         if new:
@@ -145,8 +155,8 @@ class Mentions:
                 self._first, self._shared = dict(self._first), False
             for token in new:
                 self._first[token] = index
-        if (len(said) >= limit and text) or _longer(content, len(text)):
-            self.cut = (*self.cut, index)
+        if (len(said) >= limit and text) or longer:
+            self.cut = (*self.cut, index)[-64:]  # the last ones: a note, not a list of every message
 
     def heard(self) -> dict[str, int]:
         """Every token heard so far, with the index of the first message that gave it (a copy)."""
@@ -159,14 +169,7 @@ class Mentions:
 
     def fork(self) -> Mentions:
         self._shared = True
-        return Mentions(self._first, self.cut)
-
-
-def _longer(content: Any, read: int) -> bool:
-    """Whether ``content`` holds more text than the ``read`` characters taken (a cut message)."""
-    if isinstance(content, str):
-        return len(content) > read
-    return read >= MAX_TEXT_CHARS
+        return Mentions(self._first, self.cut, self.read)
 
 
 def given_tokens(contents: Iterable[Any]) -> dict[str, int]:
