@@ -28,6 +28,7 @@ constants whatever the corpus, and time is linear in its size.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,7 +80,7 @@ class Consumer:
     none: int = 0
     refused: int = 0
     edges: Counter[Site] = field(default_factory=Counter)
-    values: set[str] = field(default_factory=set)
+    values: set[Hashable] = field(default_factory=set)
     distinct_cut: bool = False
     examples: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
 
@@ -166,10 +167,11 @@ class _Walk:
     def __init__(self, evidence: Evidence, where: str) -> None:
         self.evidence, self.where = evidence, where
         self.mentions = Mentions()
-        self.index: dict[str, list[Site]] = {}
-        self.prose: set[str] = set()
-        self.used: dict[str, Site] = {}
-        self.counted: set[tuple[str, str, str]] = set()
+        self.index: dict[Hashable, list[Site]] = {}
+        self.prose: set[Hashable] = set()
+        self.used: dict[Hashable, Site] = {}
+        self.counted: set[tuple[str, str, Hashable]] = set()
+        self.judged: dict[Hashable, bool] = {}
         self.produced_here: set[Site] = set()
         self.indexed = 0
 
@@ -196,22 +198,23 @@ class _Walk:
         if refused is None:
             self.results(call)
 
-    def arguments(self, call: ToolCall, refused: Refusal | None) -> list[tuple[str, str, Any]]:
+    def arguments(self, call: ToolCall, refused: Refusal | None) -> list[tuple[str, Hashable, Any]]:
         """Count each argument scalar of ``call``; return the id-like ones nothing explained, ``(path, key,
         value)``."""
-        unexplained: list[tuple[str, str, Any]] = []
+        unexplained: list[tuple[str, Hashable, Any]] = []
         for path, value in argument_leaves(call.arguments):
             consumer = self.evidence.consumer((call.name, path))
             if consumer is None:
                 continue
             consumer.calls += 1
-            if not idlike(value):
+            if not self.looks(value):
                 continue
             consumer.idlike += 1
             value_key = key(value)
-            self.later_use(value_key, refused)
-            if refused is None:
-                self.used[value_key] = (call.name, path)
+            if self.evidence.errors:  # invalidation evidence needs recorded errors
+                self.later_use(value_key, refused)
+                if refused is None and (value_key in self.used or len(self.used) < MAX_INDEXED):
+                    self.used[value_key] = (call.name, path)
             if (call.name, path, value_key) in self.counted:
                 continue  # one conversation passing one value again is one piece of evidence
             if len(self.counted) < MAX_INDEXED:
@@ -227,13 +230,25 @@ class _Walk:
                 kept.append((self.where, shown(value), how))
         return unexplained
 
-    def remember(self, consumer: Consumer, value_key: str) -> None:
+    def looks(self, value: Any) -> bool:
+        """:func:`~prefix_exec.inference.values.idlike`, remembered for the conversation's values (at most
+        :data:`MAX_INDEXED`; a value seen at many paths is judged once)."""
+        if type(value) is not str and type(value) is not int:
+            return False
+        found = self.judged.get(value)
+        if found is None:
+            found = idlike(value)
+            if len(self.judged) < MAX_INDEXED:
+                self.judged[value] = found
+        return found
+
+    def remember(self, consumer: Consumer, value_key: Hashable) -> None:
         if len(consumer.values) < self.evidence.max_values:
             consumer.values.add(value_key)
         elif value_key not in consumer.values:
             consumer.distinct_cut = True
 
-    def source_of(self, consumer: Consumer, value_key: str, value: Any) -> tuple[str, str]:
+    def source_of(self, consumer: Consumer, value_key: Hashable, value: Any) -> tuple[str, str]:
         """Count where ``value`` came from: ``(source, words)``, the source one of ``flow``, ``given``, ``prose``,
         ``none``, and the words for an example (``flow from TOOL PATH``, ``given at message N``)."""
         producers = self.index.get(value_key)
@@ -253,7 +268,7 @@ class _Walk:
         consumer.none += 1
         return "none", "no earlier result or message held it"
 
-    def later_use(self, value_key: str, refused: Refusal | None) -> None:
+    def later_use(self, value_key: Hashable, refused: Refusal | None) -> None:
         """A value an accepted call used before, used again: count it for that call's invalidating it."""
         earlier = self.used.get(value_key)
         if earlier is None:
@@ -263,7 +278,7 @@ class _Walk:
         if refused is not None:
             seen.refused += 1
 
-    def confirm(self, tool: str, unexplained: list[tuple[str, str, Any]], refused: Refusal) -> None:
+    def confirm(self, tool: str, unexplained: list[tuple[str, Hashable, Any]], refused: Refusal) -> None:
         """A "not found" refusal after unexplained values: the values its text names (else the only one) count
         as refused."""
         named = [u for u in unexplained if isinstance(u[2], str | int) and str(u[2]) in refused.text]
@@ -281,22 +296,26 @@ class _Walk:
                 if len(self.prose) < MAX_INDEXED:
                     self.prose.add(key(token))
             return
+        by_path: dict[str, list[Any]] = {}
         for path, value in result_leaves(result):
-            producer = self.evidence.producer((call.name, path))
+            by_path.setdefault(path, []).append(value)
+        index = self.index
+        for path, values in by_path.items():
+            site = (call.name, path)
+            producer = self.evidence.producer(site)
             if producer is None:
                 continue
-            producer.values += 1
-            self.produced_here.add((call.name, path))
-            if not idlike(value):
-                continue
-            producer.idlike += 1
-            value_key = key(value)
-            sites = self.index.get(value_key)
-            if sites is None and self.indexed < MAX_INDEXED:
-                sites = self.index[value_key] = []
-                self.indexed += 1
-            if sites is not None and (call.name, path) not in sites and len(sites) < MAX_PRODUCERS_PER_VALUE:
-                sites.append((call.name, path))
+            self.produced_here.add(site)
+            ids = [v for v in values if self.looks(v)]  # a string or an integer: its own key (values.key)
+            producer.values += len(values)
+            producer.idlike += len(ids)
+            for value in ids:
+                sites = index.get(value)
+                if sites is None and self.indexed < MAX_INDEXED:
+                    sites = index[value] = []
+                    self.indexed += 1
+                if sites is not None and site not in sites and len(sites) < MAX_PRODUCERS_PER_VALUE:
+                    sites.append(site)
 
 
 def _unknown(refused: Refusal) -> bool:

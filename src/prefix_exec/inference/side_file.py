@@ -4,7 +4,8 @@
 The text is made here, not by a YAML library, so that it is the same bytes for the same evidence (tools, keys and
 entries sorted; numbers formatted one way) and so that every entry can sit under its own comment. Names from the
 logs (tools, arguments, paths, kinds) are written plain when they are plain words and as JSON strings otherwise
-(YAML reads a JSON string as that string); comments hold only one line each, with any control character escaped;
+(YAML reads a JSON string as that string); comments hold only one line each; a character YAML does not take as it
+is (a control character, a line break of its own, a lone surrogate) is written as a ``\\uXXXX`` escape;
 an example's value is left out when its argument's name names a secret
 (:func:`prefix_exec.records.redaction.secret_name`) and URLs in it are redacted.
 """
@@ -22,7 +23,9 @@ from prefix_exec.records.redaction import redact_text, secret_name
 
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 _YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null", "tilde"})
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\u0085]")
+#: What YAML does not take as it is (outside its printable set, or a line break of its own: NEL, LS, PS); written as
+#: a ``\uXXXX`` escape (in a comment, for a reader; in a quoted scalar, YAML decodes it).
+_UNPRINTABLE = re.compile("[^\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029]")
 
 
 @dataclass(frozen=True)
@@ -38,12 +41,17 @@ def scalar(text: str) -> str:
     """``text`` as a YAML scalar: plain when it is a plain word, else a JSON string."""
     if _PLAIN.match(text) and text.lower() not in _YAML_WORDS:
         return text
-    return json.dumps(text, ensure_ascii=False)
+    return _escaped(json.dumps(text, ensure_ascii=False))
 
 
 def comment(text: str) -> str:
-    """One comment line: ``# text`` with control characters (a newline too) escaped."""
-    return "# " + _CONTROL.sub(lambda m: json.dumps(m.group())[1:-1], text)
+    """One comment line: ``# text``, what YAML does not take as it is (a newline too) escaped."""
+    return "# " + _escaped(text)
+
+
+def _escaped(text: str) -> str:
+    """``text`` with every character YAML does not take as it is written as ``\\uXXXX`` (all are in the BMP)."""
+    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def side_file(inferred: Inferred, evidence: Evidence, header: Header) -> str:

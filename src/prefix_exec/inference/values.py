@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Hashable, Mapping
+from functools import lru_cache
 from typing import Any
 
 #: Deepest level of a value walked: a path longer than this is not followed.
@@ -51,32 +52,34 @@ _DATE_OR_TIME = re.compile(
     r"(?:\s*[AaPp][Mm])?|\d{1,2}/\d{1,2}/\d{2,4})\Z"
 )
 _SMALL_NUMBER = re.compile(r"\A[+-]?\d{1,4}(?:\.\d+)?\Z")
-_WORDS = re.compile(r"\S+")
+_NUMBER_START = frozenset("0123456789+-")
 
 #: ``(path, value)``: one scalar and where it sits.
 Leaf = tuple[str, Any]
 
 
-def key(value: Any) -> str:
-    """The identity of ``value`` as a ``refs`` check compares it: its canonical JSON text."""
-    if isinstance(value, str):
-        return json.dumps(value)
+def key(value: Any) -> Hashable:
+    """The identity of ``value`` as a ``refs`` check compares it (by its JSON text): a string or an integer is
+    itself (``"123"`` and ``123`` stay two keys, as their JSON texts differ), anything else its canonical JSON text."""
+    if isinstance(value, str | int) and not isinstance(value, bool):
+        return value
     return json.dumps(value, sort_keys=True)
 
 
 def idlike(value: Any) -> bool:
     """Whether ``value`` could be an id (the module docstring says what is not)."""
-    if isinstance(value, bool) or value is None or isinstance(value, float):
+    kind = type(value)
+    if kind is int:
+        return bool(abs(value) >= MIN_ID_INT)
+    if kind is not str or not 2 <= len(value) <= MAX_ID_CHARS:
         return False
-    if isinstance(value, int):
-        return abs(value) >= MIN_ID_INT
-    if not isinstance(value, str) or not 2 <= len(value) <= MAX_ID_CHARS:
-        return False
-    if _SMALL_NUMBER.match(value) or _DATE_OR_TIME.match(value.strip()):
-        return False
-    return len(_WORDS.findall(value)) <= MAX_ID_WORDS and value.strip() == value
+    if value[0] in _NUMBER_START and (_SMALL_NUMBER.match(value) or _DATE_OR_TIME.match(value)):
+        return False  # only what starts with a digit or a sign can be a number, a date or a time
+    words = value.split(None, MAX_ID_WORDS)
+    return len(words) <= MAX_ID_WORDS and not value[0].isspace() and not value[-1].isspace()
 
 
+@lru_cache(maxsize=4096)
 def is_field(name: str) -> bool:
     """Whether an object key reads as a field name (not data: see the module docstring)."""
     return len(name) <= FIELD_CHARS and _FIELD.match(name) is not None and _DIGITS.search(name) is None
@@ -88,46 +91,45 @@ def argument_leaves(arguments: Mapping[str, Any]) -> list[Leaf]:
     name holds ``.``, ``[`` or ``]``, or is empty or ``$``, is passed over: no ``refs`` key could name it."""
     leaves: list[Leaf] = []
     for name, value in arguments.items():
+        if not isinstance(name, str) or not name or name == "$" or any(c in name for c in ".[]"):
+            continue  # no refs key can name it: the path syntax reads these characters
+        _walk(value, name, 1, False, leaves)
         if len(leaves) >= MAX_LEAVES:
             break
-        if not name or name == "$" or any(c in name for c in ".[]"):
-            continue  # no refs key can name it: the path syntax reads these characters
-        for leaf in _walk(value, str(name), 1, lists_named=False):
-            leaves.append(leaf)
-            if len(leaves) >= MAX_LEAVES:
-                break
-    return leaves
+    return leaves[:MAX_LEAVES]
 
 
 def result_leaves(result: Any) -> list[Leaf]:
     """Every scalar of a result with its ``produces`` path (the module docstring), at most :data:`MAX_LEAVES`:
     ``$`` for a scalar result."""
-    if not isinstance(result, (Mapping, list)):
+    if not isinstance(result, dict | list):
         return [] if result is None else [("$", result)]
     leaves: list[Leaf] = []
-    for leaf in _walk(result, "", 0, lists_named=True):
-        leaves.append(leaf)
-        if len(leaves) >= MAX_LEAVES:
-            break
-    return leaves
+    _walk(result, "", 0, True, leaves)
+    return leaves[:MAX_LEAVES]
 
 
-def _walk(value: Any, path: str, depth: int, *, lists_named: bool) -> Iterator[Leaf]:
-    """The scalars under ``value`` at ``path``. ``lists_named``: a list's elements are at ``path[*]`` (results);
-    otherwise a list of scalars is at ``path`` itself (arguments, as ``refs`` reads them element-wise)."""
-    if depth > MAX_DEPTH:
-        return
-    if isinstance(value, Mapping):
-        for name, item in value.items():
-            inner = _join(path, str(name) if is_field(str(name)) else "[*]")
-            yield from _walk(item, inner, depth + 1, lists_named=lists_named)
-    elif isinstance(value, list):
-        fan = lists_named or any(isinstance(item, (Mapping, list)) for item in value)
-        inner = f"{path}[*]" if fan else path
-        for item in value:
-            yield from _walk(item, inner, depth + 1, lists_named=lists_named)
-    elif value is not None:
-        yield (path or "$", value)
+def _walk(value: Any, path: str, depth: int, lists_named: bool, leaves: list[Leaf]) -> None:
+    """Append the scalars under ``value`` at ``path`` to ``leaves``, in document order, until it holds
+    :data:`MAX_LEAVES` (a stack, not recursion: a walk costs the same whatever the nesting). ``lists_named``: a
+    list's elements are at ``path[*]`` (results); otherwise a list of scalars is at ``path`` itself (arguments,
+    as ``refs`` reads them element-wise)."""
+    stack: list[tuple[Any, str, int]] = [(value, path, depth)]
+    while stack and len(leaves) < MAX_LEAVES:
+        item, where, level = stack.pop()
+        if level > MAX_DEPTH:
+            continue
+        if type(item) is dict:
+            inner = [
+                (v, _join(where, k if type(k) is str and is_field(k) else "[*]"), level + 1) for k, v in item.items()
+            ]
+            stack.extend(reversed(inner))
+        elif type(item) is list:
+            fan = lists_named or any(type(v) is dict or type(v) is list for v in item)
+            inner_path = f"{where}[*]" if fan else where
+            stack.extend((v, inner_path, level + 1) for v in reversed(item))
+        elif item is not None:
+            leaves.append((where or "$", item))
 
 
 def _join(path: str, name: str) -> str:
