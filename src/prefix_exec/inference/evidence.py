@@ -2,8 +2,9 @@
 
 Per conversation (:class:`_Walk`), in step order:
 
-- a user or system message's tokens are values the conversation gave (:class:`prefix_exec.envs.custom.mentions.
-  Mentions`, the same tokenization the ``refs`` check reads);
+- a user or system message's tokens are values the conversation gave (:func:`prefix_exec.envs.custom.mentions.
+  tokens` and ``forms``, the same rule and bounds the ``refs`` check reads; a long text many conversations share, a
+  system prompt, is tokenized once: :class:`Heard`);
 - for each id-like scalar of a call's arguments (:func:`~prefix_exec.inference.values.idlike`) at a path
   (a *consumer*: tool and argument path), the value is **flow** when an earlier call's result held it (and each
   result path that held it is an *edge* from that producer), else **given** when an earlier message gave it, else
@@ -32,8 +33,9 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from prefix_exec.envs.custom import mentions
 from prefix_exec.envs.custom.evidence import EvidencePolicy, Refusal, recorded_value, refusal
-from prefix_exec.envs.custom.mentions import Mentions, message_text, tokens
+from prefix_exec.envs.custom.mentions import message_text, tokens
 from prefix_exec.inference.corpus import Conversation, Said, shown
 from prefix_exec.inference.values import argument_leaves, idlike, key, result_leaves
 from prefix_exec.trajectory import FailureLabel, ToolCall
@@ -121,6 +123,8 @@ class Evidence:
     #: The argument schema of each tool name in the first tools list a conversation offered it in (schema priors).
     offered: dict[str, Any] = field(default_factory=dict)
     dropped: Counter[str] = field(default_factory=Counter)
+    #: The tokens of long texts seen (:class:`Heard`).
+    said: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     def add(self, conversation: Conversation) -> None:
         """Count one conversation's evidence."""
@@ -161,12 +165,46 @@ def _offer(offered: dict[str, Any], tools: Any) -> None:
             offered[name] = schema
 
 
+#: Texts at least this long are tokenized once per corpus (kept in :attr:`Evidence.said`, at most
+#: :data:`SAID_TEXTS` of them, none longer than :data:`SAID_CHARS`): a system prompt every conversation repeats.
+SAID_MIN_CHARS = 1_000
+SAID_TEXTS = 64
+SAID_CHARS = 200_000
+
+
+class Heard:
+    """The values one conversation's user and system messages gave so far, by the rule of
+    :mod:`prefix_exec.envs.custom.mentions` (its :func:`~prefix_exec.envs.custom.mentions.tokens` of each message's
+    text, at most :data:`~prefix_exec.envs.custom.mentions.MAX_CONVERSATION_TOKENS` per conversation, a value given by
+    any of its ``forms``); ``shared`` holds the tokens of long texts already seen in the corpus."""
+
+    def __init__(self, shared: dict[str, list[str]]) -> None:
+        self.shared = shared
+        self.first: dict[str, int] = {}
+
+    def hear(self, index: int, content: Any) -> None:
+        text = message_text(content)
+        said = self.shared.get(text) if len(text) >= SAID_MIN_CHARS else None
+        if said is None:
+            said = tokens(text)
+            if SAID_MIN_CHARS <= len(text) <= SAID_CHARS and len(self.shared) < SAID_TEXTS:
+                self.shared[text] = said
+        for token in said:
+            if len(self.first) >= mentions.MAX_CONVERSATION_TOKENS:
+                break
+            self.first.setdefault(token, index)
+
+    def given_at(self, value: Any) -> int | None:
+        found = [self.first[f] for f in mentions.forms(value) if f in self.first]
+        return min(found) if found else None
+
+
 class _Walk:
     """One conversation's walk (module docstring): the values indexed so far and what gave them."""
 
     def __init__(self, evidence: Evidence, where: str) -> None:
         self.evidence, self.where = evidence, where
-        self.mentions = Mentions()
+        self.mentions = Heard(evidence.said)
         self.index: dict[Hashable, list[Site]] = {}
         self.prose: set[Hashable] = set()
         self.used: dict[Hashable, Site] = {}
