@@ -103,6 +103,19 @@ TRUTH: dict[str, frozenset[tuple[str, str]]] = {
         }
     ),
 }
+#: Arguments a tool does not refuse an unknown value for, but on which the call then does nothing (the memory
+#: server filters by name: dist/index.js openNodes, deleteEntities, deleteObservations, deleteRelations).
+NO_EFFECT: dict[str, frozenset[tuple[str, str]]] = {
+    "memory": frozenset(
+        {
+            ("open_nodes", "names"),
+            ("delete_entities", "entityNames"),
+            ("delete_observations", "deletions[*].entityName"),
+            ("delete_relations", "relations[*].from"),
+            ("delete_relations", "relations[*].to"),
+        }
+    ),
+}
 #: Lookups by a value the user states (the tool refuses an unknown one, but the value is not an id).
 SEARCH_KEYS: dict[str, frozenset[tuple[str, str]]] = {
     "retail": frozenset(
@@ -234,6 +247,7 @@ class Figures:
     corpus: str
     conversations: int
     inferred: list[str]
+    no_effect: list[str]
     true_positive: list[str]
     false_positive: list[str]
     missed: list[str]
@@ -277,6 +291,7 @@ def reference_table(corpus: Corpus, side: Path, out: Path) -> dict[str, list[str
 
     return {
         "inferred": shown(inferred),
+        "no_effect": shown(inferred & NO_EFFECT.get(corpus.domain, frozenset())),
         "true_positive": shown(inferred & truth),
         "false_positive": shown(inferred - truth),
         "missed": shown((truth & passed) - inferred),
@@ -426,6 +441,12 @@ def main() -> int:
         figures = evaluate(corpus, out, args.seed)
         (out / f"{name}.json").write_text(json.dumps(figures.__dict__, indent=1), encoding="utf-8")
         print(row(figures), flush=True)
+        if figures.no_effect:
+            print(
+                f"  ({corpus.name}: {len(figures.no_effect)} of the false positives are references whose unknown value "
+                f"makes the call do nothing: {', '.join(figures.no_effect)})",
+                flush=True,
+            )
     return 0
 
 

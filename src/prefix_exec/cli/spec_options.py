@@ -34,6 +34,7 @@ from prefix_exec.sources import spec
 
 if TYPE_CHECKING:
     from prefix_exec.inference import Options, Result
+    from prefix_exec.inference.evidence import Evidence
 
 
 def add_spec_options(parser: argparse.ArgumentParser, tools_help: str, *, required: bool = False) -> None:
@@ -246,7 +247,7 @@ def infer_to_file(
     from prefix_exec.inference import infer_spec
 
     if out is None:
-        return infer_spec(files, options, on_file=_progress(files, log))
+        return infer_spec(files, options, on_file=_progress(files, log), on_count=_counted(log))
     path = Path(out)
     outputs.check_file(path, inputs)
     existing = path.is_file() and path.stat().st_size > 0
@@ -257,7 +258,7 @@ def infer_to_file(
     fresh = not path.exists()
     try:
         with hold_lock(path):
-            result = infer_spec(files, options, on_file=_progress(files, log))
+            result = infer_spec(files, options, on_file=_progress(files, log), on_count=_counted(log))
             if existing and resume and not overwrite and path.read_text(encoding="utf-8") != result.text:
                 raise InputError(
                     "the side file the records were scored with differs from what the inputs give now",
@@ -293,5 +294,18 @@ def _progress(files: list[Path], log: TextIO) -> Callable[[Path, str], None]:
     def told(path: Path, form: str) -> None:
         seen[0] += 1
         print(f"prefix-exec: infer-spec: [{seen[0]}/{len(files)}] reading {path} ({form})", file=log, flush=True)
+
+    return told
+
+
+def _counted(log: TextIO) -> Callable[[Evidence], None]:
+    """Tell ``log`` how much was read so far (inside a large file, where a line per file says too little)."""
+
+    def told(evidence: Evidence) -> None:
+        print(
+            f"prefix-exec: infer-spec: {evidence.conversations:,} conversations, {evidence.calls:,} calls read",
+            file=log,
+            flush=True,
+        )
 
     return told

@@ -60,20 +60,31 @@ class Result:
     text: str
 
 
+#: How often :func:`infer_spec` tells its ``on_count``: every this many conversations.
+COUNT_EVERY = 10_000
+
+
 def infer_spec(
-    paths: Sequence[Path], options: Options = Options(), *, on_file: Callable[[Path, str], None] | None = None
+    paths: Sequence[Path],
+    options: Options = Options(),
+    *,
+    on_file: Callable[[Path, str], None] | None = None,
+    on_count: Callable[[Evidence], None] | None = None,
 ) -> Result:
     """Read ``paths``, collect the evidence, decide, and write the side file's text (module docstring).
-    ``on_file(path, form)`` is told each file before it is read. Raises :class:`~prefix_exec.errors.InputError` on
-    a file that cannot be read (without ``keep_going``) or a ``--tools`` spec that does not load."""
+    ``on_file(path, form)`` is told each file before it is read, ``on_count(evidence)`` every :data:`COUNT_EVERY`
+    conversations. Raises :class:`~prefix_exec.errors.InputError` on a file that cannot be read (without
+    ``keep_going``) or a ``--tools`` spec that does not load."""
     schemas = _schemas(options.tools) if options.tools is not None else None
     evidence = Evidence(options.policy, errors=options.errors, max_values=options.max_values)
     skipped: list[Skipped] = []
     for item in read_corpus(paths, options.form, keep_going=options.keep_going, on_file=on_file):
         if isinstance(item, Skipped):
             skipped.append(item)
-        else:
-            evidence.add(item)
+            continue
+        evidence.add(item)
+        if on_count is not None and evidence.conversations % COUNT_EVERY == 0:
+            on_count(evidence)
     inferred = infer(evidence, schemas, options.thresholds)
     text = side_file(inferred, evidence, Header(len(paths), options.thresholds, options.errors))
     return Result(inferred, evidence, tuple(skipped), text)
