@@ -151,3 +151,20 @@ def test_score_transcripts_infers_and_scores_in_one_run(side: Path, tmp_path: Pa
     code, _, err = run(*argv, "--out", str(out))
     assert code == 2 and "already" in err  # the records file and its side file are kept
     assert run(*argv, "--out", str(out), "--resume")[0] == 0  # the same inputs infer the same side file
+
+
+@pytest.mark.slow
+def test_an_inspect_log_is_read_with_its_own_tool_lists(inspect_notes: tuple[Path, Path], tmp_path: Path) -> None:
+    """A real inspect log (tests/fakes/inspect_notes_task.py): create_note answers ``{"note_id": "N-1"}``, the
+    model appends to ``N-9`` (inspect records the tool's refusal) and then to ``N-1``. With one conversation the
+    default --min-support finds nothing; at 1 the flow makes append_note.note_id a reference, and the refused
+    ``N-9`` is counted as refused, not as a value nobody explained."""
+    notes, _ = inspect_notes
+    out = tmp_path / "notes.yaml"
+    code, stdout, err = run(
+        "infer-spec", str(notes), "--min-support", "1", "--out", str(out), "--explain", "append_note.note_id"
+    )
+    assert code == 0, err
+    assert "(inspect)" in err and "from 2 conversations (3 calls)" in err
+    assert refs_of(out) == {"append_note": {"note_id": "note"}}
+    assert "flow 1, given 0, prose 0, none 1, refused 1" in stdout

@@ -171,7 +171,8 @@ def add_inference_options(parser: argparse.ArgumentParser) -> None:
         (
             "--min-edge-share",
             DEFAULTS.min_edge_share,
-            "share of an argument's flowing values a result path must have fed to produce its kind",
+            "a result path joins a reference's kind (its tool produces it) when it fed the reference --min-support "
+            "values, or this share of its flowing values",
         ),
         (
             "--min-idlike",
@@ -247,7 +248,9 @@ def infer_to_file(
     from prefix_exec.inference import infer_spec
 
     if out is None:
-        return infer_spec(files, options, on_file=_progress(files, log), on_count=_counted(log))
+        result = infer_spec(files, options, on_file=_progress(files, log), on_count=_counted(log))
+        _say_skipped(result, log)
+        return result
     path = Path(out)
     outputs.check_file(path, inputs)
     existing = path.is_file() and path.stat().st_size > 0
@@ -270,8 +273,15 @@ def infer_to_file(
         if fresh and path.is_file() and path.stat().st_size == 0:
             path.unlink()
         raise
+    _say_skipped(result, log)
     print(f"prefix-exec: infer-spec: {summary(result)} -> {path}", file=log)
     return result
+
+
+def _say_skipped(result: Result, log: TextIO) -> None:
+    """Each record or file that could not be read (``--keep-going``), and why: never dropped unsaid."""
+    for unit in result.skipped:
+        print(f"prefix-exec: skipped {unit.where}: {unit.error}", file=log)
 
 
 def summary(result: Result) -> str:
