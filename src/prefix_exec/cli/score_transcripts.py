@@ -128,7 +128,7 @@ def handle(args: argparse.Namespace) -> int:
         raise InputError("--infer-spec writes the side file it scores with: give it or --hooks, not both")
     if (args.hooks or args.infer_spec) and not args.tools:
         raise InputError(
-            f"{'--hooks' if args.hooks else '--infer-spec'} layers a side file onto a --tools spec",
+            f"{'--hooks' if args.hooks else '--infer-spec'} layers onto a --tools spec",
             hint="pass the tool list as --tools too (its own file, or the transcript's tools saved as a JSON array)",
         )
     files = expand_inputs(

@@ -76,7 +76,7 @@ def _header(evidence: Evidence, header: Header) -> list[str]:
     dropped = ", ".join(f"{n:,} {what}" for what, n in sorted(evidence.dropped.items()))
     return [
         f"Inferred by prefix-exec infer-spec from {evidence.conversations:,} conversations, {evidence.calls:,} calls "
-        f"in {header.files:,} files (docs/custom.md, 'Inferring a side file').",
+        f"in {header.files:,} file{'s' if header.files != 1 else ''} (docs/custom.md, 'Inferring a side file').",
         f"Thresholds: --min-support {t.min_support}, --min-confidence {t.min_confidence:.2f}, "
         f"--min-edge-share {t.min_edge_share:.2f}, --min-idlike {t.min_idlike:.2f}; recorded errors as evidence: "
         f"{'on' if header.errors else 'off'}." + (f" Past the bounds, not tracked: {dropped}." if dropped else ""),
