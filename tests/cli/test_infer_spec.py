@@ -23,10 +23,14 @@ TAU_BENCH = ROOT / "tests" / "data" / "tau-bench"
 CONVERSATIONS = TAU_BENCH / "gpt-4o-airline.json"
 TOOLS = TAU_BENCH / "airline-tools.json"
 #: What inference gives on tau-bench's file, read by hand against tau-bench's airline tools (each refuses an id
-#: it does not know): every one is a real reference; book_reservation.user_id and
-#: update_reservation_passengers.reservation_id are references the file holds too little evidence of.
+#: it does not know): every one is a real reference; update_reservation_passengers.reservation_id is one the file
+#: holds too little evidence of (2 cases).
 TAU_BENCH_REFS = {
-    "book_reservation": {"flights[*].flight_number": "flight", "payment_methods[*].payment_id": "payment"},
+    "book_reservation": {
+        "flights[*].flight_number": "flight",
+        "payment_methods[*].payment_id": "payment",
+        "user_id": "user",
+    },
     "cancel_reservation": {"reservation_id": "reservation"},
     "get_reservation_details": {"reservation_id": "reservation"},
     "get_user_details": {"user_id": "user"},
@@ -76,7 +80,7 @@ def test_the_side_file_scores_as_it_is(side: Path, tmp_path: Path) -> None:
     assert code == 0, err
     records = [json.loads(line) for line in out.read_text().splitlines()]
     stopped = [r for r in records if r["label"] == "dependency"]
-    assert len(records) == 200 and len(stopped) == 10, err
+    assert len(records) == 200 and len(stopped) == 4, err
     given = [n for r in records for v in r["verdicts"] for n in v.get("notes", []) if "given by the conversation" in n]
     assert given  # ids the user typed satisfy the inferred refs
 
@@ -120,7 +124,7 @@ def test_explain_says_why(side: Path) -> None:
         "--explain", "get_user_details.user_id", "--explain", "search_direct_flight.origin",
     )  # fmt: skip
     assert code == 0, err
-    assert "get_user_details.user_id: a reference to user (rule: name)" in out
+    assert "get_user_details.user_id: a reference to user (rule: flow)" in out
     assert "search_direct_flight.origin: not a reference" in out and "named like an id" in out
     assert "fed by: get_reservation_details flights[*].origin" in out
     code, _, err = run("infer-spec", str(CONVERSATIONS), "--explain", "get_user_details.nothing")

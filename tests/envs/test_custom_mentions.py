@@ -27,6 +27,8 @@ from prefix_exec.envs.custom.mentions import Mentions, forms, given_tokens, mess
         ("it cost $120.", "120"),
         ("my user id is mia_li_3668?", "mia_li_3668"),
         ("mail a@b.com now", "a@b.com"),
+        # tau-bench airline: the user gives an address whose local part is the user id the agent then passes
+        ("my email is sophia_silva_7557@example.com.", "sophia_silva_7557"),
         ("open /tmp/notes.txt", "/tmp/notes.txt"),
         ("open /tmp/notes.txt", "notes.txt"),
         ("\u201cHAT-3\u201d", "HAT-3"),
@@ -57,6 +59,8 @@ def test_a_value_inside_a_sentence_is_a_token(text: str, token: str) -> None:
         ("**mia_li_3668**", "*mia_li_3668*"),
         ("_mia-li-_", "mia-li"),
         ("#W7209932\u2014pretty", "#W7209932\u2014pretty"),  # a dash ends a word
+        ("write to x@y now", "x"),  # no dotted domain: not an e-mail address, no local part
+        ("a@b@c.com", "a"),  # two @: not one address
     ],
 )
 def test_a_value_not_said_as_a_whole_token_is_not_one(text: str, absent: str) -> None:

@@ -18,8 +18,11 @@ rule, exact and case as written:
    :data:`SEPARATORS` (those but ``.``, and ``= / \\ # |`` and currency signs), stripped the same way
    (``id=8JK2LM`` gives ``id=8JK2LM``, ``id`` and ``8JK2LM``; ``#W2378156`` gives itself and ``W2378156``;
    ``$120`` gives ``$120`` and ``120``). A ``.`` inside a word does not separate (``file.txt``, ``1.5``,
-   ``a@b.com`` stay whole), nor do ``-``, ``_``, ``@``, ``+``. Empty tokens and tokens longer than
-   :data:`MAX_TOKEN_CHARS` are not kept. Case is kept as written: ``8jk2lm`` does not give ``8JK2LM``.
+   ``a@b.com`` stay whole), nor do ``-``, ``_``, ``@``, ``+``; but an e-mail address (one ``@`` before a dotted
+   domain) also gives its local part (``sophia_silva_7557@example.com`` gives itself and ``sophia_silva_7557``:
+   systems such as tau-bench's airline name their users by the address's local part, and the user said it).
+   Empty tokens and tokens longer than :data:`MAX_TOKEN_CHARS` are not kept. Case is kept as written: ``8jk2lm``
+   does not give ``8JK2LM``.
 4. **Values.** A JSON argument value compares to tokens through its :func:`forms`: a string is its own text
    exactly (``"8JK2LM"`` matches the token ``8JK2LM``), and a string that begins with ``#`` also its text without
    that ``#`` (``"#W2378156"`` matches ``#W2378156`` and ``W2378156``: a system such as tau2's retail writes its
@@ -67,6 +70,8 @@ DASHES = "\u2013\u2014"
 SEPARATORS = EDGE.replace(".", "") + "=/\\#|$\u20ac\u00a3\u00a5"
 _WORD = re.compile(r"[^\s" + DASHES + "]+")
 _SPLIT = re.compile("[" + re.escape(SEPARATORS) + "]")
+#: An e-mail address (one ``@``, a dotted domain): its local part is a token too (rule 3).
+_EMAIL = re.compile(r"([^@]+)@[^@.]+(?:\.[^@.]+)+")
 
 
 def message_text(content: Any, limit: int = MAX_TEXT_CHARS) -> str:
@@ -103,9 +108,12 @@ def tokens(text: str, limit: int = MAX_MESSAGE_TOKENS) -> list[str]:
 
 
 def _word_tokens(word: str) -> list[str]:
-    """The tokens of one word: itself stripped, and its pieces between separators, stripped (rule 3)."""
+    """The tokens of one word: itself stripped, an e-mail address's local part, and its pieces between
+    separators, stripped (rule 3)."""
     whole = word.strip(EDGE)
     kept = [whole] if whole and len(whole) <= MAX_TOKEN_CHARS else []
+    if kept and (address := _EMAIL.fullmatch(whole)) is not None:
+        kept.append(address.group(1))
     if _SPLIT.search(word) is None:
         return kept
     for piece in _SPLIT.split(word):
