@@ -212,3 +212,71 @@ def bound_cases() -> Iterator[Case]:
     yield from _rollout_cases()
     yield from _number_cases()
     yield from _given_cases()
+    yield from _inference_cases()
+
+
+def _conversation(calls: list[tuple[str, dict[str, Any], Any]], said: str = "hi") -> str:
+    """One OpenAI Chat conversation of ``calls`` (name, arguments, result), as a JSONL line."""
+    messages: list[Any] = [{"role": "user", "content": said}]
+    for index, (name, arguments, result) in enumerate(calls):
+        call = {"id": f"c{index}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+        messages.append({"role": "assistant", "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"c{index}", "content": json.dumps(result)})
+    return json.dumps({"messages": messages})
+
+
+def _inference_corpora() -> dict[str, str]:
+    """Corpora that push spec inference's bounds (prefix_exec.inference.evidence): distinct values past every cap,
+    results deeper than any walk, one value at every path, more tools than are tracked, names YAML reads."""
+    wide = [("open", {}, {"ids": [f"T{c}x{i}" for i in range(12_000)]}) for c in range(21)]  # past every cap
+    uses = [("close", {"ticket_id": f"T{c}x{i}"}, "ok") for c in range(21) for i in range(0, 12_000, 80)]
+    collide = {f"f{i}": {"g": "ID1", "h": ["ID1"] * 20} for i in range(50)}  # one value at 100 paths
+    odd = ['a"b', "yes", "- x", "k: v", "#c", "new\nline", "[*]", "", "$", "ü", "a.b", CANARY_URL]
+    return {
+        "distinct-values": "\n".join([_conversation(wide), _conversation(uses)] * 2) + "\n",
+        "deep-results": "\n".join(
+            _conversation([("open", {}, json.loads(_deep(depth))), ("close", {"ticket_id": CANARY_URL}, "ok")])
+            for depth in (20, 200, 900)
+        )
+        + "\n",
+        "colliding-values": "\n".join(
+            _conversation([("open", collide, collide), ("close", collide, collide)] * 20) for _ in range(5)
+        )
+        + "\n",
+        "many-tools": "\n".join(
+            _conversation([(f"tool{t}", {f"a{t}": f"ID{t}x", "b": f"ID{t}y"}, {"id": f"ID{t}x"}) for t in range(6_000)])
+            for _ in range(2)
+        )
+        + "\n",
+        "odd-names": "\n".join(
+            _conversation([(name, {}, {"x_id": f"V{i}x"}), (name, {name or "x": f"V{i}x"}, "ok")])
+            for i, name in enumerate(odd * 4)
+        )
+        + "\n",
+    }
+
+
+def _inference_cases() -> Iterator[Case]:
+    for name, text in _inference_corpora().items():
+        yield Case(
+            f"bounds:infer:{name}",
+            {"in.jsonl": text},
+            lambda d: [
+                "infer-spec",
+                str(d / "in.jsonl"),
+                "--keep-going",
+                "--explain",
+                "close.ticket_id",
+                "--out",
+                str(d / "side.yaml"),
+            ],
+            "side.yaml",
+        )
+    sims = [{"id": "s0", "messages": "not a list"}, {"id": "s1", "messages": [{"role": "assistant", "tool_calls": 7}]}]
+    sims.append({"id": "s2", "messages": [{"role": "tool", "id": ["x"], "content": _deep(900)}]})
+    yield Case(
+        "bounds:infer:tau2-simulations",
+        {"results.json": json.dumps({"info": {}, "simulations": [*sims, 5, None]})},
+        lambda d: ["infer-spec", str(d / "results.json"), "--keep-going", "--out", str(d / "side.yaml")],
+        "side.yaml",
+    )

@@ -81,7 +81,8 @@ def test_every_leaderboard_file_reports_the_simulations_it_cannot_score(shared_d
 
 def test_leaderboard_consistency_has_no_task_mismatch(scored: dict[str, Any]) -> None:
     kinds = Counter(entry["kind"] for entry in scored["consistency"])
-    assert kinds == {"env-skew": 3, "extra-check": 1}  # none is a task_mismatch: the task ids fit
+    # none is a task_mismatch (the task ids fit), nor env-skew: each of whissle's replies is paired with its own call
+    assert kinds == {"extra-check": 1}
 
 
 def test_task_ids_assigned_by_position_are_task_mismatches(

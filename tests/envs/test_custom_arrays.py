@@ -109,3 +109,46 @@ def test_a_postcondition_reads_the_real_result_and_fails_the_call(tmp_path: Path
     assert failed.label is FailureLabel.STATE_CONSISTENCY and "not created: ['Dan']" in failed.reason
     assert "postcondition" in failed.notes
     assert step(s, "open_nodes", names=["Carol"]).label is FailureLabel.DEPENDENCY  # a failed call produces nothing
+
+
+RELATIONS = {
+    "type": "array",
+    "items": {"type": "object", "properties": {"from": {"type": "string"}, "to": {"type": "string"}}},
+}
+
+
+def test_a_refs_key_may_be_a_path_into_a_list_of_objects(tmp_path: Path) -> None:
+    schema = {"type": "object", "properties": {"relations": RELATIONS}}
+    tools = [*TOOLS, {"name": "create_relations", "inputSchema": schema}]
+    (tmp_path / "side.yaml").write_text(SIDE + "  create_relations: {refs: {'relations[*].to': entity}}\n")
+    data, form = to_spec({"tools": tools}, path=tmp_path / "tools.json")
+    s = layered_environment(data, tmp_path / "tools.json", form=form, hooks=tmp_path / "side.yaml").start("")
+    step(s, "create_entities", {"entities": [{"name": "Alice"}, {"name": "Bob"}]}, entities=[])
+    assert step(s, "create_relations", relations=[{"from": "x", "to": "Alice"}, {"from": "y", "to": "Bob"}]).accepted
+    refused = step(s, "create_relations", relations=[{"from": "x", "to": "Bob"}, {"from": "Bob", "to": "Carol"}])
+    assert refused.label is FailureLabel.DEPENDENCY
+    assert "relations[*].to[1]='Carol'" in refused.reason and "'x'" not in refused.reason
+
+
+def test_a_refs_path_whose_first_name_is_no_argument_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as raised:
+        session(tmp_path, "tools:\n  open_nodes: {refs: {'nodes[*].name': entity}}\n")
+    assert raised.value.field == "tools.open_nodes.refs.nodes[*].name"
+
+
+def test_a_fan_over_an_object_takes_its_values(tmp_path: Path) -> None:
+    """tau2's user record keys its payment methods by their ids: ``payment_methods[*].id`` reads each."""
+    side = SIDE.replace('"entities[*].name"', '"methods[*].id"')
+    s = session(tmp_path, side)
+    methods = {"methods": {"card_1": {"id": "card_1"}, "gift_2": {"id": "gift_2"}}}
+    assert step(s, "create_entities", methods, entities=[]).accepted
+    assert step(s, "open_nodes", names=["gift_2", "card_1"]).accepted
+    assert step(s, "open_nodes", names=["card_3"]).label is FailureLabel.DEPENDENCY
+
+
+def test_a_fan_per_star_reads_a_list_of_lists(tmp_path: Path) -> None:
+    """tau2's search_onestop_flight answers a list of itineraries, each a list of flights: ``[*][*].flight_number``."""
+    s = session(tmp_path, SIDE.replace('"entities[*].name"', '"[*][*].name"'))
+    assert step(s, "create_entities", [[{"name": "HAT1"}, {"name": "HAT2"}], [{"name": "HAT3"}]], entities=[]).accepted
+    assert step(s, "open_nodes", names=["HAT3", "HAT1"]).accepted
+    assert step(s, "open_nodes", names=["HAT4"]).label is FailureLabel.DEPENDENCY

@@ -27,11 +27,20 @@ from prefix_exec.envs.custom.mentions import Mentions, forms, given_tokens, mess
         ("it cost $120.", "120"),
         ("my user id is mia_li_3668?", "mia_li_3668"),
         ("mail a@b.com now", "a@b.com"),
+        # tau-bench airline: the user gives an address whose local part is the user id the agent then passes
+        ("my email is sophia_silva_7557@example.com.", "sophia_silva_7557"),
         ("open /tmp/notes.txt", "/tmp/notes.txt"),
         ("open /tmp/notes.txt", "notes.txt"),
         ("\u201cHAT-3\u201d", "HAT-3"),
         ("The one to change is M20IZO\u2014I\u2019d prefer nonstop", "M20IZO"),  # tau2 qwen2.5-7b airline task 9
         ("two bags \u2013 ZFA04Y \u2013 please", "ZFA04Y"),
+        # tau2 airline, leaderboard/azure-gpt-4o_airline.json: the user writes Markdown bold
+        ("1. My user ID is **sophia_silva_7557**.\n2. I'd like", "sophia_silva_7557"),
+        ("*HAT-3*", "HAT-3"),
+        # tau2 retail, leaderboard/toolorchestra-gpt-5_retail_no-task-ids.json: an em dash runs on from the id
+        ("The order number I\u2019ve got is #W7209932\u2014pretty sure that\u2019s the one", "#W7209932"),
+        ("The order number I\u2019ve got is #W7209932\u2014pretty sure that\u2019s the one", "W7209932"),
+        ("#W7209932\u2013pretty", "#W7209932"),
     ],
 )
 def test_a_value_inside_a_sentence_is_a_token(text: str, token: str) -> None:
@@ -46,6 +55,12 @@ def test_a_value_inside_a_sentence_is_a_token(text: str, token: str) -> None:
         ("ABCD", "ABC"),
         ("version 1.5", "1"),  # a dot inside a word does not separate
         ("mia-li", "mia"),
+        ("**mia_li_3668**", "mia_li"),  # ``_`` and ``-`` are part of ids: never stripped nor split
+        ("**mia_li_3668**", "*mia_li_3668*"),
+        ("_mia-li-_", "mia-li"),
+        ("#W7209932\u2014pretty", "#W7209932\u2014pretty"),  # a dash ends a word
+        ("write to x@y now", "x"),  # no dotted domain: not an e-mail address, no local part
+        ("a@b@c.com", "a"),  # two @: not one address
     ],
 )
 def test_a_value_not_said_as_a_whole_token_is_not_one(text: str, absent: str) -> None:
@@ -56,6 +71,10 @@ def test_a_value_not_said_as_a_whole_token_is_not_one(text: str, absent: str) ->
     ("value", "expected"),
     [
         ("8JK2LM", ("8JK2LM",)),
+        ("#W5061109", ("#W5061109", "W5061109")),  # tau2 retail's ids; the users type W5061109
+        ("#", ("#",)),
+        ("##W1", ("##W1", "#W1")),
+        ("W#1", ("W#1",)),
         (123, ("123",)),
         (1.5, ("1.5",)),
         (5.0, ("5.0", "5")),
@@ -70,6 +89,18 @@ def test_a_value_not_said_as_a_whole_token_is_not_one(text: str, absent: str) ->
 )
 def test_forms_of_argument_values(value: Any, expected: tuple[str, ...]) -> None:
     assert forms(value) == expected
+
+
+def test_an_id_with_a_hash_is_given_without_it() -> None:
+    """tau2 retail, gpt-4.1_retail_1trial.json: the user types ``W5061109``, the agent passes ``#W5061109``."""
+    heard = Mentions()
+    heard.hear(1, "Hi, I\u2019d like to change the wireless earbuds in my order W5061109 to a blue colored one.")
+    assert heard.given_at("#W5061109") == 1
+    assert heard.given_at("W5061109") == 1
+    assert heard.given_at("#W506110") is None  # still a whole token
+    assert heard.given_at("##W5061109") is None  # one ``#`` is dropped, not every one
+    heard.hear(3, "and order #W2378156 too")
+    assert heard.given_at("#W2378156") == 3 and heard.given_at("W2378156") == 3
 
 
 def test_a_number_compares_as_written() -> None:
@@ -119,8 +150,10 @@ WORDS = st.lists(st.text(max_size=12), max_size=6).map(" ".join)
     CLEAN,
     WORDS,
     WORDS,
-    st.sampled_from(["", "(", '"', "'", "`", "id=", "#", "[", "\u201c", "x/"]),
-    st.sampled_from(["", ".", ",", ")", '"', "!", "?", ":", ";", "'s", "\u201d", "...", "\u2014I\u2019d"]),
+    st.sampled_from(["", "(", '"', "'", "`", "id=", "#", "[", "\u201c", "x/", "**", "*", "x\u2014", "\u2013"]),
+    st.sampled_from(
+        ["", ".", ",", ")", '"', "!", "?", ":", ";", "'s", "\u201d", "...", "\u2014I\u2019d", "**.", "*", "\u2013x"]
+    ),
 )
 def test_a_clean_value_said_anywhere_is_given(value: str, left: str, right: str, before: str, after: str) -> None:
     """Identity: a value said as a word of a sentence, quoted, bracketed or punctuated, is a token of it."""

@@ -236,3 +236,21 @@ def test_a_masked_unknown_id_wins_over_the_status_check(replayed: dict[str, Any]
     assert verdict.causes == (FailureLabel.DEPENDENCY, FailureLabel.PRECONDITION, FailureLabel.INFORMATION)
     assert "gift_card_0000000" in verdict.reason
     assert "Payment method not found" in verdict.reason
+
+
+def test_reused_call_ids_pair_each_reply_with_its_own_call(shared_data: Path) -> None:
+    """whissle's run names calls of a tool ``gem_<tool>_0`` again and again: each tool message answers the oldest
+    call still waiting with its id, so two get_reservation_details calls of one id each get their own reservation
+    (before, both got the last reply with that id)."""
+    results = read_results(shared_data / "tau" / "leaderboard" / "whissle_airline_run1.json")
+    reused = 0
+    for rollout in results.rollouts:
+        calls = [a for a in rollout.actions if a.name == "get_reservation_details" and a.observation is not None]
+        ids = [a.call_id for a in calls]
+        if len(set(ids)) == len(ids):
+            continue
+        reused += 1
+        for call in calls:
+            assert call.observation is not None
+            assert call.arguments["reservation_id"] in str(call.observation.content), (rollout.task_id, call)
+    assert reused >= 10

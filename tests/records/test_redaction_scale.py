@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import prefix_exec
-from prefix_exec.records.redaction import _secret_name, _url_secrets, redact_text, redact_url
+from prefix_exec.records.redaction import _url_secrets, redact_text, redact_url, secret_name
 
 # The implementation before the fix, kept as the oracle for ordinary (bounded) inputs.
 _OLD_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s\"'<>`]+")
@@ -110,7 +110,7 @@ def _old_url_secrets(text: str) -> list[str]:
         for chunk in (parts.query, parts.fragment):
             for item in chunk.split("&"):
                 name, sep, value = item.partition("=")
-                if sep and value and _secret_name(name):
+                if sep and value and secret_name(name):
                     found.append(value)
     return found
 

@@ -37,6 +37,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("run", "prefix_exec.cli.run"),
     ("show", "prefix_exec.cli.show"),
     ("guard", "prefix_exec.cli.guard"),
+    ("infer-spec", "prefix_exec.cli.infer_spec"),
 )
 
 

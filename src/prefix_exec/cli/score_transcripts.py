@@ -15,7 +15,15 @@ from prefix_exec.cli.common import (
     numbering,
     trial_rule,
 )
-from prefix_exec.cli.spec_options import add_spec_options, note_spec, policy_of, score_on_spec, spec_of
+from prefix_exec.cli.spec_options import (
+    add_spec_options,
+    infer_to_file,
+    inference_options,
+    note_spec,
+    policy_of,
+    score_on_spec,
+    spec_of,
+)
 from prefix_exec.envs.custom.environment import load_spec
 from prefix_exec.envs.custom.evidence import EvidencePolicy
 from prefix_exec.envs.custom.session import CustomEnvironment
@@ -87,6 +95,13 @@ def register(benchmarks: Any, name: str) -> None:
         help="dataset name for every record (default: dataset or metadata.dataset, else the --tools spec's name, "
         "else 'transcripts')",
     )
+    parser.add_argument(
+        "--infer-spec",
+        action="store_true",
+        help="infer the --hooks side file from these transcripts first (as prefix-exec infer-spec does, with its "
+        "default thresholds), write it beside --out as <out>.spec.yaml, and score with it (needs --tools; "
+        "docs/custom.md, 'Inferring a side file')",
+    )
     add_scoring_options(parser)  # --model, --method (fixed names instead of fields), --trial, --trial-field
     parser.set_defaults(handler=handle)
 
@@ -109,9 +124,11 @@ def identity_of(args: argparse.Namespace, default_dataset: str) -> Identity:
 
 def handle(args: argparse.Namespace) -> int:
     policy = policy_of(args)
-    if args.hooks and not args.tools:
+    if args.infer_spec and args.hooks:
+        raise InputError("--infer-spec writes the side file it scores with: give it or --hooks, not both")
+    if (args.hooks or args.infer_spec) and not args.tools:
         raise InputError(
-            "--hooks layers onto a --tools spec",
+            f"{'--hooks' if args.hooks else '--infer-spec'} layers onto a --tools spec",
             hint="pass the tool list as --tools too (its own file, or the transcript's tools saved as a JSON array)",
         )
     files = expand_inputs(
@@ -119,6 +136,8 @@ def handle(args: argparse.Namespace) -> int:
         lambda folder: [*folder.glob("*.jsonl"), *folder.glob("*.json")],
         none_found="no .jsonl or .json files in this folder",
     )
+    if args.infer_spec:
+        args.hooks = _inferred(args, files)
     spec: Spec | None = None
     if args.tools:
         spec = (spec_of(args, policy), Recipe(load_spec, (args.tools,), {"hooks": args.hooks, "policy": policy}))
@@ -181,3 +200,22 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
+
+
+def _inferred(args: argparse.Namespace, files: list[Path]) -> str:
+    """Infer the side file from ``files`` and write it beside ``--out`` (``<out>.spec.yaml``; kept by ``--resume``
+    when the inputs give the same file, replaced by ``--overwrite``); its path. A records file that would be refused
+    is refused first, before any inference."""
+    out = Path(args.out)
+    if out.is_file() and out.stat().st_size > 0 and not (args.resume or args.overwrite):
+        raise InputError(
+            "the output file already holds records",
+            path=out,
+            hint="pass --resume to continue it, --overwrite to replace it, or choose another --out",
+        )
+    side = f"{args.out}.spec.yaml"
+    form = "transcripts" if args.format == "auto" else args.format
+    options = inference_options(args, form=form, tools=args.tools, keep_going=args.keep_going)
+    inputs: list[str | Path] = [*files, args.tools, args.out]
+    infer_to_file(files, options, side, inputs=inputs, overwrite=args.overwrite, resume=args.resume, log=sys.stderr)
+    return side

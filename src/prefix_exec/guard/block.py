@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from prefix_exec.envs.custom.session import CustomEnvironment, CustomSession, ToolSpec
+from prefix_exec.envs.custom.session import CustomEnvironment, CustomSession, ToolSpec, referred
 from prefix_exec.json_types import JsonObject
 from prefix_exec.trajectory import FailureLabel, ToolCall, Verdict
 
@@ -65,11 +65,9 @@ def _advice(label: FailureLabel, call: ToolCall, session: CustomSession | None) 
 
 def _ref_advice(env: CustomEnvironment, session: CustomSession, param: str, kind: str, call: ToolCall) -> str:
     """What to do about argument ``param`` (a reference to a ``kind``), or "" when its value is fine."""
-    if param not in call.arguments:
-        return ""
     tool = env.tools[call.name]
-    states = [_current(env, session, tool, kind, value) for value in tool.values(call.arguments[param])]
-    if all(states):
+    states = [_current(env, session, tool, kind, value) for _, value in referred(tool, call.arguments, param)]
+    if all(states):  # no value there, or every one current
         return ""
     current = None if None in states else False
     producers = [name for name, spec in env.tools.items() if kind in spec.produces]

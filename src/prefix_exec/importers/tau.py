@@ -29,7 +29,6 @@ embedded ``tasks`` are returned alongside, so no tasks.json is needed.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -44,6 +43,7 @@ from prefix_exec.importers.trials import FROM_INPUT, TrialError, TrialRule, tria
 from prefix_exec.json_types import JsonMapping, JsonObject
 from prefix_exec.records.infrastructure import mark
 from prefix_exec.records.jsonl import check_regular_file
+from prefix_exec.records.values import finite, shown
 from prefix_exec.trajectory import Observation, Rollout, Skipped, ToolCall
 
 REWARD_TOLERANCE = 1e-9
@@ -253,8 +253,8 @@ def _unscorable(simulation: Any) -> str | None:
     if simulation["reward_info"].get("reward") is None:
         return "unscorable: reward_info.reward is missing (no reward was recorded)"
     reward = simulation["reward_info"]["reward"]
-    if isinstance(reward, bool) or not isinstance(reward, int | float) or not _finite(reward):
-        return f"input error: reward_info.reward must be a finite number, got {_shown(reward)}"
+    if isinstance(reward, bool) or not isinstance(reward, int | float) or not finite(reward):
+        return f"input error: reward_info.reward must be a finite number, got {shown(reward)}"
     return None
 
 
@@ -273,36 +273,18 @@ def rollout_of(
     Raises ``KeyError``, ``TypeError`` or ``ValueError`` when broken (a message or tool call that is not an
     object included; :class:`~prefix_exec.importers.trials.TrialError` for a trial that cannot be read).
     """
-    messages = _messages(simulation)
-    results = {m.get("id"): m for m in messages if m.get("role") == "tool"}
-    actions: list[ToolCall] = []
-    transcript: list[JsonObject] = []
-    users = 0
-    first_error: int | None = None
-    for message in messages:
-        role = message.get("role")
-        transcript.append(_transcript_entry(message))
-        if role == "user":
-            users += 1
-        if role != "assistant":
-            continue
-        for call in message.get("tool_calls") or ():
-            if call.get("requestor", "assistant") != "assistant":
-                continue
-            action = _action(call, results.get(call.get("id")), turn=max(users - 1, 0))
-            actions.append(action)
-            if first_error is None and action.observation is not None and action.observation.error:
-                first_error = len(actions)
+    actions, transcript = conversation_of(simulation)
+    first_error = next((i for i, a in enumerate(actions, 1) if a.observation is not None and a.observation.error), None)
     reward = float((simulation.get("reward_info") or {})["reward"])
     rollout = Rollout(
         dataset=TAU3,
         task_id=qualify(domain, str(simulation["task_id"])),
         model=model,
         method=method,
-        actions=tuple(actions),
+        actions=actions,
         success=int(abs(reward - 1.0) <= REWARD_TOLERANCE),
         **trial_fields(trials.read(simulation)),
-        transcript=tuple(transcript),
+        transcript=transcript,
         metadata={
             "domain": domain,
             "simulation_id": simulation.get("id"),
@@ -315,6 +297,50 @@ def rollout_of(
     if simulation.get("termination_reason") == INFRASTRUCTURE_ERROR:  # tau2's own word for the system failing
         return mark(rollout, f"tau2 ended the simulation with termination_reason {INFRASTRUCTURE_ERROR}")
     return rollout
+
+
+def conversation_of(simulation: JsonMapping) -> tuple[tuple[ToolCall, ...], tuple[JsonObject, ...]]:
+    """The agent's calls (each with its recorded tool message as the observation) and the transcript of one
+    simulation, whatever its identity and reward: what :func:`rollout_of` builds a rollout from, and what spec
+    inference reads (:mod:`prefix_exec.inference`), which needs no task id. Raises as :func:`rollout_of` does."""
+    messages = _messages(simulation)
+    results = _replies(messages)
+    actions: list[ToolCall] = []
+    transcript: list[JsonObject] = []
+    users = 0
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        transcript.append(_transcript_entry(message))
+        if role == "user":
+            users += 1
+        if role != "assistant":
+            continue
+        for place, call in enumerate(message.get("tool_calls") or ()):
+            if call.get("requestor", "assistant") != "assistant":
+                continue
+            actions.append(_action(call, results.get((index, place)), turn=max(users - 1, 0)))
+    return tuple(actions), tuple(transcript)
+
+
+def _replies(messages: Sequence[JsonMapping]) -> dict[tuple[int, int], JsonMapping]:
+    """The tool message that answers each call, by ``(message index, place in its tool_calls)``: a tool message
+    answers the oldest call with its id still waiting, as harnesses that reuse ids write them (whissle's runs
+    name every call of a tool ``gem_<tool>_0``); a tool message no waiting call has the id of answers nothing."""
+    waiting: dict[Any, list[tuple[int, int]]] = {}
+    found: dict[tuple[int, int], JsonMapping] = {}
+    for index, message in enumerate(messages):
+        for place, call in enumerate(message.get("tool_calls") or ()):
+            waiting.setdefault(_hashable(call.get("id")), []).append((index, place))
+        if message.get("role") == "tool":
+            calls = waiting.get(_hashable(message.get("id")))
+            if calls:
+                found[calls.pop(0)] = message
+    return found
+
+
+def _hashable(value: Any) -> Any:
+    """An id as a dict key (an id that is a list or an object, in a malformed file, by its text)."""
+    return value if isinstance(value, str | int | float | bool) or value is None else json.dumps(value, default=str)
 
 
 def _messages(simulation: JsonMapping) -> list[JsonMapping]:
@@ -363,18 +389,3 @@ def _transcript_entry(message: JsonMapping) -> JsonObject:
         entry["id"] = message.get("id")
         entry["error"] = message.get("error")
     return entry
-
-
-def _finite(value: float) -> bool:
-    """Whether a JSON number is a float's finite value (an integer past 1e308 is none: ``float`` overflows)."""
-    try:
-        return math.isfinite(float(value))
-    except OverflowError:
-        return False
-
-
-def _shown(value: object) -> str:
-    """A value for a message; an integer by its size (``repr`` refuses 4,300 digits)."""
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
-        return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
-    return f"{value!r:.60}"

@@ -41,7 +41,7 @@ def _parameters(text: str) -> str:
     pairs = []
     for item in text.split("&"):
         name, sep, _ = item.partition("=")
-        secret = sep and _secret_name(name)
+        secret = sep and secret_name(name)
         pairs.append(f"{name}={MARK}" if secret else item)
     return "&".join(pairs)
 
@@ -131,7 +131,7 @@ def redact_json(value: Any) -> Any:
     return value
 
 
-def _secret_name(name: str) -> bool:
+def secret_name(name: str) -> bool:
     """True when ``name`` (an option, a variable, a URL parameter, a header) names a secret: one of
     :data:`SECRET_WORDS` is part of it, or one of its words is in :data:`SECRET_SEGMENTS` (``GH_PAT``,
     ``SESSION_COOKIE``, ``X-Session``)."""
@@ -151,7 +151,7 @@ def _header_secrets(arg: str) -> tuple[str, list[str]] | None:
     ``Authorization: ***`` and removes ``Bearer X`` and ``X``); None for any other argument (a URL's ``http:``
     is no header: its value starts with ``//``)."""
     found = _HEADER.fullmatch(arg)
-    if found is None or found.group(2).startswith("//") or not _secret_name(found.group(1)):
+    if found is None or found.group(2).startswith("//") or not secret_name(found.group(1)):
         return None
     value = found.group(2).strip()
     removed = [value, *value.split()[1:]]  # a scheme word (Bearer, Basic) and the credential after it
@@ -161,7 +161,7 @@ def _header_secrets(arg: str) -> tuple[str, list[str]] | None:
 def redact_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     """A command line without its secrets, and the secret values removed from it.
 
-    A value is secret when its option or variable name names one (:func:`_secret_name`): ``--api-key VALUE``
+    A value is secret when its option or variable name names one (:func:`secret_name`): ``--api-key VALUE``
     (whatever VALUE starts with: ``--password -X`` hides ``-X``), ``--token=VALUE``, ``--bearer VALUE``,
     ``GITHUB_TOKEN=VALUE`` or ``GH_PAT=VALUE`` (as ``env`` takes it); each becomes :data:`MARK`. A header given as
     one argument (``--header "Authorization: Bearer X"``, ``-H "Cookie: a=b"``, ``--header=X-Api-Key:X``) keeps its
@@ -184,10 +184,10 @@ def redact_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
         if header is not None:
             shown.append(f"{name}={header[0]}" if sep and name.startswith("-") else header[0])
             removed.extend(header[1])
-        elif sep and value and _secret_name(name.lstrip("-")):
+        elif sep and value and secret_name(name.lstrip("-")):
             shown.append(f"{name}={MARK}")
             removed.append(value)
-        elif arg.startswith("-") and not sep and _secret_name(arg.lstrip("-")):
+        elif arg.startswith("-") and not sep and secret_name(arg.lstrip("-")):
             shown.append(arg)
             secret_next = True
         elif _WHOLE_URL.fullmatch(arg):  # the argument is one URL: its userinfo may hold quotes
@@ -215,7 +215,7 @@ def _whole_url_secrets(url: str) -> list[str]:
     for chunk in (parts.query, parts.fragment):
         for item in chunk.split("&"):
             name, sep, value = item.partition("=")
-            if sep and value and _secret_name(name):
+            if sep and value and secret_name(name):
                 found.append(value)
     return found
 
@@ -245,15 +245,15 @@ def _url_secrets(text: str) -> list[str]:
         for chunk in (parts.query, parts.fragment):
             for item in chunk.split("&"):
                 name, sep, value = item.partition("=")
-                if sep and value and _secret_name(name):
+                if sep and value and secret_name(name):
                     found.append(value)
     return found
 
 
 def secret_environment(environ: Mapping[str, str]) -> list[str]:
-    """The values of the environment variables whose names name a secret (:func:`_secret_name`: ``API_KEY``,
+    """The values of the environment variables whose names name a secret (:func:`secret_name`: ``API_KEY``,
     ``GITHUB_TOKEN``, ``DB_PASSWORD``, ``GH_PAT``, ``SESSION_COOKIE``...): what a record must never contain."""
-    return [value for name, value in environ.items() if value and _secret_name(name)]
+    return [value for name, value in environ.items() if value and secret_name(name)]
 
 
 def secret_forms(secrets: Iterable[str]) -> list[str]:

@@ -81,6 +81,14 @@ def zeroed_lines(found: Sequence[Zeroed]) -> list[str]:
     return lines
 
 
+def finite(value: float) -> bool:
+    """Whether a JSON number has a finite float value (an integer past 1e308 has none: ``float`` overflows)."""
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
 def shown(value: Any) -> str:
     """``value`` as written, short: an integer of more than 15 digits by its digit count (``str()`` of one past
     4,300 digits raises, and a float of it overflows)."""

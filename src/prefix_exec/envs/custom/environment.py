@@ -37,7 +37,7 @@ from typing import Any
 from prefix_exec.envs.custom.evidence import DEFAULT_POLICY, EvidencePolicy
 from prefix_exec.envs.custom.json_schema import compile_schema
 from prefix_exec.envs.custom.schema_keywords import SchemaProblem
-from prefix_exec.envs.custom.session import CustomEnvironment, Hook, TaskSpec, ToolSpec
+from prefix_exec.envs.custom.session import CustomEnvironment, Hook, TaskSpec, ToolSpec, argument_of
 from prefix_exec.envs.custom.spec_formats import FORM_NAMES, read_document, to_spec, tools_list_spec
 from prefix_exec.envs.custom.spec_layers import check_layer, read_side_file, split_unlisted
 from prefix_exec.errors import InputError
@@ -329,11 +329,12 @@ def _layered(tool: ToolSpec, layer: JsonMapping, module: ModuleType | None, path
 
 def _check_arguments(parameters: JsonMapping, layer: JsonMapping, path: Path, where: str) -> None:
     """Refuse ``refs`` keys and ``invalidates`` values that name no argument of the tool's schema (a check that
-    could never run would fail open). A schema that declares no ``properties`` cannot say, and is trusted."""
+    could never run would fail open; a ``refs`` key that is a path, ``flights[*].flight_number``, by its first
+    name). A schema that declares no ``properties`` cannot say, and is trusted."""
     declared = parameters.get("properties")
     if not isinstance(declared, dict):
         return
-    named = [(f"{where}.refs.{k}", k) for k in layer.get("refs") or {}]
+    named = [(f"{where}.refs.{k}", argument_of(k)) for k in layer.get("refs") or {}]
     named += [(f"{where}.invalidates.{kind}", v) for kind, v in (layer.get("invalidates") or {}).items()]
     for field_name, argument in named:
         if argument not in declared:

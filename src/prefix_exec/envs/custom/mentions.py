@@ -9,21 +9,30 @@ rule, exact and case as written:
    content parts (OpenAI's ``{"type": "text", "text": ...}``, Anthropic's text blocks; a string item counts as
    text), joined by newlines (:func:`message_text`). Any other content (images, objects, numbers) gives nothing.
    Only the first :data:`MAX_TEXT_CHARS` characters of a message are read.
-2. **Words.** The text splits at whitespace into words (maximal runs of non-space characters).
-3. **Tokens.** A word gives the word stripped of the :data:`EDGE` characters at both ends (quotes, brackets and
-   sentence punctuation, en and em dashes: ``"8JK2LM".`` gives ``8JK2LM``), and each piece of the word between
+2. **Words.** The text splits at whitespace and at en and em dashes (``\u2013 \u2014``) into words (maximal runs
+   of other characters): a dash joins no id (``#W7209932\u2014pretty`` is the words ``#W7209932`` and ``pretty``,
+   ``M20IZO\u2014I'd`` is ``M20IZO`` and ``I'd``), while the hyphen ``-`` is part of ids and never splits.
+3. **Tokens.** A word gives the word stripped of the :data:`EDGE` characters at both ends (quotes, brackets,
+   sentence punctuation and Markdown's ``*``: ``"8JK2LM".`` and ``**sophia_silva_7557**.`` give ``8JK2LM`` and
+   ``sophia_silva_7557``; ``_`` and ``-`` are part of ids and never strip), and each piece of the word between
    :data:`SEPARATORS` (those but ``.``, and ``= / \\ # |`` and currency signs), stripped the same way
    (``id=8JK2LM`` gives ``id=8JK2LM``, ``id`` and ``8JK2LM``; ``#W2378156`` gives itself and ``W2378156``;
    ``$120`` gives ``$120`` and ``120``). A ``.`` inside a word does not separate (``file.txt``, ``1.5``,
-   ``a@b.com`` stay whole), nor do ``-``, ``_``, ``@``, ``+``. Empty tokens and tokens longer than
-   :data:`MAX_TOKEN_CHARS` are not kept. Case is kept as written: ``8jk2lm`` does not give ``8JK2LM``.
+   ``a@b.com`` stay whole), nor do ``-``, ``_``, ``@``, ``+``; but an e-mail address (one ``@`` before a dotted
+   domain) also gives its local part (``sophia_silva_7557@example.com`` gives itself and ``sophia_silva_7557``:
+   systems such as tau-bench's airline name their users by the address's local part, and the user said it).
+   Empty tokens and tokens longer than :data:`MAX_TOKEN_CHARS` are not kept. Case is kept as written: ``8jk2lm``
+   does not give ``8JK2LM``.
 4. **Values.** A JSON argument value compares to tokens through its :func:`forms`: a string is its own text
-   exactly (``"8JK2LM"`` matches the token ``8JK2LM``; ``"#W2378156"`` needs ``#W2378156`` as written); an
-   integer its decimal text (``123`` matches ``123``, not ``0123`` or ``123.0``); a float its shortest repr
-   (``1.5`` matches ``1.5``) and, when integral, the integer's text too (``5.0`` matches ``5``). Booleans,
-   ``null``, objects, empty strings and strings that hold whitespace or are longer than :data:`MAX_TOKEN_CHARS`
-   are never given by a message (no single token can hold them). A list argument is compared element by
-   element where the tool reads lists element-wise (``ToolSpec.values``).
+   exactly (``"8JK2LM"`` matches the token ``8JK2LM``), and a string that begins with ``#`` also its text without
+   that ``#`` (``"#W2378156"`` matches ``#W2378156`` and ``W2378156``: a system such as tau2's retail writes its
+   order ids with a leading ``#`` that users leave out when they type one, "order W5061109", so the id the agent
+   passes on is the one the user gave; only one leading ``#`` is dropped, and ``"#"`` alone is only itself); an
+   integer its decimal text (``123`` matches ``123``, not ``0123`` or
+   ``123.0``); a float its shortest repr (``1.5`` matches ``1.5``) and, when integral, the integer's text too
+   (``5.0`` matches ``5``). Booleans, ``null``, objects, empty strings and strings that hold whitespace or are
+   longer than :data:`MAX_TOKEN_CHARS` are never given by a message (no single token can hold them). A list
+   argument is compared element by element where the tool reads lists element-wise (``ToolSpec.values``).
 
 So a value stands as a whole token: ``1234`` is not given by ``12345``, nor ``ABC`` by ``ABCD``, and every token
 is a substring of the message's text (the identities tests/envs/test_custom_mentions.py checks).
@@ -50,14 +59,19 @@ MAX_MESSAGE_TOKENS = 20_000
 MAX_CONVERSATION_TOKENS = 100_000
 #: Characters read from one conversation's messages together (about 1.5 s of tokenizing on one core).
 MAX_CONVERSATION_CHARS = 10_000_000
-#: Stripped from both ends of a word and of each piece: quotes, brackets, sentence punctuation and the en and em
-#: dashes (``M20IZO\u2014I'd`` gives ``M20IZO``; the hyphen ``-`` is part of ids and never strips or splits).
-EDGE = "\"'`\u201c\u201d\u2018\u2019\u00ab\u00bb()[]{}<>.,;:!?\u2026\u2013\u2014"
+#: Stripped from both ends of a word and of each piece: quotes, brackets, sentence punctuation and Markdown's
+#: emphasis ``*`` (``**mia_li_3668**.`` gives ``mia_li_3668``; ``_`` and the hyphen ``-`` are part of ids and never
+#: strip or split).
+EDGE = "\"'`\u201c\u201d\u2018\u2019\u00ab\u00bb()[]{}<>.,;:!?\u2026*"
+#: Characters that split the text into words besides whitespace: the en and em dashes (rule 2).
+DASHES = "\u2013\u2014"
 #: Characters that separate the pieces of a word (each piece is a token too): :data:`EDGE` but ``.``, and
 #: ``= / \\ # |`` and currency signs.
 SEPARATORS = EDGE.replace(".", "") + "=/\\#|$\u20ac\u00a3\u00a5"
-_WORD = re.compile(r"\S+")
+_WORD = re.compile(r"[^\s" + DASHES + "]+")
 _SPLIT = re.compile("[" + re.escape(SEPARATORS) + "]")
+#: An e-mail address (one ``@``, a dotted domain): its local part is a token too (rule 3).
+_EMAIL = re.compile(r"([^@]+)@[^@.]+(?:\.[^@.]+)+")
 
 
 def message_text(content: Any, limit: int = MAX_TEXT_CHARS) -> str:
@@ -94,9 +108,12 @@ def tokens(text: str, limit: int = MAX_MESSAGE_TOKENS) -> list[str]:
 
 
 def _word_tokens(word: str) -> list[str]:
-    """The tokens of one word: itself stripped, and its pieces between separators, stripped (rule 3)."""
+    """The tokens of one word: itself stripped, an e-mail address's local part, and its pieces between
+    separators, stripped (rule 3)."""
     whole = word.strip(EDGE)
     kept = [whole] if whole and len(whole) <= MAX_TOKEN_CHARS else []
+    if kept and (address := _EMAIL.fullmatch(whole)) is not None:
+        kept.append(address.group(1))
     if _SPLIT.search(word) is None:
         return kept
     for piece in _SPLIT.split(word):
@@ -119,7 +136,8 @@ def forms(value: Any) -> tuple[str, ...]:
         shown = repr(value)
         return (shown, str(int(value))) if value.is_integer() and abs(value) < 1e16 else (shown,)
     if isinstance(value, str) and value and len(value) <= MAX_TOKEN_CHARS and not any(c.isspace() for c in value):
-        return (value,)
+        bare = value[1:]  # "#W5061109" is also given by "W5061109" (rule 4: the users' form of the id)
+        return (value, bare) if value.startswith("#") and bare else (value,)
     return ()
 
 

@@ -268,11 +268,7 @@ class CustomSession:
         back); only a call that produces it again does."""
         notes: list[str] = []
         for param, kind in tool.refs.items():
-            if param not in args:
-                continue
-            each = isinstance(args[param], list) and not tool.whole_arrays
-            for index, value in enumerate(tool.values(args[param])):
-                name = f"{param}[{index}]" if each else param
+            for name, value in referred(tool, args, param):
                 current = self.reference(kind, value)
                 hears = self.env.gives(tool, kind)
                 message = self.heard.given_at(value) if current is None and hears else None
@@ -335,19 +331,46 @@ def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
+def referred(tool: ToolSpec, args: JsonMapping, param: str) -> list[tuple[str, Any]]:
+    """``(name, value)`` for each value the ``refs`` key ``param`` points at in ``args``: an argument's value, or,
+    when ``param`` is a path into the arguments (``flights[*].flight_number``: an argument holding a list of
+    objects), each value at that path; a list is element-wise unless ``whole_arrays``. ``name`` says where, for
+    reasons (``names[1]``, ``flights[*].flight_number[0]``). Nothing when the argument is absent."""
+    if param in args:
+        each = isinstance(args[param], list) and not tool.whole_arrays
+        return [(f"{param}[{i}]" if each else param, v) for i, v in enumerate(tool.values(args[param]))]
+    if "." not in param and "[" not in param:
+        return []
+    values = [v for found in _select(args, param) for v in tool.values(found)]
+    return [(f"{param}[{index}]", value) for index, value in enumerate(values)]
+
+
+def argument_of(param: str) -> str:
+    """The argument a ``refs`` key names: itself, or a path's first name (``flights[*].flight_number`` ->
+    ``flights``)."""
+    return param.split(".", 1)[0].split("[", 1)[0]
+
+
 def _select(value: Any, path: str) -> list[Any]:
-    """Values at a dotted path; ``[*]`` fans out over a list and ``$`` is the whole value."""
+    """Values at a dotted path; ``[*]`` fans out over a list's elements or an object's values (an object keyed
+    by data, such as ``{"credit_card_7815826": {...}}``), once per ``[*]`` (``[*][*].flight_number``: a list of
+    lists), and ``$`` is the whole value."""
     found = [value]
     for part in [p for p in path.split(".") if p and p != "$"]:
-        fan = part.endswith("[*]")
-        name = part[:-3] if fan else part
-        nxt: list[Any] = []
-        for item in found:
-            if name:
-                item = item.get(name) if isinstance(item, Mapping) else None
-            if fan and isinstance(item, list):
-                nxt.extend(item)
-            elif item is not None and not fan:
-                nxt.append(item)
-        found = nxt
-    return [v for v in found if v is not None]
+        name = part
+        fans = 0
+        while name.endswith("[*]"):
+            name, fans = name[:-3], fans + 1
+        if name:
+            found = [item.get(name) for item in found if isinstance(item, Mapping)]
+        for _ in range(fans):
+            found = [v for item in found for v in _elements(item)]
+        found = [item for item in found if item is not None]
+    return found
+
+
+def _elements(item: Any) -> list[Any]:
+    """What ``[*]`` fans out to: a list's elements or an object's values (nothing for a scalar)."""
+    if isinstance(item, list):
+        return item
+    return list(item.values()) if isinstance(item, Mapping) else []

@@ -11,7 +11,6 @@ reward is 1 within :data:`REWARD_TOLERANCE`, else 0.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from prefix_exec.importers.transcripts.decoder import Fail
 from prefix_exec.importers.trials import TrialError, lookup, trial_number
 from prefix_exec.json_types import JsonMapping, JsonObject
+from prefix_exec.records.values import finite
 
 #: Where each identity field is looked for when the user names no path: the first present wins.
 DEFAULT_PATHS: Mapping[str, tuple[str, ...]] = {
@@ -120,7 +120,7 @@ def _composite(data: JsonMapping, named: str, name: str, fail: Fail) -> str:
 def _success(value: Any, fail: Fail, identity: Identity, *, reward: bool) -> int:
     if isinstance(value, bool) or (isinstance(value, (int, float)) and value in (0, 1)):
         return int(value)
-    if reward and isinstance(value, int | float) and _finite(value):  # not nan, ±inf or an int past 1e308
+    if reward and isinstance(value, int | float) and finite(value):  # not nan, ±inf or an int past 1e308
         return int(abs(value - 1.0) <= REWARD_TOLERANCE)
     field = identity.paths.get("success", "success")
     if reward:
@@ -132,11 +132,3 @@ def _success(value: Any, fail: Fail, identity: Identity, *, reward: bool) -> int
         f"success must be 0, 1, true or false, got {value!r:.60}",
         hint="--success-field names a 0/1 or true/false field of the conversation",
     )
-
-
-def _finite(value: float) -> bool:
-    """Whether a JSON number has a finite float value (an integer past 1e308 has none: ``float`` overflows)."""
-    try:
-        return math.isfinite(float(value))
-    except OverflowError:
-        return False
