@@ -7,11 +7,10 @@ rollouts scored by :func:`prefix_exec.replay.replay`), ``failures.jsonl`` (units
 resolves paths as the original, its URLs without credentials: see :mod:`.credentials`) and ``settings.json``
 (what shapes the rollouts: ``--resume`` refuses a grid whose settings differ).
 
-Only this process writes, one fsynced line per finished unit: the rollout first, then its record. A lock
-keeps a second run out of the directory. A kill -9 loses the units in flight and nothing else. On
-``resume``: units with a rollout are skipped; a rollout whose record was not written yet (killed between the
-two lines) is scored from the file; a torn last line is cut and its unit redone. So the finished directory
-has each unit exactly once.
+Only this process writes, one fsynced line per finished unit: the rollout first, then its record. A lock keeps a
+second run out of the directory. A kill -9 loses the units in flight and nothing else. On ``resume``: units with
+a rollout are skipped; a rollout whose record was not written yet (killed between the two lines) is scored from
+the file; a torn last line is cut and its unit redone. So the finished directory has each unit exactly once.
 """
 
 from __future__ import annotations
@@ -320,9 +319,8 @@ def check_settings(grid: Grid, out: Path) -> None:
 
 
 def _recorded_settings(path: Path) -> dict[str, Any]:
-    """``settings.json`` as an earlier run wrote it, read as any input is (a regular file, UTF-8, JSON at most
-    :data:`~prefix_exec.json_types.MAX_DEPTH` deep, no integer past 4,300 digits) with its groups objects; else
-    an :class:`InputError` naming it."""
+    """``settings.json`` as an earlier run wrote it, read as any input is (regular file, UTF-8, bounded JSON: depth,
+    digits) with its groups objects; else an :class:`InputError` naming it."""
     check_regular_file(path)
     try:
         before = loads(path.read_bytes().decode("utf-8"))
@@ -337,11 +335,8 @@ def open_cache(path: Path) -> None:
     try:
         ResponseCache(path)
     except sqlite3.DatabaseError as exc:
-        raise InputError(
-            f"the response cache cannot be opened: {exc}",
-            path=path,
-            hint="delete it (answers are requested again), or set cache = false under [run]",
-        ) from None
+        hint = "delete it (answers are requested again), or set cache = false under [run]"
+        raise InputError(f"the response cache cannot be opened: {exc}", path=path, hint=hint) from None
 
 
 def compact_failures(path: Path, done: set[UnitKey]) -> None:
