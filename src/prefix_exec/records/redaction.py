@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
 #: Parameter names holding a secret when any of these words is part of them (case-insensitive).
 SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "sig", "auth", "credential", "bearer", "cookie")
@@ -211,6 +211,11 @@ def _whole_url_secrets(url: str) -> list[str]:
     except ValueError:
         userinfo = _USERINFO.search(url)
         return [userinfo.group()[2:-1]] if userinfo else []
+    return _split_secrets(parts)
+
+
+def _split_secrets(parts: SplitResult) -> list[str]:
+    """A split URL's credentials: its userinfo and the values of its secret query and fragment parameters."""
     found = [parts.netloc.rpartition("@")[0]] if "@" in parts.netloc else []
     for chunk in (parts.query, parts.fragment):
         for item in chunk.split("&"):
@@ -237,16 +242,9 @@ def _url_secrets(text: str) -> list[str]:
     found: list[str] = []
     for start, end in _url_spans(text):
         try:
-            parts = urlsplit(text[start:end])
+            found += _split_secrets(urlsplit(text[start:end]))
         except ValueError:
             continue
-        if "@" in parts.netloc:
-            found.append(parts.netloc.rpartition("@")[0])
-        for chunk in (parts.query, parts.fragment):
-            for item in chunk.split("&"):
-                name, sep, value = item.partition("=")
-                if sep and value and secret_name(name):
-                    found.append(value)
     return found
 
 
