@@ -27,7 +27,7 @@ from typing import Any
 
 from prefix_exec.errors import InputError
 from prefix_exec.importers.traces import messages
-from prefix_exec.importers.traces.spans import Span, ToolUse, kept_attributes
+from prefix_exec.importers.traces.spans import MAX_ATTRIBUTE_CHARS, Span, ToolUse, kept_attributes
 from prefix_exec.json_types import JsonMapping, JsonObject
 
 NAME = "agents-sdk"
@@ -69,23 +69,40 @@ def span(item: JsonMapping, where: str, path: str, line: int | None) -> Span:
     if kind == "generation":
         model = data.get("model") if isinstance(data.get("model"), str) else None
         inputs, outputs = messages.chat_list(data.get("input")), messages.chat_list(data.get("output"))
-        return Span(trace_id, span_id, parent_id, start, "llm", inputs=inputs, outputs=outputs, model=model, **common)
+        failure = _error_text(item.get("error"), "the generation span recorded an error", fail)
+        return Span(
+            trace_id,
+            span_id,
+            parent_id,
+            start,
+            "llm",
+            inputs=inputs,
+            outputs=outputs,
+            model=model,
+            model_error=failure[:MAX_ATTRIBUTE_CHARS] if failure else None,
+            **common,
+        )
     if kind == "function":
         name = data.get("name")
         if not isinstance(name, str) or not name:
             raise fail(".span_data.name", f"a function span needs the tool's name, got {str(name)[:40]!r}")
-        error = item.get("error")
-        text = None
-        if isinstance(error, Mapping):
-            text = str(error.get("message") or "the function span recorded an error")
-            detail = error.get("data")
-            if isinstance(detail, Mapping) and isinstance(detail.get("error"), str):
-                text = f"{text}: {detail['error']}"
-        elif error is not None:
-            raise fail(".error", "expected null or {message, data}")
+        text = _error_text(item.get("error"), "the function span recorded an error", fail)
         tool = ToolUse(name, data.get("input"), None, data.get("output"), text is not None, text)
         return Span(trace_id, span_id, parent_id, start, "tool", tool=tool, **common)
     return Span(trace_id, span_id, parent_id, start, "other", **common)
+
+
+def _error_text(error: Any, default: str, fail: Any) -> str | None:
+    """The text of a span's ``error`` (``{"message", "data"}``, ``data.error`` appended), ``None`` for ``null``."""
+    if error is None:
+        return None
+    if not isinstance(error, Mapping):
+        raise fail(".error", "expected null or {message, data}")
+    text = str(error.get("message") or default)
+    detail = error.get("data")
+    if isinstance(detail, Mapping) and isinstance(detail.get("error"), str):
+        text = f"{text}: {detail['error']}"
+    return text
 
 
 def _id(value: Any, field: str, fail: Any) -> str:

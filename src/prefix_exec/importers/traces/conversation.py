@@ -19,7 +19,12 @@ The rule, for the spans of one trace ordered by start time (ties: the order read
    as one wrapping several agent runs, keeps them one);
 5. **identity**: the task id from ``--task-id-field`` (an attribute name), else the
    first of :data:`TASK_ATTRIBUTES` carried by a root span, then by any span, else the trace id; the model from
-   the first model span that names one; Y from ``--success-field`` (an attribute: true/false, 0/1, "0"/"1").
+   the first model span that names one; Y from ``--success-field`` (an attribute: true/false, 0/1, "0"/"1");
+6. **the system's failure**: when the trace's last model span recorded a failure (status ERROR, an exception
+   event, an ``error`` field: :attr:`Span.model_error`), its text is the record's ``error``, which marks the
+   rollout as an infrastructure failure when it says the system failed (a 5xx, a timeout, a lost connection:
+   :func:`prefix_exec.records.infrastructure.system_failure`), as for any transcript. A failed model call that a
+   later one retried ends nothing and marks nothing.
 
 Parent links are read only to find root spans (a span with no parent, or whose parent is not in the trace): a
 cycle in them makes no root, and identity is then read from every span, so no walk can loop.
@@ -55,7 +60,8 @@ _FALSE = (False, 0, "0", "false", "False", "FALSE")
 
 def conversation(spans: Sequence[Span]) -> JsonObject:
     """``{"messages", "errors", "tools"}`` of one trace (module docstring): Chat messages, the recorded outcome
-    ``[error, error_type]`` of each call id a tool span executed, and the tools list a model span offered."""
+    ``[error, error_type]`` of each call id a tool span executed, and the tools list a model span offered; with
+    ``"error"``, the failure the last model call recorded (rule 6)."""
     ordered = sorted(enumerate(spans), key=lambda pair: (pair[1].start, pair[0]))
     llms = [s for _, s in ordered if s.kind == "llm" and (s.inputs is not None or s.outputs is not None)]
     history = _history(llms)
@@ -76,7 +82,11 @@ def conversation(spans: Sequence[Span]) -> JsonObject:
     for group in _parallel(orphans):
         _append(history, group, errors, len(calls))
     tools = next((s.tools for s in llms if s.tools), None)
-    return {"messages": history, "errors": errors, "tools": list(tools) if tools else None}
+    found: JsonObject = {"messages": history, "errors": errors, "tools": list(tools) if tools else None}
+    last_call = next((s for _, s in reversed(ordered) if s.kind == "llm"), None)
+    if last_call is not None and last_call.model_error:
+        found["error"] = last_call.model_error  # rule 6: the decoder marks a system failure
+    return found
 
 
 def conversations(spans: Sequence[Span]) -> list[tuple[str | None, list[Span]]]:

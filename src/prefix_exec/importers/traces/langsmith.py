@@ -25,7 +25,7 @@ from typing import Any
 from prefix_exec.errors import InputError
 from prefix_exec.importers.traces.agents_sdk import _time
 from prefix_exec.importers.traces.attributes import json_text
-from prefix_exec.importers.traces.spans import Span, ToolUse, kept_attributes
+from prefix_exec.importers.traces.spans import MAX_ATTRIBUTE_CHARS, Span, ToolUse, kept_attributes
 from prefix_exec.json_types import JsonObject, JsonValue
 
 NAME = "langsmith"
@@ -89,6 +89,7 @@ def _span(run: Any, where: str, path: str, line: int | None, parent: str | None,
     kind = run.get("run_type")
     inputs, outputs = run.get("inputs"), run.get("outputs")
     if kind in ("llm", "chat_model"):
+        error = _error(run, fail)
         model = metadata.get("ls_model_name") if isinstance(metadata, Mapping) else None
         return Span(
             trace_id,
@@ -99,12 +100,11 @@ def _span(run: Any, where: str, path: str, line: int | None, parent: str | None,
             inputs=_inputs(inputs),
             outputs=_outputs(outputs),
             model=model if isinstance(model, str) else None,
+            model_error=error[:MAX_ATTRIBUTE_CHARS] if error else None,
             **common,
         )
     if kind == "tool":
-        error = run.get("error")
-        if error is not None and not isinstance(error, str):
-            raise fail("error", "expected text or null")
+        error = _error(run, fail)
         call_id, result = _tool_output(outputs)
         arguments = inputs.get("input") if isinstance(inputs, Mapping) and list(inputs) == ["input"] else inputs
         tool = ToolUse(
@@ -112,6 +112,14 @@ def _span(run: Any, where: str, path: str, line: int | None, parent: str | None,
         )
         return Span(trace_id, run_id, parent_id, start, "tool", tool=tool, **common)
     return Span(trace_id, run_id, parent_id, start, "other", **common)
+
+
+def _error(run: Mapping[str, Any], fail: Any) -> str | None:
+    """A model or tool run's ``error``: its text, ``None`` when null; an InputError for another type."""
+    error = run.get("error")
+    if error is not None and not isinstance(error, str):
+        raise fail("error", "expected text or null")
+    return error
 
 
 def _id(value: Any, field: str, fail: Any) -> str:

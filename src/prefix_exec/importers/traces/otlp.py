@@ -23,7 +23,7 @@ from typing import Any
 from prefix_exec.errors import InputError
 from prefix_exec.importers.traces.attributes import AttributeProblem, json_text, key_values
 from prefix_exec.importers.traces.dialects import GENAI, dialect_of
-from prefix_exec.importers.traces.spans import Span, ToolUse, kept_attributes
+from prefix_exec.importers.traces.spans import MAX_ATTRIBUTE_CHARS, Span, ToolUse, kept_attributes
 from prefix_exec.json_types import JsonMapping, JsonObject
 
 NAME = "otlp"
@@ -121,11 +121,18 @@ def span(raw: Any, where: str, line: int | None) -> Span:
     }
     if mapped is None or mapped.kind == "other":
         return Span(kind="other", **common)
-    if mapped.kind == "llm":
-        return Span(
-            kind="llm", inputs=mapped.inputs, outputs=mapped.outputs, tools=mapped.tools, model=mapped.model, **common
-        )
     error, text, kind = evidence(raw, attributes)
+    if mapped.kind == "llm":
+        failure = (f"{kind}: {text}" if kind and text and kind not in text else text) if error else None
+        return Span(
+            kind="llm",
+            inputs=mapped.inputs,
+            outputs=mapped.outputs,
+            tools=mapped.tools,
+            model=mapped.model,
+            model_error=failure[:MAX_ATTRIBUTE_CHARS] if failure else None,
+            **common,
+        )
     tool = ToolUse(
         mapped.tool_name or "",
         mapped.arguments,

@@ -7,7 +7,9 @@ decoder reads (:mod:`prefix_exec.importers.transcripts.openai_chat`):
 
 - a model call (``llm``): the chat messages sent (``inputs``) and answered (``outputs``), each
   ``{"role", "content", "tool_calls": [{"id", "type": "function", "function": {"name", "arguments"}}]}`` or
-  ``{"role": "tool", "tool_call_id", "content"}``; the tools offered (``tools``, an OpenAI tools array) and the model;
+  ``{"role": "tool", "tool_call_id", "content"}``; the tools offered (``tools``, an OpenAI tools array), the model,
+  and ``model_error``: the text of the failure the call recorded (the server's 500, a timeout), ``None`` when it
+  recorded none;
 - a tool execution (``tool``): a :class:`ToolUse`, with the call id when the format has one, the arguments, the
   result, and the error the span recorded (status ERROR, an exception event, ``error.type``, an ``error`` field);
 - anything else (``other``): an agent, chain or workflow span, kept for its identity attributes and its place.
@@ -49,7 +51,8 @@ class ToolUse:
 @dataclass(frozen=True)
 class Span:
     """One step of a trace in the common form (module docstring). ``start`` orders spans (nanoseconds since the
-    epoch; ties keep the order read); ``line`` is the file line the span came from (``None`` in a JSON document)."""
+    epoch; ties keep the order read); ``line`` is the file line the span came from (``None`` in a JSON document);
+    ``model_error`` is set on ``llm`` spans only, at most :data:`MAX_ATTRIBUTE_CHARS` characters."""
 
     trace_id: str
     span_id: str | None
@@ -65,6 +68,7 @@ class Span:
     tools: tuple[JsonObject, ...] | None = None
     model: str | None = None
     tool: ToolUse | None = None
+    model_error: str | None = None
     attributes: dict[str, JsonValue] = field(default_factory=dict)
 
 
