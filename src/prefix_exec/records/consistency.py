@@ -18,6 +18,7 @@ A record holds our verdict of each replayed call and, on the call, what the run 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -26,6 +27,12 @@ from typing import Any, TextIO, cast
 from prefix_exec.json_types import JsonObject
 from prefix_exec.records import outputs
 from prefix_exec.trajectory import PrefixRecord, UnitKey
+
+#: Characters a line on a terminal must not carry raw: C0 and C1 controls (line breaks, escapes that move the
+#: cursor or recolour the screen) and DEL. Input's text is shown with them escaped (``\\n``, ``\\u001b``).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+#: The longest recorded reply an entry's line on stderr quotes (the report file keeps it whole).
+SHOWN_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -85,15 +92,29 @@ class Disagreement:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def describe(self) -> str:
+        """The entry as one line for stderr, input's text shown with its control characters escaped."""
         if self.kind == "task_mismatch":  # a whole simulation (envs/tau/mismatch.py), not one call
-            return f"{self.dataset} task {self.task_id} trial {self.trial}: {self.replay_reason} [{self.kind}]"
+            return one_line(
+                f"{self.dataset} task {self.task_id} trial {self.trial}: {self.replay_reason} [{self.kind}]"
+            )
         ours = "accepted" if self.replay_accepted else f"rejected ({self.replay_label}: {self.replay_reason})"
-        theirs = f"error: {self.recorded_content}" if self.recorded_error else "accepted"
+        theirs = f"error: {_cut(self.recorded_content)}" if self.recorded_error else "accepted"
         side = "our checks" if self.kind == "recorded-refusal" else "replay"  # the step itself was rejected
-        return (
+        return one_line(
             f"{self.dataset} task {self.task_id} trial {self.trial} call {self.depth} {self.tool}: "
             f"recorded {theirs}; {side} {ours} [{self.kind}]"
         )
+
+
+def _cut(content: Any) -> str:
+    """A recorded reply as text (JSON for a structure), cut at :data:`SHOWN_CHARS`."""
+    text = content if isinstance(content, str) else json.dumps(content, default=str)
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line safe on a terminal: each control character (:data:`_CONTROL`) as its JSON escape."""
+    return _CONTROL.sub(lambda found: json.dumps(found.group())[1:-1], text)
 
 
 #: A record's comparison: the disagreements found in it, and how many of its calls could be compared.
