@@ -59,6 +59,8 @@ MEMORY_BOUND_MIB = 1024
 #: it may add while it runs (RLIMIT_AS), MiB.
 ABSOLUTE_MEMORY_MIB = 3 * 1024
 
+#: Text that would take over a terminal if printed as it is; the sweep finds its ESC in no output.
+TERMINAL_ESCAPE = "\x1b]0;pwned\x07\x1b[2J\rdone"
 #: Hostile values, as raw JSON text (some cannot be written by json.dumps at all).
 RAW_VALUES = {
     "null": "null",
@@ -75,6 +77,8 @@ RAW_VALUES = {
     "nested-1400": "[" * 1400 + "]" * 1400,  # loads, but past what pickle carries to a worker
     "long-text": json.dumps("x" * 200_000),
     "html": json.dumps('<script>alert(1)</script>=HYPERLINK("http://x")'),
+    # a terminal escape (retitle the window, clear the screen, rewrite the line): never printed raw
+    "escape": json.dumps(TERMINAL_ESCAPE),
     "nan": "NaN",
     # the canaries: a URL to the loopback listener, the canary file, and the canary hooks module
     "canary-url": json.dumps(CANARY_URL),
@@ -959,6 +963,8 @@ def _check(case: Case, folder: Path, code: object, seconds: float, err: str, cre
         found.append(f"exit {code}")
     if "Traceback" in err:
         found.append("traceback")
+    if "\x1b" in err:
+        found.append("a terminal escape from input printed raw")
     if "toolstools" in err:
         found.append("a field path with 'tools' twice")
     if seconds > BOUND_S:
@@ -1032,7 +1038,7 @@ def test_every_hostile_input_ends_in_bound_with_exit_0_or_2(
             slowest = max(slowest, (seconds, case.name))
             captured = capsys.readouterr()
             created = {p for p in listing(folder) - before if not str(p).startswith(case.out)}
-            found = _check(case, folder, code, seconds, captured.err, created)
+            found = _check(case, folder, code, seconds, captured.err + captured.out, created)
             if _digests(folder, list(case.files)) != digests:  # as hostile_outputs.unchanged, for planted text too
                 found.append("changed or removed an input")
             shown = [captured.err.encode(errors="replace"), captured.out.encode(errors="replace")]

@@ -17,6 +17,7 @@ from typing import Any, Final
 from prefix_exec.errors import InputError
 from prefix_exec.extras import missing_message
 from prefix_exec.records.redaction import redact_text
+from prefix_exec.terminal import escaping_output
 
 #: ``score`` subcommands, one module each under ``prefix_exec.cli``: (name, module).
 SCORE_COMMANDS: tuple[tuple[str, str], ...] = (
@@ -119,7 +120,13 @@ def os_error(exc: OSError) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code instead of exiting, for tests and embedding."""
+    """Run the CLI; returns the exit code instead of exiting, for tests and embedding. Everything it prints goes
+    through :func:`prefix_exec.terminal.escaping_output`: input's control characters are shown escaped."""
+    with escaping_output():
+        return _command(argv)
+
+
+def _command(argv: Sequence[str] | None) -> int:
     for stream in (sys.stdout, sys.stderr):
         # A lone surrogate in a name from a file is printed escaped, never a UnicodeEncodeError.
         reconfigure = getattr(stream, "reconfigure", None)

@@ -12,12 +12,14 @@ import io
 import math
 
 from prefix_exec.report.cells import Cell, Table
+from prefix_exec.terminal import escaped
 
 
 def _md_escape(text: str) -> str:
     """A Markdown table cell: pipes escaped, raw HTML shown as text (``<script>`` from a method name must
-    not become markup in a rendered README), line breaks flattened so a cell stays on its row."""
-    return (
+    not become markup in a rendered README), line breaks flattened so a cell stays on its row, other control
+    characters escaped (a terminal showing the file would obey them: :mod:`prefix_exec.terminal`)."""
+    return escaped(
         text.replace("&", "&amp;")
         .replace("<", "&lt;")
         .replace(">", "&gt;")

@@ -19,6 +19,7 @@ from typing import Protocol, TextIO
 from tqdm import tqdm
 
 from prefix_exec.llm.inflight import IN_FLIGHT, describe
+from prefix_exec.terminal import unescaped
 
 
 class Tally(Protocol):
@@ -47,7 +48,8 @@ class Progress:
         self._ticker: threading.Thread | None = None
         self._lock = threading.Lock()  # the bar is drawn by the ticker and by update()
         if _is_terminal(log):
-            self.bar = tqdm(total=total, initial=initial, desc="units", unit="unit", file=log, smoothing=0.1)
+            # tqdm draws with \r and escapes: the stream under the CLI's escaping (it writes no input text)
+            self.bar = tqdm(total=total, initial=initial, desc="units", unit="unit", file=unescaped(log), smoothing=0.1)
             self._ticker = threading.Thread(target=self._redraw, name="progress", daemon=True)
         else:
             print(f"prefix-exec run: {total} units, {initial} already done; starting", file=log, flush=True)
