@@ -25,6 +25,7 @@ from typing import Any, TextIO, cast
 
 from prefix_exec.json_types import JsonObject
 from prefix_exec.records import outputs
+from prefix_exec.records.infrastructure import name_of
 from prefix_exec.trajectory import PrefixRecord, UnitKey
 
 
@@ -32,12 +33,16 @@ from prefix_exec.trajectory import PrefixRecord, UnitKey
 class Disagreement:
     """One call whose replayed outcome differs from the recorded one. ``depth`` is 1-based.
 
+    The rollout is named by its whole key (``dataset``, ``task_id``, ``model``, ``method``, ``trial``): a file that
+    holds several models' runs of one task (AgentDojo's runs of four pipelines, say) has one entry per run.
     ``recorded_error`` is what the run recorded (the call failed); ``replay_accepted``, ``replay_label`` and
     ``replay_reason`` are what our side said of it; ``kind`` names the comparison's reading of the difference.
     """
 
     dataset: str
     task_id: str
+    model: str
+    method: str
     trial: int
     depth: int
     tool: str
@@ -68,6 +73,8 @@ class Disagreement:
         return cls(
             dataset=record.dataset,
             task_id=record.task_id,
+            model=record.model,
+            method=record.method,
             trial=record.trial,
             depth=depth,
             tool=call.name,
@@ -84,14 +91,19 @@ class Disagreement:
         # Shallow: the fields already hold JSON values, and asdict's deep copy recurses into the arguments.
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
+    @property
+    def key(self) -> UnitKey:
+        return (self.dataset, self.task_id, self.model, self.method, self.trial)
+
     def describe(self) -> str:
+        """The line on stderr: ``dataset/task (model, method, trial N) call K tool: ...``."""
         if self.kind == "task_mismatch":  # a whole simulation (envs/tau/mismatch.py), not one call
-            return f"{self.dataset} task {self.task_id} trial {self.trial}: {self.replay_reason} [{self.kind}]"
+            return f"{name_of(self.key)}: {self.replay_reason} [{self.kind}]"
         ours = "accepted" if self.replay_accepted else f"rejected ({self.replay_label}: {self.replay_reason})"
         theirs = f"error: {self.recorded_content}" if self.recorded_error else "accepted"
         side = "our checks" if self.kind == "recorded-refusal" else "replay"  # the step itself was rejected
         return (
-            f"{self.dataset} task {self.task_id} trial {self.trial} call {self.depth} {self.tool}: "
+            f"{name_of(self.key)} call {self.depth} {self.tool}: "
             f"recorded {theirs}; {side} {ours} [{self.kind}]"
         )
 
