@@ -175,3 +175,40 @@ def test_consistency_lines_name_the_model(tmp_path: Path, capsys: pytest.Capture
     assert sorted(e["model"] for e in report if e["task_id"] == "workspace/user_task_18") == sorted(
         line.split(" (")[1].split(",")[0] for line in lines
     )
+
+
+def test_table_2_counts_the_agents_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The records written with --keep-infrastructure-failures, read by ``metrics``: the three 500s are left out
+    of Table 2's rows (command-r-plus and gemini-1.5-pro-001 have 39 workspace rollouts, gemini 19 travel ones),
+    never under one of the five labels, and Table 2's note and the JSON summary say how many and which."""
+    parts = [score(suite, tmp_path / f"{suite}.jsonl", "--keep-infrastructure-failures") for suite in TABLE]
+    both = tmp_path / "records.jsonl"
+    both.write_text("".join((tmp_path / f"{suite}.jsonl").read_text() for suite in TABLE), encoding="utf-8")
+    assert sum(len(p) for p in parts) == 388
+    out = tmp_path / "m.json"
+    assert main(["metrics", str(both), "--format", "json", "--resamples", "200", "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert {k: doc["infrastructure"][k] for k in ("count", "N_with", "N_without", "kept")} == {
+        "count": 3,
+        "N_with": 388,
+        "N_without": 385,
+        "kept": False,
+    }
+    assert sorted(doc["infrastructure"]["rollouts"]) == [
+        "travel-tools/travel/user_task_6 (gemini-1.5-pro-001, default, trial 0)",
+        "workspace-tools/workspace/user_task_26 (gemini-1.5-pro-001, default, trial 0)",
+        "workspace-tools/workspace/user_task_35 (command-r-plus, default, trial 0)",
+    ]
+    rows = {(c["dataset"], c["model"]): c for c in doc["conditions"]}
+    assert len(rows) == 16
+    assert rows[("workspace-tools", "command-r-plus")]["N"] == 39
+    assert rows[("workspace-tools", "gemini-1.5-pro-001")]["N"] == 39
+    assert rows[("travel-tools", "gemini-1.5-pro-001")]["N"] == 19
+    assert rows[("workspace-tools", "gpt-4o-2024-05-13")]["N"] == 40
+    assert all("infrastructure" not in c["labels"] for c in doc["conditions"])
+    capsys.readouterr()
+    assert main(["metrics", str(both), "--resamples", "200"]) == 0
+    text = capsys.readouterr().out
+    assert "Here: 3 rollouts ended by an infrastructure failure (the system's, not the agent's) left out: N = 385" in (
+        text
+    )

@@ -102,10 +102,7 @@ class Disagreement:
         ours = "accepted" if self.replay_accepted else f"rejected ({self.replay_label}: {self.replay_reason})"
         theirs = f"error: {self.recorded_content}" if self.recorded_error else "accepted"
         side = "our checks" if self.kind == "recorded-refusal" else "replay"  # the step itself was rejected
-        return (
-            f"{name_of(self.key)} call {self.depth} {self.tool}: "
-            f"recorded {theirs}; {side} {ours} [{self.kind}]"
-        )
+        return f"{name_of(self.key)} call {self.depth} {self.tool}: recorded {theirs}; {side} {ours} [{self.kind}]"
 
 
 #: A record's comparison: the disagreements found in it, and how many of its calls could be compared.
