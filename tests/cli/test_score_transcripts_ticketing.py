@@ -166,7 +166,10 @@ def test_without_tools_the_transcripts_own_list_checks_schemas_only(
     # without the pattern no reply is a refusal, so the schema failure (the server's "Error: ..." reply) is the
     # one call where our check rejected what the log shows as a success
     assert "consistency: 1 disagreement(s) (1 extra-check) in 29 calls compared" in err
-    assert "new-laptop trial 0 call 2 create_ticket: recorded accepted; replay rejected (schema: " in err
+    assert (
+        "ticketing/new-laptop (example-model, plan-conditioned, trial 0) call 2 create_ticket: recorded accepted; "
+        "replay rejected (schema: " in err
+    )
 
 
 def test_recorded_errors_reject_what_the_schemas_accept(

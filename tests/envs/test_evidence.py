@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -355,6 +356,24 @@ def test_calls_without_a_recorded_outcome_are_not_compared() -> None:
     no_pattern = partial(evidence.compare_custom, policy=EvidencePolicy(error_pattern=None))
     found, compared = no_pattern(record((ToolCall("a", observation=Observation("Error: x")), OURS)))
     assert [d.kind for d in found] == ["extra-check"]  # without the pattern the reply was a success
+
+
+def test_two_models_runs_of_one_task_are_told_apart() -> None:
+    """One file can hold several models' runs of one task (AgentDojo's runs of four pipelines): each entry names
+    its whole rollout, model and method included, in the line on stderr and in the report."""
+    step = (ToolCall("a", observation=Observation("x not found", error=True)), THEIRS)
+    entries = [
+        evidence.compare_custom(replace(record(step), model=model, method="default"))[0][0]
+        for model in ("gpt-4o-2024-05-13", "command-r-plus")
+    ]
+    assert [e.describe().split(" call ")[0] for e in entries] == [
+        "d/t (gpt-4o-2024-05-13, default, trial 0)",
+        "d/t (command-r-plus, default, trial 0)",
+    ]
+    assert [(e.to_json()["model"], e.to_json()["method"]) for e in entries] == [
+        ("gpt-4o-2024-05-13", "default"),
+        ("command-r-plus", "default"),
+    ]
 
 
 def test_a_disagreement_keeps_a_bounded_excerpt_of_the_content() -> None:

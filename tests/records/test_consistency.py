@@ -9,6 +9,8 @@ def entry(content: object, *, task: str = "t1", tool: str = "lookup") -> Disagre
     return Disagreement(
         dataset="d",
         task_id=task,
+        model="m",
+        method="react",
         trial=0,
         depth=2,
         tool=tool,
@@ -32,7 +34,7 @@ def test_terminal_escapes_from_input_are_escaped_wherever_they_come_from() -> No
     text = entry("\x1b[2J\x1b]0;owned\x07 gone", task="t\x1b[31m", tool="look\rup").describe()
     assert not any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in text)
     assert "\\u001b[2J\\u001b]0;owned\\u0007 gone" in text
-    assert "task t\\u001b[31m" in text and "look\\rup" in text
+    assert "d/t\\u001b[31m (m, react, trial 0)" in text and "look\\rup" in text
 
 
 def test_a_long_or_structured_reply_is_cut_and_shown_as_json() -> None:

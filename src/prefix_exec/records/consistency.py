@@ -26,6 +26,7 @@ from typing import Any, TextIO, cast
 
 from prefix_exec.json_types import JsonObject
 from prefix_exec.records import outputs
+from prefix_exec.records.infrastructure import name_of
 from prefix_exec.trajectory import PrefixRecord, UnitKey
 
 #: Characters a line on a terminal must not carry raw: C0 and C1 controls (line breaks, escapes that move the
@@ -39,12 +40,16 @@ SHOWN_CHARS = 300
 class Disagreement:
     """One call whose replayed outcome differs from the recorded one. ``depth`` is 1-based.
 
+    The rollout is named by its whole key (``dataset``, ``task_id``, ``model``, ``method``, ``trial``): a file that
+    holds several models' runs of one task (AgentDojo's runs of four pipelines, say) has one entry per run.
     ``recorded_error`` is what the run recorded (the call failed); ``replay_accepted``, ``replay_label`` and
     ``replay_reason`` are what our side said of it; ``kind`` names the comparison's reading of the difference.
     """
 
     dataset: str
     task_id: str
+    model: str
+    method: str
     trial: int
     depth: int
     tool: str
@@ -75,6 +80,8 @@ class Disagreement:
         return cls(
             dataset=record.dataset,
             task_id=record.task_id,
+            model=record.model,
+            method=record.method,
             trial=record.trial,
             depth=depth,
             tool=call.name,
@@ -91,18 +98,20 @@ class Disagreement:
         # Shallow: the fields already hold JSON values, and asdict's deep copy recurses into the arguments.
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
+    @property
+    def key(self) -> UnitKey:
+        return (self.dataset, self.task_id, self.model, self.method, self.trial)
+
     def describe(self) -> str:
-        """The entry as one line for stderr, input's text shown with its control characters escaped."""
+        """The line on stderr, ``dataset/task (model, method, trial N) call K tool: ...``, input's text shown with
+        its control characters escaped."""
         if self.kind == "task_mismatch":  # a whole simulation (envs/tau/mismatch.py), not one call
-            return one_line(
-                f"{self.dataset} task {self.task_id} trial {self.trial}: {self.replay_reason} [{self.kind}]"
-            )
+            return one_line(f"{name_of(self.key)}: {self.replay_reason} [{self.kind}]")
         ours = "accepted" if self.replay_accepted else f"rejected ({self.replay_label}: {self.replay_reason})"
         theirs = f"error: {_cut(self.recorded_content)}" if self.recorded_error else "accepted"
         side = "our checks" if self.kind == "recorded-refusal" else "replay"  # the step itself was rejected
         return one_line(
-            f"{self.dataset} task {self.task_id} trial {self.trial} call {self.depth} {self.tool}: "
-            f"recorded {theirs}; {side} {ours} [{self.kind}]"
+            f"{name_of(self.key)} call {self.depth} {self.tool}: recorded {theirs}; {side} {ours} [{self.kind}]"
         )
 
 

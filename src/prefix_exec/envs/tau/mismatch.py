@@ -47,7 +47,14 @@ def task_identifiers(task: JsonMapping) -> set[str]:
 
 
 def task_mismatch(
-    task: JsonMapping, transcript: Sequence[JsonMapping], *, dataset: str, task_id: str, trial: int
+    task: JsonMapping,
+    transcript: Sequence[JsonMapping],
+    *,
+    dataset: str,
+    task_id: str,
+    model: str,
+    method: str,
+    trial: int,
 ) -> Disagreement | None:
     """A ``task_mismatch`` entry when the user names identifiers and none is the task's, else ``None``."""
     said: set[str] = set()  # ids the user introduced
@@ -68,6 +75,8 @@ def task_mismatch(
     return Disagreement(
         dataset=dataset,
         task_id=task_id,
+        model=model,
+        method=method,
         trial=trial,
         depth=0,
         tool="",

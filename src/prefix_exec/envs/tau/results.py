@@ -149,6 +149,8 @@ class LoadedResults[R: ReadResults]:
                 rollout.transcript,
                 dataset=rollout.dataset,
                 task_id=rollout.task_id,
+                model=rollout.model,
+                method=rollout.method,
                 trial=rollout.trial,
             )
             if entry is not None:
