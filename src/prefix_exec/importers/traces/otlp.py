@@ -218,6 +218,7 @@ def _log_span(record: Any, where: str, line: int | None) -> Span | None:
     assert trace_id is not None
     start = _nanos(record.get("timeUnixNano") or record.get("observedTimeUnixNano"), "timeUnixNano")
     mapped = GENAI.map(attributes, "")
+    failure = _str(attributes.get("error.type"))  # the event of a failed call names the error's type
     return Span(
         trace_id,
         None,
@@ -231,5 +232,6 @@ def _log_span(record: Any, where: str, line: int | None) -> Span | None:
         outputs=mapped.outputs,
         tools=mapped.tools,
         model=mapped.model,
+        model_error=failure[:MAX_ATTRIBUTE_CHARS] if failure else None,
         attributes=kept_attributes(attributes),
     )
