@@ -46,6 +46,11 @@ CLIENT_TIMEOUT_S = 1.0
 HANG_S = 3.0
 
 
+def timeout(crashing: bool) -> dict[str, float]:
+    """The clients' ``timeout`` keyword for a crash run (none otherwise: the client's default)."""
+    return {"timeout": CLIENT_TIMEOUT_S} if crashing else {}
+
+
 def conversations() -> list[dict[str, Any]]:
     """The shop's conversations the plan names, in the shop's order."""
     return [c for c in shop_conversations() if c["task_id"] in PLAN]

@@ -147,7 +147,7 @@ def run_openai_pair(pair: str, convs: list[dict[str, Any]], base_url: str, out: 
     else:
         Instrumentor().instrument(tracer_provider=provider)
     tracer = provider.get_tracer("shop-agent")
-    client = OpenAI(base_url=base_url, api_key="placeholder", max_retries=0, timeout=crash.CLIENT_TIMEOUT_S)
+    client = OpenAI(base_url=base_url, api_key="placeholder", max_retries=0, **crash.timeout(crashing))
     found = []
     for conv in convs:
         attributes = {"gen_ai.conversation.id": conv["task_id"], "shop.success": bool(conv["success"])}
@@ -202,7 +202,7 @@ async def agents_run(conv: dict[str, Any], base_url: str, crashing: bool) -> tup
         trace,
     )
 
-    client = AsyncOpenAI(base_url=base_url, api_key="placeholder", max_retries=0, timeout=crash.CLIENT_TIMEOUT_S)
+    client = AsyncOpenAI(base_url=base_url, api_key="placeholder", max_retries=0, **crash.timeout(crashing))
     settings = ModelSettings()
     if crashing and conv["task_id"] in crash.RETRIED:
         policy = retry_policies.http_status([500])
@@ -341,7 +341,7 @@ def run_pydantic_pair(pair: str, convs: list[dict[str, Any]], base_url: str, out
     if crashing:  # no retry inside the openai client: a failed call is one model request, in its own span
         from openai import AsyncOpenAI
 
-        client = AsyncOpenAI(base_url=base_url, api_key="placeholder", max_retries=0, timeout=crash.CLIENT_TIMEOUT_S)
+        client = AsyncOpenAI(base_url=base_url, api_key="placeholder", max_retries=0, **crash.timeout(crashing))
         model = OpenAIChatModel(MODEL, provider=OpenAIProvider(openai_client=client))
     else:
         model = OpenAIChatModel(MODEL, provider=OpenAIProvider(base_url=base_url, api_key="placeholder"))
