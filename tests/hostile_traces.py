@@ -26,6 +26,9 @@ VALUES = {
 }
 #: The values tried at paths deeper than two keys (every value is tried at the others).
 CORE = ("null", "number", "nested-900", "canary")
+#: The failure each good trace's model call records (the request's, a 400: it marks nothing, so the good rows are
+#: scored), so that every path a reader reads a model call's failure from gets the hostile values.
+TOO_LONG = "Error code: 400 - maximum context length exceeded"
 
 
 def values_at(path: tuple[str | int, ...]) -> dict[str, str]:
@@ -43,7 +46,8 @@ def _kv(key: str, value: Any) -> dict[str, Any]:
 
 
 def otlp(task: str) -> dict[str, Any]:
-    """A GenAI trace: a root span naming the conversation, a chat span calling login, its execute_tool span."""
+    """A GenAI trace: a root span naming the conversation, a chat span calling login (with a recorded failure:
+    status, exception event, error.type), its execute_tool span."""
     trace = _trace_id(task)
     output = [{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "login", "arguments": {}}]}]
     spans = [
@@ -60,11 +64,19 @@ def otlp(task: str) -> dict[str, Any]:
             "parentSpanId": "1" * 16,
             "name": "chat",
             "startTimeUnixNano": "2",
+            "status": {"code": 2, "message": TOO_LONG},
+            "events": [
+                {
+                    "name": "exception",
+                    "attributes": [_kv("exception.type", "BadRequestError"), _kv("exception.message", TOO_LONG)],
+                }
+            ],
             "attributes": [
                 _kv("gen_ai.operation.name", "chat"),
                 _kv("gen_ai.request.model", "m"),
                 _kv("gen_ai.input.messages", [{"role": "user", "parts": [{"type": "text", "content": "hi"}]}]),
                 _kv("gen_ai.output.messages", output),
+                _kv("error.type", "openai.BadRequestError"),
             ],
         },
         {
@@ -92,7 +104,9 @@ def otlp_logs(task: str) -> dict[str, Any]:
     """The same run with its content in a GenAI details log event instead of on the chat span."""
     spans = otlp(task)
     chat = spans["resourceSpans"][0]["scopeSpans"][0]["spans"][1]
-    content = [a for a in chat["attributes"] if a["key"] in ("gen_ai.input.messages", "gen_ai.output.messages")]
+    content = [
+        a for a in chat["attributes"] if a["key"] in ("gen_ai.input.messages", "gen_ai.output.messages", "error.type")
+    ]
     chat["attributes"] = [a for a in chat["attributes"] if a not in content]
     event = {
         "traceId": chat["traceId"],
@@ -118,7 +132,7 @@ def agents_sdk(task: str) -> list[dict[str, Any]]:
             "parent_id": None,
             "started_at": "2026-01-01T00:00:01+00:00",
             "ended_at": None,
-            "error": None,
+            "error": {"message": "Error getting response", "data": {"error": TOO_LONG}},
             "span_data": {
                 "type": "generation",
                 "model": "m",
@@ -163,6 +177,7 @@ def langsmith(task: str) -> dict[str, Any]:
                 "extra": {"metadata": {"ls_model_name": "m"}},
                 "inputs": {"messages": [[{"role": "user", "content": "hi"}]]},
                 "outputs": {"generations": [[{"message": ai}]]},
+                "error": f"BadRequestError('{TOO_LONG}')",
             },
             {
                 "id": f"tool-{task}",

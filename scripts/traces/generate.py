@@ -7,6 +7,12 @@ Run it in its own virtual environment (never the project's), with the pinned ver
     python3.12 -m venv /tmp/tracegen && /tmp/tracegen/bin/pip install -r scripts/traces/requirements.txt
     /tmp/tracegen/bin/python scripts/traces/generate.py            # every pair, each in its own process
     /tmp/tracegen/bin/python scripts/traces/generate.py --only agents-sdk pydantic-ai   # some pairs
+    /tmp/tracegen/bin/python scripts/traces/generate.py --crash    # the crash runs (crash.py), every pair
+
+With ``--crash`` (alone or before ``--only``), five conversations are run with one model call each that the
+server fails (a 500, a timeout, a dropped connection, a 400; one 500 retried: scripts/traces/crash.py), into
+``tests/data/traces/crash/<pair>.jsonl`` and ``crash/transcripts-<pair>.jsonl`` (each crashed run's transcript
+with the run's exception as its ``error``, as AgentDojo writes it); the files above are left as they are.
 
 Pairs (file written under tests/data/traces/):
 
@@ -54,19 +60,27 @@ MODEL = "gpt-4o-mini"
 sys.path.insert(0, str(ROOT / "tests" / "fakes"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from otlp_files import FileExporters, tracer_provider  # noqa: E402  (this folder, put on the path above)
+import crash  # noqa: E402  (this folder, put on the path above)
+from otlp_files import FileExporters, tracer_provider  # noqa: E402
 from shop import FUNCTIONS, conversations, responder, run_tool, segments, system_of  # noqa: E402
 
 
 # --- a hand-written agent loop on the openai client ---------------------------------------------------------------
-def chat_loop(client: Any, conv: dict[str, Any], tool_span: Callable[..., Any] | None) -> list[dict[str, Any]]:
-    """Run one conversation: each user turn, then model calls and tools until the model answers in text.
-    Returns the messages as sent (the transcript form)."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system_of(conv)}]
+def chat_loop(
+    client: Any,
+    conv: dict[str, Any],
+    tool_span: Callable[..., Any] | None,
+    messages: list[dict[str, Any]],
+    retries: int = 0,
+) -> None:
+    """Run one conversation: each user turn, then model calls and tools until the model answers in text, into
+    ``messages`` (the messages as sent: the transcript form, as far as the run went when a call raises). A call the
+    server answers with a 5xx is asked again up to ``retries`` times, as an agent loop's own retry does."""
+    messages.append({"role": "system", "content": system_of(conv)})
     for text in segments(conv):
         messages.append({"role": "user", "content": text})
         while True:
-            reply = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS).choices[0].message
+            reply = chat_call(client, messages, retries)
             said = reply.model_dump(exclude_none=True, include={"role", "content", "tool_calls"})
             said.setdefault("content", None)
             messages.append(said)
@@ -79,7 +93,19 @@ def chat_loop(client: Any, conv: dict[str, Any], tool_span: Callable[..., Any] |
                 else:
                     content = tool_span(name, arguments, call.id)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
-    return messages
+
+
+def chat_call(client: Any, messages: list[dict[str, Any]], retries: int) -> Any:
+    """One model call's message; a 5xx is asked again up to ``retries`` times (each attempt its own span)."""
+    from openai import InternalServerError
+
+    for attempt in range(retries + 1):
+        try:
+            return client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS).choices[0].message
+        except InternalServerError:
+            if attempt == retries:
+                raise
+    raise AssertionError("unreachable")
 
 
 def genai_tool_span(tracer: Any) -> Callable[[str, str, str], str]:
@@ -104,11 +130,12 @@ def genai_tool_span(tracer: Any) -> Callable[[str, str, str], str]:
     return run
 
 
-def run_openai_pair(pair: str, convs: list[dict[str, Any]], base_url: str) -> list[dict[str, Any]]:
-    from openai import OpenAI
+def run_openai_pair(pair: str, convs: list[dict[str, Any]], base_url: str, out: Path) -> list[dict[str, Any]]:
+    from openai import APIError, OpenAI
 
-    binpb = OUT / f"{pair}.binpb" if pair == "otel-genai" else None
-    exporters = FileExporters(OUT / f"{pair}.jsonl", binpb)
+    crashing = out != OUT
+    binpb = out / f"{pair}.binpb" if pair == "otel-genai" and not crashing else None
+    exporters = FileExporters(out / f"{pair}.jsonl", binpb)
     provider, log_provider = tracer_provider(exporters, logs=pair == "otel-genai-events")
     if pair == "openinference-openai":
         from openinference.instrumentation import using_attributes
@@ -120,21 +147,36 @@ def run_openai_pair(pair: str, convs: list[dict[str, Any]], base_url: str) -> li
     else:
         Instrumentor().instrument(tracer_provider=provider)
     tracer = provider.get_tracer("shop-agent")
-    client = OpenAI(base_url=base_url, api_key="placeholder", max_retries=0)
-    out = []
+    client = OpenAI(base_url=base_url, api_key="placeholder", max_retries=0, **crash.timeout(crashing))
+    found = []
     for conv in convs:
         attributes = {"gen_ai.conversation.id": conv["task_id"], "shop.success": bool(conv["success"])}
-        with tracer.start_as_current_span(f"invoke_agent shop {conv['task_id']}", attributes=attributes):
-            if pair == "openinference-openai":
-                with using_attributes(session_id=conv["task_id"], metadata={"success": conv["success"]}):
-                    messages = chat_loop(client, conv, None)
-            else:
-                messages = chat_loop(client, conv, genai_tool_span(tracer))
-        out.append({"task_id": conv["task_id"], "model": MODEL, "success": conv["success"], "messages": messages})
+        messages: list[dict[str, Any]] = []
+        record = {"task_id": conv["task_id"], "model": MODEL, "success": conv["success"], "messages": messages}
+        retries = 1 if crashing and conv["task_id"] in crash.RETRIED else 0
+        try:  # a crash run's exception ends the run, through the agent's span (which records it too)
+            with tracer.start_as_current_span(f"invoke_agent shop {conv['task_id']}", attributes=attributes):
+                if pair == "openinference-openai":
+                    with using_attributes(session_id=conv["task_id"], metadata={"success": conv["success"]}):
+                        chat_loop(client, conv, None, messages, retries)
+                else:
+                    chat_loop(client, conv, genai_tool_span(tracer), messages, retries)
+        except APIError as exc:
+            if not crashing:
+                raise
+            record["error"] = ended(conv, exc)
+        found.append(record)
     provider.shutdown()
     if log_provider is not None:
         log_provider.shutdown()
-    return out
+    return found
+
+
+def ended(conv: dict[str, Any], exc: BaseException) -> str:
+    """A crashed run's ``error``, as a harness writes the exception that ended it (said on stderr too)."""
+    text = f"{type(exc).__name__}: {exc}"
+    print(f"{conv['task_id']}: {text}", file=sys.stderr)
+    return text
 
 
 # --- the OpenAI Agents SDK ----------------------------------------------------------------------------------------
@@ -144,20 +186,37 @@ def agents_tools() -> list[Any]:
     return [function_tool(f) for f in FUNCTIONS.values()]
 
 
-async def agents_run(conv: dict[str, Any], base_url: str) -> list[Any]:
+async def agents_run(conv: dict[str, Any], base_url: str, crashing: bool) -> tuple[list[Any], str | None]:
+    """One conversation's ``to_input_list()`` items and, for a crash run the server ended, the run's exception.
+    A conversation in ``crash.RETRIED`` has the runner's own model retry (one, on a 500)."""
     from agents.exceptions import AgentsException
-    from openai import AsyncOpenAI
+    from openai import APIError, AsyncOpenAI
 
-    from agents import Agent, OpenAIChatCompletionsModel, Runner, trace
+    from agents import (
+        Agent,
+        ModelRetrySettings,
+        ModelSettings,
+        OpenAIChatCompletionsModel,
+        Runner,
+        retry_policies,
+        trace,
+    )
 
-    client = AsyncOpenAI(base_url=base_url, api_key="placeholder", max_retries=0)
+    client = AsyncOpenAI(base_url=base_url, api_key="placeholder", max_retries=0, **crash.timeout(crashing))
+    settings = ModelSettings()
+    if crashing and conv["task_id"] in crash.RETRIED:
+        policy = retry_policies.http_status([500])
+        retry = ModelRetrySettings(max_retries=1, policy=policy, backoff={"initial_delay": 0})
+        settings = ModelSettings(retry=retry)
     agent = Agent(
         name="shop",
         instructions=system_of(conv),
         model=OpenAIChatCompletionsModel(model=MODEL, openai_client=client),
         tools=agents_tools(),
+        model_settings=settings,
     )
     items: list[Any] = []
+    error = None
     metadata = {"task_id": conv["task_id"], "success": str(conv["success"])}
     with trace("shop support", group_id=conv["task_id"], metadata=metadata):
         for text in segments(conv):
@@ -166,23 +225,29 @@ async def agents_run(conv: dict[str, Any], base_url: str) -> list[Any]:
             except AgentsException as exc:  # a tool the agent does not have ends the run, as the SDK does
                 print(f"{conv['task_id']}: {type(exc).__name__}: {exc}", file=sys.stderr)
                 break
+            except APIError as exc:  # a crash run: the server's failure ends the run
+                if not crashing:
+                    raise
+                error = ended(conv, exc)
+                break
             items = result.to_input_list()
-    return items
+    return items, error
 
 
-async def agents_runs(pair: str, convs: list[dict[str, Any]], base_url: str) -> list[dict[str, Any]]:
+async def agents_runs(pair: str, convs: list[dict[str, Any]], base_url: str, crashing: bool) -> list[dict[str, Any]]:
     """Every conversation on one event loop (the transcript form: the SDK's ``to_input_list()`` items)."""
-    out = []
+    found = []
     for conv in convs:
         if pair == "openinference-agents":  # OpenInference's context attributes: session.id and metadata
             from openinference.instrumentation import using_attributes
 
             with using_attributes(session_id=conv["task_id"], metadata={"success": conv["success"]}):
-                items = await agents_run(conv, base_url)
+                items, error = await agents_run(conv, base_url, crashing)
         else:
-            items = await agents_run(conv, base_url)
-        out.append({"task_id": conv["task_id"], "model": MODEL, "success": conv["success"], "input": items})
-    return out
+            items, error = await agents_run(conv, base_url, crashing)
+        record = {"task_id": conv["task_id"], "model": MODEL, "success": conv["success"], "input": items}
+        found.append(record if error is None else {**record, "error": error})
+    return found
 
 
 class JsonLinesProcessor:
@@ -219,26 +284,26 @@ class JsonLinesProcessor:
         pass
 
 
-def run_agents_pair(pair: str, convs: list[dict[str, Any]], base_url: str) -> list[dict[str, Any]]:
+def run_agents_pair(pair: str, convs: list[dict[str, Any]], base_url: str, out: Path) -> list[dict[str, Any]]:
     from agents import set_trace_processors
 
     set_trace_processors([])  # never the SDK's default exporter to the vendor
     processor = None
     provider = None
     if pair == "agents-sdk":
-        processor = JsonLinesProcessor(OUT / f"{pair}.jsonl")
+        processor = JsonLinesProcessor(out / f"{pair}.jsonl")
         set_trace_processors([processor])
     else:
         from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
 
-        provider, _ = tracer_provider(FileExporters(OUT / f"{pair}.jsonl"))
+        provider, _ = tracer_provider(FileExporters(out / f"{pair}.jsonl"))
         OpenAIAgentsInstrumentor().instrument(tracer_provider=provider, exclusive_processor=True)
-    out = asyncio.run(agents_runs(pair, convs, base_url))
-    if processor is not None:
-        (OUT / f"{pair}-ingest.json").write_text(json.dumps({"data": processor.items}, default=str) + "\n")
+    found = asyncio.run(agents_runs(pair, convs, base_url, out != OUT))
+    if processor is not None and out == OUT:
+        (out / f"{pair}-ingest.json").write_text(json.dumps({"data": processor.items}, default=str) + "\n")
     if provider is not None:
         provider.shutdown()
-    return out
+    return found
 
 
 # --- pydantic-ai's built-in instrumentation ----------------------------------------------------------------------
@@ -262,55 +327,76 @@ def pydantic_tools() -> list[Any]:
     return [Tool(refusing(f), takes_ctx=False, max_retries=3) for f in FUNCTIONS.values()]
 
 
-def run_pydantic_pair(pair: str, convs: list[dict[str, Any]], base_url: str) -> list[dict[str, Any]]:
+def run_pydantic_pair(pair: str, convs: list[dict[str, Any]], base_url: str, out: Path) -> list[dict[str, Any]]:
     from pydantic_ai import Agent
+    from pydantic_ai.capabilities import RetryOnModelErrors
+    from pydantic_ai.exceptions import AgentRunError
     from pydantic_ai.models.instrumented import InstrumentationSettings
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    provider, _ = tracer_provider(FileExporters(OUT / f"{pair}.jsonl"))
+    crashing = out != OUT
+    provider, _ = tracer_provider(FileExporters(out / f"{pair}.jsonl"))
     tracer = provider.get_tracer("shop-agent")
-    model = OpenAIChatModel(MODEL, provider=OpenAIProvider(base_url=base_url, api_key="placeholder"))
+    if crashing:  # no retry inside the openai client: a failed call is one model request, in its own span
+        from openai import AsyncOpenAI
+
+        client = AsyncOpenAI(base_url=base_url, api_key="placeholder", max_retries=0, **crash.timeout(crashing))
+        model = OpenAIChatModel(MODEL, provider=OpenAIProvider(openai_client=client))
+    else:
+        model = OpenAIChatModel(MODEL, provider=OpenAIProvider(base_url=base_url, api_key="placeholder"))
     Agent.instrument_all(InstrumentationSettings(tracer_provider=provider))
-    out = []
+    found = []
     for conv in convs:
+        retried = crashing and conv["task_id"] in crash.RETRIED  # pydantic-ai's own retry of a failed request
         agent = Agent(
             model,
             instructions=system_of(conv),
             tools=pydantic_tools(),
             retries=3,
+            capabilities=[RetryOnModelErrors(max_attempts=2, initial_delay=0)] if retried else [],
         )
         attributes = {"gen_ai.conversation.id": conv["task_id"], "shop.success": bool(conv["success"])}
         history: list[Any] = []
-        with tracer.start_as_current_span(f"conversation {conv['task_id']}", attributes=attributes):
-            for text in segments(conv):
-                history = agent.run_sync(text, message_history=history).all_messages()
-        out.append({"task_id": conv["task_id"], "model": MODEL, "success": conv["success"], "turns": len(history)})
+        record: dict[str, Any] = {"task_id": conv["task_id"], "model": MODEL, "success": conv["success"]}
+        try:  # a crash run's exception ends the run, through the conversation's span
+            with tracer.start_as_current_span(f"conversation {conv['task_id']}", attributes=attributes):
+                for text in segments(conv):
+                    history = agent.run_sync(text, message_history=history).all_messages()
+        except AgentRunError as exc:
+            if not crashing:
+                raise
+            record["error"] = ended(conv, exc)
+        found.append({**record, "turns": len(history)})
     provider.shutdown()
-    return out
+    return found
 
 
-def run_pair(pair: str) -> None:
+def run_pair(pair: str, crashing: bool) -> None:
     from openai_server import ScriptedServer
 
-    convs = conversations()
-    with ScriptedServer(responder(convs)) as server:
+    out = OUT / "crash" if crashing else OUT
+    convs = crash.conversations() if crashing else conversations()
+    fault_of = crash.fault_of(convs) if crashing else None
+    with ScriptedServer(responder(convs), hang_s=crash.HANG_S, fault_of=fault_of) as server:
         runner = run_agents_pair if pair.endswith("agents") or pair == "agents-sdk" else run_openai_pair
         runner = run_pydantic_pair if pair == "pydantic-ai" else runner
-        transcripts = runner(pair, convs, server.base_url)
+        transcripts = runner(pair, convs, server.base_url, out)
         if server.errors:
             raise SystemExit(f"{pair}: the scripted server failed: {server.errors}")
     if pair == "pydantic-ai":  # its messages are pydantic-ai's own form, not a transcript form read here
         print(f"{pair}: {len(transcripts)} conversations", file=sys.stderr)
         return
-    with (OUT / f"transcripts-{pair}.jsonl").open("w") as fh:
+    with (out / f"transcripts-{pair}.jsonl").open("w") as fh:
         for record in transcripts:
             fh.write(json.dumps(record, default=str) + "\n")
     print(f"{pair}: {len(transcripts)} conversations", file=sys.stderr)
 
 
 def main() -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
+    crashing = "--crash" in sys.argv
+    argv = [a for a in sys.argv[1:] if a != "--crash"]
+    (OUT / "crash" if crashing else OUT).mkdir(parents=True, exist_ok=True)
     env = {
         **os.environ,
         "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
@@ -318,14 +404,14 @@ def main() -> None:
         "OPENAI_AGENTS_DISABLE_TRACING": "0",
         "NO_PROXY": "127.0.0.1",
     }
-    if len(sys.argv) > 1 and sys.argv[1] != "--only":
-        run_pair(sys.argv[1])
+    if argv and argv[0] != "--only":
+        run_pair(argv[0], crashing)
         return
-    for pair in sys.argv[2:] or PAIRS:
+    for pair in argv[1:] or PAIRS:
         pair_env = dict(env)
         if pair == "otel-genai-events":  # content in log events, not on spans
             pair_env["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "event_only"
-        subprocess.run([sys.executable, __file__, pair], env=pair_env, check=True)
+        subprocess.run([sys.executable, __file__, pair, *(["--crash"] if crashing else [])], env=pair_env, check=True)
 
 
 if __name__ == "__main__":

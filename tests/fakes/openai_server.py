@@ -2,14 +2,16 @@
 
 ``respond(request) -> message`` decides each answer from the request body (so the answer does not depend
 on arrival order under concurrency); faults queued in :attr:`ScriptedServer.faults` are served first, one
-per request:
+per request, then the fault ``fault_of(request)`` names, if any (a fault chosen by the request, as the answer
+is: a scripted run fails the one model call it means to, whatever came before):
 
 - ``"429"`` (with ``retry-after: 0``), ``"500"``, or any other status as ``"<code>"`` or ``"<code>:<message>"``
   (``"408"``, ``"409"``, ``"401"``, ``"404"``, ``"400:messages[1] has role 'tool' without tool_calls"``...);
 - ``"retry-after:<value>"`` and ``"retry-after-ms:<value>"``: a 429 carrying that header;
 - ``"quota"``: a 429 whose error code is ``insufficient_quota``;
-- ``"hang"`` (sleep ``hang_s`` then answer, past the client's timeout), ``"no-tools"`` (400 for a request
-  carrying ``tools``, as servers without tool calling answer);
+- ``"hang"`` (sleep ``hang_s`` then answer, past the client's timeout), ``"drop"`` (close the connection
+  without an answer, as a server that dies mid-request does), ``"no-tools"`` (400 for a request carrying
+  ``tools``, as servers without tool calling answer);
 - bad 200 answers: ``"empty-choices"`` (``choices: []``), ``"truncated"`` (the JSON cut in half, still sent
   as JSON), ``"html"`` (a web page, as when ``base_url`` points at a web UI), ``"object-arguments"`` (the
   responder's tool-call arguments sent as JSON objects instead of strings).
@@ -34,6 +36,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
+#: A fault chosen from a request's body (``None``: none), served when no queued fault is left.
+FaultOf = Callable[[dict[str, Any]], str | None]
 
 # A header :meth:`ScriptedServer.answer` sets to have the handler send a broken body; never sent itself.
 _BODY = "x-scripted-body"
@@ -83,8 +87,10 @@ class ScriptedServer:
         streams: bool = True,
         chunk_delay_s: float = 0.0,
         chunk_wait: Callable[[int], None] | None = None,
+        fault_of: FaultOf | None = None,
     ) -> None:
         self.respond = respond
+        self.fault_of = fault_of
         self.latency_s = latency_s
         self.hang_s = hang_s
         self.streams = streams
@@ -118,13 +124,18 @@ class ScriptedServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def _next_fault(self) -> str | None:
+    def _next_fault(self, body: dict[str, Any]) -> str | None:
         with self._lock:
-            return self.faults.popleft() if self.faults else None
+            if self.faults:
+                return self.faults.popleft()
+        return self.fault_of(body) if self.fault_of is not None else None
 
     def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
-        """Status, JSON body and extra headers for one request (faults first)."""
-        fault = self._next_fault() or ""
+        """Status, JSON body and extra headers for one request (faults first); status 0 for ``"drop"``: no
+        answer at all."""
+        fault = self._next_fault(body) or ""
+        if fault == "drop":
+            return 0, {}, {}
         name, _, arg = fault.partition(":")
         if fault == "429":
             return 429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {"retry-after": "0"}
@@ -201,6 +212,11 @@ class ScriptedServer:
                 finally:
                     with server._lock:  # before the answer leaves, so a client that got it sees it counted
                         server.in_flight -= 1
+                if status == 0:  # "drop": the connection closes with no answer (server_close shuts the socket)
+                    self.close_connection = True
+                    with server._lock:
+                        server.statuses.append(status)
+                    return
                 if status == 200 and body.get("stream") and server.streams and not headers.get(_BODY):
                     with server._lock:
                         server.statuses.append(status)

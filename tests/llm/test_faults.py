@@ -118,6 +118,33 @@ def test_408_409_and_5xx_are_retried(fault: str, kind: str) -> None:
     assert [(e.kind, e.status) for e in done.retries] == [(kind, int(fault))]
 
 
+def test_a_dropped_connection_is_retried_as_a_connection_error() -> None:
+    """The server closes the connection without an answer ("drop"), as one that dies mid-request."""
+    with ScriptedServer(login) as server:
+        server.faults.append("drop")
+        done = ChatBackend(config(server)).complete(MESSAGES, TOOLS)
+        assert server.statuses == [0, 200]
+    assert [(e.kind, e.status) for e in done.retries] == [("connection", None)]
+    assert done.calls[0].name == "login"
+
+
+def test_a_fault_chosen_by_the_request_fails_only_the_requests_it_names() -> None:
+    """``fault_of`` picks a fault from the request's body (after the queued ones): here a 500 for every request
+    whose last message is the user's second, so the first conversation is answered and the second retried."""
+
+    def fault_of(body: dict[str, Any]) -> str | None:
+        return "500" if body["messages"][-1]["content"] == "again" else None
+
+    with ScriptedServer(login, fault_of=fault_of) as server:
+        server.faults.append("503")
+        first = ChatBackend(config(server)).complete(MESSAGES, TOOLS)
+        again = [*MESSAGES, {"role": "user", "content": "again"}]
+        with pytest.raises(BackendError, match="gave up after 2 attempts"):
+            ChatBackend(config(server, max_retries=1), sleep=lambda _: None).complete(again, TOOLS)
+        assert server.statuses == [503, 200, 500, 500]
+    assert [(e.kind, e.status) for e in first.retries] == [("server", 503)]
+
+
 @pytest.mark.parametrize(
     ("fault", "says"),
     [("quota", "no quota left"), ("401", "refused no key"), ("403", "may not use"), ("404", "API root")],

@@ -36,6 +36,15 @@ DIED = "the server closed its output (it exited)"
         ("Error code: 400 - the prompt is too long", False),  # the request's fault: not the system's
         ("the model answered nothing", False),
         ("ValueError: Channel does not exist!", False),  # a tool's refusal: the agent's
+        # As the frameworks of tests/data/traces/crash record a failed model call (scripts/traces/crash.py):
+        ("Error getting response: Request timed out.", True),  # the Agents SDK: the openai client's text, no name
+        ("Error getting response: Connection error.", True),
+        ("<class 'openai.APITimeoutError'>: Request timed out.", True),  # opentelemetry-instrumentation-openai-v2
+        ("pydantic_ai.exceptions.ModelServerError: status_code: 500, model_name: m, body: {}", True),  # pydantic-ai
+        ("status_code: 503, model_name: m, body: None", True),
+        ("ModelConnectionError: the model could not be reached", True),
+        ("ModelContextWindowExceededError: status_code: 400, model_name: m, body: too long", False),
+        ("Error getting response: Error code: 400 - maximum context length", False),
     ],
 )
 def test_what_says_the_system_failed(text: str, system: bool) -> None:

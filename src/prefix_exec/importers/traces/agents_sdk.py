@@ -8,7 +8,9 @@ ingest payload ``{"data": [...]}`` of the same items. The table:
 - ``{"object": "trace.span", "id", "trace_id", "parent_id", "started_at", "ended_at", "span_data", "error"}`` with
   ``span_data.type``:
 
-  - ``generation``: a model call (``llm``): ``input`` and ``output`` are Chat messages, ``model`` the model;
+  - ``generation``: a model call (``llm``): ``input`` and ``output`` are Chat messages, ``model`` the model; the
+    span's ``error`` is the call's failure (:attr:`~.spans.Span.model_error`: ``message: data.error``, as
+    ``Error getting response: Error code: 500 - ...``);
   - ``function``: a tool execution (``tool``): ``name``, ``input`` (the arguments' JSON text), ``output``; the
     span's ``error`` (``{"message", "data"}``) is the recorded failure. The SDK keeps no call id on it: the call
     is matched to the model's by name and order (:mod:`.conversation`);

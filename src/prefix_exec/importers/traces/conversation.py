@@ -24,7 +24,8 @@ The rule, for the spans of one trace ordered by start time (ties: the order read
    event, an ``error`` field: :attr:`Span.model_error`), its text is the record's ``error``, which marks the
    rollout as an infrastructure failure when it says the system failed (a 5xx, a timeout, a lost connection:
    :func:`prefix_exec.records.infrastructure.system_failure`), as for any transcript. A failed model call that a
-   later one retried ends nothing and marks nothing.
+   later one retried ends nothing and marks nothing. A GenAI details log event read as the last model span is
+   the same call as the span it was logged in (its parent): that span's failure, with its status text, counts.
 
 Parent links are read only to find root spans (a span with no parent, or whose parent is not in the trace): a
 cycle in them makes no root, and identity is then read from every span, so no walk can loop.
@@ -84,9 +85,19 @@ def conversation(spans: Sequence[Span]) -> JsonObject:
     tools = next((s.tools for s in llms if s.tools), None)
     found: JsonObject = {"messages": history, "errors": errors, "tools": list(tools) if tools else None}
     last_call = next((s for _, s in reversed(ordered) if s.kind == "llm"), None)
-    if last_call is not None and last_call.model_error:
-        found["error"] = last_call.model_error  # rule 6: the decoder marks a system failure
+    if last_call is not None and (failure := _failure(last_call, spans)):
+        found["error"] = failure  # rule 6: the decoder marks a system failure
     return found
+
+
+def _failure(call: Span, spans: Sequence[Span]) -> str | None:
+    """The failure the model call ``call`` recorded (rule 6): a log event's (no span id of its own) is the one of
+    the model span it was logged in, when that span recorded one, else its own."""
+    if call.span_id is None and call.parent_id is not None:
+        owner = next((s for s in spans if s.kind == "llm" and s.span_id == call.parent_id), None)
+        if owner is not None and owner.model_error:
+            return owner.model_error
+    return call.model_error
 
 
 def conversations(spans: Sequence[Span]) -> list[tuple[str | None, list[Span]]]:

@@ -6,12 +6,13 @@ The table, for a run ``{"id", "trace_id", "parent_run_id", "run_type", "name", "
 - ``run_type`` ``llm`` / ``chat_model``: a model call; ``inputs.messages`` (a list, or LangChain's list of lists)
   and ``outputs.generations[0][k].message`` (or ``outputs.choices[k].message``) are the messages, each a Chat
   message or a serialized LangChain message (``{"lc": 1, "id": [..., "AIMessage"], "kwargs": {"content",
-  "tool_calls": [{"name", "args", "id"}], "tool_call_id"}}``, or ``{"type": "ai", "data": {...}}``);
+  "tool_calls": [{"name", "args", "id"}], "tool_call_id"}}``, or ``{"type": "ai", "data": {...}}``); ``error``
+  (text) is the call's failure (:attr:`~.spans.Span.model_error`);
 - ``tool``: a tool execution: ``name``; the arguments ``inputs`` (``inputs.input`` when that is all it holds);
   the result ``outputs.output`` (a serialized ``ToolMessage`` gives the call id and content); ``error`` (text) the
   recorded failure;
 - anything else (``chain``, ``retriever``, ``prompt``, ``parser``): ``other``; ``extra.metadata.<key>`` and
-  ``session_id`` are its identity attributes (``metadata.<key>``).
+  ``session_id`` are its identity attributes (``metadata.<key>``); its ``error``, of whatever type, is not read.
 
 A run tree is walked with an explicit stack, at most :data:`MAX_RUNS` runs (a cycle of shared objects cannot
 occur in parsed JSON). Times are ISO 8601.

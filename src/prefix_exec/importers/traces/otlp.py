@@ -5,11 +5,13 @@ Each line is one ``ExportTraceServiceRequest``: ``{"resourceSpans": [{"resource"
 values as decimal strings (``startTimeUnixNano``, ``intValue``) and enums as numbers (``status.code`` 2 = ERROR; the
 names ``STATUS_CODE_ERROR`` are read too). A span's attributes go through its dialect's table (:mod:`.dialects`);
 its error evidence is read here, the same for every dialect: status ERROR (its ``message``), an ``exception``
-event (``exception.message``, ``exception.type``), or an ``error.type`` attribute.
+event (``exception.message``, ``exception.type``), or an ``error.type`` attribute: a tool span's recorded failure,
+or a model span's (:attr:`~.spans.Span.model_error`, ``<type>: <text>``).
 
 A line of logs (``{"resourceLogs": [...]}``) is read for its GenAI details events
 (``gen_ai.client.inference.operation.details``, content captured as events rather than on spans: the model call's
-``gen_ai.input.messages`` / ``gen_ai.output.messages``), each a model span of its trace; other log records (the v1.30
+``gen_ai.input.messages`` / ``gen_ai.output.messages``; a failed call's event has ``error.type``), each a model span
+of its trace, the child of the span it was logged in; other log records (the v1.30
 per-message events ``gen_ai.user.message``, ``gen_ai.choice``...) are counted, not read. A span of the wrong shape (no
 trace id, a field of the wrong type) is an :class:`~prefix_exec.errors.InputError` naming the line and field
 (``resourceSpans[0].scopeSpans[1].spans[3].traceId``); it loses that span only.
@@ -218,6 +220,7 @@ def _log_span(record: Any, where: str, line: int | None) -> Span | None:
     assert trace_id is not None
     start = _nanos(record.get("timeUnixNano") or record.get("observedTimeUnixNano"), "timeUnixNano")
     mapped = GENAI.map(attributes, "")
+    failure = _str(attributes.get("error.type"))  # the event of a failed call names the error's type
     return Span(
         trace_id,
         None,
@@ -231,5 +234,6 @@ def _log_span(record: Any, where: str, line: int | None) -> Span | None:
         outputs=mapped.outputs,
         tools=mapped.tools,
         model=mapped.model,
+        model_error=failure[:MAX_ATTRIBUTE_CHARS] if failure else None,
         attributes=kept_attributes(attributes),
     )
