@@ -33,6 +33,7 @@ class Scripted:
     it was sent, and answer what they hold ``delay`` seconds after it was sent (replayed here, in this process)."""
 
     depth = 2
+    queues = True
 
     def __init__(self, workers: int, *, ready: bool, delay: float, build: float = 0.0) -> None:
         self.ready, self.delay, self.build = ready, delay, build
@@ -79,7 +80,7 @@ class Scripted:
     def stop(self, worker: int) -> None:
         raise AssertionError("no worker dies here")
 
-    def close(self) -> None:
+    def close(self, *, settle: bool = True) -> None:
         pass
 
 

@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import itertools
 import multiprocessing
-import re
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
@@ -27,7 +26,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-from prefix_exec.cluster import connect_ray
+from prefix_exec.cluster import connect_ray, ray_message
 from prefix_exec.json_types import JsonObject
 from prefix_exec.runner.grid import Grid
 from prefix_exec.runner.worker import UnitResult, UnitWorker
@@ -180,19 +179,6 @@ def run_ray(grid: Grid, cache: Path | None, units: Sequence[Unit], concurrency: 
         for worker, _ in running.values():
             with contextlib.suppress(Exception):
                 ray.kill(worker[1], no_restart=True)
-
-
-#: The terminal colour codes Ray puts around an actor's name in its errors.
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def ray_message(exc: BaseException) -> str:
-    """A Ray error in one line, without colour codes: its first line, or its last when the first only names the
-    actor (``ray::_RayWorker.run() (pid=...)``, with the cause at the end)."""
-    lines = [line.strip() for line in _ANSI.sub("", str(exc)).splitlines() if line.strip()]
-    if not lines:
-        return type(exc).__name__
-    return lines[-1] if lines[0].startswith("ray::") else lines[0]
 
 
 class _EndpointGate:

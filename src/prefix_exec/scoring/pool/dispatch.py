@@ -111,7 +111,7 @@ def _scored(
     if launcher == "ray":
         from prefix_exec.scoring.pool.ray import RayActors
 
-        transport = RayActors(replayer, count, admission.done)
+        transport = RayActors(replayer, count, admission.done, log)
     elif here:
         early = min(count, usable_cores() - 1)  # at once as many as there are cores this process leaves idle
         processes = transport = Processes(replayer, count, admission.done, first=early)
@@ -120,10 +120,14 @@ def _scored(
     else:
         transport = Processes(replayer, count, admission.done)
     schedule = Schedule(tickets, transport, replayer, admission, count, log, here=here, start_later=start_later)
+    interrupted = False
     try:
         yield from schedule.run()
+    except KeyboardInterrupt:
+        interrupted = True  # Ctrl-C ends the workers at once
+        raise
     finally:
-        transport.close()
+        transport.close(settle=not interrupted)
 
 
 def _in_process(tickets: Iterator[Ticket], replayer: Replayer, admission: Admission, log: TextIO) -> Iterator[Outcome]:
