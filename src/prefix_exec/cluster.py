@@ -1,6 +1,7 @@
 """Where work runs beyond this process, as ``run`` and ``score`` both offer it: the launchers (:data:`LAUNCHERS`:
-``local`` processes or threads, or ``ray`` actors), the connection to Ray (:func:`connect_ray`) and how a Ray
-error is said (:func:`ray_message`).
+``local`` processes or threads, or ``ray`` actors), the connection to Ray (:func:`connect_ray`), how a Ray error
+is said (:func:`ray_message`), and the bounds both hold Ray's actors to: their start (:data:`START_SECONDS`) and
+their end (:func:`let_start`, :data:`SETTLE_SECONDS`).
 
 Below both users: the runner's launchers (:mod:`prefix_exec.runner.launchers`) and the scoring pool's Ray actors
 (:mod:`prefix_exec.scoring.pool.ray`) import it, so neither imports the other.
@@ -8,8 +9,12 @@ Below both users: the runner's launchers (:mod:`prefix_exec.runner.launchers`) a
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 import re
+import time
+from collections.abc import Mapping
 from typing import Any
 
 from prefix_exec.errors import InputError
@@ -17,6 +22,16 @@ from prefix_exec.extras import install_hint
 
 #: The launchers ``run --launcher`` and ``score --launcher`` offer.
 LAUNCHERS = ("local", "ray")
+#: Seconds a Ray actor may take to start: to be placed on a node with the CPU it asks for, its worker process
+#: started and its settings loaded (1-3 s on this project's 2-core machines, some 15 s under a load of 15).
+#: Work goes only to started actors; when none of a run's has started this long after it was asked for (the
+#: cluster has no free CPU for them, or cannot start workers), the run fails with an error naming this bound.
+START_SECONDS = 120.0
+#: Seconds the end of a run waits at most for an actor asked for less than this long ago to start before killing
+#: it: Ray 2.60 loses the worker, and the CPUs it holds, of an actor killed between its placement and its start
+#: (the worker ignores the kill: "Mismatched ActorID"; a hostile sweep under Ray was left so with no free CPU on
+#: its local instance, and the next command's actors never started). Older ones are waiting for a CPU.
+SETTLE_SECONDS = 10.0
 #: The terminal colour codes Ray puts around an actor's name in its errors.
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -41,3 +56,24 @@ def ray_message(exc: BaseException) -> str:
     if not lines:
         return type(exc).__name__
     return lines[-1] if lines[0].startswith("ray::") else lines[0]
+
+
+def let_start(ray: Any, starting: Mapping[Any, float], started_cpus: float, actor_cpus: float) -> None:
+    """Before a run kills its actors: wait until those still starting (``starting``: each one's readiness ref,
+    ``actor.__ray_ready__.remote()``, and when it was asked for, on :func:`time.monotonic`'s clock) that were asked
+    for less than :data:`SETTLE_SECONDS` ago have started, at most until then. Not when the cluster's CPUs less
+    ``started_cpus`` (the started actors') leave fewer than ``actor_cpus``: then none can be placed before those
+    are killed (kill the starting ones first)."""
+    now = time.monotonic()
+    young = {ref: asked for ref, asked in starting.items() if now - asked < SETTLE_SECONDS}
+    if not young:
+        return
+    try:
+        cpus = float(ray.cluster_resources().get("CPU", math.inf))
+    except Exception:  # Ray's own errors, whatever they are: then wait, as for any other cluster
+        cpus = math.inf
+    if cpus - started_cpus < actor_cpus:
+        return
+    until = max(young.values()) + SETTLE_SECONDS
+    with contextlib.suppress(Exception):  # a wait on actors being killed or gone: nothing is left to wait for
+        ray.wait(list(young), num_returns=len(young), timeout=max(0.0, until - time.monotonic()))

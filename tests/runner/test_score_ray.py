@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from prefix_exec import cluster
 from prefix_exec.cli import main
 from prefix_exec.scoring.pool import ray as ray_pool
 
@@ -144,7 +145,7 @@ def test_a_pool_whose_actors_never_start_fails_at_the_start_bound(
     """Actors asking for more CPUs than any node has are never placed: the run ends with an error naming the
     start bound (exit 2), not a wait without end (before the bound, the run waited for them for good)."""
     monkeypatch.setattr(ray_pool, "ACTOR_CPUS", 1000.0)
-    monkeypatch.setattr(ray_pool, "START_SECONDS", 2.0)
+    monkeypatch.setattr(cluster, "START_SECONDS", 2.0)
     out = tmp_path / "ray.jsonl"
     assert main(_score_custom(ticketing, out, "--launcher", "ray", "--workers", "2")) == 2
     err = capsys.readouterr().err

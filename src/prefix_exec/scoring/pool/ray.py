@@ -6,18 +6,20 @@ An actor is one worker of :mod:`prefix_exec.scoring.pool.dispatch`: it gets each
 environment pickled) and replays one rollout (or one batch) at a time. Every wait on the actors has a bound:
 
 - an actor is asked for when a unit first needs one (a run that replays nothing starts none), and is sent units
-  only once it has started; when none of the pool's actors has started within :data:`START_SECONDS` of being
-  asked for (the cluster has no free CPU for them, or cannot start workers), the run fails with an
-  :class:`~prefix_exec.errors.InputError` naming the bound (exit 2); an actor that starts later than the others
-  joins them;
-- a unit's answer is awaited at most its rollout's budget (``--rollout-budget``) plus :data:`START_SECONDS` (for
-  its environment's build and its decoding, which the budget does not cover); past that its actor is killed;
+  only once it has started; when none of the pool's actors has started within
+  :data:`~prefix_exec.cluster.START_SECONDS` of being asked for (the cluster has no free CPU for them, or cannot
+  start workers), the run fails with an :class:`~prefix_exec.errors.InputError` naming the bound (exit 2); an
+  actor that starts later than the others joins them;
+- a unit's answer is awaited at most its rollout's budget (``--rollout-budget``) plus
+  :data:`~prefix_exec.cluster.START_SECONDS` (for its environment's build and its decoding, which the budget does
+  not cover); past that its actor is killed;
 - an actor that dies (killed, out of memory, a crash in native code), or is killed past that bound, loses the
   unit it was replaying: the unit is sent again, to any started actor, up to :data:`ATTEMPTS` times in all, then
   it is not scored, as the system's failure (:func:`~prefix_exec.scoring.pool.settlement.lost`: listed apart,
   exit 1, ``--resume`` scores it); a new actor takes the dead one's place;
 - an actor that dies as it starts (its settings do not load there) :data:`MOST_FAILED_STARTS` times in a row is
-  not asked for again; when no actor is left, the run fails with the last one's error.
+  not asked for again; when no actor is left, the run fails with the last one's error;
+- the pool's end lets the actors still starting start first (:func:`~prefix_exec.cluster.let_start`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, TextIO
 
-from prefix_exec.cluster import connect_ray, ray_message
+from prefix_exec import cluster
+from prefix_exec.cluster import connect_ray, let_start, ray_message
 from prefix_exec.errors import InputError
 from prefix_exec.scoring.pool.messages import Batched, Decoded, Died, Event, Raised
 from prefix_exec.scoring.pool.worker import Shelf, batch_on, decode_on, replay_on
@@ -40,23 +43,11 @@ from prefix_exec.trajectory import Rollout, Skipped, UnitKey
 
 #: CPUs an actor asks for: replay is CPU-bound (more actors than the cluster's free CPUs wait for one).
 ACTOR_CPUS = 1.0
-#: Seconds an actor may take to start: to be placed on a node with a free CPU, its worker process started and
-#: this run's settings loaded (1-3 s on this project's 2-core machines, up to some 15 s under a load of 15); also
-#: what a unit's answer may take beyond its rollout's budget (building its environment: tau2's imports take 7-20
-#: s; decoding the unit).
-START_SECONDS = 120.0
 #: Times a unit is sent to an actor at most: when the actor replaying it dies (or is killed past the unit's
 #: bound) that many times, the unit is not scored (the system's failure; ``--resume`` scores it).
 ATTEMPTS = 3
 #: Times in a row an actor in one place may die as it starts before none is asked for there again.
 MOST_FAILED_STARTS = 3
-#: Seconds the pool's end waits at most for an actor asked for less than this long ago to start before killing
-#: it: Ray 2.60 loses the worker, and the CPU it holds, of an actor killed between its placement and its start
-#: (the worker ignores the kill: "Mismatched ActorID"; seen as a hostile sweep under Ray whose local instance
-#: was left with no free CPU, so that the next command's actors never started). An actor older than this is
-#: waiting for a CPU, and is killed at once; so are all when the started ones leave the cluster too few CPUs for
-#: another (none still starting can be placed before they are killed, after it).
-SETTLE_SECONDS = 10.0
 
 
 class ScoreActor:
@@ -95,7 +86,7 @@ class RayActors:
         self.actor = self.ray.remote(num_cpus=ACTOR_CPUS)(ScoreActor)
         budget = replayer.rollout_seconds
         #: Seconds a unit's answer is awaited (none without a rollout budget: the user lifted the bound).
-        self.answer_seconds = math.inf if budget is None or math.isinf(budget) else budget + START_SECONDS
+        self.answer_seconds = math.inf if budget is None or math.isinf(budget) else budget + cluster.START_SECONDS
         self.actors: list[Any] = [None] * workers  # None: not asked for (again) yet
         self.asked = [0.0] * workers  # when each was asked for (time.monotonic)
         self.ready = [False] * workers
@@ -140,7 +131,7 @@ class RayActors:
 
         now = time.monotonic()
         bounds = [deadline for _, _, deadline in self.running.values()]
-        bounds += [self.asked[worker] + START_SECONDS for worker in self.starting.values()]
+        bounds += [self.asked[worker] + cluster.START_SECONDS for worker in self.starting.values()]
         wait = max(0.0, min([*bounds, now + (math.inf if timeout is None else timeout)]) - now)
         refs = [*self.running, *self.starting]
         if refs:
@@ -155,7 +146,7 @@ class RayActors:
                 continue
             worker, seq, _ = self.running.pop(ref)
             try:  # ready: its answer is here (or its actor's death), and the bound is only for form's sake
-                events.append((worker, seq, self.ray.get(ref, timeout=START_SECONDS)))
+                events.append((worker, seq, self.ray.get(ref, timeout=cluster.START_SECONDS)))
             except RayError as exc:
                 events.append((worker, None, Died(ray_message(exc), ATTEMPTS, infrastructure=True)))
         events += self._overdue()
@@ -169,7 +160,7 @@ class RayActors:
 
         worker = self.starting.pop(ref)
         try:
-            self.ray.get(ref, timeout=START_SECONDS)
+            self.ray.get(ref, timeout=cluster.START_SECONDS)
         except RayError as exc:
             self.stop(worker)
             self.failed_starts[worker] += 1
@@ -187,23 +178,24 @@ class RayActors:
                 del self.running[ref]
                 self.stop(worker)
                 why = (
-                    f"it did not answer within {self.answer_seconds:g} s, the rollout's budget and {START_SECONDS:g} "
-                    "s more, and was killed"
+                    f"it did not answer within {self.answer_seconds:g} s, the rollout's budget and "
+                    f"{cluster.START_SECONDS:g} s more, and was killed"
                 )
                 events.append((worker, None, Died(why, ATTEMPTS, infrastructure=True)))
         return events
 
     def _check_started(self) -> None:
         """Raise :class:`InputError` when no actor is started and none can be: each place given up, or every
-        actor asked for has waited :data:`START_SECONDS`; say once when some wait that long beside started ones."""
+        actor asked for has waited :data:`~prefix_exec.cluster.START_SECONDS`; say once when some wait that long
+        beside started ones."""
         now = time.monotonic()
-        late = [worker for worker in self.starting.values() if now - self.asked[worker] >= START_SECONDS]
+        late = [worker for worker in self.starting.values() if now - self.asked[worker] >= cluster.START_SECONDS]
         if any(self.ready):
             if late and not self.late_said:
                 self.late_said = True
                 print(
                     f"prefix-exec: note: {len(late)} of the {len(self.actors)} Ray actors did not start within "
-                    f"{START_SECONDS:g} s (no free CPU for them?); the others replay",
+                    f"{cluster.START_SECONDS:g} s (no free CPU for them?); the others replay",
                     file=self.log,
                 )
             return
@@ -217,7 +209,7 @@ class RayActors:
             )
         if self.starting and len(late) == len(self.starting):
             raise InputError(
-                f"no Ray actor started within {START_SECONDS:g} s ({len(self.starting)} asked for, "
+                f"no Ray actor started within {cluster.START_SECONDS:g} s ({len(self.starting)} asked for, "
                 f"{ACTOR_CPUS:g} CPU each): the Ray cluster has no free CPU for them, or cannot start workers",
                 hint="see 'ray status'; free CPUs, or pass a smaller --workers; records written so far are kept "
                 "(--resume)",
@@ -237,22 +229,11 @@ class RayActors:
                 self.ray.kill(actor, no_restart=True)
 
     def close(self, *, settle: bool = True) -> None:
-        """Kill every actor; with ``settle``, those asked for less than :data:`SETTLE_SECONDS` ago are first
-        given until then to start (see there): those still waiting for a CPU are killed first, then the others."""
-        young = [ref for ref, worker in self.starting.items() if time.monotonic() - self.asked[worker] < SETTLE_SECONDS]
-        if settle and young and not self._starved():
-            until = max(self.asked[self.starting[ref]] for ref in young) + SETTLE_SECONDS
-            with contextlib.suppress(Exception):
-                self.ray.wait(young, num_returns=len(young), timeout=max(0.0, until - time.monotonic()))
+        """Kill every actor, those still starting first; with ``settle``, after letting the young ones start
+        (:func:`~prefix_exec.cluster.let_start`)."""
+        if settle:
+            asked = {ref: self.asked[worker] for ref, worker in self.starting.items()}
+            let_start(self.ray, asked, sum(self.ready) * ACTOR_CPUS, ACTOR_CPUS)
         waiting = set(self.starting.values())
         for worker in sorted(range(len(self.actors)), key=lambda w: w not in waiting):
             self.stop(worker)
-
-    def _starved(self) -> bool:
-        """Whether no actor still starting can be placed before the started ones are killed: the cluster's CPUs
-        less theirs leave less than an actor asks for (its other jobs aside)."""
-        try:
-            cpus = float(self.ray.cluster_resources().get("CPU", 0.0))
-        except Exception:  # Ray's own errors, whatever they are: then the pool's end waits as for any other
-            return False
-        return cpus - sum(self.ready) * ACTOR_CPUS < ACTOR_CPUS
