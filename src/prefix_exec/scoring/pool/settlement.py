@@ -44,8 +44,8 @@ def lost(name: str, died: Died) -> Skipped:
     times = "once" if died.attempts == 1 else f"{died.attempts} times"
     return Skipped(
         name,
-        f"not scored: the Ray actor replaying it was lost {times} (the last: {died.why}); an infrastructure "
-        "failure (the system's, not the input's nor the agent's): --resume scores it",
+        f"the Ray actor replaying it was lost {times} (the last: {died.why}): an infrastructure failure (the "
+        "system's, not the input's nor the agent's); --resume scores it",
         infrastructure=True,
     )
 
