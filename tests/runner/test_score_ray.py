@@ -52,12 +52,14 @@ def test_transcripts_decoded_on_ray_actors_write_the_records_of_one_worker(
 #: Appended to a copy of the ticketing hooks: the effect of update_ticket kills its own process (SIGKILL, as the
 #: kernel's out-of-memory killer does) on the one rollout that assigns a ticket to "leo" (triage-vpn,
 #: plan-conditioned), when a file "die" beside the module says so: "once" dies one time (the file goes first),
-#: "always" every time. Armed only for the Ray run: the --workers 1 run of the same copy is the oracle.
+#: "always" every time, "hang" never returns (a call stuck in native code: nothing in the process interrupts it).
+#: Armed only for the Ray run: the --workers 1 run of the same copy is the oracle.
 KILLER = """
 
 import os as _os
 import pathlib as _pathlib
 import signal as _signal
+import time as _time
 
 _update_ticket = update_ticket
 
@@ -65,6 +67,8 @@ _update_ticket = update_ticket
 def update_ticket(state, args):
     arm = _pathlib.Path(__file__).with_name("die")
     if args.get("assignee") == "leo" and arm.exists():
+        if arm.read_text() == "hang":
+            _time.sleep(3600)
         if arm.read_text() == "once":
             arm.unlink()
         _os.kill(_os.getpid(), _signal.SIGKILL)
@@ -163,3 +167,27 @@ def test_more_actors_than_cpus_score_on_those_that_start(
     assert main(_score_custom(ticketing, one, "--workers", "1")) == 0
     assert main(_score_custom(ticketing, ray, "--launcher", "ray", "--workers", "3")) == 0
     assert ray.read_bytes() == one.read_bytes()
+
+
+@pytest.mark.slow
+def test_a_unit_past_its_budget_and_the_grace_is_lost_and_its_actor_killed(
+    ray_session: RaySession,
+    ticketing: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A hook that never returns holds its actor: at the rollout's budget plus GRACE_SECONDS the actor is killed
+    and the rollout sent again, then lost as the system's failure; the others are scored (before the bound, the
+    run waited on that actor as long as the hook slept)."""
+    monkeypatch.setattr(ray_pool, "GRACE_SECONDS", 1.0)
+    tools = _killer_copy(ticketing, tmp_path)
+    one, ray = tmp_path / "one.jsonl", tmp_path / "ray.jsonl"
+    assert main(_score_custom(tools, one, "--workers", "1")) == 0
+    (tools / "die").write_text("hang")
+    capsys.readouterr()
+    assert main(_score_custom(tools, ray, "--launcher", "ray", "--workers", "2", "--rollout-budget", "1")) == 1
+    err = capsys.readouterr().err
+    assert f"lost {ray_pool.ATTEMPTS} times (the last: it did not answer within 2 s, the rollout's budget" in err
+    kept = [line for line in one.read_text().splitlines(keepends=True) if '"leo"' not in line]
+    assert len(kept) == 11 and ray.read_text() == "".join(kept)

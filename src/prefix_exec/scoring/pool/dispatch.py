@@ -27,8 +27,9 @@ start overlaps its own). A worker sends each record back as its line, made there
 A worker that dies (killed, out of memory in C) costs only the rollout it was replaying: that rollout is
 reported unscorable, a new worker starts, and the rollouts queued behind it go again (a batch's, one by one, so
 that the one that kills it is known). A Ray actor's rollout is sent again too, a few times, before it is listed
-as the system's failure; every wait on the actors has a bound (:mod:`prefix_exec.scoring.pool.ray`). Ctrl-C and SIGTERM end the workers and leave the records written so far. The
-workers and their pipes are :mod:`prefix_exec.scoring.pool.processes`'s.
+as the system's failure; every wait on the actors has a bound (:mod:`prefix_exec.scoring.pool.ray`). Ctrl-C and
+SIGTERM end the workers and leave the records written so far. The workers and their pipes are
+:mod:`prefix_exec.scoring.pool.processes`'s.
 """
 
 from __future__ import annotations

@@ -10,9 +10,8 @@ environment pickled) and replays one rollout (or one batch) at a time. Every wai
   :data:`~prefix_exec.cluster.START_SECONDS` of being asked for (the cluster has no free CPU for them, or cannot
   start workers), the run fails with an :class:`~prefix_exec.errors.InputError` naming the bound (exit 2); an
   actor that starts later than the others joins them;
-- a unit's answer is awaited at most its rollout's budget (``--rollout-budget``) plus
-  :data:`~prefix_exec.cluster.START_SECONDS` (for its environment's build and its decoding, which the budget does
-  not cover); past that its actor is killed;
+- a unit's answer is awaited at most its rollout's budget (``--rollout-budget``) plus :data:`GRACE_SECONDS`;
+  past that its actor is killed;
 - an actor that dies (killed, out of memory, a crash in native code), or is killed past that bound, loses the
   unit it was replaying: the unit is sent again, to any started actor, up to :data:`ATTEMPTS` times in all, then
   it is not scored, as the system's failure (:func:`~prefix_exec.scoring.pool.settlement.lost`: listed apart,
@@ -43,6 +42,9 @@ from prefix_exec.trajectory import Rollout, Skipped, UnitKey
 
 #: CPUs an actor asks for: replay is CPU-bound (more actors than the cluster's free CPUs wait for one).
 ACTOR_CPUS = 1.0
+#: Seconds a unit's answer may take beyond its rollout's budget: its environment's build (tau2's imports take 7-20
+#: s) and its decoding, which the budget does not cover; as long as an actor may take to start.
+GRACE_SECONDS = cluster.START_SECONDS
 #: Times a unit is sent to an actor at most: when the actor replaying it dies (or is killed past the unit's
 #: bound) that many times, the unit is not scored (the system's failure; ``--resume`` scores it).
 ATTEMPTS = 3
@@ -86,7 +88,7 @@ class RayActors:
         self.actor = self.ray.remote(num_cpus=ACTOR_CPUS)(ScoreActor)
         budget = replayer.rollout_seconds
         #: Seconds a unit's answer is awaited (none without a rollout budget: the user lifted the bound).
-        self.answer_seconds = math.inf if budget is None or math.isinf(budget) else budget + cluster.START_SECONDS
+        self.answer_seconds = math.inf if budget is None or math.isinf(budget) else budget + GRACE_SECONDS
         self.actors: list[Any] = [None] * workers  # None: not asked for (again) yet
         self.asked = [0.0] * workers  # when each was asked for (time.monotonic)
         self.ready = [False] * workers
@@ -179,7 +181,7 @@ class RayActors:
                 self.stop(worker)
                 why = (
                     f"it did not answer within {self.answer_seconds:g} s, the rollout's budget and "
-                    f"{cluster.START_SECONDS:g} s more, and was killed"
+                    f"{GRACE_SECONDS:g} s more, and was killed"
                 )
                 events.append((worker, None, Died(why, ATTEMPTS, infrastructure=True)))
         return events
