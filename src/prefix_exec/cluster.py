@@ -13,6 +13,7 @@ import contextlib
 import math
 import os
 import re
+import socket
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -22,6 +23,10 @@ from prefix_exec.extras import install_hint
 
 #: The launchers ``run --launcher`` and ``score --launcher`` offer.
 LAUNCHERS = ("local", "ray")
+#: Seconds the cluster in ``RAY_ADDRESS`` (``host:port``, or ``ray://host:port``) has to accept a connection
+#: before Ray is asked to join it: Ray itself tries an address that does not answer for about ten minutes
+#: (20 tries of 30 s) before it gives up.
+CONNECT_SECONDS = 10.0
 #: Seconds a Ray actor may take to start: to be placed on a node with the CPU it asks for, its worker process
 #: started and its settings loaded (1-3 s on this project's 2-core machines, some 15 s under a load of 15).
 #: Work goes only to started actors; when none of a run's has started this long after it was asked for (the
@@ -45,8 +50,29 @@ def connect_ray() -> Any:
     except ImportError:
         raise InputError("--launcher ray needs Ray", hint=install_hint("ray")) from None
     if not ray.is_initialized():
-        ray.init(address=os.environ.get("RAY_ADDRESS"), log_to_driver=False)
+        address = os.environ.get("RAY_ADDRESS")
+        if address:
+            reach(address)
+        ray.init(address=address, log_to_driver=False)
     return ray
+
+
+def reach(address: str) -> None:
+    """Connect to the cluster at ``address`` (``RAY_ADDRESS``) and hang up, within :data:`CONNECT_SECONDS`; an
+    :class:`InputError` naming it when it does not accept. ``auto``, ``local`` and other forms than ``host:port``
+    (after an optional ``ray://``) are left to Ray."""
+    found = re.fullmatch(r"(?:ray://)?\[?([^\[\]/]+?)\]?:(\d{1,5})", address.strip())
+    if found is None:
+        return
+    try:
+        with socket.create_connection((found[1], int(found[2])), timeout=CONNECT_SECONDS):
+            return
+    except (OSError, ValueError) as exc:  # refused, unreachable, timed out, no such host, a port past 65535
+        raise InputError(
+            f"cannot reach the Ray cluster at RAY_ADDRESS={address} within {CONNECT_SECONDS:g} s ({exc})",
+            hint="start it ('ray start --head'), set RAY_ADDRESS to a running cluster, or unset it for a local "
+            "Ray instance",
+        ) from None
 
 
 def ray_message(exc: BaseException) -> str:
