@@ -39,6 +39,8 @@ START_SECONDS = 120.0
 SETTLE_SECONDS = 10.0
 #: The terminal colour codes Ray puts around an actor's name in its errors.
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+#: The last line of a traceback: the exception raised (``ZeroDivisionError: division by zero``).
+_RAISED = re.compile(r"[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b")
 
 
 def connect_ray() -> Any:
@@ -77,11 +79,16 @@ def reach(address: str) -> None:
 
 def ray_message(exc: BaseException) -> str:
     """A Ray error in one line, without colour codes: its first line, or its last when the first only names the
-    actor (``ray::_RayWorker.run() (pid=...)``, with the cause at the end)."""
+    actor (``ray::_RayWorker.run() (pid=...)``, with the cause at the end); a first line that goes on to name the
+    actor (``The actor died because of an error raised in its creation task, ray::ScoreActor.__init__() (pid=...``)
+    is cut there, and the exception that ends the traceback after it is added (``...: ZeroDivisionError: ...``)."""
     lines = [line.strip() for line in _ANSI.sub("", str(exc)).splitlines() if line.strip()]
     if not lines:
         return type(exc).__name__
-    return lines[-1] if lines[0].startswith("ray::") else lines[0]
+    if lines[0].startswith("ray::"):
+        return lines[-1]
+    first = lines[0].split(" ray::")[0].rstrip(" ,")
+    return f"{first}: {lines[-1]}" if len(lines) > 1 and _RAISED.match(lines[-1]) else first
 
 
 def let_start(ray: Any, starting: Mapping[Any, float], started_cpus: float, actor_cpus: float) -> None:

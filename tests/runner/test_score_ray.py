@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import io
+import operator
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -11,6 +13,7 @@ import pytest
 
 from prefix_exec import cluster
 from prefix_exec.cli import main
+from prefix_exec.errors import InputError
 from prefix_exec.scoring.pool import ray as ray_pool
 
 if TYPE_CHECKING:
@@ -191,3 +194,29 @@ def test_a_unit_past_its_budget_and_the_grace_is_lost_and_its_actor_killed(
     assert f"lost {ray_pool.ATTEMPTS} times (the last: it did not answer within 2 s, the rollout's budget" in err
     kept = [line for line in one.read_text().splitlines(keepends=True) if '"leo"' not in line]
     assert len(kept) == 11 and ray.read_text() == "".join(kept)
+
+
+class _Unloadable:
+    """Settings that pickle here but raise as an actor loads them (ZeroDivisionError), as a replayer holding a
+    function of a script's ``__main__`` fails on a cluster's workers."""
+
+    rollout_seconds = 1.0
+
+    def __reduce__(self) -> tuple[object, tuple[int, int]]:
+        return operator.truediv, (1, 0)
+
+
+@pytest.mark.slow
+def test_a_pool_whose_actors_die_as_they_start_fails_with_their_error(ray_session: RaySession) -> None:
+    """Each actor dies as it loads the settings: it is asked for again, MOST_FAILED_STARTS times in a row at
+    most, then the pool fails naming the error (before, every unit sent to it was lost, one after the other)."""
+    actors = ray_pool.RayActors(_Unloadable(), 1, frozenset(), io.StringIO())  # type: ignore[arg-type]
+    try:
+        with pytest.raises(InputError, match=r"no Ray actor could start: each died as it started, 3 times in a row"):
+            while True:  # as the schedule asks: is it started? then waits for it
+                assert not actors.available(0)
+                actors.collect(1.0)
+        assert actors.failed_starts == [ray_pool.MOST_FAILED_STARTS]
+        assert actors.given_up[0].endswith("creation task: ZeroDivisionError: division by zero")
+    finally:
+        actors.close()
