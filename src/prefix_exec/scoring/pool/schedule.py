@@ -200,17 +200,30 @@ class Schedule:
             return
 
     def send_again(self) -> bool:
-        """Send the units a dead worker held to the workers with room, oldest first; whether none is left."""
+        """Send the units a dead worker held to the workers with room, oldest first; whether none is left. With
+        ``here``, one no worker can take now is replayed here (a batch read here) and this returns, unless it is
+        the one a worker died on (it could end this process too: it waits for a worker)."""
         while self.again:
             seq, unit = self.again[0]
             token = self.environments.token(unit)
             assert token is not None, "a unit was sent to a worker before"
             worker = self.free(token, whole=isinstance(unit, Batch))
             if worker is None:
+                if self.here and seq not in self.tries:
+                    self.again.popleft()
+                    self.take_back(self.entries.pop(seq), unit)
                 return False
             self.again.popleft()
             self.dispatch(worker, seq, unit, token)
         return True
+
+    def take_back(self, entry: Entry, unit: Scorable | Undecoded | Batch) -> None:
+        """Replay here the unit of ``entry`` a worker had (a batch: read here, its units replayed here before this
+        process's own, since they come earlier in the window)."""
+        if isinstance(unit, Batch):
+            self.local.extendleft(reversed(self.window.split(entry, self.read_here)))
+        else:
+            entry[1] = self.replay_here(unit)
 
     def has_room(self) -> bool:
         """Whether a worker holds fewer units than it may (ready or not), none of them a batch."""
@@ -351,10 +364,7 @@ class Schedule:
                     f"{'its units are' if isinstance(unit, Batch) else 'the unit is'} replayed in this process",
                     file=self.log,
                 )
-                if isinstance(unit, Batch):  # before this process's own: they come earlier in the window
-                    self.local.extendleft(reversed(self.window.split(entry, self.read_here)))
-                else:
-                    entry[1] = self.replay_here(unit)
+                self.take_back(entry, unit)
                 return
             entry[1] = outcome
             return
