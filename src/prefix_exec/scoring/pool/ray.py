@@ -123,6 +123,8 @@ class RayActors:
             ref = actor.batch_score.remote(unit.read, token)
         else:
             ref = actor.score.remote(unit.rollout, token)
+        # A batch is held to one unit's bound too: none comes here (score transcripts hands whole files to local
+        # worker processes only), and one that did would be lost past it, never waited on for good.
         self.running[ref] = (worker, seq, time.monotonic() + self.answer_seconds)
 
     def collect(self, timeout: float | None = None) -> list[Event]:
