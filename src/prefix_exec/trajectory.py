@@ -213,10 +213,13 @@ class Skipped:
     """An input unit that could not be scored, and why. Reported, never silently dropped.
 
     ``where`` names the unit (a file and line, or a rollout's identity) so the user can find it.
+    ``infrastructure``: the system lost it (the Ray actors replaying it died, or never answered), not the input
+    nor the agent: a ``score`` command lists it apart, goes on without ``--keep-going``, and ``--resume`` scores it.
     """
 
     where: str
     error: str
+    infrastructure: bool = False
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,10 @@ import pytest
 
 from fakes import ticketing_agent
 from fakes.openai_server import ScriptedServer
+from prefix_exec import cluster
 from prefix_exec.cli import main
 from prefix_exec.errors import InputError
+from prefix_exec.runner import launchers
 from prefix_exec.runner.grid import load_grid
 from prefix_exec.runner.progress import Progress
 from prefix_exec.runner.run_dir import check_settings, run_grid, run_lock
@@ -168,6 +170,21 @@ def test_a_ray_worker_that_dies_fails_only_its_unit(
     assert "Ray worker died" in failures[0]["error"]
     assert os.environ["PREFIX_EXEC_TEST_DIE_ONCE"]
     assert json.loads((tmp_path / "run" / "settings.json").read_text())["seed"] == 3
+
+
+@pytest.mark.slow
+def test_a_ray_run_whose_actors_never_start_fails_at_the_start_bound(
+    server: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ray_session: RaySession
+) -> None:
+    """Actors asking for more CPUs than any node has are never placed: the run stops with an error naming the
+    start bound, having written nothing (before the bound, it waited for them for good)."""
+    monkeypatch.setattr(launchers, "ACTOR_CPUS", 1000.0)
+    monkeypatch.setattr(cluster, "START_SECONDS", 2.0)
+    grid = write_grid(tmp_path, server.base_url, methods=["react"])
+    with pytest.raises(InputError, match=r"no Ray actor started within 2 s \(2 asked for, 1000 CPU each\)"):
+        run_grid(grid, tmp_path / "run", launcher="ray", max_concurrency=2)
+    records = tmp_path / "run" / "records.jsonl"
+    assert not records.exists() or not records.read_text()
 
 
 def test_metrics_and_report_warn_about_failed_units_and_unequal_blocks(

@@ -33,6 +33,7 @@ class Scripted:
     it was sent, and answer what they hold ``delay`` seconds after it was sent (replayed here, in this process)."""
 
     depth = 2
+    queues = True
 
     def __init__(self, workers: int, *, ready: bool, delay: float, build: float = 0.0) -> None:
         self.ready, self.delay, self.build = ready, delay, build
@@ -79,7 +80,7 @@ class Scripted:
     def stop(self, worker: int) -> None:
         raise AssertionError("no worker dies here")
 
-    def close(self) -> None:
+    def close(self, *, settle: bool = True) -> None:
         pass
 
 
@@ -133,6 +134,60 @@ def test_a_worker_is_given_rollouts_once_it_has_built_their_environment() -> Non
     soon = Scripted(1, ready=True, delay=0.0, build=0.0)
     assert outcomes(soon, units, []) == [REPLAYER(u.rollout, u.env) for u in units]
     assert 0 < soon.given < len(units)
+
+
+class Lossy(Scripted):
+    """Ray's shape of transport: units go to started workers only (``queues`` false), one at a time; of two
+    workers only the first ever starts (the second waits for a CPU for good), and it dies ``deaths`` times on the
+    rollout of trial ``deadly``, each death one an actor's (sent again up to ``attempts`` times)."""
+
+    depth = 1
+    queues = False
+
+    def __init__(self, *, deadly: int, deaths: float, attempts: int = 3) -> None:
+        super().__init__(2, ready=True, delay=0.0)
+        self.deadly, self.deaths, self.attempts = deadly, deaths, attempts
+        self.restarts = 0
+
+    def available(self, worker: int) -> bool:
+        return worker == 0
+
+    def answer(self, worker: int, seq: int, unit: object) -> list[Event]:
+        assert worker == 0 and isinstance(unit, Scorable)
+        if unit.rollout.trial == self.deadly and self.deaths > 0:
+            self.deaths -= 1
+            self.sent.clear()  # what it held dies with it
+            return [(worker, None, Died("the actor died", self.attempts, infrastructure=True))]
+        return super().answer(worker, seq, unit)
+
+    def restart(self, worker: int) -> None:
+        self.restarts += 1
+        self.envs = {key: when for key, when in self.envs.items() if key[0] != worker}  # a new worker has none
+
+
+def ray_shaped(transport: Lossy, units: list[Scorable]) -> list[object]:
+    schedule = pool_schedule.Schedule(iter(units), transport, REPLAYER, Admission(set()), 2, io.StringIO())
+    return [outcome for outcome in schedule.run() if not isinstance(outcome, Sync)]
+
+
+def test_a_unit_whose_actor_died_is_sent_again_and_scored_as_one_worker_scores_it() -> None:
+    """The rollout a worker died on goes again, to the one worker that started; nothing goes to the worker that
+    never starts (its units would wait for it for good)."""
+    units = scorables(8)
+    transport = Lossy(deadly=4, deaths=1)
+    assert ray_shaped(transport, units) == [REPLAYER(u.rollout, u.env) for u in units]
+    assert transport.restarts == 1 and transport.given == 9
+
+
+def test_a_unit_lost_at_every_attempt_is_the_systems_failure_and_the_others_are_scored() -> None:
+    units = scorables(8)
+    transport = Lossy(deadly=4, deaths=float("inf"))
+    out = ray_shaped(transport, units)
+    assert transport.restarts == 3 and transport.given == 10  # the 7 others, and the lost one 3 times
+    lost = out.pop(4)
+    assert isinstance(lost, Skipped) and lost.infrastructure and "trial 4" in lost.where
+    assert lost.error.startswith("the Ray actor replaying it was lost 3 times (the last: the actor died)")
+    assert out == [REPLAYER(u.rollout, u.env) for i, u in enumerate(units) if i != 4]
 
 
 def given(unit: Rollout) -> Rollout:

@@ -182,14 +182,15 @@ def add_infrastructure_option(parser: argparse.ArgumentParser) -> None:
 
 def finish(report: ScoreReport, out: str, numbered: Numbering | None = None) -> int:
     """Say what the run did on stderr (with ``numbered``'s renumbered trials first, then the infrastructure
-    failures left out or kept); the exit status (an infrastructure failure left out is no error)."""
+    failures left out or kept); the exit status: 2 when units could not be scored, else 1 when the pool lost units
+    (the system's failure: ``--resume`` scores them), else 0 (an infrastructure failure left out is no error)."""
     note = numbered.describe() if numbered is not None else None
     if note:
         print(f"prefix-exec: trials: {note}", file=sys.stderr)
     if said := report.infrastructure.note(report.written + report.resumed):
         print(f"prefix-exec: infrastructure: {said}", file=sys.stderr)
     print(f"prefix-exec: {report.describe()} -> {out}", file=sys.stderr)
-    return 2 if report.skipped else 0
+    return 2 if report.skipped else 1 if report.lost else 0
 
 
 def int_at_least(minimum: int) -> Callable[[str], int]:

@@ -18,16 +18,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import math
 import multiprocessing
-import re
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-from prefix_exec.cluster import connect_ray
+from prefix_exec import cluster
+from prefix_exec.cluster import connect_ray, let_start, ray_message
+from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonObject
 from prefix_exec.runner.grid import Grid
 from prefix_exec.runner.worker import UnitResult, UnitWorker
@@ -134,65 +137,128 @@ def _stop(pool: Executor) -> None:
             process.terminate()
 
 
+#: CPUs a unit's actor asks for: it waits on the network, not the CPU; a fraction lets --max-concurrency exceed
+#: the core count.
+ACTOR_CPUS = 0.01
+#: Actors that may die in a row as they start (their worker cannot be built there) before the run fails.
+MOST_FAILED_STARTS = 3
+
+
 def run_ray(grid: Grid, cache: Path | None, units: Sequence[Unit], concurrency: int) -> Iterator[UnitResult]:
     """Run ``units`` on ``concurrency`` Ray actors; each actor process holds one worker.
 
     A worker process that dies (killed, out of memory, a crash in native code) fails only its unit: the unit
-    is reported with the error, the slots it held are given back, and a new worker takes its place.
+    is reported with the error, the slots it held are given back, and a new worker takes its place. Units go
+    only to started actors (:class:`_RayWorkers`): a run none of whose actors has started within
+    :data:`~prefix_exec.cluster.START_SECONDS` fails with an :class:`InputError` naming that bound, as does one
+    whose actors die as they start :data:`MOST_FAILED_STARTS` times in a row.
     """
     ray = connect_ray()
     from ray.exceptions import RayError
 
     gate = ray.remote(num_cpus=0)(_EndpointGate)
     gates: JsonObject = {url: gate.remote(cap) for url, cap in grid.endpoint_caps().items()}
-    # Actors wait on the network, not the CPU; a fractional CPU lets --max-concurrency exceed the core count.
-    actor = ray.remote(num_cpus=0.01)(_RayWorker)
-    spawned = itertools.count()
-
-    def spawn() -> tuple[int, Any]:
-        number = next(spawned)
-        return number, actor.remote(grid, cache, gates, number)
-
-    idle = [spawn() for _ in range(max(1, min(concurrency, len(units))))]
+    actor = ray.remote(num_cpus=ACTOR_CPUS)(_RayWorker)
+    workers = _RayWorkers(ray, actor, (grid, cache, gates), max(1, min(concurrency, len(units))))
     pending = list(reversed(units))
     running: dict[Any, tuple[tuple[int, Any], Unit]] = {}
+    ended = False
     try:
         while pending or running:
-            while pending and idle:
-                worker, unit = idle.pop(), pending.pop()
+            while pending and workers.idle:
+                worker, unit = workers.idle.pop(), pending.pop()
                 running[worker[1].run.remote(unit)] = (worker, unit)
-            ready, _ = ray.wait(list(running), num_returns=1)
-            for ref in ready:
+            for ref in workers.wait(list(running)):
                 worker, unit = running.pop(ref)
                 try:
-                    result: UnitResult = ray.get(ref)
+                    result: UnitResult = ray.get(ref, timeout=cluster.START_SECONDS)  # ready: the bound is form's
                 except RayError as exc:
                     for g in gates.values():
                         g.release_all.remote(worker[0])
                     ray.kill(worker[1], no_restart=True)
-                    idle.append(spawn())
+                    workers.spawn()
                     yield UnitResult(unit, error=f"the Ray worker died running this unit: {ray_message(exc)}")
                     continue
-                idle.append(worker)
+                workers.idle.append(worker)
                 yield result
+        ended = True
     finally:
-        # Ctrl-C or an early stop: end the workers still running (Ray cannot force-cancel actor tasks).
-        for worker, _ in running.values():
+        # Ctrl-C or an early stop: end the workers still running at once (Ray cannot force-cancel actor tasks).
+        workers.close([worker for worker, _ in running.values()], settle=ended)
+
+
+class _RayWorkers:
+    """The actors of one :func:`run_ray`, each ``(number, handle)``: the started ones not running a unit
+    (:attr:`idle`), and those still starting, each with its readiness ref and when it was asked for."""
+
+    def __init__(self, ray: Any, actor: Any, args: tuple[Any, ...], count: int) -> None:
+        self.ray, self.actor, self.args = ray, actor, args
+        self.numbers = itertools.count()
+        self.idle: list[tuple[int, Any]] = []
+        self.starting: dict[Any, tuple[tuple[int, Any], float]] = {}
+        self.failed_starts = 0  # in a row
+        for _ in range(count):
+            self.spawn()
+
+    def spawn(self) -> None:
+        """Ask for a new actor (numbered: the endpoint gates count each one's slots)."""
+        number = next(self.numbers)
+        handle = self.actor.remote(*self.args, number)
+        self.starting[handle.__ray_ready__.remote()] = ((number, handle), time.monotonic())
+
+    def wait(self, running: list[Any]) -> list[Any]:
+        """The refs of ``running`` that are ready: at least one, or none when an actor started meanwhile (it is
+        then idle). Raises :class:`InputError` when no actor has started within the start bound."""
+        from ray.exceptions import RayError
+
+        while True:
+            deadline = math.inf
+            if not running and not self.idle:  # nothing started yet: every actor asked for waits its bound
+                deadline = max(asked for _, asked in self.starting.values()) + cluster.START_SECONDS
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise InputError(
+                    f"no Ray actor started within {cluster.START_SECONDS:g} s ({len(self.starting)} asked for, "
+                    f"{ACTOR_CPUS:g} CPU each): the Ray cluster has no free CPU for them, or cannot start workers",
+                    hint="see 'ray status'; units written so far are kept (--resume)",
+                )
+            refs = [*running, *self.starting]
+            ready, _ = self.ray.wait(refs, num_returns=1, timeout=None if math.isinf(left) else left)
+            started = [ref for ref in ready if ref in self.starting]
+            for ref in started:
+                worker, _ = self.starting.pop(ref)
+                try:
+                    self.ray.get(ref, timeout=cluster.START_SECONDS)
+                except RayError as exc:
+                    self.failed(worker, exc)
+                    continue
+                self.idle.append(worker)
+                self.failed_starts = 0
+            if len(started) < len(ready) or self.idle:
+                return [ref for ref in ready if ref not in started]
+
+    def failed(self, worker: tuple[int, Any], exc: BaseException) -> None:
+        """``worker`` died as it started: another is asked for, unless :data:`MOST_FAILED_STARTS` did in a row."""
+        with contextlib.suppress(Exception):
+            self.ray.kill(worker[1], no_restart=True)
+        self.failed_starts += 1
+        if self.failed_starts >= MOST_FAILED_STARTS:
+            raise InputError(
+                f"no Ray actor could start: {self.failed_starts} died in a row as they started (the last: "
+                f"{ray_message(exc)})",
+                hint="each worker must build the grid's datasets and open the run's cache where it runs",
+            )
+        self.spawn()
+
+    def close(self, running: list[tuple[int, Any]], *, settle: bool) -> None:
+        """Kill every actor, those still starting first; with ``settle``, after letting the young ones start
+        (:func:`~prefix_exec.cluster.let_start`)."""
+        if settle:
+            asked = {ref: when for ref, (_, when) in self.starting.items()}
+            let_start(self.ray, asked, (len(self.idle) + len(running)) * ACTOR_CPUS, ACTOR_CPUS)
+        for worker in [*(worker for worker, _ in self.starting.values()), *running, *self.idle]:
             with contextlib.suppress(Exception):
-                ray.kill(worker[1], no_restart=True)
-
-
-#: The terminal colour codes Ray puts around an actor's name in its errors.
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def ray_message(exc: BaseException) -> str:
-    """A Ray error in one line, without colour codes: its first line, or its last when the first only names the
-    actor (``ray::_RayWorker.run() (pid=...)``, with the cause at the end)."""
-    lines = [line.strip() for line in _ANSI.sub("", str(exc)).splitlines() if line.strip()]
-    if not lines:
-        return type(exc).__name__
-    return lines[-1] if lines[0].startswith("ray::") else lines[0]
+                self.ray.kill(worker[1], no_restart=True)
 
 
 class _EndpointGate:

@@ -75,13 +75,15 @@ class ScoreOptions:
 
 @dataclass
 class ScoreReport:
-    """What a scoring run did. ``skipped`` lists every unit not scored, with the reason; ``infrastructure`` the
-    rollouts an infrastructure failure ended, left out of the output or kept."""
+    """What a scoring run did. ``skipped`` lists every unit not scored, with the reason; ``lost`` those the system
+    lost (:attr:`~prefix_exec.trajectory.Skipped.infrastructure`: the Ray actors replaying one died or never
+    answered); ``infrastructure`` the rollouts an infrastructure failure ended, left out of the output or kept."""
 
     written: int = 0
     resumed: int = 0
     executable: int = 0
     skipped: list[Skipped] = field(default_factory=list)
+    lost: list[Skipped] = field(default_factory=list)
     infrastructure: Exclusion = field(default_factory=Exclusion)
 
     def describe(self) -> str:
@@ -91,6 +93,8 @@ class ScoreReport:
             text += f"; {self.resumed} already in the output were kept (--resume)"
         if self.skipped:
             text += f"; {len(self.skipped)} could not be scored (listed above)"
+        if self.lost:
+            text += f"; {len(self.lost)} not scored for an infrastructure failure (listed above; --resume scores them)"
         if left := len(self.infrastructure.excluded):
             text += f"; {left} ended by an infrastructure failure left out (listed above)"
         return text
@@ -150,7 +154,7 @@ def score_to_file(
             # A failed run leaves no empty output behind (a non-empty one keeps its records for --resume).
             _drop_if_empty(target, fresh)
             raise
-        if scorer.report.skipped:  # exit 2: nothing scored leaves nothing behind
+        if scorer.report.skipped or scorer.report.lost:  # exit 2 or 1: nothing scored leaves nothing behind
             _drop_if_empty(target, fresh)
     return scorer.report
 
@@ -248,6 +252,10 @@ class _Scorer:
         self.report.executable += int(executable)
 
     def skip(self, unit: Skipped) -> None:
+        if unit.infrastructure:  # the system's failure, not the input's: the run goes on, --resume scores it
+            self.report.lost.append(unit)
+            print(f"prefix-exec: not scored {unit.where}: {unit.error}", file=self.log)
+            return
         if not self.keep_going:
             raise InputError(
                 f"{unit.where}: {unit.error}",

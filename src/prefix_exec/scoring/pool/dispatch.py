@@ -25,9 +25,11 @@ start overlaps its own). A worker sends each record back as its line, made there
 (:data:`~prefix_exec.scoring.replayer.SYNC_SECONDS`).
 
 A worker that dies (killed, out of memory in C) costs only the rollout it was replaying: that rollout is
-reported unscorable, a new worker starts and takes the rollouts queued behind it (a batch's, one by one, so that
-the one that kills it is known). Ctrl-C and SIGTERM end the workers and leave the records written so far. The
-workers and their pipes are :mod:`prefix_exec.scoring.pool.processes`'s.
+reported unscorable, a new worker starts, and the rollouts queued behind it go again (a batch's, one by one, so
+that the one that kills it is known). A Ray actor's rollout is sent again too, a few times, before it is listed
+as the system's failure; every wait on the actors has a bound (:mod:`prefix_exec.scoring.pool.ray`). Ctrl-C and
+SIGTERM end the workers and leave the records written so far. The workers and their pipes are
+:mod:`prefix_exec.scoring.pool.processes`'s.
 """
 
 from __future__ import annotations
@@ -111,7 +113,7 @@ def _scored(
     if launcher == "ray":
         from prefix_exec.scoring.pool.ray import RayActors
 
-        transport = RayActors(replayer, count, admission.done)
+        transport = RayActors(replayer, count, admission.done, log)
     elif here:
         early = min(count, usable_cores() - 1)  # at once as many as there are cores this process leaves idle
         processes = transport = Processes(replayer, count, admission.done, first=early)
@@ -120,10 +122,14 @@ def _scored(
     else:
         transport = Processes(replayer, count, admission.done)
     schedule = Schedule(tickets, transport, replayer, admission, count, log, here=here, start_later=start_later)
+    interrupted = False
     try:
         yield from schedule.run()
+    except KeyboardInterrupt:
+        interrupted = True  # Ctrl-C ends the workers at once
+        raise
     finally:
-        transport.close()
+        transport.close(settle=not interrupted)
 
 
 def _in_process(tickets: Iterator[Ticket], replayer: Replayer, admission: Admission, log: TextIO) -> Iterator[Outcome]:

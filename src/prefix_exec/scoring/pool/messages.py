@@ -60,9 +60,14 @@ class Batched:
 
 @dataclass(frozen=True)
 class Died:
-    """A worker ended while it held rollouts; ``why`` says how (an exit code, a signal, Ray's message)."""
+    """A worker ended while it held rollouts; ``why`` says how (an exit code, a signal, Ray's message, or that it
+    did not answer within the unit's bound). ``attempts``: how many times in all a unit its worker died on is sent
+    (1: a local process's, never again: the unit is its culprit); ``infrastructure``: a unit still lost after them
+    is the system's failure, not the input's (a Ray actor's: :func:`~prefix_exec.scoring.pool.settlement.lost`)."""
 
     why: str
+    attempts: int = 1
+    infrastructure: bool = False
 
 
 @dataclass(frozen=True)
@@ -82,9 +87,12 @@ Event = tuple[int, int | None, Outcome | Raised | Decoded | Batched | Unloadable
 class Transport(Protocol):
     """Worker processes (:class:`~prefix_exec.scoring.pool.processes.Processes`) or Ray actors
     (:class:`~prefix_exec.scoring.pool.ray.RayActors`), addressed by index; each runs the messages it is sent in
-    order."""
+    order. ``depth``: the units a worker holds at least; ``queues``: whether a unit may be sent to a worker not
+    :meth:`available` yet (a process's pipe keeps it until the worker is ready; an actor that never starts would
+    keep it for good, so Ray's units go to started actors only)."""
 
     depth: int
+    queues: bool
 
     def available(self, worker: int) -> bool: ...
     def holds(self, worker: int, token: int) -> bool: ...
@@ -93,4 +101,4 @@ class Transport(Protocol):
     def collect(self, timeout: float | None = None) -> list[Event]: ...
     def restart(self, worker: int) -> None: ...
     def stop(self, worker: int) -> None: ...
-    def close(self) -> None: ...
+    def close(self, *, settle: bool = True) -> None: ...

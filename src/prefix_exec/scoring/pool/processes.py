@@ -112,6 +112,7 @@ class Processes:
     result back; nor does a thread hand messages on (a GIL hand-off per rollout cost milliseconds)."""
 
     depth = DEPTH
+    queues = True  # a unit sent before READY waits in the worker's pipe
 
     def __init__(
         self, replayer: Replayer, workers: int, done: frozenset[UnitKey] = frozenset(), *, first: int | None = None
@@ -272,7 +273,8 @@ class Processes:
         self.inboxes[worker].close()
         self.outboxes[worker].close()
 
-    def close(self) -> None:
+    def close(self, *, settle: bool = True) -> None:
+        """End every worker (``settle`` is Ray's: a process is ended at once)."""
         for worker, process in enumerate(self.processes):
             if process is not None:
                 with contextlib.suppress(Exception):

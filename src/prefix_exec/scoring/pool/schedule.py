@@ -3,13 +3,19 @@ worker, which this process replays itself, and the window (:mod:`prefix_exec.sco
 outcomes back in input order, settled as one worker would (:mod:`prefix_exec.scoring.pool.settlement`).
 
 A unit (:data:`Ticket`) is a rollout, an undecoded one, or a :class:`~prefix_exec.scoring.units.Batch` of those (a
-file's conversations). A worker holds at most :attr:`Schedule.depth` rollouts, or one batch (after a worker died
-on a batch, its successor is sent the batch's units at once). A batch no worker can take is read here, and its
-units enter the window at once, in order, to be replayed here one by one (the workers' answers are read between
-two of them, so that a worker is given its next batch at once); meanwhile a worker with room takes the next
-ticket, which comes after them in the window. The last batch is always read here (one ticket is read ahead, so
-the last is known), and, once every ticket is read, workers with room take units of what this process has left to
-replay, from its end, one by one: whole, the last batch would end the run in one worker while the others wait.
+file's conversations). A worker holds at most :attr:`Schedule.depth` rollouts, or one batch. The units a worker
+held when it died go again, first of all, to the workers with room (a batch's units one by one, so that the one
+that kills a worker is known), but for the unit it was replaying: that one goes again only as many times as the
+transport's :attr:`~prefix_exec.scoring.pool.messages.Died.attempts` say (a Ray actor's: the system may have lost
+it), then it is lost (:func:`~prefix_exec.scoring.pool.settlement.lost`). A transport that does not
+:attr:`~prefix_exec.scoring.pool.messages.Transport.queues` units is sent them only once a worker is ready.
+
+A batch no worker can take is read here, and its units enter the window at once, in order, to be replayed here
+one by one (the workers' answers are read between two of them, so that a worker is given its next batch at once);
+meanwhile a worker with room takes the next ticket, which comes after them in the window. The last batch is always
+read here (one ticket is read ahead, so the last is known), and, once every ticket is read, workers with room take
+units of what this process has left to replay, from its end, one by one: whole, the last batch would end the run in
+one worker while the others wait.
 
 The window holds at most :meth:`Schedule.size` tickets read ahead, and, of those, at most :data:`MOST_EXPANDED`
 batches beyond one per worker (a batch counts as one ticket, and its units as none), so a kill loses at most the
@@ -21,18 +27,18 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from functools import partial
 from typing import Any, TextIO
 
 from prefix_exec.scoring.admission import Admission
 from prefix_exec.scoring.pool.environments import Environments
 from prefix_exec.scoring.pool.messages import Batched, Decoded, Died, Raised, Transport, Unloadable
-from prefix_exec.scoring.pool.settlement import Settlement, caught, raised
+from prefix_exec.scoring.pool.settlement import Settlement, caught, lost, raised
 from prefix_exec.scoring.pool.window import PENDING, Entry, Note, Window
 from prefix_exec.scoring.pool.worker import decode_on
 from prefix_exec.scoring.replayer import SYNC, SYNC_SECONDS, Outcome, Replayer, Sync
 from prefix_exec.scoring.units import Batch, Scorable, Undecoded, unit_name
-from prefix_exec.trajectory import Skipped
 
 #: Units the window holds per replaying process beyond what the workers hold: while a worker works through its
 #: queue, this process goes on reading and replaying that many (with 8, it waited on the worker a tenth of the
@@ -93,6 +99,8 @@ class Schedule:
         self.local: deque[Entry] = deque()  # units of batches read here, to replay here, in order
         self.peeked: Any = None  # a ticket read that waits for a worker (this process has its own to replay)
         self.held: list[deque[tuple[int, Scorable | Undecoded | Batch]]] = [deque() for _ in range(workers)]
+        self.again: deque[tuple[int, Scorable | Undecoded | Batch]] = deque()  # a dead worker's, to send again
+        self.tries: dict[int, int] = {}  # seq -> the deaths of the workers replaying it so far
         self.environments = Environments(transport, workers, log)
         self.failed_starts = [0] * workers  # deaths before READY in a row (with here: see MOST_FAILED_STARTS)
         self.depth = transport.depth  # rollouts a worker may hold (more, with here, for quick rollouts)
@@ -123,7 +131,7 @@ class Schedule:
                 self.start_later = None
             if self.busy_here():
                 timeout: float | None = 0.0  # more to replay here: only what the workers sent meanwhile
-            elif any(self.held):
+            elif any(self.held) or self.again or self.peeked is not None:  # or units wait for a ready worker
                 timeout = LIVENESS_SECONDS
                 if self.start_later is not None:
                     timeout = min(timeout, max(0.0, self.started + START_SECONDS - now))
@@ -151,12 +159,16 @@ class Schedule:
         batch read here this returns, so that the workers' answers are read (and they are given more) between
         two replays here. While this process has a batch's units of its own to replay, a ticket is read only when
         a worker can take it; once none is left, a worker with room takes some of those units (:meth:`share`)."""
+        if not self.send_again():
+            return
         if self.exhausted and self.peeked is None:
             self.share()
         while not self.exhausted or self.peeked is not None:
             if self.peeked is None and not self.room():
                 return
-            if (self.local or not self.here) and self.free(None) is None:
+            if self.local and self.free(None) is None:
+                return
+            if not self.here and not self.has_room():  # a unit read now would wait (read, it starts workers)
                 return
             ticket, self.peeked = (self.read(), None) if self.peeked is None else (self.peeked, None)
             if ticket is _END:
@@ -186,6 +198,36 @@ class Schedule:
             entry = self.window.add(PENDING, ticket if isinstance(ticket, Undecoded) else None)
             entry[1] = self.replay_here(ticket)  # in input order like the rest (admitted in its turn)
             return
+
+    def send_again(self) -> bool:
+        """Send the units a dead worker held to the workers with room, oldest first; whether none is left. With
+        ``here``, one no worker can take now is replayed here (a batch read here) and this returns, unless it is
+        the one a worker died on (it could end this process too: it waits for a worker)."""
+        while self.again:
+            seq, unit = self.again[0]
+            token = self.environments.token(unit)
+            assert token is not None, "a unit was sent to a worker before"
+            worker = self.free(token, whole=isinstance(unit, Batch))
+            if worker is None:
+                if self.here and seq not in self.tries:
+                    self.again.popleft()
+                    self.take_back(self.entries.pop(seq), unit)
+                return False
+            self.again.popleft()
+            self.dispatch(worker, seq, unit, token)
+        return True
+
+    def take_back(self, entry: Entry, unit: Scorable | Undecoded | Batch) -> None:
+        """Replay here the unit of ``entry`` a worker had (a batch: read here, its units replayed here before this
+        process's own, since they come earlier in the window)."""
+        if isinstance(unit, Batch):
+            self.local.extendleft(reversed(self.window.split(entry, self.read_here)))
+        else:
+            entry[1] = self.replay_here(unit)
+
+    def has_room(self) -> bool:
+        """Whether a worker holds fewer units than it may (ready or not), none of them a batch."""
+        return any(len(held) < self.depth and not (held and isinstance(held[0][1], Batch)) for held in self.held)
 
     def share(self) -> None:
         """Give workers with room the units of this process's own batch from its end (this process replays it
@@ -236,10 +278,12 @@ class Schedule:
         """The worker holding the fewest rollouts, if it has room (``whole``: holds nothing, for a batch); with
         ``here``, of those ready and holding ``token``'s environment built (it is sent now to a ready worker that
         lacks it: the worker builds it at once, and this process replays meanwhile; a tau2 environment's imports
-        take several seconds)."""
+        take several seconds); of those ready too when the transport does not queue units (Ray's: asking starts
+        an actor, so that a run that replays nothing starts none)."""
+        ready_only = self.here or not self.transport.queues
         best: int | None = None
         for worker, held in enumerate(self.held):
-            if len(held) >= (1 if whole else self.depth) or (self.here and not self.transport.available(worker)):
+            if len(held) >= (1 if whole else self.depth) or (ready_only and not self.transport.available(worker)):
                 continue
             if held and isinstance(held[0][1], Batch):  # busy with a whole file: what it is given waits behind
                 continue
@@ -313,16 +357,14 @@ class Schedule:
             held_seq, unit = self.held[worker].popleft()
             assert held_seq == seq, "a worker answers in the order it was sent"
             entry = self.entries.pop(held_seq)
+            self.tries.pop(held_seq, None)
             if isinstance(outcome, Unloadable):  # replayed here instead: its outcome is then one worker's
                 print(
                     f"prefix-exec: note: a worker's answer could not be read here ({outcome.why}); "
                     f"{'its units are' if isinstance(unit, Batch) else 'the unit is'} replayed in this process",
                     file=self.log,
                 )
-                if isinstance(unit, Batch):  # before this process's own: they come earlier in the window
-                    self.local.extendleft(reversed(self.window.split(entry, self.read_here)))
-                else:
-                    entry[1] = self.replay_here(unit)
+                self.take_back(entry, unit)
                 return
             entry[1] = outcome
             return
@@ -332,25 +374,26 @@ class Schedule:
             self.transport.restart(worker)
             self.environments.forget(worker)
             return
-        # The unit it was replaying is the one that killed it; those queued behind it go to its successor. A
-        # batch's units go to it one by one, so that the one that kills a worker is known.
+        # The unit it was replaying is the one that killed it (sent again only as Died.attempts say); those queued
+        # behind it go again. A batch's units go one by one, so that the one that kills a worker is known.
         culprit, unit = self.held[worker].popleft()
-        entry = self.entries.pop(culprit)
+        entry = self.entries[culprit]
         queued = list(self.held[worker])
+        tries = self.tries.pop(culprit, 0) + 1
         if isinstance(unit, Batch):
+            del self.entries[culprit]
             pending = self.window.split(entry, self.read_here)
             self.entries.update((again[0], again) for again in pending)
             queued = [(again[0], again[2]) for again in pending] + queued
+        elif tries < outcome.attempts:
+            self.tries[culprit] = tries
+            queued.insert(0, (culprit, unit))
         else:
-            entry[1] = (
-                outcome  # named once decoded, in its turn
-                if isinstance(unit, Undecoded)
-                else Skipped(unit_name(unit.rollout), f"the worker process died replaying it ({outcome.why})")
-            )
+            del self.entries[culprit]
+            died = replace(outcome, attempts=tries)
+            # An undecoded unit is named once decoded, in its turn (Settlement.settle).
+            entry[1] = died if isinstance(unit, Undecoded) else lost(unit_name(unit.rollout), died)
         self.held[worker].clear()
         self.transport.restart(worker)
         self.environments.forget(worker)
-        for seq_again, again in queued:
-            token = self.environments.token(again)
-            assert token is not None
-            self.dispatch(worker, seq_again, again, token)
+        self.again.extend(queued)

@@ -35,6 +35,21 @@ def caught(replayer: Replayer, rollout: Rollout, env: Environment | EnvFor) -> O
         return Raised(exc)
 
 
+def lost(name: str, died: Died) -> Skipped:
+    """What becomes of the unit ``name`` whose worker ``died`` on it as many times as it is sent
+    (:attr:`Died.attempts`): a local process's culprit is unscorable (it killed its worker); a Ray actor's, the
+    system's failure (:attr:`~prefix_exec.trajectory.Skipped.infrastructure`: listed apart, ``--resume`` scores it)."""
+    if not died.infrastructure:
+        return Skipped(name, f"the worker process died replaying it ({died.why})")
+    times = "once" if died.attempts == 1 else f"{died.attempts} times"
+    return Skipped(
+        name,
+        f"the Ray actor replaying it was lost {times} (the last: {died.why}): an infrastructure failure (the "
+        "system's, not the input's nor the agent's); --resume scores it",
+        infrastructure=True,
+    )
+
+
 def raised(outcome: Outcome | Raised) -> Outcome:
     """``outcome``, or its error raised (a reading error, or one the replay let through: one worker raises it)."""
     if isinstance(outcome, Raised):
@@ -68,7 +83,7 @@ class Settlement:
         if not isinstance(ticket, Scorable):
             return ticket
         if isinstance(answer, Died):
-            return Skipped(unit_name(ticket.rollout), f"the worker process died replaying it ({answer.why})")
+            return lost(unit_name(ticket.rollout), answer)
         return self.replayer(ticket.rollout, ticket.env)
 
     def settle_batch(self, batch: Batch, answer: Batched) -> Iterator[Outcome]:
