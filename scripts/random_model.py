@@ -9,9 +9,10 @@ same context), not what the weights say, so this file costs per token what Qwen2
 (the same shapes as Qwen2.5-0.5B-Instruct). Its answers are noise: **never use it to judge a model or the
 runner's reading of calls.** Every answer runs to ``max_tokens``: the embedding rows of every token that is not
 ordinary text (control tokens such as ``<|im_end|>`` and ``<|endoftext|>``, ``<tool_call>``, the unused
-padding ids) are zero, so their logits are exactly 0 while the largest of the ~151,000 random logits is
-positive, and greedy decoding (temperature 0) never picks an end-of-generation token. So each request costs
-the most it can under the request's token cap.
+padding ids), and of ``</s>`` (id 128247, ordinary text in Qwen's vocabulary that llama.cpp nevertheless takes
+as an end of generation, warning "control-looking token"), are zero, so their logits are exactly 0 while the
+largest of the ~151,000 random logits is positive, and greedy decoding (temperature 0) never picks an
+end-of-generation token. So each request costs the most it can under the request's token cap.
 
 Inputs, both from the ``llama-cpp-python`` source package (PyPI), which vendors llama.cpp:
 
@@ -96,6 +97,8 @@ QWEN25_ADDED = {
     151664: "<|file_sep|>",
 }
 ENDOFTEXT, IM_END = 151643, 151645
+#: Ordinary tokens llama.cpp (0c1e570, ``llama-vocab.cpp``) ends generation on by their text alone.
+END_TEXTS = frozenset({"</s>"})
 WEIGHT_STD = 0.02
 TYPES = {
     "f16": (gguf.GGMLQuantizationType.F16, gguf.LlamaFileType.MOSTLY_F16),
@@ -161,7 +164,8 @@ def tensors(shape: Shape, vocab: Vocab, rng: np.random.Generator) -> Iterator[tu
         return gguf.TENSOR_NAMES[kind].format(bid=block) + "." + suffix
 
     embedding = normal(shape.vocab, shape.hidden)
-    embedding[[i for i, kind in enumerate(vocab.types) if kind != gguf.TokenType.NORMAL]] = 0.0
+    silent = [i for i, kind in enumerate(vocab.types) if kind != gguf.TokenType.NORMAL or vocab.tokens[i] in END_TEXTS]
+    embedding[silent] = 0.0  # logits exactly 0, under the random maximum: never picked (module docstring)
     yield name(gguf.MODEL_TENSOR.TOKEN_EMBD), embedding, True
     del embedding
     yield name(gguf.MODEL_TENSOR.OUTPUT_NORM), np.ones(shape.hidden, np.float32), False
