@@ -80,7 +80,7 @@ demo:
 # A real model on your own OpenAI-compatible server (llama.cpp, Ollama, vLLM ...): 3 BFCL tasks x react and dual-loop,
 # then what the runner read from it (requests, tool calls per format, parse failures, tokens, latency, FED and
 # labels). make smoke-local BASE_URL=http://127.0.0.1:8080/v1 MODEL=qwen [TOOL_MODE=native|text|auto]
-# [TEXT_FORMAT=...] [OUT=runs/smoke] [PROFILE=cpu: 1 task, 2 steps, 128 tokens, for a small model on a CPU]
+# [TEXT_FORMAT=...] [OUT=runs/smoke] [PROFILE=cpu: 1 one-turn task, 2 steps, 128 tokens: a 0.5B model on 2 CPU cores]
 # [NULL_CONTENT=empty: llama-cpp-python's server] [STREAM=1: each request's tokens on the progress line]; the script
 # reads these (and API_KEY_ENV, TASKS, METHODS, MAX_STEPS, MAX_TOKENS, K_VAL, TIMEOUT) from the environment:
 # python scripts/smoke_local.py --help.

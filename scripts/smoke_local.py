@@ -65,14 +65,18 @@ class Profile:
     timeout: float
 
 
-#: ``full``: three tasks, as a GPU server answers them in minutes. ``cpu``: one task (two user turns) with two
-#: model calls per turn, 128 tokens and one verification round, for a 0.5B model on 2 CPU cores: the recorded
-#: real-model run (tests/data/real-model: median 19 s a request, 6 of 28 answers at the token cap) spent 615 s on
-#: this task's react and dual-loop at 4 steps, 256 tokens and k_val 2; at this profile's sizes that is about 5
-#: minutes (an estimate from those latencies, not a timed run).
+#: ``full``: three tasks, as a GPU server answers them in minutes. ``cpu``: for a 0.5B model on 2 CPU cores, one
+#: task of one user turn (VehicleControlAPI: unlock the doors, headlights on; two calls in its ground truth), 2
+#: steps, 128 tokens and one verification round: at most 8 requests (react: BFCL's max_steps + 1 = 3 executor
+#: calls; dual-loop: a plan, a verification and 3 executor calls). Timed against llama-server on 2 shared cores
+#: (docs/runner.md, "Getting a local server"): one request with this task's cold 3,388-token prompt and 128
+#: tokens took 51-60 s of the server's CPU on one thread, so the worst case is about 8 x 67 s (the prompt grown
+#: by the turn's answers) = 9 minutes. The two-turn TradingBot task it replaced (multi_turn_base_100) allows 16
+#: such requests: over 15 minutes.
+CPU_TASKS = ("multi_turn_base_50",)
 PROFILES = {
     "full": Profile(TASKS, max_steps=5, max_tokens=512, k_val=3, timeout=TIMEOUT_S),
-    "cpu": Profile(TASKS[:1], max_steps=2, max_tokens=128, k_val=1, timeout=300.0),
+    "cpu": Profile(CPU_TASKS, max_steps=2, max_tokens=128, k_val=1, timeout=300.0),
 }
 NULL_CONTENT = ("keep", "empty")
 PROBE_TIMEOUT_S = 10.0
@@ -121,8 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=sorted(PROFILES),
         default=env("PROFILE") or "full",
         help="the run's size ($PROFILE; default full: 3 tasks, 5 steps, 512 tokens, k_val 3, 600 s a request; cpu: "
-        "1 task, 2 steps, 128 tokens, k_val 1, 300 s, for a small model on a CPU: minutes, not an hour). "
-        "The options below override it",
+        "multi_turn_base_50 alone (one user turn), 2 steps, 128 tokens, k_val 1, 300 s, for a 0.5B model on 2 CPU "
+        "cores: at most 8 requests, under 10 minutes). The options below override it",
     )
     parser.add_argument(
         "--null-content",

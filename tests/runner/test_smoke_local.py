@@ -294,13 +294,13 @@ def test_help(smoke: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
 def test_the_cpu_profile_sizes_the_grid_and_options_override_it(
     smoke: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """PROFILE=cpu: one task, 2 steps, 128 tokens, k_val 1, 300 s; NULL_CONTENT reaches the model's table; a
-    size given as an option (or variable) wins over the profile's."""
+    """PROFILE=cpu: one one-turn task, 2 steps, 128 tokens, k_val 1, 300 s; NULL_CONTENT reaches the model's
+    table; a size given as an option (or variable) wins over the profile's."""
     monkeypatch.setenv("PROFILE", "cpu")
     monkeypatch.setenv("NULL_CONTENT", "empty")
     args = smoke.sized(smoke.build_parser().parse_args(["--base-url", "http://127.0.0.1:1/v1", "--model", "m"]))
     grid = tomllib.loads(smoke.grid_text(args, args.tasks.split(","), ["react", "dual-loop"]))
-    assert grid["datasets"][0]["tasks"] == ["multi_turn_base_100"]
+    assert grid["datasets"][0]["tasks"] == ["multi_turn_base_50"]
     assert grid["agent"] == {"max_steps": 2, "k_val": 1}
     model = grid["models"][0]
     assert (model["max_tokens"], model["timeout_s"], model["null_content"]) == (128, 300.0, "empty")
@@ -311,3 +311,40 @@ def test_the_cpu_profile_sizes_the_grid_and_options_override_it(
     monkeypatch.delenv("MAX_TOKENS")
     args = smoke.sized(smoke.build_parser().parse_args([]))
     assert (args.tasks.count(","), args.max_steps, args.max_tokens, args.k_val) == (2, 5, 512, 3)
+
+
+def worst_case_answer(body: dict[str, Any]) -> dict[str, Any]:
+    """Every request costs the most it can: a plan that parses (so the verifier is asked), a verdict that refuses
+    it, and an executor that calls a tool at each of a turn's first 2 steps and answers at the third, BFCL's
+    limit under max_steps 2 (a turn whose every answer called a tool would end the task: no later turn)."""
+    messages: list[dict[str, Any]] = body["messages"]
+    if str(messages[0].get("content") or "").startswith("You are the VERIFIER"):
+        issue = {"step": 1, "check": "precondition", "message": "the doors are locked"}
+        return text_message(json.dumps({"approved": False, "issues": [issue]}))
+    planned = planning_answer(body, "")
+    if planned is not None:
+        return planned
+    turn_start = max(i for i, message in enumerate(messages) if message["role"] == "user")
+    if sum(1 for message in messages[turn_start:] if message["role"] == "assistant") >= 2:
+        return text_message("Done.")
+    return tool_message([("lockDoors", {"unlock": True, "door": ["driver"]})])
+
+
+def test_the_cpu_profile_asks_at_most_8_requests(
+    smoke: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bound docs/runner.md times the cpu profile by: a server whose every answer asks for more work gets 8
+    requests, react's 3 executor calls (BFCL's max_steps + 1) and dual-loop's plan, verification and 3 calls;
+    the two-turn task the profile had before would get 16."""
+    monkeypatch.setenv("PROFILE", "cpu")
+    with ScriptedServer(worst_case_answer) as server:
+        code = smoke.main(["--base-url", server.base_url, "--model", "m", "--out", str(tmp_path / "cpu")])
+        sent = len(server.requests)
+        out = capsys.readouterr().out
+        argv = ["--base-url", server.base_url, "--model", "m", "--out", str(tmp_path / "two-turn")]
+        assert smoke.main([*argv, "--tasks", "multi_turn_base_100"]) == 0
+        sent_two_turns = len(server.requests) - sent
+    assert code == 0
+    assert (sent, sent_two_turns) == (8, 16)
+    assert line(out, "requests:") == "requests: 8 (executor 6, planner 1, verifier 1); 0 answered from the cache"
+    assert line(out, "tool calls read:") == "tool calls read: 4 (per format: native 4); parse failures: 0"
