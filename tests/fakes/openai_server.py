@@ -16,6 +16,12 @@ is: a scripted run fails the one model call it means to, whatever came before):
   as JSON), ``"html"`` (a web page, as when ``base_url`` points at a web UI), ``"object-arguments"`` (the
   responder's tool-call arguments sent as JSON objects instead of strings).
 
+The same server answers OpenAI's Responses API at ``/v1/responses`` (as BFCL's OpenAI handlers call it): the
+request's ``input`` (a string, or messages and ``function_call`` / ``function_call_output`` items) is read as chat
+messages (:func:`messages_of_input`, put in the body as ``messages``) for ``respond``, and the answer goes back as
+``output`` items (a ``message`` with ``output_text``, one ``function_call`` per call) with ``usage`` in
+input/output tokens, in one body (no streaming); the faults are the same.
+
 A request with ``"stream": true`` is answered as OpenAI streams (``text/event-stream``: a chunk with the role,
 the answer's text in pieces of :data:`PIECE` characters, each call's id and name then its arguments in pieces,
 a chunk with ``finish_reason``, the ``usage`` chunk when ``stream_options.include_usage`` asks, ``[DONE]``),
@@ -130,9 +136,10 @@ class ScriptedServer:
                 return self.faults.popleft()
         return self.fault_of(body) if self.fault_of is not None else None
 
-    def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
+    def answer(self, body: dict[str, Any], api: str = "chat") -> tuple[int, dict[str, Any], dict[str, str]]:
         """Status, JSON body and extra headers for one request (faults first); status 0 for ``"drop"``: no
-        answer at all."""
+        answer at all. ``api`` is ``"chat"`` (chat completions) or ``"responses"`` (the Responses API: ``input``
+        read as messages, the answer as ``output`` items)."""
         fault = self._next_fault(body) or ""
         if fault == "drop":
             return 0, {}, {}
@@ -163,6 +170,8 @@ class ScriptedServer:
             time.sleep(self.hang_s)
         if self.latency_s:
             time.sleep(self.latency_s)
+        if api == "responses":
+            body = {**body, "messages": messages_of_input(body.get("input"))}
         message = self.respond(body)
         finish = "tool_calls" if message.get("tool_calls") else "stop"
         if fault == "object-arguments":
@@ -183,6 +192,8 @@ class ScriptedServer:
         }
         if fault == "empty-choices":
             payload["choices"] = []
+        if api == "responses":
+            payload = response_of(payload)
         return 200, payload, {_BODY: fault} if fault in ("truncated", "html") else {}
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
@@ -201,10 +212,13 @@ class ScriptedServer:
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 try:
-                    if not self.path.endswith("/chat/completions"):
-                        status, payload, headers = 404, {"error": {"message": "not found"}}, {}
-                    else:
+                    if self.path.endswith("/chat/completions"):
                         status, payload, headers = server.answer(body)
+                    elif self.path.endswith("/responses"):
+                        status, payload, headers = server.answer(body, "responses")
+                        body = {**body, "stream": False}  # answered in one body
+                    else:
+                        status, payload, headers = 404, {"error": {"message": "not found"}}, {}
                 except Exception as exc:  # a broken responder is a 500 the test can see, not a dropped socket
                     with server._lock:
                         server.errors.append(repr(exc))
@@ -244,6 +258,81 @@ class ScriptedServer:
                 pass
 
         return Handler
+
+
+def _text_of(content: Any) -> str | None:
+    """The text of a Responses API content: a string, or parts with ``text`` (input_text, output_text)."""
+    if content is None or isinstance(content, str):
+        return content
+    return "".join(part.get("text") or "" for part in content if isinstance(part, dict))
+
+
+def messages_of_input(items: Any) -> list[dict[str, Any]]:
+    """A Responses API ``input`` as chat messages: a string is one user message; a message item keeps its role
+    and its parts' text; consecutive assistant messages and ``function_call`` items make one assistant message
+    with ``tool_calls`` (ids from ``call_id``); a ``function_call_output`` is a ``tool`` message. Other items
+    (``reasoning``) are left out."""
+    if isinstance(items, str):
+        return [{"role": "user", "content": items}]
+    messages: list[dict[str, Any]] = []
+    for item in items or []:
+        kind = item.get("type", "message")
+        last = messages[-1] if messages else None
+        if kind == "function_call":
+            call = {
+                "id": item["call_id"],
+                "type": "function",
+                "function": {"name": item["name"], "arguments": item["arguments"]},
+            }
+            if last is not None and last["role"] == "assistant":
+                last.setdefault("tool_calls", []).append(call)
+            else:
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output":
+            messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
+        elif kind == "message":
+            messages.append({"role": item["role"], "content": _text_of(item.get("content"))})
+    return messages
+
+
+def response_of(payload: dict[str, Any]) -> dict[str, Any]:
+    """A chat completion ``payload`` as the Responses API answers: the message's text as a ``message`` item
+    (``output_text``), each call as a ``function_call`` item, no items for ``choices: []``."""
+    output: list[dict[str, Any]] = []
+    for choice in payload["choices"][:1]:
+        message = choice["message"]
+        if message.get("content"):
+            text = {"type": "output_text", "text": message["content"], "annotations": []}
+            output.append({
+                "type": "message", "id": f"msg_{payload['id']}", "role": "assistant", "status": "completed",
+                "content": [text],
+            })  # fmt: skip
+        for call in message.get("tool_calls") or []:
+            arguments = call["function"]["arguments"]
+            output.append({
+                "type": "function_call", "id": f"fc_{call['id']}", "call_id": call["id"],
+                "name": call["function"]["name"], "status": "completed",
+                "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+            })  # fmt: skip
+    usage = payload["usage"]
+    return {
+        "id": payload["id"].replace("chatcmpl", "resp"),
+        "object": "response",
+        "created_at": 0,
+        "status": "completed",
+        "model": payload["model"],
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": usage["prompt_tokens"],
+            "output_tokens": usage["completion_tokens"],
+            "total_tokens": usage["total_tokens"],
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": usage["completion_tokens_details"],
+        },
+    }
 
 
 def _stream(handler: BaseHTTPRequestHandler, server: ScriptedServer, chunks: list[dict[str, Any]]) -> None:

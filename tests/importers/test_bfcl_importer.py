@@ -21,6 +21,7 @@ from prefix_exec.importers.bfcl import (
     identity,
     read_result_file,
     read_results,
+    result_files,
 )
 from prefix_exec.replay import replay, with_success
 from prefix_exec.trajectory import FailureLabel, Rollout, Skipped
@@ -38,6 +39,18 @@ def test_fc_steps_become_calls_with_turns_and_ids() -> None:
     assert calls[3].turn == 2
     assert calls[3].parse_error
     assert "not JSON" in calls[3].parse_error
+
+
+def test_text_replies_in_an_fc_result_are_no_actions() -> None:
+    """BFCL's OpenAI handlers end each FC turn with the model's text: BFCL's FC decoder skips it, even when it
+    reads like a call, and the result stays FC."""
+    result = [[[{"cd": '{"folder": "document"}'}], "Done."], ["Which file do you mean?"], [[{"ls": "{}"}], "[pwd()]"]]
+    calls, fmt = decode_result(result)
+    assert fmt == "FC"
+    assert [(c.name, c.turn, c.call_id) for c in calls] == [("cd", 0, "t0.s0.c0"), ("ls", 2, "t2.s0.c0")]
+    calls, fmt = decode_result([["[pwd()]"], "Done."])  # strings only: prompting steps
+    assert (fmt, [c.name for c in calls]) == ("prompting", ["pwd"])
+    assert decode_result([[], []]) == ([], "FC")
 
 
 def test_prompting_strings_decode_or_become_parse_errors() -> None:
@@ -78,6 +91,16 @@ def test_category_and_identity_from_names(tmp_path: Path) -> None:
     assert identity(folder / "f.json", None, None, "FC") == ("gpt-4o-2024-11-20", "FC")
     assert identity(tmp_path / "f.json", None, None, "prompting") == (tmp_path.name, "prompting")
     assert identity(folder / "f.json", "M", "X", "FC") == ("M", "X")
+    # BFCL v4 writes result/<model>/multi_turn/BFCL_v4_multi_turn_<category>_result.json
+    group = folder / "multi_turn"
+    group.mkdir()
+    assert identity(group / "f.json", None, None, "FC") == ("gpt-4o-2024-11-20", "FC")
+    written = group / "BFCL_v4_multi_turn_base_result.json"
+    written.write_text("", encoding="utf-8")
+    (folder / "other").mkdir()
+    (folder / "other" / "BFCL_v4_multi_turn_base_result.json").write_text("", encoding="utf-8")
+    assert result_files([folder]) == [written]  # its multi_turn folder, no further
+    assert result_files([group]) == [written]
 
 
 def test_bad_lines_are_skipped_not_fatal(tmp_path: Path) -> None:

@@ -29,7 +29,11 @@ DIED = "the server closed its output (it exited)"
     ("text", "system"),
     [
         (CRASH, True),
-        ("Error during inference: Request timed out.", True),
+        ("Error during inference: Request timed out.", True),  # BFCL's text for the openai client's timeout
+        ("Error during inference: Connection error.", True),
+        ("Error during inference: Error code: 502 - Bad Gateway", True),
+        # BFCL's text for a 400: the request's fault, whatever BFCL's prefix
+        ("Error during inference: Error code: 400 - This model's maximum context length is 128000 tokens.", False),
         ("openai.APIConnectionError: Connection error.", True),
         ("Error code: 429 - rate limited", True),
         ("Error code: 503 - Service Unavailable", True),

@@ -4,7 +4,9 @@ A result file (``BFCL_v4_multi_turn_<category>_result.json``) has one JSON objec
 ``{"id": "multi_turn_base_0", "result": [...one entry per user turn...], ...}``. A turn entry is
 
 - FC format: a list of steps, each a list of ``{"<function>": "<JSON arguments>"}`` dicts (a dict with
-  several keys is several calls, as BFCL reads it; arguments may also be a dict already);
+  several keys is several calls, as BFCL reads it; arguments may also be a dict already), or a string: the
+  model's text reply ending the turn (BFCL's OpenAI handlers write it), which BFCL's FC decoder skips, and so
+  no action here;
 - prompting format: one raw model string for the turn, or a list of strings, one per step.
 
 Every call becomes a :class:`~prefix_exec.trajectory.ToolCall` with ``turn`` set and ``call_id``
@@ -13,7 +15,8 @@ with literal arguments) becomes a call with ``parse_error`` at that position: a 
 crash. A prompting string that does not even try to call (prose such as "No function matches the user's
 request.") is a text reply, not an action: it must start with ``[`` or ``name(`` to count as an attempt.
 
-The category comes from the file name, the model from ``--model`` or the folder name, and the method
+The category comes from the file name, the model from ``--model`` or the folder name (the one above it for a
+file in BFCL v4's ``result/<model>/multi_turn/``), and the method
 from ``--method``, or the folder name's ``-FC``/``-prompt`` suffix (BFCL's naming), or else the file's
 format (``FC`` or ``prompting``). ``metadata["turns"]`` records the number of turns the model produced,
 which BFCL's final-success rule compares with the ground truth's. On a prompting rollout,
@@ -48,6 +51,8 @@ _ATTEMPT = re.compile(r"^\s*(\[|[A-Za-z_][\w.]*\s*\()")
 #: Readings of a prompting rollout's calls for Y: BFCL's decoder (the default), or the actions as decoded here.
 PROMPTING_Y = ("bfcl", "decoded")
 _METHOD_SUFFIX = re.compile(r"^(?P<model>.+)-(?P<method>FC|prompt|Prompt|prompting)$")
+#: The folder BFCL v4 writes multi-turn result files in, inside the model's (``result/<model>/multi_turn/``).
+GROUP_FOLDER = "multi_turn"
 
 
 def category_of_file(path: Path) -> str:
@@ -62,18 +67,24 @@ def category_of_file(path: Path) -> str:
     return match.group(1)
 
 
+def _found_in(folder: Path) -> Iterator[Path]:
+    """The result files in ``folder`` and in its ``multi_turn`` folder (BFCL v4's ``result/<model>/``)."""
+    group = folder / GROUP_FOLDER
+    for place in (folder, group) if group.is_dir() else (folder,):
+        yield from (p for p in place.iterdir() if _FILE.search(p.name))
+
+
 def result_files(paths: Collection[str | Path]) -> list[Path]:
-    """The multi-turn result files among ``paths``; folders are searched (not recursively)."""
-    return expand_inputs(
-        paths,
-        lambda folder: (p for p in folder.iterdir() if _FILE.search(p.name)),
-        none_found="no BFCL multi-turn result files in this folder",
-    )
+    """The multi-turn result files among ``paths``; a folder is searched, and so is its ``multi_turn`` folder
+    (not further down)."""
+    return expand_inputs(paths, _found_in, none_found="no BFCL multi-turn result files in this folder")
 
 
 def identity(path: Path, model: str | None, method: str | None, fmt: str) -> tuple[str, str]:
-    """(model, method) for a file: flags first, then the folder name, then the file's format."""
-    folder = path.resolve().parent.name
+    """(model, method) for a file: flags first, then the folder name (the model's folder above BFCL v4's
+    ``multi_turn``), then the file's format."""
+    parent = path.resolve().parent
+    folder = parent.parent.name if parent.name == GROUP_FOLDER and parent.parent != parent else parent.name
     suffix = _METHOD_SUFFIX.match(folder)
     folder_model = suffix.group("model") if suffix else folder
     folder_method = suffix.group("method") if suffix else None
@@ -138,18 +149,21 @@ def _unparsed(error: str, raw: Any, turn: int, step: int, index: int) -> ToolCal
 
 
 def decode_result(result: Any) -> tuple[list[ToolCall], str]:
-    """The calls of one task's ``result`` (all turns, in order) and the format seen (``FC``/``prompting``)."""
+    """The calls of one task's ``result`` (all turns, in order) and the format seen (``FC``/``prompting``).
+
+    A result with any step that is not a string (a call object, a list of them) is FC: its string steps are the
+    model's text replies, no action (BFCL's FC decoder fails on them and skips them). In a result of strings
+    only, each string is a prompting step, decoded as BFCL's prompting decoder reads it."""
+    turns = [entry if isinstance(entry, list) else [entry] for entry in result]
+    fc = any(not isinstance(step, str) for steps in turns for step in steps)
     calls: list[ToolCall] = []
-    prompting = False
-    for turn, entry in enumerate(result):
-        steps = entry if isinstance(entry, list) else [entry]
+    for turn, steps in enumerate(turns):
         for step_index, step in enumerate(steps):
-            if isinstance(step, str):
-                prompting = True
-                calls += _prompt_calls(step, turn, step_index)
-            else:
+            if not isinstance(step, str):
                 calls += _fc_calls(step, turn, step_index)
-    return calls, "prompting" if prompting else "FC"
+            elif not fc:
+                calls += _prompt_calls(step, turn, step_index)
+    return calls, "prompting" if not fc and any(turns) else "FC"
 
 
 def bfcl_reading(result: list[Any], actions: Collection[ToolCall]) -> list[list[list[Any]]] | None:

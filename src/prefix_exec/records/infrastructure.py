@@ -36,13 +36,15 @@ from prefix_exec.trajectory import PrefixRecord, Rollout, UnitKey
 KEY = "infrastructure"
 #: The first-failure label of an infrastructure failure: not one of the five (the agent did not fail).
 LABEL = "infrastructure"
-#: Texts that say the system failed rather than the agent: BFCL's inference crash, an HTTP 5xx or 429 from the
-#: model server, a timeout or a lost connection reported by the harness in place of the model's answer. The
-#: forms are the ones real clients and frameworks write: the openai client's ``Error code: 500 - ...`` and its
-#: exception names, its bare ``Request timed out.`` and ``Connection error.`` (the Agents SDK records these
-#: without the name), pydantic-ai's ``status_code: 500, model_name: ...`` and its ``Model...Error`` names.
+#: Texts that say the system failed rather than the agent: an HTTP 5xx or 429 from the model server, a timeout or a
+#: lost connection reported by the harness in place of the model's answer. The forms are the ones real clients and
+#: frameworks write: the openai client's ``Error code: 500 - ...`` and its exception names, its bare ``Request
+#: timed out.`` and ``Connection error.`` (the Agents SDK records these without the name), pydantic-ai's
+#: ``status_code: 500, model_name: ...`` and its ``Model...Error`` names. BFCL writes every inference error as
+#: ``Error during inference: <the exception's text>``: the text after it decides, so a 400 (a prompt too long)
+#: stays the agent's.
 SYSTEM_TEXT = re.compile(
-    r"\AError during inference\b|\b(Error code|status_code): (5\d\d|429)\b|\b(Internal Server Error|"
+    r"\b(Error code|status_code): (5\d\d|429)\b|\b(Internal Server Error|"
     r"Service Unavailable|Bad Gateway|Gateway Time-?out|Request timed out|Connection error)\b|\b(APIConnectionError|"
     r"APITimeoutError|InternalServerError|RateLimitError|ServiceUnavailableError|ModelServerError|"
     r"ModelTimeoutError|ModelConnectionError|ModelUnavailableError|ModelOverloadedError|ModelRateLimitError)\b",
