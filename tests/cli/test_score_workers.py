@@ -28,7 +28,7 @@ from prefix_exec.scoring.pool import processes as pool_processes
 from prefix_exec.scoring.pool import schedule as pool_schedule
 from prefix_exec.scoring.pool.dispatch import pool_for
 from prefix_exec.scoring.run import ScoreOptions, hold_lock
-from prefix_exec.scoring.units import Batch, Undecoded
+from prefix_exec.scoring.units import Batch, Scorable, Undecoded
 
 REPO = Path(__file__).resolve().parents[2]
 TAU_BENCH = REPO / "tests" / "data" / "tau-bench"
@@ -88,16 +88,21 @@ def test_toolsandbox(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFi
     same_at_one_and_two(["toolsandbox", str(shared_data / "toolsandbox" / "run_public")], tmp_path, capsys)
 
 
-def test_bfcl(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A few real results of each format; BFCL's final-success check (``prepare``) runs in the workers."""
-    pytest.importorskip("bfcl_eval")
+def bfcl_results(shared_data: Path, folder: Path, count: int) -> list[str]:
+    """The ``score bfcl`` arguments of the first ``count`` base results of both models of the shared data (the
+    same tasks, in the same order), written into ``folder``."""
     for model in ("glyphh-ada-1.1", "airev-agent-0.8b"):
         name = "BFCL_v4_multi_turn_base_result.json"
         lines = (shared_data / "bfcl" / model / name).read_text(encoding="utf-8").splitlines()
-        (tmp_path / model).mkdir()
-        (tmp_path / model / name).write_text("\n".join(lines[:4]) + "\n", encoding="utf-8")
-    args = ["bfcl", str(tmp_path / "glyphh-ada-1.1"), str(tmp_path / "airev-agent-0.8b")]
-    same_at_one_and_two(args, tmp_path, capsys)
+        (folder / model).mkdir()
+        (folder / model / name).write_text("\n".join(lines[:count]) + "\n", encoding="utf-8")
+    return ["bfcl", str(folder / "glyphh-ada-1.1"), str(folder / "airev-agent-0.8b")]
+
+
+def test_bfcl(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A few real results of each format; BFCL's final-success check (``prepare``) runs in the workers."""
+    pytest.importorskip("bfcl_eval")
+    same_at_one_and_two(bfcl_results(shared_data, tmp_path, 4), tmp_path, capsys)
 
 
 @pytest.mark.slow
@@ -341,6 +346,30 @@ def test_replayed_here_and_in_workers(
     same_at_one_and_two([*args, "--model", "gpt-4o"], tmp_path, capsys, "--overwrite")
 
 
+def test_bfcl_tasks_are_replayed_where_their_first_rollout_was(
+    shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """score bfcl names each rollout by its task (Scorable.affinity): the second model's rollout of a task is
+    replayed by the process that replayed the first model's, which holds the task's ground truth and initial
+    state; the records are one worker's, and a run killed midway and resumed with two workers ends as one
+    uninterrupted run."""
+    pytest.importorskip("bfcl_eval")
+    here, sent = counted(monkeypatch)
+    args = bfcl_results(shared_data, tmp_path, 8)
+    same_at_one_and_two(args, tmp_path, capsys)
+    tasks_here = {unit.rollout.task_id for unit in here if isinstance(unit, Scorable)}
+    tasks_sent = {unit.rollout.task_id for unit in sent if isinstance(unit, Scorable)}
+    assert len(here) + len(sent) == 16 and tasks_here and tasks_sent
+    assert not tasks_here & tasks_sent
+    full, partial = tmp_path / "one.jsonl", tmp_path / "partial.jsonl"
+    lines = full.read_text(encoding="utf-8").splitlines(keepends=True)
+    partial.write_text("".join(lines[:5]) + lines[5][:40], encoding="utf-8")  # and a torn line, as a kill leaves
+    capsys.readouterr()
+    assert score(args, partial, 2, "--resume") == 0
+    assert "5 already in the output were kept" in capsys.readouterr().err
+    assert partial.read_bytes() == full.read_bytes()
+
+
 def test_files_read_here_and_in_workers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -378,7 +407,7 @@ def test_what_cannot_be_sent_is_replayed_here(ticketing: Path, tmp_path: Path) -
 
     from prefix_exec.envs.custom.environment import load_spec
     from prefix_exec.scoring.run import score_to_file
-    from prefix_exec.scoring.units import Scorable, with_environment
+    from prefix_exec.scoring.units import with_environment
     from prefix_exec.sources.spec import read_units
     from prefix_exec.trajectory import Skipped
 

@@ -304,3 +304,38 @@ def test_the_last_batch_is_read_here_and_shared_unit_by_unit() -> None:
     assert transport.units and all(isinstance(unit, Undecoded) for unit in transport.units)
     trials = [unit.decode().trial for unit in transport.units]  # type: ignore[attr-defined]
     assert trials == sorted(trials, reverse=True) and trials[0] == 59  # from the end of the last batch
+
+
+class Affine(Scripted):
+    """A scripted transport that notes which rollouts its worker was sent."""
+
+    def __init__(self, *, delay: float) -> None:
+        super().__init__(1, ready=True, delay=delay)
+        self.units: list[Scorable] = []
+
+    def send_unit(self, worker: int, seq: int, unit: object, token: int) -> None:
+        super().send_unit(worker, seq, unit, token)
+        assert isinstance(unit, Scorable)
+        self.units.append(unit)
+
+
+def test_the_rollouts_of_one_affinity_are_replayed_in_one_process() -> None:
+    """Rollouts named by an affinity (BFCL's task: its ground truth is cached where it was first replayed) go to
+    the process that replayed the first of their name; the outcomes are one
+    worker's, in input order. Without affinities the same input splits names between the processes."""
+    env = CounterEnv()
+    names = [f"task-{index % 7}" for index in range(42)]  # 7 names, each 6 times, interleaved
+    plain = [replace(unit, env=env) for unit in scorables(42)]
+    named = [replace(unit, affinity=name) for unit, name in zip(plain, names, strict=True)]
+    expected = [REPLAYER(unit.rollout, unit.env) for unit in plain]
+    split = Affine(delay=0.002)
+    assert outcomes(split, plain, []) == expected
+    sent = {names[unit.rollout.trial] for unit in split.units}
+    here = {names[unit.rollout.trial] for unit in plain if unit not in split.units}
+    assert sent & here  # the oracle of the test: without affinities, names are split
+    kept = Affine(delay=0.002)
+    assert outcomes(kept, named, []) == expected
+    sent = {unit.affinity for unit in kept.units}
+    here = {unit.affinity for unit in named if unit not in kept.units}
+    assert sent and here and not sent & here
+    assert sent | here == set(names)

@@ -112,7 +112,9 @@ def handle(args: argparse.Namespace) -> int:
         checker = FinalSuccess(env.templates)
         trials = numbering(args)
         report = score_to_file(
-            with_environment(trials.rollouts(units), env),
+            # A task's ground truth and initial state are cached where its first rollout replays: the others of
+            # that task go to the same process (affinity), so that no two processes build them.
+            with_environment(trials.rollouts(units), env, affinity=_task_of),
             args.out,
             total=total,
             desc="bfcl",
@@ -123,6 +125,10 @@ def handle(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise InputError(str(exc), hint=None if INSTALL_HINT in str(exc) else INSTALL_HINT) from None
     return finish(report, args.out, trials)
+
+
+def _task_of(unit: Rollout) -> str:
+    return unit.task_id
 
 
 def _with_success(unit: Rollout, checker: FinalSuccess, env: BfclEnvironment) -> Scorable:

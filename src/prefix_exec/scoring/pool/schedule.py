@@ -62,6 +62,12 @@ MOST_FAILED_STARTS = 3
 #: worker's end may not show on its pipes (a process it forked holds them open).
 LIVENESS_SECONDS = 1.0
 
+#: Affinities (:attr:`~prefix_exec.scoring.units.Scorable.affinity`) whose process a run notes at most: the
+#: rollouts of a name met past that many go to any process (a run over a million tasks keeps no million names).
+MOST_AFFINITIES = 1 << 16
+#: The process of an affinity replayed in this one (:meth:`Schedule.own`; workers are numbered from 0).
+HERE = -1
+
 #: What the schedule takes, in input order (:meth:`~prefix_exec.scoring.admission.Admission.deferring`).
 Ticket = Scorable | Undecoded | Batch | Outcome
 _END = object()  # no ticket is left
@@ -94,6 +100,7 @@ class Schedule:
         self.peeked: Any = None  # a ticket read that waits for a worker (this process has its own to replay)
         self.held: list[deque[tuple[int, Scorable | Undecoded | Batch]]] = [deque() for _ in range(workers)]
         self.environments = Environments(transport, workers, log)
+        self.owners: dict[str, int] = {}  # affinity -> the worker (or HERE) that replays its rollouts
         self.failed_starts = [0] * workers  # deaths before READY in a row (with here: see MOST_FAILED_STARTS)
         self.depth = transport.depth  # rollouts a worker may hold (more, with here, for quick rollouts)
         self.unit_seconds: float | None = None  # a moving mean of the rollouts replayed here
@@ -171,11 +178,12 @@ class Schedule:
                 return
             # The last batch is read here, and its units shared (share): whole, it would end the run alone.
             last = batch and self.here and self.exhausted  # exhausted: no ticket after this one
-            worker = None if token is None or last else self.free(token, whole=batch)
+            worker = None if token is None or last else self.place(ticket, token)
             if worker is not None and token is not None:
                 entry = self.window.add(PENDING, None if isinstance(ticket, Scorable) else ticket)  # settled in turn
                 self.entries[entry[0]] = entry
                 self.dispatch(worker, entry[0], ticket, token)
+                self.own(ticket, worker)
                 continue
             if (self.local and not last) or (token is not None and not self.here):
                 self.peeked = ticket  # its turn comes when a worker has room, or this process none of its own
@@ -185,6 +193,7 @@ class Schedule:
                 return
             entry = self.window.add(PENDING, ticket if isinstance(ticket, Undecoded) else None)
             entry[1] = self.replay_here(ticket)  # in input order like the rest (admitted in its turn)
+            self.own(ticket, HERE)
             return
 
     def share(self) -> None:
@@ -232,23 +241,52 @@ class Schedule:
             return [self.window.add(Raised(exc))]
         return self.window.add_batch(units, error, note)
 
+    def place(self, ticket: Scorable | Undecoded | Batch, token: int) -> int | None:
+        """The worker to give ``ticket`` now, if any: :meth:`free`'s, but for a rollout whose affinity a process
+        has (:meth:`own`): that process's (``None`` for this one), a worker's even beyond its depth (the window
+        still bounds what it holds); a worker that cannot take it now (restarted, not ready) gives way to
+        :meth:`free`."""
+        key = ticket.affinity if isinstance(ticket, Scorable) else None
+        owner = self.owners.get(key) if key is not None else None
+        if owner == HERE and self.here:
+            return None
+        if owner is not None and owner != HERE and self.takes(owner, token, self.size()):
+            return owner
+        return self.free(token, whole=isinstance(ticket, Batch))
+
+    def own(self, ticket: Scorable | Undecoded | Batch, worker: int) -> None:
+        """Note that ``worker`` (or :data:`HERE`) replays the rollouts of ``ticket``'s affinity
+        (:attr:`~prefix_exec.scoring.units.Scorable.affinity`), unless a process has it already, or
+        :data:`MOST_AFFINITIES` are noted."""
+        key = ticket.affinity if isinstance(ticket, Scorable) else None
+        if key is not None and key not in self.owners and len(self.owners) < MOST_AFFINITIES:
+            self.owners[key] = worker
+
     def free(self, token: int | None, *, whole: bool = False) -> int | None:
-        """The worker holding the fewest rollouts, if it has room (``whole``: holds nothing, for a batch); with
-        ``here``, of those ready and holding ``token``'s environment built (it is sent now to a ready worker that
-        lacks it: the worker builds it at once, and this process replays meanwhile; a tau2 environment's imports
-        take several seconds)."""
+        """The worker holding the fewest rollouts that can take one of ``token``'s environment now
+        (:meth:`takes`: below the depth; ``whole``: holding nothing, for a batch)."""
         best: int | None = None
         for worker, held in enumerate(self.held):
-            if len(held) >= (1 if whole else self.depth) or (self.here and not self.transport.available(worker)):
-                continue
-            if held and isinstance(held[0][1], Batch):  # busy with a whole file: what it is given waits behind
-                continue
-            if self.here and token is not None and not self.transport.holds(worker, token):
-                self.environments.send(worker, token)
-                continue
-            if best is None or len(held) < len(self.held[best]):
+            if self.takes(worker, token, 1 if whole else self.depth) and (
+                best is None or len(held) < len(self.held[best])
+            ):
                 best = worker
         return best
+
+    def takes(self, worker: int, token: int | None, most: int) -> bool:
+        """Whether ``worker`` can be given a unit now: it holds fewer than ``most``, and no whole file (what it is
+        given would wait behind it); with ``here``, it is ready and has built ``token``'s environment (it is
+        sent now to a ready worker that lacks it: the worker builds it at once, and this process replays
+        meanwhile; a tau2 environment's imports take several seconds)."""
+        held = self.held[worker]
+        if len(held) >= most or (self.here and not self.transport.available(worker)):
+            return False
+        if held and isinstance(held[0][1], Batch):
+            return False
+        if self.here and token is not None and not self.transport.holds(worker, token):
+            self.environments.send(worker, token)
+            return False
+        return True
 
     def read(self) -> Any:
         """The next ticket (a :data:`Ticket`); :data:`_END` when there is none left; a reading error as
