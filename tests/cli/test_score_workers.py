@@ -349,18 +349,35 @@ def test_replayed_here_and_in_workers(
 def test_bfcl_tasks_are_replayed_where_their_first_rollout_was(
     shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """score bfcl names each rollout by its task (Scorable.affinity): the second model's rollout of a task is
-    replayed by the process that replayed the first model's, which holds the task's ground truth and initial
-    state; the records are one worker's, and a run killed midway and resumed with two workers ends as one
-    uninterrupted run."""
+    """score bfcl names each rollout by its task (Scorable.affinity): the second model's rollout of a task the
+    worker replayed first goes to the worker, which holds the task's ground truth and initial state (one this
+    process replayed first may go to a worker about to run dry); the records are one worker's, and a run killed
+    midway and resumed with two workers ends as one uninterrupted run."""
     pytest.importorskip("bfcl_eval")
-    here, sent = counted(monkeypatch)
+    counted(monkeypatch)  # the worker counts as ready at once, and this process replays too
+    where: list[tuple[str, str]] = []  # (task, "here" or "worker"), in the order the schedule placed them
+    schedule = pool_schedule.Schedule
+    real_here, real_dispatch = schedule.replay_here, schedule.dispatch
+
+    def replay_here(self: pool_schedule.Schedule, unit: Scorable) -> object:
+        assert unit.affinity == unit.rollout.task_id
+        where.append((unit.rollout.task_id, "here"))
+        return real_here(self, unit)
+
+    def dispatch(self: pool_schedule.Schedule, worker: int, seq: int, unit: Scorable, token: int) -> None:
+        assert unit.affinity == unit.rollout.task_id
+        where.append((unit.rollout.task_id, "worker"))
+        real_dispatch(self, worker, seq, unit, token)
+
+    monkeypatch.setattr(schedule, "replay_here", replay_here)
+    monkeypatch.setattr(schedule, "dispatch", dispatch)
     args = bfcl_results(shared_data, tmp_path, 8)
     same_at_one_and_two(args, tmp_path, capsys)
-    tasks_here = {unit.rollout.task_id for unit in here if isinstance(unit, Scorable)}
-    tasks_sent = {unit.rollout.task_id for unit in sent if isinstance(unit, Scorable)}
-    assert len(here) + len(sent) == 16 and tasks_here and tasks_sent
-    assert not tasks_here & tasks_sent
+    first: dict[str, str] = {}
+    for task, process in where:
+        first.setdefault(task, process)
+    assert len(where) == 16 and set(first.values()) == {"here", "worker"}
+    assert all(process == "worker" for task, process in where if first[task] == "worker")
     full, partial = tmp_path / "one.jsonl", tmp_path / "partial.jsonl"
     lines = full.read_text(encoding="utf-8").splitlines(keepends=True)
     partial.write_text("".join(lines[:5]) + lines[5][:40], encoding="utf-8")  # and a torn line, as a kill leaves

@@ -41,6 +41,9 @@ class Scripted:
         self.envs: dict[tuple[int, int], float] = {}  # (worker, token) -> when it was sent
         self.workers = workers
 
+    def launched(self, worker: int) -> bool:
+        return True
+
     def available(self, worker: int) -> bool:
         return self.ready
 
@@ -307,35 +310,45 @@ def test_the_last_batch_is_read_here_and_shared_unit_by_unit() -> None:
 
 
 class Affine(Scripted):
-    """A scripted transport that notes which rollouts its worker was sent."""
+    """A scripted transport that notes each rollout its worker was sent, and how many it held then."""
 
     def __init__(self, *, delay: float) -> None:
         super().__init__(1, ready=True, delay=delay)
-        self.units: list[Scorable] = []
+        self.units: list[tuple[Scorable, int]] = []
 
     def send_unit(self, worker: int, seq: int, unit: object, token: int) -> None:
-        super().send_unit(worker, seq, unit, token)
         assert isinstance(unit, Scorable)
-        self.units.append(unit)
+        self.units.append((unit, len(self.sent)))
+        super().send_unit(worker, seq, unit, token)
 
 
-def test_the_rollouts_of_one_affinity_are_replayed_in_one_process() -> None:
-    """Rollouts named by an affinity (BFCL's task: its ground truth is cached where it was first replayed) go to
-    the process that replayed the first of their name; the outcomes are one
-    worker's, in input order. Without affinities the same input splits names between the processes."""
+def placed(units: list[Scorable], names: list[str], delay: float) -> tuple[list[bool], list[int]]:
+    """Whether each unit went to the worker (in input order), and what the worker held as each was sent; the
+    outcomes are checked against one worker's."""
+    transport = Affine(delay=delay)
+    assert outcomes(transport, units, []) == [REPLAYER(unit.rollout, unit.env) for unit in units]
+    sent = [unit for unit, _ in transport.units]
+    return [unit in sent for unit in units], [held for _, held in transport.units]
+
+
+def test_the_rollouts_of_one_affinity_are_replayed_where_the_first_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rollouts named by an affinity (BFCL's task: its ground truth is cached where it was first replayed): those
+    of a name whose first rollout a worker replayed all go to it, even beyond its depth; those of a name this
+    process replayed first stay here, but for a worker about to run dry (holding less than the transport's
+    depth). The outcomes are one worker's, in input order. Without affinities, names are split both ways."""
+    monkeypatch.setattr(pool_schedule, "MOST_HELD", Scripted.depth)  # instant replays here: the depth stays 2
     env = CounterEnv()
     names = [f"task-{index % 7}" for index in range(42)]  # 7 names, each 6 times, interleaved
     plain = [replace(unit, env=env) for unit in scorables(42)]
     named = [replace(unit, affinity=name) for unit, name in zip(plain, names, strict=True)]
-    expected = [REPLAYER(unit.rollout, unit.env) for unit in plain]
-    split = Affine(delay=0.002)
-    assert outcomes(split, plain, []) == expected
-    sent = {names[unit.rollout.trial] for unit in split.units}
-    here = {names[unit.rollout.trial] for unit in plain if unit not in split.units}
-    assert sent & here  # the oracle of the test: without affinities, names are split
-    kept = Affine(delay=0.002)
-    assert outcomes(kept, named, []) == expected
-    sent = {unit.affinity for unit in kept.units}
-    here = {unit.affinity for unit in named if unit not in kept.units}
-    assert sent and here and not sent & here
-    assert sent | here == set(names)
+    first = {name: names.index(name) for name in set(names)}
+    went, _ = placed(plain, names, 0.002)
+    assert any(went[first[name]] and not went[at] for at, name in enumerate(names))  # the oracle discriminates
+    went, held = placed(named, names, 0.002)
+    by_worker = {name for name in first if went[first[name]]}
+    assert by_worker and by_worker != set(first)
+    assert all(went[at] for at, name in enumerate(names) if name in by_worker)
+    stolen = [at for at, name in enumerate(names) if went[at] and name not in by_worker]
+    sends = [at for at in range(len(names)) if went[at]]
+    assert all(held[sends.index(at)] < Scripted.depth for at in stolen)
+    assert max(held) > Scripted.depth  # a worker's own names go to it beyond its depth

@@ -61,6 +61,10 @@ class RayActors:
         self.actors: list[Any] = [self.actor.remote(self.settings) for _ in range(workers)]
         self.running: dict[Any, tuple[int, int]] = {}  # object ref -> (worker, seq)
 
+    def launched(self, worker: int) -> bool:
+        """Always: every actor is created at once."""
+        return True
+
     def available(self, worker: int) -> bool:
         """Always: an actor queues what it is sent until it has started."""
         return True

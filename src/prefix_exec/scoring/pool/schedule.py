@@ -199,11 +199,14 @@ class Schedule:
     def share(self) -> None:
         """Give workers with room the units of this process's own batch from its end (this process replays it
         from the front), so that at the end of the input no worker sits idle while this process replays alone;
-        they come back in the window's order all the same."""
+        they come back in the window's order all the same. A worker holds at most the transport's depth of them
+        (two): where this process, replaying from the front, meets the units a worker holds, it waits for them,
+        and a worker given :attr:`depth` (as many as 50 ms of replay) kept this process waiting as long at the end
+        of every run."""
         while len(self.local) > 1:
             entry = self.local[-1]
             token = self.environments.token(entry[2])
-            worker = None if token is None else self.free(token)
+            worker = None if token is None else self.free(token, most=self.transport.depth)
             if worker is None or token is None:
                 return
             self.local.pop()
@@ -243,13 +246,15 @@ class Schedule:
 
     def place(self, ticket: Scorable | Undecoded | Batch, token: int) -> int | None:
         """The worker to give ``ticket`` now, if any: :meth:`free`'s, but for a rollout whose affinity a process
-        has (:meth:`own`): that process's (``None`` for this one), a worker's even beyond its depth (the window
-        still bounds what it holds); a worker that cannot take it now (restarted, not ready) gives way to
-        :meth:`free`."""
+        has (:meth:`own`): that process's, a worker's even beyond its depth (the window still bounds what it
+        holds); a worker that cannot take it now (restarted, not ready) gives way to :meth:`free`. This
+        process's (``None``) unless a worker is about to run dry (it holds less than the transport's depth): that
+        worker builds what this process holds already, but it would sit idle otherwise, while this process,
+        which reads and writes every unit besides, is the one the run waits for."""
         key = ticket.affinity if isinstance(ticket, Scorable) else None
         owner = self.owners.get(key) if key is not None else None
         if owner == HERE and self.here:
-            return None
+            return self.free(token, most=self.transport.depth)
         if owner is not None and owner != HERE and self.takes(owner, token, self.size()):
             return owner
         return self.free(token, whole=isinstance(ticket, Batch))
@@ -262,31 +267,29 @@ class Schedule:
         if key is not None and key not in self.owners and len(self.owners) < MOST_AFFINITIES:
             self.owners[key] = worker
 
-    def free(self, token: int | None, *, whole: bool = False) -> int | None:
+    def free(self, token: int | None, *, whole: bool = False, most: int | None = None) -> int | None:
         """The worker holding the fewest rollouts that can take one of ``token``'s environment now
-        (:meth:`takes`: below the depth; ``whole``: holding nothing, for a batch)."""
+        (:meth:`takes`: below ``most``, by default the depth; ``whole``: holding nothing, for a batch)."""
         best: int | None = None
+        limit = 1 if whole else self.depth if most is None else most
         for worker, held in enumerate(self.held):
-            if self.takes(worker, token, 1 if whole else self.depth) and (
-                best is None or len(held) < len(self.held[best])
-            ):
+            if self.takes(worker, token, limit) and (best is None or len(held) < len(self.held[best])):
                 best = worker
         return best
 
     def takes(self, worker: int, token: int | None, most: int) -> bool:
         """Whether ``worker`` can be given a unit now: it holds fewer than ``most``, and no whole file (what it is
-        given would wait behind it); with ``here``, it is ready and has built ``token``'s environment (it is
-        sent now to a ready worker that lacks it: the worker builds it at once, and this process replays
-        meanwhile; a tau2 environment's imports take several seconds)."""
+        given would wait behind it); with ``here``, it is ready and has built ``token``'s environment. A started
+        worker that lacks it is sent it now, ready or not (it builds it as soon as it has read its settings,
+        while this process reads and replays; a tau2 environment's imports take several seconds)."""
         held = self.held[worker]
+        if self.here and token is not None and not self.transport.holds(worker, token):
+            if self.transport.launched(worker):
+                self.environments.send(worker, token)
+            return False
         if len(held) >= most or (self.here and not self.transport.available(worker)):
             return False
-        if held and isinstance(held[0][1], Batch):
-            return False
-        if self.here and token is not None and not self.transport.holds(worker, token):
-            self.environments.send(worker, token)
-            return False
-        return True
+        return not (held and isinstance(held[0][1], Batch))
 
     def read(self) -> Any:
         """The next ticket (a :data:`Ticket`); :data:`_END` when there is none left; a reading error as
