@@ -138,6 +138,17 @@ def test_a_worker_is_given_rollouts_once_it_has_built_their_environment() -> Non
     assert 0 < soon.given < len(units)
 
 
+def test_a_started_worker_is_sent_each_environment_before_it_is_ready() -> None:
+    """It builds the environment as soon as it has read its settings, while this process replays: a worker
+    never ready is sent each environment once all the same, and no rollout."""
+    transport = Scripted(2, ready=False, delay=0.0)
+    env = CounterEnv()
+    units = [replace(unit, env=env) for unit in scorables(6)]
+    assert outcomes(transport, units, []) == [REPLAYER(u.rollout, u.env) for u in units]
+    assert sorted(transport.envs) == [(0, 0), (1, 0)]
+    assert transport.given == 0
+
+
 def given(unit: Rollout) -> Rollout:
     return unit
 
@@ -168,9 +179,11 @@ class Batches(Scripted):
         super().__init__(1, ready=True, delay=delay)
         self.deadly = deadly
         self.units: list[object] = []  # every unit sent, in order
+        self.holding: list[int] = []  # how many units the worker held as each was sent
         self.restarts = 0
 
     def send_unit(self, worker: int, seq: int, unit: object, token: int) -> None:
+        self.holding.append(len(self.sent))
         self.sent.append((time.monotonic(), worker, seq, unit))  # type: ignore[arg-type]
         self.units.append(unit)
 
@@ -298,13 +311,16 @@ def test_a_batch_whose_answer_does_not_load_is_replayed_here_in_its_turn() -> No
 
 def test_the_last_batch_is_read_here_and_shared_unit_by_unit() -> None:
     """Whole, the last batch would end the run in one worker while this process waits: it is read here, and a
-    worker with room takes its units from the end, one by one, while this process replays from the front."""
+    worker with room takes its units from the end, one by one, while this process replays from the front; it
+    holds two at most (the transport's depth, not the schedule's: where the two meet, this process waits for
+    what the worker holds)."""
     env = CounterEnv()
     units = batches(2, 30, env)
     transport, out = Batches(), []
     scheduled(transport, units, io.StringIO(), out)
     assert out == one_worker(units, io.StringIO())
     assert transport.units and all(isinstance(unit, Undecoded) for unit in transport.units)
+    assert max(transport.holding) < Batches.depth
     trials = [unit.decode().trial for unit in transport.units]  # type: ignore[attr-defined]
     assert trials == sorted(trials, reverse=True) and trials[0] == 59  # from the end of the last batch
 
