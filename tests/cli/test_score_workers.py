@@ -28,7 +28,8 @@ from prefix_exec.scoring.pool import processes as pool_processes
 from prefix_exec.scoring.pool import schedule as pool_schedule
 from prefix_exec.scoring.pool.dispatch import pool_for
 from prefix_exec.scoring.run import ScoreOptions, hold_lock
-from prefix_exec.scoring.units import Batch, Scorable, Undecoded
+from prefix_exec.scoring.units import Batch, Undecoded
+from prefix_exec.trajectory import Rollout
 
 REPO = Path(__file__).resolve().parents[2]
 TAU_BENCH = REPO / "tests" / "data" / "tau-bench"
@@ -349,24 +350,27 @@ def test_replayed_here_and_in_workers(
 def test_bfcl_tasks_are_replayed_where_their_first_rollout_was(
     shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """score bfcl names each rollout by its task (Scorable.affinity): the second model's rollout of a task the
-    worker replayed first goes to the worker, which holds the task's ground truth and initial state (one this
-    process replayed first may go to a worker about to run dry); the records are one worker's, and a run killed
-    midway and resumed with two workers ends as one uninterrupted run."""
+    """score bfcl hands each result line to a worker undecoded, named by its task (its affinity): the second
+    model's rollout of a task the worker replayed first goes to the worker, which holds the task's ground truth
+    and initial state (one this process replayed first may go to a worker about to run dry); the records are one
+    worker's, and a run killed midway and resumed with two workers ends as one uninterrupted run."""
     pytest.importorskip("bfcl_eval")
     counted(monkeypatch)  # the worker counts as ready at once, and this process replays too
     where: list[tuple[str, str]] = []  # (task, "here" or "worker"), in the order the schedule placed them
     schedule = pool_schedule.Schedule
     real_here, real_dispatch = schedule.replay_here, schedule.dispatch
 
-    def replay_here(self: pool_schedule.Schedule, unit: Scorable) -> object:
-        assert unit.affinity == unit.rollout.task_id
-        where.append((unit.rollout.task_id, "here"))
+    def named(unit: Undecoded) -> str:
+        decoded = unit.decode()
+        assert isinstance(decoded, Rollout) and unit.affinity == decoded.task_id  # each line named by its task
+        return decoded.task_id
+
+    def replay_here(self: pool_schedule.Schedule, unit: Undecoded) -> object:
+        where.append((named(unit), "here"))
         return real_here(self, unit)
 
-    def dispatch(self: pool_schedule.Schedule, worker: int, seq: int, unit: Scorable, token: int) -> None:
-        assert unit.affinity == unit.rollout.task_id
-        where.append((unit.rollout.task_id, "worker"))
+    def dispatch(self: pool_schedule.Schedule, worker: int, seq: int, unit: Undecoded, token: int) -> None:
+        where.append((named(unit), "worker"))
         real_dispatch(self, worker, seq, unit, token)
 
     monkeypatch.setattr(schedule, "replay_here", replay_here)
@@ -424,7 +428,7 @@ def test_what_cannot_be_sent_is_replayed_here(ticketing: Path, tmp_path: Path) -
 
     from prefix_exec.envs.custom.environment import load_spec
     from prefix_exec.scoring.run import score_to_file
-    from prefix_exec.scoring.units import with_environment
+    from prefix_exec.scoring.units import Scorable, with_environment
     from prefix_exec.sources.spec import read_units
     from prefix_exec.trajectory import Skipped
 

@@ -59,13 +59,14 @@ class Undecoded:
     ``decode`` gives the rollout (or a :class:`~prefix_exec.trajectory.Skipped` for a unit that cannot be read),
     raising :class:`InputError` as reading would; it must pickle (a module-level function or a
     ``functools.partial`` of one, with plain data) and give the same rollout every time. ``numbering`` numbers the
-    rollout once decoded (:func:`numbered`).
+    rollout once decoded (:func:`numbered`); ``affinity`` is :attr:`Scorable.affinity`, known before decoding.
     """
 
     decode: Callable[[], Rollout | Skipped]
     env: Environment | EnvFor
     recipe: Recipe | None = None
     numbering: Numbering | None = None
+    affinity: str | None = None
 
     def scorable(self) -> Scorable | Skipped:
         """The unit decoded in this process (numbered when it has a numbering): what one worker scores."""

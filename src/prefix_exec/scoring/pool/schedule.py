@@ -251,7 +251,7 @@ class Schedule:
         process's (``None``) unless a worker is about to run dry (it holds less than the transport's depth): that
         worker builds what this process holds already, but it would sit idle otherwise, while this process,
         which reads and writes every unit besides, is the one the run waits for."""
-        key = ticket.affinity if isinstance(ticket, Scorable) else None
+        key = ticket.affinity if isinstance(ticket, Scorable | Undecoded) else None
         owner = self.owners.get(key) if key is not None else None
         if owner == HERE and self.here:
             return self.free(token, most=self.transport.depth)
@@ -261,9 +261,9 @@ class Schedule:
 
     def own(self, ticket: Scorable | Undecoded | Batch, worker: int) -> None:
         """Note that ``worker`` (or :data:`HERE`) replays the rollouts of ``ticket``'s affinity
-        (:attr:`~prefix_exec.scoring.units.Scorable.affinity`), unless a process has it already, or
-        :data:`MOST_AFFINITIES` are noted."""
-        key = ticket.affinity if isinstance(ticket, Scorable) else None
+        (:attr:`~prefix_exec.scoring.units.Scorable.affinity`, an undecoded unit's too), unless a process has it
+        already, or :data:`MOST_AFFINITIES` are noted."""
+        key = ticket.affinity if isinstance(ticket, Scorable | Undecoded) else None
         if key is not None and key not in self.owners and len(self.owners) < MOST_AFFINITIES:
             self.owners[key] = worker
 
