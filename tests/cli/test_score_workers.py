@@ -352,13 +352,22 @@ def test_bfcl_tasks_are_replayed_where_their_first_rollout_was(
 ) -> None:
     """score bfcl hands each result line to a worker undecoded, named by its task (its affinity): the second
     model's rollout of a task the worker replayed first goes to the worker, which holds the task's ground truth
-    and initial state (one this process replayed first may go to a worker about to run dry); the records are one
-    worker's, and a run killed midway and resumed with two workers ends as one uninterrupted run."""
+    and initial state, unless this process, with nothing else to do, takes it from those waiting for the worker
+    (one this process replayed first may go to a worker about to run dry); the records are one worker's, and a run
+    killed midway and resumed with two workers ends as one uninterrupted run."""
     pytest.importorskip("bfcl_eval")
     counted(monkeypatch)  # the worker counts as ready at once, and this process replays too
-    where: list[tuple[str, str]] = []  # (task, "here" or "worker"), in the order the schedule placed them
+    where: list[tuple[str, str]] = []  # (task, "here", "stolen" or "worker"), in the order they were placed
     schedule = pool_schedule.Schedule
-    real_here, real_dispatch = schedule.replay_here, schedule.dispatch
+    real_here, real_dispatch, real_steal = schedule.replay_here, schedule.dispatch, schedule.steal
+    stealing: list[bool] = []
+
+    def steal(self: pool_schedule.Schedule) -> bool:
+        stealing.append(True)
+        try:
+            return real_steal(self)
+        finally:
+            stealing.pop()
 
     def named(unit: Undecoded) -> str:
         decoded = unit.decode()
@@ -366,7 +375,7 @@ def test_bfcl_tasks_are_replayed_where_their_first_rollout_was(
         return decoded.task_id
 
     def replay_here(self: pool_schedule.Schedule, unit: Undecoded) -> object:
-        where.append((named(unit), "here"))
+        where.append((named(unit), "stolen" if stealing else "here"))
         return real_here(self, unit)
 
     def dispatch(self: pool_schedule.Schedule, worker: int, seq: int, unit: Undecoded, token: int) -> None:
@@ -375,13 +384,15 @@ def test_bfcl_tasks_are_replayed_where_their_first_rollout_was(
 
     monkeypatch.setattr(schedule, "replay_here", replay_here)
     monkeypatch.setattr(schedule, "dispatch", dispatch)
+    monkeypatch.setattr(schedule, "steal", steal)
     args = bfcl_results(shared_data, tmp_path, 8)
     same_at_one_and_two(args, tmp_path, capsys)
     first: dict[str, str] = {}
     for task, process in where:
         first.setdefault(task, process)
     assert len(where) == 16 and set(first.values()) == {"here", "worker"}
-    assert all(process == "worker" for task, process in where if first[task] == "worker")
+    assert all(process != "here" for task, process in where if first[task] == "worker")
+    assert all(first[task] == "worker" for task, process in where if process == "stolen")
     full, partial = tmp_path / "one.jsonl", tmp_path / "partial.jsonl"
     lines = full.read_text(encoding="utf-8").splitlines(keepends=True)
     partial.write_text("".join(lines[:5]) + lines[5][:40], encoding="utf-8")  # and a torn line, as a kill leaves

@@ -338,33 +338,48 @@ class Affine(Scripted):
         super().send_unit(worker, seq, unit, token)
 
 
-def placed(units: list[Scorable], names: list[str], delay: float) -> tuple[list[bool], list[int]]:
-    """Whether each unit went to the worker (in input order), and what the worker held as each was sent; the
-    outcomes are checked against one worker's."""
+def placed(units: list[Scorable], delay: float, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[int]]:
+    """Where each unit went, in input order: ``worker``, ``here`` (this process replayed it in its turn) or
+    ``stolen`` (this process took it from those waiting for a worker, having nothing else to do); and what the
+    worker held as each unit was sent to it. The outcomes are checked against one worker's."""
+    stolen: list[object] = []
+    real = pool_schedule.Schedule.steal
+
+    def steal(self: pool_schedule.Schedule) -> bool:
+        waiting = self.affinities.longest()
+        assert not self.busy_here()  # only when this process has nothing of its own to do
+        if waiting is not None:
+            stolen.append(waiting[-1][1])
+        return real(self)
+
+    monkeypatch.setattr(pool_schedule.Schedule, "steal", steal)
     transport = Affine(delay=delay)
     assert outcomes(transport, units, []) == [REPLAYER(unit.rollout, unit.env) for unit in units]
     sent = [unit for unit, _ in transport.units]
-    return [unit in sent for unit in units], [held for _, held in transport.units]
+    where = ["worker" if unit in sent else "stolen" if unit in stolen else "here" for unit in units]
+    return where, [held for _, held in transport.units]
 
 
 def test_the_rollouts_of_one_affinity_are_replayed_where_the_first_was(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rollouts named by an affinity (BFCL's task: its ground truth is cached where it was first replayed): those
-    of a name whose first rollout a worker replayed all go to it, even beyond its depth; those of a name this
-    process replayed first stay here, but for a worker about to run dry (holding less than the transport's
-    depth). The outcomes are one worker's, in input order. Without affinities, names are split both ways."""
+    of a name whose first rollout a worker replayed go to it, up to its depth, and the others wait for room in
+    it, but for those this process takes when it has nothing else to do (from the end of the queue); those of a
+    name this process replayed first stay here, but for a worker about to run dry (holding less than the
+    transport's depth). The outcomes are one worker's, in input order. Without affinities, names are split."""
     monkeypatch.setattr(pool_schedule, "MOST_HELD", Scripted.depth)  # instant replays here: the depth stays 2
     env = CounterEnv()
     names = [f"task-{index % 7}" for index in range(42)]  # 7 names, each 6 times, interleaved
     plain = [replace(unit, env=env) for unit in scorables(42)]
     named = [replace(unit, affinity=name) for unit, name in zip(plain, names, strict=True)]
     first = {name: names.index(name) for name in set(names)}
-    went, _ = placed(plain, names, 0.002)
-    assert any(went[first[name]] and not went[at] for at, name in enumerate(names))  # the oracle discriminates
-    went, held = placed(named, names, 0.002)
-    by_worker = {name for name in first if went[first[name]]}
+    where, _ = placed(plain, 0.002, monkeypatch)
+    assert any(where[first[name]] == "worker" and where[at] == "here" for at, name in enumerate(names))
+    where, held = placed(named, 0.002, monkeypatch)
+    by_worker = {name for name in first if where[first[name]] == "worker"}
     assert by_worker and by_worker != set(first)
-    assert all(went[at] for at, name in enumerate(names) if name in by_worker)
-    stolen = [at for at, name in enumerate(names) if went[at] and name not in by_worker]
-    sends = [at for at in range(len(names)) if went[at]]
-    assert all(held[sends.index(at)] < Scripted.depth for at in stolen)
-    assert max(held) > Scripted.depth  # a worker's own names go to it beyond its depth
+    assert all(where[at] != "here" for at, name in enumerate(names) if name in by_worker)
+    assert "stolen" in where  # this process took some at the end rather than wait for the worker's queue
+    assert all(name in by_worker for at, name in enumerate(names) if where[at] == "stolen")
+    sends = [at for at in range(len(names)) if where[at] == "worker"]
+    assert all(held[sends.index(at)] < Scripted.depth for at in sends if names[at] not in by_worker)
+    assert max(held) < pool_schedule.MOST_HELD  # a worker is sent no more than its depth

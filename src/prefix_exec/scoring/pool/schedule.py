@@ -25,7 +25,9 @@ from functools import partial
 from typing import Any, TextIO
 
 from prefix_exec.scoring.admission import Admission
+from prefix_exec.scoring.pool.affinity import HERE, Affinities
 from prefix_exec.scoring.pool.environments import Environments
+from prefix_exec.scoring.pool.intake import END, Intake
 from prefix_exec.scoring.pool.messages import Batched, Decoded, Died, Raised, Transport, Unloadable
 from prefix_exec.scoring.pool.settlement import Settlement, caught, raised
 from prefix_exec.scoring.pool.window import PENDING, Entry, Note, Window
@@ -62,16 +64,8 @@ MOST_FAILED_STARTS = 3
 #: worker's end may not show on its pipes (a process it forked holds them open).
 LIVENESS_SECONDS = 1.0
 
-#: Affinities (:attr:`~prefix_exec.scoring.units.Scorable.affinity`) whose process a run notes at most: the
-#: rollouts of a name met past that many go to any process (a run over a million tasks keeps no million names).
-MOST_AFFINITIES = 1 << 16
-#: The process of an affinity replayed in this one (:meth:`Schedule.own`; workers are numbered from 0).
-HERE = -1
-
 #: What the schedule takes, in input order (:meth:`~prefix_exec.scoring.admission.Admission.deferring`).
 Ticket = Scorable | Undecoded | Batch | Outcome
-_END = object()  # no ticket is left
-_UNREAD = object()  # no ticket read ahead yet
 
 
 class Schedule:
@@ -91,7 +85,7 @@ class Schedule:
         here: bool = False,
         start_later: Callable[[], None] | None = None,
     ) -> None:
-        self.tickets, self.transport, self.replayer, self.log = tickets, transport, replayer, log
+        self.transport, self.replayer, self.log = transport, replayer, log
         self.admission, self.here, self.start_later = admission, here, start_later
         self.settlement = Settlement(admission, replayer, log)
         self.window = Window()
@@ -100,12 +94,11 @@ class Schedule:
         self.peeked: Any = None  # a ticket read that waits for a worker (this process has its own to replay)
         self.held: list[deque[tuple[int, Scorable | Undecoded | Batch]]] = [deque() for _ in range(workers)]
         self.environments = Environments(transport, workers, log)
-        self.owners: dict[str, int] = {}  # affinity -> the worker (or HERE) that replays its rollouts
+        self.affinities = Affinities(workers)
         self.failed_starts = [0] * workers  # deaths before READY in a row (with here: see MOST_FAILED_STARTS)
         self.depth = transport.depth  # rollouts a worker may hold (more, with here, for quick rollouts)
         self.unit_seconds: float | None = None  # a moving mean of the rollouts replayed here
-        self.exhausted = False  # every ticket is read (the last may wait in peeked)
-        self.ahead: Any = _UNREAD  # the ticket after the one read last (see read; None is a ticket)
+        self.intake = Intake(tickets)  # read one ahead: exhausted once the last is read (it may wait in peeked)
         self.started = self.synced = time.monotonic()
 
     def run(self) -> Iterator[Outcome | Sync]:
@@ -116,7 +109,7 @@ class Schedule:
                 entry[1] = self.replay_here(entry[2])
             for settled in self.window.settled():
                 yield from self.outcomes(settled)
-            handed_out = self.exhausted and self.peeked is None  # every ticket read and placed in the window
+            handed_out = self.intake.exhausted and self.peeked is None  # every ticket read and placed in the window
             if not self.window and handed_out:
                 return
             now = time.monotonic()
@@ -128,7 +121,7 @@ class Schedule:
             elif self.start_later is not None and now - self.started >= START_SECONDS:
                 self.start_later()
                 self.start_later = None
-            if self.busy_here():
+            if self.busy_here() or (self.here and self.steal()):
                 timeout: float | None = 0.0  # more to replay here: only what the workers sent meanwhile
             elif any(self.held):
                 timeout = LIVENESS_SECONDS
@@ -158,15 +151,16 @@ class Schedule:
         batch read here this returns, so that the workers' answers are read (and they are given more) between
         two replays here. While this process has a batch's units of its own to replay, a ticket is read only when
         a worker can take it; once none is left, a worker with room takes some of those units (:meth:`share`)."""
-        if self.exhausted and self.peeked is None:
+        self.feed()
+        if self.intake.exhausted and self.peeked is None:
             self.share()
-        while not self.exhausted or self.peeked is not None:
+        while not self.intake.exhausted or self.peeked is not None:
             if self.peeked is None and not self.room():
                 return
             if (self.local or not self.here) and self.free(None) is None:
                 return
-            ticket, self.peeked = (self.read(), None) if self.peeked is None else (self.peeked, None)
-            if ticket is _END:
+            ticket, self.peeked = (self.intake.read(), None) if self.peeked is None else (self.peeked, None)
+            if ticket is END:
                 return
             if not isinstance(ticket, Scorable | Undecoded | Batch):
                 self.window.add(ticket)
@@ -177,13 +171,15 @@ class Schedule:
                 self.peeked = ticket  # its turn comes once the oldest batch in the window is written
                 return
             # The last batch is read here, and its units shared (share): whole, it would end the run alone.
-            last = batch and self.here and self.exhausted  # exhausted: no ticket after this one
+            last = batch and self.here and self.intake.exhausted  # exhausted: no ticket after this one
+            if token is not None and self.queue(ticket, token):
+                continue  # its name's worker's: sent to it, or waiting here for room in it
             worker = None if token is None or last else self.place(ticket, token)
             if worker is not None and token is not None:
                 entry = self.window.add(PENDING, None if isinstance(ticket, Scorable) else ticket)  # settled in turn
                 self.entries[entry[0]] = entry
                 self.dispatch(worker, entry[0], ticket, token)
-                self.own(ticket, worker)
+                self.affinities.own(ticket, worker)
                 continue
             if (self.local and not last) or (token is not None and not self.here):
                 self.peeked = ticket  # its turn comes when a worker has room, or this process none of its own
@@ -193,7 +189,7 @@ class Schedule:
                 return
             entry = self.window.add(PENDING, ticket if isinstance(ticket, Undecoded) else None)
             entry[1] = self.replay_here(ticket)  # in input order like the rest (admitted in its turn)
-            self.own(ticket, HERE)
+            self.affinities.own(ticket, HERE)
             return
 
     def share(self) -> None:
@@ -222,7 +218,7 @@ class Schedule:
             return False
         if self.peeked is not None:  # read while this process had its own: its turn here has come
             return not (isinstance(self.peeked, Batch) and self.window.batches >= MOST_EXPANDED + len(self.held))
-        return not self.exhausted and self.room()
+        return not self.intake.exhausted and self.room()
 
     def room(self) -> bool:
         """Whether the window may take another ticket: it holds fewer than :meth:`size` (a batch read here counts
@@ -240,32 +236,48 @@ class Schedule:
         try:
             units, error, note = batch.expand()
         except Exception as exc:  # a bug of the reading: one worker raises it there
-            self.exhausted = True
+            self.intake.exhausted = True
             return [self.window.add(Raised(exc))]
         return self.window.add_batch(units, error, note)
 
     def place(self, ticket: Scorable | Undecoded | Batch, token: int) -> int | None:
-        """The worker to give ``ticket`` now, if any: :meth:`free`'s, but for a rollout whose affinity a process
-        has (:meth:`own`): that process's, a worker's even beyond its depth (the window still bounds what it
-        holds); a worker that cannot take it now (restarted, not ready) gives way to :meth:`free`. This
-        process's (``None``) unless a worker is about to run dry (it holds less than the transport's depth): that
-        worker builds what this process holds already, but it would sit idle otherwise, while this process,
-        which reads and writes every unit besides, is the one the run waits for."""
-        key = ticket.affinity if isinstance(ticket, Scorable | Undecoded) else None
-        owner = self.owners.get(key) if key is not None else None
-        if owner == HERE and self.here:
+        """The worker to give ``ticket`` now, if any (:meth:`free`); for a rollout whose name this process replays
+        (:mod:`~prefix_exec.scoring.pool.affinity`), ``None`` unless a worker is about to run dry (it holds less
+        than the transport's depth): that worker builds what this process holds already, but it would sit idle
+        otherwise, while this process, which reads and writes every unit besides, is the one the run waits for."""
+        if self.affinities.owner(ticket) == HERE and self.here:
             return self.free(token, most=self.transport.depth)
-        if owner is not None and owner != HERE and self.takes(owner, token, self.size()):
-            return owner
         return self.free(token, whole=isinstance(ticket, Batch))
 
-    def own(self, ticket: Scorable | Undecoded | Batch, worker: int) -> None:
-        """Note that ``worker`` (or :data:`HERE`) replays the rollouts of ``ticket``'s affinity
-        (:attr:`~prefix_exec.scoring.units.Scorable.affinity`, an undecoded unit's too), unless a process has it
-        already, or :data:`MOST_AFFINITIES` are noted."""
-        key = ticket.affinity if isinstance(ticket, Scorable | Undecoded) else None
-        if key is not None and key not in self.owners and len(self.owners) < MOST_AFFINITIES:
-            self.owners[key] = worker
+    def queue(self, ticket: Scorable | Undecoded | Batch, token: int) -> bool:
+        """Whether ``ticket``'s name is a running worker's (:mod:`~prefix_exec.scoring.pool.affinity`): then it
+        enters the window and waits for that worker (:meth:`feed`, which sends it at once if it has room)."""
+        owner = self.affinities.owner(ticket)
+        if owner is None or owner == HERE or not self.transport.launched(owner):
+            return False
+        assert isinstance(ticket, Scorable | Undecoded)  # a batch has no name
+        entry = self.window.add(PENDING, ticket if isinstance(ticket, Undecoded) else None)  # settled in turn
+        self.affinities.waiting[owner].append((entry, ticket, token))
+        self.feed()
+        return True
+
+    def feed(self) -> None:
+        """Send each worker the rollouts waiting for it while it holds fewer than the depth, oldest first."""
+        for worker, waiting in enumerate(self.affinities.waiting):
+            while waiting and self.takes(worker, waiting[0][2], self.depth):
+                entry, ticket, token = waiting.popleft()
+                self.entries[entry[0]] = entry
+                self.dispatch(worker, entry[0], ticket, token)
+
+    def steal(self) -> bool:
+        """Replay here the last rollout waiting for a worker (of the longest queue), if one waits: this process has
+        nothing else to do (see :mod:`~prefix_exec.scoring.pool.affinity`)."""
+        waiting = self.affinities.longest()
+        if waiting is None:
+            return False
+        entry, ticket, _ = waiting.pop()
+        entry[1] = self.replay_here(ticket)
+        return True
 
     def free(self, token: int | None, *, whole: bool = False, most: int | None = None) -> int | None:
         """The worker holding the fewest rollouts that can take one of ``token``'s environment now
@@ -290,27 +302,6 @@ class Schedule:
         if len(held) >= most or (self.here and not self.transport.available(worker)):
             return False
         return not (held and isinstance(held[0][1], Batch))
-
-    def read(self) -> Any:
-        """The next ticket (a :data:`Ticket`); :data:`_END` when there is none left; a reading error as
-        :class:`Raised` (raised in its turn, after the units read before it). One ticket is read ahead, so that
-        :attr:`exhausted` is set as the last one is read."""
-        ticket = self.ahead if self.ahead is not _UNREAD else self.next_ticket()
-        self.ahead = _UNREAD
-        if ticket is _END or isinstance(ticket, Raised):
-            self.exhausted = True
-            return ticket
-        self.ahead = self.next_ticket()
-        self.exhausted = self.ahead is _END
-        return ticket
-
-    def next_ticket(self) -> Any:
-        try:
-            return next(self.tickets)
-        except StopIteration:
-            return _END
-        except Exception as exc:
-            return Raised(exc)
 
     def replay_here(self, unit: Scorable | Undecoded) -> Outcome | Raised | Decoded | None:
         """What a worker would answer for ``unit``, replayed (decoded first) in this process; the time it took
