@@ -10,7 +10,11 @@ The inputs (read in place, or written into the run's temporary folder, never int
 - bfcl-10 and bfcl-200: the first 10 and all 200 entries of one BFCL results file (glyphh-ada-1.1, base), ``score
   bfcl``;
 - bfcl-1600: every BFCL results file of the shared data (2 models x 4 categories x 200: the most BFCL rollouts
-  there are; no 2,000), ``score bfcl``.
+  there are), ``score bfcl``;
+- bfcl-2000: those 1,600 and, copied under another model's folder name (``glyphh-ada-1.1-copy``: the folder names
+  the model), glyphh-ada-1.1's base and long_context files, ``score bfcl``. The copies' tasks are tasks of the
+  1,600, as any BFCL run's are (BFCL has 800 multi-turn tasks): every rollout past the 800th is one of a task
+  replayed before.
 
 Each input runs as a user runs it (a fresh ``prefix-exec`` process, ``--keep-going``), both ways in turn within each
 repeat (``--repeats``, default 5), under ``nice`` when the benchmark is; before each default run the benchmark asks
@@ -18,6 +22,9 @@ the sizing what it picks now (``scoring.pool.sizing.default_for``: the same call
 that moment) and counts the answers. Prints per input the median of each, the ratio ``--workers 1`` / default
 (above 1: the default is faster), the slowest repeat's ratio, and what the default picked; then checks that both
 wrote byte-identical records. The load average is printed first and last: on a busy machine the ratios say little.
+Each repeat also measures the machine's ceiling, as ``benchmarks/score_scale.py`` does: two Python processes
+spinning a fixed loop, started together, against one (``2 * t(1) / t(2)``: what two processes of pure Python gain
+here and now, under 2 on a virtual machine whose cores other tenants share); its median is printed last.
 Run: ``nice -n 10 .venv/bin/python benchmarks/default_workers.py [--repeats 5] [--inputs transcripts-200,bfcl-200]``
 """
 
@@ -35,13 +42,25 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from score_scale import COMMAND, COPIES_OPTIONS, DATA, TAU_BENCH, installed_environment, load, write_copies
+from score_scale import COMMAND, COPIES_OPTIONS, DATA, TAU_BENCH, installed_environment, load, spin, write_copies
 
 from prefix_exec.scoring.pool.sizing import default_for
 from prefix_exec.scoring.pool.spawn import usable_cores
 
 BFCL_BASE = DATA / "bfcl" / "glyphh-ada-1.1" / "BFCL_v4_multi_turn_base_result.json"
-INPUTS = ("transcripts-10", "transcripts-80", "transcripts-200", "transcripts-2000", "bfcl-10", "bfcl-200", "bfcl-1600")
+BFCL_MODELS = (DATA / "bfcl" / "glyphh-ada-1.1", DATA / "bfcl" / "airev-agent-0.8b")
+#: The files of the first model that bfcl-2000 copies under another model's folder name.
+BFCL_COPIED = ("BFCL_v4_multi_turn_base_result.json", "BFCL_v4_multi_turn_long_context_result.json")
+INPUTS = (
+    "transcripts-10",
+    "transcripts-80",
+    "transcripts-200",
+    "transcripts-2000",
+    "bfcl-10",
+    "bfcl-200",
+    "bfcl-1600",
+    "bfcl-2000",
+)
 
 
 def arguments(name: str, folder: Path) -> list[str]:
@@ -57,7 +76,13 @@ def arguments(name: str, folder: Path) -> list[str]:
         path.write_text(json.dumps(rows[:count]), encoding="utf-8")
         return ["transcripts", str(path), *COPIES_OPTIONS]
     if count == 1600:
-        return ["bfcl", str(DATA / "bfcl" / "glyphh-ada-1.1"), str(DATA / "bfcl" / "airev-agent-0.8b")]
+        return ["bfcl", *(str(path) for path in BFCL_MODELS)]
+    if count == 2000:
+        copies = folder / name / f"{BFCL_MODELS[0].name}-copy"  # the folder names the model
+        copies.mkdir(parents=True)
+        for file in BFCL_COPIED:
+            (copies / file).write_bytes((BFCL_MODELS[0] / file).read_bytes())
+        return ["bfcl", *(str(path) for path in BFCL_MODELS), str(copies)]
     lines = BFCL_BASE.read_text(encoding="utf-8").splitlines(keepends=True)[:count]
     path = folder / name / BFCL_BASE.name  # the folder names the model, as BFCL's result folders do
     path.parent.mkdir(parents=True)
@@ -95,7 +120,9 @@ def main() -> None:
             score(given[name], 1, folder / "warm-up.jsonl", env)
         times: dict[tuple[str, str], list[float]] = {}
         picked: dict[str, Counter[int]] = {name: Counter() for name in names}
+        ceilings: list[float] = []
         for _ in range(max(1, args.repeats)):
+            ceilings.append(2 * spin(1) / spin(2))
             for name in names:  # both ways in turn: a passing load weighs on both alike
                 picked[name][default_for(["score", *given[name]], usable_cores())] += 1
                 times.setdefault((name, "default"), []).append(
@@ -116,6 +143,8 @@ def main() -> None:
             f"{one / default:.2f}x (the slowest repeat {worst:.2f}x); the default picked {chosen}",
             flush=True,
         )
+    ceiling = statistics.median(ceilings)
+    print(f"the machine's ceiling (two processes of pure Python against one): median {ceiling:.2f}x")
     print(f"end: {load()}")
     if differ:
         raise SystemExit(f"records differ between the default and --workers 1: {', '.join(differ)}")

@@ -29,6 +29,7 @@ from prefix_exec.scoring.pool import schedule as pool_schedule
 from prefix_exec.scoring.pool.dispatch import pool_for
 from prefix_exec.scoring.run import ScoreOptions, hold_lock
 from prefix_exec.scoring.units import Batch, Undecoded
+from prefix_exec.trajectory import Rollout
 
 REPO = Path(__file__).resolve().parents[2]
 TAU_BENCH = REPO / "tests" / "data" / "tau-bench"
@@ -88,16 +89,21 @@ def test_toolsandbox(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFi
     same_at_one_and_two(["toolsandbox", str(shared_data / "toolsandbox" / "run_public")], tmp_path, capsys)
 
 
-def test_bfcl(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A few real results of each format; BFCL's final-success check (``prepare``) runs in the workers."""
-    pytest.importorskip("bfcl_eval")
+def bfcl_results(shared_data: Path, folder: Path, count: int) -> list[str]:
+    """The ``score bfcl`` arguments of the first ``count`` base results of both models of the shared data (the
+    same tasks, in the same order), written into ``folder``."""
     for model in ("glyphh-ada-1.1", "airev-agent-0.8b"):
         name = "BFCL_v4_multi_turn_base_result.json"
         lines = (shared_data / "bfcl" / model / name).read_text(encoding="utf-8").splitlines()
-        (tmp_path / model).mkdir()
-        (tmp_path / model / name).write_text("\n".join(lines[:4]) + "\n", encoding="utf-8")
-    args = ["bfcl", str(tmp_path / "glyphh-ada-1.1"), str(tmp_path / "airev-agent-0.8b")]
-    same_at_one_and_two(args, tmp_path, capsys)
+        (folder / model).mkdir()
+        (folder / model / name).write_text("\n".join(lines[:count]) + "\n", encoding="utf-8")
+    return ["bfcl", str(folder / "glyphh-ada-1.1"), str(folder / "airev-agent-0.8b")]
+
+
+def test_bfcl(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A few real results of each format; BFCL's final-success check (``prepare``) runs in the workers."""
+    pytest.importorskip("bfcl_eval")
+    same_at_one_and_two(bfcl_results(shared_data, tmp_path, 4), tmp_path, capsys)
 
 
 @pytest.mark.slow
@@ -339,6 +345,61 @@ def test_replayed_here_and_in_workers(
         assert not any(isinstance(unit, Batch) for unit in sent)
     args = ["transcripts", str(TAU_BENCH / "gpt-4o-airline.json"), "--tools", str(TAU_BENCH / "airline-tools.json")]
     same_at_one_and_two([*args, "--model", "gpt-4o"], tmp_path, capsys, "--overwrite")
+
+
+def test_bfcl_tasks_are_replayed_where_their_first_rollout_was(
+    shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """score bfcl hands each result line to a worker undecoded, named by its task (its affinity): the second
+    model's rollout of a task the worker replayed first goes to the worker, which holds the task's ground truth
+    and initial state, unless this process, with nothing else to do, takes it from those waiting for the worker
+    (one this process replayed first may go to a worker about to run dry); the records are one worker's, and a run
+    killed midway and resumed with two workers ends as one uninterrupted run."""
+    pytest.importorskip("bfcl_eval")
+    counted(monkeypatch)  # the worker counts as ready at once, and this process replays too
+    where: list[tuple[str, str]] = []  # (task, "here", "stolen" or "worker"), in the order they were placed
+    schedule = pool_schedule.Schedule
+    real_here, real_dispatch, real_steal = schedule.replay_here, schedule.dispatch, schedule.steal
+    stealing: list[bool] = []
+
+    def steal(self: pool_schedule.Schedule) -> bool:
+        stealing.append(True)
+        try:
+            return real_steal(self)
+        finally:
+            stealing.pop()
+
+    def named(unit: Undecoded) -> str:
+        decoded = unit.decode()
+        assert isinstance(decoded, Rollout) and unit.affinity == decoded.task_id  # each line named by its task
+        return decoded.task_id
+
+    def replay_here(self: pool_schedule.Schedule, unit: Undecoded) -> object:
+        where.append((named(unit), "stolen" if stealing else "here"))
+        return real_here(self, unit)
+
+    def dispatch(self: pool_schedule.Schedule, worker: int, seq: int, unit: Undecoded, token: int) -> None:
+        where.append((named(unit), "worker"))
+        real_dispatch(self, worker, seq, unit, token)
+
+    monkeypatch.setattr(schedule, "replay_here", replay_here)
+    monkeypatch.setattr(schedule, "dispatch", dispatch)
+    monkeypatch.setattr(schedule, "steal", steal)
+    args = bfcl_results(shared_data, tmp_path, 8)
+    same_at_one_and_two(args, tmp_path, capsys)
+    first: dict[str, str] = {}
+    for task, process in where:
+        first.setdefault(task, process)
+    assert len(where) == 16 and set(first.values()) == {"here", "worker"}
+    assert all(process != "here" for task, process in where if first[task] == "worker")
+    assert all(first[task] == "worker" for task, process in where if process == "stolen")
+    full, partial = tmp_path / "one.jsonl", tmp_path / "partial.jsonl"
+    lines = full.read_text(encoding="utf-8").splitlines(keepends=True)
+    partial.write_text("".join(lines[:5]) + lines[5][:40], encoding="utf-8")  # and a torn line, as a kill leaves
+    capsys.readouterr()
+    assert score(args, partial, 2, "--resume") == 0
+    assert "5 already in the output were kept" in capsys.readouterr().err
+    assert partial.read_bytes() == full.read_bytes()
 
 
 def test_files_read_here_and_in_workers(

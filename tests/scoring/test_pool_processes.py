@@ -29,8 +29,8 @@ from pathlib import Path
 import pytest
 
 from prefix_exec.cli import WARM, start_workers
+from prefix_exec.scoring.pool import deaths as pool_deaths
 from prefix_exec.scoring.pool import dispatch as pool_dispatch
-from prefix_exec.scoring.pool import schedule as pool_schedule
 from prefix_exec.scoring.pool import sizing
 from prefix_exec.scoring.pool import spawn as pool_spawn
 from prefix_exec.scoring.pool.dispatch import pool_for
@@ -413,7 +413,7 @@ def test_a_worker_that_cannot_load_its_settings_is_not_restarted_all_run(
         options=ScoreOptions(dispatch=pool_for(2)),
     )
     score_to_file(with_environment(rollouts, CounterEnv()), tmp_path / "one.jsonl")
-    assert starts == [0] * pool_schedule.MOST_FAILED_STARTS
+    assert starts == [0] * pool_deaths.MOST_FAILED_STARTS
     assert observer.taken == len(rollouts)
     assert capsys.readouterr().err.count("ended before it was ready 3 times in a row") == 1
     assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()

@@ -42,6 +42,9 @@ class Scripted:
         self.envs: dict[tuple[int, int], float] = {}  # (worker, token) -> when it was sent
         self.workers = workers
 
+    def launched(self, worker: int) -> bool:
+        return True
+
     def available(self, worker: int) -> bool:
         return self.ready
 
@@ -190,6 +193,17 @@ def test_a_unit_lost_at_every_attempt_is_the_systems_failure_and_the_others_are_
     assert out == [REPLAYER(u.rollout, u.env) for i, u in enumerate(units) if i != 4]
 
 
+def test_a_started_worker_is_sent_each_environment_before_it_is_ready() -> None:
+    """It builds the environment as soon as it has read its settings, while this process replays: a worker
+    never ready is sent each environment once all the same, and no rollout."""
+    transport = Scripted(2, ready=False, delay=0.0)
+    env = CounterEnv()
+    units = [replace(unit, env=env) for unit in scorables(6)]
+    assert outcomes(transport, units, []) == [REPLAYER(u.rollout, u.env) for u in units]
+    assert sorted(transport.envs) == [(0, 0), (1, 0)]
+    assert transport.given == 0
+
+
 def given(unit: Rollout) -> Rollout:
     return unit
 
@@ -220,9 +234,11 @@ class Batches(Scripted):
         super().__init__(1, ready=True, delay=delay)
         self.deadly = deadly
         self.units: list[object] = []  # every unit sent, in order
+        self.holding: list[int] = []  # how many units the worker held as each was sent
         self.restarts = 0
 
     def send_unit(self, worker: int, seq: int, unit: object, token: int) -> None:
+        self.holding.append(len(self.sent))
         self.sent.append((time.monotonic(), worker, seq, unit))  # type: ignore[arg-type]
         self.units.append(unit)
 
@@ -350,12 +366,75 @@ def test_a_batch_whose_answer_does_not_load_is_replayed_here_in_its_turn() -> No
 
 def test_the_last_batch_is_read_here_and_shared_unit_by_unit() -> None:
     """Whole, the last batch would end the run in one worker while this process waits: it is read here, and a
-    worker with room takes its units from the end, one by one, while this process replays from the front."""
+    worker with room takes its units from the end, one by one, while this process replays from the front; it
+    holds two at most (the transport's depth, not the schedule's: where the two meet, this process waits for
+    what the worker holds)."""
     env = CounterEnv()
     units = batches(2, 30, env)
     transport, out = Batches(), []
     scheduled(transport, units, io.StringIO(), out)
     assert out == one_worker(units, io.StringIO())
     assert transport.units and all(isinstance(unit, Undecoded) for unit in transport.units)
+    assert max(transport.holding) < Batches.depth
     trials = [unit.decode().trial for unit in transport.units]  # type: ignore[attr-defined]
     assert trials == sorted(trials, reverse=True) and trials[0] == 59  # from the end of the last batch
+
+
+class Affine(Scripted):
+    """A scripted transport that notes each rollout its worker was sent, and how many it held then."""
+
+    def __init__(self, *, delay: float) -> None:
+        super().__init__(1, ready=True, delay=delay)
+        self.units: list[tuple[Scorable, int]] = []
+
+    def send_unit(self, worker: int, seq: int, unit: object, token: int) -> None:
+        assert isinstance(unit, Scorable)
+        self.units.append((unit, len(self.sent)))
+        super().send_unit(worker, seq, unit, token)
+
+
+def placed(units: list[Scorable], delay: float, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[int]]:
+    """Where each unit went, in input order: ``worker``, ``here`` (this process replayed it in its turn) or
+    ``stolen`` (this process took it from those waiting for a worker, having nothing else to do); and what the
+    worker held as each unit was sent to it. The outcomes are checked against one worker's."""
+    stolen: list[object] = []
+    real = pool_schedule.Schedule.steal
+
+    def steal(self: pool_schedule.Schedule) -> bool:
+        waiting = self.affinities.longest()
+        assert not self.busy_here()  # only when this process has nothing of its own to do
+        if waiting is not None:
+            stolen.append(waiting[-1][1])
+        return real(self)
+
+    monkeypatch.setattr(pool_schedule.Schedule, "steal", steal)
+    transport = Affine(delay=delay)
+    assert outcomes(transport, units, []) == [REPLAYER(unit.rollout, unit.env) for unit in units]
+    sent = [unit for unit, _ in transport.units]
+    where = ["worker" if unit in sent else "stolen" if unit in stolen else "here" for unit in units]
+    return where, [held for _, held in transport.units]
+
+
+def test_the_rollouts_of_one_affinity_are_replayed_where_the_first_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rollouts named by an affinity (BFCL's task: its ground truth is cached where it was first replayed): those
+    of a name whose first rollout a worker replayed go to it, up to its depth, and the others wait for room in
+    it, but for those this process takes when it has nothing else to do (from the end of the queue); those of a
+    name this process replayed first stay here, but for a worker about to run dry (holding less than the
+    transport's depth). The outcomes are one worker's, in input order. Without affinities, names are split."""
+    monkeypatch.setattr(pool_schedule, "MOST_HELD", Scripted.depth)  # instant replays here: the depth stays 2
+    env = CounterEnv()
+    names = [f"task-{index % 7}" for index in range(42)]  # 7 names, each 6 times, interleaved
+    plain = [replace(unit, env=env) for unit in scorables(42)]
+    named = [replace(unit, affinity=name) for unit, name in zip(plain, names, strict=True)]
+    first = {name: names.index(name) for name in set(names)}
+    where, _ = placed(plain, 0.002, monkeypatch)
+    assert any(where[first[name]] == "worker" and where[at] == "here" for at, name in enumerate(names))
+    where, held = placed(named, 0.002, monkeypatch)
+    by_worker = {name for name in first if where[first[name]] == "worker"}
+    assert by_worker and by_worker != set(first)
+    assert all(where[at] != "here" for at, name in enumerate(names) if name in by_worker)
+    assert "stolen" in where  # this process took some at the end rather than wait for the worker's queue
+    assert all(name in by_worker for at, name in enumerate(names) if where[at] == "stolen")
+    sends = [at for at in range(len(names)) if where[at] == "worker"]
+    assert all(held[sends.index(at)] < Scripted.depth for at in sends if names[at] not in by_worker)
+    assert max(held) < pool_schedule.MOST_HELD  # a worker is sent no more than its depth

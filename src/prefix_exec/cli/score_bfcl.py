@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -24,7 +24,7 @@ from prefix_exec.extras import require
 from prefix_exec.importers.bfcl import PROMPTING_Y
 from prefix_exec.replay import with_success
 from prefix_exec.scoring.run import score_to_file
-from prefix_exec.scoring.units import Scorable, with_environment
+from prefix_exec.scoring.units import Scorable, ScoringUnit, Undecoded, numbered, with_environment
 from prefix_exec.trajectory import Rollout, Skipped
 
 
@@ -86,11 +86,15 @@ def handle(args: argparse.Namespace) -> int:
         raise InputError("give result files or folders, or --ground-truth (not both)")
     try:
         env = BfclEnvironment(time_limit=args.time_limit, information=args.information)
-        from prefix_exec.importers.bfcl import ground_truth_rollouts, read_results
+        from prefix_exec.importers.bfcl import ground_truth_rollouts, read_results, undecoded_results
 
         only = frozenset(stratified_200()) if args.sample is not None else None
         units: Iterable[Rollout | Skipped]
         rule = trial_rule(args)
+        reading = {"model": args.model, "method": args.method, "only": only, "prompting_y": args.prompting_y}
+        trials = numbering(args)
+        scored: Iterable[ScoringUnit]
+        total: int | None = None
         if args.ground_truth:
             if rule.field is not None:
                 raise InputError("--trial-field reads the result files; with --ground-truth give --trial N")
@@ -98,21 +102,16 @@ def handle(args: argparse.Namespace) -> int:
                 replace(r, model=args.model or r.model, method=args.method or r.method, trial=rule.fixed or 0)
                 for r in ground_truth_rollouts(only)
             )
-            total: int | None = len(only) if only is not None else 800
+            total = len(only) if only is not None else 800
+            scored = with_environment(trials.rollouts(units), env, affinity=_task_of)
+        elif args.workers > 1 or args.launcher != "local":  # a worker decodes the lines it replays
+            lines = undecoded_results(args.results, trials=rule, **reading)
+            scored = numbered(_undecoded(lines, env), trials)
         else:
-            units = read_results(
-                args.results,
-                model=args.model,
-                method=args.method,
-                only=only,
-                prompting_y=args.prompting_y,
-                trials=rule,
-            )
-            total = None
+            scored = with_environment(trials.rollouts(read_results(args.results, trials=rule, **reading)), env)
         checker = FinalSuccess(env.templates)
-        trials = numbering(args)
         report = score_to_file(
-            with_environment(trials.rollouts(units), env),
+            scored,
             args.out,
             total=total,
             desc="bfcl",
@@ -123,6 +122,20 @@ def handle(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise InputError(str(exc), hint=None if INSTALL_HINT in str(exc) else INSTALL_HINT) from None
     return finish(report, args.out, trials)
+
+
+def _task_of(unit: Rollout) -> str:
+    return unit.task_id
+
+
+def _undecoded(
+    lines: Iterable[tuple[str, Callable[[], Rollout | Skipped]] | Skipped], env: BfclEnvironment
+) -> Iterator[Undecoded | Skipped]:
+    """Each result line as an :class:`Undecoded` unit on ``env``, named by its task (its affinity: a task's ground
+    truth and initial state are cached where its first rollout replays, so the others of that task go to the
+    same process, and no two processes build them)."""
+    for line in lines:
+        yield line if isinstance(line, Skipped) else Undecoded(line[1], env, affinity=line[0])
 
 
 def _with_success(unit: Rollout, checker: FinalSuccess, env: BfclEnvironment) -> Scorable:

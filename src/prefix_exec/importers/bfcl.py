@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Iterable, Iterator
-from dataclasses import replace
+from collections.abc import Callable, Collection, Iterable, Iterator
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -81,14 +82,19 @@ def result_files(paths: Collection[str | Path]) -> list[Path]:
 
 
 def identity(path: Path, model: str | None, method: str | None, fmt: str) -> tuple[str, str]:
-    """(model, method) for a file: flags first, then the folder name (the model's folder above BFCL v4's
-    ``multi_turn``), then the file's format."""
+    """(model, method) for a file: flags first, then the folder name, then the file's format."""
+    folder_model, folder_method = folder_identity(path)
+    return model or folder_model, method or folder_method or fmt
+
+
+def folder_identity(path: Path) -> tuple[str, str | None]:
+    """The model and the method (``None``: not named) a result file's folder names: BFCL's ``<model>-FC`` or
+    ``<model>-prompt``, else the folder's name is the model; for a file in BFCL v4's ``result/<model>/multi_turn/``,
+    the folder above ``multi_turn``."""
     parent = path.resolve().parent
     folder = parent.parent.name if parent.name == GROUP_FOLDER and parent.parent != parent else parent.name
     suffix = _METHOD_SUFFIX.match(folder)
-    folder_model = suffix.group("model") if suffix else folder
-    folder_method = suffix.group("method") if suffix else None
-    return model or folder_model, method or folder_method or fmt
+    return (suffix.group("model"), suffix.group("method")) if suffix else (folder, None)
 
 
 def _fc_calls(step: Any, turn: int, step_index: int) -> list[ToolCall]:
@@ -197,9 +203,72 @@ def read_result_file(
     actions), ``"decoded"`` the actions as decoded here (positional arguments bound, a string turn read as
     one step, quoted calls unwrapped; ``metadata["prompting_y"] = "decoded"``).
     """
+    for item in _rows(path, model=model, method=method, only=only, prompting_y=prompting_y, trials=trials):
+        yield item if isinstance(item, Skipped) else _rollout(item.row, item.where, item.reading)
+
+
+def result_lines(
+    path: Path,
+    *,
+    model: str | None = None,
+    method: str | None = None,
+    only: Collection[str] | None = None,
+    prompting_y: str = "bfcl",
+    trials: TrialRule = FROM_INPUT,
+) -> Iterator[tuple[str, Callable[[], Rollout | Skipped]] | Skipped]:
+    """The lines of one result file as :func:`read_result_file` reads them, each undecoded: its task id and its
+    decoding (a ``functools.partial`` of :func:`rollout_of_line` with plain data, which a worker process may
+    call), or the ``Skipped`` of a line that is no result of the file's category. Only a line's JSON is read
+    here (for its id); decoding its calls (and BFCL's reading of a prompting one) is most of the reading's cost."""
+    for item in _rows(path, model=model, method=method, only=only, prompting_y=prompting_y, trials=trials):
+        if isinstance(item, Skipped):
+            yield item
+        else:
+            yield item.row["id"], partial(rollout_of_line, item.line, item.where, item.reading)
+
+
+@dataclass(frozen=True)
+class LineReading:
+    """How a line of one result file becomes a rollout (:func:`read_result_file`'s arguments, the file's category
+    and its folder's model and method, read once per file)."""
+
+    category: str
+    model: str
+    method: str | None
+    prompting_y: str
+    trials: TrialRule
+
+
+@dataclass(frozen=True)
+class _Row:
+    where: str
+    line: str
+    row: dict[str, Any]
+    reading: LineReading
+
+
+def rollout_of_line(line: str, where: str, reading: LineReading) -> Rollout | Skipped:
+    """The rollout of a result file's ``line`` (read at ``where``, a line :func:`result_lines` gave), or the
+    ``Skipped`` of a line whose trial cannot be read."""
+    return _rollout(json.loads(line), where, reading)
+
+
+def _rows(
+    path: Path,
+    *,
+    model: str | None,
+    method: str | None,
+    only: Collection[str] | None,
+    prompting_y: str,
+    trials: TrialRule,
+) -> Iterator[_Row | Skipped]:
+    """Each line of ``path`` that holds a result of the file's category (but those of a task not in ``only``),
+    parsed; the ``Skipped`` of each that does not."""
     if prompting_y not in PROMPTING_Y:
         raise ValueError(f"prompting_y must be one of {PROMPTING_Y}, got {prompting_y!r}")
     category = category_of_file(path)
+    folder_model, folder_method = folder_identity(path)  # once per file: resolving a path reads the file system
+    reading = LineReading(category, model or folder_model, method or folder_method, prompting_y, trials)
     for number, line in numbered_lines(path):
         where = f"{path}:{number}"
         if isinstance(line, InputError):  # not UTF-8, or over-long: this line's error only
@@ -221,18 +290,21 @@ def read_result_file(
         if not task_id.startswith(f"multi_turn_{category}_"):
             yield Skipped(where, f"task {task_id} is not in category {category} named by the file")
             continue
-        try:
-            trial = trial_fields(trials.read(row, own=()))
-        except TrialError as exc:
-            yield Skipped(where, f"input error: {exc}")
-            continue
-        actions, fmt, turns, notes = _decoded(row["result"], prompting_y)
-        row_model, row_method = identity(path, model, method, fmt)
-        rollout = task_rollout(task_id, row_model, row_method, actions, category, turns, {"source": where, **notes})
-        crash = notes.get("inference_error")
-        if isinstance(crash, str) and system_failure(crash):  # the model server's failure, not the agent's
-            rollout = mark(rollout, crash)
-        yield replace(rollout, **trial)
+        yield _Row(where, line, row, reading)
+
+
+def _rollout(row: dict[str, Any], where: str, reading: LineReading) -> Rollout | Skipped:
+    try:
+        trial = trial_fields(reading.trials.read(row, own=()))
+    except TrialError as exc:
+        return Skipped(where, f"input error: {exc}")
+    actions, fmt, turns, notes = _decoded(row["result"], reading.prompting_y)
+    metadata = {"source": where, **notes}
+    rollout = task_rollout(row["id"], reading.model, reading.method or fmt, actions, reading.category, turns, metadata)
+    crash = notes.get("inference_error")
+    if isinstance(crash, str) and system_failure(crash):  # the model server's failure, not the agent's
+        rollout = mark(rollout, crash)
+    return replace(rollout, **trial)
 
 
 def _decoded(result: Any, prompting_y: str) -> tuple[list[ToolCall], str, int, JsonObject]:
@@ -265,6 +337,20 @@ def read_results(
     file."""
     for path in result_files(paths):
         yield from read_result_file(path, model=model, method=method, only=only, prompting_y=prompting_y, trials=trials)
+
+
+def undecoded_results(
+    paths: Collection[str | Path],
+    *,
+    model: str | None = None,
+    method: str | None = None,
+    only: Collection[str] | None = None,
+    prompting_y: str = "bfcl",
+    trials: TrialRule = FROM_INPUT,
+) -> Iterator[tuple[str, Callable[[], Rollout | Skipped]] | Skipped]:
+    """:func:`read_results`'s lines, each undecoded (:func:`result_lines`)."""
+    for path in result_files(paths):
+        yield from result_lines(path, model=model, method=method, only=only, prompting_y=prompting_y, trials=trials)
 
 
 def ground_truth_rollout(task: BfclTask) -> Rollout:

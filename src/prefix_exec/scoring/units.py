@@ -34,11 +34,16 @@ class Scorable:
     returns names its own (BFCL's, taking over what its final-success check ran).
     ``recipe`` builds ``env`` again in a worker process (:mod:`prefix_exec.envs.recipe`); without one the environment
     itself is pickled to the workers, and one that does not pickle is replayed in the reading process.
+    ``affinity`` names the work the rollout's replay shares with every other rollout of the same name, which the
+    process that replays them caches (BFCL's ground truth and initial state of a task: most of a rollout's cost
+    the first time, a tenth after): with ``score --workers N`` the rollouts of one name are replayed in one process
+    (:mod:`prefix_exec.scoring.pool.schedule`), so that work is done once; ``None``: in any.
     """
 
     rollout: Rollout
     env: Environment | EnvFor
     recipe: Recipe | None = None
+    affinity: str | None = None
 
     def environment(self, rollout: Rollout) -> Environment:
         """The environment ``rollout`` (this pair's, or ``prepare``'s copy of it) replays on."""
@@ -54,13 +59,14 @@ class Undecoded:
     ``decode`` gives the rollout (or a :class:`~prefix_exec.trajectory.Skipped` for a unit that cannot be read),
     raising :class:`InputError` as reading would; it must pickle (a module-level function or a
     ``functools.partial`` of one, with plain data) and give the same rollout every time. ``numbering`` numbers the
-    rollout once decoded (:func:`numbered`).
+    rollout once decoded (:func:`numbered`); ``affinity`` is :attr:`Scorable.affinity`, known before decoding.
     """
 
     decode: Callable[[], Rollout | Skipped]
     env: Environment | EnvFor
     recipe: Recipe | None = None
     numbering: Numbering | None = None
+    affinity: str | None = None
 
     def scorable(self) -> Scorable | Skipped:
         """The unit decoded in this process (numbered when it has a numbering): what one worker scores."""
@@ -111,12 +117,19 @@ ScoringUnit = Scorable | Undecoded | Batch | Skipped
 
 
 def with_environment(
-    units: Iterable[Rollout | Skipped], env: Environment | EnvFor, recipe: Recipe | None = None
+    units: Iterable[Rollout | Skipped],
+    env: Environment | EnvFor,
+    recipe: Recipe | None = None,
+    affinity: Callable[[Rollout], str] | None = None,
 ) -> Iterator[Scorable | Skipped]:
     """``units`` (a reader's rollouts and skipped inputs, read as they are asked for) with every rollout paired
-    with ``env`` (built again in a worker process by ``recipe``, when given)."""
+    with ``env`` (built again in a worker process by ``recipe``, when given), and named by ``affinity`` (see
+    :class:`Scorable`; ``None``: named by none)."""
     for unit in units:
-        yield Scorable(unit, env, recipe) if isinstance(unit, Rollout) else unit
+        if isinstance(unit, Rollout):
+            yield Scorable(unit, env, recipe, affinity(unit) if affinity is not None else None)
+        else:
+            yield unit
 
 
 def numbered(units: Iterable[ScoringUnit], numbering: Numbering) -> Iterator[ScoringUnit]:

@@ -87,13 +87,15 @@ Event = tuple[int, int | None, Outcome | Raised | Decoded | Batched | Unloadable
 class Transport(Protocol):
     """Worker processes (:class:`~prefix_exec.scoring.pool.processes.Processes`) or Ray actors
     (:class:`~prefix_exec.scoring.pool.ray.RayActors`), addressed by index; each runs the messages it is sent in
-    order. ``depth``: the units a worker holds at least; ``queues``: whether a unit may be sent to a worker not
-    :meth:`available` yet (a process's pipe keeps it until the worker is ready; an actor that never starts would
-    keep it for good, so Ray's units go to started actors only)."""
+    order, from the moment it is ``launched`` (before it is ``available``: ready). ``depth``: the units a worker
+    holds at least; ``queues``: whether a unit may be sent to a worker not :meth:`available` yet (a process's pipe
+    keeps it until the worker is ready; an actor that never starts would keep it for good, so Ray's units go to
+    started actors only)."""
 
     depth: int
     queues: bool
 
+    def launched(self, worker: int) -> bool: ...
     def available(self, worker: int) -> bool: ...
     def holds(self, worker: int, token: int) -> bool: ...
     def send_env(self, worker: int, token: int, data: bytes) -> None: ...

@@ -155,6 +155,11 @@ class Processes:
         self.selector.register(spawned.process.sentinel, selectors.EVENT_READ, worker)
         self._send(worker, self.settings)
 
+    def launched(self, worker: int) -> bool:
+        """Whether ``worker`` was started (and not stopped): what it is sent waits in its pipe until it has read its
+        settings, and it runs it then, in order."""
+        return self.processes[worker] is not None and worker not in self.stopped
+
     def available(self, worker: int) -> bool:
         """Whether ``worker`` has said READY (as :meth:`collect` last read: its imports and settings are done)."""
         return self.started[worker]

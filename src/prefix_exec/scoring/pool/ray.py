@@ -98,6 +98,11 @@ class RayActors:
         self.running: dict[Any, tuple[int, int, float]] = {}  # ref -> (worker, seq, deadline)
         self.late_said = False
 
+    def launched(self, worker: int) -> bool:
+        """Whether ``worker``'s actor has started (as :meth:`available` last saw, asking for none): an actor asked
+        for may never start, and what it is sent meanwhile would wait in it for good."""
+        return worker not in self.given_up and self.actors[worker] is not None and bool(self.ready[worker])
+
     def available(self, worker: int) -> bool:
         """Whether ``worker``'s actor has started; asking for one not asked for yet asks Ray for it now."""
         if worker in self.given_up:

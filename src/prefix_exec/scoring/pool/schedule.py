@@ -4,10 +4,7 @@ outcomes back in input order, settled as one worker would (:mod:`prefix_exec.sco
 
 A unit (:data:`Ticket`) is a rollout, an undecoded one, or a :class:`~prefix_exec.scoring.units.Batch` of those (a
 file's conversations). A worker holds at most :attr:`Schedule.depth` rollouts, or one batch. The units a worker
-held when it died go again, first of all, to the workers with room (a batch's units one by one, so that the one
-that kills a worker is known), but for the unit it was replaying: that one goes again only as many times as the
-transport's :attr:`~prefix_exec.scoring.pool.messages.Died.attempts` say (a Ray actor's: the system may have lost
-it), then it is lost (:func:`~prefix_exec.scoring.pool.settlement.lost`). A transport that does not
+held when it died go again (:mod:`~prefix_exec.scoring.pool.deaths`). A transport that does not
 :attr:`~prefix_exec.scoring.pool.messages.Transport.queues` units is sent them only once a worker is ready.
 
 A batch no worker can take is read here, and its units enter the window at once, in order, to be replayed here
@@ -27,15 +24,17 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from functools import partial
 from typing import Any, TextIO
 
 from prefix_exec.scoring.admission import Admission
+from prefix_exec.scoring.pool.affinity import HERE, Affinities
+from prefix_exec.scoring.pool.deaths import Deaths
 from prefix_exec.scoring.pool.environments import Environments
+from prefix_exec.scoring.pool.intake import END, Intake
 from prefix_exec.scoring.pool.messages import Batched, Decoded, Died, Raised, Transport, Unloadable
-from prefix_exec.scoring.pool.settlement import Settlement, caught, lost, raised
-from prefix_exec.scoring.pool.window import PENDING, Entry, Note, Window
+from prefix_exec.scoring.pool.settlement import Settlement, caught, lost
+from prefix_exec.scoring.pool.window import PENDING, Entry, Window
 from prefix_exec.scoring.pool.worker import decode_on
 from prefix_exec.scoring.replayer import SYNC, SYNC_SECONDS, Outcome, Replayer, Sync
 from prefix_exec.scoring.units import Batch, Scorable, Undecoded, unit_name
@@ -60,18 +59,12 @@ START_SECONDS = 0.5
 #: parses. Short all the same, so that at the end no worker is left with a long queue while this process waits.
 QUEUE_SECONDS = 0.05
 MOST_HELD = 64
-#: With ``here``, a worker that ends before it is ready this many times in a row is not started again (its
-#: rollouts are replayed in this process, said once): one that cannot load its settings (a function of a
-#: notebook's or a script's ``__main__``, which a spawned process cannot import) would be restarted all run long.
-MOST_FAILED_STARTS = 3
 #: Seconds a wait for the workers lasts at most: then the transport looks whether they are alive, since a
 #: worker's end may not show on its pipes (a process it forked holds them open).
 LIVENESS_SECONDS = 1.0
 
 #: What the schedule takes, in input order (:meth:`~prefix_exec.scoring.admission.Admission.deferring`).
 Ticket = Scorable | Undecoded | Batch | Outcome
-_END = object()  # no ticket is left
-_UNREAD = object()  # no ticket read ahead yet
 
 
 class Schedule:
@@ -91,7 +84,7 @@ class Schedule:
         here: bool = False,
         start_later: Callable[[], None] | None = None,
     ) -> None:
-        self.tickets, self.transport, self.replayer, self.log = tickets, transport, replayer, log
+        self.transport, self.replayer, self.log = transport, replayer, log
         self.admission, self.here, self.start_later = admission, here, start_later
         self.settlement = Settlement(admission, replayer, log)
         self.window = Window()
@@ -99,14 +92,12 @@ class Schedule:
         self.local: deque[Entry] = deque()  # units of batches read here, to replay here, in order
         self.peeked: Any = None  # a ticket read that waits for a worker (this process has its own to replay)
         self.held: list[deque[tuple[int, Scorable | Undecoded | Batch]]] = [deque() for _ in range(workers)]
-        self.again: deque[tuple[int, Scorable | Undecoded | Batch]] = deque()  # a dead worker's, to send again
-        self.tries: dict[int, int] = {}  # seq -> the deaths of the workers replaying it so far
+        self.deaths = Deaths(workers)  # the dead workers' units to send again
         self.environments = Environments(transport, workers, log)
-        self.failed_starts = [0] * workers  # deaths before READY in a row (with here: see MOST_FAILED_STARTS)
+        self.affinities = Affinities(workers)
         self.depth = transport.depth  # rollouts a worker may hold (more, with here, for quick rollouts)
         self.unit_seconds: float | None = None  # a moving mean of the rollouts replayed here
-        self.exhausted = False  # every ticket is read (the last may wait in peeked)
-        self.ahead: Any = _UNREAD  # the ticket after the one read last (see read; None is a ticket)
+        self.intake = Intake(tickets)  # read one ahead: exhausted once the last is read (it may wait in peeked)
         self.started = self.synced = time.monotonic()
 
     def run(self) -> Iterator[Outcome | Sync]:
@@ -116,8 +107,8 @@ class Schedule:
                 entry = self.local.popleft()
                 entry[1] = self.replay_here(entry[2])
             for settled in self.window.settled():
-                yield from self.outcomes(settled)
-            handed_out = self.exhausted and self.peeked is None  # every ticket read and placed in the window
+                yield from self.settlement.settle_entry(settled)
+            handed_out = self.intake.exhausted and self.peeked is None  # every ticket read and placed in the window
             if not self.window and handed_out:
                 return
             now = time.monotonic()
@@ -129,9 +120,10 @@ class Schedule:
             elif self.start_later is not None and now - self.started >= START_SECONDS:
                 self.start_later()
                 self.start_later = None
-            if self.busy_here():
+            if self.busy_here() or (self.here and self.steal()):
                 timeout: float | None = 0.0  # more to replay here: only what the workers sent meanwhile
-            elif any(self.held) or self.again or self.peeked is not None:  # or units wait for a ready worker
+            elif any(self.held) or self.deaths.again or self.peeked is not None or any(self.affinities.waiting):
+                # a worker holds units, or units wait for one to be ready or to have room
                 timeout = LIVENESS_SECONDS
                 if self.start_later is not None:
                     timeout = min(timeout, max(0.0, self.started + START_SECONDS - now))
@@ -139,19 +131,6 @@ class Schedule:
                 continue
             for worker, seq, outcome in self.transport.collect(timeout):
                 self.receive(worker, seq, outcome)
-
-    def outcomes(self, entry: Entry) -> Iterator[Outcome]:
-        """The outcomes of the window's oldest entry, in its turn: a unit's admitted (:class:`Admission`), or each
-        of a batch's; a note is said on the log."""
-        _, outcome, unit, _ = entry
-        if isinstance(outcome, Note):
-            print(outcome.text, file=self.log)
-        elif isinstance(unit, Batch):
-            yield from self.settlement.settle_batch(unit, outcome)
-        elif unit is not None:  # admitted now, in its turn (and decoded here if need be)
-            yield raised(self.settlement.settle(unit, outcome))
-        else:
-            yield raised(outcome)
 
     def fill(self) -> None:
         """Read tickets while the window has room (see the module docstring): each to the worker with the most
@@ -161,17 +140,18 @@ class Schedule:
         a worker can take it; once none is left, a worker with room takes some of those units (:meth:`share`)."""
         if not self.send_again():
             return
-        if self.exhausted and self.peeked is None:
+        self.feed()
+        if self.intake.exhausted and self.peeked is None:
             self.share()
-        while not self.exhausted or self.peeked is not None:
+        while not self.intake.exhausted or self.peeked is not None:
             if self.peeked is None and not self.room():
                 return
             if self.local and self.free(None) is None:
                 return
             if not self.here and not self.has_room():  # a unit read now would wait (read, it starts workers)
                 return
-            ticket, self.peeked = (self.read(), None) if self.peeked is None else (self.peeked, None)
-            if ticket is _END:
+            ticket, self.peeked = (self.intake.read(), None) if self.peeked is None else (self.peeked, None)
+            if ticket is END:
                 return
             if not isinstance(ticket, Scorable | Undecoded | Batch):
                 self.window.add(ticket)
@@ -182,12 +162,15 @@ class Schedule:
                 self.peeked = ticket  # its turn comes once the oldest batch in the window is written
                 return
             # The last batch is read here, and its units shared (share): whole, it would end the run alone.
-            last = batch and self.here and self.exhausted  # exhausted: no ticket after this one
-            worker = None if token is None or last else self.free(token, whole=batch)
+            last = batch and self.here and self.intake.exhausted  # exhausted: no ticket after this one
+            if token is not None and self.queue(ticket, token):
+                continue  # its name's worker's: sent to it, or waiting here for room in it
+            worker = None if token is None or last else self.place(ticket, token)
             if worker is not None and token is not None:
                 entry = self.window.add(PENDING, None if isinstance(ticket, Scorable) else ticket)  # settled in turn
                 self.entries[entry[0]] = entry
                 self.dispatch(worker, entry[0], ticket, token)
+                self.affinities.own(ticket, worker)
                 continue
             if (self.local and not last) or (token is not None and not self.here):
                 self.peeked = ticket  # its turn comes when a worker has room, or this process none of its own
@@ -197,23 +180,24 @@ class Schedule:
                 return
             entry = self.window.add(PENDING, ticket if isinstance(ticket, Undecoded) else None)
             entry[1] = self.replay_here(ticket)  # in input order like the rest (admitted in its turn)
+            self.affinities.own(ticket, HERE)
             return
 
     def send_again(self) -> bool:
         """Send the units a dead worker held to the workers with room, oldest first; whether none is left. With
         ``here``, one no worker can take now is replayed here (a batch read here) and this returns, unless it is
         the one a worker died on (it could end this process too: it waits for a worker)."""
-        while self.again:
-            seq, unit = self.again[0]
+        while self.deaths.again:
+            seq, unit = self.deaths.again[0]
             token = self.environments.token(unit)
             assert token is not None, "a unit was sent to a worker before"
             worker = self.free(token, whole=isinstance(unit, Batch))
             if worker is None:
-                if self.here and seq not in self.tries:
-                    self.again.popleft()
+                if self.here and seq not in self.deaths.tries:
+                    self.deaths.again.popleft()
                     self.take_back(self.entries.pop(seq), unit)
                 return False
-            self.again.popleft()
+            self.deaths.again.popleft()
             self.dispatch(worker, seq, unit, token)
         return True
 
@@ -232,11 +216,14 @@ class Schedule:
     def share(self) -> None:
         """Give workers with room the units of this process's own batch from its end (this process replays it
         from the front), so that at the end of the input no worker sits idle while this process replays alone;
-        they come back in the window's order all the same."""
+        they come back in the window's order all the same. A worker holds at most the transport's depth of them
+        (two): where this process, replaying from the front, meets the units a worker holds, it waits for them,
+        and a worker given :attr:`depth` (as many as 50 ms of replay) kept this process waiting as long at the end
+        of every run."""
         while len(self.local) > 1:
             entry = self.local[-1]
             token = self.environments.token(entry[2])
-            worker = None if token is None else self.free(token)
+            worker = None if token is None else self.free(token, most=self.transport.depth)
             if worker is None or token is None:
                 return
             self.local.pop()
@@ -252,7 +239,7 @@ class Schedule:
             return False
         if self.peeked is not None:  # read while this process had its own: its turn here has come
             return not (isinstance(self.peeked, Batch) and self.window.batches >= MOST_EXPANDED + len(self.held))
-        return not self.exhausted and self.room()
+        return not self.intake.exhausted and self.room()
 
     def room(self) -> bool:
         """Whether the window may take another ticket: it holds fewer than :meth:`size` (a batch read here counts
@@ -270,50 +257,75 @@ class Schedule:
         try:
             units, error, note = batch.expand()
         except Exception as exc:  # a bug of the reading: one worker raises it there
-            self.exhausted = True
+            self.intake.exhausted = True
             return [self.window.add(Raised(exc))]
         return self.window.add_batch(units, error, note)
 
-    def free(self, token: int | None, *, whole: bool = False) -> int | None:
-        """The worker holding the fewest rollouts, if it has room (``whole``: holds nothing, for a batch); with
-        ``here``, of those ready and holding ``token``'s environment built (it is sent now to a ready worker that
-        lacks it: the worker builds it at once, and this process replays meanwhile; a tau2 environment's imports
-        take several seconds); of those ready too when the transport does not queue units (Ray's: asking starts
-        an actor, so that a run that replays nothing starts none)."""
-        ready_only = self.here or not self.transport.queues
+    def place(self, ticket: Scorable | Undecoded | Batch, token: int) -> int | None:
+        """The worker to give ``ticket`` now, if any (:meth:`free`); for a rollout whose name this process replays
+        (:mod:`~prefix_exec.scoring.pool.affinity`), ``None`` unless a worker is about to run dry (it holds less
+        than the transport's depth): that worker builds what this process holds already, but it would sit idle
+        otherwise, while this process, which reads and writes every unit besides, is the one the run waits for."""
+        if self.affinities.owner(ticket) == HERE and self.here:
+            return self.free(token, most=self.transport.depth)
+        return self.free(token, whole=isinstance(ticket, Batch))
+
+    def queue(self, ticket: Scorable | Undecoded | Batch, token: int) -> bool:
+        """Whether ``ticket``'s name is a running worker's (:mod:`~prefix_exec.scoring.pool.affinity`): then it
+        enters the window and waits for that worker (:meth:`feed`, which sends it at once if it has room)."""
+        owner = self.affinities.owner(ticket)
+        if owner is None or owner == HERE or not self.transport.launched(owner):
+            return False
+        assert isinstance(ticket, Scorable | Undecoded)  # a batch has no name
+        entry = self.window.add(PENDING, ticket if isinstance(ticket, Undecoded) else None)  # settled in turn
+        self.affinities.waiting[owner].append((entry, ticket, token))
+        self.feed()
+        return True
+
+    def feed(self) -> None:
+        """Send each worker the rollouts waiting for it while it holds fewer than the depth, oldest first."""
+        for worker, waiting in enumerate(self.affinities.waiting):
+            while waiting and self.takes(worker, waiting[0][2], self.depth):
+                entry, ticket, token = waiting.popleft()
+                self.entries[entry[0]] = entry
+                self.dispatch(worker, entry[0], ticket, token)
+
+    def steal(self) -> bool:
+        """Replay here the last rollout waiting for a worker (of the longest queue), if one waits: this process has
+        nothing else to do (see :mod:`~prefix_exec.scoring.pool.affinity`)."""
+        waiting = self.affinities.longest()
+        if waiting is None:
+            return False
+        entry, ticket, _ = waiting.pop()
+        entry[1] = self.replay_here(ticket)
+        return True
+
+    def free(self, token: int | None, *, whole: bool = False, most: int | None = None) -> int | None:
+        """The worker holding the fewest rollouts that can take one of ``token``'s environment now
+        (:meth:`takes`: below ``most``, by default the depth; ``whole``: holding nothing, for a batch)."""
         best: int | None = None
+        limit = 1 if whole else self.depth if most is None else most
         for worker, held in enumerate(self.held):
-            if len(held) >= (1 if whole else self.depth) or (ready_only and not self.transport.available(worker)):
-                continue
-            if held and isinstance(held[0][1], Batch):  # busy with a whole file: what it is given waits behind
-                continue
-            if self.here and token is not None and not self.transport.holds(worker, token):
-                self.environments.send(worker, token)
-                continue
-            if best is None or len(held) < len(self.held[best]):
+            if self.takes(worker, token, limit) and (best is None or len(held) < len(self.held[best])):
                 best = worker
         return best
 
-    def read(self) -> Any:
-        """The next ticket (a :data:`Ticket`); :data:`_END` when there is none left; a reading error as
-        :class:`Raised` (raised in its turn, after the units read before it). One ticket is read ahead, so that
-        :attr:`exhausted` is set as the last one is read."""
-        ticket = self.ahead if self.ahead is not _UNREAD else self.next_ticket()
-        self.ahead = _UNREAD
-        if ticket is _END or isinstance(ticket, Raised):
-            self.exhausted = True
-            return ticket
-        self.ahead = self.next_ticket()
-        self.exhausted = self.ahead is _END
-        return ticket
-
-    def next_ticket(self) -> Any:
-        try:
-            return next(self.tickets)
-        except StopIteration:
-            return _END
-        except Exception as exc:
-            return Raised(exc)
+    def takes(self, worker: int, token: int | None, most: int) -> bool:
+        """Whether ``worker`` can be given a unit now: it holds fewer than ``most``, and no whole file (what it is
+        given would wait behind it); with ``here``, it is ready and has built ``token``'s environment. A started
+        worker that lacks it is sent it now, ready or not (it builds it as soon as it has read its settings,
+        while this process reads and replays; a tau2 environment's imports take several seconds). It must be ready
+        too when the transport does not queue units (Ray's: asking starts an actor, so that a run that replays
+        nothing starts none)."""
+        held = self.held[worker]
+        if self.here and token is not None and not self.transport.holds(worker, token):
+            if self.transport.launched(worker):
+                self.environments.send(worker, token)
+            return False
+        ready_only = self.here or not self.transport.queues
+        if len(held) >= most or (ready_only and not self.transport.available(worker)):
+            return False
+        return not (held and isinstance(held[0][1], Batch))
 
     def replay_here(self, unit: Scorable | Undecoded) -> Outcome | Raised | Decoded | None:
         """What a worker would answer for ``unit``, replayed (decoded first) in this process; the time it took
@@ -330,21 +342,6 @@ class Schedule:
         self.depth = max(self.transport.depth, min(MOST_HELD, wanted))
         return answer
 
-    def gives_up(self, worker: int, died: Died) -> bool:
-        """Whether ``worker``, which ended idle, is not started again: it ended before it was ready
-        :data:`MOST_FAILED_STARTS` times in a row. It is stopped, and never ready, so it is given nothing (only
-        with ``here``: this process replays what it would have); said on the log."""
-        self.failed_starts[worker] = 0 if self.transport.available(worker) else self.failed_starts[worker] + 1
-        if self.failed_starts[worker] < MOST_FAILED_STARTS:
-            return False
-        self.transport.stop(worker)
-        print(
-            f"prefix-exec: note: a worker process ended before it was ready {MOST_FAILED_STARTS} times in a row "
-            f"({died.why}; its error is above); it is not started again, and this process replays its share",
-            file=self.log,
-        )
-        return True
-
     def dispatch(self, worker: int, seq: int, unit: Scorable | Undecoded | Batch, token: int) -> None:
         self.environments.send(worker, token)
         self.transport.send_unit(worker, seq, unit, token)
@@ -357,7 +354,7 @@ class Schedule:
             held_seq, unit = self.held[worker].popleft()
             assert held_seq == seq, "a worker answers in the order it was sent"
             entry = self.entries.pop(held_seq)
-            self.tries.pop(held_seq, None)
+            self.deaths.answered(held_seq)
             if isinstance(outcome, Unloadable):  # replayed here instead: its outcome is then one worker's
                 print(
                     f"prefix-exec: note: a worker's answer could not be read here ({outcome.why}); "
@@ -369,7 +366,7 @@ class Schedule:
             entry[1] = outcome
             return
         if not self.held[worker]:  # it died idle: nothing lost
-            if self.here and self.gives_up(worker, outcome):
+            if self.here and self.deaths.gives_up(worker, outcome, self.transport, self.log):
                 return
             self.transport.restart(worker)
             self.environments.forget(worker)
@@ -379,21 +376,19 @@ class Schedule:
         culprit, unit = self.held[worker].popleft()
         entry = self.entries[culprit]
         queued = list(self.held[worker])
-        tries = self.tries.pop(culprit, 0) + 1
+        died = None if isinstance(unit, Batch) else self.deaths.culprit(culprit, outcome)
         if isinstance(unit, Batch):
             del self.entries[culprit]
             pending = self.window.split(entry, self.read_here)
             self.entries.update((again[0], again) for again in pending)
             queued = [(again[0], again[2]) for again in pending] + queued
-        elif tries < outcome.attempts:
-            self.tries[culprit] = tries
+        elif died is None:
             queued.insert(0, (culprit, unit))
         else:
             del self.entries[culprit]
-            died = replace(outcome, attempts=tries)
             # An undecoded unit is named once decoded, in its turn (Settlement.settle).
             entry[1] = died if isinstance(unit, Undecoded) else lost(unit_name(unit.rollout), died)
         self.held[worker].clear()
         self.transport.restart(worker)
         self.environments.forget(worker)
-        self.again.extend(queued)
+        self.deaths.again.extend(queued)

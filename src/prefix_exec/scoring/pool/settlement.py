@@ -18,6 +18,7 @@ from prefix_exec.errors import InputError
 from prefix_exec.scoring.admission import Admission
 from prefix_exec.scoring.numbering import Numbering
 from prefix_exec.scoring.pool.messages import Batched, Decoded, Died, Raised
+from prefix_exec.scoring.pool.window import Entry, Note
 from prefix_exec.scoring.replayer import Outcome, Replayer
 from prefix_exec.scoring.units import Batch, EnvFor, Scorable, Undecoded, unit_name
 from prefix_exec.trajectory import Rollout, Skipped
@@ -60,7 +61,7 @@ def raised(outcome: Outcome | Raised) -> Outcome:
 @dataclass(frozen=True)
 class Settlement:
     """One run's settling of answers: its ``admission``, the ``replayer`` that scores here what an answer cannot
-    settle, and the ``log`` a batch's note goes to."""
+    settle, and the ``log`` a note goes to."""
 
     admission: Admission
     replayer: Replayer
@@ -71,6 +72,19 @@ class Settlement:
         has (the rollout the first of its identity and kept as read by numbering); otherwise decoded, admitted
         and replayed here (``answer`` ``None``: no worker had it), or, when the worker died on it, reported."""
         return self.settle_lazily(lambda: unit, unit.numbering, answer)
+
+    def settle_entry(self, entry: Entry) -> Iterator[Outcome]:
+        """The outcomes of the window's oldest ``entry``, in its turn: a unit's admitted (:class:`Admission`), or
+        each of a batch's; a note is said on the log."""
+        _, outcome, unit, _ = entry
+        if isinstance(outcome, Note):
+            print(outcome.text, file=self.log)
+        elif isinstance(unit, Batch):
+            yield from self.settle_batch(unit, outcome)
+        elif unit is not None:  # admitted now, in its turn (and decoded here if need be)
+            yield raised(self.settle(unit, outcome))
+        else:
+            yield raised(outcome)
 
     def settle_lazily(
         self, unit: Callable[[], Undecoded], numbering: Numbering | None, answer: Decoded | Died | None

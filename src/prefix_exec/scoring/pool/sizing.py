@@ -14,6 +14,13 @@ is one process (no worker is started) unless both hold:
 
 An explicit ``--workers N`` is always obeyed. This module imports nothing heavy: the command's entry point uses it
 before its own imports (:func:`prefix_exec.cli.start_workers`).
+
+What the default gains above the sizes is measured by ``benchmarks/default_workers.py`` (the default against
+``--workers 1`` in the same run): on 2026-12-07 at 22:33 and 22:42 (medians of 5 under ``nice -n 10``, load 1.2-1.5
+on 2 cores; two processes of pure Python ran 1.78x one), 1.58x and 1.30x on 2,000 tau-bench conversations, 1.64x
+and 1.63x on the 1,600 BFCL results, 1.59x and 1.51x on 2,000 BFCL results, with identical records; the code of
+that morning, measured between them (ceiling 1.94x), gave 1.34x, 1.38x and 1.48x. On 10 to 200 rollouts the
+default picked one process, and the ratios (0.85x-1.22x) are the machine's noise.
 """
 
 from __future__ import annotations
@@ -24,8 +31,10 @@ from pathlib import Path
 from typing import Final
 
 #: Input bytes from which workers pay for their start, by ``score`` subcommand. transcripts: tau-bench's 200
-#: conversations (3.6 MB) ran at 0.92-1.23x with a worker, 2,200 (40 MB) at 1.6-1.8x; BFCL: 200 entries (0.15-0.4
-#: MB) ran slower with a worker, 1,600 (3.1 MB) at 1.3-1.6x; tau: the whole shared data (19 files) at 0.9-1.06x.
+#: conversations (3.6 MB) ran at 0.92-1.23x with a worker, 2,000 (35 MB) at 1.3-1.6x, 2,200 (40 MB) at 1.6-1.8x;
+#: BFCL: 200 entries (0.15-0.4 MB) ran slower with a worker, 1,600 (3.1 MB) at 1.3-1.6x until 2026-12-07 and
+#: 1.5-1.65x since a task's rollouts are replayed in one process (2,000, 3.4 MB: 1.5-1.6x); tau: the whole shared
+#: data (19 files) at 0.9-1.06x.
 WORTH_BYTES: Final[dict[str, int]] = {
     "transcripts": 8 << 20,
     "custom": 8 << 20,
