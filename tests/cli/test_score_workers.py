@@ -127,10 +127,15 @@ def test_inspect(inspect_notes: tuple[Path, Path], tmp_path: Path, capsys: pytes
 def test_resume_with_two_workers(ticketing: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A run killed after 5 records, resumed with two workers, ends as one uninterrupted run."""
     args = ["custom", "--tools", str(ticketing / "tools.yaml"), str(ticketing / "rollouts.jsonl")]
-    full, partial = tmp_path / "full.jsonl", tmp_path / "partial.jsonl"
+    full = tmp_path / "full.jsonl"
     assert score(args, full, 1) == 0
+    resumes_with_two_workers(args, full, tmp_path / "partial.jsonl", capsys)
+
+
+def resumes_with_two_workers(args: list[str], full: Path, partial: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``full``'s first 5 records and a torn line, as a kill leaves them, resumed with two workers: ``full``."""
     lines = full.read_text(encoding="utf-8").splitlines(keepends=True)
-    partial.write_text("".join(lines[:5]) + lines[5][:40], encoding="utf-8")  # and a torn line, as a kill leaves
+    partial.write_text("".join(lines[:5]) + lines[5][:40], encoding="utf-8")
     capsys.readouterr()
     assert score(args, partial, 2, "--resume") == 0
     assert "5 already in the output were kept" in capsys.readouterr().err
@@ -393,13 +398,7 @@ def test_bfcl_tasks_are_replayed_where_their_first_rollout_was(
     assert len(where) == 16 and set(first.values()) == {"here", "worker"}
     assert all(process != "here" for task, process in where if first[task] == "worker")
     assert all(first[task] == "worker" for task, process in where if process == "stolen")
-    full, partial = tmp_path / "one.jsonl", tmp_path / "partial.jsonl"
-    lines = full.read_text(encoding="utf-8").splitlines(keepends=True)
-    partial.write_text("".join(lines[:5]) + lines[5][:40], encoding="utf-8")  # and a torn line, as a kill leaves
-    capsys.readouterr()
-    assert score(args, partial, 2, "--resume") == 0
-    assert "5 already in the output were kept" in capsys.readouterr().err
-    assert partial.read_bytes() == full.read_bytes()
+    resumes_with_two_workers(args, tmp_path / "one.jsonl", tmp_path / "partial.jsonl", capsys)
 
 
 def test_files_read_here_and_in_workers(
