@@ -232,7 +232,7 @@ def test_the_command_line_starts_the_workers_score_starts_at_once(
     # Without --workers the default sizes the pool to the inputs and the idle cores (scoring/pool/sizing.py): here
     # a large input on an idle machine, so the default is every core, whatever this machine is doing.
     monkeypatch.setattr(sizing, "input_bytes", lambda paths, **_: 1 << 40)
-    monkeypatch.setattr(sizing, "load_now", lambda: 0.0)
+    monkeypatch.setattr(sizing, "load_now", lambda cores=None: 0.0)
     start_workers(argv)
     assert calls == [(count, WARM[command], pool) for count, command, pool in started]
 

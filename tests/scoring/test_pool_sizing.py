@@ -69,7 +69,7 @@ def test_the_command_scores_in_one_process_on_a_small_input(
     from prefix_exec.scoring.pool import dispatch, spawn
 
     chosen: list[int] = []
-    monkeypatch.setattr(sizing, "load_now", lambda: 0.0)
+    monkeypatch.setattr(sizing, "load_now", lambda cores=None: 0.0)
     monkeypatch.setattr(spawn, "usable_cores", lambda: 2)
     if worth is not None:
         monkeypatch.setitem(WORTH_BYTES, "transcripts", worth)
@@ -94,6 +94,73 @@ def test_the_command_scores_in_one_process_on_a_small_input(
 def test_other_load(average: float, loadavg: str, expected: float) -> None:
     assert sizing.other_load(average, loadavg) == expected
     assert sizing.load_now() >= 0.0
+
+
+#: Two /proc/stat texts 0.1 s apart on 2 cores (20 ticks): user, nice, system, idle, iowait, irq, softirq, steal.
+STAT_BEFORE = "cpu  2344360 2745359 657070 871422 14698 0 8894 2744 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n"
+
+
+def stat_after(busy: int, idle: int, iowait: int = 0) -> str:
+    return f"cpu  {2344360 + busy} 2745359 657070 {871422 + idle} {14698 + iowait} 0 8894 2744 0 0\n"
+
+
+@pytest.mark.parametrize(
+    ("after", "expected"),
+    [
+        (stat_after(busy=19, idle=1), 1.9),  # a sweep running: 1.9 of 2 cores busy
+        (stat_after(busy=4, idle=14, iowait=2), 0.4),  # waiting on the disk is idle
+        (stat_after(busy=0, idle=20), 0.0),
+        (STAT_BEFORE, None),  # no tick passed
+        ("cpu 1 2 3", None),
+        ("intr 1 2 3 4 5 6 7 8 9", None),
+        ("cpu  1 2 3 -4 5 6 7 8 0 0", None),
+        (stat_after(busy=-30, idle=20), None),  # a counter going back
+    ],
+)
+def test_busy_cores(after: str, expected: float | None) -> None:
+    found = sizing.busy_cores(STAT_BEFORE, after, 2)
+    assert found == expected if expected is None else found == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("average", "running", "sampled", "expected_load", "samples"),
+    [
+        (0.3, "1/140", 1.9, 0.0, 0),  # quiet by both readings: no sample is taken
+        (2.2, "1/140", 0.1, 0.1, 1),  # the average is this user's past runs: the sample finds the cores idle
+        (2.2, "1/140", 1.8, 1.8, 1),  # a program running in bursts, not runnable at this instant
+        (2.2, "4/140", 0.1, 2.2, 0),  # busy by both readings: no sample
+        (2.2, "1/140", None, 0.0, 1),  # no /proc/stat: the instant stands
+    ],
+)
+def test_load_now_samples_when_the_average_and_the_instant_disagree(
+    average: float,
+    running: str,
+    sampled: float | None,
+    expected_load: float,
+    samples: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    taken: list[int] = []
+    monkeypatch.setattr(sizing.os, "getloadavg", lambda: (average, average, average))
+    monkeypatch.setattr(sizing.Path, "read_text", lambda self, *a, **k: f"{average} 1 1 {running} 9")
+    monkeypatch.setattr(sizing, "sample_busy", lambda cores: taken.append(cores) or sampled)
+    assert sizing.load_now(2) == pytest.approx(expected_load)
+    assert len(taken) == samples
+    assert sizing.load_now() == pytest.approx(min(average, int(running.split("/")[0]) - 1))  # no cores: no sample
+    assert len(taken) == samples
+
+
+def test_a_small_input_reads_no_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below the size, one process whatever the load: the load is not read, so no sample is paid for."""
+    small = tmp_path / "small.jsonl"
+    small.write_text("{}\n", encoding="utf-8")
+    monkeypatch.setattr(sizing, "load_now", lambda cores=None: pytest.fail("the load was read"))
+    assert sizing.default_for(["score", "transcripts", str(small)], 2) == 1
+
+
+def test_sample_busy_reads_this_machine() -> None:
+    found = sizing.sample_busy(2, 0.02)
+    assert found is None or 0.0 <= found <= 2.0
 
 
 def test_a_word_no_path_can_be_is_no_input(tmp_path: Path) -> None:

@@ -70,7 +70,8 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
         help=f"replay on N processes: this one and N-1 workers it starts; the records file is byte for byte what "
         "--workers 1 (this process alone) writes. Default: what pays for itself, never slower than 1: 1 when the "
         f"inputs are small (under {_mib('bfcl')} MiB for bfcl, {_mib('tau')} MiB for tau, {_mib('transcripts')} MiB "
-        "for the others) or less than half a core is idle (the 1-minute load average), else this process and a "
+        "for the others) or less than half a core is idle (the 1-minute load average and the tasks runnable now; "
+        "when they disagree, 0.1 s of the machine's CPU time, the busier reading standing), else this process and a "
         f"worker per idle core, at most the usable cores ({cores} here). Each worker holds its own copy of the "
         "environments (about 50 MiB; 300 MiB for tau) (docs/architecture.md, 'Scoring on every core')",
     )
