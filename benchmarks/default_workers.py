@@ -18,7 +18,7 @@ The inputs (read in place, or written into the run's temporary folder, never int
 
 Each input runs as a user runs it (a fresh ``prefix-exec`` process, ``--keep-going``), both ways in turn within each
 repeat (``--repeats``, default 5), under ``nice`` when the benchmark is; before each default run the benchmark asks
-the sizing what it picks now (``scoring.pool.sizing.default_for``: the same call the command makes, on the load of
+the sizing what it picks now (``scoring.pool.sizing.default_now``: what the command decides, on the load of
 that moment) and counts the answers. Prints per input the median of each, the ratio ``--workers 1`` / default
 (above 1: the default is faster), the slowest repeat's ratio, and what the default picked; then checks that both
 wrote byte-identical records. The load average is printed first and last: on a busy machine the ratios say little.
@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from score_scale import COMMAND, COPIES_OPTIONS, DATA, TAU_BENCH, installed_environment, load, spin, write_copies
 
-from prefix_exec.scoring.pool.sizing import default_for
+from prefix_exec.scoring.pool.sizing import default_now
 from prefix_exec.scoring.pool.spawn import usable_cores
 
 BFCL_BASE = DATA / "bfcl" / "glyphh-ada-1.1" / "BFCL_v4_multi_turn_base_result.json"
@@ -124,7 +124,7 @@ def main() -> None:
         for _ in range(max(1, args.repeats)):
             ceilings.append(2 * spin(1) / spin(2))
             for name in names:  # both ways in turn: a passing load weighs on both alike
-                picked[name][default_for(["score", *given[name]], usable_cores())] += 1
+                picked[name][default_now(["score", *given[name]], usable_cores())] += 1
                 times.setdefault((name, "default"), []).append(
                     score(given[name], None, folder / f"{name}-d.jsonl", env)
                 )

@@ -438,3 +438,53 @@ def test_the_rollouts_of_one_affinity_are_replayed_where_the_first_was(monkeypat
     sends = [at for at in range(len(names)) if where[at] == "worker"]
     assert all(held[sends.index(at)] < Scripted.depth for at in sends if names[at] not in by_worker)
     assert max(held) < pool_schedule.MOST_HELD  # a worker is sent no more than its depth
+
+
+class Orphaning(Scripted):
+    """Ray's shape of transport (units go to started workers only, one at a time), 3 workers: worker 0 dies on
+    the first rollout it is sent, and its place never starts again (Ray gave it up, or no CPU is ever free for
+    it). A wait with nothing in flight, over and over, is the run hanging."""
+
+    depth = 1
+    queues = False
+
+    def __init__(self) -> None:
+        super().__init__(3, ready=True, delay=0.0)
+        self.up = [True, True, True]
+        self.died = False
+        self.idle_waits = 0
+
+    def launched(self, worker: int) -> bool:
+        return self.up[worker]
+
+    def available(self, worker: int) -> bool:
+        return self.up[worker]
+
+    def collect(self, timeout: float | None = None) -> list[Event]:
+        if not self.sent:
+            self.idle_waits += 1
+            assert self.idle_waits < 100, "the run waits for workers with nothing in flight"
+        return super().collect(timeout)
+
+    def answer(self, worker: int, seq: int, unit: object) -> list[Event]:
+        if worker == 0 and not self.died:
+            self.died = True
+            self.sent = [sent for sent in self.sent if sent[1] != worker]  # what it held dies with it
+            return [(worker, None, Died("the actor died", 3, infrastructure=True))]
+        return super().answer(worker, seq, unit)
+
+    def restart(self, worker: int) -> None:
+        self.up[worker] = False
+
+
+def test_the_rollouts_waiting_for_a_dead_worker_go_to_the_others() -> None:
+    """Tasks A and B alternate: A's first rollout goes to worker 0, so A's next ones wait for it (a task's rollouts
+    replayed in one process); worker 0 dies and never comes back. Those waiting go to the others, and the run
+    ends with every rollout scored as one worker scores it (it waited for worker 0 for good before)."""
+    env = CounterEnv()
+    units = [replace(unit, env=env, affinity=name) for unit, name in zip(scorables(6), "ABABAB", strict=True)]
+    transport = Orphaning()
+    schedule = pool_schedule.Schedule(iter(units), transport, REPLAYER, Admission(set()), 3, io.StringIO())
+    out = [outcome for outcome in schedule.run() if not isinstance(outcome, Sync)]
+    assert out == [REPLAYER(u.rollout, u.env) for u in units]
+    assert transport.died and not any(schedule.affinities.waiting)

@@ -158,6 +158,20 @@ def test_a_small_input_reads_no_load(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert sizing.default_for(["score", "transcripts", str(small)], 2) == 1
 
 
+def test_the_default_is_decided_once_per_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The entry point decides before its imports and again after parsing: the second reading would count the
+    worker started early (busy importing) as load, so it gets the first's answer; another command line reads anew."""
+    big = tmp_path / "big.jsonl"
+    big.write_bytes(b"x" * BIG)
+    loads = iter([0.0, 2.0, 2.0])
+    monkeypatch.setattr(sizing, "load_now", lambda cores=None: next(loads))
+    argv = ["score", "transcripts", str(big)]
+    assert sizing.default_for(argv, 2) == 2
+    assert sizing.default_for(list(argv), 2) == 2  # decided: the load is not read again
+    assert sizing.default_for([*argv, "--resume"], 2) == 1
+    assert sizing.default_now(argv, 2) == 1  # what the benchmark asks: the load now
+
+
 def test_sample_busy_reads_this_machine() -> None:
     found = sizing.sample_busy(2, 0.02)
     assert found is None or 0.0 <= found <= 2.0

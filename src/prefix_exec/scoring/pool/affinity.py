@@ -52,6 +52,15 @@ class Affinities:
         if name is not None and name not in self.owners and len(self.owners) < MOST_AFFINITIES:
             self.owners[name] = worker
 
+    def release(self, worker: int) -> list[Waiting]:
+        """The rollouts waiting for ``worker`` (oldest first), which no longer wait for it, and its names, which
+        are no longer its: it died or was stopped, and its successor (if any) has built none of them, or may never
+        start (a Ray actor)."""
+        released = list(self.waiting[worker])
+        self.waiting[worker].clear()
+        self.owners = {name: owner for name, owner in self.owners.items() if owner != worker}
+        return released
+
     def longest(self) -> deque[Waiting] | None:
         """The longest queue of rollouts waiting for a worker, if any rollout waits."""
         queue = max(self.waiting, key=len, default=None)

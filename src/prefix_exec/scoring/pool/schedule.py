@@ -123,8 +123,7 @@ class Schedule:
             if self.busy_here() or (self.here and self.steal()):
                 timeout: float | None = 0.0  # more to replay here: only what the workers sent meanwhile
             elif any(self.held) or self.deaths.again or self.peeked is not None or any(self.affinities.waiting):
-                # a worker holds units, or units wait for one to be ready or to have room
-                timeout = LIVENESS_SECONDS
+                timeout = LIVENESS_SECONDS  # a worker holds units, or units wait for one to be ready or have room
                 if self.start_later is not None:
                     timeout = min(timeout, max(0.0, self.started + START_SECONDS - now))
             else:
@@ -366,10 +365,10 @@ class Schedule:
             entry[1] = outcome
             return
         if not self.held[worker]:  # it died idle: nothing lost
-            if self.here and self.deaths.gives_up(worker, outcome, self.transport, self.log):
-                return
-            self.transport.restart(worker)
-            self.environments.forget(worker)
+            if not (self.here and self.deaths.gives_up(worker, outcome, self.transport, self.log)):
+                self.transport.restart(worker)
+                self.environments.forget(worker)
+            self.release(worker)
             return
         # The unit it was replaying is the one that killed it (sent again only as Died.attempts say); those queued
         # behind it go again. A batch's units go one by one, so that the one that kills a worker is known.
@@ -392,3 +391,11 @@ class Schedule:
         self.transport.restart(worker)
         self.environments.forget(worker)
         self.deaths.again.extend(queued)
+        self.release(worker)
+
+    def release(self, worker: int) -> None:
+        """The rollouts waiting for ``worker``, which died, go again as those it held do (its successor may never
+        start: a Ray actor's, and without ``here`` nothing else would take them)."""
+        for entry, ticket, _ in self.affinities.release(worker):
+            self.entries[entry[0]] = entry
+            self.deaths.again.append((entry[0], ticket))

@@ -196,6 +196,21 @@ def _exists(word: str) -> bool:
 
 
 def default_for(argv: list[str], cores: int) -> int:
+    """:func:`default_now` for the command line ``argv``, decided once per process: the command's entry point
+    decides before its imports (to start the workers early) and again once it has parsed ``argv``; the second
+    gets the first's answer, since a worker started early, busy with its imports, would count as load."""
+    key = (tuple(argv), cores)
+    if key not in _decided:
+        _decided.clear()
+        _decided[key] = default_now(argv, cores)
+    return _decided[key]
+
+
+#: The last :func:`default_for` answer of this process, by (argv, cores).
+_decided: dict[tuple[tuple[str, ...], int], int] = {}
+
+
+def default_now(argv: list[str], cores: int) -> int:
     """:func:`default_workers` for the command line ``argv`` (``score COMMAND ...``) on ``cores`` cores, now."""
     command = argv[1] if len(argv) > 1 else ""
     size = input_bytes(inputs_in(argv[2:]))
