@@ -122,6 +122,24 @@ def test_busy_cores(after: str, expected: float | None) -> None:
     assert found == expected if expected is None else found == pytest.approx(expected)
 
 
+def per_cpu(cpu0: tuple[int, int], cpu1: tuple[int, int]) -> str:
+    """A /proc/stat text with the machine's line and one per CPU, each CPU's (busy, idle) ticks added to a base."""
+    lines = [f"cpu  {100 + cpu0[0] + cpu1[0]} 0 0 {100 + cpu0[1] + cpu1[1]} 0 0 0 0 0 0"]
+    lines += [f"cpu{n} {50 + busy} 0 0 {50 + idle} 0 0 0 0 0 0" for n, (busy, idle) in enumerate((cpu0, cpu1))]
+    return "\n".join([*lines, "intr 1 2 3"]) + "\n"
+
+
+def test_busy_cores_counts_the_cpus_this_process_may_run_on() -> None:
+    """A host whose CPU 0 is busy and CPU 1 idle: on CPU 1 alone no core is busy, though the machine is half
+    busy; a CPU with no line falls back to the machine's share."""
+    before, after = per_cpu((0, 0), (0, 0)), per_cpu((10, 0), (0, 10))
+    assert sizing.busy_cores(before, after, 1, [1]) == 0.0
+    assert sizing.busy_cores(before, after, 1, [0]) == 1.0
+    assert sizing.busy_cores(before, after, 2, [0, 1]) == 1.0
+    assert sizing.busy_cores(before, after, 2) == 1.0  # the machine's line: half of 2 cores
+    assert sizing.busy_cores(before, after, 1, [7]) == 0.5  # no cpu7 line: half of the machine, of 1 core
+
+
 @pytest.mark.parametrize(
     ("average", "running", "sampled", "expected_load", "samples"),
     [

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Final
 
@@ -127,35 +127,52 @@ _STAT = Path("/proc/stat")
 
 def sample_busy(cores: int, seconds: float = SAMPLE_SECONDS) -> float | None:
     """The cores the machine's programs kept busy over the next ``seconds`` (this process sleeps meanwhile):
-    :func:`busy_cores` of two readings of Linux's ``/proc/stat``; ``None`` where there is none."""
+    :func:`busy_cores` of two readings of Linux's ``/proc/stat``, on the CPUs this process may run on;
+    ``None`` where there is none."""
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     try:
         before = _STAT.read_text()
         time.sleep(seconds)
         after = _STAT.read_text()
     except OSError:
         return None
-    return busy_cores(before, after, cores)
+    return busy_cores(before, after, cores, allowed)
 
 
-def busy_cores(before: str, after: str, cores: int) -> float | None:
-    """The busy share of the CPU time between two ``/proc/stat`` texts, in cores (of ``cores``): 1 minus the
-    idle and iowait ticks over all ticks (user, nice, system, idle, iowait, irq, softirq, steal) of the first
-    ``cpu`` line; ``None`` when a text does not parse or no tick passed."""
+def busy_cores(before: str, after: str, cores: int, cpus: Collection[int] | None = None) -> float | None:
+    """The CPU time kept busy between two ``/proc/stat`` texts, in cores: for each of ``cpus`` (its ``cpuN``
+    line), 1 minus its idle and iowait ticks over all its ticks (user, nice, system, idle, iowait, irq, softirq,
+    steal), summed; without ``cpus``, or when a line of one is missing, that share of the machine's ``cpu`` line
+    times ``cores``. ``None`` when a text does not parse or no tick passed."""
     first, second = _ticks(before), _ticks(after)
-    if first is None or second is None:
+    names = [f"cpu{cpu}" for cpu in cpus or ()]
+    if names and all(name in first and name in second for name in names):
+        shares = [_busy_share(first[name], second[name]) for name in names]
+        return None if any(share is None for share in shares) else sum(share or 0.0 for share in shares)
+    if "cpu" not in first or "cpu" not in second:
         return None
+    share = _busy_share(first["cpu"], second["cpu"])
+    return None if share is None else cores * share
+
+
+def _busy_share(first: list[int], second: list[int]) -> float | None:
     total = sum(second) - sum(first)
     idle = (second[3] + second[4]) - (first[3] + first[4])
-    if total <= 0 or not 0 <= idle <= total:
-        return None
-    return cores * (total - idle) / total
+    return None if total <= 0 or not 0 <= idle <= total else (total - idle) / total
 
 
-def _ticks(stat: str) -> list[int] | None:
-    words = stat.split("\n", 1)[0].split()
-    if len(words) < 9 or words[0] != "cpu" or not all(w.isascii() and w.isdecimal() for w in words[1:9]):
-        return None
-    return [int(w) for w in words[1:9]]
+def _ticks(stat: str) -> dict[str, list[int]]:
+    """The first 8 tick counts of each ``cpu`` and ``cpuN`` line of a ``/proc/stat`` text, by the line's name."""
+    found: dict[str, list[int]] = {}
+    for line in stat.splitlines()[:MOST_STAT_LINES]:
+        words = line.split()
+        if len(words) >= 9 and words[0].startswith("cpu") and all(w.isascii() and w.isdecimal() for w in words[1:9]):
+            found[words[0]] = [int(w) for w in words[1:9]]
+    return found
+
+
+#: Lines of ``/proc/stat`` read at most (a line per CPU comes first: 4,096 CPUs).
+MOST_STAT_LINES: Final = 4_100
 
 
 def other_load(average: float, loadavg: str) -> float:
