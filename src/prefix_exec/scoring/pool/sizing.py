@@ -26,8 +26,8 @@ and 1.63x on the 1,600 BFCL results, 1.59x and 1.51x on 2,000 BFCL results, with
 that morning, measured between them (ceiling 1.94x), gave 1.34x, 1.38x and 1.48x. On 10 to 200 rollouts the
 default picked one process, and the ratios (0.85x-1.22x) are the machine's noise. On 2026-12-08, with this
 module's sample, 1.31x-1.60x on the 2,000 conversations and 1.29x-1.67x on 2,000 BFCL results over five runs
-within 45 minutes (docs/architecture.md, "The default against one worker"): 1.5x when the machine is quiet, not in
-every run.
+within 45 minutes (docs/architecture.md, "The default against one worker"): 1.5x in some runs, not in every
+one, even at a load under 1.
 """
 
 from __future__ import annotations
