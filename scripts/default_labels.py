@@ -14,12 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from prefix_exec.envs.custom.evidence import (
+    DEFAULT_LABEL,
     DEFAULT_RULE,
     RULES,
     TEXT_CHARS,
@@ -39,6 +40,17 @@ def before(text: str) -> str:
     kind = _normalized_type(None)
     rules = [replace(r, pattern=WAS.get(r.name, r.pattern)) for r in RULES if r.name not in ADDED]
     return next((r.name for r in rules if r.matches(kind, text[:TEXT_CHARS])), DEFAULT_RULE)
+
+
+def record_label_before(record: dict[str, Any], recorded_error: Callable[[], str]) -> str:
+    """A scored record's first-failure label by the table before issue 43: a failure our own check found keeps its
+    label; any other is labelled by the rule :func:`before` gives its recorded error (``recorded_error()``)."""
+    verdict = record["verdicts"][record["fed"] - 1]
+    if verdict["notes"][0].startswith("source: our check"):
+        return str(record["label"])
+    rule = before(recorded_error())
+    labels = {r.name: r.label.value for r in RULES}
+    return labels[rule] if rule != DEFAULT_RULE else DEFAULT_LABEL.value
 
 
 def errors(path: Path) -> Iterator[str]:

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from prefix_exec.cli import main
-from prefix_exec.envs.custom.evidence import DEFAULT_LABEL, DEFAULT_RULE, RULES
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "agentdojo-runs" / "runs"
@@ -90,16 +89,14 @@ def path_of(record: dict[str, Any]) -> Path:
 
 
 def label_before(record: dict[str, Any]) -> str:
-    """The first failure's label by the classifier before issue 43 (scripts/default_labels.py's table); a
-    failure our own check found keeps its label."""
-    verdict = record["verdicts"][record["fed"] - 1]
-    if verdict["notes"][0].startswith("source: our check"):
-        return str(record["label"])
-    found = first_error(path_of(record))
-    assert found is not None
-    rule = default_labels.before(found[2])
-    labels = {r.name: r.label.value for r in RULES}
-    return labels[rule] if rule != DEFAULT_RULE else DEFAULT_LABEL.value
+    """The first failure's label by the classifier before issue 43 (scripts/default_labels.py's table)."""
+
+    def recorded_error() -> str:
+        found = first_error(path_of(record))
+        assert found is not None
+        return found[2]
+
+    return str(default_labels.record_label_before(record, recorded_error))
 
 
 @pytest.mark.parametrize("suite", sorted(TABLE))

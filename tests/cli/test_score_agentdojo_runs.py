@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from prefix_exec.cli import main
-from prefix_exec.envs.custom.evidence import DEFAULT_LABEL, DEFAULT_RULE, RULES
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "agentdojo"
@@ -50,14 +49,8 @@ def score(suite: str, out: Path) -> list[dict[str, Any]]:
 
 
 def label_before(record: dict[str, Any]) -> str:
-    """The first failure's label by the classifier before issue 43 (scripts/default_labels.py's table); a
-    failure our own check found keeps its label."""
-    verdict = record["verdicts"][record["fed"] - 1]
-    if verdict["notes"][0].startswith("source: our check"):
-        return str(record["label"])
-    rule = default_labels.before(ORACLE[record["task_id"]]["error"])
-    labels = {r.name: r.label.value for r in RULES}
-    return labels[rule] if rule != DEFAULT_RULE else DEFAULT_LABEL.value
+    """The first failure's label by the classifier before issue 43 (scripts/default_labels.py's table)."""
+    return str(default_labels.record_label_before(record, lambda: ORACLE[record["task_id"]]["error"]))
 
 
 @pytest.mark.parametrize("suite", sorted(TABLE))
