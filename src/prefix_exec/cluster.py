@@ -37,6 +37,10 @@ START_SECONDS = 120.0
 #: (the worker ignores the kill: "Mismatched ActorID"; a hostile sweep under Ray was left so with no free CPU on
 #: its local instance, and the next command's actors never started). Older ones are waiting for a CPU.
 SETTLE_SECONDS = 10.0
+#: Actors that may die in a row as they start (their settings or worker cannot be built there) before none is asked
+#: for again: in one place for ``score --launcher ray`` (the run goes on with the others), in all for ``run
+#: --launcher ray`` (the run fails).
+MOST_FAILED_STARTS = 3
 #: The terminal colour codes Ray puts around an actor's name in its errors.
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 #: The last line of a traceback: the exception raised (``ZeroDivisionError: division by zero``).

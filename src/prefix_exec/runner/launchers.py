@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_exec import cluster
-from prefix_exec.cluster import connect_ray, let_start, ray_message
+from prefix_exec.cluster import MOST_FAILED_STARTS, connect_ray, let_start, ray_message
 from prefix_exec.errors import InputError
 from prefix_exec.json_types import JsonObject
 from prefix_exec.runner.grid import Grid
@@ -140,8 +140,6 @@ def _stop(pool: Executor) -> None:
 #: CPUs a unit's actor asks for: it waits on the network, not the CPU; a fraction lets --max-concurrency exceed
 #: the core count.
 ACTOR_CPUS = 0.01
-#: Actors that may die in a row as they start (their worker cannot be built there) before the run fails.
-MOST_FAILED_STARTS = 3
 
 
 def run_ray(grid: Grid, cache: Path | None, units: Sequence[Unit], concurrency: int) -> Iterator[UnitResult]:

@@ -32,7 +32,7 @@ from functools import partial
 from typing import Any, TextIO
 
 from prefix_exec import cluster
-from prefix_exec.cluster import connect_ray, let_start, ray_message
+from prefix_exec.cluster import MOST_FAILED_STARTS, connect_ray, let_start, ray_message
 from prefix_exec.errors import InputError
 from prefix_exec.scoring.pool.messages import Batched, Decoded, Died, Event, Raised
 from prefix_exec.scoring.pool.worker import Shelf, batch_on, decode_on, replay_on
@@ -48,8 +48,6 @@ GRACE_SECONDS = cluster.START_SECONDS
 #: Times a unit is sent to an actor at most: when the actor replaying it dies (or is killed past the unit's
 #: bound) that many times, the unit is not scored (the system's failure; ``--resume`` scores it).
 ATTEMPTS = 3
-#: Times in a row an actor in one place may die as it starts before none is asked for there again.
-MOST_FAILED_STARTS = 3
 
 
 class ScoreActor:
