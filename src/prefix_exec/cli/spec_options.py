@@ -50,19 +50,12 @@ def add_spec_options(parser: argparse.ArgumentParser, tools_help: str, *, requir
         "the --tools spec, keyed by tool name (docs/custom.md)",
     )
     evidence_options = parser.add_argument_group("recorded outcomes as evidence (docs/custom.md)")
-    patterns = evidence_options.add_mutually_exclusive_group()
-    patterns.add_argument(
-        "--error-pattern",
-        metavar="REGEX",
-        default=DEFAULT_ERROR_PATTERN,
-        help="a recorded tool reply without an error flag whose text this Python regex finds (re.search, first "
+    add_error_pattern(
+        evidence_options,
+        "a recorded tool reply without an error flag whose text this Python regex finds (re.search, first "
         "10,000 characters) is a refusal of the call (default: %(default)r, replies beginning with 'Error' or "
         "with an exception's class and a colon, such as 'ValueError: ...')",
-    )
-    patterns.add_argument(
-        "--no-error-pattern",
-        action="store_true",
-        help="only a log's own error flags make a recorded refusal; no reply text does",
+        "only a log's own error flags make a recorded refusal; no reply text does",
     )
     evidence_options.add_argument(
         "--require-tools",
@@ -76,6 +69,15 @@ def add_spec_options(parser: argparse.ArgumentParser, tools_help: str, *, requir
         "(default: <out>.consistency.json, written when a call has a recorded outcome; for tau2 samples, "
         "replay against tau2's error flags)",
     )
+
+
+def add_error_pattern(group: argparse._ActionsContainer, pattern_help: str, flags_help: str) -> None:
+    """``--error-pattern REGEX`` (default :data:`DEFAULT_ERROR_PATTERN`, help ``pattern_help``) and, exclusive of
+    it, ``--no-error-pattern`` (help ``flags_help``), in ``group``: :func:`policy_of` reads them for ``score``, as
+    spec inference does."""
+    patterns = group.add_mutually_exclusive_group()
+    patterns.add_argument("--error-pattern", metavar="REGEX", default=DEFAULT_ERROR_PATTERN, help=pattern_help)
+    patterns.add_argument("--no-error-pattern", action="store_true", help=flags_help)
 
 
 def policy_of(args: argparse.Namespace) -> EvidencePolicy:
@@ -191,15 +193,12 @@ def add_inference_options(parser: argparse.ArgumentParser) -> None:
         help="distinct values remembered per argument, for --explain's count (default: %(default)s); memory is "
         "bounded whatever the corpus",
     )
-    errors = group.add_mutually_exclusive_group()
-    errors.add_argument(
-        "--error-pattern",
-        metavar="REGEX",
-        default=DEFAULT_ERROR_PATTERN,
-        help="a reply without an error flag whose text this regex finds is a recorded error (default: %(default)r, "
+    add_error_pattern(
+        group,
+        "a reply without an error flag whose text this regex finds is a recorded error (default: %(default)r, "
         "as score's)",
+        "only a log's own error flags make errors",
     )
-    errors.add_argument("--no-error-pattern", action="store_true", help="only a log's own error flags make errors")
     group.add_argument(
         "--no-error-evidence",
         action="store_true",
