@@ -10,21 +10,32 @@ what they add is the statement of what the container is.
 - :data:`JsonMapping`: a parsed JSON object read only (a record's ``metadata``, a call's ``arguments``).
 
 And the canonical JSON text of one value, the only way it is written and read: :func:`dumps` (one JSONL line)
-and :func:`loads` (every failure a ``ValueError``, nesting past :data:`MAX_DEPTH` included).
+and :func:`loads` (every failure a ``ValueError``, nesting past :data:`MAX_DEPTH` included); and where a value
+sits in a document, as messages name it: :func:`json_path`.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 type JsonValue = Any
 type JsonObject = dict[str, Any]
 type JsonMapping = Mapping[str, Any]
 
-__all__ = ["MAX_DEPTH", "JsonMapping", "JsonObject", "JsonValue", "depth_problem", "dumps", "loads", "value_problem"]
+__all__ = [
+    "MAX_DEPTH",
+    "JsonMapping",
+    "JsonObject",
+    "JsonValue",
+    "depth_problem",
+    "dumps",
+    "json_path",
+    "loads",
+    "value_problem",
+]
 
 
 def dumps(row: JsonMapping) -> str:
@@ -70,6 +81,12 @@ def loads(text: str, *, max_depth: int | None = MAX_DEPTH) -> Any:
         if problem is not None:
             raise ValueError(problem)
     return value
+
+
+def json_path(parts: Sequence[Any], *, leading: bool = False) -> str:
+    """``tools[2].function.name`` from ``["tools", 2, "function", "name"]``; ``leading`` keeps a first dot."""
+    text = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in parts)
+    return text if leading else text.lstrip(".")
 
 
 def depth_problem(value: Any, max_depth: int = MAX_DEPTH) -> str | None:

@@ -139,6 +139,33 @@ def test_a_command_loads_only_its_own_module(argv, module):
         assert numpy == "False"
 
 
+#: Modules a command's start need not import to score a JSON tools list's transcripts or BFCL results, off a
+#: terminal: PyYAML and ``regex`` (a YAML spec, a schema's ``pattern``), tqdm (a bar on a terminal), and what the
+#: tau package's domain needs (asyncio, importlib.metadata, tomllib). About 0.1 s of every start (2026-12-08).
+NOT_AT_START = ("yaml", "regex", "tqdm", "asyncio", "importlib.metadata", "tomllib")
+
+
+def test_scoring_imports_no_module_it_does_not_use(tmp_path):
+    """``score transcripts`` on a JSON tools list with no ``pattern``, and the BFCL environment, import none of
+    NOT_AT_START: a command's start is paid by every short command and, with workers, by each of them. In a
+    fresh interpreter, stderr a pipe (no terminal)."""
+    tau_bench = Path(__file__).resolve().parents[2] / "tests" / "data" / "tau-bench"  # its tools: no pattern
+    conversations = tmp_path / "two.json"
+    conversations.write_text(json.dumps(json.loads((tau_bench / "gpt-4o-airline.json").read_bytes())[:2]))
+    argv = ["score", "transcripts", str(conversations), "--tools", str(tau_bench / "airline-tools.json")]
+    argv += ["--model", "gpt-4o"]
+    code = (
+        "import json, sys\n"
+        "from prefix_exec.cli import main\n"
+        f"code = main({[*argv, '--out', str(tmp_path / 'records.jsonl'), '--workers', '1']!r})\n"
+        "import prefix_exec.envs.bfcl\n"
+        f"print(json.dumps([code, sorted(m for m in {list(NOT_AT_START)!r} if m in sys.modules)]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout.splitlines()[-1]) == [0, []], done.stderr
+    assert (tmp_path / "records.jsonl").read_bytes().count(b"\n") >= 1
+
+
 def test_a_parser_built_without_argv_has_every_command(monkeypatch):
     """build_parser() (tests, a caller parsing its own list) never narrows itself by this process's sys.argv."""
     monkeypatch.setattr(sys, "argv", ["prefix-exec", "metrics"])

@@ -8,7 +8,9 @@ input or usage. A user's mistake is reported in one paragraph, never as a traceb
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
+import gc
 import importlib
 import sys
 from collections.abc import Sequence
@@ -170,7 +172,21 @@ def console() -> None:
 
     common.COMMAND_PROCESS = True
     start_workers(sys.argv[1:])
-    sys.exit(main())
+    code = main()
+    leave_quickly()
+    sys.exit(code)
+
+
+def leave_quickly() -> None:
+    """Spare the interpreter's collections at exit: it collects garbage again and again as it takes the modules
+    apart, going through every object the imports made (measured on 2026-12-08: the exit of a Python that had
+    imported what ``score transcripts`` imports took 45 ms, and 7 ms with the objects frozen; every command pays
+    it). Everything this process writes is closed before this (the outputs by their ``with``, the streams flushed
+    here); the exit handlers (ending the workers started early) still run."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    gc.freeze()  # the objects alive now are skipped by every later collection; refcounting still frees them
 
 
 #: Modules a worker started early may import while it waits for its settings, by the ``score`` subcommand that

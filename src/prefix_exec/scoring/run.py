@@ -22,7 +22,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, TextIO
+from typing import Any, Protocol, TextIO
 
 from prefix_exec import budget
 from prefix_exec.errors import InputError
@@ -192,6 +192,26 @@ def _drop_if_empty(path: Path, fresh: bool) -> None:
         path.unlink()
 
 
+class _NoBar:
+    """What :func:`progress_bar` gives off a terminal: updates that draw nothing."""
+
+    def update(self, n: int = 1) -> None:
+        """Nothing to draw."""
+
+
+def progress_bar(total: int | None, desc: str) -> contextlib.AbstractContextManager[Any]:
+    """A tqdm bar of ``total`` rollouts on stderr when it is a terminal (tqdm's own rule for ``disable=None``);
+    elsewhere (a file, a pipe, CI) one that draws nothing, and tqdm is not imported: its import is about 20 ms
+    of every command's start, paid by each of the many short commands a script runs."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    if isatty is None or not isatty():
+        return contextlib.nullcontext(_NoBar())
+    from tqdm import tqdm
+
+    bar: contextlib.AbstractContextManager[Any] = tqdm(total=total, desc=desc, unit="rollout", file=sys.stderr)
+    return bar
+
+
 @dataclass(frozen=True)
 class _Scorer:
     """One scoring run's settings (see :func:`score_to_file`) and the report it fills."""
@@ -205,8 +225,6 @@ class _Scorer:
 
     def score(self, units: Iterable[ScoringUnit], path: Path, *, resume: bool, total: int | None, desc: str) -> None:
         """Score ``units`` into ``path`` (held locked by the caller), appending when ``resume``."""
-        from tqdm import tqdm  # here: only a run that scores shows progress (most importers of this module do not)
-
         admission = Admission(completed_keys(path, kind=RECORD_KIND) if resume else set())
         outcomes: Generator[Outcome | Sync]
         if self.dispatch is not None:
@@ -216,7 +234,7 @@ class _Scorer:
             outcomes = add_syncs(self.replayer(t.rollout, t.env) if isinstance(t, Scorable) else t for t in settled)
         with (
             JsonlWriter(path, append=resume) as writer,
-            tqdm(total=total, desc=desc, unit="rollout", disable=None, file=sys.stderr) as bar,
+            progress_bar(total, desc) as bar,
             contextlib.closing(outcomes),
         ):
             for outcome in outcomes:

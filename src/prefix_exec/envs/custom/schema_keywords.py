@@ -20,7 +20,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-import regex
 from jsonschema import ValidationError
 from jsonschema.validators import extend
 
@@ -106,6 +105,8 @@ def _counted(pattern: str, start: int) -> tuple[int, int] | None:
 
 @functools.lru_cache(maxsize=1024)
 def compiled_pattern(pattern: str) -> Any:
+    import regex  # here: most tools lists have no pattern, and the engine's import is 10 ms of every command's start
+
     pattern_weight(pattern)
     try:
         return regex.compile(pattern)

@@ -20,9 +20,8 @@ from prefix_exec.envs.custom.evidence import DEFAULT_POLICY, ORIGIN_CHECK, Evide
 from prefix_exec.envs.custom.json_schema import Schema
 from prefix_exec.envs.custom.mentions import Mentions
 from prefix_exec.envs.custom.schema_keywords import SchemaProblem
-from prefix_exec.envs.custom.yaml_document import json_path
 from prefix_exec.errors import InputError, ReplayError
-from prefix_exec.json_types import JsonMapping, JsonObject
+from prefix_exec.json_types import JsonMapping, JsonObject, json_path
 from prefix_exec.trajectory import FailureLabel, ToolCall, Verdict
 
 Hook = Callable[..., Any]  # (state, args), and a postcondition's (state, args, result)

@@ -24,13 +24,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
 from jsonschema import ValidationError
 
 from prefix_exec.envs.custom.json_schema import compile_schema, schema_problem
-from prefix_exec.envs.custom.yaml_document import json_path, read_yaml
 from prefix_exec.errors import InputError
-from prefix_exec.json_types import JsonMapping, JsonObject, depth_problem
+from prefix_exec.json_types import JsonMapping, JsonObject, depth_problem, json_path
 from prefix_exec.records.jsonl import MAX_LINE_CHARS, check_regular_file, json_problem
 
 #: What each form is called in messages.
@@ -205,15 +203,10 @@ def read_document(path: Path, *, what: str) -> Any:
             else None,
         )
     try:
-        document = json.loads(text) if path.suffix == ".json" else read_yaml(text)
+        document = json.loads(text) if path.suffix == ".json" else _yaml_document(text, what, path)
     except json.JSONDecodeError as exc:
         message = f"cannot parse the {what}: {json_problem(exc)}"
         raise InputError(message, path=path, line=exc.lineno) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(f"cannot parse the {what}: {problem}", path=path, line=line) from None
     except (RecursionError, ValueError) as exc:  # nesting past the recursion limit, an over-long integer
         reason = str(exc).split(";")[0] or "nested too deeply"
         raise InputError(f"cannot parse the {what}: {reason}", path=path) from None
@@ -222,6 +215,23 @@ def read_document(path: Path, *, what: str) -> Any:
     if problem is not None:
         raise InputError(f"the {what} is {problem}", path=path, hint="a spec's values are a few levels deep")
     return document
+
+
+def _yaml_document(text: str, what: str, path: Path) -> Any:
+    """The YAML document ``text`` (:func:`~prefix_exec.envs.custom.yaml_document.read_yaml`), a parse error as an
+    input error naming its line. PyYAML is imported here: a JSON tools list, the most common, never needs it, and
+    its import is 20 ms of every command's start."""
+    import yaml
+
+    from prefix_exec.envs.custom.yaml_document import read_yaml
+
+    try:
+        return read_yaml(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(f"cannot parse the {what}: {problem}", path=path, line=line) from None
 
 
 def _other_file_kind(text: str) -> str:

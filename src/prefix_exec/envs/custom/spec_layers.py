@@ -20,9 +20,8 @@ from pathlib import Path
 
 from prefix_exec.envs.custom.json_schema import compile_schema
 from prefix_exec.envs.custom.spec_formats import SPEC_SCHEMA, read_document, schema_message
-from prefix_exec.envs.custom.yaml_document import json_path
 from prefix_exec.errors import InputError
-from prefix_exec.json_types import JsonMapping, JsonObject
+from prefix_exec.json_types import JsonMapping, JsonObject, json_path
 
 #: The per-tool keys a side file may layer on: everything but the tool's name, description and schema.
 LAYER_KEYS: tuple[str, ...] = (

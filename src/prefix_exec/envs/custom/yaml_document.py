@@ -9,20 +9,15 @@ naming the field and line; an alias may not hold itself, and aliases may add at 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import yaml
 
+from prefix_exec.json_types import json_path
+
 # yaml.safe_load's loader, on libyaml's parser where PyYAML has it (the same documents, about 8 times faster;
 # a run or a test reads the same spec many times).
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def json_path(parts: Sequence[Any], *, leading: bool = False) -> str:
-    """``tools[2].function.name`` from ``["tools", 2, "function", "name"]``; ``leading`` keeps a first dot."""
-    text = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in parts)
-    return text if leading else text.lstrip(".")
 
 
 #: The YAML tags whose values are JSON values (a merge key ``<<`` only copies mappings).

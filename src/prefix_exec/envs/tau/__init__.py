@@ -19,10 +19,38 @@
 - :mod:`.results`: a read results file matched with the installed tau2 (its environment, task-set check and
   provenance: :func:`~.results.load_results`, what ``score tau`` and ``score inspect`` both run).
 
-Nothing here imports tau2 at module import time; the first environment built does.
+Nothing here imports tau2 at module import time; the first environment built does. The names below are loaded
+from their module on first use (as the package ``prefix_exec`` does): BFCL's information check shares
+:mod:`.information`, and importing it must not import :mod:`.domain` (asyncio, importlib.metadata and tomllib,
+70 ms of every ``score bfcl`` start and of each of its workers').
 """
 
-from prefix_exec.envs.tau.domain import Domain, load_domain
-from prefix_exec.envs.tau.session import RolloutEnvironment, Tau2Session, TauEnvironment, TauSession
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from prefix_exec.envs.tau.domain import Domain, load_domain
+    from prefix_exec.envs.tau.session import RolloutEnvironment, Tau2Session, TauEnvironment, TauSession
 
 __all__ = ["Domain", "RolloutEnvironment", "Tau2Session", "TauEnvironment", "TauSession", "load_domain"]
+
+#: The module each name of ``__all__`` is defined in.
+HOMES: dict[str, str] = {
+    **dict.fromkeys(("Domain", "load_domain"), "prefix_exec.envs.tau.domain"),
+    **dict.fromkeys(
+        ("RolloutEnvironment", "Tau2Session", "TauEnvironment", "TauSession"), "prefix_exec.envs.tau.session"
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A name of ``__all__``, imported from its module the first time it is asked for (then kept here)."""
+    home = HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    __import__(home)
+    value = getattr(sys.modules[home], name)
+    globals()[name] = value
+    return value
