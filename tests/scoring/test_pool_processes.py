@@ -10,12 +10,14 @@ pipe-user-pages-soft 16384 pages of 4 KiB: 64 MiB), worked by hand."""
 from __future__ import annotations
 
 import fcntl
+import json
 import multiprocessing
 import os
 import pickle
 import select
 import selectors
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -177,6 +179,64 @@ def test_a_worker_started_early_is_adopted_by_the_pool(tmp_path: Path, monkeypat
     assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
 
 
+#: Run in a new Python (one thread, as the command's entry point is): two workers started early with ``fork``, then
+#: this process's ends of their inboxes closed; what each was, whether it ignores Ctrl-C, and how it ended.
+FORKED_EARLY = """
+import json, signal, sys
+from prefix_exec.cli import WARM
+from prefix_exec.scoring.pool import spawn
+allowed = spawn.fork_allowed()
+spawn.start_early(2, WARM["custom"], fork=True)
+processes = [early.process for early in spawn._early]
+methods = [type(process._popen).__module__ for process in processes]
+ignored = []
+for process in processes:
+    with open(f"/proc/{process.pid}/status") as status:
+        mask = next(int(line.split()[1], 16) for line in status if line.startswith("SigIgn:"))
+    ignored.append(bool(mask >> (signal.SIGINT - 1) & 1))
+for early in spawn._early:
+    early.orders.close()
+for process in processes:
+    process.join(20)
+print(json.dumps({"allowed": allowed, "methods": methods, "ignored": ignored,
+                  "exits": [process.exitcode for process in processes]}))
+spawn._early.clear()
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="workers are forked early on Linux only")
+def test_workers_the_entry_point_starts_are_forked_and_end_when_their_inbox_closes() -> None:
+    """The command's entry point forks its early workers (no new Python, no imports again). Each closes its copies
+    of the reading process's pipe ends, its own and the earlier worker's: else closing a worker's inbox would
+    never end it (the second worker would hold the first's inbox open, and each its own), and the pool's end
+    would wait for the kill. Ctrl-C is ignored in them, as in a spawned worker."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    done = subprocess.run(
+        [sys.executable, "-c", FORKED_EARLY], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen == {
+        "allowed": True,
+        "methods": ["multiprocessing.popen_fork"] * 2,
+        "ignored": [True, True],
+        "exits": [0, 0],
+    }
+
+
+def test_no_worker_is_forked_while_another_thread_runs() -> None:
+    """A fork copies only the thread that forks, with the locks the others hold: with a second thread running,
+    workers are spawned."""
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=True)
+    other.start()
+    try:
+        assert not pool_spawn.fork_allowed()
+    finally:
+        stop.set()
+        other.join()
+
+
 def test_a_worker_no_run_adopts_is_ended() -> None:
     """A worker started early for a command that then scores nothing (a usage error, a quick input) is ended by
     end_early (registered at exit): its pipe closed (it returns once its imports are done: see the next test), or
@@ -224,7 +284,8 @@ def test_the_command_line_starts_the_workers_score_starts_at_once(
     pipes sized for the pool's --workers - 1."""
     calls: list[tuple[int, tuple[str, ...], int]] = []
 
-    def start_early(count: int, warm: tuple[str, ...], *, pool: int) -> None:
+    def start_early(count: int, warm: tuple[str, ...], *, pool: int, fork: bool) -> None:
+        assert fork  # the entry point, before its imports: forked where a fork is safe (fork_allowed)
         calls.append((count, warm, pool))
 
     monkeypatch.setattr(pool_spawn, "start_early", start_early)
@@ -348,7 +409,7 @@ def test_a_worker_that_cannot_be_started_early_is_left_to_the_pool(monkeypatch: 
     first = pool_spawn.Spawned(_Importing(), _Pipe(), _Pipe())
     spawned = iter([first])
 
-    def spawn(warm: tuple[str, ...] = (), pipe_size: int = 0) -> pool_spawn.Spawned:
+    def spawn(warm: tuple[str, ...] = (), pipe_size: int = 0, *, fork: bool = False) -> pool_spawn.Spawned:
         for one in spawned:
             return one
         raise BlockingIOError(11, "Resource temporarily unavailable")

@@ -235,4 +235,5 @@ def start_workers(argv: Sequence[str]) -> None:
     workers = (
         int(wanted) if wanted.isascii() and wanted.isdecimal() and len(wanted) <= 4 else default_for(list(argv), cores)
     )
-    start_early(min(workers, cores) - 1, WARM[argv[1]], pool=workers - 1)  # the pool: this process replays too
+    # the pool: this process replays too; forked, as nothing is imported yet (pool.spawn)
+    start_early(min(workers, cores) - 1, WARM[argv[1]], pool=workers - 1, fork=True)

@@ -11,7 +11,13 @@ the benchmark's own package (tau2 still loads when its environment is built). Th
 the command's entry point imports it before anything else.
 
 Workers are spawned, as the runner's are (:mod:`prefix_exec.runner.launchers`): a fork would copy the reading
-process's threads' locks mid-use, and ToolSandbox deadlocks under fork.
+process's threads' locks mid-use, and ToolSandbox deadlocks under fork. The one exception is a worker started
+early by the command's entry point (:func:`start_early` with ``fork``): it is forked, on Linux, while the process
+still has one thread and has imported nothing but this module and the command line's face, so there is no lock
+to copy, and the worker loads what it needs itself (ToolSandbox too). A spawned worker is a new Python that
+imports :mod:`multiprocessing` and the command's script again before it can import anything of its own (about
+0.1 s, measured on 2026-12-08 on 2 cores); forked, it starts at once, ready for its settings before the reading
+process has them (and no resource tracker process is started beside it).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import fcntl
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,6 +38,8 @@ from typing import Any, Final
 
 #: How the pool's processes start (see the module docstring).
 START_METHOD: Final = "spawn"
+#: How a worker started early by the command's entry point starts, where it may (:func:`fork_allowed`).
+EARLY_METHOD: Final = "fork"
 #: Bytes each pipe to and from a worker holds at most (Linux; the default is 64 KiB): what the reading process
 #: sends a worker waits in the pipe, not in that process, while it replays or reads a file, so the worker does not
 #: run dry after four transcripts of 16 KB each; a worker's answers wait there while the reading process is busy.
@@ -74,14 +83,18 @@ class Spawned:
         self.answers.close()
 
 
-def spawn(warm: tuple[str, ...] = (), pipe_size: int = 0) -> Spawned:
+def spawn(warm: tuple[str, ...] = (), pipe_size: int = 0, *, fork: bool = False) -> Spawned:
     """A new worker process (:func:`run`), importing ``warm`` (module names of this package) while it waits for its
     settings, its pipes widened to ``pipe_size`` bytes (:func:`system_pipe_bytes`; 0: left as they are); Ctrl-C is
-    ignored in it (the reading process handles it and ends the workers)."""
-    context = multiprocessing.get_context(START_METHOD)
+    ignored in it (the reading process handles it and ends the workers). ``fork``: forked, not spawned (only
+    where :func:`fork_allowed`; see the module docstring); it closes its copies of this process's ends of the
+    pipes of the workers started early, and of its own, or it would never see them end."""
+    context = multiprocessing.get_context(EARLY_METHOD) if fork else multiprocessing.get_context(START_METHOD)
     theirs, orders = context.Pipe(duplex=False)  # messages to the worker
     answers, ours = context.Pipe(duplex=False)  # its answers back
-    process = context.Process(target=run, args=(theirs, ours, warm), name="prefix-exec-score", daemon=True)
+    ends = (orders, answers, *(pipe for early in _early for pipe in (early.orders, early.answers))) if fork else ()
+    inherited = tuple(pipe.fileno() for pipe in ends)
+    process = context.Process(target=run, args=(theirs, ours, warm, inherited), name="prefix-exec-score", daemon=True)
     with _sigint_ignored():  # the worker inherits it from the start
         process.start()
     theirs.close()
@@ -92,8 +105,12 @@ def spawn(warm: tuple[str, ...] = (), pipe_size: int = 0) -> Spawned:
     return Spawned(process, answers, orders)
 
 
-def run(inbox: Any, outbox: Any, warm: tuple[str, ...]) -> None:
-    """A worker process's entry: import ``warm`` (only names of this package's modules), then serve."""
+def run(inbox: Any, outbox: Any, warm: tuple[str, ...], inherited: tuple[int, ...] = ()) -> None:
+    """A worker process's entry: close the file descriptors ``inherited`` (a forked worker's copies of the reading
+    process's pipe ends), import ``warm`` (only names of this package's modules), then serve."""
+    for fd in inherited:
+        with contextlib.suppress(OSError):
+            os.close(fd)
     for name in warm:
         if name.startswith(PACKAGE):
             with contextlib.suppress(ImportError):  # a missing extra: the run that adopts it says so
@@ -106,20 +123,33 @@ def run(inbox: Any, outbox: Any, warm: tuple[str, ...]) -> None:
 _early: list[Spawned] = []
 
 
-def start_early(count: int, warm: tuple[str, ...] = (), *, pool: int | None = None) -> None:
-    """Spawn ``count`` workers now, each importing the modules ``warm`` names (this package's, what its command's
+def start_early(count: int, warm: tuple[str, ...] = (), *, pool: int | None = None, fork: bool = False) -> None:
+    """Start ``count`` workers now, each importing the modules ``warm`` names (this package's, what its command's
     units will need: unpickling its settings and environment would import them anyway), their pipes sized for a
     pool of ``pool`` workers in all (``count`` when ``None``: :func:`system_pipe_bytes`); the pool adopts them
-    (:func:`take_early`), and those it does not are ended at exit. A spawn that fails (the user's process or file
-    limit) ends this: the pool starts the others, and what fails there is the command's error."""
+    (:func:`take_early`), and those it does not are ended at exit. ``fork``: the caller is a command's entry
+    point, before its imports; the workers are then forked where :func:`fork_allowed`, else spawned. A start that
+    fails (the user's process or file limit) ends this: the pool starts the others, and what fails there is the
+    command's error."""
     if count <= 0:
         return
     if not _early:
         atexit.register(end_early)
     size = system_pipe_bytes(2 * max(count, pool or 0))
+    forked = fork and fork_allowed()
     with contextlib.suppress(OSError):
         for _ in range(count):
-            _early.append(spawn(warm, size))
+            _early.append(spawn(warm, size, fork=forked))
+
+
+def fork_allowed() -> bool:
+    """Whether a worker may be forked from this process now: on Linux (elsewhere a fork is unsafe, or there is
+    none), while this process runs one thread (a fork copies no other thread, nor frees the locks they hold)."""
+    return (
+        sys.platform == "linux"
+        and EARLY_METHOD in multiprocessing.get_all_start_methods()
+        and (threading.active_count() == 1)
+    )
 
 
 def take_early() -> Spawned | None:
