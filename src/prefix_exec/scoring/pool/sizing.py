@@ -27,7 +27,9 @@ that morning, measured between them (ceiling 1.94x), gave 1.34x, 1.38x and 1.48x
 default picked one process, and the ratios (0.85x-1.22x) are the machine's noise. On 2026-12-08, with this
 module's sample, 1.31x-1.60x on the 2,000 conversations and 1.29x-1.67x on 2,000 BFCL results over five runs
 within 45 minutes (docs/architecture.md, "The default against one worker"): 1.5x in some runs, not in every
-one, even at a load under 1.
+one, even at a load under 1. Since the command's start was cut and its early workers are forked (same day),
+1.51x-1.58x on the 2,000 conversations and 1.57x-1.61x on 2,000 BFCL results (two runs of 9 and 11 repeats,
+ceiling 1.87x), and one of 1.33x on the 1,600 BFCL results where the host's speed moved within the run.
 """
 
 from __future__ import annotations
