@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -17,8 +18,9 @@ from prefix_exec.errors import InputError
 from prefix_exec.records.codec import read_records
 from prefix_exec.scoring.numbering import Numbering
 from prefix_exec.scoring.pool.dispatch import pool_for
-from prefix_exec.scoring.run import ScoreOptions, score_to_file
+from prefix_exec.scoring.run import ScoreOptions, progress_bar, score_to_file
 from prefix_exec.scoring.units import Batch, Reading, Scorable, numbered, with_environment
+from prefix_exec.terminal import Escaping
 from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped, ToolCall, UnitKey
 from test_replay import CounterEnv, CounterSession, rollout
 
@@ -380,3 +382,33 @@ def test_batches_score_as_one_worker_scores_them(tmp_path: Path, monkeypatch: py
         assert (report.written, len(report.skipped)) == (expected.written, len(expected.skipped)) == (8, 4)
         notes = [line for line in log.getvalue().splitlines() if "read" in line]
         assert notes == [f"prefix-exec: note: trials {part} read" for part in parts]
+
+
+class Terminal(io.StringIO):
+    """A stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_bar_draws_its_carriage_returns_raw_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command's stderr is an Escaping stream (prefix_exec.terminal): the bar draws on the stream under it, so
+    each redraw returns to the line's start; escaped, every ``\\r`` would print as the two characters ``\\r``."""
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", Escaping(terminal))
+    with progress_bar(3, "scoring toy") as bar:
+        bar.update(1)
+        bar.update(1)
+    drawn = terminal.getvalue()
+    assert drawn.count("\r") >= 2  # the first draw and the last (tqdm draws at most every 0.1 s between)
+    assert "\\r" not in drawn
+    assert "scoring toy:" in drawn and "2/3" in drawn
+
+
+def test_no_bar_off_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Off a terminal (a file, a pipe) the bar draws nothing and counts nothing, as tqdm's ``disable=None``."""
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", Escaping(stream))
+    with progress_bar(3, "scoring toy") as bar:
+        bar.update(1)
+    assert stream.getvalue() == ""
