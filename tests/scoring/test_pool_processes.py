@@ -224,6 +224,36 @@ def test_workers_the_entry_point_starts_are_forked_and_end_when_their_inbox_clos
     }
 
 
+#: Run in a new Python (one thread, as the command's entry point is): a thread started outside :mod:`threading`,
+#: then what :mod:`threading` counts and whether a worker may be forked.
+UNKNOWN_THREAD = """
+import _thread, json, os, threading
+from prefix_exec.scoring.pool import spawn
+started, stop = threading.Event(), threading.Event()
+def wait():
+    started.set()
+    stop.wait()
+_thread.start_new_thread(wait, ())
+started.wait()
+print(json.dumps({"counted": threading.active_count(), "threads": len(os.listdir("/proc/self/task")),
+                  "allowed": spawn.fork_allowed()}))
+stop.set()
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="workers are forked early on Linux only")
+def test_no_worker_is_forked_while_a_thread_python_does_not_count_runs() -> None:
+    """A thread started outside :mod:`threading` (as a native library's pool is: OpenBLAS's at numpy's import) is
+    not in ``threading.active_count()``; the system's count of the process's threads has it, and no worker is
+    forked beside it."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    done = subprocess.run(
+        [sys.executable, "-c", UNKNOWN_THREAD], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"counted": 1, "threads": 2, "allowed": False}
+
+
 def test_no_worker_is_forked_while_another_thread_runs() -> None:
     """A fork copies only the thread that forks, with the locks the others hold: with a second thread running,
     workers are spawned."""

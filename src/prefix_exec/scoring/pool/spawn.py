@@ -145,11 +145,17 @@ def start_early(count: int, warm: tuple[str, ...] = (), *, pool: int | None = No
 def fork_allowed() -> bool:
     """Whether a worker may be forked from this process now: on Linux (elsewhere a fork is unsafe, or there is
     none), while this process runs one thread (a fork copies no other thread, nor frees the locks they hold)."""
-    return (
-        sys.platform == "linux"
-        and EARLY_METHOD in multiprocessing.get_all_start_methods()
-        and (threading.active_count() == 1)
-    )
+    return sys.platform == "linux" and EARLY_METHOD in multiprocessing.get_all_start_methods() and threads() == 1
+
+
+def threads() -> int:
+    """The threads this process runs, as the system counts them (``/proc/self/task``): Python's own and those
+    Python does not know of (a native library's pool, as OpenBLAS starts at numpy's import, or one a site hook
+    starts before the command does); Python's count where that cannot be read."""
+    try:
+        return max(len(os.listdir("/proc/self/task")), threading.active_count())
+    except OSError:
+        return threading.active_count()
 
 
 def take_early() -> Spawned | None:
