@@ -28,8 +28,9 @@ default picked one process, and the ratios (0.85x-1.22x) are the machine's noise
 module's sample, 1.31x-1.60x on the 2,000 conversations and 1.29x-1.67x on 2,000 BFCL results over five runs
 within 45 minutes (docs/architecture.md, "The default against one worker"): 1.5x in some runs, not in every
 one, even at a load under 1. Since the command's start was cut and its early workers are forked (same day),
-1.51x-1.58x on the 2,000 conversations and 1.57x-1.61x on 2,000 BFCL results (two runs of 9 and 11 repeats,
-ceiling 1.87x), and one of 1.33x on the 1,600 BFCL results where the host's speed moved within the run.
+five runs of 9-11 repeats (ceiling 1.73x-1.92x) gave 1.44x-1.59x on the 2,000 conversations, 1.33x-1.63x on the
+1,600 BFCL results and 1.53x-1.65x on 2,000: 13 of the 15 medians at 1.5x or more, the two below where the host
+slowed within the run.
 """
 
 from __future__ import annotations
