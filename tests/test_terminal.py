@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 from prefix_exec.cli import main
-from prefix_exec.terminal import Escaping, escaped, escaping_output, unescaped
+from prefix_exec.terminal import Escaping, draws_bars, escaped, escaping_output, unescaped
 
 ESCAPE = "\x1b]0;pwned\x07\x1b[2J\rdone\x9b31m"
 TICKETING = Path(__file__).resolve().parents[1] / "examples" / "ticketing"
@@ -53,3 +54,25 @@ def test_a_name_from_a_log_reaches_neither_stream_raw(tmp_path: Path, capsys: py
     captured = capsys.readouterr()
     assert "\x1b" not in captured.err + captured.out
     assert "dataset=\\u001b]0;pwned" in captured.err
+
+
+class Tty(io.StringIO):
+    """A stream that says it is a terminal, on descriptor 2."""
+
+    def isatty(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return 2
+
+
+@pytest.mark.parametrize(("columns", "drawn"), [(80, True), (0, False)])
+def test_a_bar_is_drawn_on_a_terminal_of_known_width_only(
+    monkeypatch: pytest.MonkeyPatch, columns: int, drawn: bool
+) -> None:
+    """Both progress displays (score's bar, the runner's) ask draws_bars: a terminal with a width, through the
+    CLI's Escaping stream too; not one of unknown width (0 columns), a file, or a stream with no descriptor."""
+    monkeypatch.setattr("os.get_terminal_size", lambda fd=1: os.terminal_size((columns, 24)))
+    assert draws_bars(Tty()) is drawn
+    assert draws_bars(Escaping(Tty())) is drawn
+    assert draws_bars(io.StringIO()) is False

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -53,6 +54,15 @@ def unescaped(stream: TextIO) -> TextIO:
     """The stream under ``stream`` when it is :class:`Escaping`, else ``stream``: for a writer of our own that
     draws with control characters (a progress bar), and never writes input's text."""
     return cast(TextIO, getattr(stream, "unescaped", stream)) if isinstance(stream, Escaping) else stream
+
+
+def draws_bars(stream: TextIO) -> bool:
+    """Whether a progress bar can be drawn on ``stream``: a terminal with a known, non-zero width (tqdm draws
+    nothing on one of unknown width; a file, a pipe or CI's log gets plain lines, or nothing)."""
+    try:
+        return stream.isatty() and os.get_terminal_size(stream.fileno()).columns > 0
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 @contextlib.contextmanager

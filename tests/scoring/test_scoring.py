@@ -385,12 +385,22 @@ def test_batches_score_as_one_worker_scores_them(tmp_path: Path, monkeypatch: py
 
 
 class Terminal(io.StringIO):
-    """A stream that says it is a terminal."""
+    """A stream that says it is a terminal (80 columns wide: see ``wide``)."""
 
     def isatty(self) -> bool:
         return True
 
+    def fileno(self) -> int:
+        return 2
 
+
+@pytest.fixture
+def wide(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The terminal :class:`Terminal` stands for is 80 columns wide."""
+    monkeypatch.setattr(os, "get_terminal_size", lambda fd=1: os.terminal_size((80, 24)))
+
+
+@pytest.mark.usefixtures("wide")
 def test_the_bar_draws_its_carriage_returns_raw_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """A command's stderr is an Escaping stream (prefix_exec.terminal): the bar draws on the stream under it, so
     each redraw returns to the line's start; escaped, every ``\\r`` would print as the two characters ``\\r``."""

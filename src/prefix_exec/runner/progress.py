@@ -11,7 +11,6 @@ second; off a terminal a line is printed every minute.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from typing import Protocol, TextIO
@@ -19,7 +18,7 @@ from typing import Protocol, TextIO
 from tqdm import tqdm
 
 from prefix_exec.llm.inflight import IN_FLIGHT, describe
-from prefix_exec.terminal import unescaped
+from prefix_exec.terminal import draws_bars, unescaped
 
 
 class Tally(Protocol):
@@ -47,7 +46,7 @@ class Progress:
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
         self._lock = threading.Lock()  # the bar is drawn by the ticker and by update()
-        if _is_terminal(log):
+        if draws_bars(log):
             # tqdm draws with \r and escapes: the stream under the CLI's escaping (it writes no input text)
             self.bar = tqdm(total=total, initial=initial, desc="units", unit="unit", file=unescaped(log), smoothing=0.1)
             self._ticker = threading.Thread(target=self._redraw, name="progress", daemon=True)
@@ -101,14 +100,6 @@ class Progress:
             self._ticker.join()
         if self.bar is not None:
             self.bar.close()
-
-
-def _is_terminal(stream: TextIO) -> bool:
-    """A terminal a bar can be drawn on: a tty with a known, non-zero width."""
-    try:
-        return stream.isatty() and os.get_terminal_size(stream.fileno()).columns > 0
-    except (AttributeError, ValueError, OSError):
-        return False
 
 
 def _clock(seconds: float) -> str:

@@ -33,7 +33,7 @@ from prefix_exec.records.jsonl import JsonlWriter, completed_keys
 from prefix_exec.scoring.admission import Admission
 from prefix_exec.scoring.replayer import Observer, OnRecord, Outcome, Replayer, Sync, Written, add_syncs, record_line
 from prefix_exec.scoring.units import Scorable, ScoringUnit, unbatched
-from prefix_exec.terminal import unescaped
+from prefix_exec.terminal import draws_bars, unescaped
 from prefix_exec.trajectory import PrefixRecord, Rollout, Skipped
 
 
@@ -201,13 +201,13 @@ class _NoBar:
 
 
 def progress_bar(total: int | None, desc: str) -> contextlib.AbstractContextManager[Any]:
-    """A tqdm bar of ``total`` rollouts on stderr when it is a terminal (tqdm's own rule for ``disable=None``);
-    elsewhere (a file, a pipe, CI) one that draws nothing, and tqdm is not imported: its import is about 20 ms
+    """A tqdm bar of ``total`` rollouts on stderr when a bar can be drawn there (:func:`~prefix_exec.terminal.
+    draws_bars`, as the runner's progress); elsewhere (a file, a pipe, CI) one that draws nothing, and tqdm is not
+    imported: its import is about 20 ms
     of every command's start, paid by each of the many short commands a script runs. The bar draws on the
     stream under the CLI's :class:`~prefix_exec.terminal.Escaping` one: its carriage returns are its own, and
     escaped they would print as ``\\r`` text, every redraw on one ever longer line."""
-    isatty = getattr(sys.stderr, "isatty", None)
-    if isatty is None or not isatty():
+    if not draws_bars(sys.stderr):
         return contextlib.nullcontext(_NoBar())
     from tqdm import tqdm
 
